@@ -1,0 +1,39 @@
+package dev.leader;
+
+/**
+ * Why a node's leadership of a group ended.
+ */
+public enum RevokeReason {
+
+	/**
+	 * A renewal reached the coordinator and found the lease released: no node holds it.
+	 */
+	RELEASED,
+
+	/**
+	 * The safe window closed before a renewal answered, for example because the coordinator was slow or this process
+	 * was paused.
+	 */
+	EXPIRED,
+
+	/**
+	 * A renewal reached the coordinator and found another node holding the lease.
+	 */
+	LOST,
+
+	/**
+	 * The node gave the leadership up on request, see {@link Leadership#yield(String)}.
+	 */
+	YIELDED,
+
+	/**
+	 * The node is shutting down and released the lease.
+	 */
+	SHUTDOWN,
+
+	/**
+	 * The safe window closed after renewals failed with errors, for example because the coordinator was unreachable.
+	 */
+	ERROR
+
+}

@@ -1,0 +1,133 @@
+package dev.leader.actuate;
+
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+import dev.leader.NodeInfo;
+import dev.leader.lease.LeaderEngine;
+import dev.leader.lease.LeaseState;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
+import org.springframework.boot.actuate.endpoint.annotation.ReadOperation;
+import org.springframework.boot.actuate.endpoint.annotation.Selector;
+
+/**
+ * The {@code leadership} endpoint: this node, every group it takes part in, and the members. Read-only.
+ */
+@Endpoint(id = "leadership")
+public class LeadershipEndpoint {
+
+	private final LeaderEngine engine;
+
+	/**
+	 * Creates an endpoint.
+	 * @param engine the engine to describe
+	 */
+	public LeadershipEndpoint(LeaderEngine engine) {
+		this.engine = engine;
+	}
+
+	/**
+	 * Describes this node, its groups and the members.
+	 * @return the description
+	 */
+	@ReadOperation
+	public LeadershipDescriptor leadership() {
+		Map<String, GroupDescriptor> groups = new TreeMap<>();
+		this.engine.groups().forEach((group) -> groups.put(group, describe(group)));
+		List<MemberDescriptor> members = this.engine.members()
+			.stream()
+			.map(MemberDescriptor::new)
+			.toList();
+		return new LeadershipDescriptor(this.engine.nodeId(), groups, members);
+	}
+
+	/**
+	 * Describes one group.
+	 * @param group the group
+	 * @return the description, or {@code null} (404) for a group this node does not take part in
+	 */
+	@ReadOperation
+	public @Nullable GroupDescriptor group(@Selector String group) {
+		return this.engine.groups().contains(group) ? describe(group) : null;
+	}
+
+	private GroupDescriptor describe(String group) {
+		boolean leader = this.engine.isLeader(group);
+		LeaseState lease = this.engine.lease(group).orElse(null);
+		if (lease == null) {
+			return new GroupDescriptor(group, leader ? Role.LEADER : Role.FOLLOWER, 0, null, null, null);
+		}
+		boolean held = lease.isHeld();
+		return new GroupDescriptor(group, leader ? Role.LEADER : Role.FOLLOWER, lease.term(),
+				held ? lease.holder() : null, held ? lease.expiresAt() : null,
+				held ? lease.remaining().toMillis() : null);
+	}
+
+	/**
+	 * This node's role in a group.
+	 */
+	public enum Role {
+
+		/**
+		 * This node leads the group.
+		 */
+		LEADER,
+
+		/**
+		 * Another node leads the group, or none does.
+		 */
+		FOLLOWER
+
+	}
+
+	/**
+	 * Description of this node's view.
+	 *
+	 * @param node this node's id
+	 * @param groups the groups, by name
+	 * @param members the members as last read
+	 */
+	public record LeadershipDescriptor(String node, Map<String, GroupDescriptor> groups,
+			List<MemberDescriptor> members) {
+	}
+
+	/**
+	 * Description of one group as last read by this node.
+	 *
+	 * @param group the group
+	 * @param role this node's role
+	 * @param term the lease's term, 0 before the lease was first read
+	 * @param leader the node holding the lease, or {@code null} if none holds it
+	 * @param expiresAt when the lease expires, in database time
+	 * @param remainingMillis the time left on the lease when it was read, in milliseconds
+	 */
+	public record GroupDescriptor(String group, Role role, long term, @Nullable String leader,
+			@Nullable Instant expiresAt, @Nullable Long remainingMillis) {
+	}
+
+	/**
+	 * Description of a member.
+	 *
+	 * @param id the node id
+	 * @param name the node name
+	 * @param host the host
+	 * @param pid the process id
+	 * @param startedAt when it registered, in database time
+	 * @param lastHeartbeat its last heartbeat, in database time
+	 * @param state {@code ALIVE}, or {@code DEAD} once its heartbeat is older than the node expiry
+	 */
+	public record MemberDescriptor(String id, String name, String host, long pid, Instant startedAt,
+			Instant lastHeartbeat, String state) {
+
+		MemberDescriptor(NodeInfo node) {
+			this(node.id(), node.name(), node.host(), node.pid(), node.startedAt(), node.heartbeatAt(),
+					node.alive() ? "ALIVE" : "DEAD");
+		}
+
+	}
+
+}

@@ -1,0 +1,252 @@
+package dev.leader.autoconfigure;
+
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.time.Duration;
+import java.util.LinkedHashSet;
+import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
+
+import javax.sql.DataSource;
+
+import dev.leader.LeaderOnlyAdvisor;
+import dev.leader.LeaderOnlyInterceptor;
+import dev.leader.Leadership;
+import dev.leader.autoconfigure.LeaderProperties.WhenNotLeader;
+import dev.leader.jdbc.LeaderSchemaMigration;
+import dev.leader.jdbc.PostgresCoordinationStore;
+import dev.leader.jdbc.TablePrefix;
+import dev.leader.lease.CoordinationStore;
+import dev.leader.lease.LeaderEngine;
+import dev.leader.lease.LeaseSettings;
+import dev.leader.node.NodeRegistration;
+import org.flywaydb.core.Flyway;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.aop.config.AopConfigUtils;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.config.BeanDefinition;
+import org.springframework.beans.factory.support.BeanDefinitionRegistry;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
+import org.springframework.boot.sql.init.dependency.DatabaseInitializationDependencyConfigurer;
+import org.springframework.boot.sql.init.dependency.DependsOnDatabaseInitialization;
+import org.springframework.context.ApplicationEventPublisher;
+import org.springframework.context.SmartLifecycle;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
+import org.springframework.context.annotation.ImportBeanDefinitionRegistrar;
+import org.springframework.context.annotation.Role;
+import org.springframework.core.env.Environment;
+import org.springframework.core.type.AnnotationMetadata;
+
+/**
+ * Auto-configuration of leader election on the application's PostgreSQL {@link DataSource}.
+ */
+@AutoConfiguration(after = DataSourceAutoConfiguration.class,
+		afterName = "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration")
+@ConditionalOnBooleanProperty(name = "leader.enabled", matchIfMissing = true)
+@ConditionalOnClass({ DataSource.class, org.postgresql.Driver.class })
+@ConditionalOnSingleCandidate(DataSource.class)
+@EnableConfigurationProperties(LeaderProperties.class)
+@Import({ DatabaseInitializationDependencyConfigurer.class, LeaderAutoConfiguration.ProxyCreatorRegistrar.class })
+public final class LeaderAutoConfiguration {
+
+	@Bean
+	@ConditionalOnMissingBean
+	TablePrefix leaderTablePrefix(LeaderProperties properties) {
+		return new TablePrefix(properties.getJdbc().getTablePrefix());
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	LeaseSettings leaderLeaseSettings(LeaderProperties properties) {
+		LeaderProperties.Lease lease = properties.getLease();
+		return new LeaseSettings(lease.getDuration(), lease.getRenewInterval(), lease.getRetryInterval(),
+				lease.getSafetyMargin(), properties.getNode().getExpiry(), lease.getYieldCooldown());
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	CoordinationStore leaderCoordinationStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
+			ObjectProvider<LeaderSchemaMigration> migration) {
+		migration.ifAvailable((available) -> { /* created, so the tables exist */ });
+		Duration queryTimeout = properties.getJdbc().getQueryTimeout();
+		if (queryTimeout.isZero() || queryTimeout.isNegative()) {
+			throw new IllegalArgumentException("leader.jdbc.query-timeout must be positive, was " + queryTimeout);
+		}
+		return new PostgresCoordinationStore(dataSource, prefix, queryTimeout);
+	}
+
+	@Bean
+	@ConditionalOnMissingBean(Leadership.class)
+	LeaderEngine leaderEngine(CoordinationStore store, LeaseSettings settings, LeaderProperties properties,
+			Environment environment, ApplicationEventPublisher publisher, LeaderOnlyGroups leaderOnlyGroups) {
+		Set<String> groups = new LinkedHashSet<>(properties.getGroups());
+		String name = (properties.getNode().getName() != null) ? properties.getNode().getName()
+				: environment.getProperty("spring.application.name", "application");
+		String host = hostName();
+		String id = (properties.getNode().getId() != null) ? properties.getNode().getId()
+				: generatedId(host);
+		LeaderEngine engine = new LeaderEngine(store, settings,
+				new NodeRegistration(id, name, host, ProcessHandle.current().pid()), groups,
+				publisher::publishEvent);
+		leaderOnlyGroups.drainTo(engine::addGroup);
+		return engine;
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	LeaderEngineLifecycle leaderEngineLifecycle(LeaderEngine engine) {
+		return new LeaderEngineLifecycle(engine);
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+	static LeaderOnlyGroups leaderOnlyGroups() {
+		return new LeaderOnlyGroups();
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+	static LeaderOnlyAdvisor leaderOnlyAdvisor(ObjectProvider<Leadership> leadership, Environment environment) {
+		// Bound directly: the advisor is created while post-processors register, too early for the properties bean.
+		LeaderProperties.LeaderOnly leaderOnly = Binder.get(environment)
+			.bindOrCreate("leader.leader-only", LeaderProperties.LeaderOnly.class);
+		return new LeaderOnlyAdvisor(new LeaderOnlyInterceptor(new LazyLeadership(leadership),
+				leaderOnly.getWhenNotLeader() == WhenNotLeader.THROW, leaderOnly.isInterruptOnRevoke()));
+	}
+
+	private static String hostName() {
+		try {
+			return InetAddress.getLocalHost().getHostName();
+		}
+		catch (UnknownHostException ex) {
+			return "localhost";
+		}
+	}
+
+	private static String generatedId(String host) {
+		String readable = host.replaceAll("[^A-Za-z0-9._-]", "-");
+		if (readable.isEmpty() || !Character.isLetterOrDigit(readable.charAt(0))) {
+			readable = "node" + readable;
+		}
+		readable = readable.substring(0, Math.min(readable.length(), 100));
+		return readable + "-" + Long.toHexString(ThreadLocalRandom.current().nextLong(0x1000000L, 0x10000000L));
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	@ConditionalOnClass(Flyway.class)
+	@ConditionalOnBooleanProperty(name = "leader.jdbc.migrate", matchIfMissing = true)
+	static class SchemaMigrationConfiguration {
+
+		@Bean
+		@ConditionalOnMissingBean
+		@DependsOnDatabaseInitialization
+		LeaderSchemaMigration leaderSchemaMigration(DataSource dataSource, TablePrefix prefix) {
+			LeaderSchemaMigration migration = new LeaderSchemaMigration(dataSource, prefix);
+			migration.migrate();
+			return migration;
+		}
+
+	}
+
+	/**
+	 * Starts the engine after the context is refreshed and stops it, releasing the leases, early during shutdown.
+	 */
+	static final class LeaderEngineLifecycle implements SmartLifecycle {
+
+		private final LeaderEngine engine;
+
+		LeaderEngineLifecycle(LeaderEngine engine) {
+			this.engine = engine;
+		}
+
+		@Override
+		public void start() {
+			this.engine.start();
+		}
+
+		@Override
+		public void stop() {
+			this.engine.stop();
+		}
+
+		@Override
+		public boolean isRunning() {
+			return this.engine.isRunning();
+		}
+
+	}
+
+	/**
+	 * Lets the advisor, an infrastructure bean created early, reach the leadership bean only when first used.
+	 */
+	private record LazyLeadership(ObjectProvider<Leadership> provider) implements Leadership {
+
+		@Override
+		public String nodeId() {
+			return this.provider.getObject().nodeId();
+		}
+
+		@Override
+		public Set<String> groups() {
+			return this.provider.getObject().groups();
+		}
+
+		@Override
+		public boolean isLeader(String group) {
+			return this.provider.getObject().isLeader(group);
+		}
+
+		@Override
+		public java.util.Optional<dev.leader.FencingToken> token(String group) {
+			return this.provider.getObject().token(group);
+		}
+
+		@Override
+		public java.util.Optional<dev.leader.LeaderInfo> leader(String group) {
+			return this.provider.getObject().leader(group);
+		}
+
+		@Override
+		public boolean yield(String group) {
+			return this.provider.getObject().yield(group);
+		}
+
+		@Override
+		public boolean awaitLeadership(String group, Duration timeout) throws InterruptedException {
+			return this.provider.getObject().awaitLeadership(group, timeout);
+		}
+
+		@Override
+		public Registration addListener(String group, LeadershipListener listener) {
+			return this.provider.getObject().addListener(group, listener);
+		}
+
+	}
+
+	/**
+	 * Makes sure an auto-proxy creator exists, with class-based proxies, so that {@code @LeaderOnly} applies even
+	 * without spring-aop's AspectJ support; the application's own proxy configuration wins when it has one.
+	 */
+	static final class ProxyCreatorRegistrar implements ImportBeanDefinitionRegistrar {
+
+		@Override
+		public void registerBeanDefinitions(AnnotationMetadata metadata, BeanDefinitionRegistry registry) {
+			AopConfigUtils.registerAutoProxyCreatorIfNecessary(registry);
+			AopConfigUtils.forceAutoProxyCreatorToUseClassProxying(registry);
+		}
+
+	}
+
+}

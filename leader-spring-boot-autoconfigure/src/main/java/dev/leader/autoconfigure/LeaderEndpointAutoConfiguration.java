@@ -1,0 +1,51 @@
+package dev.leader.autoconfigure;
+
+import dev.leader.actuate.LeadershipEndpoint;
+import dev.leader.actuate.LeadershipHealthIndicator;
+import dev.leader.lease.LeaderEngine;
+
+import org.springframework.boot.actuate.autoconfigure.endpoint.condition.ConditionalOnAvailableEndpoint;
+import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator;
+import org.springframework.boot.health.contributor.HealthIndicator;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+/**
+ * Auto-configuration of the {@code leadership} actuator endpoint and health indicator.
+ */
+@AutoConfiguration(after = LeaderAutoConfiguration.class)
+@ConditionalOnBean(LeaderEngine.class)
+public final class LeaderEndpointAutoConfiguration {
+
+	@Configuration(proxyBeanMethods = false)
+	@ConditionalOnClass(Endpoint.class)
+	@ConditionalOnAvailableEndpoint(LeadershipEndpoint.class)
+	static class EndpointConfiguration {
+
+		@Bean
+		@ConditionalOnMissingBean
+		LeadershipEndpoint leadershipEndpoint(LeaderEngine engine) {
+			return new LeadershipEndpoint(engine);
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	@ConditionalOnClass(HealthIndicator.class)
+	@ConditionalOnEnabledHealthIndicator("leadership")
+	static class HealthConfiguration {
+
+		@Bean
+		@ConditionalOnMissingBean(name = "leadershipHealthIndicator")
+		LeadershipHealthIndicator leadershipHealthIndicator(LeaderEngine engine) {
+			return new LeadershipHealthIndicator(engine);
+		}
+
+	}
+
+}

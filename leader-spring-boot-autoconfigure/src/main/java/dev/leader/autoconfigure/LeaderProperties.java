@@ -1,0 +1,276 @@
+package dev.leader.autoconfigure;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.boot.context.properties.ConfigurationProperties;
+
+/**
+ * Configuration properties of leader-spring-boot-starter.
+ */
+@ConfigurationProperties("leader")
+public class LeaderProperties {
+
+	/**
+	 * Whether to take part in leader election.
+	 */
+	private boolean enabled = true;
+
+	/**
+	 * Groups this node takes part in. Groups named by @LeaderOnly are added to these.
+	 */
+	private List<String> groups = new ArrayList<>(List.of("default"));
+
+	private final Node node = new Node();
+
+	private final Lease lease = new Lease();
+
+	private final Jdbc jdbc = new Jdbc();
+
+	private final LeaderOnly leaderOnly = new LeaderOnly();
+
+	public boolean isEnabled() {
+		return this.enabled;
+	}
+
+	public void setEnabled(boolean enabled) {
+		this.enabled = enabled;
+	}
+
+	public List<String> getGroups() {
+		return this.groups;
+	}
+
+	public void setGroups(List<String> groups) {
+		this.groups = groups;
+	}
+
+	public Node getNode() {
+		return this.node;
+	}
+
+	public Lease getLease() {
+		return this.lease;
+	}
+
+	public Jdbc getJdbc() {
+		return this.jdbc;
+	}
+
+	public LeaderOnly getLeaderOnly() {
+		return this.leaderOnly;
+	}
+
+	public static class Node {
+
+		/**
+		 * Id of this node, unique in the cluster. Generated once per start from the host name and a random part when
+		 * not set.
+		 */
+		private @Nullable String id;
+
+		/**
+		 * Readable name of this node. Defaults to spring.application.name.
+		 */
+		private @Nullable String name;
+
+		/**
+		 * Time after its last heartbeat after which a node counts as dead. Must be at least twice the renew
+		 * interval, the heartbeat interval.
+		 */
+		private Duration expiry = Duration.ofSeconds(10);
+
+		public @Nullable String getId() {
+			return this.id;
+		}
+
+		public void setId(@Nullable String id) {
+			this.id = id;
+		}
+
+		public @Nullable String getName() {
+			return this.name;
+		}
+
+		public void setName(@Nullable String name) {
+			this.name = name;
+		}
+
+		public Duration getExpiry() {
+			return this.expiry;
+		}
+
+		public void setExpiry(Duration expiry) {
+			this.expiry = expiry;
+		}
+
+	}
+
+	public static class Lease {
+
+		/**
+		 * Time a lease lasts after each acquire or renewal, in database time. A crashed leader is replaced within
+		 * this time.
+		 */
+		private Duration duration = Duration.ofSeconds(10);
+
+		/**
+		 * Interval between renewals of this node's leases and heartbeat, made in one round trip. Must be less than
+		 * half the lease duration.
+		 */
+		private Duration renewInterval = Duration.ofSeconds(3);
+
+		/**
+		 * Wait before retrying after a failed round trip with the database.
+		 */
+		private Duration retryInterval = Duration.ofSeconds(2);
+
+		/**
+		 * Time by which a leader stops believing it leads before its lease expires, to absorb clock-rate drift
+		 * between this node and the database.
+		 */
+		private Duration safetyMargin = Duration.ofMillis(200);
+
+		/**
+		 * Time a node that yielded a group stays out of that group's election.
+		 */
+		private Duration yieldCooldown = Duration.ofSeconds(10);
+
+		public Duration getDuration() {
+			return this.duration;
+		}
+
+		public void setDuration(Duration duration) {
+			this.duration = duration;
+		}
+
+		public Duration getRenewInterval() {
+			return this.renewInterval;
+		}
+
+		public void setRenewInterval(Duration renewInterval) {
+			this.renewInterval = renewInterval;
+		}
+
+		public Duration getRetryInterval() {
+			return this.retryInterval;
+		}
+
+		public void setRetryInterval(Duration retryInterval) {
+			this.retryInterval = retryInterval;
+		}
+
+		public Duration getSafetyMargin() {
+			return this.safetyMargin;
+		}
+
+		public void setSafetyMargin(Duration safetyMargin) {
+			this.safetyMargin = safetyMargin;
+		}
+
+		public Duration getYieldCooldown() {
+			return this.yieldCooldown;
+		}
+
+		public void setYieldCooldown(Duration yieldCooldown) {
+			this.yieldCooldown = yieldCooldown;
+		}
+
+	}
+
+	public static class Jdbc {
+
+		/**
+		 * Prefix of the starter's table names. Lower-case letters, digits and underscores only.
+		 */
+		private String tablePrefix = "leader_";
+
+		/**
+		 * Whether to create and upgrade the starter's tables with its own Flyway migrations, recorded in the
+		 * <prefix>schema_history table.
+		 */
+		private boolean migrate = true;
+
+		/**
+		 * Longest time a statement against the database may run. Rounded up to whole seconds.
+		 */
+		private Duration queryTimeout = Duration.ofSeconds(3);
+
+		public String getTablePrefix() {
+			return this.tablePrefix;
+		}
+
+		public void setTablePrefix(String tablePrefix) {
+			this.tablePrefix = tablePrefix;
+		}
+
+		public boolean isMigrate() {
+			return this.migrate;
+		}
+
+		public void setMigrate(boolean migrate) {
+			this.migrate = migrate;
+		}
+
+		public Duration getQueryTimeout() {
+			return this.queryTimeout;
+		}
+
+		public void setQueryTimeout(Duration queryTimeout) {
+			this.queryTimeout = queryTimeout;
+		}
+
+	}
+
+	public static class LeaderOnly {
+
+		/**
+		 * What a @LeaderOnly call does on a node that does not lead its group.
+		 */
+		private WhenNotLeader whenNotLeader = WhenNotLeader.SKIP;
+
+		/**
+		 * Whether to interrupt the thread of a running @LeaderOnly call when the leadership it runs under ends.
+		 */
+		private boolean interruptOnRevoke = true;
+
+		public WhenNotLeader getWhenNotLeader() {
+			return this.whenNotLeader;
+		}
+
+		public void setWhenNotLeader(WhenNotLeader whenNotLeader) {
+			this.whenNotLeader = whenNotLeader;
+		}
+
+		public boolean isInterruptOnRevoke() {
+			return this.interruptOnRevoke;
+		}
+
+		public void setInterruptOnRevoke(boolean interruptOnRevoke) {
+			this.interruptOnRevoke = interruptOnRevoke;
+		}
+
+	}
+
+	/**
+	 * What a {@code @LeaderOnly} call does on a node that does not lead its group.
+	 */
+	public enum WhenNotLeader {
+
+		/**
+		 * Skip the call: return nothing for void, an empty Optional for Optional types, and throw NotLeaderException
+		 * for other return types.
+		 */
+		SKIP,
+
+		/**
+		 * Throw NotLeaderException.
+		 */
+		THROW
+
+	}
+
+}

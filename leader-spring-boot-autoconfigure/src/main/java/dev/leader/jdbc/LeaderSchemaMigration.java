@@ -1,0 +1,42 @@
+package dev.leader.jdbc;
+
+import java.util.Map;
+
+import javax.sql.DataSource;
+
+import org.flywaydb.core.Flyway;
+
+/**
+ * Creates and upgrades the starter's tables with its own Flyway migrations from
+ * {@code classpath:db/leader/postgresql}, recorded in their own history table {@code <prefix>schema_history}, so
+ * that they never mix with the application's migrations.
+ */
+public final class LeaderSchemaMigration {
+
+	private final Flyway flyway;
+
+	/**
+	 * Creates a migration.
+	 * @param dataSource the data source
+	 * @param prefix the table prefix
+	 */
+	public LeaderSchemaMigration(DataSource dataSource, TablePrefix prefix) {
+		this.flyway = Flyway.configure(LeaderSchemaMigration.class.getClassLoader())
+			.dataSource(dataSource)
+			.locations("classpath:db/leader/postgresql")
+			.table(prefix.value() + "schema_history")
+			.placeholders(Map.of("prefix", prefix.value()))
+			// The application's schema usually holds tables already; ours start from nothing.
+			.baselineOnMigrate(true)
+			.baselineVersion("0")
+			.load();
+	}
+
+	/**
+	 * Applies pending migrations.
+	 */
+	public void migrate() {
+		this.flyway.migrate();
+	}
+
+}

@@ -1,0 +1,323 @@
+package dev.leader.jdbc;
+
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import javax.sql.DataSource;
+
+import dev.leader.NodeInfo;
+import dev.leader.lease.CoordinationStore;
+import dev.leader.lease.LeaseState;
+import dev.leader.node.NodeRegistration;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.postgresql.PGConnection;
+import org.postgresql.PGNotification;
+
+import org.springframework.jdbc.support.SQLExceptionTranslator;
+import org.springframework.jdbc.support.SQLStateSQLExceptionTranslator;
+
+/**
+ * {@link CoordinationStore} on PostgreSQL. Every transition is one statement, and every time comparison uses
+ * {@code clock_timestamp()}, the database's clock at the moment of the comparison ({@code now()} would be the start of
+ * the transaction). Released leases are announced with {@code NOTIFY} on the channel {@code <prefix>released}, which
+ * {@link #listen} follows on a dedicated connection that reconnects by itself.
+ */
+public final class PostgresCoordinationStore implements CoordinationStore {
+
+	private static final Log logger = LogFactory.getLog(PostgresCoordinationStore.class);
+
+	private static final String REMAINING = "(extract(epoch from (%s - clock_timestamp())) * 1000)::bigint";
+
+	private final DataSource dataSource;
+
+	private final int queryTimeoutSeconds;
+
+	private final String channel;
+
+	private final String acquireSql;
+
+	private final String tickSql;
+
+	private final String releaseSql;
+
+	private final String deregisterSql;
+
+	private final String leasesSql;
+
+	private final SQLExceptionTranslator translator = new SQLStateSQLExceptionTranslator();
+
+	/**
+	 * Creates a store.
+	 * @param dataSource the PostgreSQL data source
+	 * @param tablePrefix the prefix of the starter's tables
+	 * @param queryTimeout the longest a statement may run; rounded up to whole seconds
+	 */
+	public PostgresCoordinationStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout) {
+		this.dataSource = dataSource;
+		this.queryTimeoutSeconds = (int) Math.max(1, (queryTimeout.toMillis() + 999) / 1000);
+		String p = tablePrefix.value();
+		this.channel = p + "released";
+		String remaining = REMAINING.formatted("expires_at");
+		this.acquireSql = """
+				WITH attempt AS (
+				  INSERT INTO %1$sleases AS l (group_name, holder, term, acquired_at, renewed_at, expires_at)
+				  VALUES (?, ?, 1, clock_timestamp(), clock_timestamp(), clock_timestamp() + ? * interval '1 millisecond')
+				  ON CONFLICT (group_name) DO UPDATE SET
+				    term = CASE WHEN l.holder = excluded.holder AND l.expires_at > clock_timestamp()
+				                THEN l.term ELSE l.term + 1 END,
+				    acquired_at = CASE WHEN l.holder = excluded.holder AND l.expires_at > clock_timestamp()
+				                       THEN l.acquired_at ELSE clock_timestamp() END,
+				    holder = excluded.holder,
+				    renewed_at = clock_timestamp(),
+				    expires_at = excluded.expires_at
+				  WHERE l.holder IS NULL OR l.expires_at <= clock_timestamp() OR l.holder = excluded.holder
+				  RETURNING l.group_name, l.holder, l.term, l.expires_at
+				)
+				SELECT true, group_name, holder, term, expires_at, %2$s FROM attempt
+				UNION ALL
+				SELECT false, group_name, holder, term, expires_at, %2$s FROM %1$sleases
+				WHERE group_name = ? AND NOT EXISTS (SELECT 1 FROM attempt)
+				""".formatted(p, remaining);
+		// Kinds of rows: R = renewed lease, L = lease as it stood, N = member. Lease rows carry group, holder, term,
+		// expiry and time left in columns 2 to 6; member rows carry id, name, pid, start, heartbeat age, host and
+		// heartbeat. The node's own row comes from the upsert, because the other parts of the statement see the
+		// table as it was before the statement.
+		this.tickSql = """
+				WITH me AS (
+				  INSERT INTO %1$snodes (node_id, name, host, pid, started_at, heartbeat_at)
+				  VALUES (?, ?, ?, ?, clock_timestamp(), clock_timestamp())
+				  ON CONFLICT (node_id) DO UPDATE SET heartbeat_at = clock_timestamp()
+				  RETURNING node_id, name, host, pid, started_at, heartbeat_at
+				), forgotten AS (
+				  DELETE FROM %1$snodes
+				  WHERE node_id <> ? AND heartbeat_at < clock_timestamp() - 2 * ? * interval '1 millisecond'
+				), renewed AS (
+				  UPDATE %1$sleases l SET renewed_at = clock_timestamp(),
+				         expires_at = clock_timestamp() + ? * interval '1 millisecond'
+				  FROM unnest(?::varchar[], ?::bigint[]) AS h(group_name, term)
+				  WHERE l.group_name = h.group_name AND l.term = h.term AND l.holder = ?
+				    AND l.expires_at > clock_timestamp()
+				  RETURNING l.group_name, l.holder, l.term, l.expires_at
+				)
+				SELECT 'R', group_name, holder, term, expires_at, %2$s, NULL, NULL::timestamptz FROM renewed
+				UNION ALL
+				SELECT 'L', group_name, holder, term, expires_at, %2$s, NULL, NULL FROM %1$sleases
+				WHERE group_name = ANY (?::varchar[])
+				UNION ALL
+				SELECT 'N', node_id, name, pid, started_at, 0, host, heartbeat_at FROM me
+				UNION ALL
+				SELECT 'N', node_id, name, pid, started_at,
+				       (extract(epoch from (clock_timestamp() - heartbeat_at)) * 1000)::bigint, host, heartbeat_at
+				FROM %1$snodes WHERE node_id <> ?
+				""".formatted(p, remaining);
+		this.releaseSql = """
+				WITH released AS (
+				  UPDATE %1$sleases l SET holder = NULL, expires_at = clock_timestamp()
+				  FROM unnest(?::varchar[], ?::bigint[]) AS h(group_name, term)
+				  WHERE l.group_name = h.group_name AND l.term = h.term AND l.holder = ?
+				  RETURNING l.group_name
+				)
+				SELECT group_name, pg_notify(?, group_name) FROM released
+				""".formatted(p);
+		this.deregisterSql = "DELETE FROM %snodes WHERE node_id = ?".formatted(p);
+		this.leasesSql = "SELECT group_name, holder, term, expires_at, %s FROM %sleases ORDER BY group_name"
+			.formatted(remaining, p);
+	}
+
+	@Override
+	public AcquireResult acquire(String group, String nodeId, Duration duration) {
+		return execute("acquire", this.acquireSql, (statement) -> {
+			statement.setString(1, group);
+			statement.setString(2, nodeId);
+			statement.setLong(3, duration.toMillis());
+			statement.setString(4, group);
+			try (ResultSet rows = statement.executeQuery()) {
+				if (!rows.next()) {
+					return new AcquireResult(false, null);
+				}
+				return new AcquireResult(rows.getBoolean(1), lease(rows, 2));
+			}
+		});
+	}
+
+	@Override
+	public Tick tick(NodeRegistration node, Map<String, Long> held, Collection<String> groups, Duration leaseDuration,
+			Duration nodeExpiry) {
+		return execute("heartbeat", this.tickSql, (statement) -> {
+			Connection connection = statement.getConnection();
+			int i = 0;
+			statement.setString(++i, node.id());
+			statement.setString(++i, node.name());
+			statement.setString(++i, node.host());
+			statement.setLong(++i, node.pid());
+			statement.setString(++i, node.id());
+			statement.setLong(++i, nodeExpiry.toMillis());
+			statement.setLong(++i, leaseDuration.toMillis());
+			statement.setArray(++i, connection.createArrayOf("varchar", held.keySet().toArray()));
+			statement.setArray(++i, connection.createArrayOf("bigint", held.values().toArray()));
+			statement.setString(++i, node.id());
+			statement.setArray(++i, connection.createArrayOf("varchar", groups.toArray()));
+			statement.setString(++i, node.id());
+			Map<String, LeaseState> renewed = new LinkedHashMap<>();
+			Map<String, LeaseState> leases = new LinkedHashMap<>();
+			List<NodeInfo> members = new ArrayList<>();
+			try (ResultSet rows = statement.executeQuery()) {
+				while (rows.next()) {
+					switch (rows.getString(1)) {
+						case "R" -> renewed.put(rows.getString(2), lease(rows, 2));
+						case "L" -> leases.put(rows.getString(2), lease(rows, 2));
+						default -> members.add(new NodeInfo(rows.getString(2), rows.getString(3), rows.getString(7),
+								rows.getLong(4), instant(rows, 5), instant(rows, 8),
+								rows.getLong(6) < nodeExpiry.toMillis()));
+					}
+				}
+			}
+			return new Tick(renewed, leases, members);
+		});
+	}
+
+	@Override
+	public Collection<String> release(String nodeId, Map<String, Long> held) {
+		return execute("release", this.releaseSql, (statement) -> {
+			Connection connection = statement.getConnection();
+			statement.setArray(1, connection.createArrayOf("varchar", held.keySet().toArray()));
+			statement.setArray(2, connection.createArrayOf("bigint", held.values().toArray()));
+			statement.setString(3, nodeId);
+			statement.setString(4, this.channel);
+			List<String> released = new ArrayList<>();
+			try (ResultSet rows = statement.executeQuery()) {
+				while (rows.next()) {
+					released.add(rows.getString(1));
+				}
+			}
+			return released;
+		});
+	}
+
+	@Override
+	public void deregister(String nodeId) {
+		execute("deregister", this.deregisterSql, (statement) -> {
+			statement.setString(1, nodeId);
+			return statement.executeUpdate();
+		});
+	}
+
+	@Override
+	public List<LeaseState> leases() {
+		return execute("read leases", this.leasesSql, (statement) -> {
+			List<LeaseState> leases = new ArrayList<>();
+			try (ResultSet rows = statement.executeQuery()) {
+				while (rows.next()) {
+					leases.add(lease(rows, 1));
+				}
+			}
+			return leases;
+		});
+	}
+
+	@Override
+	public AutoCloseable listen(ReleaseListener listener) {
+		Listener thread = new Listener(listener);
+		thread.start();
+		return thread::shutdown;
+	}
+
+	private <T> T execute(String task, String sql, StatementCallback<T> callback) {
+		try (Connection connection = this.dataSource.getConnection();
+				PreparedStatement statement = connection.prepareStatement(sql)) {
+			statement.setQueryTimeout(this.queryTimeoutSeconds);
+			return callback.doInStatement(statement);
+		}
+		catch (SQLException ex) {
+			throw this.translator.translate(task, null, ex);
+		}
+	}
+
+	private static LeaseState lease(ResultSet rows, int first) throws SQLException {
+		return new LeaseState(rows.getString(first), rows.getString(first + 1), rows.getLong(first + 2),
+				instant(rows, first + 3), Duration.ofMillis(rows.getLong(first + 4)));
+	}
+
+	private static Instant instant(ResultSet rows, int column) throws SQLException {
+		return rows.getObject(column, OffsetDateTime.class).toInstant();
+	}
+
+	@FunctionalInterface
+	private interface StatementCallback<T> {
+
+		T doInStatement(PreparedStatement statement) throws SQLException;
+
+	}
+
+	/**
+	 * Follows the release channel on a connection of its own, reconnecting after failures.
+	 */
+	private final class Listener extends Thread {
+
+		private final ReleaseListener listener;
+
+		private volatile boolean stopped;
+
+		Listener(ReleaseListener listener) {
+			super("leader-listen");
+			setDaemon(true);
+			this.listener = listener;
+		}
+
+		@Override
+		public void run() {
+			while (!this.stopped) {
+				try (Connection connection = PostgresCoordinationStore.this.dataSource.getConnection()) {
+					try (Statement statement = connection.createStatement()) {
+						statement.execute("LISTEN " + PostgresCoordinationStore.this.channel);
+					}
+					PGConnection notifications = connection.unwrap(PGConnection.class);
+					while (!this.stopped) {
+						PGNotification[] received = notifications.getNotifications(500);
+						if (received != null) {
+							for (PGNotification notification : received) {
+								this.listener.released(notification.getParameter());
+							}
+						}
+					}
+				}
+				catch (SQLException | RuntimeException ex) {
+					if (!this.stopped) {
+						logger.debug("Release notifications interrupted, reconnecting: " + ex);
+						pause();
+					}
+				}
+			}
+		}
+
+		private void pause() {
+			try {
+				Thread.sleep(1000);
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+				this.stopped = true;
+			}
+		}
+
+		void shutdown() {
+			this.stopped = true;
+			interrupt();
+		}
+
+	}
+
+}

@@ -1,0 +1,7 @@
+/**
+ * JDBC implementation of the coordination store. All SQL lives here, in one statement per transition.
+ */
+@NullMarked
+package dev.leader.jdbc;
+
+import org.jspecify.annotations.NullMarked;

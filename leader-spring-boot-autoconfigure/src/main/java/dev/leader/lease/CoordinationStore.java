@@ -1,0 +1,109 @@
+package dev.leader.lease;
+
+import java.time.Duration;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+
+import dev.leader.NodeInfo;
+import dev.leader.node.NodeRegistration;
+
+/**
+ * The seam between the election engine and the coordinator. Every method is one atomic round trip whose time
+ * comparisons use the coordinator's clock, never the caller's. Implementations throw
+ * {@link org.springframework.dao.DataAccessException} when the coordinator cannot be reached or answers with an error.
+ * <p>
+ * The contract is pinned by {@code AbstractCoordinationStoreContractTests}; a new store passes that suite.
+ */
+public interface CoordinationStore {
+
+	/**
+	 * Takes the group's lease for the node if it is free, expired, or already validly held by that node. The term
+	 * stays the same when the node already held a valid lease and rises by one on every other grant; the lease is
+	 * created with term 1 when the group has none.
+	 * @param group the group
+	 * @param nodeId the node asking
+	 * @param duration the lease duration
+	 * @return the outcome; when refused, the lease as it stands
+	 */
+	AcquireResult acquire(String group, String nodeId, Duration duration);
+
+	/**
+	 * The steady-state round trip of a node: registers or heartbeats the node, renews every lease it holds, forgets
+	 * nodes that have been dead for longer than the node expiry, and reads the leases of the given groups and the
+	 * member list.
+	 * @param node the node
+	 * @param held the terms of the leases the node believes it holds, by group
+	 * @param groups the groups whose leases to read
+	 * @param leaseDuration the lease duration to renew for
+	 * @param nodeExpiry the node expiry
+	 * @return the renewed leases, the leases of the groups, and the members
+	 */
+	Tick tick(NodeRegistration node, Map<String, Long> held, Collection<String> groups, Duration leaseDuration,
+			Duration nodeExpiry);
+
+	/**
+	 * Releases the given leases if the node still holds them with the given terms: no holder, expiry now, term
+	 * kept. Nodes waiting for one of these groups are woken where the store supports notifications.
+	 * @param nodeId the node
+	 * @param held the terms to release, by group
+	 * @return the groups actually released
+	 */
+	Collection<String> release(String nodeId, Map<String, Long> held);
+
+	/**
+	 * Removes the node from the member list, so that other nodes see it leave at once.
+	 * @param nodeId the node
+	 */
+	void deregister(String nodeId);
+
+	/**
+	 * Reads the leases of all groups.
+	 * @return the leases
+	 */
+	List<LeaseState> leases();
+
+	/**
+	 * Starts delivering wake-ups for released leases, if the store supports them.
+	 * @param listener called with the group name, on a thread of the store's
+	 * @return a handle that stops the delivery
+	 */
+	default AutoCloseable listen(ReleaseListener listener) {
+		return () -> {
+		};
+	}
+
+	/**
+	 * Receives the group names of released leases.
+	 */
+	@FunctionalInterface
+	interface ReleaseListener {
+
+		/**
+		 * Called when a group's lease has been released.
+		 * @param group the group
+		 */
+		void released(String group);
+
+	}
+
+	/**
+	 * The outcome of {@link #acquire}.
+	 *
+	 * @param granted whether the node holds the lease now
+	 * @param lease the lease after the attempt, or {@code null} if it could not be read
+	 */
+	record AcquireResult(boolean granted, @org.jspecify.annotations.Nullable LeaseState lease) {
+	}
+
+	/**
+	 * The outcome of {@link #tick}.
+	 *
+	 * @param renewed the leases renewed, by group
+	 * @param leases the leases of the requested groups, as they stood at the start of the round trip
+	 * @param members the members, dead ones included until they are forgotten
+	 */
+	record Tick(Map<String, LeaseState> renewed, Map<String, LeaseState> leases, List<NodeInfo> members) {
+	}
+
+}

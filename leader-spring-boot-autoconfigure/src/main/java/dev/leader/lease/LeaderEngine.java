@@ -1,0 +1,658 @@
+package dev.leader.lease;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.Future;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+
+import dev.leader.FencingToken;
+import dev.leader.LeaderChangedEvent;
+import dev.leader.LeaderInfo;
+import dev.leader.Leadership;
+import dev.leader.LeadershipGrantedEvent;
+import dev.leader.LeadershipRevokedEvent;
+import dev.leader.NodeInfo;
+import dev.leader.RevokeReason;
+import dev.leader.lease.CoordinationStore.AcquireResult;
+import dev.leader.lease.CoordinationStore.Tick;
+import dev.leader.node.Membership;
+import dev.leader.node.Names;
+import dev.leader.node.NodeRegistration;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Lease-based leader election for a set of groups, plus this node's membership heartbeat. Usable without a Spring
+ * context: construct it with a store, call {@link #start()}, and {@link #stop()} to release.
+ * <p>
+ * <b>Guarantees.</b> Never more than one leader per group and term (the coordinator grants a lease to one node at a
+ * time and raises the term on every new holder); sometimes briefly none, for at most the remaining lease after a
+ * crash. A node believes it leads only inside its safe window, measured on {@link System#nanoTime()} from the moment
+ * the successful acquire or renewal was <em>sent</em>, for the lease duration minus the safety margin. The watchdog
+ * closes the window on its own thread, so a node steps down on time even while its round trip to the coordinator
+ * hangs. Every grant is followed by exactly one revoke of the same term.
+ * <p>
+ * <b>Timing.</b> One round trip per renew interval heartbeats the node, renews every lease it holds and reads every
+ * group's lease and the member list. A follower attempts to acquire only when the lease it read expires (in the
+ * coordinator's time, converted to a local deadline that is never early) or when the store wakes it after a
+ * release, so a crashed leader is replaced within the lease duration and a stopping one at once.
+ * <p>
+ * <b>Threads.</b> {@code leader-io} makes every round trip, {@code leader-watchdog} closes safe windows, and
+ * {@code leader-events} delivers events in order; a failing listener is logged and delivery goes on.
+ */
+public final class LeaderEngine implements Leadership {
+
+	private static final Log logger = LogFactory.getLog(LeaderEngine.class);
+
+	private static final long MAX_JITTER_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
+
+	private static final long MIN_RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
+
+	private final CoordinationStore store;
+
+	private final LeaseSettings settings;
+
+	private final NodeRegistration node;
+
+	private final Consumer<Object> publisher;
+
+	private final Map<String, Group> groups = new ConcurrentHashMap<>();
+
+	private final Membership membership = new Membership();
+
+	private final Object lock = new Object();
+
+	private final ScheduledExecutorService io = Executors.newSingleThreadScheduledExecutor(named("leader-io"));
+
+	private final ScheduledExecutorService watchdog = Executors
+		.newSingleThreadScheduledExecutor(named("leader-watchdog"));
+
+	private final ExecutorService events = Executors.newSingleThreadExecutor(named("leader-events"));
+
+	private volatile boolean running;
+
+	private volatile long lastContactNanos;
+
+	private volatile boolean contacted;
+
+	private @Nullable ScheduledFuture<?> nextTick;
+
+	private @Nullable AutoCloseable releaseSubscription;
+
+	/**
+	 * Creates an engine.
+	 * @param store the coordination store
+	 * @param settings the timing
+	 * @param node this node's registration
+	 * @param groups the groups to take part in, more can be added with {@link #addGroup(String)}
+	 * @param publisher receives every event, on the {@code leader-events} thread
+	 */
+	public LeaderEngine(CoordinationStore store, LeaseSettings settings, NodeRegistration node,
+			Collection<String> groups, Consumer<Object> publisher) {
+		this.store = store;
+		this.settings = settings;
+		this.node = node;
+		this.publisher = publisher;
+		groups.forEach(this::addGroup);
+	}
+
+	/**
+	 * Adds a group to take part in; a group added while running joins the election on the next round trip.
+	 * @param group the group name
+	 * @throws IllegalArgumentException if the name is invalid
+	 */
+	public void addGroup(String group) {
+		Names.requireValid("group name", group);
+		this.groups.computeIfAbsent(group, Group::new);
+	}
+
+	/**
+	 * Starts heartbeating and taking part in the election. Returns at once; the first round trip runs on the
+	 * {@code leader-io} thread.
+	 */
+	public void start() {
+		synchronized (this.lock) {
+			if (this.running) {
+				return;
+			}
+			this.running = true;
+		}
+		this.releaseSubscription = this.store.listen(this::onReleased);
+		this.io.execute(this::tick);
+		logger.info(String.format("Leader node %s started for groups %s", this.node.id(), groups()));
+	}
+
+	/**
+	 * Stops: ends every leadership of this node with reason {@link RevokeReason#SHUTDOWN}, releases the leases so that
+	 * other nodes take over at once, deregisters the node, and delivers the remaining events. Blocks for at most a few
+	 * seconds.
+	 */
+	public void stop() {
+		synchronized (this.lock) {
+			if (!this.running) {
+				return;
+			}
+			this.running = false;
+		}
+		closeQuietly(this.releaseSubscription);
+		Future<?> shutdown = this.io.submit(this::shutdownOnIoThread);
+		try {
+			shutdown.get(10, TimeUnit.SECONDS);
+		}
+		catch (Exception ex) {
+			logger.warn("Leader node " + this.node.id() + " could not release its leases cleanly: " + ex);
+			synchronized (this.lock) {
+				this.groups.values().forEach((group) -> stepDown(group, RevokeReason.SHUTDOWN));
+			}
+		}
+		this.io.shutdownNow();
+		this.watchdog.shutdownNow();
+		this.events.shutdown();
+		try {
+			this.events.awaitTermination(5, TimeUnit.SECONDS);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+	}
+
+	/**
+	 * Returns whether the engine is running.
+	 * @return whether it runs
+	 */
+	public boolean isRunning() {
+		return this.running;
+	}
+
+	@Override
+	public String nodeId() {
+		return this.node.id();
+	}
+
+	@Override
+	public Set<String> groups() {
+		return new TreeSet<>(this.groups.keySet());
+	}
+
+	@Override
+	public boolean isLeader(String group) {
+		Holding holding = group(group).holding;
+		return holding != null && System.nanoTime() - holding.safeUntil < 0;
+	}
+
+	@Override
+	public Optional<FencingToken> token(String group) {
+		Holding holding = group(group).holding;
+		if (holding == null || System.nanoTime() - holding.safeUntil >= 0) {
+			return Optional.empty();
+		}
+		return Optional.of(new FencingToken(group, holding.term));
+	}
+
+	@Override
+	public Optional<LeaderInfo> leader(String group) {
+		LeaseState view = group(group).view;
+		if (view == null || view.holder() == null) {
+			return Optional.empty();
+		}
+		return Optional.of(new LeaderInfo(group, view.holder(), view.term(), view.expiresAt()));
+	}
+
+	@Override
+	public boolean yield(String group) {
+		Group target = group(group);
+		Future<Boolean> result = this.io.submit(() -> yieldOnIoThread(target));
+		try {
+			return result.get();
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			return false;
+		}
+		catch (java.util.concurrent.ExecutionException ex) {
+			throw new IllegalStateException("Could not yield group '" + group + "'", ex.getCause());
+		}
+	}
+
+	@Override
+	public boolean awaitLeadership(String group, Duration timeout) throws InterruptedException {
+		Group target = group(group);
+		long deadline = System.nanoTime() + timeout.toNanos();
+		synchronized (target) {
+			while (!isLeader(group)) {
+				long left = deadline - System.nanoTime();
+				if (left <= 0) {
+					return false;
+				}
+				TimeUnit.NANOSECONDS.timedWait(target, left);
+			}
+			return true;
+		}
+	}
+
+	@Override
+	public Registration addListener(String group, LeadershipListener listener) {
+		Group target = group(group);
+		target.listeners.add(listener);
+		return () -> target.listeners.remove(listener);
+	}
+
+	/**
+	 * Returns the members as last read.
+	 * @return the members
+	 */
+	public List<NodeInfo> members() {
+		return this.membership.members();
+	}
+
+	/**
+	 * Returns the lease of a group as last read by this node.
+	 * @param group the group
+	 * @return the lease, or empty if none was read yet
+	 */
+	public Optional<LeaseState> lease(String group) {
+		return Optional.ofNullable(group(group).view);
+	}
+
+	/**
+	 * Returns how long ago this node last completed a round trip with the coordinator.
+	 * @return the time since the last contact, or empty if there has been none
+	 */
+	public Optional<Duration> sinceLastContact() {
+		return this.contacted ? Optional.of(Duration.ofNanos(System.nanoTime() - this.lastContactNanos))
+				: Optional.empty();
+	}
+
+	/**
+	 * Returns the settings.
+	 * @return the settings
+	 */
+	public LeaseSettings settings() {
+		return this.settings;
+	}
+
+	private Group group(String name) {
+		Group group = this.groups.get(name);
+		if (group == null) {
+			throw new IllegalArgumentException("Unknown leader group '" + name + "'; this node takes part in "
+					+ groups() + ". Add it to leader.groups or name it in a @LeaderOnly annotation");
+		}
+		return group;
+	}
+
+	// Everything below runs on the leader-io thread unless stated otherwise.
+
+	private void tick() {
+		if (!this.running) {
+			return;
+		}
+		Map<String, Long> held = heldTerms();
+		long sent = System.nanoTime();
+		Tick tick;
+		try {
+			tick = this.store.tick(this.node, held, this.groups.keySet(), this.settings.duration(),
+					this.settings.nodeExpiry());
+		}
+		catch (RuntimeException ex) {
+			onRoundTripFailure("heartbeat", held.keySet(), ex);
+			scheduleTick(this.settings.retryInterval().toNanos());
+			return;
+		}
+		long received = System.nanoTime();
+		this.lastContactNanos = received;
+		this.contacted = true;
+		if (logger.isDebugEnabled()) {
+			logger.debug(String.format("Leader node %s heartbeat renewed=%s in %d ms", this.node.id(),
+					tick.renewed().keySet(), TimeUnit.NANOSECONDS.toMillis(received - sent)));
+		}
+		List<Group> candidates = new ArrayList<>();
+		synchronized (this.lock) {
+			held.forEach((name, term) -> applyRenewal(this.groups.get(name), term, sent,
+					tick.renewed().get(name), tick.leases().get(name)));
+			this.membership.update(tick.members()).forEach(this::publish);
+			for (Group group : this.groups.values()) {
+				LeaseState renewed = tick.renewed().get(group.name);
+				observe(group, (renewed != null) ? renewed : tick.leases().get(group.name), received);
+				if (group.holding == null) {
+					candidates.add(group);
+				}
+			}
+		}
+		for (Group group : candidates) {
+			considerAcquiring(group, received);
+		}
+		scheduleTick(sent + this.settings.renewInterval().toNanos() - System.nanoTime());
+	}
+
+	private void applyRenewal(Group group, long term, long sent, @Nullable LeaseState renewed,
+			@Nullable LeaseState before) {
+		Holding holding = group.holding;
+		if (holding == null || holding.term != term) {
+			return; // the watchdog closed the window while the renewal was in flight
+		}
+		if (renewed != null) {
+			group.renewFailed = false;
+			hold(group, term, sent);
+			return;
+		}
+		RevokeReason reason;
+		if (before == null || before.holder() == null) {
+			reason = RevokeReason.RELEASED;
+		}
+		else if (this.node.id().equals(before.holder()) && before.term() == term) {
+			reason = RevokeReason.EXPIRED;
+		}
+		else {
+			reason = RevokeReason.LOST;
+		}
+		stepDown(group, reason);
+	}
+
+	private void considerAcquiring(Group group, long readAt) {
+		LeaseState view = group.view;
+		if (view != null && this.node.id().equals(view.holder()) && view.isHeld()) {
+			// This node stepped down locally but its lease is still valid in the coordinator. Release it, so that the
+			// next grant carries a new term and never repeats one already revoked.
+			releaseQuietly(Map.of(group.name, view.term()));
+			attemptAcquire(group);
+		}
+		else if (view == null || !view.isHeld()) {
+			attemptAcquire(group);
+		}
+		else {
+			scheduleWake(group, readAt + view.remaining().toNanos() + jitter() - System.nanoTime());
+		}
+	}
+
+	private void attemptAcquire(Group group) {
+		if (!this.running || group.holding != null) {
+			return;
+		}
+		long cooling = group.cooldownUntil - System.nanoTime();
+		if (cooling > 0) {
+			scheduleWake(group, cooling);
+			return;
+		}
+		long sent = System.nanoTime();
+		AcquireResult result;
+		try {
+			result = this.store.acquire(group.name, this.node.id(), this.settings.duration());
+		}
+		catch (RuntimeException ex) {
+			onRoundTripFailure("acquire " + group.name, Set.of(), ex);
+			scheduleWake(group, this.settings.retryInterval().toNanos());
+			return;
+		}
+		long received = System.nanoTime();
+		LeaseState lease = result.lease();
+		synchronized (this.lock) {
+			if (result.granted() && lease != null) {
+				hold(group, lease.term(), sent);
+				publish(new LeadershipGrantedEvent(group.name, lease.term(), this.node.id()));
+				logger.info(String.format("Leader group=%s node=%s action=granted term=%d latency=%dms", group.name,
+						this.node.id(), lease.term(), TimeUnit.NANOSECONDS.toMillis(received - sent)));
+				synchronized (group) {
+					group.notifyAll();
+				}
+			}
+			observe(group, lease, received);
+		}
+		if (!result.granted()) {
+			long wait = (lease != null && lease.isHeld()) ? lease.remaining().toNanos() + jitter()
+					: this.settings.retryInterval().toNanos();
+			scheduleWake(group, received + wait - System.nanoTime());
+		}
+	}
+
+	private boolean yieldOnIoThread(Group group) {
+		Holding holding;
+		synchronized (this.lock) {
+			holding = group.holding;
+			if (holding == null) {
+				return false;
+			}
+			group.cooldownUntil = System.nanoTime() + this.settings.yieldCooldown().toNanos();
+			stepDown(group, RevokeReason.YIELDED);
+		}
+		releaseQuietly(Map.of(group.name, holding.term));
+		scheduleWake(group, this.settings.yieldCooldown().toNanos());
+		return true;
+	}
+
+	private void shutdownOnIoThread() {
+		cancel(this.nextTick);
+		Map<String, Long> held;
+		synchronized (this.lock) {
+			held = heldTerms();
+			this.groups.values().forEach((group) -> {
+				cancel(group.wake);
+				stepDown(group, RevokeReason.SHUTDOWN);
+			});
+		}
+		releaseQuietly(held);
+		try {
+			this.store.deregister(this.node.id());
+		}
+		catch (RuntimeException ex) {
+			logger.warn("Leader node " + this.node.id() + " could not deregister: " + ex);
+		}
+		logger.info(String.format("Leader node %s stopped, released %s", this.node.id(), held.keySet()));
+	}
+
+	private void releaseQuietly(Map<String, Long> held) {
+		if (held.isEmpty()) {
+			return;
+		}
+		try {
+			this.store.release(this.node.id(), held);
+		}
+		catch (RuntimeException ex) {
+			logger.warn("Leader node " + this.node.id() + " could not release " + held.keySet()
+					+ "; other nodes take over when the lease expires: " + ex);
+		}
+	}
+
+	private void onReleased(String name) {
+		Group group = this.groups.get(name);
+		if (group != null && this.running) {
+			this.io.execute(() -> {
+				if (group.holding == null) {
+					attemptAcquire(group);
+				}
+			});
+		}
+	}
+
+	private void onRoundTripFailure(String what, Collection<String> held, RuntimeException ex) {
+		synchronized (this.lock) {
+			held.forEach((name) -> this.groups.get(name).renewFailed = true);
+		}
+		if (held.isEmpty()) {
+			logger.debug("Leader node " + this.node.id() + " " + what + " failed: " + ex);
+		}
+		else {
+			logger.warn("Leader node " + this.node.id() + " could not renew " + held
+					+ "; retrying inside the safe window: " + ex);
+		}
+	}
+
+	private void scheduleTick(long delayNanos) {
+		if (this.running) {
+			cancel(this.nextTick);
+			this.nextTick = this.io.schedule(this::tick, Math.max(delayNanos, 0), TimeUnit.NANOSECONDS);
+		}
+	}
+
+	private void scheduleWake(Group group, long delayNanos) {
+		if (this.running) {
+			cancel(group.wake);
+			group.wake = this.io.schedule(() -> attemptAcquire(group), Math.max(delayNanos, MIN_RETRY_NANOS),
+					TimeUnit.NANOSECONDS);
+		}
+	}
+
+	// Called with the lock held.
+
+	private void hold(Group group, long term, long sent) {
+		Holding holding = new Holding(term, sent + this.settings.safeWindow().toNanos());
+		group.holding = holding;
+		cancel(group.expiry);
+		group.expiry = this.watchdog.schedule(() -> closeWindow(group, holding),
+				holding.safeUntil - System.nanoTime(), TimeUnit.NANOSECONDS);
+	}
+
+	private void stepDown(Group group, RevokeReason reason) {
+		Holding holding = group.holding;
+		if (holding == null) {
+			return;
+		}
+		group.holding = null;
+		cancel(group.expiry);
+		publish(new LeadershipRevokedEvent(group.name, holding.term, this.node.id(), reason));
+		logger.info(String.format("Leader group=%s node=%s action=revoked term=%d reason=%s", group.name,
+				this.node.id(), holding.term, reason));
+	}
+
+	private void observe(Group group, @Nullable LeaseState lease, long readAt) {
+		if (lease == null) {
+			return;
+		}
+		LeaseState before = group.view;
+		group.view = lease;
+		String holderBefore = (before != null && before.isHeld()) ? before.holder() : null;
+		String holderNow = lease.isHeld() ? lease.holder() : null;
+		if (!Objects.equals(holderBefore, holderNow) || (holderNow != null && before.term() != lease.term())) {
+			publish(new LeaderChangedEvent(group.name, holderNow, lease.term(),
+					(holderNow != null) ? lease.expiresAt() : null));
+		}
+	}
+
+	private Map<String, Long> heldTerms() {
+		Map<String, Long> held = new LinkedHashMap<>();
+		this.groups.values().forEach((group) -> {
+			Holding holding = group.holding;
+			if (holding != null) {
+				held.put(group.name, holding.term);
+			}
+		});
+		return held;
+	}
+
+	private void publish(Object event) {
+		try {
+			this.events.execute(() -> deliver(event));
+		}
+		catch (RejectedExecutionException ex) {
+			logger.warn("Leader node " + this.node.id() + " stopped before it could publish " + event);
+		}
+	}
+
+	// Runs on the leader-watchdog thread.
+
+	private void closeWindow(Group group, Holding holding) {
+		synchronized (this.lock) {
+			if (group.holding == holding) {
+				stepDown(group, group.renewFailed ? RevokeReason.ERROR : RevokeReason.EXPIRED);
+			}
+		}
+	}
+
+	// Runs on the leader-events thread.
+
+	private void deliver(Object event) {
+		if (event instanceof LeadershipGrantedEvent granted) {
+			this.groups.get(granted.group()).listeners.forEach((listener) -> safely(() -> listener.granted(granted)));
+		}
+		else if (event instanceof LeadershipRevokedEvent revoked) {
+			this.groups.get(revoked.group()).listeners.forEach((listener) -> safely(() -> listener.revoked(revoked)));
+		}
+		safely(() -> this.publisher.accept(event));
+	}
+
+	private static void safely(Runnable action) {
+		try {
+			action.run();
+		}
+		catch (Throwable ex) {
+			logger.error("Leadership listener failed; the engine carries on", ex);
+		}
+	}
+
+	private static long jitter() {
+		return ThreadLocalRandom.current().nextLong(MAX_JITTER_NANOS);
+	}
+
+	private static void cancel(@Nullable Future<?> future) {
+		if (future != null) {
+			future.cancel(false);
+		}
+	}
+
+	private static void closeQuietly(@Nullable AutoCloseable closeable) {
+		if (closeable != null) {
+			try {
+				closeable.close();
+			}
+			catch (Exception ex) {
+				logger.debug("Could not stop release notifications: " + ex);
+			}
+		}
+	}
+
+	private static java.util.concurrent.ThreadFactory named(String name) {
+		return (runnable) -> {
+			Thread thread = new Thread(runnable, name);
+			thread.setDaemon(true);
+			return thread;
+		};
+	}
+
+	/**
+	 * A lease this node holds, and the local monotonic instant its safe window closes.
+	 */
+	private record Holding(long term, long safeUntil) {
+	}
+
+	private static final class Group {
+
+		private final String name;
+
+		private final List<LeadershipListener> listeners = new CopyOnWriteArrayList<>();
+
+		private volatile @Nullable Holding holding;
+
+		private volatile @Nullable LeaseState view;
+
+		private @Nullable ScheduledFuture<?> expiry;
+
+		private @Nullable ScheduledFuture<?> wake;
+
+		private boolean renewFailed;
+
+		private long cooldownUntil = System.nanoTime();
+
+		Group(String name) {
+			this.name = name;
+		}
+
+	}
+
+}

@@ -1,0 +1,81 @@
+package dev.leader.lease;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.leader.LeadershipGrantedEvent;
+import dev.leader.LeadershipRevokedEvent;
+import dev.leader.RevokeReason;
+import dev.leader.jdbc.LeaderSchemaMigration;
+import dev.leader.jdbc.PostgresCoordinationStore;
+import dev.leader.jdbc.TablePrefix;
+import dev.leader.node.NodeRegistration;
+import dev.leader.test.TestDatabase;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * In-process behaviour of {@link LeaderEngine} against real PostgreSQL.
+ */
+class LeaderEngineTests {
+
+	private static final LeaseSettings FAST = new LeaseSettings(Duration.ofSeconds(2), Duration.ofMillis(500),
+			Duration.ofMillis(500), Duration.ofMillis(100), Duration.ofSeconds(2), Duration.ofSeconds(3));
+
+	private TestDatabase database;
+
+	private HikariDataSource dataSource;
+
+	private final List<LeaderEngine> engines = new CopyOnWriteArrayList<>();
+
+	private final List<Object> events = new CopyOnWriteArrayList<>();
+
+	@BeforeEach
+	void createSchema() {
+		this.database = TestDatabase.createSchema();
+		this.dataSource = this.database.dataSource(8);
+		new LeaderSchemaMigration(this.dataSource, new TablePrefix("leader_")).migrate();
+	}
+
+	@AfterEach
+	void dropSchema() {
+		this.engines.forEach(LeaderEngine::stop);
+		this.dataSource.close();
+		this.database.drop();
+	}
+
+	@Test
+	void exactlyOneOfTwoEnginesLeadsAndYieldHandsOverAtOnce() throws Exception {
+		LeaderEngine a = start("a");
+		LeaderEngine b = start("b");
+		await().atMost(Duration.ofSeconds(5)).until(() -> a.isLeader("default") || b.isLeader("default"));
+		LeaderEngine leader = a.isLeader("default") ? a : b;
+		LeaderEngine follower = (leader == a) ? b : a;
+		assertThat(follower.isLeader("default")).isFalse();
+		long term = leader.token("default").orElseThrow().term();
+		assertThat(leader.yield("default")).isTrue();
+		assertThat(follower.awaitLeadership("default", Duration.ofSeconds(1))).isTrue();
+		assertThat(follower.token("default").orElseThrow().term()).isGreaterThan(term);
+		await().atMost(Duration.ofSeconds(2))
+			.until(() -> this.events.contains(
+					new LeadershipRevokedEvent("default", term, leader.nodeId(), RevokeReason.YIELDED)));
+		assertThat(this.events).contains(new LeadershipGrantedEvent("default", term, leader.nodeId()));
+	}
+
+	private LeaderEngine start(String id) {
+		LeaderEngine engine = new LeaderEngine(
+				new PostgresCoordinationStore(this.dataSource, new TablePrefix("leader_"), Duration.ofSeconds(2)),
+				FAST, new NodeRegistration(id, id, "localhost", ProcessHandle.current().pid()), List.of("default"),
+				this.events::add);
+		this.engines.add(engine);
+		engine.start();
+		return engine;
+	}
+
+}

@@ -1,0 +1,178 @@
+package dev.leader.test;
+
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.Locale;
+import java.util.UUID;
+
+import javax.sql.DataSource;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+
+/**
+ * The PostgreSQL server the tests run against, and a fresh schema per test class so that leases of an earlier run
+ * never leak into a test.
+ * <p>
+ * The server comes from {@code LEADER_TEST_JDBC_URL} (with {@code LEADER_TEST_JDBC_USER} and
+ * {@code LEADER_TEST_JDBC_PASSWORD}) when set, else from a Testcontainers PostgreSQL container when Docker is
+ * available. Without either, every test fails with a message naming both.
+ */
+public final class TestDatabase {
+
+	private static Server server;
+
+	private final String schema;
+
+	private TestDatabase(String schema) {
+		this.schema = schema;
+	}
+
+	/**
+	 * Creates a new, empty schema for one test class.
+	 * @return the database
+	 */
+	public static TestDatabase createSchema() {
+		String schema = "t_" + UUID.randomUUID().toString().replace("-", "").substring(0, 16).toLowerCase(Locale.ROOT);
+		try (Connection connection = server().connect(null); Statement statement = connection.createStatement()) {
+			statement.execute("CREATE SCHEMA " + schema);
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException("Could not create test schema on " + server().url(), ex);
+		}
+		return new TestDatabase(schema);
+	}
+
+	/**
+	 * Returns the schema's name.
+	 * @return the schema
+	 */
+	public String schema() {
+		return this.schema;
+	}
+
+	/**
+	 * Returns a JDBC URL whose connections use the schema.
+	 * @return the URL
+	 */
+	public String url() {
+		String url = server().url();
+		return url + (url.contains("?") ? "&" : "?") + "currentSchema=" + this.schema;
+	}
+
+	/**
+	 * Returns the user name.
+	 * @return the user
+	 */
+	public String user() {
+		return server().user();
+	}
+
+	/**
+	 * Returns the password.
+	 * @return the password
+	 */
+	public String password() {
+		return server().password();
+	}
+
+	/**
+	 * Creates a small pool on the schema; close it when done.
+	 * @param poolSize the maximum pool size
+	 * @return the data source
+	 */
+	public HikariDataSource dataSource(int poolSize) {
+		HikariConfig config = new HikariConfig();
+		config.setJdbcUrl(url());
+		config.setUsername(user());
+		config.setPassword(password());
+		config.setMaximumPoolSize(poolSize);
+		config.setConnectionTimeout(3000);
+		return new HikariDataSource(config);
+	}
+
+	/**
+	 * Opens a connection on the schema, outside of any pool.
+	 * @return the connection
+	 * @throws SQLException if the connection fails
+	 */
+	public Connection connect() throws SQLException {
+		return server().connect(this.schema);
+	}
+
+	/**
+	 * Drops the schema and everything in it.
+	 */
+	public void drop() {
+		try (Connection connection = server().connect(null); Statement statement = connection.createStatement()) {
+			statement.execute("DROP SCHEMA IF EXISTS " + this.schema + " CASCADE");
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException("Could not drop test schema " + this.schema, ex);
+		}
+	}
+
+	/**
+	 * Returns a data source on the schema without a pool, for code that takes any {@link DataSource}.
+	 * @return the data source
+	 */
+	public DataSource unpooled() {
+		org.postgresql.ds.PGSimpleDataSource dataSource = new org.postgresql.ds.PGSimpleDataSource();
+		dataSource.setURL(url());
+		dataSource.setUser(user());
+		dataSource.setPassword(password());
+		return dataSource;
+	}
+
+	private static synchronized Server server() {
+		if (server == null) {
+			server = locate();
+		}
+		return server;
+	}
+
+	private static Server locate() {
+		String url = System.getenv("LEADER_TEST_JDBC_URL");
+		if (url != null && !url.isBlank()) {
+			return new Server(url, envOr("LEADER_TEST_JDBC_USER", "postgres"), envOr("LEADER_TEST_JDBC_PASSWORD", ""));
+		}
+		if (dockerAvailable()) {
+			org.testcontainers.postgresql.PostgreSQLContainer container = new org.testcontainers.postgresql.PostgreSQLContainer(
+					"postgres:16-alpine");
+			container.start();
+			Runtime.getRuntime().addShutdownHook(new Thread(container::stop));
+			return new Server(container.getJdbcUrl(), container.getUsername(), container.getPassword());
+		}
+		throw new IllegalStateException("No PostgreSQL for the tests. Either set LEADER_TEST_JDBC_URL (and "
+				+ "LEADER_TEST_JDBC_USER, LEADER_TEST_JDBC_PASSWORD), for example "
+				+ "LEADER_TEST_JDBC_URL=jdbc:postgresql://127.0.0.1:5432/test LEADER_TEST_JDBC_USER=postgres, "
+				+ "or make a Docker engine available so that Testcontainers can start PostgreSQL.");
+	}
+
+	private static boolean dockerAvailable() {
+		try {
+			return org.testcontainers.DockerClientFactory.instance().isDockerAvailable();
+		}
+		catch (Throwable ex) {
+			return false;
+		}
+	}
+
+	private static String envOr(String name, String fallback) {
+		String value = System.getenv(name);
+		return (value != null) ? value : fallback;
+	}
+
+	private record Server(String url, String user, String password) {
+
+		Connection connect(String schema) throws SQLException {
+			String target = (schema != null) ? this.url + (this.url.contains("?") ? "&" : "?") + "currentSchema=" + schema
+					: this.url;
+			return DriverManager.getConnection(target, this.user, this.password);
+		}
+
+	}
+
+}

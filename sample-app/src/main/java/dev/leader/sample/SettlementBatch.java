@@ -1,0 +1,36 @@
+package dev.leader.sample;
+
+import dev.leader.FencingToken;
+import dev.leader.Leadership;
+import dev.leader.LeaderOnly;
+
+import org.springframework.jdbc.core.simple.JdbcClient;
+import org.springframework.scheduling.annotation.Scheduled;
+import org.springframework.stereotype.Component;
+
+/**
+ * A settlement batch that must run on one instance at a time: every instance schedules it, and only the leader of the
+ * {@code billing} group runs it. Each run records the term it ran under.
+ */
+@Component
+class SettlementBatch {
+
+	private final JdbcClient jdbc;
+
+	private final Leadership leadership;
+
+	SettlementBatch(JdbcClient jdbc, Leadership leadership) {
+		this.jdbc = jdbc;
+		this.leadership = leadership;
+	}
+
+	@LeaderOnly(group = "billing")
+	@Scheduled(fixedDelayString = "${sample.settlement.interval:5s}")
+	void settle() {
+		FencingToken token = FencingToken.current();
+		this.jdbc.sql("INSERT INTO settlement_batches (node_id, term) VALUES (?, ?)")
+			.params(this.leadership.nodeId(), token.term())
+			.update();
+	}
+
+}
