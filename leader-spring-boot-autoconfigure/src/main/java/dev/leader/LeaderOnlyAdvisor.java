@@ -12,7 +12,8 @@ import org.springframework.core.Ordered;
 
 /**
  * Applies {@link LeaderOnlyInterceptor} to methods annotated with {@link LeaderOnly} and to the methods of annotated
- * types. Ordered before transaction advice, so that a skipped call never opens a transaction.
+ * types. Ordered before transaction advice, so that a skipped call never opens a transaction; the fence check of
+ * {@code fenced} calls runs inside the transaction, see {@link dev.leader.fencing.FencedCallAdvisor}.
  */
 public final class LeaderOnlyAdvisor extends AbstractPointcutAdvisor {
 
@@ -23,7 +24,7 @@ public final class LeaderOnlyAdvisor extends AbstractPointcutAdvisor {
 		@Override
 		public boolean matches(Method method, @Nullable Class<?> targetClass) {
 			return method.getDeclaringClass() != Object.class
-					&& LeaderOnlyInterceptor.groupOf(method, targetClass) != null;
+					&& LeaderOnlyInterceptor.annotationOf(method, targetClass) != null;
 		}
 
 	};

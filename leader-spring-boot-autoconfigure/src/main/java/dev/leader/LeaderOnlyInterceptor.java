@@ -38,27 +38,27 @@ public final class LeaderOnlyInterceptor implements MethodInterceptor {
 	}
 
 	/**
-	 * Returns the group a method runs under: from its own annotation, else from its class's.
+	 * Returns the annotation a method runs under: its own, else its class's.
 	 * @param method the method
 	 * @param targetClass the class it is called on
-	 * @return the group, or {@code null} if neither is annotated
+	 * @return the annotation, or {@code null} if neither is annotated
 	 */
-	public static @Nullable String groupOf(Method method, @Nullable Class<?> targetClass) {
+	public static @Nullable LeaderOnly annotationOf(Method method, @Nullable Class<?> targetClass) {
 		Method specific = AopUtils.getMostSpecificMethod(method, targetClass);
 		LeaderOnly annotation = AnnotatedElementUtils.findMergedAnnotation(specific, LeaderOnly.class);
-		if (annotation == null) {
-			annotation = AnnotatedElementUtils.findMergedAnnotation(specific.getDeclaringClass(), LeaderOnly.class);
-		}
-		return (annotation != null) ? annotation.group() : null;
+		return (annotation != null) ? annotation
+				: AnnotatedElementUtils.findMergedAnnotation(specific.getDeclaringClass(), LeaderOnly.class);
 	}
 
 	@Override
 	public @Nullable Object invoke(MethodInvocation invocation) throws Throwable {
 		Object target = invocation.getThis();
-		String group = groupOf(invocation.getMethod(), (target != null) ? AopUtils.getTargetClass(target) : null);
-		if (group == null) {
+		LeaderOnly annotation = annotationOf(invocation.getMethod(),
+				(target != null) ? AopUtils.getTargetClass(target) : null);
+		if (annotation == null) {
 			return invocation.proceed();
 		}
+		String group = annotation.group();
 		Optional<FencingToken> token = this.leadership.token(group);
 		if (token.isEmpty()) {
 			return notLeader(group, invocation.getMethod());

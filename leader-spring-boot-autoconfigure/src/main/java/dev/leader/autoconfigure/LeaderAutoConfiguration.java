@@ -13,8 +13,12 @@ import dev.leader.LeaderOnlyAdvisor;
 import dev.leader.LeaderOnlyInterceptor;
 import dev.leader.Leadership;
 import dev.leader.autoconfigure.LeaderProperties.WhenNotLeader;
+import dev.leader.fencing.FencedCallAdvisor;
+import dev.leader.fencing.Fencing;
+import dev.leader.fencing.FencingStore;
 import dev.leader.jdbc.LeaderSchemaMigration;
 import dev.leader.jdbc.PostgresCoordinationStore;
+import dev.leader.jdbc.PostgresFencingStore;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaderEngine;
@@ -51,7 +55,9 @@ import org.springframework.core.type.AnnotationMetadata;
  * Auto-configuration of leader election on the application's PostgreSQL {@link DataSource}.
  */
 @AutoConfiguration(after = DataSourceAutoConfiguration.class,
-		afterName = "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration")
+		afterName = { "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration",
+				// Registers the fence advisor after the transaction advisor, so that it runs inside the transaction.
+				"org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration" })
 @ConditionalOnBooleanProperty(name = "leader.enabled", matchIfMissing = true)
 @ConditionalOnClass({ DataSource.class, org.postgresql.Driver.class })
 @ConditionalOnSingleCandidate(DataSource.class)
@@ -106,6 +112,25 @@ public final class LeaderAutoConfiguration {
 	@ConditionalOnMissingBean
 	LeaderEngineLifecycle leaderEngineLifecycle(LeaderEngine engine) {
 		return new LeaderEngineLifecycle(engine);
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	FencingStore leaderFencingStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties) {
+		return new PostgresFencingStore(dataSource, prefix, properties.getJdbc().getQueryTimeout());
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	Fencing leaderFencing(FencingStore store, Leadership leadership) {
+		return new Fencing(store, leadership.nodeId());
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+	static FencedCallAdvisor leaderFencedCallAdvisor(ObjectProvider<Fencing> fencing) {
+		return new FencedCallAdvisor(fencing::getObject);
 	}
 
 	@Bean

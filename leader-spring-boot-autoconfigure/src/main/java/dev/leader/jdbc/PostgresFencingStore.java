@@ -1,0 +1,118 @@
+package dev.leader.jdbc;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+
+import javax.sql.DataSource;
+
+import dev.leader.FencingToken;
+import dev.leader.fencing.FencingStore;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.jdbc.datasource.DataSourceUtils;
+import org.springframework.jdbc.support.SQLExceptionTranslator;
+import org.springframework.jdbc.support.SQLStateSQLExceptionTranslator;
+import org.springframework.transaction.IllegalTransactionStateException;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+
+/**
+ * {@link FencingStore} on PostgreSQL, on the connection of the Spring-managed transaction bound to the data source.
+ */
+public final class PostgresFencingStore implements FencingStore {
+
+	private final DataSource dataSource;
+
+	private final int queryTimeoutSeconds;
+
+	private final String lockLeaseSql;
+
+	private final String advanceSql;
+
+	private final SQLExceptionTranslator translator = new SQLStateSQLExceptionTranslator();
+
+	/**
+	 * Creates a store.
+	 * @param dataSource the data source whose transactions are fenced
+	 * @param tablePrefix the prefix of the starter's tables
+	 * @param queryTimeout the longest a statement may run, including the wait for the row lock; rounded up to whole
+	 * seconds
+	 */
+	public PostgresFencingStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout) {
+		this.dataSource = dataSource;
+		this.queryTimeoutSeconds = (int) Math.max(1, (queryTimeout.toMillis() + 999) / 1000);
+		String p = tablePrefix.value();
+		this.lockLeaseSql = """
+				SELECT holder, term, expires_at > clock_timestamp() FROM %sleases WHERE group_name = ? FOR SHARE
+				""".formatted(p);
+		// A conflicting row is locked even when the WHERE clause keeps it unchanged; the fallback SELECT then reads
+		// it from the statement's snapshot, and finds nothing only if it was created concurrently: that fails closed.
+		this.advanceSql = """
+				WITH advanced AS (
+				  INSERT INTO %1$sfences AS f (resource, group_name, term, updated_at)
+				  VALUES (?, ?, ?, clock_timestamp())
+				  ON CONFLICT (resource) DO UPDATE SET term = excluded.term, updated_at = clock_timestamp()
+				  WHERE f.group_name = excluded.group_name AND f.term <= excluded.term
+				  RETURNING f.group_name, f.term
+				)
+				SELECT true, group_name, term FROM advanced
+				UNION ALL
+				SELECT false, group_name, term FROM %1$sfences
+				WHERE resource = ? AND NOT EXISTS (SELECT 1 FROM advanced)
+				""".formatted(p);
+	}
+
+	@Override
+	public @Nullable LeaseLock lockLease(String group) {
+		return execute("lock lease", this.lockLeaseSql, (statement) -> {
+			statement.setString(1, group);
+			try (ResultSet rows = statement.executeQuery()) {
+				return rows.next() ? new LeaseLock(rows.getString(1), rows.getLong(2), rows.getBoolean(3)) : null;
+			}
+		});
+	}
+
+	@Override
+	public @Nullable Fence advance(String resource, FencingToken token) {
+		return execute("advance fence", this.advanceSql, (statement) -> {
+			statement.setString(1, resource);
+			statement.setString(2, token.group());
+			statement.setLong(3, token.term());
+			statement.setString(4, resource);
+			try (ResultSet rows = statement.executeQuery()) {
+				return rows.next() ? new Fence(rows.getBoolean(1), rows.getString(2), rows.getLong(3)) : null;
+			}
+		});
+	}
+
+	private <T> T execute(String task, String sql, StatementCallback<T> callback) {
+		if (!TransactionSynchronizationManager.isActualTransactionActive()
+				|| !TransactionSynchronizationManager.hasResource(this.dataSource)) {
+			throw new IllegalTransactionStateException("Fenced writes need a transaction on the application's "
+					+ "DataSource, active on the calling thread: annotate the method with @Transactional, or call it "
+					+ "inside TransactionTemplate.execute. A fence checked outside the transaction of its writes "
+					+ "would not protect them");
+		}
+		Connection connection = DataSourceUtils.getConnection(this.dataSource);
+		try (PreparedStatement statement = connection.prepareStatement(sql)) {
+			statement.setQueryTimeout(this.queryTimeoutSeconds);
+			return callback.doInStatement(statement);
+		}
+		catch (SQLException ex) {
+			throw this.translator.translate(task, sql, ex);
+		}
+		finally {
+			DataSourceUtils.releaseConnection(connection, this.dataSource);
+		}
+	}
+
+	@FunctionalInterface
+	private interface StatementCallback<T> {
+
+		@Nullable T doInStatement(PreparedStatement statement) throws SQLException;
+
+	}
+
+}

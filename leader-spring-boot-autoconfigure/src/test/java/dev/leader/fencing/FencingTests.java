@@ -1,0 +1,270 @@
+package dev.leader.fencing;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.leader.FencingToken;
+import dev.leader.StaleLeadershipException;
+import dev.leader.jdbc.LeaderSchemaMigration;
+import dev.leader.jdbc.PostgresCoordinationStore;
+import dev.leader.jdbc.PostgresFencingStore;
+import dev.leader.jdbc.TablePrefix;
+import dev.leader.lease.CoordinationStore.AcquireResult;
+import dev.leader.test.TestDatabase;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.jdbc.core.simple.JdbcClient;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.transaction.IllegalTransactionStateException;
+import org.springframework.transaction.support.TransactionTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * {@link Fencing} against real PostgreSQL: the lease guard and the fences table (guarantee G3).
+ */
+class FencingTests {
+
+	private static final TablePrefix PREFIX = new TablePrefix("leader_");
+
+	private TestDatabase database;
+
+	private HikariDataSource dataSource;
+
+	private PostgresCoordinationStore leases;
+
+	private TransactionTemplate transactions;
+
+	private JdbcClient jdbc;
+
+	@BeforeEach
+	void createSchema() {
+		this.database = TestDatabase.createSchema();
+		this.dataSource = this.database.dataSource(8);
+		new LeaderSchemaMigration(this.dataSource, PREFIX).migrate();
+		this.leases = new PostgresCoordinationStore(this.dataSource, PREFIX, Duration.ofSeconds(5));
+		this.transactions = new TransactionTemplate(new DataSourceTransactionManager(this.dataSource));
+		this.jdbc = JdbcClient.create(this.dataSource);
+		this.jdbc.sql("CREATE TABLE writes (term BIGINT NOT NULL, node VARCHAR(20) NOT NULL)").update();
+	}
+
+	@AfterEach
+	void dropSchema() {
+		this.dataSource.close();
+		this.database.drop();
+	}
+
+	@Test
+	void guardedWriteOfTheHolderCommits() {
+		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
+		write(fencing("a"), token, "a");
+		assertThat(writes()).containsExactly(List.of(token.term(), "a"));
+	}
+
+	@Test
+	void guardedWriteOfASupersededTermIsRejectedAndRolledBack() {
+		FencingToken stale = acquire("g", "a", Duration.ofMillis(200));
+		awaitExpiry("g");
+		FencingToken current = acquire("g", "b", Duration.ofSeconds(10));
+		Fencing fencing = fencing("a");
+		assertThatExceptionOfType(StaleLeadershipException.class).isThrownBy(() -> write(fencing, stale, "a"))
+			.withMessageContaining("group 'g'")
+			.withMessageContaining("term " + stale.term())
+			.withMessageContaining("term " + current.term() + ", held by b")
+			.satisfies((ex) -> {
+				assertThat(ex.getHeldTerm()).isEqualTo(stale.term());
+				assertThat(ex.getCurrentTerm()).isEqualTo(current.term());
+				assertThat(ex.getCurrentHolder()).isEqualTo("b");
+			});
+		write(fencing("b"), current, "b");
+		assertThat(writes()).containsExactly(List.of(current.term(), "b"));
+		assertThat(fencing.rejections()).isEqualTo(1);
+	}
+
+	@Test
+	void guardedWriteAfterTheLeaseExpiredInDatabaseTimeIsRejected() {
+		FencingToken token = acquire("g", "a", Duration.ofMillis(200));
+		awaitExpiry("g");
+		assertThatExceptionOfType(StaleLeadershipException.class).isThrownBy(() -> write(fencing("a"), token, "a"))
+			.withMessageContaining("expired by the database clock");
+		assertThat(writes()).isEmpty();
+	}
+
+	@Test
+	void guardedWriteAfterReleaseIsRejected() {
+		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
+		this.leases.release("a", Map.of("g", token.term()));
+		assertThatExceptionOfType(StaleLeadershipException.class).isThrownBy(() -> write(fencing("a"), token, "a"))
+			.withMessageContaining("released");
+		assertThat(writes()).isEmpty();
+	}
+
+	@Test
+	void guardOfAnotherNodeWithTheSameTermIsRejected() {
+		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
+		assertThatExceptionOfType(StaleLeadershipException.class).isThrownBy(() -> write(fencing("b"), token, "b"));
+	}
+
+	@Test
+	void takeoverWaitsUntilTheGuardedTransactionEnds() throws Exception {
+		FencingToken token = acquire("g", "a", Duration.ofMillis(500));
+		CountDownLatch guarded = new CountDownLatch(1);
+		CountDownLatch finish = new CountDownLatch(1);
+		CompletableFuture<Void> writer = CompletableFuture.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
+			fencing("a").guard(token);
+			guarded.countDown();
+			awaitLatch(finish);
+			insert(token, "a");
+		}));
+		assertThat(guarded.await(5, TimeUnit.SECONDS)).isTrue();
+		awaitExpiry("g");
+		CompletableFuture<AcquireResult> takeover = CompletableFuture
+			.supplyAsync(() -> this.leases.acquire("g", "b", Duration.ofSeconds(10)));
+		// FOR KEY SHARE would let this UPDATE through: it does not touch the key.
+		await().during(Duration.ofMillis(700)).atMost(Duration.ofSeconds(2)).until(() -> !takeover.isDone());
+		finish.countDown();
+		writer.get(5, TimeUnit.SECONDS);
+		AcquireResult result = takeover.get(5, TimeUnit.SECONDS);
+		assertThat(result.granted()).isTrue();
+		assertThat(result.lease().term()).isEqualTo(token.term() + 1);
+		assertThat(writes()).containsExactly(List.of(token.term(), "a"));
+	}
+
+	@Test
+	void guardWithoutATransactionFailsInsteadOfRunningUnfenced() {
+		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
+		assertThatExceptionOfType(IllegalTransactionStateException.class).isThrownBy(() -> fencing("a").guard(token))
+			.withMessageContaining("@Transactional");
+		assertThatExceptionOfType(IllegalTransactionStateException.class)
+			.isThrownBy(() -> fencing("a").advance("mail", token));
+	}
+
+	@Test
+	void fenceAcceptsEqualAndHigherTermsAndRejectsLowerOnes() {
+		Fencing fencing = fencing("a");
+		advance(fencing, "mail", new FencingToken("g", 3));
+		advance(fencing, "mail", new FencingToken("g", 3));
+		advance(fencing, "mail", new FencingToken("g", 5));
+		assertThatExceptionOfType(StaleLeadershipException.class)
+			.isThrownBy(() -> advance(fencing, "mail", new FencingToken("g", 4)))
+			.withMessageContaining("fence 'mail' has already seen term 5")
+			.satisfies((ex) -> assertThat(ex.getCurrentTerm()).isEqualTo(5));
+		assertThat(this.jdbc.sql("SELECT term FROM leader_fences WHERE resource = 'mail'").query(Long.class).single())
+			.isEqualTo(5);
+		assertThat(fencing.rejections()).isEqualTo(1);
+	}
+
+	@Test
+	void rejectedFenceRollsBackTheWritesOfItsTransaction() {
+		Fencing fencing = fencing("a");
+		advance(fencing, "mail", new FencingToken("g", 2));
+		FencingToken stale = new FencingToken("g", 1);
+		assertThatExceptionOfType(StaleLeadershipException.class)
+			.isThrownBy(() -> this.transactions.executeWithoutResult((tx) -> {
+				insert(stale, "a");
+				fencing.advance("mail", stale);
+			}));
+		assertThat(writes()).isEmpty();
+	}
+
+	@Test
+	void fenceOfOneGroupRejectsTokensOfAnother() {
+		Fencing fencing = fencing("a");
+		advance(fencing, "mail", new FencingToken("g", 1));
+		assertThatExceptionOfType(IllegalArgumentException.class)
+			.isThrownBy(() -> advance(fencing, "mail", new FencingToken("other", 9)))
+			.withMessageContaining("guards group 'g'");
+	}
+
+	@Test
+	void invalidFenceResourceIsRejected() {
+		assertThatExceptionOfType(IllegalArgumentException.class)
+			.isThrownBy(() -> advance(fencing("a"), "x'; drop table y", new FencingToken("g", 1)))
+			.withMessageContaining("Invalid fence resource");
+	}
+
+	@Test
+	void higherTokenWaitsForTheTransactionThatHoldsTheFence() throws Exception {
+		Fencing fencing = fencing("a");
+		CountDownLatch advanced = new CountDownLatch(1);
+		CountDownLatch finish = new CountDownLatch(1);
+		FencingToken low = new FencingToken("g", 1);
+		CompletableFuture<Void> first = CompletableFuture.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
+			fencing.advance("mail", low);
+			advanced.countDown();
+			awaitLatch(finish);
+			insert(low, "a");
+		}));
+		assertThat(advanced.await(5, TimeUnit.SECONDS)).isTrue();
+		FencingToken high = new FencingToken("g", 2);
+		CompletableFuture<Void> second = CompletableFuture.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
+			fencing.advance("mail", high);
+			insert(high, "b");
+		}));
+		await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2)).until(() -> !second.isDone());
+		finish.countDown();
+		first.get(5, TimeUnit.SECONDS);
+		second.get(5, TimeUnit.SECONDS);
+		assertThat(writes()).containsExactly(List.of(1L, "a"), List.of(2L, "b"));
+		assertThatExceptionOfType(StaleLeadershipException.class).isThrownBy(() -> advance(fencing, "mail", low));
+	}
+
+	private Fencing fencing(String nodeId) {
+		return new Fencing(new PostgresFencingStore(this.dataSource, PREFIX, Duration.ofSeconds(5)), nodeId);
+	}
+
+	private FencingToken acquire(String group, String node, Duration duration) {
+		AcquireResult result = this.leases.acquire(group, node, duration);
+		assertThat(result.granted()).isTrue();
+		return new FencingToken(group, result.lease().term());
+	}
+
+	private void awaitExpiry(String group) {
+		await().atMost(Duration.ofSeconds(5))
+			.until(() -> this.jdbc.sql("SELECT expires_at <= clock_timestamp() FROM leader_leases WHERE group_name = ?")
+				.param(group)
+				.query(Boolean.class)
+				.single());
+	}
+
+	private void write(Fencing fencing, FencingToken token, String node) {
+		this.transactions.executeWithoutResult((tx) -> {
+			fencing.guard(token);
+			insert(token, node);
+		});
+	}
+
+	private void advance(Fencing fencing, String resource, FencingToken token) {
+		this.transactions.executeWithoutResult((tx) -> fencing.advance(resource, token));
+	}
+
+	private void insert(FencingToken token, String node) {
+		this.jdbc.sql("INSERT INTO writes (term, node) VALUES (?, ?)").params(token.term(), node).update();
+	}
+
+	private List<List<Object>> writes() {
+		return this.jdbc.sql("SELECT term, node FROM writes ORDER BY term, node")
+			.query((rows, i) -> List.<Object>of(rows.getLong(1), rows.getString(2)))
+			.list();
+	}
+
+	private static void awaitLatch(CountDownLatch latch) {
+		try {
+			assertThat(latch.await(10, TimeUnit.SECONDS)).isTrue();
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new IllegalStateException(ex);
+		}
+	}
+
+}
