@@ -7,10 +7,12 @@ import dev.leader.LeaderOnly;
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.scheduling.annotation.Scheduled;
 import org.springframework.stereotype.Component;
+import org.springframework.transaction.annotation.Transactional;
 
 /**
  * A settlement batch that must run on one instance at a time: every instance schedules it, and only the leader of the
- * {@code billing} group runs it. Each run records the term it ran under.
+ * {@code billing} group runs it. Its writes are fenced: the transaction first locks the lease row and checks the term,
+ * so a leader that was paused past its lease cannot commit a settlement. Each run records the term it ran under.
  */
 @Component
 class SettlementBatch {
@@ -24,7 +26,8 @@ class SettlementBatch {
 		this.leadership = leadership;
 	}
 
-	@LeaderOnly(group = "billing")
+	@LeaderOnly(group = "billing", fenced = true)
+	@Transactional
 	@Scheduled(fixedDelayString = "${sample.settlement.interval:5s}")
 	void settle() {
 		FencingToken token = FencingToken.current();
