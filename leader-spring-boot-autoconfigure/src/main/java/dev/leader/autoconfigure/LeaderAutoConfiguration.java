@@ -23,6 +23,7 @@ import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseSettings;
+import dev.leader.node.Names;
 import dev.leader.node.NodeRegistration;
 import org.flywaydb.core.Flyway;
 import org.jspecify.annotations.Nullable;
@@ -32,6 +33,7 @@ import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.beans.factory.support.BeanDefinitionRegistry;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
@@ -95,11 +97,13 @@ public final class LeaderAutoConfiguration {
 	@ConditionalOnMissingBean(Leadership.class)
 	LeaderEngine leaderEngine(CoordinationStore store, LeaseSettings settings, LeaderProperties properties,
 			Environment environment, ApplicationEventPublisher publisher, LeaderOnlyGroups leaderOnlyGroups) {
-		Set<String> groups = new LinkedHashSet<>(properties.getGroups());
+		Set<String> groups = new LinkedHashSet<>();
+		properties.getGroups().forEach((group) -> groups.add(requireValidName("leader.groups", "group name", group)));
 		String name = (properties.getNode().getName() != null) ? properties.getNode().getName()
 				: environment.getProperty("spring.application.name", "application");
 		String host = hostName();
-		String id = (properties.getNode().getId() != null) ? properties.getNode().getId()
+		String configuredId = properties.getNode().getId();
+		String id = (configuredId != null) ? requireValidName("leader.node.id", "node id", configuredId)
 				: generatedId(host);
 		LeaderEngine engine = new LeaderEngine(store, settings,
 				new NodeRegistration(id, name, host, ProcessHandle.current().pid()), groups,
@@ -110,6 +114,7 @@ public final class LeaderAutoConfiguration {
 
 	@Bean
 	@ConditionalOnMissingBean
+	@ConditionalOnBean(LeaderEngine.class)
 	LeaderEngineLifecycle leaderEngineLifecycle(LeaderEngine engine) {
 		return new LeaderEngineLifecycle(engine);
 	}
@@ -149,6 +154,16 @@ public final class LeaderAutoConfiguration {
 			.bindOrCreate("leader.leader-only", LeaderProperties.LeaderOnly.class);
 		return new LeaderOnlyAdvisor(new LeaderOnlyInterceptor(new LazyLeadership(leadership),
 				leaderOnly.getWhenNotLeader() == WhenNotLeader.THROW, leaderOnly.isInterruptOnRevoke()));
+	}
+
+	private static String requireValidName(String property, String what, String name) {
+		try {
+			return Names.requireValid(what, name);
+		}
+		catch (IllegalArgumentException ex) {
+			// Not chained, so that the root cause of the startup failure names the property to change.
+			throw new IllegalArgumentException(property + ": " + ex.getMessage());
+		}
 	}
 
 	private static String hostName() {

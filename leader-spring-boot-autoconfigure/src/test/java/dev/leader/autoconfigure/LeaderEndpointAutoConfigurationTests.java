@@ -1,0 +1,121 @@
+package dev.leader.autoconfigure;
+
+import java.time.Duration;
+
+import dev.leader.Leadership;
+import dev.leader.actuate.LeadershipEndpoint;
+import dev.leader.actuate.LeadershipEndpoint.LeadershipDescriptor;
+import dev.leader.actuate.LeadershipHealthIndicator;
+import dev.leader.test.TestDatabase;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.health.contributor.Health;
+import org.springframework.boot.health.contributor.HealthIndicator;
+import org.springframework.boot.health.contributor.Status;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
+import org.springframework.boot.test.context.FilteredClassLoader;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Tests for {@link LeaderEndpointAutoConfiguration}, each against a fresh PostgreSQL schema.
+ */
+class LeaderEndpointAutoConfigurationTests {
+
+	private TestDatabase database;
+
+	private ApplicationContextRunner contextRunner;
+
+	@BeforeEach
+	void createSchema() {
+		this.database = TestDatabase.createSchema();
+		this.contextRunner = new ApplicationContextRunner()
+			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class,
+					LeaderEndpointAutoConfiguration.class))
+			.withPropertyValues("spring.datasource.url=" + this.database.url(),
+					"spring.datasource.username=" + this.database.user(),
+					"spring.datasource.password=" + this.database.password(), "leader.node.id=test-node");
+	}
+
+	@AfterEach
+	void dropSchema() {
+		this.database.drop();
+	}
+
+	@Test
+	void endpointIsAutoConfiguredWhenExposed() {
+		this.contextRunner.withPropertyValues("management.endpoints.web.exposure.include=leadership")
+			.run((context) -> {
+				assertThat(context).hasSingleBean(LeadershipEndpoint.class);
+				LeadershipDescriptor descriptor = context.getBean(LeadershipEndpoint.class).leadership();
+				assertThat(descriptor.node()).isEqualTo("test-node");
+				assertThat(descriptor.groups()).containsOnlyKeys("default");
+			});
+	}
+
+	@Test
+	void endpointIsNotAutoConfiguredWhenNotExposed() {
+		this.contextRunner.run((context) -> assertThat(context).hasSingleBean(Leadership.class)
+			.doesNotHaveBean(LeadershipEndpoint.class));
+	}
+
+	@Test
+	void endpointIsNotAutoConfiguredWhenItsAccessIsNone() {
+		// Upper case: the runner's environment lacks the lenient enum conversion that SpringApplication installs.
+		this.contextRunner
+			.withPropertyValues("management.endpoints.web.exposure.include=leadership",
+					"management.endpoint.leadership.access=NONE")
+			.run((context) -> assertThat(context).hasSingleBean(Leadership.class)
+				.doesNotHaveBean(LeadershipEndpoint.class));
+	}
+
+	@Test
+	void endpointIsNotAutoConfiguredWithoutActuatorEndpointsOnTheClasspath() {
+		this.contextRunner.withClassLoader(new FilteredClassLoader(Endpoint.class))
+			.withPropertyValues("management.endpoints.web.exposure.include=leadership")
+			.run((context) -> assertThat(context).hasSingleBean(Leadership.class)
+				.doesNotHaveBean(LeadershipEndpoint.class));
+	}
+
+	@Test
+	void healthIndicatorIsAutoConfiguredAndReportsUpOnceTheDatabaseIsReached() {
+		this.contextRunner.run((context) -> {
+			assertThat(context).hasSingleBean(LeadershipHealthIndicator.class);
+			HealthIndicator indicator = context.getBean(LeadershipHealthIndicator.class);
+			Health health = await().atMost(Duration.ofSeconds(10))
+				.until(() -> indicator.health(true), (candidate) -> candidate.getStatus().equals(Status.UP));
+			assertThat(health.getDetails()).containsEntry("node", "test-node").containsKey("roles");
+		});
+	}
+
+	@Test
+	void healthIndicatorCanBeDisabled() {
+		this.contextRunner.withPropertyValues("management.health.leadership.enabled=false")
+			.run((context) -> assertThat(context).hasSingleBean(Leadership.class)
+				.doesNotHaveBean(LeadershipHealthIndicator.class));
+	}
+
+	@Test
+	void healthIndicatorIsNotAutoConfiguredWithoutHealthOnTheClasspath() {
+		this.contextRunner.withClassLoader(new FilteredClassLoader(HealthIndicator.class))
+			.run((context) -> assertThat(context).hasSingleBean(Leadership.class)
+				.doesNotHaveBean(LeadershipHealthIndicator.class));
+	}
+
+	@Test
+	void endpointAndHealthIndicatorAreAbsentWhenLeaderIsDisabled() {
+		this.contextRunner
+			.withPropertyValues("leader.enabled=false", "management.endpoints.web.exposure.include=leadership")
+			.run((context) -> assertThat(context).hasNotFailed()
+				.doesNotHaveBean(Leadership.class)
+				.doesNotHaveBean(LeadershipEndpoint.class)
+				.doesNotHaveBean(LeadershipHealthIndicator.class));
+	}
+
+}
