@@ -210,7 +210,7 @@ public final class LeaderEngine implements Leadership {
 	@Override
 	public Optional<LeaderInfo> leader(String group) {
 		LeaseState view = group(group).view;
-		if (view == null || view.holder() == null) {
+		if (view == null || !view.isHeld()) {
 			return Optional.empty();
 		}
 		return Optional.of(new LeaderInfo(group, view.holder(), view.term(), view.expiresAt()));

@@ -100,7 +100,8 @@ class LeaderAutoConfigurationTests {
 	void startupCreatesTheStarterTablesWithTheirOwnHistoryTable() {
 		this.contextRunner.run((context) -> {
 			assertThat(context).hasNotFailed();
-			assertThat(tables()).containsExactlyInAnyOrder("leader_leases", "leader_nodes", "leader_schema_history");
+			assertThat(tables()).containsExactlyInAnyOrder("leader_leases", "leader_nodes", "leader_fences",
+					"leader_schema_history");
 		});
 	}
 
@@ -209,7 +210,8 @@ class LeaderAutoConfigurationTests {
 	void userDefinedTablePrefixNamesTheTables() {
 		this.contextRunner.withUserConfiguration(TablePrefixConfiguration.class).run((context) -> {
 			assertThat(context).hasSingleBean(TablePrefix.class);
-			assertThat(tables()).containsExactlyInAnyOrder("custom_leases", "custom_nodes", "custom_schema_history");
+			assertThat(tables()).containsExactlyInAnyOrder("custom_leases", "custom_nodes", "custom_fences",
+					"custom_schema_history");
 		});
 	}
 
