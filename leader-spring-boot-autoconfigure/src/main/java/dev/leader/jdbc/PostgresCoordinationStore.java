@@ -14,6 +14,8 @@ import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 
 import javax.sql.DataSource;
 
@@ -26,8 +28,6 @@ import org.apache.commons.logging.LogFactory;
 import org.postgresql.PGConnection;
 import org.postgresql.PGNotification;
 
-import org.springframework.jdbc.support.SQLExceptionTranslator;
-import org.springframework.jdbc.support.SQLStateSQLExceptionTranslator;
 
 /**
  * {@link CoordinationStore} on PostgreSQL. Every transition is one statement, and every time comparison uses
@@ -43,7 +43,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 
 	private final DataSource dataSource;
 
-	private final int queryTimeoutSeconds;
+	private final Statements statements;
 
 	private final String channel;
 
@@ -57,8 +57,6 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 
 	private final String leasesSql;
 
-	private final SQLExceptionTranslator translator = new SQLStateSQLExceptionTranslator();
-
 	/**
 	 * Creates a store.
 	 * @param dataSource the PostgreSQL data source
@@ -67,7 +65,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	 */
 	public PostgresCoordinationStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout) {
 		this.dataSource = dataSource;
-		this.queryTimeoutSeconds = (int) Math.max(1, (queryTimeout.toMillis() + 999) / 1000);
+		this.statements = new Statements(queryTimeout);
 		String p = tablePrefix.value();
 		this.channel = p + "released";
 		String remaining = REMAINING.formatted("expires_at");
@@ -97,9 +95,12 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 		// table as it was before the statement.
 		this.tickSql = """
 				WITH me AS (
-				  INSERT INTO %1$snodes (node_id, name, host, pid, started_at, heartbeat_at)
+				  INSERT INTO %1$snodes AS n (node_id, name, host, pid, started_at, heartbeat_at)
 				  VALUES (?, ?, ?, ?, clock_timestamp(), clock_timestamp())
-				  ON CONFLICT (node_id) DO UPDATE SET heartbeat_at = clock_timestamp()
+				  ON CONFLICT (node_id) DO UPDATE SET heartbeat_at = clock_timestamp(), name = excluded.name,
+				    host = excluded.host, pid = excluded.pid,
+				    started_at = CASE WHEN (n.host, n.pid) = (excluded.host, excluded.pid) THEN n.started_at
+				                      ELSE clock_timestamp() END
 				  RETURNING node_id, name, host, pid, started_at, heartbeat_at
 				), forgotten AS (
 				  DELETE FROM %1$snodes
@@ -235,14 +236,12 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 		return thread::shutdown;
 	}
 
-	private <T> T execute(String task, String sql, StatementCallback<T> callback) {
-		try (Connection connection = this.dataSource.getConnection();
-				PreparedStatement statement = connection.prepareStatement(sql)) {
-			statement.setQueryTimeout(this.queryTimeoutSeconds);
-			return callback.doInStatement(statement);
+	private <T> T execute(String task, String sql, Statements.Callback<T> callback) {
+		try (Connection connection = this.dataSource.getConnection()) {
+			return this.statements.run(connection, task, sql, callback);
 		}
 		catch (SQLException ex) {
-			throw this.translator.translate(task, null, ex);
+			throw Statements.translate(task, ex);
 		}
 	}
 
@@ -255,13 +254,6 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 		return rows.getObject(column, OffsetDateTime.class).toInstant();
 	}
 
-	@FunctionalInterface
-	private interface StatementCallback<T> {
-
-		T doInStatement(PreparedStatement statement) throws SQLException;
-
-	}
-
 	/**
 	 * Follows the release channel on a connection of its own, reconnecting after failures.
 	 */
@@ -269,7 +261,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 
 		private final ReleaseListener listener;
 
-		private volatile boolean stopped;
+		private final CountDownLatch stopped = new CountDownLatch(1);
 
 		Listener(ReleaseListener listener) {
 			super("leader-listen");
@@ -279,13 +271,12 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 
 		@Override
 		public void run() {
-			while (!this.stopped) {
-				try (Connection connection = PostgresCoordinationStore.this.dataSource.getConnection()) {
-					try (Statement statement = connection.createStatement()) {
-						statement.execute("LISTEN " + PostgresCoordinationStore.this.channel);
-					}
+			while (!isStopped()) {
+				try (Connection connection = PostgresCoordinationStore.this.dataSource.getConnection();
+						Statement statement = connection.createStatement()) {
+					statement.execute("LISTEN " + PostgresCoordinationStore.this.channel);
 					PGConnection notifications = connection.unwrap(PGConnection.class);
-					while (!this.stopped) {
+					while (!isStopped()) {
 						PGNotification[] received = notifications.getNotifications(500);
 						if (received != null) {
 							for (PGNotification notification : received) {
@@ -293,29 +284,34 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 							}
 						}
 					}
+					// The connection goes back to the application's pool: it must not go on listening there.
+					statement.execute("UNLISTEN *");
 				}
 				catch (SQLException | RuntimeException ex) {
-					if (!this.stopped) {
-						logger.debug("Release notifications interrupted, reconnecting: " + ex);
-						pause();
+					if (!isStopped()) {
+						logger.debug("Release notifications interrupted, reconnecting in 1 s: " + ex);
+						awaitStop(Duration.ofSeconds(1));
 					}
 				}
 			}
 		}
 
-		private void pause() {
+		private boolean isStopped() {
+			return this.stopped.getCount() == 0;
+		}
+
+		private void awaitStop(Duration timeout) {
 			try {
-				Thread.sleep(1000);
+				this.stopped.await(timeout.toMillis(), TimeUnit.MILLISECONDS);
 			}
 			catch (InterruptedException ex) {
 				Thread.currentThread().interrupt();
-				this.stopped = true;
+				this.stopped.countDown();
 			}
 		}
 
 		void shutdown() {
-			this.stopped = true;
-			interrupt();
+			this.stopped.countDown();
 		}
 
 	}

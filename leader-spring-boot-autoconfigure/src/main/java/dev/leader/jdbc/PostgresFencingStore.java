@@ -13,8 +13,6 @@ import dev.leader.fencing.FencingStore;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.jdbc.datasource.DataSourceUtils;
-import org.springframework.jdbc.support.SQLExceptionTranslator;
-import org.springframework.jdbc.support.SQLStateSQLExceptionTranslator;
 import org.springframework.transaction.IllegalTransactionStateException;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
@@ -25,13 +23,11 @@ public final class PostgresFencingStore implements FencingStore {
 
 	private final DataSource dataSource;
 
-	private final int queryTimeoutSeconds;
+	private final Statements statements;
 
 	private final String lockLeaseSql;
 
 	private final String advanceSql;
-
-	private final SQLExceptionTranslator translator = new SQLStateSQLExceptionTranslator();
 
 	/**
 	 * Creates a store.
@@ -42,7 +38,7 @@ public final class PostgresFencingStore implements FencingStore {
 	 */
 	public PostgresFencingStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout) {
 		this.dataSource = dataSource;
-		this.queryTimeoutSeconds = (int) Math.max(1, (queryTimeout.toMillis() + 999) / 1000);
+		this.statements = new Statements(queryTimeout);
 		String p = tablePrefix.value();
 		this.lockLeaseSql = """
 				SELECT holder, term, expires_at > clock_timestamp() FROM %sleases WHERE group_name = ? FOR SHARE
@@ -87,7 +83,7 @@ public final class PostgresFencingStore implements FencingStore {
 		});
 	}
 
-	private <T> T execute(String task, String sql, StatementCallback<T> callback) {
+	private <T> T execute(String task, String sql, Statements.Callback<T> callback) {
 		if (!TransactionSynchronizationManager.isActualTransactionActive()
 				|| !TransactionSynchronizationManager.hasResource(this.dataSource)) {
 			throw new IllegalTransactionStateException("Fenced writes need a transaction on the application's "
@@ -96,23 +92,12 @@ public final class PostgresFencingStore implements FencingStore {
 					+ "would not protect them");
 		}
 		Connection connection = DataSourceUtils.getConnection(this.dataSource);
-		try (PreparedStatement statement = connection.prepareStatement(sql)) {
-			statement.setQueryTimeout(this.queryTimeoutSeconds);
-			return callback.doInStatement(statement);
-		}
-		catch (SQLException ex) {
-			throw this.translator.translate(task, sql, ex);
+		try {
+			return this.statements.run(connection, task, sql, callback);
 		}
 		finally {
 			DataSourceUtils.releaseConnection(connection, this.dataSource);
 		}
-	}
-
-	@FunctionalInterface
-	private interface StatementCallback<T> {
-
-		@Nullable T doInStatement(PreparedStatement statement) throws SQLException;
-
 	}
 
 }
