@@ -1,0 +1,198 @@
+package dev.leader.test;
+
+import java.io.PrintStream;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.leader.LeaderChangedEvent;
+import dev.leader.LeadershipGrantedEvent;
+import dev.leader.LeadershipRevokedEvent;
+import dev.leader.NodeJoinedEvent;
+import dev.leader.NodeLeftEvent;
+import dev.leader.jdbc.PostgresCoordinationStore;
+import dev.leader.jdbc.TablePrefix;
+import dev.leader.lease.LeaderEngine;
+import dev.leader.lease.LeaseSettings;
+import dev.leader.node.NodeRegistration;
+import dev.leader.test.NodeEvent.Type;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * One cluster node in a process of its own: a {@link LeaderEngine} without a Spring context, on a small Hikari pool
+ * whose PostgreSQL sessions carry the node id as {@code application_name}, so that a test can find and terminate
+ * them. Started by {@link NodeProcess}.
+ * <p>
+ * Standard output carries only {@link NodeEvent} lines, one per event; logging goes to standard error. SIGTERM
+ * stops the engine gracefully (it releases its leases and prints {@code REVOKED ... SHUTDOWN} and then
+ * {@code STOPPED}); SIGKILL does not. The node also stops when the process that started it is gone, so that a
+ * crashed test run leaves no nodes behind.
+ * <p>
+ * Arguments are {@code --name=value}, with durations in ISO-8601 ({@code PT0.5S}):
+ * <ul>
+ * <li>{@code url}, {@code user}, {@code password}: the database</li>
+ * <li>{@code node}: the node id; {@code groups}: comma-separated group names</li>
+ * <li>{@code lease}, {@code renew}, {@code retry}, {@code margin}, {@code node-expiry}, {@code yield-cooldown}: the
+ * {@link LeaseSettings}, by default its defaults</li>
+ * <li>{@code table-prefix} ({@code leader_}), {@code query-timeout} (1 s), {@code connection-timeout} (1 s),
+ * {@code pool-size} (3)</li>
+ * </ul>
+ */
+public final class TestNode {
+
+	private static final Object printLock = new Object();
+
+	private TestNode() {
+	}
+
+	/**
+	 * Runs the node until SIGTERM, SIGKILL, or the end of the process that started it.
+	 * @param args the arguments, see the class description
+	 * @throws Exception if the node cannot start
+	 */
+	public static void main(String[] args) throws Exception {
+		PrintStream events = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+		// Whatever else writes to standard output (a logging backend) must not mix with the event lines.
+		System.setOut(System.err);
+		Arguments arguments = Arguments.parse(args);
+		String nodeId = arguments.required("node");
+		HikariDataSource dataSource = dataSource(arguments, nodeId);
+		LeaderEngine engine = new LeaderEngine(
+				new PostgresCoordinationStore(dataSource, new TablePrefix(arguments.get("table-prefix", "leader_")),
+						arguments.duration("query-timeout", Duration.ofSeconds(1))),
+				settings(arguments), new NodeRegistration(nodeId, nodeId, host(), ProcessHandle.current().pid()),
+				Arrays.asList(arguments.required("groups").split(",")), (event) -> print(events, toNodeEvent(event)));
+		CountDownLatch stopped = new CountDownLatch(1);
+		Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+			engine.stop();
+			print(events, new NodeEvent(System.nanoTime(), Type.STOPPED, null, 0, nodeId, null));
+			dataSource.close();
+			stopped.countDown();
+		}, "test-node-shutdown"));
+		ProcessHandle.current().parent().ifPresent((parent) -> parent.onExit().thenRun(() -> System.exit(1)));
+		engine.start();
+		print(events, new NodeEvent(System.nanoTime(), Type.READY, null, 0, nodeId, null));
+		// The engine's threads are daemons: keep the JVM up until a signal ends it.
+		stopped.await();
+	}
+
+	private static HikariDataSource dataSource(Arguments arguments, String nodeId) {
+		HikariConfig config = new HikariConfig();
+		config.setPoolName("node-" + nodeId);
+		config.setJdbcUrl(arguments.required("url"));
+		config.setUsername(arguments.required("user"));
+		config.setPassword(arguments.get("password", ""));
+		config.setMaximumPoolSize(Integer.parseInt(arguments.get("pool-size", "3")));
+		config.setConnectionTimeout(arguments.duration("connection-timeout", Duration.ofSeconds(1)).toMillis());
+		config.setValidationTimeout(250);
+		config.addDataSourceProperty("ApplicationName", nodeId);
+		return new HikariDataSource(config);
+	}
+
+	private static LeaseSettings settings(Arguments arguments) {
+		LeaseSettings defaults = LeaseSettings.defaults();
+		return new LeaseSettings(arguments.duration("lease", defaults.duration()),
+				arguments.duration("renew", defaults.renewInterval()),
+				arguments.duration("retry", defaults.retryInterval()),
+				arguments.duration("margin", defaults.safetyMargin()),
+				arguments.duration("node-expiry", defaults.nodeExpiry()),
+				arguments.duration("yield-cooldown", defaults.yieldCooldown()));
+	}
+
+	/**
+	 * Returns the arguments that make a {@link TestNode} run with the given settings.
+	 * @param settings the settings
+	 * @return the arguments
+	 */
+	static List<String> arguments(LeaseSettings settings) {
+		List<String> arguments = new ArrayList<>();
+		arguments.add("--lease=" + settings.duration());
+		arguments.add("--renew=" + settings.renewInterval());
+		arguments.add("--retry=" + settings.retryInterval());
+		arguments.add("--margin=" + settings.safetyMargin());
+		arguments.add("--node-expiry=" + settings.nodeExpiry());
+		arguments.add("--yield-cooldown=" + settings.yieldCooldown());
+		return arguments;
+	}
+
+	private static @Nullable NodeEvent toNodeEvent(Object event) {
+		long now = System.nanoTime();
+		if (event instanceof LeadershipGrantedEvent granted) {
+			return new NodeEvent(now, Type.GRANTED, granted.group(), granted.term(), granted.nodeId(), null);
+		}
+		if (event instanceof LeadershipRevokedEvent revoked) {
+			return new NodeEvent(now, Type.REVOKED, revoked.group(), revoked.term(), revoked.nodeId(),
+					revoked.reason().name());
+		}
+		if (event instanceof LeaderChangedEvent changed) {
+			return new NodeEvent(now, Type.CHANGED, changed.group(), changed.term(), changed.leaderNodeId(), null);
+		}
+		if (event instanceof NodeJoinedEvent joined) {
+			return new NodeEvent(now, Type.JOINED, null, 0, joined.node().id(), null);
+		}
+		if (event instanceof NodeLeftEvent left) {
+			return new NodeEvent(now, Type.LEFT, null, 0, left.node().id(), null);
+		}
+		return null;
+	}
+
+	private static void print(PrintStream events, @Nullable NodeEvent event) {
+		if (event != null) {
+			synchronized (printLock) {
+				events.println(event.format());
+			}
+		}
+	}
+
+	private static String host() {
+		try {
+			return InetAddress.getLocalHost().getHostName();
+		}
+		catch (UnknownHostException ex) {
+			return "localhost";
+		}
+	}
+
+	private record Arguments(Map<String, String> values) {
+
+		static Arguments parse(String[] args) {
+			Map<String, String> values = new LinkedHashMap<>();
+			for (String arg : args) {
+				int equals = arg.indexOf('=');
+				if (!arg.startsWith("--") || equals < 0) {
+					throw new IllegalArgumentException("Expected --name=value but got '" + arg + "'");
+				}
+				values.put(arg.substring(2, equals), arg.substring(equals + 1));
+			}
+			return new Arguments(values);
+		}
+
+		String required(String name) {
+			String value = this.values.get(name);
+			if (value == null) {
+				throw new IllegalArgumentException("Missing --" + name + "=...");
+			}
+			return value;
+		}
+
+		String get(String name, String fallback) {
+			return this.values.getOrDefault(name, fallback);
+		}
+
+		Duration duration(String name, Duration fallback) {
+			String value = this.values.get(name);
+			return (value != null) ? Duration.parse(value) : fallback;
+		}
+
+	}
+
+}
