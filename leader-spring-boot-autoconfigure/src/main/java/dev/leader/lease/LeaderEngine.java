@@ -12,14 +12,17 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.Future;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
 
 import dev.leader.FencingToken;
@@ -65,6 +68,8 @@ public final class LeaderEngine implements Leadership {
 	private static final long MAX_JITTER_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
 
 	private static final long MIN_RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
+
+	private static final Duration REVOKE_DELIVERY_TIMEOUT = Duration.ofSeconds(1);
 
 	private final CoordinationStore store;
 
@@ -227,7 +232,7 @@ public final class LeaderEngine implements Leadership {
 			Thread.currentThread().interrupt();
 			return false;
 		}
-		catch (java.util.concurrent.ExecutionException ex) {
+		catch (ExecutionException ex) {
 			throw new IllegalStateException("Could not yield group '" + group + "'", ex.getCause());
 		}
 	}
@@ -432,6 +437,7 @@ public final class LeaderEngine implements Leadership {
 			group.cooldownUntil = System.nanoTime() + this.settings.yieldCooldown().toNanos();
 			stepDown(group, RevokeReason.YIELDED);
 		}
+		awaitRevokesDelivered();
 		releaseQuietly(Map.of(group.name, holding.term));
 		scheduleWake(group, this.settings.yieldCooldown().toNanos());
 		return true;
@@ -447,6 +453,7 @@ public final class LeaderEngine implements Leadership {
 				stepDown(group, RevokeReason.SHUTDOWN);
 			});
 		}
+		awaitRevokesDelivered();
 		releaseQuietly(held);
 		try {
 			this.store.deregister(this.node.id());
@@ -455,6 +462,23 @@ public final class LeaderEngine implements Leadership {
 			logger.warn("Leader node " + this.node.id() + " could not deregister: " + ex);
 		}
 		logger.info(String.format("Leader node %s stopped, released %s", this.node.id(), held.keySet()));
+	}
+
+	/**
+	 * Waits, for a bounded time, until the revoked events published so far have reached their listeners, so that
+	 * running {@code @LeaderOnly} calls are interrupted before another node can be granted the lease.
+	 */
+	private void awaitRevokesDelivered() {
+		try {
+			this.events.submit(() -> {
+			}).get(REVOKE_DELIVERY_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+		catch (ExecutionException | TimeoutException | RejectedExecutionException ex) {
+			logger.warn("Leader node " + this.node.id() + " releases before its revoked events were delivered: " + ex);
+		}
 	}
 
 	private void releaseQuietly(Map<String, Long> held) {
@@ -617,7 +641,7 @@ public final class LeaderEngine implements Leadership {
 		}
 	}
 
-	private static java.util.concurrent.ThreadFactory named(String name) {
+	private static ThreadFactory named(String name) {
 		return (runnable) -> {
 			Thread thread = new Thread(runnable, name);
 			thread.setDaemon(true);

@@ -3,8 +3,10 @@ package dev.leader.lease;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicLong;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.leader.Leadership;
 import dev.leader.LeadershipGrantedEvent;
 import dev.leader.LeadershipRevokedEvent;
 import dev.leader.RevokeReason;
@@ -68,11 +70,58 @@ class LeaderEngineTests {
 		assertThat(this.events).contains(new LeadershipGrantedEvent("default", term, leader.nodeId()));
 	}
 
-	private LeaderEngine start(String id) {
+	@Test
+	void stoppingLeaderDeliversItsRevokesBeforeAnotherNodeIsGranted() throws Exception {
+		LeaderEngine a = start("a", "alpha", "beta");
+		assertThat(a.awaitLeadership("alpha", Duration.ofSeconds(5))).isTrue();
+		assertThat(a.awaitLeadership("beta", Duration.ofSeconds(5))).isTrue();
+		LeaderEngine b = start("b", "alpha", "beta");
+		await().atMost(Duration.ofSeconds(5)).until(() -> b.leader("beta").isPresent());
+		// A slow listener holds up the delivery of the events behind it, such as the revoke of beta.
+		a.addListener("alpha", new Leadership.LeadershipListener() {
+			@Override
+			public void revoked(LeadershipRevokedEvent event) {
+				sleep(Duration.ofMillis(300));
+			}
+		});
+		AtomicLong betaRevokedAt = new AtomicLong();
+		a.addListener("beta", revokedAt(betaRevokedAt));
+		AtomicLong betaGrantedAt = new AtomicLong();
+		b.addListener("beta", new Leadership.LeadershipListener() {
+			@Override
+			public void granted(LeadershipGrantedEvent event) {
+				betaGrantedAt.set(System.nanoTime());
+			}
+		});
+		a.stop();
+		assertThat(b.awaitLeadership("beta", Duration.ofSeconds(5))).isTrue();
+		await().atMost(Duration.ofSeconds(2)).until(() -> betaGrantedAt.get() != 0);
+		assertThat(betaRevokedAt.get()).isNotZero().isLessThan(betaGrantedAt.get());
+	}
+
+	private static Leadership.LeadershipListener revokedAt(AtomicLong at) {
+		return new Leadership.LeadershipListener() {
+			@Override
+			public void revoked(LeadershipRevokedEvent event) {
+				at.set(System.nanoTime());
+			}
+		};
+	}
+
+	private static void sleep(Duration duration) {
+		try {
+			Thread.sleep(duration.toMillis());
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+	}
+
+	private LeaderEngine start(String id, String... groups) {
 		LeaderEngine engine = new LeaderEngine(
 				new PostgresCoordinationStore(this.dataSource, new TablePrefix("leader_"), Duration.ofSeconds(2)),
-				FAST, new NodeRegistration(id, id, "localhost", ProcessHandle.current().pid()), List.of("default"),
-				this.events::add);
+				FAST, new NodeRegistration(id, id, "localhost", ProcessHandle.current().pid()),
+				(groups.length > 0) ? List.of(groups) : List.of("default"), this.events::add);
 		this.engines.add(engine);
 		engine.start();
 		return engine;
