@@ -86,11 +86,7 @@ public final class LeaderAutoConfiguration {
 	CoordinationStore leaderCoordinationStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
 			ObjectProvider<LeaderSchemaMigration> migration) {
 		migration.ifAvailable((available) -> { /* created, so the tables exist */ });
-		Duration queryTimeout = properties.getJdbc().getQueryTimeout();
-		if (queryTimeout.isZero() || queryTimeout.isNegative()) {
-			throw new IllegalArgumentException("leader.jdbc.query-timeout must be positive, was " + queryTimeout);
-		}
-		return new PostgresCoordinationStore(dataSource, prefix, queryTimeout);
+		return new PostgresCoordinationStore(dataSource, prefix, queryTimeout(properties));
 	}
 
 	@Bean
@@ -122,7 +118,7 @@ public final class LeaderAutoConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	FencingStore leaderFencingStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties) {
-		return new PostgresFencingStore(dataSource, prefix, properties.getJdbc().getQueryTimeout());
+		return new PostgresFencingStore(dataSource, prefix, queryTimeout(properties));
 	}
 
 	@Bean
@@ -166,6 +162,14 @@ public final class LeaderAutoConfiguration {
 		}
 	}
 
+	private static Duration queryTimeout(LeaderProperties properties) {
+		Duration queryTimeout = properties.getJdbc().getQueryTimeout();
+		if (queryTimeout.isZero() || queryTimeout.isNegative()) {
+			throw new IllegalArgumentException("leader.jdbc.query-timeout must be positive, was " + queryTimeout);
+		}
+		return queryTimeout;
+	}
+
 	private static String hostName() {
 		try {
 			return InetAddress.getLocalHost().getHostName();
@@ -192,7 +196,10 @@ public final class LeaderAutoConfiguration {
 		@Bean
 		@ConditionalOnMissingBean
 		@DependsOnDatabaseInitialization
-		LeaderSchemaMigration leaderSchemaMigration(DataSource dataSource, TablePrefix prefix) {
+		LeaderSchemaMigration leaderSchemaMigration(DataSource dataSource, TablePrefix prefix, LeaseSettings settings,
+				LeaderProperties properties) {
+			// The settings are checked before anything is written to the database.
+			queryTimeout(properties);
 			LeaderSchemaMigration migration = new LeaderSchemaMigration(dataSource, prefix);
 			migration.migrate();
 			return migration;

@@ -254,10 +254,12 @@ class LeaderAutoConfigurationTests {
 	}
 
 	@Test
-	void renewIntervalOfHalfTheLeaseDurationFailsStartup() {
-		this.contextRunner.withPropertyValues("leader.lease.renew-interval=6s")
-			.run((context) -> assertThatRootCause(context).hasMessageContaining(
-					"leader.lease.renew-interval (PT6S) must be less than half of leader.lease.duration (PT10S)"));
+	void renewIntervalOfHalfTheLeaseDurationFailsStartupBeforeAnythingIsCreated() {
+		this.contextRunner.withPropertyValues("leader.lease.renew-interval=6s").run((context) -> {
+			assertThatRootCause(context).hasMessageContaining(
+					"leader.lease.renew-interval (PT6S) must be less than half of leader.lease.duration (PT10S)");
+			assertThat(tables()).isEmpty();
+		});
 	}
 
 	@Test
@@ -268,10 +270,11 @@ class LeaderAutoConfigurationTests {
 	}
 
 	@Test
-	void zeroQueryTimeoutFailsStartup() {
-		this.contextRunner.withPropertyValues("leader.jdbc.query-timeout=0s")
-			.run((context) -> assertThatRootCause(context)
-				.hasMessageContaining("leader.jdbc.query-timeout must be positive, was PT0S"));
+	void zeroQueryTimeoutFailsStartupBeforeAnythingIsCreated() {
+		this.contextRunner.withPropertyValues("leader.jdbc.query-timeout=0s").run((context) -> {
+			assertThatRootCause(context).hasMessageContaining("leader.jdbc.query-timeout must be positive, was PT0S");
+			assertThat(tables()).isEmpty();
+		});
 	}
 
 	@Test
