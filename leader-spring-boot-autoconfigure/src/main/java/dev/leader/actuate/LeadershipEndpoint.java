@@ -10,14 +10,21 @@ import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseState;
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.boot.actuate.endpoint.Access;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
 import org.springframework.boot.actuate.endpoint.annotation.ReadOperation;
 import org.springframework.boot.actuate.endpoint.annotation.Selector;
+import org.springframework.boot.actuate.endpoint.annotation.WriteOperation;
 
 /**
- * The {@code leadership} endpoint: this node, every group it takes part in, and the members. Read-only.
+ * The {@code leadership} endpoint: this node, every group it takes part in, and the members; and one write
+ * operation, yielding a group ({@code POST /actuator/leadership/{group}}).
+ * <p>
+ * The endpoint's default access is {@link Access#READ_ONLY}: exposing it shows the reads only. The write operation
+ * exists only when the application grants it {@code management.endpoint.leadership.access=unrestricted} (or raises
+ * {@code management.endpoints.access.default}), and should then be secured like any other actuator write.
  */
-@Endpoint(id = "leadership")
+@Endpoint(id = "leadership", defaultAccess = Access.READ_ONLY)
 public class LeadershipEndpoint {
 
 	private final LeaderEngine engine;
@@ -53,6 +60,21 @@ public class LeadershipEndpoint {
 	@ReadOperation
 	public @Nullable GroupDescriptor group(@Selector String group) {
 		return this.engine.groups().contains(group) ? describe(group) : null;
+	}
+
+	/**
+	 * Makes this node give up the group's leadership, if it holds it, and stay out of the group's election for the
+	 * yield cooldown, so that another node takes over. Blocks until the lease is released.
+	 * @param group the group
+	 * @return the outcome, or {@code null} (404) for a group this node does not take part in
+	 */
+	@WriteOperation
+	public @Nullable YieldDescriptor yieldGroup(@Selector String group) {
+		if (!this.engine.groups().contains(group)) {
+			return null;
+		}
+		boolean yielded = this.engine.yield(group);
+		return new YieldDescriptor(group, yielded, yielded ? this.engine.settings().yieldCooldown().toMillis() : 0);
 	}
 
 	private GroupDescriptor describe(String group) {
@@ -107,6 +129,16 @@ public class LeadershipEndpoint {
 	 */
 	public record GroupDescriptor(String group, Role role, long term, @Nullable String leader,
 			@Nullable Instant expiresAt, @Nullable Long remainingMillis) {
+	}
+
+	/**
+	 * Outcome of a yield.
+	 *
+	 * @param group the group
+	 * @param yielded whether this node led the group and stepped down; {@code false} if it did not lead it
+	 * @param cooldownMillis how long this node now stays out of the group's election, in milliseconds
+	 */
+	public record YieldDescriptor(String group, boolean yielded, long cooldownMillis) {
 	}
 
 	/**

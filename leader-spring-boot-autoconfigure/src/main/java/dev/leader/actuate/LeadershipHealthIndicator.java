@@ -1,17 +1,25 @@
 package dev.leader.actuate;
 
 import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.TreeMap;
 
 import dev.leader.lease.LeaderEngine;
+import dev.leader.lease.LeaseState;
 
 import org.springframework.boot.health.contributor.AbstractHealthIndicator;
 import org.springframework.boot.health.contributor.Health;
 
 /**
  * Health of leadership: UP while this node has reached the coordinator within the node expiry, DOWN once it has not
- * (other nodes then consider it dead). Details give this node's id and its role per group.
+ * (other nodes then consider it dead). Details give this node's id, whether the coordinator is reachable, the role
+ * per group ({@code roles}), and per group ({@code groups}) the role, the term, the leader as last read and the lease
+ * time left in milliseconds: on the leader, the time left in its safe window; on a follower, the time left on the
+ * leader's lease when it was last read.
+ * <p>
+ * Being a follower is healthy; only losing the coordinator is not. That makes the indicator fit a readiness group: a
+ * node that cannot reach the database should not take traffic that needs leadership decisions.
  */
 public class LeadershipHealthIndicator extends AbstractHealthIndicator {
 
@@ -29,20 +37,40 @@ public class LeadershipHealthIndicator extends AbstractHealthIndicator {
 	@Override
 	protected void doHealthCheck(Health.Builder builder) {
 		Map<String, String> roles = new TreeMap<>();
-		this.engine.groups().forEach((group) -> roles.put(group, this.engine.isLeader(group) ? "LEADER" : "FOLLOWER"));
+		Map<String, Map<String, Object>> groups = new TreeMap<>();
+		for (String group : this.engine.groups()) {
+			boolean leader = this.engine.isLeader(group);
+			roles.put(group, leader ? "LEADER" : "FOLLOWER");
+			groups.put(group, describe(group, leader));
+		}
 		Duration expiry = this.engine.settings().nodeExpiry();
 		Duration since = this.engine.sinceLastContact().orElse(null);
 		if (since != null && since.compareTo(expiry) < 0) {
-			builder.up();
+			builder.up().withDetail("coordinator", "reachable");
 		}
 		else {
 			builder.down()
+				.withDetail("coordinator", "unreachable")
 				.withDetail("reason", (since != null)
 						? "coordinator unreachable for " + since.toMillis() + " ms, past the node expiry of "
 								+ expiry.toMillis() + " ms"
 						: "coordinator not reached yet");
 		}
-		builder.withDetail("node", this.engine.nodeId()).withDetail("roles", roles);
+		builder.withDetail("node", this.engine.nodeId()).withDetail("roles", roles).withDetail("groups", groups);
+	}
+
+	private Map<String, Object> describe(String group, boolean leader) {
+		Map<String, Object> details = new LinkedHashMap<>();
+		details.put("role", leader ? "LEADER" : "FOLLOWER");
+		LeaseState lease = this.engine.lease(group).orElse(null);
+		details.put("term", (lease != null) ? lease.term() : 0L);
+		if (lease != null && lease.isHeld()) {
+			details.put("leader", lease.holder());
+		}
+		Duration left = leader ? this.engine.safeWindowRemaining(group).orElse(Duration.ZERO)
+				: ((lease != null && lease.isHeld()) ? lease.remaining() : Duration.ZERO);
+		details.put("leaseRemainingMillis", left.toMillis());
+		return details;
 	}
 
 }

@@ -25,6 +25,7 @@ import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseSettings;
 import dev.leader.node.Names;
 import dev.leader.node.NodeRegistration;
+import io.micrometer.observation.ObservationRegistry;
 import org.flywaydb.core.Flyway;
 import org.jspecify.annotations.Nullable;
 
@@ -59,7 +60,9 @@ import org.springframework.core.type.AnnotationMetadata;
 @AutoConfiguration(after = DataSourceAutoConfiguration.class,
 		afterName = { "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration",
 				// Registers the fence advisor after the transaction advisor, so that it runs inside the transaction.
-				"org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration" })
+				"org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration",
+				// The engine observes its round trips on the application's registry.
+				"org.springframework.boot.micrometer.observation.autoconfigure.ObservationAutoConfiguration" })
 @ConditionalOnBooleanProperty(name = "leader.enabled", matchIfMissing = true)
 @ConditionalOnClass({ DataSource.class, org.postgresql.Driver.class })
 @ConditionalOnSingleCandidate(DataSource.class)
@@ -92,7 +95,8 @@ public final class LeaderAutoConfiguration {
 	@Bean
 	@ConditionalOnMissingBean(Leadership.class)
 	LeaderEngine leaderEngine(CoordinationStore store, LeaseSettings settings, LeaderProperties properties,
-			Environment environment, ApplicationEventPublisher publisher, LeaderOnlyGroups leaderOnlyGroups) {
+			Environment environment, ApplicationEventPublisher publisher, LeaderOnlyGroups leaderOnlyGroups,
+			ObjectProvider<ObservationRegistry> observationRegistry) {
 		Set<String> groups = new LinkedHashSet<>();
 		properties.getGroups().forEach((group) -> groups.add(requireValidName("leader.groups", "group name", group)));
 		String name = (properties.getNode().getName() != null) ? properties.getNode().getName()
@@ -105,6 +109,7 @@ public final class LeaderAutoConfiguration {
 				new NodeRegistration(id, name, host, ProcessHandle.current().pid()), groups,
 				publisher::publishEvent);
 		leaderOnlyGroups.drainTo(engine::addGroup);
+		observationRegistry.ifUnique(engine::setObservationRegistry);
 		return engine;
 	}
 

@@ -33,11 +33,14 @@ import dev.leader.LeadershipGrantedEvent;
 import dev.leader.LeadershipRevokedEvent;
 import dev.leader.NodeInfo;
 import dev.leader.RevokeReason;
+import dev.leader.actuate.LeaderMeters;
 import dev.leader.lease.CoordinationStore.AcquireResult;
 import dev.leader.lease.CoordinationStore.Tick;
 import dev.leader.node.Membership;
 import dev.leader.node.Names;
 import dev.leader.node.NodeRegistration;
+import io.micrometer.observation.Observation;
+import io.micrometer.observation.ObservationRegistry;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
@@ -60,6 +63,12 @@ import org.jspecify.annotations.Nullable;
  * <p>
  * <b>Threads.</b> {@code leader-io} makes every round trip, {@code leader-watchdog} closes safe windows, and
  * {@code leader-events} delivers events in order; a failing listener is logged and delivery goes on.
+ * <p>
+ * <b>Observability.</b> Every acquire attempt and every heartbeat round trip is a Micrometer {@link Observation}
+ * ({@link LeaderMeters#ACQUIRE}, {@link LeaderMeters#HEARTBEAT}) on the registry given to
+ * {@link #setObservationRegistry(ObservationRegistry)}, and a {@link LeaseMonitor} receives the time groups go
+ * without a leader. Each transition is logged once at INFO with group, node, action, term and latency; the
+ * steady-state round trip only at DEBUG.
  */
 public final class LeaderEngine implements Leadership {
 
@@ -70,6 +79,12 @@ public final class LeaderEngine implements Leadership {
 	private static final long MIN_RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
 
 	private static final Duration REVOKE_DELIVERY_TIMEOUT = Duration.ofSeconds(1);
+
+	private static final String GROUP = LeaderMeters.Tag.GROUP.getKey();
+
+	private static final String OUTCOME = LeaderMeters.Tag.OUTCOME.getKey();
+
+	private static final String ROLE = LeaderMeters.Tag.ROLE.getKey();
 
 	private final CoordinationStore store;
 
@@ -102,6 +117,10 @@ public final class LeaderEngine implements Leadership {
 
 	private @Nullable AutoCloseable releaseSubscription;
 
+	private volatile ObservationRegistry observationRegistry = ObservationRegistry.NOOP;
+
+	private volatile LeaseMonitor monitor = LeaseMonitor.NONE;
+
 	/**
 	 * Creates an engine.
 	 * @param store the coordination store
@@ -127,6 +146,23 @@ public final class LeaderEngine implements Leadership {
 	public void addGroup(String group) {
 		Names.requireValid("group name", group);
 		this.groups.computeIfAbsent(group, Group::new);
+	}
+
+	/**
+	 * Sets the registry on which acquire attempts and heartbeat round trips are observed; none by default. Call it
+	 * before {@link #start()}.
+	 * @param observationRegistry the registry
+	 */
+	public void setObservationRegistry(ObservationRegistry observationRegistry) {
+		this.observationRegistry = observationRegistry;
+	}
+
+	/**
+	 * Sets the monitor that receives measurements for metrics; none by default. Call it before {@link #start()}.
+	 * @param monitor the monitor
+	 */
+	public void setMonitor(LeaseMonitor monitor) {
+		this.monitor = monitor;
 	}
 
 	/**
@@ -165,7 +201,7 @@ public final class LeaderEngine implements Leadership {
 		catch (Exception ex) {
 			logger.warn("Leader node " + this.node.id() + " could not release its leases cleanly: " + ex);
 			synchronized (this.lock) {
-				this.groups.values().forEach((group) -> stepDown(group, RevokeReason.SHUTDOWN));
+				this.groups.values().forEach((group) -> stepDown(group, RevokeReason.SHUTDOWN, -1));
 			}
 		}
 		this.io.shutdownNow();
@@ -278,6 +314,18 @@ public final class LeaderEngine implements Leadership {
 	}
 
 	/**
+	 * Returns the time left in this node's safe window for the group, on the local monotonic clock: the node steps
+	 * down when it runs out without a renewal.
+	 * @param group the group
+	 * @return the time left, or empty when this node does not lead the group
+	 */
+	public Optional<Duration> safeWindowRemaining(String group) {
+		Holding holding = group(group).holding;
+		long left = (holding != null) ? holding.safeUntil - System.nanoTime() : 0;
+		return (left > 0) ? Optional.of(Duration.ofNanos(left)) : Optional.empty();
+	}
+
+	/**
 	 * Returns how long ago this node last completed a round trip with the coordinator.
 	 * @return the time since the last contact, or empty if there has been none
 	 */
@@ -310,18 +358,24 @@ public final class LeaderEngine implements Leadership {
 			return;
 		}
 		Map<String, Long> held = heldTerms();
+		Observation observation = observe(LeaderMeters.HEARTBEAT).lowCardinalityKeyValue(ROLE,
+				held.isEmpty() ? "follower" : "leader");
 		long sent = System.nanoTime();
 		Tick tick;
-		try {
+		try (Observation.Scope scope = observation.start().openScope()) {
 			tick = this.store.tick(this.node, held, this.groups.keySet(), this.settings.duration(),
 					this.settings.nodeExpiry());
 		}
 		catch (RuntimeException ex) {
+			observation.lowCardinalityKeyValue(OUTCOME, "error").error(ex).stop();
 			onRoundTripFailure("heartbeat", held.keySet(), ex);
 			scheduleTick(this.settings.retryInterval().toNanos());
 			return;
 		}
 		long received = System.nanoTime();
+		observation
+			.lowCardinalityKeyValue(OUTCOME, tick.renewed().keySet().containsAll(held.keySet()) ? "success" : "lost")
+			.stop();
 		this.lastContactNanos = received;
 		this.contacted = true;
 		if (logger.isDebugEnabled()) {
@@ -330,7 +384,7 @@ public final class LeaderEngine implements Leadership {
 		}
 		List<Group> candidates = new ArrayList<>();
 		synchronized (this.lock) {
-			held.forEach((name, term) -> applyRenewal(this.groups.get(name), term, sent,
+			held.forEach((name, term) -> applyRenewal(this.groups.get(name), term, sent, received - sent,
 					tick.renewed().get(name), tick.leases().get(name)));
 			this.membership.update(tick.members()).forEach(this::publish);
 			for (Group group : this.groups.values()) {
@@ -347,7 +401,7 @@ public final class LeaderEngine implements Leadership {
 		scheduleTick(sent + this.settings.renewInterval().toNanos() - System.nanoTime());
 	}
 
-	private void applyRenewal(Group group, long term, long sent, @Nullable LeaseState renewed,
+	private void applyRenewal(Group group, long term, long sent, long latency, @Nullable LeaseState renewed,
 			@Nullable LeaseState before) {
 		Holding holding = group.holding;
 		if (holding == null || holding.term != term) {
@@ -368,7 +422,7 @@ public final class LeaderEngine implements Leadership {
 		else {
 			reason = RevokeReason.LOST;
 		}
-		stepDown(group, reason);
+		stepDown(group, reason, latency);
 	}
 
 	private void considerAcquiring(Group group, long readAt) {
@@ -396,17 +450,20 @@ public final class LeaderEngine implements Leadership {
 			scheduleWake(group, cooling);
 			return;
 		}
+		Observation observation = observe(LeaderMeters.ACQUIRE).lowCardinalityKeyValue(GROUP, group.name);
 		long sent = System.nanoTime();
 		AcquireResult result;
-		try {
+		try (Observation.Scope scope = observation.start().openScope()) {
 			result = this.store.acquire(group.name, this.node.id(), this.settings.duration());
 		}
 		catch (RuntimeException ex) {
+			observation.lowCardinalityKeyValue(OUTCOME, "error").error(ex).stop();
 			onRoundTripFailure("acquire " + group.name, Set.of(), ex);
 			scheduleWake(group, this.settings.retryInterval().toNanos());
 			return;
 		}
 		long received = System.nanoTime();
+		observation.lowCardinalityKeyValue(OUTCOME, result.granted() ? "granted" : "refused").stop();
 		LeaseState lease = result.lease();
 		synchronized (this.lock) {
 			if (result.granted() && lease != null) {
@@ -435,10 +492,13 @@ public final class LeaderEngine implements Leadership {
 				return false;
 			}
 			group.cooldownUntil = System.nanoTime() + this.settings.yieldCooldown().toNanos();
-			stepDown(group, RevokeReason.YIELDED);
+			stepDown(group, RevokeReason.YIELDED, -1);
 		}
 		awaitRevokesDelivered();
+		long sent = System.nanoTime();
 		releaseQuietly(Map.of(group.name, holding.term));
+		logger.debug(String.format("Leader group=%s node=%s action=released term=%d latency=%dms", group.name,
+				this.node.id(), holding.term, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - sent)));
 		scheduleWake(group, this.settings.yieldCooldown().toNanos());
 		return true;
 	}
@@ -450,7 +510,7 @@ public final class LeaderEngine implements Leadership {
 			held = heldTerms();
 			this.groups.values().forEach((group) -> {
 				cancel(group.wake);
-				stepDown(group, RevokeReason.SHUTDOWN);
+				stepDown(group, RevokeReason.SHUTDOWN, -1);
 			});
 		}
 		awaitRevokesDelivered();
@@ -543,7 +603,11 @@ public final class LeaderEngine implements Leadership {
 				holding.safeUntil - System.nanoTime(), TimeUnit.NANOSECONDS);
 	}
 
-	private void stepDown(Group group, RevokeReason reason) {
+	/**
+	 * Ends this node's leadership of the group, if it holds it.
+	 * @param latency the round trip that found the lease lost, in nanoseconds, or -1 for a local decision
+	 */
+	private void stepDown(Group group, RevokeReason reason, long latency) {
 		Holding holding = group.holding;
 		if (holding == null) {
 			return;
@@ -551,8 +615,9 @@ public final class LeaderEngine implements Leadership {
 		group.holding = null;
 		cancel(group.expiry);
 		publish(new LeadershipRevokedEvent(group.name, holding.term, this.node.id(), reason));
-		logger.info(String.format("Leader group=%s node=%s action=revoked term=%d reason=%s", group.name,
-				this.node.id(), holding.term, reason));
+		logger.info(String.format("Leader group=%s node=%s action=revoked term=%d reason=%s latency=%s", group.name,
+				this.node.id(), holding.term, reason,
+				(latency >= 0) ? TimeUnit.NANOSECONDS.toMillis(latency) + "ms" : "local"));
 	}
 
 	private void observe(Group group, @Nullable LeaseState lease, long readAt) {
@@ -561,12 +626,29 @@ public final class LeaderEngine implements Leadership {
 		}
 		LeaseState before = group.view;
 		group.view = lease;
+		if (before != null && lease.isHeld() && lease.term() != before.term()) {
+			leaderless(group.name, Duration.ofNanos(Math.max(readAt - group.previousLeaseEnd, 0)));
+		}
+		group.previousLeaseEnd = readAt + lease.remaining().toNanos();
 		String holderBefore = (before != null && before.isHeld()) ? before.holder() : null;
 		String holderNow = lease.isHeld() ? lease.holder() : null;
 		if (!Objects.equals(holderBefore, holderNow) || (holderNow != null && before.term() != lease.term())) {
 			publish(new LeaderChangedEvent(group.name, holderNow, lease.term(),
 					(holderNow != null) ? lease.expiresAt() : null));
 		}
+	}
+
+	private void leaderless(String group, Duration duration) {
+		try {
+			this.monitor.leaderless(group, duration);
+		}
+		catch (RuntimeException ex) {
+			logger.warn("Lease monitor failed; the engine carries on", ex);
+		}
+	}
+
+	private Observation observe(LeaderMeters meter) {
+		return Observation.createNotStarted(meter.getName(), this.observationRegistry);
 	}
 
 	private Map<String, Long> heldTerms() {
@@ -594,7 +676,7 @@ public final class LeaderEngine implements Leadership {
 	private void closeWindow(Group group, Holding holding) {
 		synchronized (this.lock) {
 			if (group.holding == holding) {
-				stepDown(group, group.renewFailed ? RevokeReason.ERROR : RevokeReason.EXPIRED);
+				stepDown(group, group.renewFailed ? RevokeReason.ERROR : RevokeReason.EXPIRED, -1);
 			}
 		}
 	}
@@ -672,6 +754,12 @@ public final class LeaderEngine implements Leadership {
 		private boolean renewFailed;
 
 		private long cooldownUntil = System.nanoTime();
+
+		/**
+		 * The local monotonic instant at which the lease last read ends, on which a new term's leaderless time is
+		 * measured.
+		 */
+		private long previousLeaseEnd;
 
 		Group(String name) {
 			this.name = name;

@@ -16,6 +16,7 @@ import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseSettings;
 import dev.leader.node.NodeRegistration;
 import dev.leader.test.TestDatabase;
+import org.assertj.core.api.InstanceOfAssertFactories;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -80,7 +81,14 @@ class LeadershipHealthIndicatorTests {
 		Health up = indicator.health(true);
 		assertThat(up.getStatus()).isEqualTo(Status.UP);
 		assertThat(up.getDetails()).containsEntry("node", "health-node")
+			.containsEntry("coordinator", "reachable")
 			.containsEntry("roles", Map.of("default", "LEADER"));
+		assertThat(up.getDetails().get("groups")).asInstanceOf(InstanceOfAssertFactories.MAP)
+			.extractingByKey("default", InstanceOfAssertFactories.MAP)
+			.containsEntry("role", "LEADER")
+			.containsEntry("leader", "health-node")
+			.hasEntrySatisfying("leaseRemainingMillis",
+					(left) -> assertThat((long) left).isPositive().isLessThanOrEqualTo(FAST.safeWindow().toMillis()));
 		execute("ALTER ROLE " + this.role + " NOLOGIN",
 				"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '" + this.role + "'");
 		long cutOff = System.nanoTime();
@@ -88,6 +96,7 @@ class LeadershipHealthIndicatorTests {
 		Duration downAfter = Duration.ofNanos(System.nanoTime() - cutOff);
 		// Never before the node expiry has passed since the last contact, which was at most one renewal earlier.
 		assertThat(downAfter).isGreaterThanOrEqualTo(FAST.nodeExpiry().minus(FAST.renewInterval()));
+		assertThat(indicator.health(true).getDetails()).containsEntry("coordinator", "unreachable");
 		assertThat((String) indicator.health(true).getDetails().get("reason")).contains("coordinator unreachable for")
 			.contains("past the node expiry of 1000 ms");
 		// The safe window outlasts this node expiry; once it closes, the details show the step-down.

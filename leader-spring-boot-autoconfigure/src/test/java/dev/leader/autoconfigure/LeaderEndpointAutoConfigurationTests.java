@@ -1,12 +1,16 @@
 package dev.leader.autoconfigure;
 
 import java.time.Duration;
+import java.util.Map;
 
 import dev.leader.Leadership;
 import dev.leader.actuate.LeadershipEndpoint;
 import dev.leader.actuate.LeadershipEndpoint.LeadershipDescriptor;
+import dev.leader.actuate.LeadershipEndpoint.Role;
+import dev.leader.actuate.LeadershipEndpoint.YieldDescriptor;
 import dev.leader.actuate.LeadershipHealthIndicator;
 import dev.leader.test.TestDatabase;
+import org.assertj.core.api.InstanceOfAssertFactories;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -60,6 +64,21 @@ class LeaderEndpointAutoConfigurationTests {
 	}
 
 	@Test
+	void yieldOperationMakesThisNodeStepDownForTheCooldown() {
+		this.contextRunner.withPropertyValues("management.endpoints.web.exposure.include=leadership")
+			.run((context) -> {
+				Leadership leadership = context.getBean(Leadership.class);
+				LeadershipEndpoint endpoint = context.getBean(LeadershipEndpoint.class);
+				await().atMost(Duration.ofSeconds(10)).until(() -> leadership.isLeader("default"));
+				assertThat(endpoint.yieldGroup("default")).isEqualTo(new YieldDescriptor("default", true, 10_000));
+				assertThat(leadership.isLeader("default")).isFalse();
+				assertThat(endpoint.group("default").role()).isEqualTo(Role.FOLLOWER);
+				assertThat(endpoint.yieldGroup("default")).isEqualTo(new YieldDescriptor("default", false, 0));
+				assertThat(endpoint.yieldGroup("unknown")).isNull();
+			});
+	}
+
+	@Test
 	void endpointIsNotAutoConfiguredWhenNotExposed() {
 		this.contextRunner.run((context) -> assertThat(context).hasSingleBean(Leadership.class)
 			.doesNotHaveBean(LeadershipEndpoint.class));
@@ -90,7 +109,16 @@ class LeaderEndpointAutoConfigurationTests {
 			HealthIndicator indicator = context.getBean(LeadershipHealthIndicator.class);
 			Health health = await().atMost(Duration.ofSeconds(10))
 				.until(() -> indicator.health(true), (candidate) -> candidate.getStatus().equals(Status.UP));
-			assertThat(health.getDetails()).containsEntry("node", "test-node").containsKey("roles");
+			assertThat(health.getDetails()).containsEntry("node", "test-node")
+				.containsEntry("coordinator", "reachable")
+				.containsEntry("roles", Map.of("default", "LEADER"));
+			assertThat(health.getDetails().get("groups")).asInstanceOf(InstanceOfAssertFactories.MAP)
+				.extractingByKey("default", InstanceOfAssertFactories.MAP)
+				.containsEntry("role", "LEADER")
+				.containsEntry("leader", "test-node")
+				.containsEntry("term", context.getBean(Leadership.class).token("default").orElseThrow().term())
+				.hasEntrySatisfying("leaseRemainingMillis",
+						(left) -> assertThat((long) left).isPositive().isLessThanOrEqualTo(9_800));
 		});
 	}
 

@@ -173,6 +173,25 @@ class SampleApplicationTests {
 	}
 
 	@Test
+	void readinessGroupIncludesLeadership() {
+		AbstractJsonContentAssert<?> json = assertThat(get("/actuator/health/readiness")).hasStatusOk().bodyJson();
+		json.extractingPath("$.status").isEqualTo("UP");
+		json.extractingPath("$.components.leadership.status").isEqualTo("UP");
+		json.extractingPath("$.components.leadership.details.coordinator").isEqualTo("reachable");
+		json.extractingPath("$.components.leadership.details.groups.billing.role").isEqualTo("LEADER");
+	}
+
+	@Test
+	void yieldOperationIsNotAccessibleWithTheDefaultAccessEvenThoughTheEndpointIsExposed() {
+		long term = term("billing");
+		RestTestClientResponse response = RestTestClientResponse
+			.from(this.http.post().uri("/actuator/leadership/billing").exchange());
+		assertThat(response).hasStatus(HttpStatus.METHOD_NOT_ALLOWED);
+		assertThat(this.leadership.isLeader("billing")).isTrue();
+		assertThat(term("billing")).isEqualTo(term);
+	}
+
+	@Test
 	void settlementBatchRunsOnlyOnTheBillingLeaderUnderItsTerm() {
 		String node = this.leadership.nodeId();
 		long term = term("billing");

@@ -1,0 +1,116 @@
+package dev.leader.actuate;
+
+import java.time.Duration;
+import java.util.Locale;
+import java.util.concurrent.TimeUnit;
+
+import dev.leader.Leadership.LeadershipListener;
+import dev.leader.LeadershipGrantedEvent;
+import dev.leader.LeadershipRevokedEvent;
+import dev.leader.fencing.Fencing;
+import dev.leader.lease.LeaderEngine;
+import dev.leader.lease.LeaseMonitor;
+import dev.leader.lease.LeaseState;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.TimeGauge;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.binder.MeterBinder;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Registers the meters of {@link LeaderMeters} that are not observations: per group whether this node leads, the
+ * term, the time left in the safe window, the transitions and the time without a leader; the members by state; and
+ * the fencing rejections. Gauges read the engine when the registry is scraped; counters and timers are updated on the
+ * {@code leader-events} and {@code leader-io} threads.
+ */
+public class LeaderMetrics implements MeterBinder {
+
+	private final LeaderEngine engine;
+
+	private final @Nullable Fencing fencing;
+
+	/**
+	 * Creates the metrics.
+	 * @param engine the engine to measure
+	 * @param fencing the fencing facade whose rejections to count, or {@code null} if there is none
+	 */
+	public LeaderMetrics(LeaderEngine engine, @Nullable Fencing fencing) {
+		this.engine = engine;
+		this.fencing = fencing;
+	}
+
+	@Override
+	public void bindTo(MeterRegistry registry) {
+		for (String group : this.engine.groups()) {
+			Gauge.builder(LeaderMeters.LEADER.getName(), this.engine, (engine) -> engine.isLeader(group) ? 1 : 0)
+				.description(LeaderMeters.LEADER.getDescription())
+				.tag(key(LeaderMeters.Tag.GROUP), group)
+				.register(registry);
+			Gauge.builder(LeaderMeters.TERM.getName(), this.engine,
+					(engine) -> engine.lease(group).map(LeaseState::term).orElse(0L))
+				.description(LeaderMeters.TERM.getDescription())
+				.tag(key(LeaderMeters.Tag.GROUP), group)
+				.register(registry);
+			TimeGauge
+				.builder(LeaderMeters.LEASE_REMAINING.getName(), this.engine, TimeUnit.NANOSECONDS,
+						(engine) -> engine.safeWindowRemaining(group).map(Duration::toNanos).orElse(0L))
+				.description(LeaderMeters.LEASE_REMAINING.getDescription())
+				.tag(key(LeaderMeters.Tag.GROUP), group)
+				.register(registry);
+			Counter granted = transitions(registry, group, "granted", "none");
+			this.engine.addListener(group, new LeadershipListener() {
+
+				@Override
+				public void granted(LeadershipGrantedEvent event) {
+					granted.increment();
+				}
+
+				@Override
+				public void revoked(LeadershipRevokedEvent event) {
+					transitions(registry, group, "revoked", event.reason().name().toLowerCase(Locale.ROOT))
+						.increment();
+				}
+
+			});
+		}
+		this.engine.setMonitor(leaderless(registry));
+		for (String state : new String[] { "alive", "dead" }) {
+			boolean alive = state.equals("alive");
+			Gauge.builder(LeaderMeters.NODES.getName(), this.engine,
+					(engine) -> engine.members().stream().filter((node) -> node.alive() == alive).count())
+				.description(LeaderMeters.NODES.getDescription())
+				.tag(key(LeaderMeters.Tag.STATE), state)
+				.register(registry);
+		}
+		if (this.fencing != null) {
+			FunctionCounter.builder(LeaderMeters.FENCING_REJECTIONS.getName(), this.fencing, Fencing::rejections)
+				.description(LeaderMeters.FENCING_REJECTIONS.getDescription())
+				.register(registry);
+		}
+	}
+
+	private static LeaseMonitor leaderless(MeterRegistry registry) {
+		return (group, duration) -> Timer.builder(LeaderMeters.LEADERLESS.getName())
+			.description(LeaderMeters.LEADERLESS.getDescription())
+			.tag(key(LeaderMeters.Tag.GROUP), group)
+			.register(registry)
+			.record(duration);
+	}
+
+	private static Counter transitions(MeterRegistry registry, String group, String action, String reason) {
+		return Counter.builder(LeaderMeters.TRANSITIONS.getName())
+			.description(LeaderMeters.TRANSITIONS.getDescription())
+			.tag(key(LeaderMeters.Tag.GROUP), group)
+			.tag(key(LeaderMeters.Tag.ACTION), action)
+			.tag(key(LeaderMeters.Tag.REASON), reason)
+			.register(registry);
+	}
+
+	private static String key(LeaderMeters.Tag tag) {
+		return tag.getKey();
+	}
+
+}

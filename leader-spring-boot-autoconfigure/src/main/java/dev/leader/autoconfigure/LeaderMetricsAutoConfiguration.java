@@ -1,0 +1,33 @@
+package dev.leader.autoconfigure;
+
+import dev.leader.actuate.LeaderMetrics;
+import dev.leader.fencing.Fencing;
+import dev.leader.lease.LeaderEngine;
+import io.micrometer.core.instrument.MeterRegistry;
+
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.context.annotation.Bean;
+
+/**
+ * Auto-configuration of the leadership {@link LeaderMetrics meters}, when Micrometer is on the classpath and the
+ * application has a {@link MeterRegistry}. The acquire and heartbeat timers come from the engine's observations, see
+ * {@link LeaderAutoConfiguration}.
+ */
+@AutoConfiguration(after = LeaderAutoConfiguration.class,
+		afterName = { "org.springframework.boot.micrometer.metrics.autoconfigure.MetricsAutoConfiguration",
+				"org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration" })
+@ConditionalOnClass(MeterRegistry.class)
+@ConditionalOnBean({ LeaderEngine.class, MeterRegistry.class })
+public final class LeaderMetricsAutoConfiguration {
+
+	@Bean
+	@ConditionalOnMissingBean
+	LeaderMetrics leaderMetrics(LeaderEngine engine, ObjectProvider<Fencing> fencing) {
+		return new LeaderMetrics(engine, fencing.getIfAvailable());
+	}
+
+}
