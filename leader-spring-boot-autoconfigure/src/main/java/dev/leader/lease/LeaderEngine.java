@@ -465,6 +465,13 @@ public final class LeaderEngine implements Leadership {
 		long received = System.nanoTime();
 		observation.lowCardinalityKeyValue(OUTCOME, result.granted() ? "granted" : "refused").stop();
 		LeaseState lease = result.lease();
+		if (result.granted() && lease != null && lease.term() <= group.revokedTerm) {
+			// An earlier release of this term failed and the lease is still ours: release it again, since a term
+			// that was revoked is never granted again, and take the next term.
+			releaseQuietly(Map.of(group.name, lease.term()));
+			scheduleWake(group, 0);
+			return;
+		}
 		synchronized (this.lock) {
 			if (result.granted() && lease != null) {
 				hold(group, lease.term(), sent);
@@ -613,6 +620,7 @@ public final class LeaderEngine implements Leadership {
 			return;
 		}
 		group.holding = null;
+		group.revokedTerm = holding.term;
 		cancel(group.expiry);
 		publish(new LeadershipRevokedEvent(group.name, holding.term, this.node.id(), reason));
 		logger.info(String.format("Leader group=%s node=%s action=revoked term=%d reason=%s latency=%s", group.name,
@@ -752,6 +760,8 @@ public final class LeaderEngine implements Leadership {
 		private @Nullable ScheduledFuture<?> wake;
 
 		private boolean renewFailed;
+
+		private volatile long revokedTerm;
 
 		private long cooldownUntil = System.nanoTime();
 

@@ -128,8 +128,9 @@ class LeaderMetricsAutoConfigurationTests {
 				.until(() -> registry.find(LeaderMeters.LEADERLESS.getName()).tag("group", "default").timer(),
 						(timer) -> timer != null && timer.count() > 0);
 			assertThat(leaderless.count()).isOne();
-			// This node waited for the crashed node's lease to end, then acquired within its jitter and a round trip.
-			assertThat(leaderless.totalTime(TimeUnit.MILLISECONDS)).isLessThan(250);
+			// The gap after the crashed node's lease, not the lease itself (1.5 s): this node acquired within its jitter
+			// and a round trip on an idle machine (under 50 ms), with slack for a loaded one.
+			assertThat(leaderless.totalTime(TimeUnit.MILLISECONDS)).isLessThan(1500);
 		});
 	}
 

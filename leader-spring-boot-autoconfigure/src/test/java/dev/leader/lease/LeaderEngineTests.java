@@ -1,10 +1,16 @@
 package dev.leader.lease;
 
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
 
+import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.Leadership;
 import dev.leader.LeadershipGrantedEvent;
@@ -97,6 +103,66 @@ class LeaderEngineTests {
 		assertThat(b.awaitLeadership("beta", Duration.ofSeconds(5))).isTrue();
 		await().atMost(Duration.ofSeconds(2)).until(() -> betaGrantedAt.get() != 0);
 		assertThat(betaRevokedAt.get()).isNotZero().isLessThan(betaGrantedAt.get());
+	}
+
+	@Test
+	void termWhoseReleaseFailedIsNeverGrantedAgain() throws Exception {
+		// A lease that outlasts the yield cooldown, so that the failed release leaves it valid and ours.
+		LeaseSettings settings = new LeaseSettings(Duration.ofSeconds(6), Duration.ofSeconds(1),
+				Duration.ofMillis(300), Duration.ofMillis(100), Duration.ofSeconds(2), Duration.ofMillis(500));
+		String role = "r_" + this.database.schema();
+		execute("CREATE ROLE " + role + " LOGIN", "GRANT ALL ON SCHEMA " + this.database.schema() + " TO " + role,
+				"GRANT ALL ON ALL TABLES IN SCHEMA " + this.database.schema() + " TO " + role);
+		HikariConfig config = new HikariConfig();
+		config.setJdbcUrl(this.database.url());
+		config.setUsername(role);
+		config.setMaximumPoolSize(2);
+		config.setConnectionTimeout(250);
+		try (HikariDataSource refusable = new HikariDataSource(config)) {
+			LeaderEngine engine = new LeaderEngine(
+					new PostgresCoordinationStore(refusable, new TablePrefix("leader_"), Duration.ofSeconds(1)),
+					settings, new NodeRegistration("a", "a", "localhost", ProcessHandle.current().pid()),
+					List.of("default"), this.events::add);
+			this.engines.add(engine);
+			engine.start();
+			assertThat(engine.awaitLeadership("default", Duration.ofSeconds(5))).isTrue();
+			long term = engine.token("default").orElseThrow().term();
+			execute("ALTER ROLE " + role + " NOLOGIN",
+					"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '" + role + "'");
+			assertThat(engine.yield("default")).isTrue();
+			// The release failed: the lease is still valid and ours, and the cooldown ends before it expires.
+			assertThat(holder("default")).isEqualTo("a");
+			execute("ALTER ROLE " + role + " LOGIN");
+			assertThat(engine.awaitLeadership("default", Duration.ofSeconds(5))).isTrue();
+			assertThat(engine.token("default").orElseThrow().term()).isGreaterThan(term);
+			assertThat(this.events).filteredOn(LeadershipGrantedEvent.class::isInstance)
+				.extracting((event) -> ((LeadershipGrantedEvent) event).term())
+				.doesNotHaveDuplicates();
+			engine.stop();
+		}
+		finally {
+			execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '" + role + "'",
+					"DROP OWNED BY " + role, "DROP ROLE " + role);
+		}
+	}
+
+	private String holder(String group) throws SQLException {
+		try (Connection connection = this.database.connect();
+				PreparedStatement statement = connection
+					.prepareStatement("SELECT holder FROM leader_leases WHERE group_name = ?")) {
+			statement.setString(1, group);
+			try (ResultSet rows = statement.executeQuery()) {
+				return rows.next() ? rows.getString(1) : null;
+			}
+		}
+	}
+
+	private void execute(String... statements) throws SQLException {
+		try (Connection connection = this.database.connect(); Statement statement = connection.createStatement()) {
+			for (String sql : statements) {
+				statement.execute(sql);
+			}
+		}
 	}
 
 	private static Leadership.LeadershipListener revokedAt(AtomicLong at) {
