@@ -75,7 +75,7 @@ public final class LeaderEngine implements Leadership {
 
 	private final LeaseSettings settings;
 
-	private final NodeRegistration node;
+	private volatile NodeRegistration node;
 
 	private final Consumer<Object> publisher;
 
@@ -127,6 +127,14 @@ public final class LeaderEngine implements Leadership {
 	public void addGroup(String group) {
 		Names.requireValid("group name", group);
 		this.groups.computeIfAbsent(group, Group::new);
+	}
+
+	/**
+	 * Sets the daemons this node advertises; the next heartbeat writes them.
+	 * @param daemons the daemons this node can run
+	 */
+	public void advertiseDaemons(Set<String> daemons) {
+		this.node = this.node.withDaemons(daemons);
 	}
 
 	/**
