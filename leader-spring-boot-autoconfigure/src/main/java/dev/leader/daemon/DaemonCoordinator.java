@@ -124,8 +124,8 @@ public final class DaemonCoordinator implements SmartLifecycle {
 	private @Nullable ScheduledFuture<?> nextCycle;
 
 	/**
-	 * Creates a coordinator. Makes the engine take part in the daemons group and advertise the agents' names, so
-	 * create it before the engine starts.
+	 * Creates a coordinator. Makes the engine advertise the agents' names and, if there are any, take part in the
+	 * daemons group, so create it before the engine starts.
 	 * @param engine the engine of this node
 	 * @param store the store
 	 * @param settings the settings
@@ -141,7 +141,11 @@ public final class DaemonCoordinator implements SmartLifecycle {
 		this.agents = Collections.unmodifiableMap(new TreeMap<>(agents));
 		this.publisher = publisher;
 		this.nodeId = engine.nodeId();
-		engine.addGroup(settings.group());
+		if (!this.agents.isEmpty()) {
+			// Someone must lead the daemons group for this node's daemons to be assigned. A node without agents
+			// takes part only if its groups name it; it then plans like any other leader.
+			engine.addGroup(settings.group());
+		}
 		engine.advertiseDaemons(this.agents.keySet());
 	}
 
