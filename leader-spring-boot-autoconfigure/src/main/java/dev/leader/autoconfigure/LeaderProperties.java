@@ -270,7 +270,7 @@ public class LeaderProperties {
 		private boolean enabled = true;
 
 		/**
-		 * Group whose leader assigns the daemons. This node takes part in its election.
+		 * Group whose leader assigns the daemons. A node with DaemonAgent beans takes part in its election.
 		 */
 		private String group = "default";
 
