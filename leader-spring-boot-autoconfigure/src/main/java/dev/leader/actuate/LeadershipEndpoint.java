@@ -6,6 +6,8 @@ import java.util.Map;
 import java.util.TreeMap;
 
 import dev.leader.NodeInfo;
+import dev.leader.daemon.Assignment;
+import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseState;
 import org.jspecify.annotations.Nullable;
@@ -17,8 +19,8 @@ import org.springframework.boot.actuate.endpoint.annotation.Selector;
 import org.springframework.boot.actuate.endpoint.annotation.WriteOperation;
 
 /**
- * The {@code leadership} endpoint: this node, every group it takes part in, and the members; and one write
- * operation, yielding a group ({@code POST /actuator/leadership/{group}}).
+ * The {@code leadership} endpoint: this node, every group it takes part in, the members and the daemon assignments;
+ * and one write operation, yielding a group ({@code POST /actuator/leadership/{group}}).
  * <p>
  * The endpoint's default access is {@link Access#READ_ONLY}: exposing it shows the reads only. The write operation
  * exists only when the application grants it {@code management.endpoint.leadership.access=unrestricted} (or raises
@@ -29,12 +31,24 @@ public class LeadershipEndpoint {
 
 	private final LeaderEngine engine;
 
+	private final @Nullable DaemonCoordinator daemons;
+
 	/**
 	 * Creates an endpoint.
 	 * @param engine the engine to describe
 	 */
 	public LeadershipEndpoint(LeaderEngine engine) {
+		this(engine, null);
+	}
+
+	/**
+	 * Creates an endpoint that also shows the daemon assignments.
+	 * @param engine the engine to describe
+	 * @param daemons the daemon coordinator, or {@code null} if daemon assignment is off
+	 */
+	public LeadershipEndpoint(LeaderEngine engine, @Nullable DaemonCoordinator daemons) {
 		this.engine = engine;
+		this.daemons = daemons;
 	}
 
 	/**
@@ -49,7 +63,11 @@ public class LeadershipEndpoint {
 			.stream()
 			.map(MemberDescriptor::new)
 			.toList();
-		return new LeadershipDescriptor(this.engine.nodeId(), groups, members);
+		List<AssignmentDescriptor> assignments = (this.daemons != null) ? this.daemons.assignments()
+			.stream()
+			.map(AssignmentDescriptor::new)
+			.toList() : List.of();
+		return new LeadershipDescriptor(this.engine.nodeId(), groups, members, assignments);
 	}
 
 	/**
@@ -112,9 +130,10 @@ public class LeadershipEndpoint {
 	 * @param node this node's id
 	 * @param groups the groups, by name
 	 * @param members the members as last read
+	 * @param assignments the daemon assignments as last read, deleted ones included, by daemon name
 	 */
 	public record LeadershipDescriptor(String node, Map<String, GroupDescriptor> groups,
-			List<MemberDescriptor> members) {
+			List<MemberDescriptor> members, List<AssignmentDescriptor> assignments) {
 	}
 
 	/**
@@ -158,6 +177,24 @@ public class LeadershipEndpoint {
 		MemberDescriptor(NodeInfo node) {
 			this(node.id(), node.name(), node.host(), node.pid(), node.startedAt(), node.heartbeatAt(),
 					node.alive() ? "ALIVE" : "DEAD");
+		}
+
+	}
+
+	/**
+	 * Description of a daemon's assignment.
+	 *
+	 * @param daemon the daemon
+	 * @param node the node it is, or was last, assigned to
+	 * @param state {@code ASSIGNING}, {@code ACTIVE}, {@code REVOKING} or {@code DELETED}
+	 * @param generation the assignment's generation
+	 * @param since when it entered its state, in database time
+	 */
+	public record AssignmentDescriptor(String daemon, String node, String state, long generation, Instant since) {
+
+		AssignmentDescriptor(Assignment assignment) {
+			this(assignment.daemon(), assignment.node(), assignment.state().name(), assignment.generation(),
+					assignment.since());
 		}
 
 	}

@@ -4,20 +4,26 @@ import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.LinkedHashSet;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
 
 import javax.sql.DataSource;
 
+import dev.leader.DaemonAgent;
 import dev.leader.LeaderOnlyAdvisor;
 import dev.leader.LeaderOnlyInterceptor;
 import dev.leader.Leadership;
 import dev.leader.autoconfigure.LeaderProperties.WhenNotLeader;
+import dev.leader.daemon.DaemonCoordinator;
+import dev.leader.daemon.DaemonSettings;
+import dev.leader.daemon.DaemonStore;
 import dev.leader.fencing.FencedCallAdvisor;
 import dev.leader.fencing.Fencing;
 import dev.leader.fencing.FencingStore;
 import dev.leader.jdbc.LeaderSchemaMigration;
 import dev.leader.jdbc.PostgresCoordinationStore;
+import dev.leader.jdbc.PostgresDaemonStore;
 import dev.leader.jdbc.PostgresFencingStore;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore;
@@ -30,6 +36,7 @@ import org.flywaydb.core.Flyway;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.aop.config.AopConfigUtils;
+import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.beans.factory.support.BeanDefinitionRegistry;
@@ -118,6 +125,39 @@ public final class LeaderAutoConfiguration {
 	@ConditionalOnBean(LeaderEngine.class)
 	LeaderEngineLifecycle leaderEngineLifecycle(LeaderEngine engine) {
 		return new LeaderEngineLifecycle(engine);
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	@ConditionalOnBooleanProperty(name = "leader.daemons.enabled", matchIfMissing = true)
+	DaemonStore leaderDaemonStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
+			ObjectProvider<LeaderSchemaMigration> migration) {
+		migration.ifAvailable((available) -> { /* created, so the tables exist */ });
+		return new PostgresDaemonStore(dataSource, prefix, properties.getJdbc().getQueryTimeout());
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	@ConditionalOnBooleanProperty(name = "leader.daemons.enabled", matchIfMissing = true)
+	DaemonSettings leaderDaemonSettings(LeaderProperties properties) {
+		LeaderProperties.Daemons daemons = properties.getDaemons();
+		return new DaemonSettings(daemons.getGroup(), daemons.getCycleInterval(), daemons.getAckTimeout(),
+				daemons.getDrainTimeout(), daemons.getMaxMovesPerCycle(), daemons.getSettleWindow());
+	}
+
+	/**
+	 * The coordinator takes the engine's lifecycle as a dependency, so that the context starts it after the engine
+	 * and stops it, handing its daemons over, before the engine releases the leases and deregisters the node.
+	 */
+	@Bean
+	@ConditionalOnMissingBean
+	@ConditionalOnBean({ LeaderEngine.class, DaemonStore.class, DaemonSettings.class })
+	DaemonCoordinator leaderDaemonCoordinator(LeaderEngine engine, LeaderEngineLifecycle engineLifecycle,
+			DaemonStore store, DaemonSettings settings, ListableBeanFactory beanFactory,
+			ApplicationEventPublisher publisher) {
+		Map<String, DaemonAgent> agents = beanFactory.getBeansOfType(DaemonAgent.class);
+		return new DaemonCoordinator(engine, store, settings, DaemonCoordinator.agentsByName(agents),
+				publisher::publishEvent);
 	}
 
 	@Bean

@@ -2,8 +2,10 @@ package dev.leader.autoconfigure;
 
 import dev.leader.actuate.LeadershipEndpoint;
 import dev.leader.actuate.LeadershipHealthIndicator;
+import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.lease.LeaderEngine;
 
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.actuate.autoconfigure.endpoint.condition.ConditionalOnAvailableEndpoint;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
@@ -29,8 +31,8 @@ public final class LeaderEndpointAutoConfiguration {
 
 		@Bean
 		@ConditionalOnMissingBean
-		LeadershipEndpoint leadershipEndpoint(LeaderEngine engine) {
-			return new LeadershipEndpoint(engine);
+		LeadershipEndpoint leadershipEndpoint(LeaderEngine engine, ObjectProvider<DaemonCoordinator> daemons) {
+			return new LeadershipEndpoint(engine, daemons.getIfAvailable());
 		}
 
 	}

@@ -32,6 +32,8 @@ public class LeaderProperties {
 
 	private final LeaderOnly leaderOnly = new LeaderOnly();
 
+	private final Daemons daemons = new Daemons();
+
 	public boolean isEnabled() {
 		return this.enabled;
 	}
@@ -62,6 +64,10 @@ public class LeaderProperties {
 
 	public LeaderOnly getLeaderOnly() {
 		return this.leaderOnly;
+	}
+
+	public Daemons getDaemons() {
+		return this.daemons;
 	}
 
 	public static class Node {
@@ -251,6 +257,105 @@ public class LeaderProperties {
 
 		public void setInterruptOnRevoke(boolean interruptOnRevoke) {
 			this.interruptOnRevoke = interruptOnRevoke;
+		}
+
+	}
+
+	public static class Daemons {
+
+		/**
+		 * Whether to take part in daemon assignment: run the DaemonAgent beans the leader assigns to this node, and
+		 * assign daemons while this node leads the daemons group.
+		 */
+		private boolean enabled = true;
+
+		/**
+		 * Group whose leader assigns the daemons. A node with DaemonAgent beans takes part in its election.
+		 */
+		private String group = "default";
+
+		/**
+		 * Interval between two reads of the assignments by every node, and between two plans of the leader. Must be
+		 * less than half the acknowledge timeout.
+		 */
+		private Duration cycleInterval = Duration.ofSeconds(1);
+
+		/**
+		 * Time a node has to acknowledge an assignment before the leader gives the daemon to another node.
+		 */
+		private Duration ackTimeout = Duration.ofSeconds(30);
+
+		/**
+		 * Time a revoked daemon has to return before its node interrupts it and hands it over regardless. The
+		 * leader reclaims it one cycle later if the node does not.
+		 */
+		private Duration drainTimeout = Duration.ofSeconds(30);
+
+		/**
+		 * Maximum number of daemons the leader revokes per cycle to rebalance the nodes.
+		 */
+		private int maxMovesPerCycle = 2;
+
+		/**
+		 * Time after the last change of the live nodes before the leader rebalances, so that a rolling restart does
+		 * not move daemons back and forth. Unassigned daemons are assigned at once.
+		 */
+		private Duration settleWindow = Duration.ofSeconds(10);
+
+		public boolean isEnabled() {
+			return this.enabled;
+		}
+
+		public void setEnabled(boolean enabled) {
+			this.enabled = enabled;
+		}
+
+		public String getGroup() {
+			return this.group;
+		}
+
+		public void setGroup(String group) {
+			this.group = group;
+		}
+
+		public Duration getCycleInterval() {
+			return this.cycleInterval;
+		}
+
+		public void setCycleInterval(Duration cycleInterval) {
+			this.cycleInterval = cycleInterval;
+		}
+
+		public Duration getAckTimeout() {
+			return this.ackTimeout;
+		}
+
+		public void setAckTimeout(Duration ackTimeout) {
+			this.ackTimeout = ackTimeout;
+		}
+
+		public Duration getDrainTimeout() {
+			return this.drainTimeout;
+		}
+
+		public void setDrainTimeout(Duration drainTimeout) {
+			this.drainTimeout = drainTimeout;
+		}
+
+		public int getMaxMovesPerCycle() {
+			return this.maxMovesPerCycle;
+		}
+
+		public void setMaxMovesPerCycle(int maxMovesPerCycle) {
+			this.maxMovesPerCycle = maxMovesPerCycle;
+		}
+
+		public Duration getSettleWindow() {
+			return this.settleWindow;
+		}
+
+		public void setSettleWindow(Duration settleWindow) {
+			this.settleWindow = settleWindow;
 		}
 
 	}

@@ -14,6 +14,7 @@ import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeSet;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
@@ -95,10 +96,10 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 		// table as it was before the statement.
 		this.tickSql = """
 				WITH me AS (
-				  INSERT INTO %1$snodes AS n (node_id, name, host, pid, started_at, heartbeat_at)
-				  VALUES (?, ?, ?, ?, clock_timestamp(), clock_timestamp())
+				  INSERT INTO %1$snodes AS n (node_id, name, host, pid, started_at, heartbeat_at, daemons)
+				  VALUES (?, ?, ?, ?, clock_timestamp(), clock_timestamp(), ?::varchar[])
 				  ON CONFLICT (node_id) DO UPDATE SET heartbeat_at = clock_timestamp(), name = excluded.name,
-				    host = excluded.host, pid = excluded.pid,
+				    host = excluded.host, pid = excluded.pid, daemons = excluded.daemons,
 				    started_at = CASE WHEN (n.host, n.pid) = (excluded.host, excluded.pid) THEN n.started_at
 				                      ELSE clock_timestamp() END
 				  RETURNING node_id, name, host, pid, started_at, heartbeat_at
@@ -164,6 +165,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 			statement.setString(++i, node.name());
 			statement.setString(++i, node.host());
 			statement.setLong(++i, node.pid());
+			statement.setArray(++i, connection.createArrayOf("varchar", new TreeSet<>(node.daemons()).toArray()));
 			statement.setString(++i, node.id());
 			statement.setLong(++i, nodeExpiry.toMillis());
 			statement.setLong(++i, leaseDuration.toMillis());

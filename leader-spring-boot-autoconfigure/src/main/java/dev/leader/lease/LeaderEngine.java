@@ -90,7 +90,7 @@ public final class LeaderEngine implements Leadership {
 
 	private final LeaseSettings settings;
 
-	private final NodeRegistration node;
+	private volatile NodeRegistration node;
 
 	private final Consumer<Object> publisher;
 
@@ -163,6 +163,14 @@ public final class LeaderEngine implements Leadership {
 	 */
 	public void setMonitor(LeaseMonitor monitor) {
 		this.monitor = monitor;
+	}
+
+	/**
+	 * Sets the daemons this node advertises; the next heartbeat writes them.
+	 * @param daemons the daemons this node can run
+	 */
+	public void advertiseDaemons(Set<String> daemons) {
+		this.node = this.node.withDaemons(daemons);
 	}
 
 	/**

@@ -116,6 +116,18 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 * @return the node
 	 */
 	public NodeProcess start(String nodeId) {
+		return start(nodeId, TestNode.class, List.of());
+	}
+
+	/**
+	 * Starts a node with another main class, see {@link NodeProcess#start(Class, String, List, Path)}; it may not be
+	 * ready yet.
+	 * @param nodeId the node id
+	 * @param main the main class
+	 * @param extraArguments arguments added to the cluster's
+	 * @return the node
+	 */
+	public NodeProcess start(String nodeId, Class<?> main, List<String> extraArguments) {
 		TestDatabase database = database();
 		int count = this.started.incrementAndGet();
 		Role role = this.roles.computeIfAbsent(nodeId, (id) -> createRole(database.schema() + "_n" + count));
@@ -124,9 +136,10 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 		arguments.add("--user=" + role.name());
 		arguments.add("--password=" + role.password());
 		arguments.add("--groups=" + String.join(",", this.groups));
+		arguments.addAll(extraArguments);
 		Path stderr = Path.of("target", "node-logs", database.schema(), nodeId + "-" + count + ".log");
 		try {
-			NodeProcess node = NodeProcess.start(nodeId, arguments, stderr);
+			NodeProcess node = NodeProcess.start(main, nodeId, arguments, stderr);
 			this.nodes.add(node);
 			return node;
 		}
@@ -360,7 +373,12 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 		return this.database;
 	}
 
-	private HikariDataSource dataSource() {
+	/**
+	 * Returns a small pool on the cluster's schema, for the test's own reads and writes; tables the test creates
+	 * before it starts a node are granted to that node.
+	 * @return the data source
+	 */
+	public HikariDataSource dataSource() {
 		if (this.dataSource == null) {
 			throw new IllegalStateException("Cluster is not set up; register it with @RegisterExtension");
 		}

@@ -81,6 +81,20 @@ public final class NodeProcess implements AutoCloseable {
 	 * @throws IOException if the process cannot be started
 	 */
 	public static NodeProcess start(String nodeId, List<String> arguments, Path stderr) throws IOException {
+		return start(TestNode.class, nodeId, arguments, stderr);
+	}
+
+	/**
+	 * Starts a node with another main class that takes the {@link TestNode} arguments and prints {@link NodeEvent}s.
+	 * @param main the main class
+	 * @param nodeId the node id, passed on as {@code --node}
+	 * @param arguments the other arguments
+	 * @param stderr the file that receives the node's standard error
+	 * @return the running node
+	 * @throws IOException if the process cannot be started
+	 */
+	public static NodeProcess start(Class<?> main, String nodeId, List<String> arguments, Path stderr)
+			throws IOException {
 		List<String> command = new ArrayList<>();
 		command.add(ProcessHandle.current().info().command().orElseThrow());
 		// Small, quick-starting JVMs: several of them share the machine with PostgreSQL and the test.
@@ -89,7 +103,7 @@ public final class NodeProcess implements AutoCloseable {
 		command.add("-XX:TieredStopAtLevel=1");
 		command.add("-cp");
 		command.add(System.getProperty("java.class.path"));
-		command.add(TestNode.class.getName());
+		command.add(main.getName());
 		command.add("--node=" + nodeId);
 		command.addAll(arguments);
 		Files.createDirectories(stderr.toAbsolutePath().getParent());

@@ -1,5 +1,9 @@
 package dev.leader.sample;
 
+import dev.leader.DaemonAssignedEvent;
+import dev.leader.DaemonRevokedEvent;
+import dev.leader.DaemonStartedEvent;
+import dev.leader.DaemonStoppedEvent;
 import dev.leader.LeaderChangedEvent;
 import dev.leader.LeadershipGrantedEvent;
 import dev.leader.LeadershipRevokedEvent;
@@ -12,7 +16,7 @@ import org.springframework.context.event.EventListener;
 import org.springframework.stereotype.Component;
 
 /**
- * Logs every leadership and membership event, so that a failover can be watched in the console.
+ * Logs every leadership, membership and daemon event, so that a failover can be watched in the console.
  */
 @Component
 class LeadershipEventLog {
@@ -20,7 +24,8 @@ class LeadershipEventLog {
 	private static final Log logger = LogFactory.getLog(LeadershipEventLog.class);
 
 	@EventListener({ LeadershipGrantedEvent.class, LeadershipRevokedEvent.class, LeaderChangedEvent.class,
-			NodeJoinedEvent.class, NodeLeftEvent.class })
+			NodeJoinedEvent.class, NodeLeftEvent.class, DaemonAssignedEvent.class, DaemonStartedEvent.class,
+			DaemonStoppedEvent.class, DaemonRevokedEvent.class })
 	void log(Object event) {
 		logger.info("Event " + event);
 	}

@@ -1,0 +1,52 @@
+package dev.leader;
+
+import java.time.Duration;
+
+/**
+ * One assignment of a daemon to this node, as seen by its {@link DaemonAgent}. Thread-safe: the agent's thread polls
+ * or waits on it while the node cancels it from another thread.
+ */
+public interface DaemonContext {
+
+	/**
+	 * Returns the daemon's name.
+	 * @return the name
+	 */
+	String name();
+
+	/**
+	 * Returns the assignment's generation: the daemon's own fencing token, which rises with every assignment of the
+	 * daemon and never goes down.
+	 * @return the generation
+	 */
+	long generation();
+
+	/**
+	 * Returns whether the agent should stop: the daemon was revoked, taken over, or this node lost contact with the
+	 * coordinator or is shutting down.
+	 * @return whether cancelled
+	 */
+	boolean isCancelled();
+
+	/**
+	 * Waits until the context is cancelled or the timeout passes, whichever comes first; a convenient pause between
+	 * two rounds of work.
+	 * @param timeout how long to wait at most
+	 * @return whether the context is cancelled
+	 * @throws InterruptedException if the thread is interrupted, which happens when the node stops the daemon at once
+	 */
+	boolean awaitCancellation(Duration timeout) throws InterruptedException;
+
+	/**
+	 * Guards the current transaction with this assignment, like {@link dev.leader.fencing.Fencing#guard} does with a
+	 * lease: locks the daemon's assignment row {@code FOR SHARE} and checks that it is still assigned to this node with
+	 * this generation and has not been deleted. Every change of the assignment then waits until the transaction ends,
+	 * so the writes the transaction makes commit only while this assignment is current. Call it before the writes it
+	 * protects, in a transaction on the application's {@code DataSource} that is active on the calling thread.
+	 * @throws StaleLeadershipException if the assignment is no longer current; its group is the daemon name, and its
+	 * terms are generations. The transaction must roll back
+	 * @throws org.springframework.transaction.IllegalTransactionStateException if no transaction is active
+	 */
+	void guard();
+
+}

@@ -1,0 +1,706 @@
+package dev.leader.daemon;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
+import java.util.stream.Collectors;
+
+import dev.leader.DaemonAgent;
+import dev.leader.DaemonAssignedEvent;
+import dev.leader.DaemonContext;
+import dev.leader.DaemonRevokedEvent;
+import dev.leader.DaemonStartedEvent;
+import dev.leader.DaemonStoppedEvent;
+import dev.leader.DaemonStoppedEvent.Reason;
+import dev.leader.FencingToken;
+import dev.leader.LeadershipGrantedEvent;
+import dev.leader.NodeJoinedEvent;
+import dev.leader.NodeLeftEvent;
+import dev.leader.StaleLeadershipException;
+import dev.leader.daemon.AssignmentPlanner.Action;
+import dev.leader.daemon.AssignmentPlanner.Assign;
+import dev.leader.daemon.AssignmentPlanner.Reclaim;
+import dev.leader.daemon.AssignmentPlanner.Revoke;
+import dev.leader.lease.LeaderEngine;
+import dev.leader.node.Names;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.context.SmartLifecycle;
+import org.springframework.context.event.EventListener;
+
+/**
+ * Runs daemon assignment on one node: the leader's side when this node leads the daemons group, and the node's side
+ * always. Usable without a Spring context: construct it, {@link #start()} it after the engine and {@link #stop()} it
+ * before the engine.
+ * <p>
+ * <b>Leader, each cycle</b> (every {@code cycle-interval}, and at once when a node joins or leaves or this node is
+ * granted a lease): reads the nodes and assignments, plans with {@link AssignmentPlanner}, and applies the plan with
+ * writes guarded by its term, so a deposed leader changes nothing.
+ * <p>
+ * <b>Node, each cycle:</b> an assignment ASSIGNING to this node is started, then acknowledged (ACTIVE); a REVOKING one
+ * is cancelled and, once its agent returned or the drain timeout passed, handed back (DELETED); a running daemon whose
+ * assignment is gone, on another node or of another generation is stopped at once. An assignment of this node that
+ * it does not run (after a restart with the same node id, or a daemon it does not have) is handed back at once.
+ * <p>
+ * <b>Guarantees (G4).</b> A node runs a daemon only while its assignment names the node and the generation, stops all
+ * its daemons once it has not heartbeated for the node expiry minus the safety margin (before other nodes may declare
+ * it dead), and the writes its agents guard with {@link DaemonContext#guard()} commit only while that assignment is
+ * current. A graceful {@link #stop()} drains the daemons (up to the drain timeout) and hands them back, so the leader
+ * reassigns them without waiting for the node expiry.
+ * <p>
+ * <b>Threads.</b> {@code leader-daemons} runs the cycles, {@code leader-daemons-watchdog} watches the heartbeat,
+ * {@code leader-daemon-events} publishes the events in order, and each agent runs on a {@code leader-daemon-<name>}
+ * thread of its own. A failing listener is logged and the loops go on.
+ */
+public final class DaemonCoordinator implements SmartLifecycle {
+
+	private static final Log logger = LogFactory.getLog(DaemonCoordinator.class);
+
+	private static final Duration INITIAL_BACKOFF = Duration.ofSeconds(1);
+
+	private static final Duration MAX_BACKOFF = Duration.ofSeconds(30);
+
+	private static final Duration WATCHDOG_PERIOD = Duration.ofMillis(100);
+
+	private final LeaderEngine engine;
+
+	private final DaemonStore store;
+
+	private final DaemonSettings settings;
+
+	private final Map<String, DaemonAgent> agents;
+
+	private final Consumer<Object> publisher;
+
+	private final String nodeId;
+
+	private final Map<String, Run> runs = new ConcurrentHashMap<>();
+
+	private final Object lifecycleLock = new Object();
+
+	private final AtomicBoolean wakePending = new AtomicBoolean();
+
+	private final ScheduledExecutorService cycles = Executors.newSingleThreadScheduledExecutor(named("leader-daemons"));
+
+	private final ScheduledExecutorService watchdog = Executors
+		.newSingleThreadScheduledExecutor(named("leader-daemons-watchdog"));
+
+	private final ExecutorService events = Executors.newSingleThreadExecutor(named("leader-daemon-events"));
+
+	private volatile boolean running;
+
+	private volatile @Nullable DaemonSnapshot lastRead;
+
+	// Leader state, on the leader-daemons thread only.
+
+	private long ledTerm;
+
+	private @Nullable Set<Member> liveMembers;
+
+	private @Nullable Instant membershipChangedAt;
+
+	private @Nullable ScheduledFuture<?> nextCycle;
+
+	/**
+	 * Creates a coordinator. Makes the engine advertise the agents' names and, if there are any, take part in the
+	 * daemons group, so create it before the engine starts.
+	 * @param engine the engine of this node
+	 * @param store the store
+	 * @param settings the settings
+	 * @param agents the agents this node can run, by daemon name, see {@link #agentsByName(Map)}
+	 * @param publisher receives every daemon event, on the {@code leader-daemon-events} thread
+	 */
+	public DaemonCoordinator(LeaderEngine engine, DaemonStore store, DaemonSettings settings,
+			Map<String, DaemonAgent> agents, Consumer<Object> publisher) {
+		agents.keySet().forEach((name) -> Names.requireValid("daemon name", name));
+		this.engine = engine;
+		this.store = store;
+		this.settings = settings;
+		this.agents = Collections.unmodifiableMap(new TreeMap<>(agents));
+		this.publisher = publisher;
+		this.nodeId = engine.nodeId();
+		if (!this.agents.isEmpty()) {
+			// Someone must lead the daemons group for this node's daemons to be assigned. A node without agents
+			// takes part only if its groups name it; it then plans like any other leader.
+			engine.addGroup(settings.group());
+		}
+		engine.advertiseDaemons(this.agents.keySet());
+	}
+
+	/**
+	 * Names agents by {@link DaemonAgent#daemonName()}, or by their bean name when it is empty.
+	 * @param beans the agents, by bean name
+	 * @return the agents, by daemon name
+	 * @throws IllegalArgumentException if a name is invalid or two agents share one
+	 */
+	public static Map<String, DaemonAgent> agentsByName(Map<String, DaemonAgent> beans) {
+		Map<String, DaemonAgent> byName = new LinkedHashMap<>();
+		Map<String, String> beanOf = new LinkedHashMap<>();
+		beans.forEach((bean, agent) -> {
+			String name = agent.daemonName().orElse(bean);
+			try {
+				Names.requireValid("daemon name", name);
+			}
+			catch (IllegalArgumentException ex) {
+				throw new IllegalArgumentException("DaemonAgent bean '" + bean + "': " + ex.getMessage()
+						+ ". Rename the bean or override DaemonAgent.daemonName()");
+			}
+			String other = beanOf.putIfAbsent(name, bean);
+			if (other != null) {
+				throw new IllegalArgumentException("DaemonAgent beans '" + other + "' and '" + bean
+						+ "' are both named '" + name + "'; give one of them another daemonName()");
+			}
+			byName.put(name, agent);
+		});
+		return byName;
+	}
+
+	/**
+	 * Starts the cycles; returns at once.
+	 */
+	@Override
+	public void start() {
+		synchronized (this.lifecycleLock) {
+			if (this.running) {
+				return;
+			}
+			this.running = true;
+		}
+		this.cycles.execute(this::cycle);
+		this.watchdog.scheduleWithFixedDelay(this::checkContact, WATCHDOG_PERIOD.toMillis(),
+				WATCHDOG_PERIOD.toMillis(), TimeUnit.MILLISECONDS);
+		logger.info(String.format("Daemon node %s started with daemons %s, leader group %s", this.nodeId,
+				this.agents.keySet(), this.settings.group()));
+	}
+
+	/**
+	 * Stops: cancels every daemon of this node, waits up to the drain timeout for the agents to return, and hands the
+	 * daemons back so that the leader reassigns them at once. Blocks until then.
+	 */
+	@Override
+	public void stop() {
+		synchronized (this.lifecycleLock) {
+			if (!this.running) {
+				return;
+			}
+			this.running = false;
+		}
+		this.watchdog.shutdownNow();
+		Future<?> handOver = this.cycles.submit(this::handOver);
+		try {
+			handOver.get(this.settings.drainTimeout().toMillis() + 5000, TimeUnit.MILLISECONDS);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+		catch (Exception ex) {
+			logger.warn("Daemon node " + this.nodeId + " could not hand its daemons over cleanly: " + ex);
+		}
+		this.cycles.shutdownNow();
+		this.events.shutdown();
+		try {
+			this.events.awaitTermination(5, TimeUnit.SECONDS);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+	}
+
+	@Override
+	public boolean isRunning() {
+		return this.running;
+	}
+
+	/**
+	 * Runs a cycle soon, on the {@code leader-daemons} thread; called when a node joins or leaves and when this node is
+	 * granted a lease. Wake-ups that arrive while one is pending are merged.
+	 */
+	@EventListener({ NodeJoinedEvent.class, NodeLeftEvent.class, LeadershipGrantedEvent.class })
+	public void wake() {
+		if (!this.running || !this.wakePending.compareAndSet(false, true)) {
+			return;
+		}
+		try {
+			this.cycles.execute(() -> {
+				this.wakePending.set(false);
+				cycle();
+			});
+		}
+		catch (RejectedExecutionException ex) {
+			// stopping
+		}
+	}
+
+	/**
+	 * Returns the assignments as this node last read them.
+	 * @return the assignments, deleted ones included, by daemon name
+	 */
+	public List<Assignment> assignments() {
+		DaemonSnapshot read = this.lastRead;
+		if (read == null) {
+			return List.of();
+		}
+		List<Assignment> assignments = new ArrayList<>(read.assignments());
+		assignments.sort(Comparator.comparing(Assignment::daemon));
+		return assignments;
+	}
+
+	/**
+	 * Returns the daemons this node can run.
+	 * @return the daemon names
+	 */
+	public Set<String> daemons() {
+		return this.agents.keySet();
+	}
+
+	/**
+	 * Returns the daemons running on this node, with their generations.
+	 * @return the generations, by daemon name
+	 */
+	public Map<String, Long> running() {
+		Map<String, Long> running = new TreeMap<>();
+		this.runs.values().forEach((run) -> running.put(run.daemon, run.generation));
+		return running;
+	}
+
+	/**
+	 * Returns the settings.
+	 * @return the settings
+	 */
+	public DaemonSettings settings() {
+		return this.settings;
+	}
+
+	// Everything below runs on the leader-daemons thread unless stated otherwise.
+
+	private void cycle() {
+		if (!this.running) {
+			return;
+		}
+		cancel(this.nextCycle);
+		try {
+			Duration nodeExpiry = this.engine.settings().nodeExpiry();
+			DaemonSnapshot snapshot = this.store.read(nodeExpiry);
+			Optional<FencingToken> token = this.engine.token(this.settings.group());
+			if (token.isPresent()) {
+				if (lead(snapshot, token.get())) {
+					snapshot = this.store.read(nodeExpiry);
+				}
+			}
+			else {
+				this.ledTerm = 0;
+			}
+			this.lastRead = snapshot;
+			reconcile(snapshot);
+		}
+		catch (RuntimeException ex) {
+			logger.warn("Daemon node " + this.nodeId + " cycle failed; retrying next cycle: " + ex);
+		}
+		if (this.running) {
+			try {
+				this.nextCycle = this.cycles.schedule(this::cycle, this.settings.cycleInterval().toNanos(),
+						TimeUnit.NANOSECONDS);
+			}
+			catch (RejectedExecutionException ex) {
+				// stopping
+			}
+		}
+	}
+
+	private boolean lead(DaemonSnapshot snapshot, FencingToken token) {
+		Set<Member> live = snapshot.members().stream().filter(Member::alive).collect(Collectors.toSet());
+		if (token.term() != this.ledTerm || !live.equals(this.liveMembers) || this.membershipChangedAt == null) {
+			this.ledTerm = token.term();
+			this.liveMembers = live;
+			this.membershipChangedAt = snapshot.now();
+		}
+		List<Action> plan = AssignmentPlanner.plan(snapshot, this.membershipChangedAt, this.settings);
+		boolean changed = false;
+		for (Action action : plan) {
+			if (!this.engine.isLeader(this.settings.group())) {
+				return changed;
+			}
+			changed |= apply(action, token);
+		}
+		return changed;
+	}
+
+	private boolean apply(Action action, FencingToken token) {
+		long started = System.nanoTime();
+		boolean applied;
+		String detail;
+		if (action instanceof Reclaim reclaim) {
+			applied = this.store.reclaim(token, this.nodeId, reclaim.daemon(), reclaim.generation());
+			detail = String.format("action=reclaimed from=%s generation=%d cause=%s", reclaim.node(),
+					reclaim.generation(), reclaim.cause());
+		}
+		else if (action instanceof Assign assign) {
+			long generation = this.store.assign(token, this.nodeId, assign.daemon(), assign.node(),
+					assign.deletedGeneration());
+			applied = generation > 0;
+			detail = String.format("action=assigned to=%s generation=%d", assign.node(), generation);
+		}
+		else {
+			Revoke revoke = (Revoke) action;
+			applied = this.store.revoke(token, this.nodeId, revoke.daemon(), revoke.generation());
+			detail = String.format("action=revoked from=%s generation=%d toward=%s", revoke.node(),
+					revoke.generation(), revoke.toward());
+		}
+		long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+		if (applied) {
+			logger.info(String.format("Daemon daemon=%s leader=%s term=%d %s latency=%dms", action.daemon(),
+					this.nodeId, token.term(), detail, millis));
+		}
+		else {
+			logger.debug(String.format("Daemon daemon=%s leader=%s term=%d not applied (outdated read or lease "
+					+ "lost): %s", action.daemon(), this.nodeId, token.term(), detail));
+		}
+		return applied;
+	}
+
+	private void reconcile(DaemonSnapshot snapshot) {
+		for (Run run : List.copyOf(this.runs.values())) {
+			Assignment assignment = snapshot.assignment(run.daemon).orElse(null);
+			if (assignment == null || !assignment.isLive() || !this.nodeId.equals(assignment.node())
+					|| assignment.generation() != run.generation) {
+				stopAtOnce(run, Reason.TAKEN_OVER);
+			}
+			else if (assignment.state() == AssignmentState.REVOKING) {
+				drain(run, Reason.REVOKED);
+			}
+		}
+		for (Assignment assignment : snapshot.assignments()) {
+			if (assignment.isLive() && this.nodeId.equals(assignment.node()) && !isRunning(assignment)) {
+				take(assignment);
+			}
+		}
+		for (Run run : List.copyOf(this.runs.values())) {
+			if (run.draining) {
+				finishDrain(run);
+			}
+		}
+	}
+
+	private boolean isRunning(Assignment assignment) {
+		Run run = this.runs.get(assignment.daemon());
+		return run != null && run.generation == assignment.generation();
+	}
+
+	private void take(Assignment assignment) {
+		DaemonAgent agent = this.agents.get(assignment.daemon());
+		if (assignment.state() != AssignmentState.ASSIGNING || agent == null) {
+			// Not started by this process: it restarted with the same node id, or lacks the daemon. Handing it back
+			// lets the leader reassign it now rather than after a timeout.
+			if (this.store.release(this.nodeId, assignment.daemon(), assignment.generation())) {
+				logger.info(String.format("Daemon daemon=%s node=%s action=handed-back generation=%d state=%s",
+						assignment.daemon(), this.nodeId, assignment.generation(), assignment.state()));
+			}
+			return;
+		}
+		if (!contactIsFresh() || this.runs.containsKey(assignment.daemon())) {
+			return;
+		}
+		publish(new DaemonAssignedEvent(assignment.daemon(), assignment.generation(), this.nodeId));
+		Run run = new Run(assignment.daemon(), assignment.generation(), agent);
+		this.runs.put(run.daemon, run);
+		run.thread.start();
+		if (this.store.acknowledge(this.nodeId, assignment.daemon(), assignment.generation())) {
+			logger.info(String.format("Daemon daemon=%s node=%s action=started generation=%d", run.daemon,
+					this.nodeId, run.generation));
+		}
+		else {
+			stopAtOnce(run, Reason.TAKEN_OVER);
+		}
+	}
+
+	private void drain(Run run, Reason reason) {
+		if (run.draining) {
+			return;
+		}
+		run.draining = true;
+		run.drainDeadline = System.nanoTime() + this.settings.drainTimeout().toNanos();
+		if (reason == Reason.REVOKED) {
+			publish(new DaemonRevokedEvent(run.daemon, run.generation, this.nodeId));
+		}
+		run.cancel(reason);
+		logger.info(String.format("Daemon daemon=%s node=%s action=draining generation=%d reason=%s", run.daemon,
+				this.nodeId, run.generation, reason));
+	}
+
+	private void finishDrain(Run run) {
+		boolean returned = !run.thread.isAlive();
+		if (!returned && System.nanoTime() - run.drainDeadline < 0) {
+			return;
+		}
+		if (!returned) {
+			run.thread.interrupt();
+			run.end(Reason.DRAIN_TIMEOUT);
+			logger.warn(String.format("Daemon daemon=%s node=%s action=forced generation=%d: the agent did not "
+					+ "return within leader.daemons.drain-timeout (%s); its thread was interrupted and its guarded "
+					+ "writes are rejected from now on", run.daemon, this.nodeId, run.generation,
+					this.settings.drainTimeout()));
+		}
+		this.runs.remove(run.daemon, run);
+		if (this.store.release(this.nodeId, run.daemon, run.generation)) {
+			logger.info(String.format("Daemon daemon=%s node=%s action=released generation=%d", run.daemon,
+					this.nodeId, run.generation));
+		}
+	}
+
+	private void handOver() {
+		cancel(this.nextCycle);
+		List<Run> draining = List.copyOf(this.runs.values());
+		draining.forEach((run) -> drain(run, Reason.SHUTDOWN));
+		for (Run run : draining) {
+			long left = run.drainDeadline - System.nanoTime();
+			try {
+				run.thread.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+			}
+			run.drainDeadline = System.nanoTime();
+			try {
+				finishDrain(run);
+			}
+			catch (RuntimeException ex) {
+				logger.warn("Daemon node " + this.nodeId + " could not hand " + run.daemon + " back; the leader "
+						+ "reclaims it once this node is gone: " + ex);
+			}
+		}
+		logger.info(String.format("Daemon node %s stopped, handed back %s", this.nodeId,
+				draining.stream().map((run) -> run.daemon).toList()));
+	}
+
+	// Called from the leader-daemons and leader-daemons-watchdog threads.
+
+	private void stopAtOnce(Run run, Reason reason) {
+		run.cancel(reason);
+		run.thread.interrupt();
+		run.end(reason);
+		if (this.runs.remove(run.daemon, run)) {
+			logger.warn(String.format("Daemon daemon=%s node=%s action=stopped generation=%d reason=%s", run.daemon,
+					this.nodeId, run.generation, reason));
+		}
+	}
+
+	private boolean contactIsFresh() {
+		Optional<Duration> since = this.engine.sinceLastContact();
+		return since.isPresent() && since.get().compareTo(contactLimit()) < 0;
+	}
+
+	private Duration contactLimit() {
+		return this.engine.settings().nodeExpiry().minus(this.engine.settings().safetyMargin());
+	}
+
+	// Runs on the leader-daemons-watchdog thread.
+
+	private void checkContact() {
+		if (this.runs.isEmpty() || contactIsFresh()) {
+			return;
+		}
+		logger.warn("Daemon node " + this.nodeId + " has not heartbeated for " + contactLimit()
+				+ " (node expiry minus safety margin); stopping its daemons, other nodes may take them over");
+		List.copyOf(this.runs.values()).forEach((run) -> stopAtOnce(run, Reason.CONTACT_LOST));
+	}
+
+	private void publish(Object event) {
+		try {
+			this.events.execute(() -> {
+				try {
+					this.publisher.accept(event);
+				}
+				catch (Throwable ex) {
+					logger.error("Daemon event listener failed; the coordinator carries on", ex);
+				}
+			});
+		}
+		catch (RejectedExecutionException ex) {
+			logger.warn("Daemon node " + this.nodeId + " stopped before it could publish " + event);
+		}
+	}
+
+	private static void cancel(@Nullable Future<?> future) {
+		if (future != null) {
+			future.cancel(false);
+		}
+	}
+
+	private static ThreadFactory named(String name) {
+		return (runnable) -> {
+			Thread thread = new Thread(runnable, name);
+			thread.setDaemon(true);
+			return thread;
+		};
+	}
+
+	/**
+	 * One assignment running on this node, and the context its agent sees.
+	 */
+	private final class Run implements DaemonContext {
+
+		private final String daemon;
+
+		private final long generation;
+
+		private final DaemonAgent agent;
+
+		private final Thread thread;
+
+		private final CountDownLatch cancelled = new CountDownLatch(1);
+
+		private final AtomicBoolean ended = new AtomicBoolean();
+
+		private volatile Reason reason = Reason.SHUTDOWN;
+
+		private volatile boolean started;
+
+		private volatile boolean draining;
+
+		private volatile long drainDeadline;
+
+		Run(String daemon, long generation, DaemonAgent agent) {
+			this.daemon = daemon;
+			this.generation = generation;
+			this.agent = agent;
+			this.thread = new Thread(this::runAgent, "leader-daemon-" + daemon);
+			this.thread.setDaemon(true);
+		}
+
+		@Override
+		public String name() {
+			return this.daemon;
+		}
+
+		@Override
+		public long generation() {
+			return this.generation;
+		}
+
+		@Override
+		public boolean isCancelled() {
+			return this.cancelled.getCount() == 0;
+		}
+
+		@Override
+		public boolean awaitCancellation(Duration timeout) throws InterruptedException {
+			return this.cancelled.await(timeout.toNanos(), TimeUnit.NANOSECONDS);
+		}
+
+		@Override
+		public void guard() {
+			Assignment assignment = DaemonCoordinator.this.store.lock(this.daemon);
+			String problem;
+			if (assignment == null) {
+				problem = "the daemon has no assignment";
+			}
+			else if (assignment.generation() != this.generation) {
+				problem = "the assignment is at generation " + assignment.generation() + " on node "
+						+ assignment.node();
+			}
+			else if (!DaemonCoordinator.this.nodeId.equals(assignment.node())) {
+				problem = "the assignment is on node " + assignment.node();
+			}
+			else if (!assignment.isLive()) {
+				problem = "the assignment was deleted";
+			}
+			else {
+				return;
+			}
+			throw new StaleLeadershipException("Stale daemon assignment of '" + this.daemon + "': this write was "
+					+ "made under generation " + this.generation + " on node " + DaemonCoordinator.this.nodeId
+					+ ", but " + problem, this.daemon, this.generation,
+					(assignment != null) ? assignment.generation() : 0,
+					(assignment != null && assignment.isLive()) ? assignment.node() : null);
+		}
+
+		void cancel(Reason reason) {
+			if (!isCancelled()) {
+				this.reason = reason;
+				this.cancelled.countDown();
+			}
+		}
+
+		/**
+		 * Publishes the stop of the current start, once.
+		 */
+		void end(Reason reason) {
+			if (this.started && this.ended.compareAndSet(false, true)) {
+				publish(new DaemonStoppedEvent(this.daemon, this.generation, DaemonCoordinator.this.nodeId, reason,
+						null));
+			}
+		}
+
+		// Runs on the agent's own thread.
+
+		private void runAgent() {
+			Duration backoff = INITIAL_BACKOFF;
+			String node = DaemonCoordinator.this.nodeId;
+			while (!isCancelled()) {
+				this.started = true;
+				publish(new DaemonStartedEvent(this.daemon, this.generation, node));
+				Throwable failure = null;
+				try {
+					this.agent.run(this);
+				}
+				catch (Throwable ex) {
+					failure = ex;
+				}
+				if (isCancelled()) {
+					break;
+				}
+				this.started = false;
+				Reason outcome = (failure != null) ? Reason.FAILED : Reason.COMPLETED;
+				Duration wait = (failure != null) ? backoff : INITIAL_BACKOFF;
+				backoff = (failure != null) ? min(backoff.multipliedBy(2), MAX_BACKOFF) : INITIAL_BACKOFF;
+				if (failure != null) {
+					logger.error(String.format("Daemon daemon=%s node=%s action=failed generation=%d; restarting in "
+							+ "%d ms", this.daemon, node, this.generation, wait.toMillis()), failure);
+				}
+				else {
+					logger.warn(String.format("Daemon daemon=%s node=%s action=returned generation=%d while not "
+							+ "cancelled; restarting in %d ms", this.daemon, node, this.generation, wait.toMillis()));
+				}
+				publish(new DaemonStoppedEvent(this.daemon, this.generation, node, outcome, failure));
+				try {
+					if (awaitCancellation(wait)) {
+						return;
+					}
+				}
+				catch (InterruptedException ex) {
+					return;
+				}
+			}
+			end(this.reason);
+			DaemonCoordinator.this.wake();
+		}
+
+		private static Duration min(Duration a, Duration b) {
+			return (a.compareTo(b) <= 0) ? a : b;
+		}
+
+	}
+
+}

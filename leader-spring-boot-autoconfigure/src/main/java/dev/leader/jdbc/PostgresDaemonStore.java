@@ -1,0 +1,253 @@
+package dev.leader.jdbc;
+
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashSet;
+import java.util.List;
+
+import javax.sql.DataSource;
+
+import dev.leader.FencingToken;
+import dev.leader.daemon.Assignment;
+import dev.leader.daemon.AssignmentState;
+import dev.leader.daemon.DaemonSnapshot;
+import dev.leader.daemon.DaemonStore;
+import dev.leader.daemon.Member;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.jdbc.datasource.DataSourceUtils;
+import org.springframework.transaction.IllegalTransactionStateException;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+
+/**
+ * {@link DaemonStore} on PostgreSQL. Each transition is one statement that compares and sets the daemon's generation
+ * and state; the leader's statements also lock the lease row {@code FOR SHARE} and change nothing unless the leader
+ * still holds it with its term, unexpired by {@code clock_timestamp()}. A takeover of the lease therefore waits for
+ * the statement, and a deposed leader's statement finds no lease to match.
+ */
+public final class PostgresDaemonStore implements DaemonStore {
+
+	private static final String ASSIGNMENT_COLUMNS = "daemon_name, node_id, state, generation, term, state_since";
+
+	private final DataSource dataSource;
+
+	private final Statements statements;
+
+	private final String readSql;
+
+	private final String assignSql;
+
+	private final String revokeSql;
+
+	private final String reclaimSql;
+
+	private final String acknowledgeSql;
+
+	private final String releaseSql;
+
+	private final String lockSql;
+
+	/**
+	 * Creates a store.
+	 * @param dataSource the PostgreSQL data source
+	 * @param tablePrefix the prefix of the starter's tables
+	 * @param queryTimeout the longest a statement may run; rounded up to whole seconds
+	 */
+	public PostgresDaemonStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout) {
+		this.dataSource = dataSource;
+		this.statements = new Statements(queryTimeout);
+		String p = tablePrefix.value();
+		// Kinds of rows: N = node (id, daemons, alive), A = assignment (daemon, node, state, generation, term, since).
+		// Every row carries the same database clock, taken once.
+		this.readSql = """
+				WITH t AS (SELECT clock_timestamp() AS now)
+				SELECT 'N', node_id, daemons, heartbeat_at > t.now - ? * interval '1 millisecond',
+				       NULL, NULL, NULL::bigint, NULL::bigint, NULL::timestamptz, t.now
+				FROM %1$snodes, t
+				UNION ALL
+				SELECT 'A', daemon_name, NULL, NULL, node_id, state, generation, term, state_since, t.now
+				FROM %1$sassignments, t
+				UNION ALL
+				SELECT 'T', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, t.now FROM t
+				""".formatted(p);
+		String lease = """
+				WITH lease AS (
+				  SELECT 1 FROM %1$sleases
+				  WHERE group_name = ? AND holder = ? AND term = ? AND expires_at > clock_timestamp()
+				  FOR SHARE
+				)
+				""".formatted(p);
+		this.assignSql = lease + """
+				INSERT INTO %1$sassignments AS a (daemon_name, node_id, state, generation, term, assigned_at, state_since)
+				SELECT ?, ?, 'ASSIGNING', 1, ?, clock_timestamp(), clock_timestamp() FROM lease
+				ON CONFLICT (daemon_name) DO UPDATE SET node_id = excluded.node_id, state = 'ASSIGNING',
+				  generation = a.generation + 1, term = excluded.term, assigned_at = excluded.assigned_at,
+				  acked_at = NULL, revoking_at = NULL, deleted_at = NULL, state_since = excluded.state_since
+				WHERE a.state = 'DELETED' AND a.generation = ?
+				RETURNING a.generation
+				""".formatted(p);
+		this.revokeSql = lease + """
+				UPDATE %1$sassignments SET state = 'REVOKING', term = ?, revoking_at = clock_timestamp(),
+				  state_since = clock_timestamp()
+				WHERE daemon_name = ? AND generation = ? AND state IN ('ASSIGNING', 'ACTIVE')
+				  AND EXISTS (SELECT 1 FROM lease)
+				""".formatted(p);
+		this.reclaimSql = lease + """
+				UPDATE %1$sassignments SET state = 'DELETED', term = ?, deleted_at = clock_timestamp(),
+				  state_since = clock_timestamp()
+				WHERE daemon_name = ? AND generation = ? AND state <> 'DELETED' AND EXISTS (SELECT 1 FROM lease)
+				""".formatted(p);
+		this.acknowledgeSql = """
+				UPDATE %1$sassignments SET state = 'ACTIVE', acked_at = clock_timestamp(), state_since = clock_timestamp()
+				WHERE daemon_name = ? AND generation = ? AND node_id = ? AND state = 'ASSIGNING'
+				""".formatted(p);
+		this.releaseSql = """
+				UPDATE %1$sassignments SET state = 'DELETED', deleted_at = clock_timestamp(),
+				  state_since = clock_timestamp()
+				WHERE daemon_name = ? AND generation = ? AND node_id = ? AND state <> 'DELETED'
+				""".formatted(p);
+		this.lockSql = "SELECT %s FROM %sassignments WHERE daemon_name = ? FOR SHARE".formatted(ASSIGNMENT_COLUMNS, p);
+	}
+
+	@Override
+	public DaemonSnapshot read(Duration nodeExpiry) {
+		return execute("read assignments", this.readSql, (statement) -> {
+			statement.setLong(1, nodeExpiry.toMillis());
+			List<Member> members = new ArrayList<>();
+			List<Assignment> assignments = new ArrayList<>();
+			Instant now = null;
+			try (ResultSet rows = statement.executeQuery()) {
+				while (rows.next()) {
+					now = instant(rows, 10);
+					switch (rows.getString(1)) {
+						case "N" -> members.add(new Member(rows.getString(2), daemons(rows.getArray(3)),
+								rows.getBoolean(4)));
+						case "A" -> assignments.add(new Assignment(rows.getString(2), rows.getString(5),
+								AssignmentState.valueOf(rows.getString(6)), rows.getLong(7), rows.getLong(8),
+								instant(rows, 9)));
+						default -> {
+						}
+					}
+				}
+			}
+			if (now == null) {
+				throw new IllegalStateException("The read of assignments returned no clock row");
+			}
+			return new DaemonSnapshot(now, members, assignments);
+		});
+	}
+
+	@Override
+	public long assign(FencingToken leader, String leaderNode, String daemon, String node, long deletedGeneration) {
+		return execute("assign daemon", this.assignSql, (statement) -> {
+			int i = leaseParameters(statement, leader, leaderNode);
+			statement.setString(++i, daemon);
+			statement.setString(++i, node);
+			statement.setLong(++i, leader.term());
+			statement.setLong(++i, deletedGeneration);
+			try (ResultSet rows = statement.executeQuery()) {
+				return rows.next() ? rows.getLong(1) : 0L;
+			}
+		});
+	}
+
+	@Override
+	public boolean revoke(FencingToken leader, String leaderNode, String daemon, long generation) {
+		return leaderUpdate("revoke daemon", this.revokeSql, leader, leaderNode, daemon, generation);
+	}
+
+	@Override
+	public boolean reclaim(FencingToken leader, String leaderNode, String daemon, long generation) {
+		return leaderUpdate("reclaim daemon", this.reclaimSql, leader, leaderNode, daemon, generation);
+	}
+
+	@Override
+	public boolean acknowledge(String node, String daemon, long generation) {
+		return nodeUpdate("acknowledge daemon", this.acknowledgeSql, node, daemon, generation);
+	}
+
+	@Override
+	public boolean release(String node, String daemon, long generation) {
+		return nodeUpdate("release daemon", this.releaseSql, node, daemon, generation);
+	}
+
+	@Override
+	public @Nullable Assignment lock(String daemon) {
+		if (!TransactionSynchronizationManager.isActualTransactionActive()
+				|| !TransactionSynchronizationManager.hasResource(this.dataSource)) {
+			throw new IllegalTransactionStateException("Fenced daemon writes need a transaction on the application's "
+					+ "DataSource, active on the calling thread: call DaemonContext.guard() inside a @Transactional "
+					+ "method or TransactionTemplate.execute. A guard checked outside the transaction of its writes "
+					+ "would not protect them");
+		}
+		Connection connection = DataSourceUtils.getConnection(this.dataSource);
+		try {
+			return this.statements.run(connection, "lock assignment", this.lockSql, (statement) -> {
+				statement.setString(1, daemon);
+				try (ResultSet rows = statement.executeQuery()) {
+					return rows.next() ? new Assignment(rows.getString(1), rows.getString(2),
+							AssignmentState.valueOf(rows.getString(3)), rows.getLong(4), rows.getLong(5),
+							instant(rows, 6)) : null;
+				}
+			});
+		}
+		finally {
+			DataSourceUtils.releaseConnection(connection, this.dataSource);
+		}
+	}
+
+	private boolean leaderUpdate(String task, String sql, FencingToken leader, String leaderNode, String daemon,
+			long generation) {
+		return execute(task, sql, (statement) -> {
+			int i = leaseParameters(statement, leader, leaderNode);
+			statement.setLong(++i, leader.term());
+			statement.setString(++i, daemon);
+			statement.setLong(++i, generation);
+			return statement.executeUpdate() == 1;
+		});
+	}
+
+	private boolean nodeUpdate(String task, String sql, String node, String daemon, long generation) {
+		return execute(task, sql, (statement) -> {
+			statement.setString(1, daemon);
+			statement.setLong(2, generation);
+			statement.setString(3, node);
+			return statement.executeUpdate() == 1;
+		});
+	}
+
+	private static int leaseParameters(PreparedStatement statement, FencingToken leader, String leaderNode)
+			throws SQLException {
+		statement.setString(1, leader.group());
+		statement.setString(2, leaderNode);
+		statement.setLong(3, leader.term());
+		return 3;
+	}
+
+	private <T> T execute(String task, String sql, Statements.Callback<T> callback) {
+		try (Connection connection = this.dataSource.getConnection()) {
+			return this.statements.run(connection, task, sql, callback);
+		}
+		catch (SQLException ex) {
+			throw Statements.translate(task, ex);
+		}
+	}
+
+	private static LinkedHashSet<String> daemons(@Nullable Array array) throws SQLException {
+		return (array != null) ? new LinkedHashSet<>(Arrays.asList((String[]) array.getArray()))
+				: new LinkedHashSet<>();
+	}
+
+	private static Instant instant(ResultSet rows, int column) throws SQLException {
+		return rows.getObject(column, OffsetDateTime.class).toInstant();
+	}
+
+}

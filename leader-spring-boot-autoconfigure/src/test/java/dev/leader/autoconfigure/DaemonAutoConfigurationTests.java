@@ -1,0 +1,227 @@
+package dev.leader.autoconfigure;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import dev.leader.DaemonAgent;
+import dev.leader.DaemonStartedEvent;
+import dev.leader.DaemonStoppedEvent;
+import dev.leader.DaemonStoppedEvent.Reason;
+import dev.leader.actuate.LeadershipEndpoint;
+import dev.leader.actuate.LeadershipEndpoint.AssignmentDescriptor;
+import dev.leader.daemon.DaemonCoordinator;
+import dev.leader.daemon.DaemonSettings;
+import dev.leader.test.TestDatabase;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.context.ApplicationListener;
+import org.springframework.context.PayloadApplicationEvent;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.jdbc.core.simple.JdbcClient;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Tests for the daemon part of {@link LeaderAutoConfiguration}, each against a fresh PostgreSQL schema.
+ */
+class DaemonAutoConfigurationTests {
+
+	private static final Duration WAIT = Duration.ofSeconds(10);
+
+	private TestDatabase database;
+
+	private ApplicationContextRunner contextRunner;
+
+	@BeforeEach
+	void createSchema() {
+		this.database = TestDatabase.createSchema();
+		this.contextRunner = new ApplicationContextRunner()
+			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class,
+					LeaderEndpointAutoConfiguration.class))
+			.withPropertyValues("spring.datasource.url=" + this.database.url(),
+					"spring.datasource.username=" + this.database.user(),
+					"spring.datasource.password=" + this.database.password(), "leader.node.id=test-node",
+					"leader.daemons.cycle-interval=200ms", "leader.daemons.settle-window=0s",
+					"management.endpoints.web.exposure.include=leadership");
+	}
+
+	@AfterEach
+	void dropSchema() {
+		this.database.drop();
+	}
+
+	@Test
+	void defaultsGiveACoordinatorWithTheDocumentedSettings() {
+		new ApplicationContextRunner()
+			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class))
+			.withPropertyValues("spring.datasource.url=" + this.database.url(),
+					"spring.datasource.username=" + this.database.user(),
+					"spring.datasource.password=" + this.database.password())
+			.run((context) -> {
+				assertThat(context).hasSingleBean(DaemonCoordinator.class);
+				assertThat(context.getBean(DaemonSettings.class)).isEqualTo(DaemonSettings.defaults());
+				assertThat(context.getBean(DaemonCoordinator.class).daemons()).isEmpty();
+			});
+	}
+
+	@Test
+	void daemonAgentBeanRunsOnTheOnlyNodeAndShowsInTheLeadershipEndpoint() {
+		this.contextRunner.withUserConfiguration(AgentsConfiguration.class).run((context) -> {
+			Events events = context.getBean(Events.class);
+			await().atMost(WAIT).until(() -> events.started("steady") > 0);
+			await().atMost(WAIT)
+				.until(() -> context.getBean(LeadershipEndpoint.class).leadership().assignments(),
+						(assignments) -> assignments.stream()
+							.anyMatch((assignment) -> assignment.daemon().equals("steady")
+									&& assignment.state().equals("ACTIVE") && assignment.node().equals("test-node")));
+			AssignmentDescriptor steady = context.getBean(LeadershipEndpoint.class)
+				.leadership()
+				.assignments()
+				.stream()
+				.filter((assignment) -> assignment.daemon().equals("steady"))
+				.findFirst()
+				.orElseThrow();
+			assertThat(steady.generation()).isEqualTo(1);
+			assertThat(context.getBean(DaemonCoordinator.class).daemons()).containsExactly("renamed-flaky", "steady");
+		});
+	}
+
+	@Test
+	void agentThatThrowsIsReportedAndRestartedWithBackOff() {
+		this.contextRunner.withUserConfiguration(AgentsConfiguration.class).run((context) -> {
+			Events events = context.getBean(Events.class);
+			await().atMost(WAIT).until(() -> events.started("renamed-flaky") >= 3);
+			List<DaemonStoppedEvent> failures = events.stopped("renamed-flaky");
+			assertThat(failures).hasSize(2).allSatisfy((stopped) -> {
+				assertThat(stopped.reason()).isEqualTo(Reason.FAILED);
+				assertThat(stopped.failure()).hasMessage("boom");
+			});
+			assertThat(context.getBean(FlakyAgent.class).calls.get()).isEqualTo(3);
+		});
+	}
+
+	@Test
+	void closingTheContextHandsTheDaemonsBackBeforeTheNodeDeregisters() {
+		JdbcClient[] jdbc = new JdbcClient[1];
+		this.contextRunner.withUserConfiguration(AgentsConfiguration.class).run((context) -> {
+			jdbc[0] = JdbcClient.create(context.getBean(javax.sql.DataSource.class));
+			await().atMost(WAIT).until(() -> context.getBean(Events.class).started("steady") > 0);
+			await().atMost(WAIT)
+				.until(() -> jdbc[0].sql("SELECT state FROM leader_assignments WHERE daemon_name = 'steady'")
+					.query(String.class)
+					.optional(), (state) -> state.equals(java.util.Optional.of("ACTIVE")));
+		});
+		// This node was the only one, and the leader: only its own hand-over can have deleted the assignment.
+		try (var dataSource = this.database.dataSource(1)) {
+			JdbcClient client = JdbcClient.create(dataSource);
+			assertThat(client.sql("SELECT state FROM leader_assignments WHERE daemon_name = 'steady'")
+				.query(String.class)
+				.single()).isEqualTo("DELETED");
+			assertThat(client.sql("SELECT count(*) FROM leader_nodes").query(Long.class).single()).isZero();
+		}
+	}
+
+	@Test
+	void daemonAssignmentCanBeSwitchedOff() {
+		this.contextRunner.withUserConfiguration(AgentsConfiguration.class)
+			.withPropertyValues("leader.daemons.enabled=false")
+			.run((context) -> assertThat(context).hasNotFailed().doesNotHaveBean(DaemonCoordinator.class));
+	}
+
+	@Test
+	void ackTimeoutThatAllowsNoCycleFailsStartupNamingTheProperties() {
+		this.contextRunner.withPropertyValues("leader.daemons.ack-timeout=300ms")
+			.run((context) -> assertThat(context).getFailure()
+				.rootCause()
+				.hasMessageContaining("leader.daemons.ack-timeout")
+				.hasMessageContaining("leader.daemons.cycle-interval"));
+	}
+
+	@Test
+	void invalidDaemonGroupFailsStartupNamingTheProperty() {
+		this.contextRunner.withPropertyValues("leader.daemons.group=no spaces")
+			.run((context) -> assertThat(context).getFailure()
+				.rootCause()
+				.hasMessageContaining("leader.daemons.group"));
+	}
+
+	@Test
+	void invalidDaemonNameFailsStartupNamingTheBean() {
+		this.contextRunner.withBean("bad name", DaemonAgent.class, () -> (context) -> {
+		}).run((context) -> assertThat(context).getFailure().rootCause().hasMessageContaining("bad name")
+			.hasMessageContaining("daemonName()"));
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class AgentsConfiguration {
+
+		@Bean
+		DaemonAgent steady() {
+			return (context) -> context.awaitCancellation(Duration.ofMinutes(1));
+		}
+
+		@Bean
+		FlakyAgent flaky() {
+			return new FlakyAgent();
+		}
+
+		@Bean
+		Events events() {
+			return new Events();
+		}
+
+	}
+
+	static class FlakyAgent implements DaemonAgent {
+
+		final AtomicInteger calls = new AtomicInteger();
+
+		@Override
+		public void run(dev.leader.DaemonContext context) throws Exception {
+			if (this.calls.incrementAndGet() <= 2) {
+				throw new IllegalStateException("boom");
+			}
+			context.awaitCancellation(Duration.ofMinutes(1));
+		}
+
+		@Override
+		public java.util.Optional<String> daemonName() {
+			return java.util.Optional.of("renamed-flaky");
+		}
+
+	}
+
+	static class Events implements ApplicationListener<PayloadApplicationEvent<?>> {
+
+		private final List<Object> received = new CopyOnWriteArrayList<>();
+
+		@Override
+		public void onApplicationEvent(PayloadApplicationEvent<?> event) {
+			this.received.add(event.getPayload());
+		}
+
+		long started(String daemon) {
+			return this.received.stream()
+				.filter((event) -> event instanceof DaemonStartedEvent started && started.daemon().equals(daemon))
+				.count();
+		}
+
+		List<DaemonStoppedEvent> stopped(String daemon) {
+			return this.received.stream()
+				.filter((event) -> event instanceof DaemonStoppedEvent stopped && stopped.daemon().equals(daemon))
+				.map(DaemonStoppedEvent.class::cast)
+				.toList();
+		}
+
+	}
+
+}

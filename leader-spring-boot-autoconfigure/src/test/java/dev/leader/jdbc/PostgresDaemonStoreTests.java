@@ -1,0 +1,179 @@
+package dev.leader.jdbc;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.leader.FencingToken;
+import dev.leader.daemon.Assignment;
+import dev.leader.daemon.AssignmentState;
+import dev.leader.daemon.DaemonSnapshot;
+import dev.leader.daemon.Member;
+import dev.leader.node.NodeRegistration;
+import dev.leader.test.TestDatabase;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.jdbc.core.simple.JdbcClient;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.transaction.IllegalTransactionStateException;
+import org.springframework.transaction.support.TransactionTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * {@link PostgresDaemonStore} against a real PostgreSQL, in a fresh schema per test: the transitions, the leader's
+ * term guard and the assignment lock of fenced daemon writes.
+ */
+class PostgresDaemonStoreTests {
+
+	private static final TablePrefix PREFIX = new TablePrefix("leader_");
+
+	private static final Duration LEASE = Duration.ofSeconds(30);
+
+	private static final Duration EXPIRY = Duration.ofSeconds(10);
+
+	private TestDatabase database;
+
+	private HikariDataSource dataSource;
+
+	private PostgresCoordinationStore leases;
+
+	private PostgresDaemonStore store;
+
+	private FencingToken leader;
+
+	@BeforeEach
+	void createSchema() {
+		this.database = TestDatabase.createSchema();
+		this.dataSource = this.database.dataSource(6);
+		new LeaderSchemaMigration(this.dataSource, PREFIX).migrate();
+		this.leases = new PostgresCoordinationStore(this.dataSource, PREFIX, Duration.ofSeconds(5));
+		this.store = new PostgresDaemonStore(this.dataSource, PREFIX, Duration.ofSeconds(5));
+		long term = this.leases.acquire("default", "leader", LEASE).lease().term();
+		this.leader = new FencingToken("default", term);
+	}
+
+	@AfterEach
+	void dropSchema() {
+		this.dataSource.close();
+		this.database.drop();
+	}
+
+	@Test
+	void readShowsTheDaemonsEachNodeAdvertisesInItsHeartbeatAndWhetherItIsAlive() {
+		heartbeat(new NodeRegistration("node-a", "a", "host", 1, Set.of("outbox", "reports")));
+		heartbeat(new NodeRegistration("node-b", "b", "host", 2));
+		JdbcClient.create(this.dataSource)
+			.sql("UPDATE leader_nodes SET heartbeat_at = clock_timestamp() - interval '11 seconds' "
+					+ "WHERE node_id = 'node-b'")
+			.update();
+		DaemonSnapshot snapshot = this.store.read(EXPIRY);
+		assertThat(snapshot.members()).containsExactlyInAnyOrder(new Member("node-a", Set.of("outbox", "reports"), true),
+				new Member("node-b", Set.of(), false));
+		assertThat(snapshot.assignments()).isEmpty();
+	}
+
+	@Test
+	void assignmentGoesThroughItsStatesWithARisingGeneration() {
+		assertThat(this.store.assign(this.leader, "leader", "outbox", "node-a", 0)).isEqualTo(1);
+		assertThat(assignment("outbox")).extracting(Assignment::node, Assignment::state, Assignment::generation,
+				Assignment::term)
+			.containsExactly("node-a", AssignmentState.ASSIGNING, 1L, this.leader.term());
+		assertThat(this.store.acknowledge("node-a", "outbox", 1)).isTrue();
+		assertThat(assignment("outbox").state()).isEqualTo(AssignmentState.ACTIVE);
+		assertThat(this.store.revoke(this.leader, "leader", "outbox", 1)).isTrue();
+		assertThat(assignment("outbox").state()).isEqualTo(AssignmentState.REVOKING);
+		assertThat(this.store.release("node-a", "outbox", 1)).isTrue();
+		assertThat(assignment("outbox").state()).isEqualTo(AssignmentState.DELETED);
+		assertThat(this.store.assign(this.leader, "leader", "outbox", "node-b", 1)).isEqualTo(2);
+		assertThat(assignment("outbox")).extracting(Assignment::node, Assignment::state, Assignment::generation)
+			.containsExactly("node-b", AssignmentState.ASSIGNING, 2L);
+		assertThat(this.store.reclaim(this.leader, "leader", "outbox", 2)).isTrue();
+		assertThat(assignment("outbox")).extracting(Assignment::state, Assignment::generation)
+			.containsExactly(AssignmentState.DELETED, 2L);
+	}
+
+	@Test
+	void transitionsBasedOnAnOutdatedReadChangeNothing() {
+		this.store.assign(this.leader, "leader", "outbox", "node-a", 0);
+		assertThat(this.store.assign(this.leader, "leader", "outbox", "node-b", 0)).as("assign a live daemon")
+			.isZero();
+		assertThat(this.store.acknowledge("node-b", "outbox", 1)).as("ack by another node").isFalse();
+		assertThat(this.store.acknowledge("node-a", "outbox", 2)).as("ack of another generation").isFalse();
+		assertThat(this.store.release("node-b", "outbox", 1)).as("release by another node").isFalse();
+		assertThat(this.store.revoke(this.leader, "leader", "outbox", 2)).as("revoke another generation").isFalse();
+		this.store.reclaim(this.leader, "leader", "outbox", 1);
+		assertThat(this.store.acknowledge("node-a", "outbox", 1)).as("ack after reclaim").isFalse();
+		assertThat(this.store.assign(this.leader, "leader", "outbox", "node-b", 0)).as("assign from an old read")
+			.isZero();
+		assertThat(assignment("outbox")).extracting(Assignment::node, Assignment::state, Assignment::generation)
+			.containsExactly("node-a", AssignmentState.DELETED, 1L);
+	}
+
+	@Test
+	void deposedLeaderCannotChangeAssignments() {
+		this.store.assign(this.leader, "leader", "outbox", "node-a", 0);
+		this.leases.release("leader", Map.of("default", this.leader.term()));
+		long newTerm = this.leases.acquire("default", "successor", LEASE).lease().term();
+		assertThat(this.store.assign(this.leader, "leader", "reports", "node-a", 0)).isZero();
+		assertThat(this.store.revoke(this.leader, "leader", "outbox", 1)).isFalse();
+		assertThat(this.store.reclaim(this.leader, "leader", "outbox", 1)).isFalse();
+		assertThat(this.store.reclaim(new FencingToken("default", newTerm), "leader", "outbox", 1))
+			.as("the new term under the old holder's name")
+			.isFalse();
+		assertThat(this.store.read(EXPIRY).assignments()).singleElement()
+			.extracting(Assignment::state)
+			.isEqualTo(AssignmentState.ASSIGNING);
+		assertThat(this.store.reclaim(new FencingToken("default", newTerm), "successor", "outbox", 1)).isTrue();
+	}
+
+	@Test
+	void reassignmentWaitsForATransactionThatGuardedTheAssignment() throws Exception {
+		this.store.assign(this.leader, "leader", "outbox", "node-a", 0);
+		TransactionTemplate transactions = new TransactionTemplate(new DataSourceTransactionManager(this.dataSource));
+		CountDownLatch locked = new CountDownLatch(1);
+		CountDownLatch commit = new CountDownLatch(1);
+		CompletableFuture<Assignment> guarded = CompletableFuture.supplyAsync(() -> transactions.execute((status) -> {
+			Assignment assignment = this.store.lock("outbox");
+			locked.countDown();
+			try {
+				commit.await(10, TimeUnit.SECONDS);
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+			}
+			return assignment;
+		}));
+		assertThat(locked.await(10, TimeUnit.SECONDS)).isTrue();
+		CompletableFuture<Boolean> reclaim = CompletableFuture
+			.supplyAsync(() -> this.store.reclaim(this.leader, "leader", "outbox", 1));
+		await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(2)).until(() -> !reclaim.isDone());
+		commit.countDown();
+		assertThat(guarded.get(10, TimeUnit.SECONDS).generation()).isEqualTo(1);
+		assertThat(reclaim.get(10, TimeUnit.SECONDS)).isTrue();
+	}
+
+	@Test
+	void lockNeedsATransaction() {
+		assertThatExceptionOfType(IllegalTransactionStateException.class).isThrownBy(() -> this.store.lock("outbox"))
+			.withMessageContaining("DaemonContext.guard()");
+	}
+
+	private void heartbeat(NodeRegistration node) {
+		this.leases.tick(node, Map.of(), List.of(), LEASE, EXPIRY);
+	}
+
+	private Assignment assignment(String daemon) {
+		return this.store.read(EXPIRY).assignment(daemon).orElseThrow();
+	}
+
+}

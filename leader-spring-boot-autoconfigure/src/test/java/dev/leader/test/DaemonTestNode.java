@@ -1,0 +1,278 @@
+package dev.leader.test;
+
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.leader.DaemonAgent;
+import dev.leader.DaemonContext;
+import dev.leader.LeadershipGrantedEvent;
+import dev.leader.NodeJoinedEvent;
+import dev.leader.NodeLeftEvent;
+import dev.leader.StaleLeadershipException;
+import dev.leader.daemon.DaemonCoordinator;
+import dev.leader.daemon.DaemonSettings;
+import dev.leader.jdbc.PostgresCoordinationStore;
+import dev.leader.jdbc.PostgresDaemonStore;
+import dev.leader.jdbc.TablePrefix;
+import dev.leader.lease.LeaderEngine;
+import dev.leader.lease.LeaseSettings;
+import dev.leader.node.NodeRegistration;
+import dev.leader.test.NodeEvent.Type;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.transaction.support.TransactionTemplate;
+
+/**
+ * A cluster node with daemons, in a process of its own: a {@link LeaderEngine} and a {@link DaemonCoordinator}
+ * without a Spring context. Started by {@link Cluster#start(String, Class, List)}.
+ * <p>
+ * Every agent records its fenced writes in the {@code daemon_writes} table, which the test creates: a row
+ * {@code (daemon, generation, node, 'W', clock_timestamp())} inserted in a transaction guarded by its context, once
+ * right after it starts and then every write interval, and a row of kind {@code 'R'} outside any transaction for each
+ * write the guard rejected. A normal agent returns at its first rejection; a stubborn one ignores cancellation and
+ * interrupts and goes on writing until the process ends or a minute has passed.
+ * <p>
+ * Standard output carries {@code READY}, {@code JOINED}, {@code LEFT} and {@code STOPPED} {@link NodeEvent} lines.
+ * SIGTERM stops the coordinator gracefully, then the engine.
+ * <p>
+ * Arguments: those of {@link TestNode}, and {@code daemons} (comma-separated, may be empty), {@code stubborn} (those
+ * of the daemons that ignore cancellation), {@code coordinator} ({@code false} to advertise the daemons but never
+ * run or acknowledge them), {@code daemon-group} ({@code default}), {@code cycle}, {@code ack-timeout},
+ * {@code drain-timeout}, {@code settle}, {@code max-moves}, {@code write-interval} (200 ms).
+ */
+public final class DaemonTestNode {
+
+	private static final Duration STUBBORN_LIMIT = Duration.ofMinutes(1);
+
+	private static final Object printLock = new Object();
+
+	private DaemonTestNode() {
+	}
+
+	/**
+	 * Runs the node until SIGTERM, SIGKILL, or the end of the process that started it.
+	 * @param args the arguments, see the class description
+	 * @throws Exception if the node cannot start
+	 */
+	public static void main(String[] args) throws Exception {
+		PrintStream events = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+		System.setOut(System.err);
+		Map<String, String> arguments = parse(args);
+		String nodeId = required(arguments, "node");
+		HikariDataSource dataSource = dataSource(arguments, nodeId);
+		AtomicReference<@Nullable DaemonCoordinator> coordinator = new AtomicReference<>();
+		LeaderEngine engine = new LeaderEngine(
+				new PostgresCoordinationStore(dataSource, new TablePrefix("leader_"), Duration.ofSeconds(1)),
+				leaseSettings(arguments), new NodeRegistration(nodeId, nodeId, "localhost", ProcessHandle.current().pid()),
+				Arrays.asList(required(arguments, "groups").split(",")), (event) -> {
+					print(events, toNodeEvent(event));
+					DaemonCoordinator daemons = coordinator.get();
+					if (daemons != null && (event instanceof NodeJoinedEvent || event instanceof NodeLeftEvent
+							|| event instanceof LeadershipGrantedEvent)) {
+						daemons.wake();
+					}
+				});
+		Set<String> names = list(arguments.getOrDefault("daemons", ""));
+		Set<String> stubborn = list(arguments.getOrDefault("stubborn", ""));
+		Duration writeInterval = duration(arguments, "write-interval", Duration.ofMillis(200));
+		Recorder recorder = new Recorder(dataSource, nodeId, writeInterval);
+		if (Boolean.parseBoolean(arguments.getOrDefault("coordinator", "true"))) {
+			Map<String, DaemonAgent> agents = new LinkedHashMap<>();
+			names.forEach((name) -> agents.put(name,
+					stubborn.contains(name) ? recorder::runStubbornly : recorder::runPolitely));
+			DaemonSettings defaults = DaemonSettings.defaults();
+			DaemonSettings settings = new DaemonSettings(arguments.getOrDefault("daemon-group", "default"),
+					duration(arguments, "cycle", defaults.cycleInterval()),
+					duration(arguments, "ack-timeout", defaults.ackTimeout()),
+					duration(arguments, "drain-timeout", defaults.drainTimeout()),
+					Integer.parseInt(arguments.getOrDefault("max-moves", "2")),
+					duration(arguments, "settle", defaults.settleWindow()));
+			coordinator.set(new DaemonCoordinator(engine,
+					new PostgresDaemonStore(dataSource, new TablePrefix("leader_"), Duration.ofSeconds(1)), settings,
+					agents, (event) -> System.err.println("Daemon event " + event)));
+		}
+		else {
+			engine.advertiseDaemons(names);
+		}
+		CountDownLatch stopped = new CountDownLatch(1);
+		Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+			DaemonCoordinator daemons = coordinator.get();
+			if (daemons != null) {
+				daemons.stop();
+			}
+			engine.stop();
+			print(events, new NodeEvent(System.nanoTime(), Type.STOPPED, null, 0, nodeId, null));
+			dataSource.close();
+			stopped.countDown();
+		}, "test-node-shutdown"));
+		ProcessHandle.current().parent().ifPresent((parent) -> parent.onExit().thenRun(() -> System.exit(1)));
+		engine.start();
+		DaemonCoordinator daemons = coordinator.get();
+		if (daemons != null) {
+			daemons.start();
+		}
+		print(events, new NodeEvent(System.nanoTime(), Type.READY, null, 0, nodeId, null));
+		stopped.await();
+	}
+
+	private static HikariDataSource dataSource(Map<String, String> arguments, String nodeId) {
+		HikariConfig config = new HikariConfig();
+		config.setPoolName("node-" + nodeId);
+		config.setJdbcUrl(required(arguments, "url"));
+		config.setUsername(required(arguments, "user"));
+		config.setPassword(arguments.getOrDefault("password", ""));
+		config.setMaximumPoolSize(Integer.parseInt(arguments.getOrDefault("pool-size", "5")));
+		config.setConnectionTimeout(1000);
+		config.setValidationTimeout(250);
+		config.addDataSourceProperty("ApplicationName", nodeId);
+		return new HikariDataSource(config);
+	}
+
+	private static LeaseSettings leaseSettings(Map<String, String> arguments) {
+		LeaseSettings defaults = LeaseSettings.defaults();
+		return new LeaseSettings(duration(arguments, "lease", defaults.duration()),
+				duration(arguments, "renew", defaults.renewInterval()),
+				duration(arguments, "retry", defaults.retryInterval()),
+				duration(arguments, "margin", defaults.safetyMargin()),
+				duration(arguments, "node-expiry", defaults.nodeExpiry()),
+				duration(arguments, "yield-cooldown", defaults.yieldCooldown()));
+	}
+
+	private static @Nullable NodeEvent toNodeEvent(Object event) {
+		long now = System.nanoTime();
+		if (event instanceof NodeJoinedEvent joined) {
+			return new NodeEvent(now, Type.JOINED, null, 0, joined.node().id(), null);
+		}
+		if (event instanceof NodeLeftEvent left) {
+			return new NodeEvent(now, Type.LEFT, null, 0, left.node().id(), null);
+		}
+		return null;
+	}
+
+	private static void print(PrintStream events, @Nullable NodeEvent event) {
+		if (event != null) {
+			synchronized (printLock) {
+				events.println(event.format());
+			}
+		}
+	}
+
+	private static Map<String, String> parse(String[] args) {
+		Map<String, String> values = new LinkedHashMap<>();
+		for (String arg : args) {
+			int equals = arg.indexOf('=');
+			if (!arg.startsWith("--") || equals < 0) {
+				throw new IllegalArgumentException("Expected --name=value but got '" + arg + "'");
+			}
+			values.put(arg.substring(2, equals), arg.substring(equals + 1));
+		}
+		return values;
+	}
+
+	private static String required(Map<String, String> arguments, String name) {
+		String value = arguments.get(name);
+		if (value == null) {
+			throw new IllegalArgumentException("Missing --" + name + "=...");
+		}
+		return value;
+	}
+
+	private static Duration duration(Map<String, String> arguments, String name, Duration fallback) {
+		String value = arguments.get(name);
+		return (value != null) ? Duration.parse(value) : fallback;
+	}
+
+	private static Set<String> list(String value) {
+		Set<String> names = new LinkedHashSet<>();
+		for (String name : value.split(",")) {
+			if (!name.isBlank()) {
+				names.add(name.strip());
+			}
+		}
+		return names;
+	}
+
+	/**
+	 * The agents' fenced writes.
+	 */
+	private static final class Recorder {
+
+		private final JdbcTemplate jdbc;
+
+		private final TransactionTemplate transactions;
+
+		private final String nodeId;
+
+		private final Duration interval;
+
+		Recorder(HikariDataSource dataSource, String nodeId, Duration interval) {
+			this.jdbc = new JdbcTemplate(dataSource);
+			this.transactions = new TransactionTemplate(new DataSourceTransactionManager(dataSource));
+			this.nodeId = nodeId;
+			this.interval = interval;
+		}
+
+		void runPolitely(DaemonContext context) throws InterruptedException {
+			while (!context.isCancelled()) {
+				if (!write(context)) {
+					return;
+				}
+				context.awaitCancellation(this.interval);
+			}
+		}
+
+		void runStubbornly(DaemonContext context) {
+			long deadline = System.nanoTime() + STUBBORN_LIMIT.toNanos();
+			while (System.nanoTime() - deadline < 0) {
+				Thread.interrupted();
+				try {
+					write(context);
+				}
+				catch (RuntimeException ex) {
+					System.err.println("Stubborn write failed: " + ex);
+				}
+				pauseIgnoringInterrupts(this.interval);
+			}
+		}
+
+		private boolean write(DaemonContext context) {
+			try {
+				this.transactions.executeWithoutResult((status) -> {
+					context.guard();
+					this.jdbc.update("INSERT INTO daemon_writes (daemon, generation, node, kind) VALUES (?, ?, ?, 'W')",
+							context.name(), context.generation(), this.nodeId);
+				});
+				return true;
+			}
+			catch (StaleLeadershipException ex) {
+				this.jdbc.update("INSERT INTO daemon_writes (daemon, generation, node, kind) VALUES (?, ?, ?, 'R')",
+						context.name(), context.generation(), this.nodeId);
+				return false;
+			}
+		}
+
+		private static void pauseIgnoringInterrupts(Duration pause) {
+			long until = System.nanoTime() + pause.toNanos();
+			for (long left = pause.toNanos(); left > 0; left = until - System.nanoTime()) {
+				Thread.interrupted();
+				LockSupport.parkNanos(left);
+			}
+		}
+
+	}
+
+}

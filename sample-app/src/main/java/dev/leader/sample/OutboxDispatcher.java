@@ -1,0 +1,53 @@
+package dev.leader.sample;
+
+import java.time.Duration;
+
+import dev.leader.DaemonAgent;
+import dev.leader.DaemonContext;
+import dev.leader.Leadership;
+
+import org.springframework.beans.factory.annotation.Value;
+import org.springframework.jdbc.core.simple.JdbcClient;
+import org.springframework.stereotype.Component;
+import org.springframework.transaction.support.TransactionTemplate;
+
+/**
+ * A daemon that dispatches the outbox: one node of the cluster at a time marks pending messages as dispatched, in
+ * small batches. Each batch is fenced by the assignment's generation, so a node that lost the daemon (paused, cut
+ * off, or too slow to drain) cannot dispatch a message again after another node took over.
+ */
+@Component("outbox-dispatcher")
+class OutboxDispatcher implements DaemonAgent {
+
+	private final JdbcClient jdbc;
+
+	private final TransactionTemplate transactions;
+
+	private final Leadership leadership;
+
+	private final Duration interval;
+
+	OutboxDispatcher(JdbcClient jdbc, TransactionTemplate transactions, Leadership leadership,
+			@Value("${sample.outbox.interval:1s}") Duration interval) {
+		this.jdbc = jdbc;
+		this.transactions = transactions;
+		this.leadership = leadership;
+		this.interval = interval;
+	}
+
+	@Override
+	public void run(DaemonContext context) throws InterruptedException {
+		while (!context.isCancelled()) {
+			this.transactions.executeWithoutResult((status) -> {
+				context.guard();
+				this.jdbc.sql("""
+						UPDATE outbox SET dispatched_at = clock_timestamp(), dispatched_by = ?, generation = ?
+						WHERE id IN (SELECT id FROM outbox WHERE dispatched_at IS NULL ORDER BY id LIMIT 100
+						             FOR UPDATE SKIP LOCKED)
+						""").params(this.leadership.nodeId(), context.generation()).update();
+			});
+			context.awaitCancellation(this.interval);
+		}
+	}
+
+}

@@ -1,0 +1,51 @@
+package dev.leader.sample;
+
+import java.time.Duration;
+
+import dev.leader.DaemonAgent;
+import dev.leader.DaemonContext;
+import dev.leader.Leadership;
+
+import org.springframework.beans.factory.annotation.Value;
+import org.springframework.jdbc.core.simple.JdbcClient;
+import org.springframework.stereotype.Component;
+import org.springframework.transaction.support.TransactionTemplate;
+
+/**
+ * A daemon that builds a report of the dispatched messages on one node of the cluster at a time. Each report records
+ * the node and the generation it was built under, and is fenced by that generation.
+ */
+@Component("report-builder")
+class ReportBuilder implements DaemonAgent {
+
+	private final JdbcClient jdbc;
+
+	private final TransactionTemplate transactions;
+
+	private final Leadership leadership;
+
+	private final Duration interval;
+
+	ReportBuilder(JdbcClient jdbc, TransactionTemplate transactions, Leadership leadership,
+			@Value("${sample.reports.interval:5s}") Duration interval) {
+		this.jdbc = jdbc;
+		this.transactions = transactions;
+		this.leadership = leadership;
+		this.interval = interval;
+	}
+
+	@Override
+	public void run(DaemonContext context) throws InterruptedException {
+		while (!context.isCancelled()) {
+			this.transactions.executeWithoutResult((status) -> {
+				context.guard();
+				this.jdbc.sql("""
+						INSERT INTO reports (node_id, generation, dispatched)
+						SELECT ?, ?, count(*) FROM outbox WHERE dispatched_at IS NOT NULL
+						""").params(this.leadership.nodeId(), context.generation()).update();
+			});
+			context.awaitCancellation(this.interval);
+		}
+	}
+
+}
