@@ -308,11 +308,12 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	public int terminateSessions(String nodeId) {
 		String sql = """
 				SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))
-				FROM pg_stat_activity WHERE application_name = ?
+				FROM pg_stat_activity WHERE usename = ?
 				""";
+		// By role, which is unique to this cluster's schema: node ids repeat across test classes and runs.
 		try (Connection connection = dataSource().getConnection();
 				PreparedStatement statement = connection.prepareStatement(sql)) {
-			statement.setString(1, nodeId);
+			statement.setString(1, role(nodeId).name());
 			try (ResultSet row = statement.executeQuery()) {
 				row.next();
 				return row.getInt(1);
