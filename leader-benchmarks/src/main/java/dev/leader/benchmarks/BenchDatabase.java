@@ -6,6 +6,8 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
@@ -174,12 +176,17 @@ final class BenchDatabase implements AutoCloseable {
 				ResultSet row = statement.executeQuery("SELECT pg_current_logfile()")) {
 			row.next();
 			String file = row.getString(1);
-			if (file == null) {
-				return null;
-			}
 			try (ResultSet dir = statement.executeQuery("SHOW data_directory")) {
 				dir.next();
-				return file.startsWith("/") ? file : dir.getString(1) + "/" + file;
+				String dataDirectory = dir.getString(1);
+				if (file != null) {
+					return file.startsWith("/") ? file : dataDirectory + "/" + file;
+				}
+				// Debian and Ubuntu clusters log to /var/log/postgresql/postgresql-<version>-<cluster>.log
+				Matcher debian = Pattern
+					.compile("/var/lib/postgresql/([^/]+)/([^/]+)/?").matcher(dataDirectory);
+				return debian.matches() ? "/var/log/postgresql/postgresql-" + debian.group(1) + "-"
+						+ debian.group(2) + ".log" : null;
 			}
 		}
 		catch (SQLException ex) {

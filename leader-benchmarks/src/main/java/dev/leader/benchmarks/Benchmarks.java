@@ -81,15 +81,21 @@ public final class Benchmarks {
 				Duration window = Duration.parse(options.getOrDefault("load-window", "PT10S"));
 				int windows = Integer.parseInt(options.getOrDefault("load-windows", "6"));
 				for (String cluster : options.getOrDefault("load", "3x1,100x1000").split(",")) {
-					String[] size = cluster.split("x");
+					// "3x1" runs the nodes with Hikari's defaults; "3x1v" with pool validation skipped for a minute
+					// of idleness, which separates the engine's statements from the pool's validation queries.
+					boolean skipValidation = cluster.endsWith("v");
+					String[] size = cluster.replace("v", "").split("x");
+					List<String> jvmOptions = skipValidation ? List.of("-Dcom.zaxxer.hikari.aliveBypassWindowMs=60000")
+							: List.of();
 					String load = loadAverage();
 					IdleLoad.Result result = idle.measure(Integer.parseInt(size[0]), Integer.parseInt(size[1]),
-							Duration.ofSeconds(10), window, windows);
-					report(String.format(Locale.ROOT, "idle load, %d nodes x %d groups (defaults), tx/s per %d s window",
-							result.nodes(), result.groups(), window.toSeconds()),
+							jvmOptions, Duration.ofSeconds(10), window, windows);
+					report(String.format(Locale.ROOT, "idle load, %d nodes x %d groups (defaults%s), tx/s per %d s window",
+							result.nodes(), result.groups(), skipValidation ? ", no pool validation" : "",
+							window.toSeconds()),
 							result.perWindow().format("tx/s") + String.format(Locale.ROOT,
-									"; mean %.2f tx/s, %d rolled back, %s server error lines", result.mean(),
-									result.rollbacks(),
+									"; mean %.2f tx/s; engines sent %.2f statements/s; %d rolled back, %s server error "
+											+ "lines", result.mean(), result.statements(), result.rollbacks(),
 									(result.errorLines() >= 0) ? Long.toString(result.errorLines()) : "unreadable"),
 							load);
 				}

@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
 
 import com.zaxxer.hikari.HikariConfig;
@@ -17,6 +18,7 @@ import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseSettings;
 import dev.leader.lease.LeaseState;
 import dev.leader.node.NodeRegistration;
+import dev.leader.test.CountingDataSource;
 
 /**
  * A JVM that hosts several lightweight nodes: one {@link LeaderEngine} each, with the default settings, sharing one
@@ -25,8 +27,9 @@ import dev.leader.node.NodeRegistration;
  * <p>
  * Arguments: {@code url user password firstNode nodeCount groupCount leadFirst}. With {@code leadFirst} the first
  * engine is started alone and takes every group before the others start, so that the cluster reaches its steady
- * state without a hundred nodes racing for a thousand leases. Prints {@code HOST READY} once every engine runs, and
- * stops them all, releasing their leases, on SIGTERM.
+ * state without a hundred nodes racing for a thousand leases. Prints {@code HOST READY} once every engine runs, then
+ * {@code STATEMENTS <n>} every second with the number of statements its engines have sent, and stops them all,
+ * releasing their leases, on SIGTERM.
  */
 public final class EngineHost {
 
@@ -49,8 +52,11 @@ public final class EngineHost {
 		config.setMaximumPoolSize(Math.min(nodeCount, 6) + 1);
 		config.setConnectionTimeout(3000);
 		HikariDataSource dataSource = new HikariDataSource(config);
+		// Counts the engines' own statements, which the server's transaction count mixes with the pool's validation
+		// queries and with autovacuum.
+		CountingDataSource counted = new CountingDataSource(dataSource);
 		SharedListenStore store = new SharedListenStore(
-				new PostgresCoordinationStore(dataSource, BenchDatabase.PREFIX, Duration.ofSeconds(3)));
+				new PostgresCoordinationStore(counted.dataSource(), BenchDatabase.PREFIX, Duration.ofSeconds(3)));
 		List<String> groups = IntStream.range(0, groupCount).mapToObj((i) -> "group-" + i).toList();
 		List<LeaderEngine> engines = new CopyOnWriteArrayList<>();
 		CountDownLatch stopped = new CountDownLatch(1);
@@ -77,7 +83,9 @@ public final class EngineHost {
 			}
 		}
 		System.out.println("HOST READY");
-		stopped.await();
+		while (!stopped.await(1, TimeUnit.SECONDS)) {
+			System.out.println("STATEMENTS " + counted.mark());
+		}
 	}
 
 	/**
@@ -140,10 +148,11 @@ public final class EngineHost {
 	}
 
 	static List<String> command(BenchDatabase database, int firstNode, int nodeCount, int groupCount,
-			boolean leadFirst) {
+			boolean leadFirst, List<String> jvmOptions) {
 		List<String> command = new ArrayList<>();
 		command.add(ProcessHandle.current().info().command().orElseThrow());
 		command.add("-Xmx256m");
+		command.addAll(jvmOptions);
 		command.add("-XX:+UseSerialGC");
 		command.add("-cp");
 		command.add(System.getProperty("java.class.path"));
