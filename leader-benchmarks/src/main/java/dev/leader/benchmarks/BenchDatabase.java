@@ -1,0 +1,208 @@
+package dev.leader.benchmarks;
+
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.leader.jdbc.LeaderSchemaMigration;
+import dev.leader.jdbc.TablePrefix;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * A PostgreSQL database of the benchmarks' own, so that {@code pg_stat_database} and the server log count the
+ * benchmarked nodes and nothing else: created (dropped first if left over) on start, dropped on {@link #close()}.
+ * The monitoring queries run on the server's maintenance database, never on this one.
+ */
+final class BenchDatabase implements AutoCloseable {
+
+	static final TablePrefix PREFIX = new TablePrefix("leader_");
+
+	private final String serverUrl;
+
+	private final String user;
+
+	private final String password;
+
+	private final String name;
+
+	private final @Nullable String serverLog;
+
+	private BenchDatabase(String serverUrl, String user, String password, String name, @Nullable String serverLog) {
+		this.serverUrl = serverUrl;
+		this.user = user;
+		this.password = password;
+		this.name = name;
+		this.serverLog = serverLog;
+	}
+
+	/**
+	 * Creates the database on the server of the given URL, and runs the starter's migrations in it.
+	 */
+	static BenchDatabase create(String serverUrl, String user, String password, String name,
+			@Nullable String serverLog) throws SQLException {
+		BenchDatabase database = new BenchDatabase(serverUrl, user, password, name, serverLog);
+		try (Connection connection = database.maintenance(); Statement statement = connection.createStatement()) {
+			statement.execute("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
+			statement.execute("CREATE DATABASE " + name);
+		}
+		try (HikariDataSource dataSource = database.dataSource("bench-migrate", 2)) {
+			new LeaderSchemaMigration(dataSource, PREFIX).migrate();
+		}
+		return database;
+	}
+
+	String url() {
+		int slash = this.serverUrl.indexOf('/', "jdbc:postgresql://".length());
+		int query = this.serverUrl.indexOf('?');
+		String base = this.serverUrl.substring(0, slash + 1) + this.name;
+		return (query >= 0) ? base + this.serverUrl.substring(query) : base;
+	}
+
+	String user() {
+		return this.user;
+	}
+
+	String password() {
+		return this.password;
+	}
+
+	String name() {
+		return this.name;
+	}
+
+	HikariDataSource dataSource(String poolName, int size) {
+		HikariConfig config = new HikariConfig();
+		config.setPoolName(poolName);
+		config.setJdbcUrl(url());
+		config.setUsername(this.user);
+		config.setPassword(this.password);
+		config.setMaximumPoolSize(size);
+		config.setMinimumIdle(1);
+		config.setConnectionTimeout(3000);
+		return new HikariDataSource(config);
+	}
+
+	/**
+	 * Empties the starter's tables between two benchmarks.
+	 */
+	void reset() throws SQLException {
+		try (Connection connection = DriverManager.getConnection(url(), this.user, this.password);
+				Statement statement = connection.createStatement()) {
+			statement.execute("TRUNCATE " + PREFIX.value() + "leases, " + PREFIX.value() + "nodes, " + PREFIX.value()
+					+ "fences");
+		}
+	}
+
+	/**
+	 * Reads the database's transaction counters, committed plus rolled back, and rolled back alone.
+	 */
+	long[] transactions() throws SQLException {
+		try (Connection connection = maintenance();
+				PreparedStatement statement = connection.prepareStatement(
+						"SELECT xact_commit + xact_rollback, xact_rollback FROM pg_stat_database WHERE datname = ?")) {
+			statement.setString(1, this.name);
+			try (ResultSet row = statement.executeQuery()) {
+				row.next();
+				return new long[] { row.getLong(1), row.getLong(2) };
+			}
+		}
+	}
+
+	/**
+	 * Returns the size of the server log, to count the lines written after it with {@link #errorLines(long)}.
+	 * @return the size, or -1 if the log cannot be read
+	 */
+	long serverLogSize() {
+		String log = serverLog();
+		if (log == null) {
+			return -1;
+		}
+		try (Connection connection = maintenance();
+				PreparedStatement statement = connection.prepareStatement("SELECT size FROM pg_stat_file(?)")) {
+			statement.setString(1, log);
+			try (ResultSet row = statement.executeQuery()) {
+				row.next();
+				return row.getLong(1);
+			}
+		}
+		catch (SQLException ex) {
+			return -1;
+		}
+	}
+
+	/**
+	 * Counts the ERROR, FATAL and PANIC lines of this database written to the server log after the given size.
+	 * @return the count, or -1 if the log cannot be read
+	 */
+	long errorLines(long fromSize) {
+		String log = serverLog();
+		if (log == null || fromSize < 0) {
+			return -1;
+		}
+		try (Connection connection = maintenance();
+				PreparedStatement statement = connection.prepareStatement("""
+						SELECT count(*) FROM regexp_split_to_table(
+						  pg_read_file(?, ?, greatest((SELECT size FROM pg_stat_file(?)) - ?, 0)), E'\\n') AS line
+						WHERE line LIKE ? AND line ~ '(ERROR|FATAL|PANIC):'
+						""")) {
+			statement.setString(1, log);
+			statement.setLong(2, fromSize);
+			statement.setString(3, log);
+			statement.setLong(4, fromSize);
+			statement.setString(5, "%@" + this.name + " %");
+			try (ResultSet row = statement.executeQuery()) {
+				row.next();
+				return row.getLong(1);
+			}
+		}
+		catch (SQLException ex) {
+			return -1;
+		}
+	}
+
+	private @Nullable String serverLog() {
+		if (this.serverLog != null) {
+			return this.serverLog;
+		}
+		try (Connection connection = maintenance();
+				Statement statement = connection.createStatement();
+				ResultSet row = statement.executeQuery("SELECT pg_current_logfile()")) {
+			row.next();
+			String file = row.getString(1);
+			try (ResultSet dir = statement.executeQuery("SHOW data_directory")) {
+				dir.next();
+				String dataDirectory = dir.getString(1);
+				if (file != null) {
+					return file.startsWith("/") ? file : dataDirectory + "/" + file;
+				}
+				// Debian and Ubuntu clusters log to /var/log/postgresql/postgresql-<version>-<cluster>.log
+				Matcher debian = Pattern
+					.compile("/var/lib/postgresql/([^/]+)/([^/]+)/?").matcher(dataDirectory);
+				return debian.matches() ? "/var/log/postgresql/postgresql-" + debian.group(1) + "-"
+						+ debian.group(2) + ".log" : null;
+			}
+		}
+		catch (SQLException ex) {
+			return null;
+		}
+	}
+
+	private Connection maintenance() throws SQLException {
+		return DriverManager.getConnection(this.serverUrl, this.user, this.password);
+	}
+
+	@Override
+	public void close() throws SQLException {
+		try (Connection connection = maintenance(); Statement statement = connection.createStatement()) {
+			statement.execute("DROP DATABASE IF EXISTS " + this.name + " WITH (FORCE)");
+		}
+	}
+
+}

@@ -1,0 +1,206 @@
+package dev.leader.benchmarks;
+
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+import dev.leader.lease.LeaseSettings;
+import org.openjdk.jmh.results.Result;
+import org.openjdk.jmh.results.RunResult;
+import org.openjdk.jmh.runner.Runner;
+import org.openjdk.jmh.runner.options.Options;
+import org.openjdk.jmh.runner.options.OptionsBuilder;
+import org.openjdk.jmh.runner.options.TimeValue;
+import org.openjdk.jmh.util.Statistics;
+
+/**
+ * Runs the benchmarks and prints every figure as min / median / p99 / max. Started by
+ * {@code ./mvnw -Pbenchmarks -pl leader-benchmarks -am -DskipTests verify}; see {@code leader-benchmarks/README.md}.
+ * <p>
+ * Arguments, all optional: {@code --only=handover,failover,load,jmh}, {@code --rounds=30} (hand-overs and
+ * failovers), {@code --load=3x1,100x1000} (idle clusters, nodes x groups), {@code --load-window=PT10S} and
+ * {@code --load-windows=6}, {@code --server-log=<path>} (the server's log file when {@code pg_current_logfile()}
+ * does not name it). The server comes from {@code LEADER_BENCH_JDBC_URL} (default
+ * {@code jdbc:postgresql://127.0.0.1:5432/postgres}), {@code LEADER_BENCH_JDBC_USER} ({@code postgres}) and
+ * {@code LEADER_BENCH_JDBC_PASSWORD}; the user must be allowed to create databases, and to read the server log
+ * ({@code pg_read_server_files}) for the error-line count.
+ */
+public final class Benchmarks {
+
+	/**
+	 * Fast timings for the failover rounds: the lag after expiry does not depend on the lease duration, and a
+	 * two-second lease keeps a round short.
+	 */
+	private static final LeaseSettings FAILOVER = new LeaseSettings(Duration.ofSeconds(2), Duration.ofMillis(500),
+			Duration.ofMillis(500), Duration.ofMillis(300), Duration.ofSeconds(2), Duration.ofSeconds(3));
+
+	private Benchmarks() {
+	}
+
+	public static void main(String[] args) throws Exception {
+		Map<String, String> options = parse(args);
+		Set<String> only = Set.of(options.getOrDefault("only", "handover,failover,load,jmh").split(","));
+		int rounds = Integer.parseInt(options.getOrDefault("rounds", "30"));
+		String url = env("LEADER_BENCH_JDBC_URL", "jdbc:postgresql://127.0.0.1:5432/postgres");
+		String user = env("LEADER_BENCH_JDBC_USER", "postgres");
+		String password = env("LEADER_BENCH_JDBC_PASSWORD", "");
+		Path logs = Files.createDirectories(Path.of("target", "benchmark-logs"));
+		System.out.println(machine(url, user, password));
+		try (BenchDatabase database = BenchDatabase.create(url, user, password, "leader_bench",
+				options.get("server-log"))) {
+			LeadershipTimings timings = new LeadershipTimings(database, logs);
+			if (only.contains("handover")) {
+				String load = loadAverage();
+				List<Double> handOvers = timings.handOver(LeaseSettings.defaults(), rounds, Duration.ofSeconds(2));
+				report("graceful hand-over, SIGTERM -> successor's grant (3 nodes, defaults)",
+						Stats.of(handOvers).format("ms"), load);
+			}
+			if (only.contains("failover")) {
+				String load = loadAverage();
+				List<List<Double>> failovers = timings.failover(FAILOVER, rounds, Duration.ofSeconds(1));
+				report("crash failover, kill -9 -> successor's grant (3 nodes, lease 2 s, renew 500 ms)",
+						Stats.of(failovers.get(0)).format("ms"), load);
+				report("  grant after the lease's database expiry, database clock (takeover's acquired_at)",
+						Stats.of(failovers.get(1)).format("ms"), load);
+				report("  grant after the lease's database expiry, successor's grant event",
+						Stats.of(failovers.get(2)).format("ms"), load);
+			}
+			if (only.contains("load")) {
+				IdleLoad idle = new IdleLoad(database, logs);
+				Duration window = Duration.parse(options.getOrDefault("load-window", "PT10S"));
+				int windows = Integer.parseInt(options.getOrDefault("load-windows", "6"));
+				for (String cluster : options.getOrDefault("load", "3x1,100x1000").split(",")) {
+					// "3x1" runs the nodes with Hikari's defaults; "3x1v" with pool validation skipped for a minute
+					// of idleness, which separates the engine's statements from the pool's validation queries.
+					boolean skipValidation = cluster.endsWith("v");
+					String[] size = cluster.replace("v", "").split("x");
+					List<String> jvmOptions = skipValidation ? List.of("-Dcom.zaxxer.hikari.aliveBypassWindowMs=60000")
+							: List.of();
+					String load = loadAverage();
+					IdleLoad.Result result = idle.measure(Integer.parseInt(size[0]), Integer.parseInt(size[1]),
+							jvmOptions, Duration.ofSeconds(10), window, windows);
+					report(String.format(Locale.ROOT, "idle load, %d nodes x %d groups (defaults%s), tx/s per %d s window",
+							result.nodes(), result.groups(), skipValidation ? ", no pool validation" : "",
+							window.toSeconds()),
+							result.perWindow().format("tx/s") + String.format(Locale.ROOT,
+									"; mean %.2f tx/s; engines sent %.2f statements/s; %d rolled back, %s server error "
+											+ "lines", result.mean(), result.statements(), result.rollbacks(),
+									(result.errorLines() >= 0) ? Long.toString(result.errorLines()) : "unreadable"),
+							load);
+				}
+			}
+			if (only.contains("jmh")) {
+				runJmh(database);
+			}
+		}
+	}
+
+	private static void runJmh(BenchDatabase database) throws Exception {
+		String load = loadAverage();
+		Options check = new OptionsBuilder().include(LeaderCheckBenchmark.class.getName())
+			.forks(1)
+			.warmupIterations(3)
+			.warmupTime(TimeValue.seconds(1))
+			.measurementIterations(5)
+			.measurementTime(TimeValue.seconds(1))
+			.build();
+		for (RunResult result : new Runner(check).run()) {
+			Result<?> primary = result.getPrimaryResult();
+			Statistics statistics = primary.getStatistics();
+			report("leader check, Leadership.isLeader (JMH average per iteration)",
+					String.format(Locale.ROOT, "min %.1f / median %.1f / p99 %.1f / max %.1f ns (n=%d iterations)",
+							statistics.getMin(), statistics.getPercentile(50), statistics.getPercentile(99),
+							statistics.getMax(), statistics.getN()),
+					load);
+		}
+		load = loadAverage();
+		Options writes = new OptionsBuilder().include(FencedWriteBenchmark.class.getName())
+			.forks(1)
+			.warmupIterations(2)
+			.warmupTime(TimeValue.seconds(2))
+			.measurementIterations(5)
+			.measurementTime(TimeValue.seconds(3))
+			.jvmArgsAppend("-Dbench.url=" + database.url(), "-Dbench.user=" + database.user(),
+					"-Dbench.password=" + database.password())
+			.build();
+		Collection<RunResult> results = new Runner(writes).run();
+		Map<String, Double> medians = new LinkedHashMap<>();
+		for (RunResult result : results) {
+			String name = result.getParams().getBenchmark().replaceAll(".*\\.", "");
+			Statistics statistics = result.getPrimaryResult().getStatistics();
+			medians.put(name, statistics.getPercentile(50));
+			report("single-row write in a transaction, " + name + " (JMH sample time)",
+					String.format(Locale.ROOT, "min %.0f / median %.0f / p99 %.0f / max %.0f us (n=%d)",
+							statistics.getMin(), statistics.getPercentile(50), statistics.getPercentile(99),
+							statistics.getMax(), statistics.getN()),
+					load);
+		}
+		if (medians.containsKey("guardedWrite") && medians.containsKey("plainWrite")) {
+			report("guarded / plain write, medians",
+					String.format(Locale.ROOT, "%.2fx", medians.get("guardedWrite") / medians.get("plainWrite")),
+					load);
+		}
+	}
+
+	private static void report(String what, String figures, String loadBefore) {
+		System.out.printf("RESULT %-95s %s  [load %s -> %s]%n", what, figures, loadBefore, loadAverage());
+	}
+
+	private static String loadAverage() {
+		try {
+			String[] loads = Files.readString(Path.of("/proc/loadavg")).split(" ");
+			return loads[0] + " " + loads[1] + " " + loads[2];
+		}
+		catch (Exception ex) {
+			return String.format(Locale.ROOT, "%.2f",
+					ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage());
+		}
+	}
+
+	private static String machine(String url, String user, String password) {
+		String server;
+		try (Connection connection = DriverManager.getConnection(url, user, password);
+				Statement statement = connection.createStatement();
+				ResultSet row = statement.executeQuery("SELECT current_setting('server_version'), "
+						+ "current_setting('synchronous_commit'), current_setting('fsync')")) {
+			row.next();
+			server = "PostgreSQL " + row.getString(1) + " (synchronous_commit=" + row.getString(2) + ", fsync="
+					+ row.getString(3) + ")";
+		}
+		catch (Exception ex) {
+			server = "PostgreSQL unreachable: " + ex.getMessage();
+		}
+		return String.format(Locale.ROOT, "MACHINE %d cores, Java %s, %s, %s, load %s",
+				Runtime.getRuntime().availableProcessors(), System.getProperty("java.version"),
+				System.getProperty("os.name") + " " + System.getProperty("os.version"), server, loadAverage());
+	}
+
+	private static Map<String, String> parse(String[] args) {
+		Map<String, String> options = new LinkedHashMap<>();
+		for (String arg : args) {
+			int equals = arg.indexOf('=');
+			if (!arg.startsWith("--") || equals < 0) {
+				throw new IllegalArgumentException("Expected --name=value but got '" + arg + "'");
+			}
+			options.put(arg.substring(2, equals), arg.substring(equals + 1));
+		}
+		return options;
+	}
+
+	private static String env(String name, String fallback) {
+		String value = System.getenv(name);
+		return (value != null && !value.isBlank()) ? value : fallback;
+	}
+
+}

@@ -1,0 +1,203 @@
+package dev.leader.benchmarks;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.OffsetDateTime;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+
+import dev.leader.lease.LeaseSettings;
+import dev.leader.test.NodeEvent;
+import dev.leader.test.NodeEvent.Type;
+import dev.leader.test.NodeProcess;
+
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Hand-over and failover of one group among three node processes ({@code TestNode}: a {@code LeaderEngine} on a
+ * Hikari pool, without a Spring context), measured on the monotonic clock that every process of the machine shares:
+ * from the signal the benchmark sends to the leader, to the {@code GRANTED} line that the successor prints from its
+ * listener. After every round the stopped node is replaced by a fresh process, so every hand-over is a node's first
+ * and only stop, as in production.
+ */
+final class LeadershipTimings {
+
+	private static final String GROUP = "bench";
+
+	private static final Duration TIMEOUT = Duration.ofSeconds(30);
+
+	private final BenchDatabase database;
+
+	private final Path logs;
+
+	private final List<NodeProcess> nodes = new ArrayList<>();
+
+	private int started;
+
+	LeadershipTimings(BenchDatabase database, Path logs) {
+		this.database = database;
+		this.logs = logs;
+	}
+
+	/**
+	 * SIGTERM to the leader until the successor's grant.
+	 * @param settings the nodes' settings
+	 * @param rounds how many hand-overs
+	 * @param settle how long to let the cluster idle before each round
+	 * @return the hand-over times in milliseconds
+	 */
+	List<Double> handOver(LeaseSettings settings, int rounds, Duration settle) throws Exception {
+		List<Double> samples = new ArrayList<>();
+		try {
+			startNodes(settings, 3);
+			for (int round = 0; round < rounds; round++) {
+				NodeProcess leader = awaitLeader();
+				sleep(settle);
+				long term = grantedTerm(leader);
+				long signalledAt = System.nanoTime();
+				leader.sigterm();
+				NodeEvent grant = awaitGrantAbove(term);
+				samples.add((grant.nanoTime() - signalledAt) / 1e6);
+				leader.awaitExit(TIMEOUT);
+				replace(leader, settings);
+			}
+		}
+		finally {
+			closeNodes();
+		}
+		return samples;
+	}
+
+	/**
+	 * kill -9 of the leader until the successor's grant, and the lag of that grant after the lease's expiry.
+	 * @param settings the nodes' settings
+	 * @param rounds how many failovers
+	 * @param settle how long to let the cluster idle before each round
+	 * @return the failover times, the lags after expiry on the database clock, and the lags after expiry of the
+	 * printed grant, in milliseconds
+	 */
+	List<List<Double>> failover(LeaseSettings settings, int rounds, Duration settle) throws Exception {
+		List<Double> failovers = new ArrayList<>();
+		List<Double> databaseLags = new ArrayList<>();
+		List<Double> grantLags = new ArrayList<>();
+		try {
+			startNodes(settings, 3);
+			for (int round = 0; round < rounds; round++) {
+				NodeProcess leader = awaitLeader();
+				sleep(settle);
+				long term = grantedTerm(leader);
+				long killedAt = System.nanoTime();
+				leader.kill9();
+				Lease dead = readLease();
+				if (dead.term() != term) {
+					throw new IllegalStateException("Lease moved on before it expired: " + dead + ", term " + term);
+				}
+				NodeEvent grant = awaitGrantAbove(term);
+				Lease taken = readLease();
+				failovers.add((grant.nanoTime() - killedAt) / 1e6);
+				databaseLags.add(ChronoUnit.MICROS.between(dead.expiresAt(), taken.acquiredAt()) / 1e3);
+				long expiresAtNanos = dead.readAt() - ChronoUnit.NANOS.between(dead.expiresAt(), dead.databaseNow());
+				grantLags.add((grant.nanoTime() - expiresAtNanos) / 1e6);
+				replace(leader, settings);
+			}
+		}
+		finally {
+			closeNodes();
+		}
+		return List.of(failovers, databaseLags, grantLags);
+	}
+
+	private void startNodes(LeaseSettings settings, int count) throws Exception {
+		this.database.reset();
+		for (int i = 0; i < count; i++) {
+			this.nodes.add(start(settings));
+		}
+		this.nodes.forEach((node) -> node.awaitReady(TIMEOUT));
+	}
+
+	private void replace(NodeProcess stopped, LeaseSettings settings) throws IOException {
+		stopped.close();
+		this.nodes.remove(stopped);
+		this.nodes.add(start(settings).awaitReady(TIMEOUT));
+	}
+
+	private NodeProcess start(LeaseSettings settings) throws IOException {
+		String nodeId = "node-" + (++this.started);
+		List<String> arguments = new ArrayList<>(nodeArguments(this.database, settings));
+		arguments.add("--groups=" + GROUP);
+		return NodeProcess.start(nodeId, arguments, this.logs.resolve(nodeId + ".log"));
+	}
+
+	static List<String> nodeArguments(BenchDatabase database, LeaseSettings settings) {
+		return List.of("--url=" + database.url(), "--user=" + database.user(), "--password=" + database.password(),
+				"--lease=" + settings.duration(), "--renew=" + settings.renewInterval(),
+				"--retry=" + settings.retryInterval(), "--margin=" + settings.safetyMargin(),
+				"--node-expiry=" + settings.nodeExpiry(), "--yield-cooldown=" + settings.yieldCooldown());
+	}
+
+	private NodeProcess awaitLeader() {
+		return await().atMost(TIMEOUT)
+			.pollInterval(Duration.ofMillis(10))
+			.until(() -> this.nodes.stream().filter((node) -> node.isLeader(GROUP)).toList(),
+					(leaders) -> leaders.size() == 1)
+			.get(0);
+	}
+
+	private NodeEvent awaitGrantAbove(long term) {
+		return await().atMost(TIMEOUT)
+			.pollDelay(Duration.ZERO)
+			.pollInterval(Duration.ofMillis(1))
+			.until(() -> this.nodes.stream()
+				.flatMap((node) -> node
+					.firstEvent((event) -> event.is(Type.GRANTED, GROUP) && event.term() > term)
+					.stream())
+				.min(Comparator.comparingLong(NodeEvent::nanoTime)), Optional::isPresent)
+			.orElseThrow();
+	}
+
+	private static long grantedTerm(NodeProcess leader) {
+		return leader.lastEvent((event) -> event.is(Type.GRANTED, GROUP)).orElseThrow().term();
+	}
+
+	private Lease readLease() throws SQLException {
+		try (Connection connection = DriverManager.getConnection(this.database.url(), this.database.user(),
+				this.database.password());
+				PreparedStatement statement = connection.prepareStatement("SELECT term, acquired_at, expires_at, "
+						+ "clock_timestamp() FROM " + BenchDatabase.PREFIX.value() + "leases WHERE group_name = ?")) {
+			statement.setString(1, GROUP);
+			try (ResultSet row = statement.executeQuery()) {
+				long readAt = System.nanoTime();
+				row.next();
+				return new Lease(row.getLong(1), row.getObject(2, OffsetDateTime.class),
+						row.getObject(3, OffsetDateTime.class), row.getObject(4, OffsetDateTime.class), readAt);
+			}
+		}
+	}
+
+	private void closeNodes() {
+		this.nodes.forEach(NodeProcess::close);
+		this.nodes.clear();
+	}
+
+	/**
+	 * Lets the cluster idle; a pause in the benchmark's schedule, never a synchronisation.
+	 */
+	private static void sleep(Duration duration) throws InterruptedException {
+		TimeUnit.NANOSECONDS.sleep(duration.toNanos());
+	}
+
+	private record Lease(long term, OffsetDateTime acquiredAt, OffsetDateTime expiresAt, OffsetDateTime databaseNow,
+			long readAt) {
+	}
+
+}

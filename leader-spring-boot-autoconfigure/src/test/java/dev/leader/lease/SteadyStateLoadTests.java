@@ -1,0 +1,215 @@
+package dev.leader.lease;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.stream.IntStream;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.leader.LeadershipGrantedEvent;
+import dev.leader.jdbc.LeaderSchemaMigration;
+import dev.leader.jdbc.PostgresCoordinationStore;
+import dev.leader.jdbc.TablePrefix;
+import dev.leader.node.NodeRegistration;
+import dev.leader.test.CountingDataSource;
+import dev.leader.test.CountingDataSource.Execution;
+import dev.leader.test.TestDatabase;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * The database load of the engine, counted rather than timed: every statement a node sends goes through a
+ * {@link CountingDataSource}, so these checks do not depend on the machine's speed, nor on other clients of the
+ * server, and a regression in load (a statement per group, a follower polling, a failing insert used as control
+ * flow) fails them at once.
+ * <p>
+ * "No failing statements" is checked on the client: every statement the node sends is recorded with its outcome.
+ * The server's own counters ({@code pg_stat_database.xact_rollback}) and log are shared with every other client of
+ * the test server and are flushed late, so they are used by the benchmark, on a database of its own, instead.
+ */
+class SteadyStateLoadTests {
+
+	/**
+	 * A short renew interval, so that ten round trips take two seconds; the lease is long enough that no lease
+	 * expires on a busy machine.
+	 */
+	private static final LeaseSettings SETTINGS = new LeaseSettings(Duration.ofSeconds(5), Duration.ofMillis(200),
+			Duration.ofMillis(500), Duration.ofMillis(100), Duration.ofSeconds(2), Duration.ofSeconds(3));
+
+	private static final int ROUND_TRIPS = 10;
+
+	private static final Duration TIMEOUT = Duration.ofSeconds(10);
+
+	private static final String TICK = "INSERT INTO leader_nodes";
+
+	private static final String ACQUIRE = "INSERT INTO leader_leases";
+
+	private static final String RELEASE = "pg_notify";
+
+	private TestDatabase database;
+
+	private HikariDataSource dataSource;
+
+	private final List<LeaderEngine> engines = new CopyOnWriteArrayList<>();
+
+	private final List<Object> events = new CopyOnWriteArrayList<>();
+
+	@BeforeEach
+	void createSchema() {
+		this.database = TestDatabase.createSchema();
+		this.dataSource = this.database.dataSource(10);
+		new LeaderSchemaMigration(this.dataSource, new TablePrefix("leader_")).migrate();
+	}
+
+	@AfterEach
+	void dropSchema() {
+		this.engines.forEach(LeaderEngine::stop);
+		this.dataSource.close();
+		this.database.drop();
+	}
+
+	@ParameterizedTest(name = "{0} groups")
+	@ValueSource(ints = { 1, 50 })
+	void leaderSendsOneStatementPerRenewIntervalHoweverManyGroupsItHolds(int groupCount) throws Exception {
+		List<String> groups = groups(groupCount);
+		CountingDataSource counted = new CountingDataSource(this.dataSource);
+		LeaderEngine leader = start("leader", counted, groups);
+		for (String group : groups) {
+			assertThat(leader.awaitLeadership(group, TIMEOUT)).as("leads %s", group).isTrue();
+		}
+		Instant windowStart = databaseNow();
+		int mark = counted.mark();
+		await().atMost(TIMEOUT).until(() -> counted.since(mark).size() >= ROUND_TRIPS);
+		List<Execution> window = counted.since(mark).subList(0, ROUND_TRIPS);
+		assertThat(window).allSatisfy((execution) -> {
+			assertThat(execution.sql()).as("steady-state statement").contains(TICK);
+			assertThat(execution.failure()).isNull();
+		});
+		// The engine sends a round trip no earlier than one renew interval after it began the previous one, and
+		// begins it before this data source sees it: one interval of slack covers the first one's head start.
+		assertThat(Duration.ofNanos(window.get(ROUND_TRIPS - 1).sentAt() - window.get(0).sentAt()))
+			.isGreaterThanOrEqualTo(SETTINGS.renewInterval().multipliedBy(ROUND_TRIPS - 2));
+		// Those round trips, and nothing else, renewed every lease.
+		assertThat(renewedSince(windowStart, "leader")).containsExactlyInAnyOrderElementsOf(groups);
+		assertThat(groups).allMatch(leader::isLeader);
+	}
+
+	@Test
+	void followersOfHeldLeasesSendOnlyTheirRoundTripAndNeverTryToAcquire() throws Exception {
+		List<String> groups = groups(10);
+		CountingDataSource leaderCounted = new CountingDataSource(this.dataSource);
+		LeaderEngine leader = start("leader", leaderCounted, groups);
+		for (String group : groups) {
+			assertThat(leader.awaitLeadership(group, TIMEOUT)).isTrue();
+		}
+		List<CountingDataSource> followers = new ArrayList<>();
+		for (String id : List.of("follower-1", "follower-2")) {
+			CountingDataSource counted = new CountingDataSource(this.dataSource);
+			start(id, counted, groups);
+			followers.add(counted);
+		}
+		await().atMost(TIMEOUT)
+			.until(() -> followers.stream()
+				.allMatch((counted) -> counted.executions().stream().filter(Execution.containing(TICK)).count()
+						>= ROUND_TRIPS));
+		for (CountingDataSource counted : followers) {
+			assertThat(counted.executions()).allSatisfy((execution) -> {
+				assertThat(execution.sql()).as("follower statement").satisfiesAnyOf(
+						(sql) -> assertThat(sql).contains(TICK), (sql) -> assertThat(sql).startsWith("LISTEN "));
+				assertThat(execution.failure()).isNull();
+			});
+		}
+		assertThat(leaderCounted.executions()).allSatisfy((execution) -> assertThat(execution.failure()).isNull());
+		assertThat(this.events).filteredOn(LeadershipGrantedEvent.class::isInstance)
+			.allSatisfy((event) -> assertThat(((LeadershipGrantedEvent) event).nodeId()).isEqualTo("leader"));
+	}
+
+	@Test
+	void handOverCostsTheLeaderOneReleaseAndEachFollowerAtMostTwoAcquiresPerGroup() throws Exception {
+		List<String> groups = groups(5);
+		CountingDataSource leaderCounted = new CountingDataSource(this.dataSource);
+		LeaderEngine leader = start("leader", leaderCounted, groups);
+		for (String group : groups) {
+			assertThat(leader.awaitLeadership(group, TIMEOUT)).isTrue();
+		}
+		List<CountingDataSource> followers = new ArrayList<>();
+		List<LeaderEngine> followerEngines = new ArrayList<>();
+		for (String id : List.of("follower-1", "follower-2")) {
+			CountingDataSource counted = new CountingDataSource(this.dataSource);
+			followerEngines.add(start(id, counted, groups));
+			followers.add(counted);
+		}
+		await().atMost(TIMEOUT).until(() -> followerEngines.stream()
+			.allMatch((engine) -> groups.stream().allMatch((group) -> engine.leader(group).isPresent())));
+		int leaderMark = leaderCounted.mark();
+		leader.stop();
+		for (String group : groups) {
+			await().atMost(TIMEOUT).until(() -> followerEngines.stream().anyMatch((engine) -> engine.isLeader(group)));
+		}
+		assertThat(leaderCounted.since(leaderMark).stream().filter(Execution.containing(RELEASE))).singleElement()
+			.satisfies((release) -> assertThat(release.failure()).isNull());
+		// One acquire on the notification; a round trip that read the lease released before the winner took it may
+		// make a second, refused, one. Never a retry loop.
+		for (CountingDataSource counted : followers) {
+			assertThat(counted.executions().stream().filter(Execution.containing(ACQUIRE)).count())
+				.isLessThanOrEqualTo(2L * groups.size());
+			assertThat(counted.executions()).allSatisfy((execution) -> assertThat(execution.failure()).isNull());
+		}
+		for (String group : groups) {
+			assertThat(followerEngines.stream().filter((engine) -> engine.isLeader(group))).hasSize(1);
+		}
+	}
+
+	private List<String> renewedSince(Instant start, String holder) throws SQLException {
+		List<String> renewed = new ArrayList<>();
+		try (Connection connection = this.dataSource.getConnection();
+				PreparedStatement statement = connection.prepareStatement(
+						"SELECT group_name FROM leader_leases WHERE holder = ? AND renewed_at > ?")) {
+			statement.setString(1, holder);
+			statement.setObject(2, start.atOffset(java.time.ZoneOffset.UTC));
+			try (ResultSet rows = statement.executeQuery()) {
+				while (rows.next()) {
+					renewed.add(rows.getString(1));
+				}
+			}
+		}
+		return renewed;
+	}
+
+	private Instant databaseNow() throws SQLException {
+		try (Connection connection = this.dataSource.getConnection();
+				PreparedStatement statement = connection.prepareStatement("SELECT clock_timestamp()");
+				ResultSet row = statement.executeQuery()) {
+			row.next();
+			return row.getObject(1, OffsetDateTime.class).toInstant();
+		}
+	}
+
+	private LeaderEngine start(String id, CountingDataSource counted, List<String> groups) {
+		LeaderEngine engine = new LeaderEngine(
+				new PostgresCoordinationStore(counted.dataSource(), new TablePrefix("leader_"), Duration.ofSeconds(2)),
+				SETTINGS, new NodeRegistration(id, id, "localhost", ProcessHandle.current().pid()), groups,
+				this.events::add);
+		this.engines.add(engine);
+		engine.start();
+		return engine;
+	}
+
+	private static List<String> groups(int count) {
+		return IntStream.rangeClosed(1, count).mapToObj((i) -> "group-" + i).toList();
+	}
+
+}
