@@ -21,11 +21,15 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import org.springframework.boot.actuate.autoconfigure.endpoint.EndpointAutoConfiguration;
-import org.springframework.boot.actuate.autoconfigure.endpoint.web.WebEndpointAutoConfiguration;
+import org.springframework.boot.actuate.endpoint.EndpointAccessResolver;
 import org.springframework.boot.actuate.endpoint.InvalidEndpointRequestException;
+import org.springframework.boot.actuate.endpoint.OperationFilter;
+import org.springframework.boot.actuate.endpoint.invoke.ParameterValueMapper;
+import org.springframework.boot.actuate.endpoint.web.EndpointMediaTypes;
 import org.springframework.boot.actuate.endpoint.web.ExposableWebEndpoint;
 import org.springframework.boot.actuate.endpoint.web.WebEndpointsSupplier;
 import org.springframework.boot.actuate.endpoint.web.WebOperation;
+import org.springframework.boot.actuate.endpoint.web.annotation.WebEndpointDiscoverer;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.Status;
@@ -35,6 +39,7 @@ import org.springframework.boot.micrometer.metrics.autoconfigure.MetricsAutoConf
 import org.springframework.boot.micrometer.metrics.autoconfigure.export.simple.SimpleMetricsExportAutoConfiguration;
 import org.springframework.boot.micrometer.observation.autoconfigure.ObservationAutoConfiguration;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.context.ApplicationContext;
 import org.springframework.context.ApplicationListener;
 import org.springframework.context.PayloadApplicationEvent;
 import org.springframework.jdbc.core.simple.JdbcClient;
@@ -108,21 +113,24 @@ class DaemonOperationsTests {
 	void daemonWriteOperationsAreAbsentWithTheDefaultAccessAndPresentWhenGranted() {
 		ApplicationContextRunner web = new ApplicationContextRunner()
 			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class,
-					LeaderEndpointAutoConfiguration.class, EndpointAutoConfiguration.class,
-					WebEndpointAutoConfiguration.class))
+					LeaderEndpointAutoConfiguration.class, EndpointAutoConfiguration.class))
 			.withPropertyValues("spring.datasource.url=" + this.database.url(),
 					"spring.datasource.username=" + this.database.user(),
 					"spring.datasource.password=" + this.database.password(), "leader.node.id=web-node",
 					"management.endpoints.web.exposure.include=leadership");
-		web.run((context) -> assertThat(operations(context.getBean(WebEndpointsSupplier.class)))
+		web.run((context) -> assertThat(operations(context))
 			.containsExactlyInAnyOrder("GET leadership", "GET leadership/{group}"));
 		web.withPropertyValues("management.endpoint.leadership.access=UNRESTRICTED")
-			.run((context) -> assertThat(operations(context.getBean(WebEndpointsSupplier.class)))
+			.run((context) -> assertThat(operations(context))
 				.containsExactlyInAnyOrder("GET leadership", "GET leadership/{group}", "POST leadership",
 						"POST leadership/{group}", "POST leadership/{kind}/{name}"));
 	}
 
-	private static List<String> operations(WebEndpointsSupplier endpoints) {
+	// The web endpoints as Spring Boot's web endpoint support discovers them, filtered by the configured access.
+	private static List<String> operations(ApplicationContext context) {
+		WebEndpointsSupplier endpoints = new WebEndpointDiscoverer(context,
+				context.getBean(ParameterValueMapper.class), EndpointMediaTypes.DEFAULT, List.of(), List.of(),
+				List.of(), List.of(), List.of(OperationFilter.byAccess(context.getBean(EndpointAccessResolver.class))));
 		ExposableWebEndpoint leadership = endpoints.getEndpoints()
 			.stream()
 			.filter((endpoint) -> endpoint.getEndpointId().toString().equals("leadership"))
