@@ -67,7 +67,30 @@ public enum LeaderMeters {
 	/**
 	 * Members as last read by this node, by state. A dead node is listed until it is forgotten.
 	 */
-	NODES("leader.nodes", Kind.GAUGE, "Members of the cluster as last read by this node", Tag.STATE);
+	NODES("leader.nodes", Kind.GAUGE, "Members of the cluster as last read by this node", Tag.STATE),
+
+	/**
+	 * One daemon assignment cycle of this node: a read of the nodes and assignments, the leader's plan and its
+	 * guarded writes when this node leads the daemons group ({@code role=leader}), and the starts, acknowledgements
+	 * and drains of this node's own daemons.
+	 */
+	DAEMON_CYCLE("leader.daemon.cycle", Kind.OBSERVATION, "Daemon assignment cycle of this node", Tag.ROLE),
+
+	/**
+	 * Daemon assignments by state, as last read by this node: every node reads them each cycle, so any node can be
+	 * scraped. {@code deleted} counts daemons that run nowhere now.
+	 */
+	ASSIGNMENTS("leader.daemon.assignments", Kind.GAUGE, "Daemon assignments by state as last read by this node",
+			Tag.STATE),
+
+	/**
+	 * Daemons the leader took away from a node while this node led the daemons group, by cause: revoked from a node
+	 * that runs them ({@code rebalance}, {@code requested}, {@code drained}), or reclaimed without waiting for the
+	 * node ({@code node_dead}, {@code ack_timeout}, {@code drain_timeout}). Each is followed by an assignment
+	 * elsewhere.
+	 */
+	DAEMON_MOVES("leader.daemon.moves", Kind.COUNTER, "Daemons taken away from a node by this node as leader",
+			Tag.CAUSE);
 
 	private final String name;
 
@@ -160,7 +183,9 @@ public enum LeaderMeters {
 		OUTCOME("outcome"),
 
 		/**
-		 * {@code leader} if the node held at least one lease when the round trip started, else {@code follower}.
+		 * Of {@code leader.heartbeat}: {@code leader} if the node held at least one lease when the round trip started,
+		 * else {@code follower}. Of {@code leader.daemon.cycle}: {@code leader} if the node led the daemons group when
+		 * the cycle started, else {@code node}.
 		 */
 		ROLE("role"),
 
@@ -176,9 +201,16 @@ public enum LeaderMeters {
 		REASON("reason"),
 
 		/**
-		 * {@code alive} or {@code dead}.
+		 * Of {@code leader.nodes}: {@code alive} or {@code dead}. Of {@code leader.daemon.assignments}:
+		 * {@code assigning}, {@code active}, {@code revoking} or {@code deleted}.
 		 */
-		STATE("state");
+		STATE("state"),
+
+		/**
+		 * Why the leader took a daemon away from a node: {@code rebalance}, {@code requested}, {@code drained},
+		 * {@code node_dead}, {@code ack_timeout} or {@code drain_timeout}.
+		 */
+		CAUSE("cause");
 
 		private final String key;
 

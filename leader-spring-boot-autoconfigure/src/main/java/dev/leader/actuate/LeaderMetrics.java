@@ -7,6 +7,8 @@ import java.util.concurrent.TimeUnit;
 import dev.leader.Leadership.LeadershipListener;
 import dev.leader.LeadershipGrantedEvent;
 import dev.leader.LeadershipRevokedEvent;
+import dev.leader.daemon.AssignmentState;
+import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.fencing.Fencing;
 import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseMonitor;
@@ -23,8 +25,9 @@ import org.jspecify.annotations.Nullable;
 /**
  * Registers the meters of {@link LeaderMeters} that are not observations: per group whether this node leads, the
  * term, the time left in the safe window, the transitions and the time without a leader; the members by state; and
- * the fencing rejections. Gauges read the engine when the registry is scraped; counters and timers are updated on the
- * {@code leader-events} and {@code leader-io} threads.
+ * the fencing rejections; and, with daemon assignment, the assignments by state and the leader's moves. Gauges and
+ * function counters read the engine and the coordinator when the registry is scraped; counters and timers are updated
+ * on the {@code leader-events} and {@code leader-io} threads.
  */
 public class LeaderMetrics implements MeterBinder {
 
@@ -32,14 +35,27 @@ public class LeaderMetrics implements MeterBinder {
 
 	private final @Nullable Fencing fencing;
 
+	private final @Nullable DaemonCoordinator daemons;
+
 	/**
 	 * Creates the metrics.
 	 * @param engine the engine to measure
 	 * @param fencing the fencing facade whose rejections to count, or {@code null} if there is none
 	 */
 	public LeaderMetrics(LeaderEngine engine, @Nullable Fencing fencing) {
+		this(engine, fencing, null);
+	}
+
+	/**
+	 * Creates the metrics, daemon assignment included.
+	 * @param engine the engine to measure
+	 * @param fencing the fencing facade whose rejections to count, or {@code null} if there is none
+	 * @param daemons the daemon coordinator to measure, or {@code null} if daemon assignment is off
+	 */
+	public LeaderMetrics(LeaderEngine engine, @Nullable Fencing fencing, @Nullable DaemonCoordinator daemons) {
 		this.engine = engine;
 		this.fencing = fencing;
+		this.daemons = daemons;
 	}
 
 	@Override
@@ -88,6 +104,30 @@ public class LeaderMetrics implements MeterBinder {
 		if (this.fencing != null) {
 			FunctionCounter.builder(LeaderMeters.FENCING_REJECTIONS.getName(), this.fencing, Fencing::rejections)
 				.description(LeaderMeters.FENCING_REJECTIONS.getDescription())
+				.register(registry);
+		}
+		if (this.daemons != null) {
+			bindDaemons(registry, this.daemons);
+		}
+	}
+
+	private static void bindDaemons(MeterRegistry registry, DaemonCoordinator daemons) {
+		for (AssignmentState state : AssignmentState.values()) {
+			Gauge.builder(LeaderMeters.ASSIGNMENTS.getName(), daemons,
+					(coordinator) -> coordinator.assignments()
+						.stream()
+						.filter((assignment) -> assignment.state() == state)
+						.count())
+				.description(LeaderMeters.ASSIGNMENTS.getDescription())
+				.tag(key(LeaderMeters.Tag.STATE), state.name().toLowerCase(Locale.ROOT))
+				.register(registry);
+		}
+		for (String cause : DaemonCoordinator.moveCauses()) {
+			FunctionCounter
+				.builder(LeaderMeters.DAEMON_MOVES.getName(), daemons,
+						(coordinator) -> coordinator.moves().getOrDefault(cause, 0L))
+				.description(LeaderMeters.DAEMON_MOVES.getDescription())
+				.tag(key(LeaderMeters.Tag.CAUSE), cause)
 				.register(registry);
 		}
 	}

@@ -3,16 +3,19 @@ package dev.leader.actuate;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
+import java.util.NoSuchElementException;
 import java.util.TreeMap;
 
 import dev.leader.NodeInfo;
 import dev.leader.daemon.Assignment;
 import dev.leader.daemon.DaemonCoordinator;
+import dev.leader.daemon.DaemonRequest;
 import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseState;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.boot.actuate.endpoint.Access;
+import org.springframework.boot.actuate.endpoint.InvalidEndpointRequestException;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
 import org.springframework.boot.actuate.endpoint.annotation.ReadOperation;
 import org.springframework.boot.actuate.endpoint.annotation.Selector;
@@ -20,10 +23,21 @@ import org.springframework.boot.actuate.endpoint.annotation.WriteOperation;
 
 /**
  * The {@code leadership} endpoint: this node, every group it takes part in, the members and the daemon assignments;
- * and one write operation, yielding a group ({@code POST /actuator/leadership/{group}}).
+ * and write operations:
+ * <ul>
+ * <li>{@code POST /actuator/leadership/{group}} yields a group;</li>
+ * <li>{@code POST /actuator/leadership} asks the leader of the daemons group to rebalance now;</li>
+ * <li>{@code POST /actuator/leadership/daemons/{daemon}}, with an optional body {@code {"node":"…"}}, asks it to
+ * move a daemon to that node, or to the least-loaded other node;</li>
+ * <li>{@code POST /actuator/leadership/nodes/{node}}, with an optional body {@code {"drained":false}}, drains a node
+ * (moves its daemons away and gives it no new ones) or undrains it.</li>
+ * </ul>
+ * The daemon operations work on any node: they check their input, record the request in the database and return at
+ * once; the leader carries it out under its term. An unknown daemon or node in the path answers 404, an unusable
+ * target node 400, and nothing is recorded then.
  * <p>
- * The endpoint's default access is {@link Access#READ_ONLY}: exposing it shows the reads only. The write operation
- * exists only when the application grants it {@code management.endpoint.leadership.access=unrestricted} (or raises
+ * The endpoint's default access is {@link Access#READ_ONLY}: exposing it shows the reads only. The write operations
+ * exist only when the application grants it {@code management.endpoint.leadership.access=unrestricted} (or raises
  * {@code management.endpoints.access.default}), and should then be secured like any other actuator write.
  */
 @Endpoint(id = "leadership", defaultAccess = Access.READ_ONLY)
@@ -95,6 +109,63 @@ public class LeadershipEndpoint {
 		return new YieldDescriptor(group, yielded, yielded ? this.engine.settings().yieldCooldown().toMillis() : 0);
 	}
 
+	/**
+	 * Asks the leader of the daemons group to rebalance at its next cycle with nothing in flight, without waiting for
+	 * the settle window.
+	 * @return the request, or {@code null} (404) if daemon assignment is off
+	 */
+	@WriteOperation
+	public @Nullable RequestDescriptor rebalance() {
+		if (this.daemons == null) {
+			return null;
+		}
+		return new RequestDescriptor(this.daemons.requestRebalance());
+	}
+
+	/**
+	 * Moves a daemon ({@code kind} {@code daemons}) or drains a node ({@code kind} {@code nodes}).
+	 * @param kind {@code daemons} or {@code nodes}
+	 * @param name the daemon or the node
+	 * @param node for a daemon, the node to move it to; {@code null} for the least-loaded other node
+	 * @param drained for a node, whether to drain it; {@code null} means {@code true}
+	 * @return the outcome, or {@code null} (404) for an unknown kind, daemon or node, or if daemon assignment is off
+	 * @throws InvalidEndpointRequestException (400) if the target node cannot take the daemon, no other node can run
+	 * it, or a parameter does not belong to the kind
+	 */
+	@WriteOperation
+	public @Nullable Object daemonOperation(@Selector String kind, @Selector String name, @Nullable String node,
+			@Nullable Boolean drained) {
+		if (this.daemons == null) {
+			return null;
+		}
+		try {
+			if (kind.equals("daemons")) {
+				if (drained != null) {
+					throw invalid("'drained' applies to nodes, not to daemons");
+				}
+				return new RequestDescriptor(this.daemons.requestMove(name, node));
+			}
+			if (kind.equals("nodes")) {
+				if (node != null) {
+					throw invalid("'node' applies to daemons, not to nodes");
+				}
+				boolean drain = (drained == null) || drained;
+				return new DrainDescriptor(name, drain, this.daemons.drain(name, drain));
+			}
+			return null;
+		}
+		catch (NoSuchElementException ex) {
+			return null;
+		}
+		catch (IllegalArgumentException ex) {
+			throw invalid(ex.getMessage());
+		}
+	}
+
+	private static InvalidEndpointRequestException invalid(String reason) {
+		return new InvalidEndpointRequestException(reason, reason);
+	}
+
 	private GroupDescriptor describe(String group) {
 		boolean leader = this.engine.isLeader(group);
 		LeaseState lease = this.engine.lease(group).orElse(null);
@@ -158,6 +229,35 @@ public class LeadershipEndpoint {
 	 * @param cooldownMillis how long this node now stays out of the group's election, in milliseconds
 	 */
 	public record YieldDescriptor(String group, boolean yielded, long cooldownMillis) {
+	}
+
+	/**
+	 * A daemon request as recorded for the leader.
+	 *
+	 * @param kind {@code REBALANCE} or {@code MOVE}
+	 * @param daemon the daemon to move, {@code null} for a rebalance
+	 * @param node the node to move it to, or {@code null} for the least-loaded other node
+	 * @param requestedAt when it was recorded, in database time
+	 */
+	public record RequestDescriptor(String kind, @Nullable String daemon, @Nullable String node,
+			Instant requestedAt) {
+
+		RequestDescriptor(DaemonRequest request) {
+			this(request.kind().name(), request.daemon().isEmpty() ? null : request.daemon(), request.node(),
+					request.requestedAt());
+		}
+
+	}
+
+	/**
+	 * Outcome of a drain or undrain.
+	 *
+	 * @param node the node
+	 * @param drained whether it is drained now
+	 * @param daemons the daemons assigned to it when the request was recorded; the leader moves those that another
+	 * node can run
+	 */
+	public record DrainDescriptor(String node, boolean drained, List<String> daemons) {
 	}
 
 	/**

@@ -5,11 +5,14 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.TreeMap;
 
+import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseState;
+import org.jspecify.annotations.Nullable;
 
 import org.springframework.boot.health.contributor.AbstractHealthIndicator;
 import org.springframework.boot.health.contributor.Health;
+import org.springframework.boot.health.contributor.Status;
 
 /**
  * Health of leadership: UP while this node has reached the coordinator within the node expiry, DOWN once it has not
@@ -20,18 +23,44 @@ import org.springframework.boot.health.contributor.Health;
  * <p>
  * Being a follower is healthy; only losing the coordinator is not. That makes the indicator fit a readiness group: a
  * node that cannot reach the database should not take traffic that needs leadership decisions.
+ * <p>
+ * On the leader of the daemons group, daemons that stay unassigned or stuck past their timeouts (see
+ * {@link DaemonCoordinator#stuck()}) turn a reachable coordinator's status to {@link #DEGRADED}, with a {@code reason}
+ * and the daemons in {@code daemons}. {@code DEGRADED} is not in Spring Boot's default status order, so it does not
+ * change the aggregate status or the HTTP status of a health group unless the application lists it in
+ * {@code management.endpoint.health.status.order}: a cluster-wide problem with placing daemons is no reason to take
+ * the leader out of traffic, but it is one to alert on.
  */
 public class LeadershipHealthIndicator extends AbstractHealthIndicator {
 
+	/**
+	 * Status of a reachable coordinator when this node leads the daemons group and some daemons are unassigned or
+	 * stuck past their timeouts.
+	 */
+	public static final Status DEGRADED = new Status("DEGRADED",
+			"Daemons are unassigned or stuck past their timeouts");
+
 	private final LeaderEngine engine;
+
+	private final @Nullable DaemonCoordinator daemons;
 
 	/**
 	 * Creates an indicator.
 	 * @param engine the engine
 	 */
 	public LeadershipHealthIndicator(LeaderEngine engine) {
+		this(engine, null);
+	}
+
+	/**
+	 * Creates an indicator that also reports stuck daemons.
+	 * @param engine the engine
+	 * @param daemons the daemon coordinator, or {@code null} if daemon assignment is off
+	 */
+	public LeadershipHealthIndicator(LeaderEngine engine, @Nullable DaemonCoordinator daemons) {
 		super("Leadership health check failed");
 		this.engine = engine;
+		this.daemons = daemons;
 	}
 
 	@Override
@@ -45,7 +74,14 @@ public class LeadershipHealthIndicator extends AbstractHealthIndicator {
 		}
 		Duration expiry = this.engine.settings().nodeExpiry();
 		Duration since = this.engine.sinceLastContact().orElse(null);
-		if (since != null && since.compareTo(expiry) < 0) {
+		Map<String, String> stuck = (this.daemons != null) ? this.daemons.stuck() : Map.of();
+		if (since != null && since.compareTo(expiry) < 0 && !stuck.isEmpty()) {
+			builder.status(DEGRADED)
+				.withDetail("coordinator", "reachable")
+				.withDetail("reason", stuck.size() + " daemon(s) unassigned or stuck past their timeouts")
+				.withDetail("daemons", stuck);
+		}
+		else if (since != null && since.compareTo(expiry) < 0) {
 			builder.up().withDetail("coordinator", "reachable");
 		}
 		else {

@@ -131,9 +131,12 @@ public final class LeaderAutoConfiguration {
 	@ConditionalOnMissingBean
 	@ConditionalOnBooleanProperty(name = "leader.daemons.enabled", matchIfMissing = true)
 	DaemonStore leaderDaemonStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
-			ObjectProvider<LeaderSchemaMigration> migration) {
+			ObjectProvider<LeaderSchemaMigration> migration, ObjectProvider<CoordinationStore> coordinationStore) {
 		migration.ifAvailable((available) -> { /* created, so the tables exist */ });
-		return new PostgresDaemonStore(dataSource, prefix, properties.getJdbc().getQueryTimeout());
+		// Assignment notifications share the coordination store's listening connection when it is ours.
+		PostgresCoordinationStore notifications = (coordinationStore
+			.getIfAvailable() instanceof PostgresCoordinationStore postgres) ? postgres : null;
+		return new PostgresDaemonStore(dataSource, prefix, properties.getJdbc().getQueryTimeout(), notifications);
 	}
 
 	@Bean
@@ -154,10 +157,12 @@ public final class LeaderAutoConfiguration {
 	@ConditionalOnBean({ LeaderEngine.class, DaemonStore.class, DaemonSettings.class })
 	DaemonCoordinator leaderDaemonCoordinator(LeaderEngine engine, LeaderEngineLifecycle engineLifecycle,
 			DaemonStore store, DaemonSettings settings, ListableBeanFactory beanFactory,
-			ApplicationEventPublisher publisher) {
+			ApplicationEventPublisher publisher, ObjectProvider<ObservationRegistry> observationRegistry) {
 		Map<String, DaemonAgent> agents = beanFactory.getBeansOfType(DaemonAgent.class);
-		return new DaemonCoordinator(engine, store, settings, DaemonCoordinator.agentsByName(agents),
-				publisher::publishEvent);
+		DaemonCoordinator coordinator = new DaemonCoordinator(engine, store, settings,
+				DaemonCoordinator.agentsByName(agents), publisher::publishEvent);
+		observationRegistry.ifUnique(coordinator::setObservationRegistry);
+		return coordinator;
 	}
 
 	@Bean

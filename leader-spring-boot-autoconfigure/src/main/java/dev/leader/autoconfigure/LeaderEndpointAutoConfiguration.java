@@ -44,8 +44,9 @@ public final class LeaderEndpointAutoConfiguration {
 
 		@Bean
 		@ConditionalOnMissingBean(name = "leadershipHealthIndicator")
-		LeadershipHealthIndicator leadershipHealthIndicator(LeaderEngine engine) {
-			return new LeadershipHealthIndicator(engine);
+		LeadershipHealthIndicator leadershipHealthIndicator(LeaderEngine engine,
+				ObjectProvider<DaemonCoordinator> daemons) {
+			return new LeadershipHealthIndicator(engine, daemons.getIfAvailable());
 		}
 
 	}

@@ -1,6 +1,7 @@
 package dev.leader.autoconfigure;
 
 import dev.leader.actuate.LeaderMetrics;
+import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.fencing.Fencing;
 import dev.leader.lease.LeaderEngine;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -26,8 +27,9 @@ public final class LeaderMetricsAutoConfiguration {
 
 	@Bean
 	@ConditionalOnMissingBean
-	LeaderMetrics leaderMetrics(LeaderEngine engine, ObjectProvider<Fencing> fencing) {
-		return new LeaderMetrics(engine, fencing.getIfAvailable());
+	LeaderMetrics leaderMetrics(LeaderEngine engine, ObjectProvider<Fencing> fencing,
+			ObjectProvider<DaemonCoordinator> daemons) {
+		return new LeaderMetrics(engine, fencing.getIfAvailable(), daemons.getIfAvailable());
 	}
 
 }

@@ -31,6 +31,12 @@ import org.jspecify.annotations.Nullable;
  * of the most-loaded node that a less-loaded node can run, at most the move cap per cycle. It is reassigned once
  * its node has drained it.</li>
  * </ol>
+ * Operators steer it through {@link DaemonRequest}s and drained nodes. A drained node gets nothing, and each of its
+ * daemons that another node can run is revoked toward the least-loaded such node, ignoring the settle window and the
+ * move cap. A move request revokes the daemon toward the requested node, or the least-loaded other node when none was
+ * named or the named one no longer takes daemons, and the reassignment that follows deletes the request; a request
+ * that cannot be carried out (no other node can run the daemon) is deleted. A rebalance request lifts the settle
+ * window once, at the first cycle with nothing in flight. Drained nodes neither give nor take in a rebalance.
  */
 public final class AssignmentPlanner {
 
@@ -50,14 +56,27 @@ public final class AssignmentPlanner {
 		Instant now = snapshot.now();
 		Map<String, Member> live = new TreeMap<>();
 		snapshot.members().stream().filter(Member::alive).forEach((member) -> live.put(member.id(), member));
+		Map<String, Member> takers = new TreeMap<>();
+		live.values().stream().filter(Member::takesDaemons).forEach((member) -> takers.put(member.id(), member));
 		Set<String> known = new TreeSet<>();
 		live.values().forEach((member) -> known.addAll(member.daemons()));
 		Map<String, Integer> load = new HashMap<>();
-		live.keySet().forEach((node) -> load.put(node, 0));
+		takers.keySet().forEach((node) -> load.put(node, 0));
+		Map<String, DaemonRequest> moves = new HashMap<>();
+		DaemonRequest rebalance = null;
+		for (DaemonRequest request : snapshot.requests()) {
+			if (request.kind() == DaemonRequest.Kind.REBALANCE) {
+				rebalance = request;
+			}
+			else {
+				moves.put(request.daemon(), request);
+			}
+		}
 		List<Action> actions = new ArrayList<>();
 		Map<String, Long> unassigned = new TreeMap<>();
 		Map<String, String> excluded = new HashMap<>();
-		Map<String, List<Assignment>> active = new HashMap<>();
+		Map<String, String> previous = new HashMap<>();
+		List<Assignment> placed = new ArrayList<>();
 		Set<String> seen = new HashSet<>();
 		boolean inFlight = false;
 		List<Assignment> assignments = new ArrayList<>(snapshot.assignments());
@@ -65,6 +84,7 @@ public final class AssignmentPlanner {
 		for (Assignment assignment : assignments) {
 			String daemon = assignment.daemon();
 			seen.add(daemon);
+			previous.put(daemon, assignment.node());
 			Duration age = Duration.between(assignment.since(), now);
 			ReclaimCause cause = null;
 			if (!assignment.isLive()) {
@@ -93,13 +113,42 @@ public final class AssignmentPlanner {
 				inFlight = true;
 				continue;
 			}
+			placed.add(assignment);
+			load.computeIfPresent(assignment.node(), (node, count) -> count + 1);
+		}
+		Map<String, List<Assignment>> active = new HashMap<>();
+		for (Assignment assignment : placed) {
+			String daemon = assignment.daemon();
+			String node = assignment.node();
+			DaemonRequest move = moves.get(daemon);
+			MoveCause moveCause = live.get(node).drained() ? MoveCause.DRAINED
+					: (move != null && !node.equals(move.node())) ? MoveCause.REQUESTED : null;
+			if (move != null && node.equals(move.node())) {
+				actions.add(new Forget(move));
+			}
+			if (moveCause != null) {
+				String toward = target(daemon, takers, load, node, (move != null) ? move.node() : null);
+				if (toward != null && toward.equals(node)) {
+					toward = null;
+				}
+				if (toward != null) {
+					actions.add(new Revoke(daemon, node, assignment.generation(), toward, moveCause));
+					load.computeIfPresent(node, (key, count) -> count - 1);
+					load.merge(toward, 1, Integer::sum);
+					inFlight = true;
+					continue;
+				}
+				if (moveCause == MoveCause.REQUESTED) {
+					// Nowhere else to run it: the request cannot be carried out.
+					actions.add(new Forget(move));
+				}
+			}
 			if (assignment.state() == AssignmentState.ASSIGNING) {
 				inFlight = true;
 			}
-			else {
-				active.computeIfAbsent(assignment.node(), (node) -> new ArrayList<>()).add(assignment);
+			else if (takers.containsKey(node)) {
+				active.computeIfAbsent(node, (key) -> new ArrayList<>()).add(assignment);
 			}
-			load.merge(assignment.node(), 1, Integer::sum);
 		}
 		for (String daemon : known) {
 			if (!seen.contains(daemon)) {
@@ -108,23 +157,55 @@ public final class AssignmentPlanner {
 		}
 		for (Map.Entry<String, Long> entry : unassigned.entrySet()) {
 			String daemon = entry.getKey();
-			String target = live.values()
-				.stream()
-				.filter((member) -> member.daemons().contains(daemon) && !member.id().equals(excluded.get(daemon)))
-				.map(Member::id)
-				.min(Comparator.comparing((String node) -> load.get(node)).thenComparing(BY_NAME))
-				.orElse(null);
+			DaemonRequest move = moves.get(daemon);
+			String target = null;
+			if (move != null) {
+				target = target(daemon, takers, load, previous.get(daemon), move.node());
+			}
+			if (target == null || target.equals(excluded.get(daemon))) {
+				target = target(daemon, takers, load, excluded.get(daemon), null);
+			}
 			if (target != null) {
-				actions.add(new Assign(daemon, target, entry.getValue()));
+				actions.add(new Assign(daemon, target, entry.getValue(), (move != null) ? move.requestedAt() : null));
 				load.merge(target, 1, Integer::sum);
 				inFlight = true;
 			}
+			else if (move != null && !known.contains(daemon)) {
+				actions.add(new Forget(move));
+			}
+		}
+		for (DaemonRequest move : moves.values()) {
+			if (!seen.contains(move.daemon()) && !known.contains(move.daemon())) {
+				actions.add(new Forget(move));
+			}
 		}
 		boolean settled = Duration.between(membershipChangedAt, now).compareTo(settings.settleWindow()) >= 0;
-		if (!inFlight && settled) {
-			rebalance(live, load, active, settings.maxMovesPerCycle(), actions);
+		if (!inFlight && (settled || rebalance != null)) {
+			rebalance(takers, load, active, settings.maxMovesPerCycle(), actions);
+			if (rebalance != null) {
+				actions.add(new Forget(rebalance));
+			}
 		}
 		return actions;
+	}
+
+	/**
+	 * Chooses where a daemon goes: the requested node if it takes daemons and advertises this one, otherwise (the
+	 * node may have died or been drained since) the least-loaded such node other than the one to avoid, ties to the
+	 * lowest node id.
+	 */
+	private static @Nullable String target(String daemon, Map<String, Member> takers, Map<String, Integer> load,
+			@Nullable String avoid, @Nullable String requested) {
+		Member wanted = (requested != null) ? takers.get(requested) : null;
+		if (wanted != null && wanted.daemons().contains(daemon)) {
+			return requested;
+		}
+		return takers.values()
+			.stream()
+			.filter((member) -> member.daemons().contains(daemon) && !member.id().equals(avoid))
+			.map(Member::id)
+			.min(Comparator.comparing((String node) -> load.get(node)).thenComparing(BY_NAME))
+			.orElse(null);
 	}
 
 	private static void rebalance(Map<String, Member> live, Map<String, Integer> load,
@@ -192,7 +273,7 @@ public final class AssignmentPlanner {
 	/**
 	 * One step of a plan.
 	 */
-	public sealed interface Action permits Reclaim, Assign, Revoke {
+	public sealed interface Action permits Reclaim, Assign, Revoke, Forget {
 
 		/**
 		 * Returns the daemon the action is about.
@@ -219,8 +300,22 @@ public final class AssignmentPlanner {
 	 * @param daemon the daemon
 	 * @param node the node to run it
 	 * @param deletedGeneration the generation of its DELETED assignment, 0 if it was never assigned
+	 * @param requestedAt when the move request this assignment carries out was recorded, or {@code null}; the store
+	 * deletes that request with the assignment
 	 */
-	public record Assign(String daemon, String node, long deletedGeneration) implements Action {
+	public record Assign(String daemon, String node, long deletedGeneration,
+			@Nullable Instant requestedAt) implements Action {
+
+		/**
+		 * Assign a daemon that no move request names.
+		 * @param daemon the daemon
+		 * @param node the node to run it
+		 * @param deletedGeneration the generation of its DELETED assignment, 0 if it was never assigned
+		 */
+		public Assign(String daemon, String node, long deletedGeneration) {
+			this(daemon, node, deletedGeneration, null);
+		}
+
 	}
 
 	/**
@@ -230,8 +325,58 @@ public final class AssignmentPlanner {
 	 * @param node the node it runs on
 	 * @param generation the generation to revoke
 	 * @param toward the node expected to receive it once drained
+	 * @param cause why it moves
 	 */
-	public record Revoke(String daemon, String node, long generation, String toward) implements Action {
+	public record Revoke(String daemon, String node, long generation, String toward,
+			MoveCause cause) implements Action {
+
+		/**
+		 * Revoke an ACTIVE assignment to rebalance.
+		 * @param daemon the daemon
+		 * @param node the node it runs on
+		 * @param generation the generation to revoke
+		 * @param toward the node expected to receive it once drained
+		 */
+		public Revoke(String daemon, String node, long generation, String toward) {
+			this(daemon, node, generation, toward, MoveCause.REBALANCE);
+		}
+
+	}
+
+	/**
+	 * Delete an operator's request that has been carried out or cannot be.
+	 *
+	 * @param request the request, as read
+	 */
+	public record Forget(DaemonRequest request) implements Action {
+
+		@Override
+		public String daemon() {
+			return this.request.daemon();
+		}
+
+	}
+
+	/**
+	 * Why the leader revokes a daemon that runs well.
+	 */
+	public enum MoveCause {
+
+		/**
+		 * Loads differ by more than one.
+		 */
+		REBALANCE,
+
+		/**
+		 * An operator asked to move it.
+		 */
+		REQUESTED,
+
+		/**
+		 * An operator drained its node.
+		 */
+		DRAINED
+
 	}
 
 }

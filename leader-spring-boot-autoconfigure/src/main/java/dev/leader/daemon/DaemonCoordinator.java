@@ -8,6 +8,7 @@ import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.NoSuchElementException;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
@@ -22,6 +23,7 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.stream.Collectors;
 
@@ -39,10 +41,15 @@ import dev.leader.NodeLeftEvent;
 import dev.leader.StaleLeadershipException;
 import dev.leader.daemon.AssignmentPlanner.Action;
 import dev.leader.daemon.AssignmentPlanner.Assign;
+import dev.leader.daemon.AssignmentPlanner.Forget;
+import dev.leader.daemon.AssignmentPlanner.MoveCause;
 import dev.leader.daemon.AssignmentPlanner.Reclaim;
+import dev.leader.daemon.AssignmentPlanner.ReclaimCause;
 import dev.leader.daemon.AssignmentPlanner.Revoke;
 import dev.leader.lease.LeaderEngine;
 import dev.leader.node.Names;
+import io.micrometer.observation.Observation;
+import io.micrometer.observation.ObservationRegistry;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
@@ -69,6 +76,16 @@ import org.springframework.context.event.EventListener;
  * it dead), and the writes its agents guard with {@link DaemonContext#guard()} commit only while that assignment is
  * current. A graceful {@link #stop()} drains the daemons (up to the drain timeout) and hands them back, so the leader
  * reassigns them without waiting for the node expiry.
+ * <p>
+ * <b>Operations.</b> {@link #requestRebalance()}, {@link #requestMove(String, String)} and
+ * {@link #drain(String, boolean)} may be called on any node: they check their input against a fresh read, record
+ * the request in the store and return; the leader carries it out in its next cycle, under its term. The store
+ * notifies the leader, so that cycle starts at once where the store supports notifications.
+ * <p>
+ * <b>Notifications.</b> Where the store supports them ({@link DaemonStore#listen}), a node runs a cycle as soon as
+ * the leader changed one of its assignments, and the leader as soon as a node acknowledged or handed back an
+ * assignment or an operator recorded a request; the cycle interval is then only the fallback for lost
+ * notifications.
  * <p>
  * <b>Threads.</b> {@code leader-daemons} runs the cycles, {@code leader-daemons-watchdog} watches the heartbeat,
  * {@code leader-daemon-events} publishes the events in order, and each agent runs on a {@code leader-daemon-<name>}
@@ -112,6 +129,12 @@ public final class DaemonCoordinator implements SmartLifecycle {
 	private volatile boolean running;
 
 	private volatile @Nullable DaemonSnapshot lastRead;
+
+	private volatile ObservationRegistry observationRegistry = ObservationRegistry.NOOP;
+
+	private final Map<String, AtomicLong> moves = new ConcurrentHashMap<>();
+
+	private @Nullable AutoCloseable notifications;
 
 	// Leader state, on the leader-daemons thread only.
 
@@ -188,6 +211,7 @@ public final class DaemonCoordinator implements SmartLifecycle {
 			}
 			this.running = true;
 		}
+		this.notifications = this.store.listen(this::notified);
 		this.cycles.execute(this::cycle);
 		this.watchdog.scheduleWithFixedDelay(this::checkContact, WATCHDOG_PERIOD.toMillis(),
 				WATCHDOG_PERIOD.toMillis(), TimeUnit.MILLISECONDS);
@@ -208,6 +232,7 @@ public final class DaemonCoordinator implements SmartLifecycle {
 			this.running = false;
 		}
 		this.watchdog.shutdownNow();
+		closeNotifications();
 		Future<?> handOver = this.cycles.submit(this::handOver);
 		try {
 			handOver.get(this.settings.drainTimeout().toMillis() + 5000, TimeUnit.MILLISECONDS);
@@ -231,6 +256,162 @@ public final class DaemonCoordinator implements SmartLifecycle {
 	@Override
 	public boolean isRunning() {
 		return this.running;
+	}
+
+	/**
+	 * Sets the registry on which each cycle is observed as {@code leader.daemon.cycle}.
+	 * @param observationRegistry the registry
+	 */
+	public void setObservationRegistry(ObservationRegistry observationRegistry) {
+		this.observationRegistry = observationRegistry;
+	}
+
+	/**
+	 * Asks the leader to rebalance at its next cycle with nothing in flight, without waiting for the settle window.
+	 * May be called on any node.
+	 * @return the request as recorded
+	 */
+	public DaemonRequest requestRebalance() {
+		DaemonRequest request = this.store.request(DaemonRequest.Kind.REBALANCE, "", null);
+		logger.info(String.format("Daemon node=%s action=rebalance-requested", this.nodeId));
+		return request;
+	}
+
+	/**
+	 * Asks the leader to move a daemon: it revokes the daemon and, once drained, assigns it to the given node, or to
+	 * the least-loaded other node that can run it. May be called on any node. A daemon that runs nowhere now is
+	 * assigned accordingly when it is next assigned.
+	 * @param daemon the daemon
+	 * @param node the node to move it to, or {@code null} for the least-loaded other node
+	 * @return the request as recorded
+	 * @throws NoSuchElementException if no node advertises the daemon and it was never assigned
+	 * @throws IllegalArgumentException if the node is unknown, dead, drained or lacks the daemon, or if no other node
+	 * can run the daemon; nothing is recorded then
+	 */
+	public DaemonRequest requestMove(String daemon, @Nullable String node) {
+		DaemonSnapshot snapshot = this.store.read(this.engine.settings().nodeExpiry());
+		boolean known = snapshot.assignment(daemon).isPresent()
+				|| snapshot.members().stream().anyMatch((member) -> member.daemons().contains(daemon));
+		if (!known) {
+			throw new NoSuchElementException(
+					"Unknown daemon '" + daemon + "': no node advertises it and it was never assigned");
+		}
+		if (node != null) {
+			Member target = snapshot.member(node)
+				.orElseThrow(() -> new IllegalArgumentException("Unknown node '" + node + "'"));
+			String problem = !target.alive() ? "is dead" : target.drained() ? "is drained"
+					: !target.daemons().contains(daemon) ? "does not have daemon '" + daemon + "'" : null;
+			if (problem != null) {
+				throw new IllegalArgumentException("Cannot move '" + daemon + "' to node '" + node + "': it " + problem);
+			}
+		}
+		else {
+			String current = snapshot.assignment(daemon).filter(Assignment::isLive).map(Assignment::node).orElse(null);
+			boolean elsewhere = snapshot.members()
+				.stream()
+				.anyMatch((member) -> member.takesDaemons() && member.daemons().contains(daemon)
+						&& !member.id().equals(current));
+			if (!elsewhere) {
+				throw new IllegalArgumentException("Cannot move '" + daemon + "': no other live, undrained node has it");
+			}
+		}
+		DaemonRequest request = this.store.request(DaemonRequest.Kind.MOVE, daemon, node);
+		logger.info(String.format("Daemon daemon=%s node=%s action=move-requested to=%s", daemon, this.nodeId,
+				(node != null) ? node : "any"));
+		return request;
+	}
+
+	/**
+	 * Drains a node, or undrains it. The leader gives a drained node no daemons and moves each of its daemons that
+	 * another node can run away from it, without waiting for the settle window and regardless of the move cap. The
+	 * node stays drained until it is undrained or its node id starts again in another process. May be called on any
+	 * node.
+	 * @param node the node
+	 * @param drained whether to drain it
+	 * @return the daemons assigned to the node as last read
+	 * @throws NoSuchElementException if the coordinator does not know the node
+	 */
+	public List<String> drain(String node, boolean drained) {
+		if (!this.store.drain(node, drained)) {
+			throw new NoSuchElementException("Unknown node '" + node + "'");
+		}
+		logger.info(String.format("Daemon node=%s action=%s by=%s", node, drained ? "drained" : "undrained",
+				this.nodeId));
+		return this.store.read(this.engine.settings().nodeExpiry())
+			.assignments()
+			.stream()
+			.filter((assignment) -> assignment.isLive() && assignment.node().equals(node))
+			.map(Assignment::daemon)
+			.sorted()
+			.toList();
+	}
+
+	/**
+	 * Returns the daemons that, as this node last read them, have stayed unassigned or stuck past their timeouts,
+	 * while this node leads the daemons group: with no live assignment although some node (alive, or dead and not yet
+	 * forgotten) advertises them, ASSIGNING past the acknowledge timeout, or REVOKING past the drain timeout. Empty
+	 * on the other nodes. A daemon handed back counts as unassigned only once it has been so for a cycle interval,
+	 * the time the leader takes to reassign it.
+	 * @return why each daemon is stuck, by daemon name
+	 */
+	public Map<String, String> stuck() {
+		DaemonSnapshot read = this.lastRead;
+		Map<String, String> stuck = new TreeMap<>();
+		if (read == null || !this.engine.isLeader(this.settings.group())) {
+			return stuck;
+		}
+		Set<String> advertised = new java.util.TreeSet<>();
+		read.members().forEach((member) -> advertised.addAll(member.daemons()));
+		for (Assignment assignment : read.assignments()) {
+			long age = Duration.between(assignment.since(), read.now()).toMillis();
+			if (assignment.state() == AssignmentState.ASSIGNING && age >= this.settings.ackTimeout().toMillis()) {
+				stuck.put(assignment.daemon(), String.format("ASSIGNING on %s for %d ms, past the ack timeout of %d ms",
+						assignment.node(), age, this.settings.ackTimeout().toMillis()));
+			}
+			else if (assignment.state() == AssignmentState.REVOKING
+					&& age >= this.settings.drainTimeout().toMillis()) {
+				stuck.put(assignment.daemon(), String.format("REVOKING on %s for %d ms, past the drain timeout of %d "
+						+ "ms", assignment.node(), age, this.settings.drainTimeout().toMillis()));
+			}
+			else if (!assignment.isLive() && advertised.contains(assignment.daemon())
+					&& age >= this.settings.cycleInterval().toMillis()) {
+				stuck.put(assignment.daemon(), String.format("unassigned for %d ms: no live, undrained node that "
+						+ "has it", age));
+			}
+		}
+		for (String daemon : advertised) {
+			if (read.assignment(daemon).isEmpty()) {
+				stuck.put(daemon, "unassigned: no live, undrained node that has it");
+			}
+		}
+		return stuck;
+	}
+
+	/**
+	 * Returns how many daemons the leader took away from a node while this node led, by cause in lower case:
+	 * {@code rebalance}, {@code requested}, {@code drained} (revoked from a running node), {@code node_dead},
+	 * {@code ack_timeout}, {@code drain_timeout} (reclaimed without waiting for the node).
+	 * @return the counts, by cause
+	 */
+	public Map<String, Long> moves() {
+		Map<String, Long> counts = new TreeMap<>();
+		this.moves.forEach((cause, count) -> counts.put(cause, count.get()));
+		return counts;
+	}
+
+	/**
+	 * Returns the causes that {@link #moves()} counts.
+	 * @return the causes, in lower case
+	 */
+	public static List<String> moveCauses() {
+		List<String> causes = new ArrayList<>();
+		for (MoveCause cause : MoveCause.values()) {
+			causes.add(cause.name().toLowerCase(java.util.Locale.ROOT));
+		}
+		for (ReclaimCause cause : ReclaimCause.values()) {
+			causes.add(cause.name().toLowerCase(java.util.Locale.ROOT));
+		}
+		return causes;
 	}
 
 	/**
@@ -293,6 +474,27 @@ public final class DaemonCoordinator implements SmartLifecycle {
 		return this.settings;
 	}
 
+	// Runs on the store's notification thread.
+
+	private void notified(String node) {
+		if (node.isEmpty() ? this.engine.isLeader(this.settings.group()) : node.equals(this.nodeId)) {
+			wake();
+		}
+	}
+
+	private void closeNotifications() {
+		AutoCloseable handle = this.notifications;
+		this.notifications = null;
+		if (handle != null) {
+			try {
+				handle.close();
+			}
+			catch (Exception ex) {
+				logger.debug("Could not stop assignment notifications: " + ex);
+			}
+		}
+	}
+
 	// Everything below runs on the leader-daemons thread unless stated otherwise.
 
 	private void cycle() {
@@ -300,10 +502,13 @@ public final class DaemonCoordinator implements SmartLifecycle {
 			return;
 		}
 		cancel(this.nextCycle);
-		try {
+		Optional<FencingToken> token = this.engine.token(this.settings.group());
+		Observation observation = Observation
+			.createNotStarted(dev.leader.actuate.LeaderMeters.DAEMON_CYCLE.getName(), this.observationRegistry)
+			.lowCardinalityKeyValue("role", token.isPresent() ? "leader" : "node");
+		try (Observation.Scope scope = observation.start().openScope()) {
 			Duration nodeExpiry = this.engine.settings().nodeExpiry();
 			DaemonSnapshot snapshot = this.store.read(nodeExpiry);
-			Optional<FencingToken> token = this.engine.token(this.settings.group());
 			if (token.isPresent()) {
 				if (lead(snapshot, token.get())) {
 					snapshot = this.store.read(nodeExpiry);
@@ -316,7 +521,11 @@ public final class DaemonCoordinator implements SmartLifecycle {
 			reconcile(snapshot);
 		}
 		catch (RuntimeException ex) {
+			observation.error(ex);
 			logger.warn("Daemon node " + this.nodeId + " cycle failed; retrying next cycle: " + ex);
+		}
+		finally {
+			observation.stop();
 		}
 		if (this.running) {
 			try {
@@ -351,22 +560,35 @@ public final class DaemonCoordinator implements SmartLifecycle {
 		long started = System.nanoTime();
 		boolean applied;
 		String detail;
+		String moved = null;
 		if (action instanceof Reclaim reclaim) {
 			applied = this.store.reclaim(token, this.nodeId, reclaim.daemon(), reclaim.generation());
 			detail = String.format("action=reclaimed from=%s generation=%d cause=%s", reclaim.node(),
 					reclaim.generation(), reclaim.cause());
+			moved = reclaim.cause().name();
 		}
 		else if (action instanceof Assign assign) {
 			long generation = this.store.assign(token, this.nodeId, assign.daemon(), assign.node(),
-					assign.deletedGeneration());
+					assign.deletedGeneration(), assign.requestedAt());
 			applied = generation > 0;
-			detail = String.format("action=assigned to=%s generation=%d", assign.node(), generation);
+			detail = String.format("action=assigned to=%s generation=%d%s", assign.node(), generation,
+					(assign.requestedAt() != null) ? " requested=true" : "");
+		}
+		else if (action instanceof Forget forget) {
+			applied = this.store.forget(token, this.nodeId, forget.request());
+			detail = String.format("action=request-done kind=%s to=%s", forget.request().kind(),
+					forget.request().node());
 		}
 		else {
 			Revoke revoke = (Revoke) action;
 			applied = this.store.revoke(token, this.nodeId, revoke.daemon(), revoke.generation());
-			detail = String.format("action=revoked from=%s generation=%d toward=%s", revoke.node(),
-					revoke.generation(), revoke.toward());
+			detail = String.format("action=revoked from=%s generation=%d toward=%s cause=%s", revoke.node(),
+					revoke.generation(), revoke.toward(), revoke.cause());
+			moved = revoke.cause().name();
+		}
+		if (applied && moved != null) {
+			this.moves.computeIfAbsent(moved.toLowerCase(java.util.Locale.ROOT), (cause) -> new AtomicLong())
+				.incrementAndGet();
 		}
 		long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
 		if (applied) {

@@ -10,18 +10,41 @@ import java.util.Optional;
  * @param now the database clock
  * @param members the nodes the coordinator still knows, dead ones included until they are forgotten
  * @param assignments the assignments, deleted ones included
+ * @param requests the operators' requests not yet carried out
  */
-public record DaemonSnapshot(Instant now, List<Member> members, List<Assignment> assignments) {
+public record DaemonSnapshot(Instant now, List<Member> members, List<Assignment> assignments,
+		List<DaemonRequest> requests) {
 
 	/**
 	 * Creates a snapshot.
 	 * @param now the database clock
 	 * @param members the members
 	 * @param assignments the assignments
+	 * @param requests the pending requests
 	 */
 	public DaemonSnapshot {
 		members = List.copyOf(members);
 		assignments = List.copyOf(assignments);
+		requests = List.copyOf(requests);
+	}
+
+	/**
+	 * Creates a snapshot without pending requests.
+	 * @param now the database clock
+	 * @param members the members
+	 * @param assignments the assignments
+	 */
+	public DaemonSnapshot(Instant now, List<Member> members, List<Assignment> assignments) {
+		this(now, members, assignments, List.of());
+	}
+
+	/**
+	 * Returns a member.
+	 * @param node the node id
+	 * @return the member, or empty if the coordinator does not know the node
+	 */
+	public Optional<Member> member(String node) {
+		return this.members.stream().filter((member) -> member.id().equals(node)).findFirst();
 	}
 
 	/**

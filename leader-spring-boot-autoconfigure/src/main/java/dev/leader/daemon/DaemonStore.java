@@ -1,6 +1,8 @@
 package dev.leader.daemon;
 
 import java.time.Duration;
+import java.time.Instant;
+import java.util.function.Consumer;
 
 import dev.leader.FencingToken;
 import org.jspecify.annotations.Nullable;
@@ -32,7 +34,23 @@ public interface DaemonStore {
 	 * @param deletedGeneration the generation of the daemon's DELETED assignment, 0 if it was never assigned
 	 * @return the new generation, or 0 if nothing changed
 	 */
-	long assign(FencingToken leader, String leaderNode, String daemon, String node, long deletedGeneration);
+	default long assign(FencingToken leader, String leaderNode, String daemon, String node, long deletedGeneration) {
+		return assign(leader, leaderNode, daemon, node, deletedGeneration, null);
+	}
+
+	/**
+	 * Assigns a daemon that has no live assignment to a node: state ASSIGNING, the next generation; and, in the same
+	 * statement, deletes the move request that the assignment carries out, if it is still the one recorded then.
+	 * @param leader the leader's token
+	 * @param leaderNode the leader's node id
+	 * @param daemon the daemon
+	 * @param node the node to run it
+	 * @param deletedGeneration the generation of the daemon's DELETED assignment, 0 if it was never assigned
+	 * @param requestedAt when the move request this assignment carries out was recorded, or {@code null}
+	 * @return the new generation, or 0 if nothing changed
+	 */
+	long assign(FencingToken leader, String leaderNode, String daemon, String node, long deletedGeneration,
+			@Nullable Instant requestedAt);
 
 	/**
 	 * Asks the node to stop a daemon: ASSIGNING or ACTIVE to REVOKING.
@@ -72,6 +90,45 @@ public interface DaemonStore {
 	 * @return whether the assignment changed
 	 */
 	boolean release(String node, String daemon, long generation);
+
+	/**
+	 * Records an operator's request for the leader, replacing an older one of the same kind for the same daemon. Any
+	 * node may call it; it changes no assignment.
+	 * @param kind the kind
+	 * @param daemon the daemon to move, or the empty string for a rebalance
+	 * @param node the node to move it to, or {@code null}
+	 * @return the request as recorded
+	 */
+	DaemonRequest request(DaemonRequest.Kind kind, String daemon, @Nullable String node);
+
+	/**
+	 * Drains or undrains a node. Any node may call it; the leader acts on it in its next cycle.
+	 * @param node the node
+	 * @param drained whether the node is to be drained
+	 * @return whether the coordinator knows the node
+	 */
+	boolean drain(String node, boolean drained);
+
+	/**
+	 * Deletes a request the leader carried out or cannot carry out, if it is still the one recorded then.
+	 * @param leader the leader's token
+	 * @param leaderNode the leader's node id
+	 * @param request the request as read
+	 * @return whether it was deleted
+	 */
+	boolean forget(FencingToken leader, String leaderNode, DaemonRequest request);
+
+	/**
+	 * Starts delivering notifications of assignment changes, where the store supports them: the id of the node whose
+	 * assignment the leader changed, or the empty string for a change the leader should look at. Delivery is best
+	 * effort; the cycles poll anyway.
+	 * @param listener called on a thread of the store's
+	 * @return a handle that stops the delivery
+	 */
+	default AutoCloseable listen(Consumer<String> listener) {
+		return () -> {
+		};
+	}
 
 	/**
 	 * Locks a daemon's assignment row {@code FOR SHARE} in the transaction active on the calling thread, and reads it.

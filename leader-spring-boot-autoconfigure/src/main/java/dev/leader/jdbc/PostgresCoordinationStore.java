@@ -14,9 +14,14 @@ import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.HashSet;
+import java.util.Set;
 import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 import javax.sql.DataSource;
 
@@ -27,6 +32,7 @@ import dev.leader.node.NodeRegistration;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.postgresql.PGConnection;
+import org.jspecify.annotations.Nullable;
 import org.postgresql.PGNotification;
 
 
@@ -35,6 +41,11 @@ import org.postgresql.PGNotification;
  * {@code clock_timestamp()}, the database's clock at the moment of the comparison ({@code now()} would be the start of
  * the transaction). Released leases are announced with {@code NOTIFY} on the channel {@code <prefix>released}, which
  * {@link #listen} follows on a dedicated connection that reconnects by itself.
+ * <p>
+ * That connection is the node's only listening connection: other stores of this package follow their channels on it
+ * too (see {@link PostgresDaemonStore#listen}). It is opened when the first channel is followed, {@code LISTEN}s to
+ * every followed channel (a channel followed later is added within half a second), and is given back to the pool,
+ * after {@code UNLISTEN *}, when none is followed any more.
  */
 public final class PostgresCoordinationStore implements CoordinationStore {
 
@@ -57,6 +68,13 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	private final String deregisterSql;
 
 	private final String leasesSql;
+
+	private final Map<String, List<Consumer<String>>> subscribers = new ConcurrentHashMap<>();
+
+	private @Nullable Listener listener;
+
+	// The channels the listening connection follows now; guarded by itself.
+	private final Set<String> listening = new HashSet<>();
 
 	/**
 	 * Creates a store.
@@ -101,7 +119,8 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 				  ON CONFLICT (node_id) DO UPDATE SET heartbeat_at = clock_timestamp(), name = excluded.name,
 				    host = excluded.host, pid = excluded.pid, daemons = excluded.daemons,
 				    started_at = CASE WHEN (n.host, n.pid) = (excluded.host, excluded.pid) THEN n.started_at
-				                      ELSE clock_timestamp() END
+				                      ELSE clock_timestamp() END,
+				    drained = (n.drained AND (n.host, n.pid) = (excluded.host, excluded.pid))
 				  RETURNING node_id, name, host, pid, started_at, heartbeat_at
 				), forgotten AS (
 				  DELETE FROM %1$snodes
@@ -233,9 +252,69 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 
 	@Override
 	public AutoCloseable listen(ReleaseListener listener) {
-		Listener thread = new Listener(listener);
-		thread.start();
-		return thread::shutdown;
+		return subscribe(this.channel, listener::released);
+	}
+
+	/**
+	 * Follows a channel on this node's listening connection.
+	 * @param channel the channel, a prefixed name of this package's stores, never user input
+	 * @param subscriber called with each notification's payload, on the {@code leader-listen} thread; it must
+	 * return quickly
+	 * @return a handle that stops following the channel for this subscriber
+	 */
+	AutoCloseable subscribe(String channel, Consumer<String> subscriber) {
+		synchronized (this.subscribers) {
+			this.subscribers.computeIfAbsent(channel, (key) -> new CopyOnWriteArrayList<>()).add(subscriber);
+			if (this.listener == null) {
+				this.listener = new Listener();
+				this.listener.start();
+			}
+		}
+		awaitListening(channel, Duration.ofSeconds(2));
+		return () -> {
+			synchronized (this.subscribers) {
+				List<Consumer<String>> followers = this.subscribers.get(channel);
+				if (followers != null && followers.remove(subscriber) && followers.isEmpty()) {
+					this.subscribers.remove(channel);
+				}
+				if (this.subscribers.isEmpty() && this.listener != null) {
+					this.listener.shutdown();
+					this.listener = null;
+				}
+			}
+		};
+	}
+
+	/**
+	 * Waits, for a bounded time, until the listening connection follows the channel, so that a caller that reads the
+	 * state after subscribing misses no change: whatever was committed before is in its read, whatever comes after
+	 * is notified. Returns regardless once the time is up (the database may be unreachable); polling covers it.
+	 */
+	private void awaitListening(String channel, Duration timeout) {
+		long deadline = System.nanoTime() + timeout.toNanos();
+		synchronized (this.listening) {
+			while (!this.listening.contains(channel)) {
+				long left = deadline - System.nanoTime();
+				if (left <= 0) {
+					return;
+				}
+				try {
+					TimeUnit.NANOSECONDS.timedWait(this.listening, left);
+				}
+				catch (InterruptedException ex) {
+					Thread.currentThread().interrupt();
+					return;
+				}
+			}
+		}
+	}
+
+	private void confirmListening(Set<String> channels) {
+		synchronized (this.listening) {
+			this.listening.clear();
+			this.listening.addAll(channels);
+			this.listening.notifyAll();
+		}
 	}
 
 	private <T> T execute(String task, String sql, Statements.Callback<T> callback) {
@@ -257,43 +336,73 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	}
 
 	/**
-	 * Follows the release channel on a connection of its own, reconnecting after failures.
+	 * Follows the subscribed channels on a connection of its own, reconnecting after failures.
 	 */
 	private final class Listener extends Thread {
 
-		private final ReleaseListener listener;
-
 		private final CountDownLatch stopped = new CountDownLatch(1);
 
-		Listener(ReleaseListener listener) {
+		Listener() {
 			super("leader-listen");
 			setDaemon(true);
-			this.listener = listener;
 		}
 
 		@Override
 		public void run() {
 			while (!isStopped()) {
+				Set<String> listening = new HashSet<>();
 				try (Connection connection = PostgresCoordinationStore.this.dataSource.getConnection();
 						Statement statement = connection.createStatement()) {
-					statement.execute("LISTEN " + PostgresCoordinationStore.this.channel);
 					PGConnection notifications = connection.unwrap(PGConnection.class);
 					while (!isStopped()) {
+						follow(statement, listening);
 						PGNotification[] received = notifications.getNotifications(500);
 						if (received != null) {
 							for (PGNotification notification : received) {
-								this.listener.released(notification.getParameter());
+								deliver(notification);
 							}
 						}
 					}
 					// The connection goes back to the application's pool: it must not go on listening there.
+					confirmListening(Set.of());
 					statement.execute("UNLISTEN *");
 				}
 				catch (SQLException | RuntimeException ex) {
+					confirmListening(Set.of());
 					if (!isStopped()) {
-						logger.debug("Release notifications interrupted, reconnecting in 1 s: " + ex);
+						logger.debug("Notifications interrupted, reconnecting in 1 s: " + ex);
 						awaitStop(Duration.ofSeconds(1));
 					}
+				}
+			}
+		}
+
+		// Channel names are built from the validated table prefix and fixed suffixes, so they are safe to inline.
+		private void follow(Statement statement, Set<String> listening) throws SQLException {
+			Set<String> wanted = Set.copyOf(PostgresCoordinationStore.this.subscribers.keySet());
+			for (String channel : wanted) {
+				if (listening.add(channel)) {
+					statement.execute("LISTEN " + channel);
+				}
+			}
+			for (String channel : List.copyOf(listening)) {
+				if (!wanted.contains(channel)) {
+					statement.execute("UNLISTEN " + channel);
+					listening.remove(channel);
+				}
+			}
+			confirmListening(listening);
+		}
+
+		private void deliver(PGNotification notification) {
+			for (Consumer<String> subscriber : PostgresCoordinationStore.this.subscribers
+				.getOrDefault(notification.getName(), List.of())) {
+				try {
+					subscriber.accept(notification.getParameter());
+				}
+				catch (RuntimeException ex) {
+					logger.warn("Notification subscriber failed on channel " + notification.getName()
+							+ "; notifications go on: " + ex);
 				}
 			}
 		}

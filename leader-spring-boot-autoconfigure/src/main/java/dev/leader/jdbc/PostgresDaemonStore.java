@@ -12,12 +12,14 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.function.Consumer;
 
 import javax.sql.DataSource;
 
 import dev.leader.FencingToken;
 import dev.leader.daemon.Assignment;
 import dev.leader.daemon.AssignmentState;
+import dev.leader.daemon.DaemonRequest;
 import dev.leader.daemon.DaemonSnapshot;
 import dev.leader.daemon.DaemonStore;
 import dev.leader.daemon.Member;
@@ -32,6 +34,12 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * and state; the leader's statements also lock the lease row {@code FOR SHARE} and change nothing unless the leader
  * still holds it with its term, unexpired by {@code clock_timestamp()}. A takeover of the lease therefore waits for
  * the statement, and a deposed leader's statement finds no lease to match.
+ * <p>
+ * Every statement that changes something also sends {@code NOTIFY} on the channel {@code <prefix>assignments}, sent
+ * only if it commits: with the node id as payload when the leader changed that node's assignment, and with an empty
+ * payload, meant for the leader, when a node acknowledged or handed back an assignment or an operator recorded a
+ * request. {@link #listen} follows the channel on the release-listening connection of a
+ * {@link PostgresCoordinationStore}, so a node needs no second connection for it.
  */
 public final class PostgresDaemonStore implements DaemonStore {
 
@@ -55,6 +63,16 @@ public final class PostgresDaemonStore implements DaemonStore {
 
 	private final String lockSql;
 
+	private final String requestSql;
+
+	private final String drainSql;
+
+	private final String forgetSql;
+
+	private final String channel;
+
+	private final @Nullable PostgresCoordinationStore notifications;
+
 	/**
 	 * Creates a store.
 	 * @param dataSource the PostgreSQL data source
@@ -62,21 +80,40 @@ public final class PostgresDaemonStore implements DaemonStore {
 	 * @param queryTimeout the longest a statement may run; rounded up to whole seconds
 	 */
 	public PostgresDaemonStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout) {
+		this(dataSource, tablePrefix, queryTimeout, null);
+	}
+
+	/**
+	 * Creates a store whose {@link #listen} follows the assignment notifications on the coordination store's
+	 * listening connection.
+	 * @param dataSource the PostgreSQL data source
+	 * @param tablePrefix the prefix of the starter's tables
+	 * @param queryTimeout the longest a statement may run; rounded up to whole seconds
+	 * @param notifications the coordination store whose connection to listen on, or {@code null} to poll only
+	 */
+	public PostgresDaemonStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
+			@Nullable PostgresCoordinationStore notifications) {
 		this.dataSource = dataSource;
+		this.notifications = notifications;
 		this.statements = new Statements(queryTimeout);
 		String p = tablePrefix.value();
-		// Kinds of rows: N = node (id, daemons, alive), A = assignment (daemon, node, state, generation, term, since).
-		// Every row carries the same database clock, taken once.
+		this.channel = p + "assignments";
+		// Kinds of rows: N = node (id, daemons, alive, drained), A = assignment (daemon, node, state, generation,
+		// term, since), Q = request (daemon, node, kind, requested at). Every row carries the same database clock,
+		// taken once.
 		this.readSql = """
 				WITH t AS (SELECT clock_timestamp() AS now)
 				SELECT 'N', node_id, daemons, heartbeat_at > t.now - ? * interval '1 millisecond',
-				       NULL, NULL, NULL::bigint, NULL::bigint, NULL::timestamptz, t.now
+				       NULL, NULL, NULL::bigint, NULL::bigint, NULL::timestamptz, t.now, drained
 				FROM %1$snodes, t
 				UNION ALL
-				SELECT 'A', daemon_name, NULL, NULL, node_id, state, generation, term, state_since, t.now
+				SELECT 'A', daemon_name, NULL, NULL, node_id, state, generation, term, state_since, t.now, NULL
 				FROM %1$sassignments, t
 				UNION ALL
-				SELECT 'T', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, t.now FROM t
+				SELECT 'Q', daemon_name, NULL, NULL, node_id, kind, NULL, NULL, requested_at, t.now, NULL
+				FROM %1$sdaemon_requests, t
+				UNION ALL
+				SELECT 'T', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, t.now, NULL FROM t
 				""".formatted(p);
 		String lease = """
 				WITH lease AS (
@@ -85,34 +122,84 @@ public final class PostgresDaemonStore implements DaemonStore {
 				  FOR SHARE
 				)
 				""".formatted(p);
+		// The move request an assignment carries out is deleted in the same statement, only if the assignment was made.
 		this.assignSql = lease + """
-				INSERT INTO %1$sassignments AS a (daemon_name, node_id, state, generation, term, assigned_at, state_since)
-				SELECT ?, ?, 'ASSIGNING', 1, ?, clock_timestamp(), clock_timestamp() FROM lease
-				ON CONFLICT (daemon_name) DO UPDATE SET node_id = excluded.node_id, state = 'ASSIGNING',
-				  generation = a.generation + 1, term = excluded.term, assigned_at = excluded.assigned_at,
-				  acked_at = NULL, revoking_at = NULL, deleted_at = NULL, state_since = excluded.state_since
-				WHERE a.state = 'DELETED' AND a.generation = ?
-				RETURNING a.generation
+				, assigned AS (
+				  INSERT INTO %1$sassignments AS a (daemon_name, node_id, state, generation, term, assigned_at,
+				    state_since)
+				  SELECT ?, ?, 'ASSIGNING', 1, ?, clock_timestamp(), clock_timestamp() FROM lease
+				  ON CONFLICT (daemon_name) DO UPDATE SET node_id = excluded.node_id, state = 'ASSIGNING',
+				    generation = a.generation + 1, term = excluded.term, assigned_at = excluded.assigned_at,
+				    acked_at = NULL, revoking_at = NULL, deleted_at = NULL, state_since = excluded.state_since
+				  WHERE a.state = 'DELETED' AND a.generation = ?
+				  RETURNING a.generation, a.node_id
+				), consumed AS (
+				  DELETE FROM %1$sdaemon_requests
+				  WHERE kind = 'MOVE' AND daemon_name = ? AND requested_at = ?::timestamptz
+				    AND EXISTS (SELECT 1 FROM assigned)
+				)
+				SELECT generation, pg_notify(?, node_id) FROM assigned
 				""".formatted(p);
 		this.revokeSql = lease + """
-				UPDATE %1$sassignments SET state = 'REVOKING', term = ?, revoking_at = clock_timestamp(),
-				  state_since = clock_timestamp()
-				WHERE daemon_name = ? AND generation = ? AND state IN ('ASSIGNING', 'ACTIVE')
-				  AND EXISTS (SELECT 1 FROM lease)
+				, changed AS (
+				  UPDATE %1$sassignments SET state = 'REVOKING', term = ?, revoking_at = clock_timestamp(),
+				    state_since = clock_timestamp()
+				  WHERE daemon_name = ? AND generation = ? AND state IN ('ASSIGNING', 'ACTIVE')
+				    AND EXISTS (SELECT 1 FROM lease)
+				  RETURNING node_id
+				)
+				SELECT pg_notify(?, node_id) FROM changed
 				""".formatted(p);
 		this.reclaimSql = lease + """
-				UPDATE %1$sassignments SET state = 'DELETED', term = ?, deleted_at = clock_timestamp(),
-				  state_since = clock_timestamp()
-				WHERE daemon_name = ? AND generation = ? AND state <> 'DELETED' AND EXISTS (SELECT 1 FROM lease)
+				, changed AS (
+				  UPDATE %1$sassignments SET state = 'DELETED', term = ?, deleted_at = clock_timestamp(),
+				    state_since = clock_timestamp()
+				  WHERE daemon_name = ? AND generation = ? AND state <> 'DELETED' AND EXISTS (SELECT 1 FROM lease)
+				  RETURNING node_id
+				)
+				SELECT pg_notify(?, node_id) FROM changed
 				""".formatted(p);
 		this.acknowledgeSql = """
-				UPDATE %1$sassignments SET state = 'ACTIVE', acked_at = clock_timestamp(), state_since = clock_timestamp()
-				WHERE daemon_name = ? AND generation = ? AND node_id = ? AND state = 'ASSIGNING'
+				WITH changed AS (
+				  UPDATE %1$sassignments SET state = 'ACTIVE', acked_at = clock_timestamp(),
+				    state_since = clock_timestamp()
+				  WHERE daemon_name = ? AND generation = ? AND node_id = ? AND state = 'ASSIGNING'
+				  RETURNING node_id
+				)
+				SELECT pg_notify(?, '') FROM changed
 				""".formatted(p);
 		this.releaseSql = """
-				UPDATE %1$sassignments SET state = 'DELETED', deleted_at = clock_timestamp(),
-				  state_since = clock_timestamp()
-				WHERE daemon_name = ? AND generation = ? AND node_id = ? AND state <> 'DELETED'
+				WITH changed AS (
+				  UPDATE %1$sassignments SET state = 'DELETED', deleted_at = clock_timestamp(),
+				    state_since = clock_timestamp()
+				  WHERE daemon_name = ? AND generation = ? AND node_id = ? AND state <> 'DELETED'
+				  RETURNING node_id
+				)
+				SELECT pg_notify(?, '') FROM changed
+				""".formatted(p);
+		this.requestSql = """
+				WITH recorded AS (
+				  INSERT INTO %1$sdaemon_requests (kind, daemon_name, node_id, requested_at)
+				  VALUES (?, ?, ?, clock_timestamp())
+				  ON CONFLICT (kind, daemon_name) DO UPDATE SET node_id = excluded.node_id,
+				    requested_at = excluded.requested_at
+				  RETURNING kind, daemon_name, node_id, requested_at
+				)
+				SELECT kind, daemon_name, node_id, requested_at, pg_notify(?, '') FROM recorded
+				""".formatted(p);
+		this.drainSql = """
+				WITH changed AS (
+				  UPDATE %1$snodes SET drained = ? WHERE node_id = ? RETURNING node_id
+				)
+				SELECT pg_notify(?, '') FROM changed
+				""".formatted(p);
+		this.forgetSql = lease + """
+				, forgotten AS (
+				  DELETE FROM %1$sdaemon_requests
+				  WHERE kind = ? AND daemon_name = ? AND requested_at = ? AND EXISTS (SELECT 1 FROM lease)
+				  RETURNING 1
+				)
+				SELECT count(*) FROM forgotten
 				""".formatted(p);
 		this.lockSql = "SELECT %s FROM %sassignments WHERE daemon_name = ? FOR SHARE".formatted(ASSIGNMENT_COLUMNS, p);
 	}
@@ -123,13 +210,16 @@ public final class PostgresDaemonStore implements DaemonStore {
 			statement.setLong(1, nodeExpiry.toMillis());
 			List<Member> members = new ArrayList<>();
 			List<Assignment> assignments = new ArrayList<>();
+			List<DaemonRequest> requests = new ArrayList<>();
 			Instant now = null;
 			try (ResultSet rows = statement.executeQuery()) {
 				while (rows.next()) {
 					now = instant(rows, 10);
 					switch (rows.getString(1)) {
 						case "N" -> members.add(new Member(rows.getString(2), daemons(rows.getArray(3)),
-								rows.getBoolean(4)));
+								rows.getBoolean(4), rows.getBoolean(11)));
+						case "Q" -> requests.add(new DaemonRequest(DaemonRequest.Kind.valueOf(rows.getString(6)),
+								rows.getString(2), rows.getString(5), instant(rows, 9)));
 						case "A" -> assignments.add(new Assignment(rows.getString(2), rows.getString(5),
 								AssignmentState.valueOf(rows.getString(6)), rows.getLong(7), rows.getLong(8),
 								instant(rows, 9)));
@@ -141,18 +231,22 @@ public final class PostgresDaemonStore implements DaemonStore {
 			if (now == null) {
 				throw new IllegalStateException("The read of assignments returned no clock row");
 			}
-			return new DaemonSnapshot(now, members, assignments);
+			return new DaemonSnapshot(now, members, assignments, requests);
 		});
 	}
 
 	@Override
-	public long assign(FencingToken leader, String leaderNode, String daemon, String node, long deletedGeneration) {
+	public long assign(FencingToken leader, String leaderNode, String daemon, String node, long deletedGeneration,
+			@Nullable Instant requestedAt) {
 		return execute("assign daemon", this.assignSql, (statement) -> {
 			int i = leaseParameters(statement, leader, leaderNode);
 			statement.setString(++i, daemon);
 			statement.setString(++i, node);
 			statement.setLong(++i, leader.term());
 			statement.setLong(++i, deletedGeneration);
+			statement.setString(++i, daemon);
+			statement.setObject(++i, timestamp(requestedAt));
+			statement.setString(++i, this.channel);
 			try (ResultSet rows = statement.executeQuery()) {
 				return rows.next() ? rows.getLong(1) : 0L;
 			}
@@ -177,6 +271,51 @@ public final class PostgresDaemonStore implements DaemonStore {
 	@Override
 	public boolean release(String node, String daemon, long generation) {
 		return nodeUpdate("release daemon", this.releaseSql, node, daemon, generation);
+	}
+
+	@Override
+	public DaemonRequest request(DaemonRequest.Kind kind, String daemon, @Nullable String node) {
+		return execute("record daemon request", this.requestSql, (statement) -> {
+			statement.setString(1, kind.name());
+			statement.setString(2, daemon);
+			statement.setString(3, node);
+			statement.setString(4, this.channel);
+			try (ResultSet rows = statement.executeQuery()) {
+				rows.next();
+				return new DaemonRequest(kind, rows.getString(2), rows.getString(3), instant(rows, 4));
+			}
+		});
+	}
+
+	@Override
+	public boolean drain(String node, boolean drained) {
+		return execute("drain node", this.drainSql, (statement) -> {
+			statement.setBoolean(1, drained);
+			statement.setString(2, node);
+			statement.setString(3, this.channel);
+			try (ResultSet rows = statement.executeQuery()) {
+				return rows.next();
+			}
+		});
+	}
+
+	@Override
+	public boolean forget(FencingToken leader, String leaderNode, DaemonRequest request) {
+		return execute("forget daemon request", this.forgetSql, (statement) -> {
+			int i = leaseParameters(statement, leader, leaderNode);
+			statement.setString(++i, request.kind().name());
+			statement.setString(++i, request.daemon());
+			statement.setObject(++i, timestamp(request.requestedAt()));
+			try (ResultSet rows = statement.executeQuery()) {
+				return rows.next() && rows.getLong(1) == 1;
+			}
+		});
+	}
+
+	@Override
+	public AutoCloseable listen(Consumer<String> listener) {
+		return (this.notifications != null) ? this.notifications.subscribe(this.channel, listener) : () -> {
+		};
 	}
 
 	@Override
@@ -211,7 +350,10 @@ public final class PostgresDaemonStore implements DaemonStore {
 			statement.setLong(++i, leader.term());
 			statement.setString(++i, daemon);
 			statement.setLong(++i, generation);
-			return statement.executeUpdate() == 1;
+			statement.setString(++i, this.channel);
+			try (ResultSet rows = statement.executeQuery()) {
+				return rows.next();
+			}
 		});
 	}
 
@@ -220,7 +362,10 @@ public final class PostgresDaemonStore implements DaemonStore {
 			statement.setString(1, daemon);
 			statement.setLong(2, generation);
 			statement.setString(3, node);
-			return statement.executeUpdate() == 1;
+			statement.setString(4, this.channel);
+			try (ResultSet rows = statement.executeQuery()) {
+				return rows.next();
+			}
 		});
 	}
 
@@ -244,6 +389,10 @@ public final class PostgresDaemonStore implements DaemonStore {
 	private static LinkedHashSet<String> daemons(@Nullable Array array) throws SQLException {
 		return (array != null) ? new LinkedHashSet<>(Arrays.asList((String[]) array.getArray()))
 				: new LinkedHashSet<>();
+	}
+
+	private static @Nullable OffsetDateTime timestamp(@Nullable Instant instant) {
+		return (instant != null) ? instant.atOffset(java.time.ZoneOffset.UTC) : null;
 	}
 
 	private static Instant instant(ResultSet rows, int column) throws SQLException {

@@ -9,6 +9,8 @@ import java.util.Set;
 
 import dev.leader.daemon.AssignmentPlanner.Action;
 import dev.leader.daemon.AssignmentPlanner.Assign;
+import dev.leader.daemon.AssignmentPlanner.Forget;
+import dev.leader.daemon.AssignmentPlanner.MoveCause;
 import dev.leader.daemon.AssignmentPlanner.Reclaim;
 import dev.leader.daemon.AssignmentPlanner.ReclaimCause;
 import dev.leader.daemon.AssignmentPlanner.Revoke;
@@ -167,6 +169,64 @@ class AssignmentPlannerTests {
 		List<Assignment> assignments = List.of(active("d3", "a", 1), active("d1", "a", 4), deleted("d2", "b", 2));
 		List<Action> plan = plan(nodes, assignments, SETTLED);
 		assertThat(plan(reversed(nodes), reversed(assignments), SETTLED)).isEqualTo(plan);
+	}
+
+	@Test
+	void drainedNodeGetsNothingAndItsDaemonsAreRevokedTowardTheLeastLoadedOtherNodeIgnoringTheCapAndSettleWindow() {
+		Member drained = new Member("a", FOUR, true, true);
+		List<Assignment> assignments = List.of(active("d1", "a", 1), active("d2", "a", 1), active("d3", "a", 1),
+				active("d4", "b", 1));
+		DaemonSnapshot snapshot = new DaemonSnapshot(NOW, List.of(drained, node("b", FOUR), node("c", THREE)),
+				assignments);
+		assertThat(AssignmentPlanner.plan(snapshot, NOW, SETTINGS)).containsExactly(
+				new Revoke("d1", "a", 1, "c", MoveCause.DRAINED), new Revoke("d2", "a", 1, "b", MoveCause.DRAINED),
+				new Revoke("d3", "a", 1, "c", MoveCause.DRAINED));
+		DaemonSnapshot later = new DaemonSnapshot(NOW, List.of(drained, node("b", Set.of("d1", "d4"))),
+				List.of(deleted("d1", "a", 1), active("d4", "b", 1)));
+		assertThat(AssignmentPlanner.plan(later, NOW, SETTINGS)).containsExactly(new Assign("d1", "b", 1));
+	}
+
+	@Test
+	void daemonThatOnlyADrainedNodeCanRunStaysThere() {
+		DaemonSnapshot snapshot = new DaemonSnapshot(NOW,
+				List.of(new Member("a", Set.of("d1"), true, true), node("b", Set.of("d2"))),
+				List.of(active("d1", "a", 1), active("d2", "b", 1)));
+		assertThat(AssignmentPlanner.plan(snapshot, SETTLED, SETTINGS)).isEmpty();
+	}
+
+	@Test
+	void moveRequestRevokesTheDaemonTowardTheRequestedNodeAndItsReassignmentCarriesTheRequest() {
+		DaemonRequest move = new DaemonRequest(DaemonRequest.Kind.MOVE, "d1", "c", NOW.minusSeconds(1));
+		DaemonSnapshot snapshot = new DaemonSnapshot(NOW, List.of(node("a", Set.of("d1")), node("b", Set.of("d1")), node("c", Set.of("d1"))),
+				List.of(active("d1", "a", 4)), List.of(move));
+		assertThat(AssignmentPlanner.plan(snapshot, NOW, SETTINGS))
+			.containsExactly(new Revoke("d1", "a", 4, "c", MoveCause.REQUESTED));
+		DaemonSnapshot drained = new DaemonSnapshot(NOW, List.of(node("a", Set.of("d1")), node("b", Set.of("d1")), node("c", Set.of("d1"))),
+				List.of(deleted("d1", "a", 4)), List.of(move));
+		assertThat(AssignmentPlanner.plan(drained, NOW, SETTINGS))
+			.containsExactly(new Assign("d1", "c", 4, move.requestedAt()));
+	}
+
+	@Test
+	void moveRequestWithoutANodeGoesToTheLeastLoadedOtherNodeAndOneThatCannotBeCarriedOutIsForgotten() {
+		DaemonRequest anywhere = new DaemonRequest(DaemonRequest.Kind.MOVE, "d1", null, NOW);
+		DaemonSnapshot snapshot = new DaemonSnapshot(NOW, List.of(node("a", Set.of("d1")), node("b", Set.of("d1"))),
+				List.of(deleted("d1", "a", 2)), List.of(anywhere));
+		assertThat(AssignmentPlanner.plan(snapshot, NOW, SETTINGS))
+			.containsExactly(new Assign("d1", "b", 2, anywhere.requestedAt()));
+		DaemonSnapshot alone = new DaemonSnapshot(NOW, List.of(node("a", Set.of("d1"))), List.of(active("d1", "a", 2)),
+				List.of(anywhere));
+		assertThat(AssignmentPlanner.plan(alone, NOW, SETTINGS)).containsExactly(new Forget(anywhere));
+	}
+
+	@Test
+	void rebalanceRequestLiftsTheSettleWindowOnceNothingIsInFlight() {
+		DaemonRequest rebalance = new DaemonRequest(DaemonRequest.Kind.REBALANCE, "", null, NOW);
+		List<Assignment> assignments = List.of(active("d1", "a", 1), active("d2", "a", 1), active("d3", "a", 1));
+		List<Member> nodes = List.of(node("a", THREE), node("b", THREE));
+		assertThat(AssignmentPlanner.plan(new DaemonSnapshot(NOW, nodes, assignments), NOW, SETTINGS)).isEmpty();
+		assertThat(AssignmentPlanner.plan(new DaemonSnapshot(NOW, nodes, assignments, List.of(rebalance)), NOW,
+				SETTINGS)).containsExactly(new Revoke("d3", "a", 1, "b"), new Forget(rebalance));
 	}
 
 	private static List<Action> plan(List<Member> nodes, List<Assignment> assignments, Instant changedAt) {

@@ -1,0 +1,288 @@
+package dev.leader.autoconfigure;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import dev.leader.DaemonAgent;
+import dev.leader.DaemonStartedEvent;
+import dev.leader.Leadership;
+import dev.leader.actuate.LeaderMeters;
+import dev.leader.actuate.LeadershipEndpoint;
+import dev.leader.actuate.LeadershipEndpoint.DrainDescriptor;
+import dev.leader.actuate.LeadershipEndpoint.RequestDescriptor;
+import dev.leader.actuate.LeadershipHealthIndicator;
+import dev.leader.test.TestDatabase;
+import io.micrometer.core.instrument.MeterRegistry;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.boot.actuate.autoconfigure.endpoint.EndpointAutoConfiguration;
+import org.springframework.boot.actuate.endpoint.EndpointAccessResolver;
+import org.springframework.boot.actuate.endpoint.InvalidEndpointRequestException;
+import org.springframework.boot.actuate.endpoint.OperationFilter;
+import org.springframework.boot.actuate.endpoint.invoke.ParameterValueMapper;
+import org.springframework.boot.actuate.endpoint.web.EndpointMediaTypes;
+import org.springframework.boot.actuate.endpoint.web.ExposableWebEndpoint;
+import org.springframework.boot.actuate.endpoint.web.WebEndpointsSupplier;
+import org.springframework.boot.actuate.endpoint.web.WebOperation;
+import org.springframework.boot.actuate.endpoint.web.annotation.WebEndpointDiscoverer;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.health.contributor.Health;
+import org.springframework.boot.health.contributor.Status;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
+import org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration;
+import org.springframework.boot.micrometer.metrics.autoconfigure.MetricsAutoConfiguration;
+import org.springframework.boot.micrometer.metrics.autoconfigure.export.simple.SimpleMetricsExportAutoConfiguration;
+import org.springframework.boot.micrometer.observation.autoconfigure.ObservationAutoConfiguration;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.context.ApplicationContext;
+import org.springframework.context.ApplicationListener;
+import org.springframework.context.PayloadApplicationEvent;
+import org.springframework.jdbc.core.simple.JdbcClient;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Tests for the daemon operations of the {@code leadership} endpoint, the daemon metrics and health, and assignment
+ * notifications, with nodes as application contexts on a fresh PostgreSQL schema.
+ */
+class DaemonOperationsTests {
+
+	private static final Duration WAIT = Duration.ofSeconds(15);
+
+	private TestDatabase database;
+
+	private JdbcClient jdbc;
+
+	private com.zaxxer.hikari.HikariDataSource dataSource;
+
+	@BeforeEach
+	void createSchema() {
+		this.database = TestDatabase.createSchema();
+		this.dataSource = this.database.dataSource(2);
+	}
+
+	@AfterEach
+	void dropSchema() {
+		this.dataSource.close();
+		this.database.drop();
+	}
+
+	private ApplicationContextRunner node(String id, String... properties) {
+		return new ApplicationContextRunner()
+			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class,
+					LeaderEndpointAutoConfiguration.class, ObservationAutoConfiguration.class,
+					MetricsAutoConfiguration.class, CompositeMeterRegistryAutoConfiguration.class,
+					SimpleMetricsExportAutoConfiguration.class, LeaderMetricsAutoConfiguration.class))
+			.withPropertyValues("spring.datasource.url=" + this.database.url(),
+					"spring.datasource.username=" + this.database.user(),
+					"spring.datasource.password=" + this.database.password(),
+					"spring.datasource.hikari.maximum-pool-size=4", "leader.node.id=" + id,
+					"leader.lease.duration=2s", "leader.lease.renew-interval=300ms",
+					"leader.lease.retry-interval=300ms", "leader.lease.safety-margin=100ms", "leader.node.expiry=2s",
+					"leader.daemons.cycle-interval=200ms", "leader.daemons.settle-window=0s",
+					"leader.daemons.ack-timeout=2s", "leader.daemons.drain-timeout=2s",
+					"management.endpoints.web.exposure.include=leadership,health")
+			.withPropertyValues(properties)
+			.withBean(Events.class);
+	}
+
+	private JdbcClient jdbc() {
+		if (this.jdbc == null) {
+			this.jdbc = JdbcClient.create(this.dataSource);
+		}
+		return this.jdbc;
+	}
+
+	private Optional<String> placement(String daemon) {
+		return jdbc().sql("SELECT node_id || ' ' || state || ' ' || generation FROM leader_assignments "
+				+ "WHERE daemon_name = ?").param(daemon).query(String.class).optional();
+	}
+
+	private long requests() {
+		return jdbc().sql("SELECT count(*) FROM leader_daemon_requests").query(Long.class).single();
+	}
+
+	@Test
+	void daemonWriteOperationsAreAbsentWithTheDefaultAccessAndPresentWhenGranted() {
+		ApplicationContextRunner web = new ApplicationContextRunner()
+			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class,
+					LeaderEndpointAutoConfiguration.class, EndpointAutoConfiguration.class))
+			.withPropertyValues("spring.datasource.url=" + this.database.url(),
+					"spring.datasource.username=" + this.database.user(),
+					"spring.datasource.password=" + this.database.password(), "leader.node.id=web-node",
+					"management.endpoints.web.exposure.include=leadership");
+		web.run((context) -> assertThat(operations(context))
+			.containsExactlyInAnyOrder("GET leadership", "GET leadership/{group}"));
+		web.withPropertyValues("management.endpoint.leadership.access=UNRESTRICTED")
+			.run((context) -> assertThat(operations(context))
+				.containsExactlyInAnyOrder("GET leadership", "GET leadership/{group}", "POST leadership",
+						"POST leadership/{group}", "POST leadership/{kind}/{name}"));
+	}
+
+	// The web endpoints as Spring Boot's web endpoint support discovers them, filtered by the configured access.
+	private static List<String> operations(ApplicationContext context) {
+		WebEndpointsSupplier endpoints = new WebEndpointDiscoverer(context,
+				context.getBean(ParameterValueMapper.class), EndpointMediaTypes.DEFAULT, List.of(), List.of(),
+				List.of(), List.of(), List.of(OperationFilter.byAccess(context.getBean(EndpointAccessResolver.class))));
+		ExposableWebEndpoint leadership = endpoints.getEndpoints()
+			.stream()
+			.filter((endpoint) -> endpoint.getEndpointId().toString().equals("leadership"))
+			.findFirst()
+			.orElseThrow();
+		return leadership.getOperations()
+			.stream()
+			.map(WebOperation::getRequestPredicate)
+			.map((predicate) -> predicate.getHttpMethod() + " " + predicate.getPath())
+			.toList();
+	}
+
+	@Test
+	void moveAndDrainRequestedOnAFollowerAreCarriedOutByTheLeaderAndBadNamesChangeNothing() {
+		node("node-a").withBean("mover", DaemonAgent.class, Waiter::new).run((a) -> {
+			await().atMost(WAIT).until(() -> placement("mover"), Optional.of("node-a ACTIVE 1")::equals);
+			node("node-b").withBean("mover", DaemonAgent.class, Waiter::new).run((b) -> {
+				LeadershipEndpoint follower = b.getBean(LeadershipEndpoint.class);
+				assertThat(b.getBean(Leadership.class).isLeader("default")).isFalse();
+				await().atMost(WAIT)
+					.until(() -> jdbc().sql("SELECT count(*) FROM leader_nodes WHERE 'mover' = ANY (daemons)")
+						.query(Long.class)
+						.single() == 2);
+				// Bad input: 404 (null) for unknown names in the path, 400 for an unusable target, nothing recorded.
+				assertThat(follower.daemonOperation("daemons", "ghost-daemon", null, null)).isNull();
+				assertThat(follower.daemonOperation("nodes", "ghost-node", null, null)).isNull();
+				assertThat(follower.daemonOperation("daemon", "mover", null, null)).isNull();
+				assertThatExceptionOfType(InvalidEndpointRequestException.class)
+					.isThrownBy(() -> follower.daemonOperation("daemons", "mover", "ghost-node", null))
+					.withMessage("Unknown node 'ghost-node'");
+				assertThatExceptionOfType(InvalidEndpointRequestException.class)
+					.isThrownBy(() -> follower.daemonOperation("daemons", "mover", null, false));
+				assertThat(requests()).isZero();
+				assertThat(placement("mover")).hasValue("node-a ACTIVE 1");
+
+				// Move, asked on the follower: the leader revokes it on node-a and assigns it to node-b.
+				RequestDescriptor move = (RequestDescriptor) follower.daemonOperation("daemons", "mover", "node-b",
+						null);
+				assertThat(move.kind()).isEqualTo("MOVE");
+				assertThat(move.daemon()).isEqualTo("mover");
+				assertThat(move.node()).isEqualTo("node-b");
+				await().atMost(WAIT).until(() -> placement("mover"), Optional.of("node-b ACTIVE 2")::equals);
+				assertThat(requests()).isZero();
+				assertThat(b.getBean(Events.class).started("mover")).isEqualTo(1);
+
+				// Drain node-b: the daemon goes back to node-a, and stays there while node-b is drained.
+				DrainDescriptor drain = (DrainDescriptor) follower.daemonOperation("nodes", "node-b", null, null);
+				assertThat(drain).isEqualTo(new DrainDescriptor("node-b", true, List.of("mover")));
+				await().atMost(WAIT).until(() -> placement("mover"), Optional.of("node-a ACTIVE 3")::equals);
+				assertThatExceptionOfType(InvalidEndpointRequestException.class)
+					.isThrownBy(() -> follower.daemonOperation("daemons", "mover", "node-b", null))
+					.withMessageContaining("is drained");
+				assertThatExceptionOfType(InvalidEndpointRequestException.class)
+					.isThrownBy(() -> follower.daemonOperation("daemons", "mover", null, null))
+					.withMessageContaining("no other live, undrained node");
+				RequestDescriptor rebalance = a.getBean(LeadershipEndpoint.class).rebalance();
+				assertThat(rebalance.kind()).isEqualTo("REBALANCE");
+				await().atMost(WAIT).until(() -> requests() == 0);
+				assertThat(placement("mover")).hasValue("node-a ACTIVE 3");
+				assertThat(follower.daemonOperation("nodes", "node-b", null, false))
+					.isEqualTo(new DrainDescriptor("node-b", false, List.of()));
+
+				// The leader's metrics count the moves by cause and the assignments by state.
+				MeterRegistry registry = a.getBean(MeterRegistry.class);
+				assertThat(registry.get(LeaderMeters.DAEMON_MOVES.getName()).tag("cause", "requested")
+					.functionCounter()
+					.count()).isEqualTo(1);
+				assertThat(registry.get(LeaderMeters.DAEMON_MOVES.getName()).tag("cause", "drained")
+					.functionCounter()
+					.count()).isEqualTo(1);
+				assertThat(registry.get(LeaderMeters.DAEMON_MOVES.getName()).tag("cause", "rebalance")
+					.functionCounter()
+					.count()).isZero();
+				assertThat(registry.get(LeaderMeters.ASSIGNMENTS.getName()).tag("state", "active").gauge().value())
+					.isEqualTo(1);
+				assertThat(registry.get(LeaderMeters.ASSIGNMENTS.getName()).tag("state", "revoking").gauge().value())
+					.isZero();
+				assertThat(registry.get(LeaderMeters.DAEMON_CYCLE.getName()).tag("role", "leader").timer().count())
+					.isPositive();
+				assertThat(b.getBean(MeterRegistry.class)
+					.get(LeaderMeters.DAEMON_CYCLE.getName())
+					.tag("role", "node")
+					.timer()
+					.count()).isPositive();
+			});
+		});
+	}
+
+	@Test
+	void leaderHealthIsDegradedWhileADaemonThatNoLiveNodeHasStaysUnassigned() {
+		node("healthy").withBean("steady", DaemonAgent.class, Waiter::new).run((context) -> {
+			LeadershipHealthIndicator indicator = context.getBean(LeadershipHealthIndicator.class);
+			await().atMost(WAIT).until(() -> placement("steady"), Optional.of("healthy ACTIVE 1")::equals);
+			assertThat(indicator.health(true).getStatus()).isEqualTo(Status.UP);
+			// A node that had the daemon 'orphan' died: it is listed, dead, until forgotten at twice the expiry.
+			jdbc().sql("""
+					INSERT INTO leader_nodes (node_id, name, host, pid, started_at, heartbeat_at, daemons)
+					VALUES ('gone', 'gone', 'host', 1, clock_timestamp() - interval '1 minute',
+					        clock_timestamp() - interval '2500 milliseconds', '{orphan}')
+					""").update();
+			Health degraded = await().atMost(WAIT)
+				.until(() -> indicator.health(true), (health) -> health.getStatus().equals(LeadershipHealthIndicator.DEGRADED));
+			assertThat(degraded.getDetails()).containsEntry("coordinator", "reachable")
+				.containsEntry("reason", "1 daemon(s) unassigned or stuck past their timeouts")
+				.containsEntry("daemons", Map.of("orphan", "unassigned: no live, undrained node that has it"));
+			jdbc().sql("DELETE FROM leader_nodes WHERE node_id = 'gone'").update();
+			await().atMost(WAIT).until(() -> indicator.health(true).getStatus(), Status.UP::equals);
+		});
+	}
+
+	@Test
+	void notifiedNodeStartsItsDaemonWellBeforeItsNextCycle() {
+		String[] slow = { "leader.daemons.cycle-interval=10s", "leader.daemons.ack-timeout=30s" };
+		node("leading", slow).run((leader) -> {
+			await().atMost(WAIT).until(() -> leader.getBean(Leadership.class).isLeader("default"));
+			node("working", slow).withBean("quick", DaemonAgent.class, Waiter::new).run((worker) -> {
+				await().atMost(Duration.ofSeconds(5)).until(() -> worker.getBean(Events.class).started("quick") == 1);
+				assertThat(placement("quick")).hasValue("working ACTIVE 1");
+				long ackMillis = jdbc()
+					.sql("SELECT (extract(epoch from (acked_at - assigned_at)) * 1000)::bigint "
+							+ "FROM leader_assignments WHERE daemon_name = 'quick'")
+					.query(Long.class)
+					.single();
+				assertThat(ackMillis).isLessThan(1000);
+			});
+		});
+	}
+
+	static class Waiter implements DaemonAgent {
+
+		@Override
+		public void run(dev.leader.DaemonContext context) throws InterruptedException {
+			context.awaitCancellation(Duration.ofMinutes(5));
+		}
+
+	}
+
+	static class Events implements ApplicationListener<PayloadApplicationEvent<?>> {
+
+		private final List<Object> received = new CopyOnWriteArrayList<>();
+
+		@Override
+		public void onApplicationEvent(PayloadApplicationEvent<?> event) {
+			this.received.add(event.getPayload());
+		}
+
+		long started(String daemon) {
+			return this.received.stream()
+				.filter((event) -> event instanceof DaemonStartedEvent started && started.daemon().equals(daemon))
+				.count();
+		}
+
+	}
+
+}
