@@ -116,6 +116,18 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 * @return the node
 	 */
 	public NodeProcess start(String nodeId) {
+		return start(nodeId, List.of(), Map.of());
+	}
+
+	/**
+	 * Starts a node with extra arguments and environment variables; it may not be ready yet. A node id that was
+	 * started before logs in with the same role again, so this also restarts a killed node.
+	 * @param nodeId the node id
+	 * @param extraArguments more {@link TestNode} arguments; they override the cluster's, {@code --url} for example
+	 * @param environment variables added to the node's environment
+	 * @return the node
+	 */
+	public NodeProcess start(String nodeId, List<String> extraArguments, Map<String, String> environment) {
 		TestDatabase database = database();
 		int count = this.started.incrementAndGet();
 		Role role = this.roles.computeIfAbsent(nodeId, (id) -> createRole(database.schema() + "_n" + count));
@@ -124,9 +136,10 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 		arguments.add("--user=" + role.name());
 		arguments.add("--password=" + role.password());
 		arguments.add("--groups=" + String.join(",", this.groups));
+		arguments.addAll(extraArguments);
 		Path stderr = Path.of("target", "node-logs", database.schema(), nodeId + "-" + count + ".log");
 		try {
-			NodeProcess node = NodeProcess.start(nodeId, arguments, stderr);
+			NodeProcess node = NodeProcess.start(nodeId, arguments, environment, stderr);
 			this.nodes.add(node);
 			return node;
 		}
@@ -154,6 +167,14 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 			}
 		}
 		return started;
+	}
+
+	/**
+	 * Returns the JDBC URL of the test's schema, as the nodes use it.
+	 * @return the URL
+	 */
+	public String url() {
+		return database().url();
 	}
 
 	/**
@@ -341,6 +362,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 		execute("CREATE ROLE " + role.name() + " LOGIN PASSWORD '" + role.password() + "'");
 		execute("GRANT USAGE ON SCHEMA " + schema + " TO " + role.name());
 		execute("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA " + schema + " TO " + role.name());
+		execute("GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA " + schema + " TO " + role.name());
 		return role;
 	}
 
@@ -360,7 +382,13 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 		return this.database;
 	}
 
-	private HikariDataSource dataSource() {
+	/**
+	 * Returns the test's own pool on the schema, with the schema owner's rights: for tables that the test creates
+	 * before it starts nodes (every node role may use the tables and sequences that exist when it is first started),
+	 * and for reading them back.
+	 * @return the data source
+	 */
+	public HikariDataSource dataSource() {
 		if (this.dataSource == null) {
 			throw new IllegalStateException("Cluster is not set up; register it with @RegisterExtension");
 		}
