@@ -20,6 +20,7 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.jdbc.LeaderSchemaMigration;
@@ -202,19 +203,23 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 * @return the leader
 	 */
 	public NodeProcess awaitSingleLeader(String group, Duration timeout) {
+		// The leader seen by the condition: asking again afterwards could find none, if it lost the lease meanwhile.
+		AtomicReference<NodeProcess> leader = new AtomicReference<>();
 		try {
 			await().atMost(timeout).pollInterval(Duration.ofMillis(10)).until(() -> {
 				List<NodeProcess> leaders = leaders(group);
-				return leaders.size() == 1 && lease(group).filter(Lease::isHeld)
+				boolean single = leaders.size() == 1 && lease(group).filter(Lease::isHeld)
 					.map((lease) -> lease.holder().equals(leaders.get(0).nodeId()))
 					.orElse(false);
+				leader.set(single ? leaders.get(0) : null);
+				return single;
 			});
 		}
 		catch (ConditionTimeoutException ex) {
 			throw new AssertionError("No single leader of " + group + " within " + timeout + ": leaders "
 					+ leaders(group).stream().map(NodeProcess::nodeId).toList() + ", lease " + lease(group), ex);
 		}
-		return leaders(group).get(0);
+		return leader.get();
 	}
 
 	/**

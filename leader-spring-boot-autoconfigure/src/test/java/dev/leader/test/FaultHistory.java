@@ -10,10 +10,12 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.EnumMap;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 
@@ -50,6 +52,8 @@ public final class FaultHistory {
 	private final List<Episode> episodes = new CopyOnWriteArrayList<>();
 
 	private final List<Interval> stalls = new CopyOnWriteArrayList<>();
+
+	private volatile long endedAt = Long.MAX_VALUE;
 
 	/**
 	 * Creates an empty history.
@@ -159,6 +163,14 @@ public final class FaultHistory {
 	 */
 	public void stalled(String nodeId, long from, long to) {
 		this.stalls.add(new Interval(nodeId, from, to));
+	}
+
+	/**
+	 * Records the end of the run: the moment the surviving nodes are stopped gracefully.
+	 * @param at a time no later than the first SIGTERM
+	 */
+	public void ended(long at) {
+		this.endedAt = at;
 	}
 
 	/**
@@ -389,7 +401,8 @@ public final class FaultHistory {
 	 * when the earlier holder was frozen or stalled at the later grant and its window ended soon after it was thawed.
 	 * Whether or not windows overlap, no committed write of a term is stamped after a grant of a higher term.</li>
 	 * <li><b>Failover.</b> After every fault on a leader, a node that is not frozen leads each group it led within the
-	 * lease plus 0.5 s of the fault, and keeps leading for at least a renew interval; and after every fault, a write
+	 * lease plus 0.5 s of the fault, and keeps leading for at least a renew interval (or until the next fault, or the
+	 * end of the run); and after every fault, a write
 	 * of each group commits within the write-resume bound of the moment the fault was lifted and a leader existed.</li>
 	 * </ol>
 	 */
@@ -544,6 +557,9 @@ public final class FaultHistory {
 
 		private void checkOneWriterPerTerm(String group) {
 			Map<Long, Write> firstByTerm = new TreeMap<>();
+			Set<String> granted = new HashSet<>();
+			this.windows.get(group)
+				.forEach((window) -> granted.add(window.node() + "#" + window.incarnation().number() + "@" + window.term()));
 			for (Write write : this.writes) {
 				if (!write.group().equals(group)) {
 					continue;
@@ -553,11 +569,7 @@ public final class FaultHistory {
 					violation(write.stampNanos(), "Term " + write.term() + " of " + group
 							+ " has committed writes of two nodes: " + first + " and " + write);
 				}
-				boolean granted = this.windows.get(group).stream()
-					.anyMatch((window) -> window.term() == write.term()
-							&& window.incarnation().number() == write.incarnation()
-							&& window.node().equals(write.node()));
-				if (!granted) {
+				if (!granted.contains(write.node() + "#" + write.incarnation() + "@" + write.term())) {
 					violation(write.stampNanos(), "Write " + write + " was committed under a term that its incarnation "
 							+ "was never granted");
 				}
@@ -615,7 +627,13 @@ public final class FaultHistory {
 		private void checkFailover(String group) {
 			List<Window> windows = this.windows.get(group);
 			long confirm = FaultHistory.this.settings.renewInterval().toNanos();
-			for (Episode episode : FaultHistory.this.episodes) {
+			long[] stamps = this.writes.stream().filter((write) -> write.group().equals(group))
+				.mapToLong(Write::stampNanos).sorted().toArray();
+			List<Episode> episodes = FaultHistory.this.episodes;
+			for (int i = 0; i < episodes.size(); i++) {
+				Episode episode = episodes.get(i);
+				// A leadership counts once it lasts a renew interval, or until the next fault or the end of the run.
+				long horizon = (i + 1 < episodes.size()) ? episodes.get(i + 1).startedAt() : FaultHistory.this.endedAt;
 				long recoveredAt = Long.MAX_VALUE;
 				for (Window window : windows) {
 					long from = Math.max(window.grantedAt(), episode.startedAt());
@@ -623,7 +641,7 @@ public final class FaultHistory {
 					if (frozen.isPresent()) {
 						from = frozen.get().to();
 					}
-					if (window.endedAt() - from >= confirm) {
+					if (window.endedAt() - from >= confirm || (window.endedAt() - horizon >= 0 && horizon - from >= 0)) {
 						recoveredAt = Math.min(recoveredAt, from);
 					}
 				}
@@ -640,10 +658,7 @@ public final class FaultHistory {
 					}
 				}
 				long from = Math.max(episode.liftedAt(), (recoveredAt != Long.MAX_VALUE) ? recoveredAt : 0);
-				OptionalLong resumed = this.writes.stream()
-					.filter((write) -> write.group().equals(group) && write.stampNanos() - from >= 0)
-					.mapToLong(Write::stampNanos)
-					.min();
+				OptionalLong resumed = firstAtOrAfter(stamps, from);
 				if (resumed.isEmpty() || resumed.getAsLong() - from > FaultHistory.this.writeResumeBound.toNanos()) {
 					violation(episode.startedAt(), "Writes of " + group + " did not resume within "
 							+ FaultHistory.this.writeResumeBound.toMillis() + " ms of the fault being lifted with a "
@@ -654,6 +669,21 @@ public final class FaultHistory {
 					this.writeResumes.add(resumed.getAsLong() - from);
 				}
 			}
+		}
+
+		private static OptionalLong firstAtOrAfter(long[] sorted, long time) {
+			int low = 0;
+			int high = sorted.length;
+			while (low < high) {
+				int middle = (low + high) >>> 1;
+				if (sorted[middle] - time < 0) {
+					low = middle + 1;
+				}
+				else {
+					high = middle;
+				}
+			}
+			return (low < sorted.length) ? OptionalLong.of(sorted[low]) : OptionalLong.empty();
 		}
 
 		private long failoverBound() {
