@@ -83,7 +83,7 @@ class FaultInjectionTests {
 	 */
 	private static final Duration IDLE_IN_TRANSACTION_TIMEOUT = Duration.ofMillis(500);
 
-	private static final int DEFAULT_EPISODES = 30;
+	private static final int DEFAULT_EPISODES = 50;
 
 	private static final Pattern JDBC_URL = Pattern.compile("jdbc:postgresql://([^/:?]+)(?::(\\d+))?(/.*)");
 

@@ -398,7 +398,8 @@ public final class FaultHistory {
 	 * carry rising terms; the same term twice only when a killed node id was restarted within its lease, which the
 	 * coordinator treats as the same holder.</li>
 	 * <li><b>Overlaps only while paused, and never a stale commit.</b> Two windows of different terms overlap only
-	 * when the earlier holder was frozen or stalled at the later grant and its window ended soon after it was thawed.
+	 * when the earlier holder was frozen or stalled at the later grant, or thawed at most a second before it, and its
+	 * window ended at most a second after it was thawed.
 	 * Whether or not windows overlap, no committed write of a term is stamped after a grant of a higher term.</li>
 	 * <li><b>Failover.</b> After every fault on a leader, a node that is not frozen leads each group it led within the
 	 * lease plus 0.5 s of the fault, and keeps leading for at least a renew interval (or until the next fault, or the
@@ -417,6 +418,8 @@ public final class FaultHistory {
 		private final Map<String, List<Window>> windows = new HashMap<>();
 
 		private final List<Long> failovers = new ArrayList<>();
+
+		private final Map<FaultKind, Long> maxFailoverByKind = new EnumMap<>(FaultKind.class);
 
 		private final List<Long> writeResumes = new ArrayList<>();
 
@@ -473,12 +476,13 @@ public final class FaultHistory {
 					"Fault run: seed=%d episodes=%d faults=%s on-leader=%d violations=%d writes-committed=%d "
 							+ "writes-rejected=%d (stale attempts after a takeover=%d) writes-failed=%d "
 							+ "overlapping-windows=%d same-term-regrants=%d failover-max=%dms failover-p50=%dms "
-							+ "failover-p99=%dms (n=%d, bound %dms) write-resume-max=%dms elapsed=%ds",
+							+ "failover-p99=%dms (n=%d, bound %dms) failover-max-by-fault-ms=%s write-resume-max=%dms "
+							+ "elapsed=%ds",
 					seed, FaultHistory.this.episodes.size(), kinds, onLeaders, this.violations.size(),
 					this.writes.size(), rejected, this.staleAttemptsRejected, failed, this.overlaps,
 					this.sameTermRegrants, percentile(this.failovers, 100), percentile(this.failovers, 50),
 					percentile(this.failovers, 99), this.failovers.size(), failoverBound() / 1_000_000,
-					percentile(this.writeResumes, 100), elapsed.toSeconds());
+					this.maxFailoverByKind, percentile(this.writeResumes, 100), elapsed.toSeconds());
 		}
 
 		private long countEvents(Type type) {
@@ -587,15 +591,14 @@ public final class FaultHistory {
 					}
 					this.overlaps++;
 					long overlapEnd = Math.min(earlier.endedAt(), later.endedAt());
-					Optional<Interval> excuse = pausedOrStalled(earlier.incarnation(), later.grantedAt())
-						.filter((interval) -> overlapEnd <= interval.to() + THAW_TOLERANCE_NANOS);
+					Optional<Interval> excuse = pausedOrStalled(earlier.incarnation(), later.grantedAt(), overlapEnd);
 					long rejected = earlier.incarnation().process.events().stream()
 						.filter((event) -> event.is(Type.REJECTED, group) && event.term() == earlier.term())
 						.count();
 					this.staleAttemptsRejected += rejected;
 					if (excuse.isEmpty()) {
 						violation(later.grantedAt(), "Two nodes believed they led " + group + " at once, and the earlier "
-								+ "was neither frozen nor stalled then (or stayed leader long after): " + earlier
+								+ "was neither frozen nor stalled just before (or stayed leader long after its thaw): " + earlier
 								+ " and " + later + "; " + rejected + " stale attempts of the earlier were rejected");
 					}
 				}
@@ -617,11 +620,21 @@ public final class FaultHistory {
 			}
 		}
 
-		private Optional<Interval> pausedOrStalled(Incarnation incarnation, long time) {
-			return incarnation.frozenAt(time)
-				.or(() -> FaultHistory.this.stalls.stream()
-					.filter((stall) -> stall.node().equals(incarnation.process.nodeId()) && stall.contains(time))
-					.findFirst());
+		/**
+		 * Finds the pause or stall of the earlier holder that explains an overlap: the holder was frozen or stalled
+		 * when the overlap began, or had been thawed only just before (a thawed JVM needs a moment to run its
+		 * watchdog and print the revoke), and the overlap ended soon after the thaw.
+		 */
+		private Optional<Interval> pausedOrStalled(Incarnation incarnation, long overlapStart, long overlapEnd) {
+			List<Interval> candidates = new ArrayList<>(incarnation.frozen);
+			FaultHistory.this.stalls.stream()
+				.filter((stall) -> stall.node().equals(incarnation.process.nodeId()))
+				.forEach(candidates::add);
+			return candidates.stream()
+				.filter((interval) -> interval.from() - overlapStart <= 0
+						&& overlapStart - (interval.to() + THAW_TOLERANCE_NANOS) <= 0
+						&& overlapEnd - (interval.to() + THAW_TOLERANCE_NANOS) <= 0)
+				.findFirst();
 		}
 
 		private void checkFailover(String group) {
@@ -655,6 +668,7 @@ public final class FaultHistory {
 					}
 					if (recoveredAt != Long.MAX_VALUE) {
 						this.failovers.add(failover);
+						this.maxFailoverByKind.merge(episode.kind(), failover / 1_000_000, Math::max);
 					}
 				}
 				long from = Math.max(episode.liftedAt(), (recoveredAt != Long.MAX_VALUE) ? recoveredAt : 0);
