@@ -232,7 +232,8 @@ class FaultInjectionTests {
 			case TERMINATE -> {
 				int terminated = this.cluster.terminateSessions(target);
 				liftedAt = System.nanoTime();
-				return new Episode(number, kind, target, held, startedAt, liftedAt, terminated + " sessions");
+				return new Episode(number, kind, target, held, startedAt, liftedAt,
+						terminated + " sessions terminated");
 			}
 			case STALL -> {
 				this.proxies.get(target).stall(duration);
@@ -242,8 +243,12 @@ class FaultInjectionTests {
 			}
 			default -> throw new IllegalStateException("Unknown fault " + kind);
 		}
-		return new Episode(number, kind, target, held, startedAt, liftedAt,
-				(duration.isZero() ? "" : duration.toMillis() + " ms"));
+		String detail = switch (kind) {
+			case PAUSE -> "frozen for " + duration.toMillis() + " ms";
+			case STALL -> "stalled for " + duration.toMillis() + " ms";
+			default -> "restarted";
+		};
+		return new Episode(number, kind, target, held, startedAt, liftedAt, detail);
 	}
 
 	private static FaultKind pick(SplittableRandom random) {
