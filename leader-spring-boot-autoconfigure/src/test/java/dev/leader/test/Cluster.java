@@ -20,6 +20,7 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.jdbc.LeaderSchemaMigration;
@@ -116,18 +117,43 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 * @return the node
 	 */
 	public NodeProcess start(String nodeId) {
-		return start(nodeId, TestNode.class, List.of());
+		return start(nodeId, TestNode.class, List.of(), Map.of());
 	}
 
 	/**
-	 * Starts a node with another main class, see {@link NodeProcess#start(Class, String, List, Path)}; it may not be
-	 * ready yet.
+	 * Starts a node with another main class, see {@link NodeProcess#start(Class, String, List, Map, Path)}; it may
+	 * not be ready yet.
 	 * @param nodeId the node id
 	 * @param main the main class
 	 * @param extraArguments arguments added to the cluster's
 	 * @return the node
 	 */
 	public NodeProcess start(String nodeId, Class<?> main, List<String> extraArguments) {
+		return start(nodeId, main, extraArguments, Map.of());
+	}
+
+	/**
+	 * Starts a {@link TestNode} with extra arguments and environment variables; it may not be ready yet.
+	 * @param nodeId the node id
+	 * @param extraArguments more {@link TestNode} arguments; they override the cluster's, {@code --url} for example
+	 * @param environment variables added to the node's environment
+	 * @return the node
+	 */
+	public NodeProcess start(String nodeId, List<String> extraArguments, Map<String, String> environment) {
+		return start(nodeId, TestNode.class, extraArguments, environment);
+	}
+
+	/**
+	 * Starts a node with a main class, extra arguments and environment variables; it may not be ready yet. A node id
+	 * that was started before logs in with the same role again, so this also restarts a killed node.
+	 * @param nodeId the node id
+	 * @param main the main class, which takes the {@link TestNode} arguments
+	 * @param extraArguments arguments added to the cluster's; they override them, {@code --url} for example
+	 * @param environment variables added to the node's environment
+	 * @return the node
+	 */
+	public NodeProcess start(String nodeId, Class<?> main, List<String> extraArguments,
+			Map<String, String> environment) {
 		TestDatabase database = database();
 		int count = this.started.incrementAndGet();
 		Role role = this.roles.computeIfAbsent(nodeId, (id) -> createRole(database.schema() + "_n" + count));
@@ -139,7 +165,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 		arguments.addAll(extraArguments);
 		Path stderr = Path.of("target", "node-logs", database.schema(), nodeId + "-" + count + ".log");
 		try {
-			NodeProcess node = NodeProcess.start(main, nodeId, arguments, stderr);
+			NodeProcess node = NodeProcess.start(main, nodeId, arguments, environment, stderr);
 			this.nodes.add(node);
 			return node;
 		}
@@ -170,6 +196,14 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	}
 
 	/**
+	 * Returns the JDBC URL of the test's schema, as the nodes use it.
+	 * @return the URL
+	 */
+	public String url() {
+		return database().url();
+	}
+
+	/**
 	 * Returns every node started in this test, running or not.
 	 * @return the nodes
 	 */
@@ -194,19 +228,23 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 * @return the leader
 	 */
 	public NodeProcess awaitSingleLeader(String group, Duration timeout) {
+		// The leader seen by the condition: asking again afterwards could find none, if it lost the lease meanwhile.
+		AtomicReference<NodeProcess> leader = new AtomicReference<>();
 		try {
 			await().atMost(timeout).pollInterval(Duration.ofMillis(10)).until(() -> {
 				List<NodeProcess> leaders = leaders(group);
-				return leaders.size() == 1 && lease(group).filter(Lease::isHeld)
+				boolean single = leaders.size() == 1 && lease(group).filter(Lease::isHeld)
 					.map((lease) -> lease.holder().equals(leaders.get(0).nodeId()))
 					.orElse(false);
+				leader.set(single ? leaders.get(0) : null);
+				return single;
 			});
 		}
 		catch (ConditionTimeoutException ex) {
 			throw new AssertionError("No single leader of " + group + " within " + timeout + ": leaders "
 					+ leaders(group).stream().map(NodeProcess::nodeId).toList() + ", lease " + lease(group), ex);
 		}
-		return leaders(group).get(0);
+		return leader.get();
 	}
 
 	/**
@@ -355,6 +393,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 		execute("CREATE ROLE " + role.name() + " LOGIN PASSWORD '" + role.password() + "'");
 		execute("GRANT USAGE ON SCHEMA " + schema + " TO " + role.name());
 		execute("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA " + schema + " TO " + role.name());
+		execute("GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA " + schema + " TO " + role.name());
 		return role;
 	}
 
@@ -375,8 +414,9 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	}
 
 	/**
-	 * Returns a small pool on the cluster's schema, for the test's own reads and writes; tables the test creates
-	 * before it starts a node are granted to that node.
+	 * Returns the test's own pool on the schema, with the schema owner's rights: for tables that the test creates
+	 * before it starts nodes (every node role may use the tables and sequences that exist when it is first started),
+	 * and for reading them back.
 	 * @return the data source
 	 */
 	public HikariDataSource dataSource() {

@@ -18,12 +18,15 @@ import org.jspecify.annotations.Nullable;
  * JOINED  node               this node saw a member join
  * LEFT    node               this node saw a member leave
  * STOPPED node               the engine stopped; the process exits next
+ * CLOCK   node millis        the node's wall clock, System.currentTimeMillis(), at the nanoTime of the line
+ * REJECTED group term node   a fenced write under that term was rejected as stale (writer nodes)
+ * FAILED  group term node    a fenced write under that term failed otherwise, for example on a lost session
  * </pre>
  *
  * @param nanoTime when the node printed the line
  * @param type what happened
  * @param group the group, for the leadership types
- * @param term the term, for the leadership types, else 0
+ * @param term the term, for the leadership and write types; the wall clock in milliseconds for {@code CLOCK}; else 0
  * @param node the node the event is about: the holder for {@code CHANGED} ({@code null} for none), the member for
  * {@code JOINED} and {@code LEFT}, else the printing node
  * @param reason the revoke reason, for {@code REVOKED}
@@ -56,6 +59,8 @@ public record NodeEvent(long nanoTime, Type type, @Nullable String group, long t
 				case REVOKED -> new NodeEvent(nanoTime, type, parts[3], Long.parseLong(parts[4]), parts[5], parts[6]);
 				case CHANGED -> new NodeEvent(nanoTime, type, parts[3], Long.parseLong(parts[4]),
 						NONE.equals(parts[5]) ? null : parts[5], null);
+				case REJECTED, FAILED -> new NodeEvent(nanoTime, type, parts[3], Long.parseLong(parts[4]), parts[5], null);
+				case CLOCK -> new NodeEvent(nanoTime, type, null, Long.parseLong(parts[4]), parts[3], null);
 				case READY, JOINED, LEFT, STOPPED -> new NodeEvent(nanoTime, type, null, 0, parts[3], null);
 			});
 		}
@@ -70,7 +75,8 @@ public record NodeEvent(long nanoTime, Type type, @Nullable String group, long t
 	 */
 	public String format() {
 		String fields = switch (this.type) {
-			case GRANTED -> this.group + " " + this.term + " " + this.node;
+			case GRANTED, REJECTED, FAILED -> this.group + " " + this.term + " " + this.node;
+			case CLOCK -> this.node + " " + this.term;
 			case REVOKED -> this.group + " " + this.term + " " + this.node + " " + this.reason;
 			case CHANGED -> this.group + " " + this.term + " " + ((this.node != null) ? this.node : NONE);
 			case READY, JOINED, LEFT, STOPPED -> this.node;
@@ -140,7 +146,22 @@ public record NodeEvent(long nanoTime, Type type, @Nullable String group, long t
 		/**
 		 * The engine stopped and the process is about to exit.
 		 */
-		STOPPED(1);
+		STOPPED(1),
+
+		/**
+		 * The node read its wall clock; the term field carries {@link System#currentTimeMillis()}.
+		 */
+		CLOCK(2),
+
+		/**
+		 * A fenced write was rejected because its term no longer leads.
+		 */
+		REJECTED(3),
+
+		/**
+		 * A fenced write failed for another reason than a stale term, and rolled back.
+		 */
+		FAILED(3);
 
 		private final int fields;
 

@@ -10,6 +10,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
@@ -81,20 +82,22 @@ public final class NodeProcess implements AutoCloseable {
 	 * @throws IOException if the process cannot be started
 	 */
 	public static NodeProcess start(String nodeId, List<String> arguments, Path stderr) throws IOException {
-		return start(TestNode.class, nodeId, arguments, stderr);
+		return start(TestNode.class, nodeId, arguments, Map.of(), stderr);
 	}
 
 	/**
-	 * Starts a node with another main class that takes the {@link TestNode} arguments and prints {@link NodeEvent}s.
+	 * Starts a node with another main class that takes the {@link TestNode} arguments and prints {@link NodeEvent}s,
+	 * and with extra environment variables, for example to preload libfaketime.
 	 * @param main the main class
 	 * @param nodeId the node id, passed on as {@code --node}
 	 * @param arguments the other arguments
+	 * @param environment variables added to the test JVM's environment
 	 * @param stderr the file that receives the node's standard error
 	 * @return the running node
 	 * @throws IOException if the process cannot be started
 	 */
-	public static NodeProcess start(Class<?> main, String nodeId, List<String> arguments, Path stderr)
-			throws IOException {
+	public static NodeProcess start(Class<?> main, String nodeId, List<String> arguments,
+			Map<String, String> environment, Path stderr) throws IOException {
 		List<String> command = new ArrayList<>();
 		command.add(ProcessHandle.current().info().command().orElseThrow());
 		// Small, quick-starting JVMs: several of them share the machine with PostgreSQL and the test.
@@ -107,7 +110,9 @@ public final class NodeProcess implements AutoCloseable {
 		command.add("--node=" + nodeId);
 		command.addAll(arguments);
 		Files.createDirectories(stderr.toAbsolutePath().getParent());
-		Process process = new ProcessBuilder(command).redirectError(stderr.toFile()).start();
+		ProcessBuilder builder = new ProcessBuilder(command).redirectError(stderr.toFile());
+		builder.environment().putAll(environment);
+		Process process = builder.start();
 		running.add(process);
 		return new NodeProcess(nodeId, process, stderr);
 	}

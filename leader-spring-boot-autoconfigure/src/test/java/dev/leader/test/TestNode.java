@@ -12,6 +12,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
+import java.util.function.Consumer;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
@@ -46,8 +47,12 @@ import org.jspecify.annotations.Nullable;
  * <li>{@code lease}, {@code renew}, {@code retry}, {@code margin}, {@code node-expiry}, {@code yield-cooldown}: the
  * {@link LeaseSettings}, by default its defaults</li>
  * <li>{@code table-prefix} ({@code leader_}), {@code query-timeout} (1 s), {@code connection-timeout} (1 s),
- * {@code pool-size} (3)</li>
+ * {@code pool-size} (3), {@code idle-in-transaction-timeout} (the server's default)</li>
+ * <li>{@code writer} ({@code false}): whether the node makes fenced writes, see {@link FencedWriter}, with
+ * {@code writer-table} ({@code fault_log}), {@code writer-interval} (30 ms), {@code writer-max-attempts} (1,000,000)
+ * and {@code incarnation} (1), a number that tells the processes of one node id apart</li>
  * </ul>
+ * At {@code READY} the node also prints {@code CLOCK} with its wall clock, so that a test can check a faked one.
  */
 public final class TestNode {
 
@@ -73,9 +78,14 @@ public final class TestNode {
 						arguments.duration("query-timeout", Duration.ofSeconds(1))),
 				settings(arguments), new NodeRegistration(nodeId, nodeId, host(), ProcessHandle.current().pid()),
 				Arrays.asList(arguments.required("groups").split(",")), (event) -> print(events, toNodeEvent(event)));
+		FencedWriter writer = Boolean.parseBoolean(arguments.get("writer", "false"))
+				? writer(engine, dataSource, arguments, (event) -> print(events, event)) : null;
 		CountDownLatch stopped = new CountDownLatch(1);
 		Runtime.getRuntime().addShutdownHook(new Thread(() -> {
 			engine.stop();
+			if (writer != null) {
+				writer.stop();
+			}
 			print(events, new NodeEvent(System.nanoTime(), Type.STOPPED, null, 0, nodeId, null));
 			dataSource.close();
 			stopped.countDown();
@@ -83,7 +93,11 @@ public final class TestNode {
 		ProcessHandle.current().parent().ifPresent((parent) -> parent.onExit().thenRun(() -> System.exit(1)));
 		warmUpEventLines(nodeId);
 		engine.start();
+		if (writer != null) {
+			writer.start();
+		}
 		print(events, new NodeEvent(System.nanoTime(), Type.READY, null, 0, nodeId, null));
+		print(events, new NodeEvent(System.nanoTime(), Type.CLOCK, null, System.currentTimeMillis(), nodeId, null));
 		// The engine's threads are daemons: keep the JVM up until a signal ends it.
 		stopped.await();
 	}
@@ -114,7 +128,21 @@ public final class TestNode {
 		config.setConnectionTimeout(arguments.duration("connection-timeout", Duration.ofSeconds(1)).toMillis());
 		config.setValidationTimeout(250);
 		config.addDataSourceProperty("ApplicationName", nodeId);
+		String idleInTransactionTimeout = arguments.optional("idle-in-transaction-timeout");
+		if (idleInTransactionTimeout != null) {
+			config.setConnectionInitSql("SET idle_in_transaction_session_timeout = "
+					+ Duration.parse(idleInTransactionTimeout).toMillis());
+		}
 		return new HikariDataSource(config);
+	}
+
+	private static FencedWriter writer(LeaderEngine engine, HikariDataSource dataSource, Arguments arguments,
+			Consumer<NodeEvent> events) {
+		return new FencedWriter(engine, dataSource, new TablePrefix(arguments.get("table-prefix", "leader_")),
+				arguments.duration("query-timeout", Duration.ofSeconds(1)), arguments.get("writer-table", "fault_log"),
+				Long.parseLong(arguments.get("incarnation", "1")),
+				arguments.duration("writer-interval", Duration.ofMillis(30)),
+				Long.parseLong(arguments.get("writer-max-attempts", "1000000")), events);
 	}
 
 	private static LeaseSettings settings(Arguments arguments) {
@@ -201,6 +229,10 @@ public final class TestNode {
 				throw new IllegalArgumentException("Missing --" + name + "=...");
 			}
 			return value;
+		}
+
+		@Nullable String optional(String name) {
+			return this.values.get(name);
 		}
 
 		String get(String name, String fallback) {

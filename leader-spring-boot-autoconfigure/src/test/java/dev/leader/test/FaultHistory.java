@@ -1,0 +1,732 @@
+package dev.leader.test;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.EnumMap;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import javax.sql.DataSource;
+
+import dev.leader.lease.LeaseSettings;
+import dev.leader.test.NodeEvent.Type;
+
+/**
+ * The history of a fault-injection run, and the checkers over it. The history is what the test did (the
+ * {@link Episode episodes}, with when each fault began and was lifted, and when each process was frozen or each
+ * node's network stalled), what every node incarnation printed, and the rows that the {@link FencedWriter fenced
+ * writers} committed to the log table. Every time is {@link System#nanoTime()}: one monotonic clock on one machine,
+ * shared by the test and every node.
+ * <p>
+ * {@link #check()} runs every checker and returns every violation found, each naming the episode it happened in; a
+ * run is correct when there are none. See {@link Checks} for what each checker asserts.
+ */
+public final class FaultHistory {
+
+	/**
+	 * The log table the writers append to; create it with {@link #createLogTable} before the nodes start.
+	 */
+	public static final String LOG_TABLE = "fault_log";
+
+	private final LeaseSettings settings;
+
+	private final List<String> groups;
+
+	private final Duration writeResumeBound;
+
+	private final List<Incarnation> incarnations = new CopyOnWriteArrayList<>();
+
+	private final List<Episode> episodes = new CopyOnWriteArrayList<>();
+
+	private final List<Interval> stalls = new CopyOnWriteArrayList<>();
+
+	private volatile long endedAt = Long.MAX_VALUE;
+
+	/**
+	 * Creates an empty history.
+	 * @param settings the lease settings of every node
+	 * @param groups the groups
+	 * @param writeResumeBound how soon after a fault was lifted and a leader exists a new write must commit
+	 */
+	public FaultHistory(LeaseSettings settings, List<String> groups, Duration writeResumeBound) {
+		this.settings = settings;
+		this.groups = List.copyOf(groups);
+		this.writeResumeBound = writeResumeBound;
+	}
+
+	/**
+	 * Creates the log table that {@link FencedWriter} appends to.
+	 * @param dataSource a data source on the test's schema
+	 */
+	public static void createLogTable(DataSource dataSource) {
+		try (Connection connection = dataSource.getConnection(); Statement statement = connection.createStatement()) {
+			statement.execute("""
+					CREATE TABLE %s (
+					    id          BIGSERIAL    PRIMARY KEY,
+					    group_name  VARCHAR(120) NOT NULL,
+					    term        BIGINT       NOT NULL,
+					    node        VARCHAR(120) NOT NULL,
+					    incarnation BIGINT       NOT NULL,
+					    seq         BIGINT       NOT NULL,
+					    stamp_nanos BIGINT       NOT NULL
+					)
+					""".formatted(LOG_TABLE));
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException("Could not create " + LOG_TABLE, ex);
+		}
+	}
+
+	/**
+	 * Reads every committed write, in id order.
+	 * @param dataSource a data source on the test's schema
+	 * @return the rows
+	 */
+	public static List<Write> readWrites(DataSource dataSource) {
+		String sql = "SELECT id, group_name, term, node, incarnation, seq, stamp_nanos FROM %s ORDER BY id"
+			.formatted(LOG_TABLE);
+		List<Write> writes = new ArrayList<>();
+		try (Connection connection = dataSource.getConnection();
+				PreparedStatement statement = connection.prepareStatement(sql);
+				ResultSet rows = statement.executeQuery()) {
+			while (rows.next()) {
+				writes.add(new Write(rows.getLong(1), rows.getString(2), rows.getLong(3), rows.getString(4),
+						rows.getLong(5), rows.getLong(6), rows.getLong(7)));
+			}
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException("Could not read " + LOG_TABLE, ex);
+		}
+		return writes;
+	}
+
+	/**
+	 * Returns the latest stamp of a committed write of the group.
+	 * @param dataSource a data source on the test's schema
+	 * @param group the group
+	 * @return the stamp, or empty if none committed yet
+	 */
+	public static OptionalLong latestStamp(DataSource dataSource, String group) {
+		String sql = "SELECT max(stamp_nanos) FROM %s WHERE group_name = ?".formatted(LOG_TABLE);
+		try (Connection connection = dataSource.getConnection();
+				PreparedStatement statement = connection.prepareStatement(sql)) {
+			statement.setString(1, group);
+			try (ResultSet row = statement.executeQuery()) {
+				row.next();
+				long stamp = row.getLong(1);
+				return row.wasNull() ? OptionalLong.empty() : OptionalLong.of(stamp);
+			}
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException("Could not read " + LOG_TABLE, ex);
+		}
+	}
+
+	/**
+	 * Records a new node process.
+	 * @param number the incarnation number it writes into the log table
+	 * @param process the process
+	 * @return the incarnation, to record its faults on
+	 */
+	public Incarnation started(long number, NodeProcess process) {
+		Incarnation incarnation = new Incarnation(number, process);
+		this.incarnations.add(incarnation);
+		return incarnation;
+	}
+
+	/**
+	 * Records an episode, once its fault has been lifted.
+	 * @param episode the episode
+	 */
+	public void add(Episode episode) {
+		this.episodes.add(episode);
+	}
+
+	/**
+	 * Records a network stall between a node and the database.
+	 * @param nodeId the node
+	 * @param from when the stall began
+	 * @param to when it ended
+	 */
+	public void stalled(String nodeId, long from, long to) {
+		this.stalls.add(new Interval(nodeId, from, to));
+	}
+
+	/**
+	 * Records the end of the run: the moment the surviving nodes are stopped gracefully.
+	 * @param at a time no later than the first SIGTERM
+	 */
+	public void ended(long at) {
+		this.endedAt = at;
+	}
+
+	/**
+	 * Returns the episodes recorded so far.
+	 * @return the episodes
+	 */
+	public List<Episode> episodes() {
+		return List.copyOf(this.episodes);
+	}
+
+	/**
+	 * Returns the incarnations recorded so far.
+	 * @return the incarnations
+	 */
+	public List<Incarnation> incarnations() {
+		return List.copyOf(this.incarnations);
+	}
+
+	/**
+	 * Runs every checker over the history and the given writes. Call it once every surviving node has been stopped
+	 * gracefully, so that every leadership they had has ended.
+	 * @param writes the committed writes, in id order
+	 * @return the outcome
+	 */
+	public Checks check(List<Write> writes) {
+		return new Checks(writes);
+	}
+
+	/**
+	 * One run of a node id: a process, and the faults it went through.
+	 */
+	public static final class Incarnation {
+
+		private final long number;
+
+		private final NodeProcess process;
+
+		private final List<Interval> frozen = new CopyOnWriteArrayList<>();
+
+		private volatile long killedAt;
+
+		Incarnation(long number, NodeProcess process) {
+			this.number = number;
+			this.process = process;
+		}
+
+		/**
+		 * Returns the incarnation number.
+		 * @return the number
+		 */
+		public long number() {
+			return this.number;
+		}
+
+		/**
+		 * Returns the process.
+		 * @return the process
+		 */
+		public NodeProcess process() {
+			return this.process;
+		}
+
+		/**
+		 * Records that the process was frozen with SIGSTOP and thawed again.
+		 * @param from a time no later than the SIGSTOP
+		 * @param to a time no earlier than the SIGCONT
+		 */
+		public void frozen(long from, long to) {
+			this.frozen.add(new Interval(this.process.nodeId(), from, to));
+		}
+
+		/**
+		 * Records that the process was killed with SIGKILL.
+		 * @param at a time no later than the kill
+		 */
+		public void killed(long at) {
+			this.killedAt = at;
+		}
+
+		boolean wasKilled() {
+			return this.killedAt != 0;
+		}
+
+		Optional<Interval> frozenAt(long time) {
+			return this.frozen.stream().filter((interval) -> interval.contains(time)).findFirst();
+		}
+
+		@Override
+		public String toString() {
+			return this.process.nodeId() + "#" + this.number;
+		}
+
+	}
+
+	/**
+	 * A fault and what it was aimed at.
+	 *
+	 * @param number the episode number, from 1
+	 * @param kind the fault
+	 * @param node the node it hit
+	 * @param heldTerms the groups and terms the node led when the fault began; empty if it hit a follower
+	 * @param startedAt when the fault began: the kill, the SIGSTOP, the stall, the termination
+	 * @param liftedAt when it was lifted: the kill, the SIGCONT, the end of the stall, the termination
+	 * @param detail the fault's parameters, for messages
+	 */
+	public record Episode(int number, FaultKind kind, String node, Map<String, Long> heldTerms, long startedAt,
+			long liftedAt, String detail) {
+
+		@Override
+		public String toString() {
+			return "episode " + number + " (" + kind + " " + node
+					+ (heldTerms.isEmpty() ? ", a follower" : ", leading " + heldTerms) + ", " + detail + ")";
+		}
+
+	}
+
+	/**
+	 * The kinds of faults.
+	 */
+	public enum FaultKind {
+
+		/**
+		 * SIGSTOP, a wait, then SIGCONT.
+		 */
+		PAUSE,
+
+		/**
+		 * SIGKILL, then a new incarnation of the same node id.
+		 */
+		KILL,
+
+		/**
+		 * {@code pg_terminate_backend} of every session of the node.
+		 */
+		TERMINATE,
+
+		/**
+		 * A network stall between the node and the database, in both directions.
+		 */
+		STALL
+
+	}
+
+	/**
+	 * A committed row of the log table.
+	 *
+	 * @param id the row id, assigned in commit order across terms (see {@link Checks})
+	 * @param group the group
+	 * @param term the term the write was fenced with
+	 * @param node the writing node
+	 * @param incarnation the writing incarnation
+	 * @param seq the incarnation's attempt number
+	 * @param stampNanos {@link System#nanoTime()} after the guard passed, before the commit
+	 */
+	public record Write(long id, String group, long term, String node, long incarnation, long seq, long stampNanos) {
+	}
+
+	/**
+	 * A node's belief that it leads a group for a term: from the {@code GRANTED} line to the {@code REVOKED} line,
+	 * or to the kill if the incarnation was killed first.
+	 *
+	 * @param incarnation the incarnation
+	 * @param group the group
+	 * @param term the term
+	 * @param grantedAt when it printed the grant
+	 * @param endedAt when it printed the revoke, or the kill
+	 * @param revoked whether it printed a revoke
+	 */
+	record Window(Incarnation incarnation, String group, long term, long grantedAt, long endedAt, boolean revoked) {
+
+		boolean overlaps(Window other) {
+			return this.grantedAt < other.endedAt && other.grantedAt < this.endedAt;
+		}
+
+		String node() {
+			return this.incarnation.process.nodeId();
+		}
+
+		@Override
+		public String toString() {
+			return "term " + this.term + " of " + this.incarnation + " [" + millis(this.grantedAt) + " ms, "
+					+ millis(this.endedAt) + " ms" + (this.revoked ? "" : ", killed") + "]";
+		}
+
+	}
+
+	/**
+	 * A stretch of time of one node.
+	 */
+	record Interval(String node, long from, long to) {
+
+		boolean contains(long time) {
+			return this.from <= time && time <= this.to;
+		}
+
+	}
+
+	private static long origin = System.nanoTime();
+
+	/**
+	 * Sets the instant that times in messages are relative to.
+	 * @param nanoTime the start of the run
+	 */
+	public static void setOrigin(long nanoTime) {
+		origin = nanoTime;
+	}
+
+	static long millis(long nanoTime) {
+		return (nanoTime - origin) / 1_000_000;
+	}
+
+	/**
+	 * The outcome of every checker:
+	 * <ol>
+	 * <li><b>Terms in commit order.</b> Per group, the terms of the committed writes never decrease in id order. Ids
+	 * are commit order across terms: a write's id is drawn by its {@code INSERT}, after its guard locked the lease row
+	 * {@code FOR SHARE}; a takeover is an {@code UPDATE} of that row, so it waits until every guarded transaction of the
+	 * earlier term has committed or rolled back, and every write of the later term guards only after the takeover, so
+	 * it draws a later value from the sequence (which hands out rising values in the order they are drawn). Within a
+	 * term, one writer thread commits one transaction after another.</li>
+	 * <li><b>One writer per term.</b> The committed writes of a term come from one node, and from an incarnation that
+	 * was granted that term.</li>
+	 * <li><b>Grants and revokes pair up.</b> Per incarnation and group, the lines alternate grant, revoke, grant, ...
+	 * with the same term in each pair; only an incarnation killed with SIGKILL may end on a grant. Grants in time order
+	 * carry rising terms; the same term twice only when a killed node id was restarted within its lease, which the
+	 * coordinator treats as the same holder.</li>
+	 * <li><b>Overlaps only while paused, and never a stale commit.</b> Two windows of different terms overlap only
+	 * when the earlier holder was frozen or stalled at the later grant, or thawed at most a second before it, and its
+	 * window ended at most a second after it was thawed.
+	 * Whether or not windows overlap, no committed write of a term is stamped after a grant of a higher term.</li>
+	 * <li><b>Failover.</b> After every fault on a leader, a node that is not frozen leads each group it led within the
+	 * lease plus 0.5 s of the fault, and keeps leading for at least a renew interval (or until the next fault, or the
+	 * end of the run); and after every fault, a write
+	 * of each group commits within the write-resume bound of the moment the fault was lifted and a leader existed.</li>
+	 * </ol>
+	 */
+	public final class Checks {
+
+		private static final long THAW_TOLERANCE_NANOS = Duration.ofSeconds(1).toNanos();
+
+		private final List<Write> writes;
+
+		private final List<String> violations = new ArrayList<>();
+
+		private final Map<String, List<Window>> windows = new HashMap<>();
+
+		private final List<Long> failovers = new ArrayList<>();
+
+		private final Map<FaultKind, Long> maxFailoverByKind = new EnumMap<>(FaultKind.class);
+
+		private final List<Long> writeResumes = new ArrayList<>();
+
+		private int overlaps;
+
+		private long staleAttemptsRejected;
+
+		private int sameTermRegrants;
+
+		Checks(List<Write> writes) {
+			this.writes = writes;
+			for (String group : FaultHistory.this.groups) {
+				this.windows.put(group, pairGrantsAndRevokes(group));
+				checkTermsInCommitOrder(group);
+				checkOneWriterPerTerm(group);
+				checkOverlapsAndStaleCommits(group);
+				checkFailover(group);
+			}
+		}
+
+		/**
+		 * Returns every violation found.
+		 * @return the violations, empty for a correct run
+		 */
+		public List<String> violations() {
+			return List.copyOf(this.violations);
+		}
+
+		/**
+		 * Returns the failover times: per fault on a leader and group it led, how long until a node led again.
+		 * @return the times in nanoseconds
+		 */
+		public List<Long> failovers() {
+			return List.copyOf(this.failovers);
+		}
+
+		/**
+		 * Returns a one-line summary of the run.
+		 * @param seed the seed of the run
+		 * @param elapsed how long the run took
+		 * @return the summary
+		 */
+		public String summary(long seed, Duration elapsed) {
+			Map<FaultKind, Long> kinds = new EnumMap<>(FaultKind.class);
+			for (FaultKind kind : FaultKind.values()) {
+				kinds.put(kind, 0L);
+			}
+			FaultHistory.this.episodes.forEach((episode) -> kinds.merge(episode.kind(), 1L, Long::sum));
+			long onLeaders = FaultHistory.this.episodes.stream().filter((episode) -> !episode.heldTerms().isEmpty())
+				.count();
+			long rejected = countEvents(Type.REJECTED);
+			long failed = countEvents(Type.FAILED);
+			return String.format(
+					"Fault run: seed=%d episodes=%d faults=%s on-leader=%d violations=%d writes-committed=%d "
+							+ "writes-rejected=%d (stale attempts after a takeover=%d) writes-failed=%d "
+							+ "overlapping-windows=%d same-term-regrants=%d failover-max=%dms failover-p50=%dms "
+							+ "failover-p99=%dms (n=%d, bound %dms) failover-max-by-fault-ms=%s write-resume-max=%dms "
+							+ "elapsed=%ds",
+					seed, FaultHistory.this.episodes.size(), kinds, onLeaders, this.violations.size(),
+					this.writes.size(), rejected, this.staleAttemptsRejected, failed, this.overlaps,
+					this.sameTermRegrants, percentile(this.failovers, 100), percentile(this.failovers, 50),
+					percentile(this.failovers, 99), this.failovers.size(), failoverBound() / 1_000_000,
+					this.maxFailoverByKind, percentile(this.writeResumes, 100), elapsed.toSeconds());
+		}
+
+		private long countEvents(Type type) {
+			return FaultHistory.this.incarnations.stream()
+				.flatMap((incarnation) -> incarnation.process.events().stream())
+				.filter((event) -> event.type() == type)
+				.count();
+		}
+
+		private List<Window> pairGrantsAndRevokes(String group) {
+			List<Window> windows = new ArrayList<>();
+			for (Incarnation incarnation : FaultHistory.this.incarnations) {
+				NodeEvent open = null;
+				for (NodeEvent event : incarnation.process.events()) {
+					if (event.is(Type.GRANTED, group)) {
+						if (open != null) {
+							violation(event.nanoTime(), incarnation + " was granted " + event + " while it still held "
+									+ open + " (no revoke in between)");
+						}
+						open = event;
+					}
+					else if (event.is(Type.REVOKED, group)) {
+						if (open == null || open.term() != event.term()) {
+							violation(event.nanoTime(), incarnation + " printed " + event + " but its open grant is "
+									+ ((open != null) ? open : "none"));
+						}
+						else {
+							windows.add(new Window(incarnation, group, open.term(), open.nanoTime(), event.nanoTime(),
+									true));
+						}
+						open = null;
+					}
+				}
+				if (open != null) {
+					if (incarnation.wasKilled()) {
+						long end = incarnation.process.exitedAt().orElse(incarnation.killedAt);
+						windows.add(new Window(incarnation, group, open.term(), open.nanoTime(), end, false));
+					}
+					else {
+						violation(open.nanoTime(), incarnation + " was granted " + open
+								+ " and never revoked it, though it was stopped gracefully");
+					}
+				}
+			}
+			windows.sort(Comparator.comparingLong(Window::grantedAt));
+			for (int i = 1; i < windows.size(); i++) {
+				Window before = windows.get(i - 1);
+				Window after = windows.get(i);
+				if (after.term() > before.term()) {
+					continue;
+				}
+				if (after.term() == before.term() && after.node().equals(before.node()) && !before.revoked()) {
+					this.sameTermRegrants++;
+				}
+				else {
+					violation(after.grantedAt(), "Grants of " + group + " did not carry rising terms: " + before
+							+ " then " + after);
+				}
+			}
+			return windows;
+		}
+
+		private void checkTermsInCommitOrder(String group) {
+			Write previous = null;
+			for (Write write : this.writes) {
+				if (!write.group().equals(group)) {
+					continue;
+				}
+				if (previous != null && write.term() < previous.term()) {
+					violation(write.stampNanos(), "In commit (id) order the term of " + group + " went down: " + previous
+							+ " then " + write);
+				}
+				previous = write;
+			}
+		}
+
+		private void checkOneWriterPerTerm(String group) {
+			Map<Long, Write> firstByTerm = new TreeMap<>();
+			Set<String> granted = new HashSet<>();
+			this.windows.get(group)
+				.forEach((window) -> granted.add(window.node() + "#" + window.incarnation().number() + "@" + window.term()));
+			for (Write write : this.writes) {
+				if (!write.group().equals(group)) {
+					continue;
+				}
+				Write first = firstByTerm.putIfAbsent(write.term(), write);
+				if (first != null && !first.node().equals(write.node())) {
+					violation(write.stampNanos(), "Term " + write.term() + " of " + group
+							+ " has committed writes of two nodes: " + first + " and " + write);
+				}
+				if (!granted.contains(write.node() + "#" + write.incarnation() + "@" + write.term())) {
+					violation(write.stampNanos(), "Write " + write + " was committed under a term that its incarnation "
+							+ "was never granted");
+				}
+			}
+		}
+
+		private void checkOverlapsAndStaleCommits(String group) {
+			List<Window> windows = this.windows.get(group);
+			for (int i = 0; i < windows.size(); i++) {
+				for (int j = i + 1; j < windows.size(); j++) {
+					Window earlier = windows.get(i);
+					Window later = windows.get(j);
+					if (later.term() <= earlier.term() || !earlier.overlaps(later)) {
+						continue;
+					}
+					this.overlaps++;
+					long overlapEnd = Math.min(earlier.endedAt(), later.endedAt());
+					Optional<Interval> excuse = pausedOrStalled(earlier.incarnation(), later.grantedAt(), overlapEnd);
+					long rejected = earlier.incarnation().process.events().stream()
+						.filter((event) -> event.is(Type.REJECTED, group) && event.term() == earlier.term())
+						.count();
+					this.staleAttemptsRejected += rejected;
+					if (excuse.isEmpty()) {
+						violation(later.grantedAt(), "Two nodes believed they led " + group + " at once, and the earlier "
+								+ "was neither frozen nor stalled just before (or stayed leader long after its thaw): " + earlier
+								+ " and " + later + "; " + rejected + " stale attempts of the earlier were rejected");
+					}
+				}
+			}
+			Map<Long, Long> firstHigherGrant = new HashMap<>();
+			for (Write write : this.writes) {
+				if (!write.group().equals(group)) {
+					continue;
+				}
+				long nextGrant = firstHigherGrant.computeIfAbsent(write.term(),
+						(term) -> windows.stream().filter((window) -> window.term() > term)
+							.mapToLong(Window::grantedAt).min().orElse(Long.MAX_VALUE));
+				if (write.stampNanos() - nextGrant > 0) {
+					Window taker = windows.stream().filter((window) -> window.grantedAt() == nextGrant).findFirst()
+						.orElseThrow();
+					violation(write.stampNanos(), "A stale write committed: " + write + " was stamped "
+							+ (write.stampNanos() - nextGrant) / 1_000_000 + " ms after " + taker + " was granted");
+				}
+			}
+		}
+
+		/**
+		 * Finds the pause or stall of the earlier holder that explains an overlap: the holder was frozen or stalled
+		 * when the overlap began, or had been thawed only just before (a thawed JVM needs a moment to run its
+		 * watchdog and print the revoke), and the overlap ended soon after the thaw.
+		 */
+		private Optional<Interval> pausedOrStalled(Incarnation incarnation, long overlapStart, long overlapEnd) {
+			List<Interval> candidates = new ArrayList<>(incarnation.frozen);
+			FaultHistory.this.stalls.stream()
+				.filter((stall) -> stall.node().equals(incarnation.process.nodeId()))
+				.forEach(candidates::add);
+			return candidates.stream()
+				.filter((interval) -> interval.from() - overlapStart <= 0
+						&& overlapStart - (interval.to() + THAW_TOLERANCE_NANOS) <= 0
+						&& overlapEnd - (interval.to() + THAW_TOLERANCE_NANOS) <= 0)
+				.findFirst();
+		}
+
+		private void checkFailover(String group) {
+			List<Window> windows = this.windows.get(group);
+			long confirm = FaultHistory.this.settings.renewInterval().toNanos();
+			long[] stamps = this.writes.stream().filter((write) -> write.group().equals(group))
+				.mapToLong(Write::stampNanos).sorted().toArray();
+			List<Episode> episodes = FaultHistory.this.episodes;
+			for (int i = 0; i < episodes.size(); i++) {
+				Episode episode = episodes.get(i);
+				// A leadership counts once it lasts a renew interval, or until the next fault or the end of the run.
+				long horizon = (i + 1 < episodes.size()) ? episodes.get(i + 1).startedAt() : FaultHistory.this.endedAt;
+				long recoveredAt = Long.MAX_VALUE;
+				for (Window window : windows) {
+					long from = Math.max(window.grantedAt(), episode.startedAt());
+					Optional<Interval> frozen = window.incarnation().frozenAt(from);
+					if (frozen.isPresent()) {
+						from = frozen.get().to();
+					}
+					if (window.endedAt() - from >= confirm || (window.endedAt() - horizon >= 0 && horizon - from >= 0)) {
+						recoveredAt = Math.min(recoveredAt, from);
+					}
+				}
+				if (episode.heldTerms().containsKey(group)) {
+					long failover = recoveredAt - episode.startedAt();
+					if (recoveredAt == Long.MAX_VALUE || failover > failoverBound()) {
+						violation(episode.startedAt(), "No leader of " + group + " within "
+								+ failoverBound() / 1_000_000 + " ms of the fault: "
+								+ ((recoveredAt != Long.MAX_VALUE) ? "it took " + failover / 1_000_000 + " ms"
+										: "none at all"));
+					}
+					if (recoveredAt != Long.MAX_VALUE) {
+						this.failovers.add(failover);
+						this.maxFailoverByKind.merge(episode.kind(), failover / 1_000_000, Math::max);
+					}
+				}
+				long from = Math.max(episode.liftedAt(), (recoveredAt != Long.MAX_VALUE) ? recoveredAt : 0);
+				OptionalLong resumed = firstAtOrAfter(stamps, from);
+				if (resumed.isEmpty() || resumed.getAsLong() - from > FaultHistory.this.writeResumeBound.toNanos()) {
+					violation(episode.startedAt(), "Writes of " + group + " did not resume within "
+							+ FaultHistory.this.writeResumeBound.toMillis() + " ms of the fault being lifted with a "
+							+ "leader in place" + (resumed.isPresent()
+									? ": the next came after " + (resumed.getAsLong() - from) / 1_000_000 + " ms" : ""));
+				}
+				else {
+					this.writeResumes.add(resumed.getAsLong() - from);
+				}
+			}
+		}
+
+		private static OptionalLong firstAtOrAfter(long[] sorted, long time) {
+			int low = 0;
+			int high = sorted.length;
+			while (low < high) {
+				int middle = (low + high) >>> 1;
+				if (sorted[middle] - time < 0) {
+					low = middle + 1;
+				}
+				else {
+					high = middle;
+				}
+			}
+			return (low < sorted.length) ? OptionalLong.of(sorted[low]) : OptionalLong.empty();
+		}
+
+		private long failoverBound() {
+			return FaultHistory.this.settings.duration().plusMillis(500).toNanos();
+		}
+
+		private void violation(long at, String message) {
+			this.violations.add(episodeAt(at) + ": " + message);
+		}
+
+		private String episodeAt(long time) {
+			Episode current = null;
+			for (Episode episode : FaultHistory.this.episodes) {
+				if (episode.startedAt() - time <= 0) {
+					current = episode;
+				}
+			}
+			return "at " + millis(time) + " ms, " + ((current != null) ? "in " + current : "before the first fault");
+		}
+
+		private static long percentile(List<Long> values, int percentile) {
+			if (values.isEmpty()) {
+				return 0;
+			}
+			List<Long> sorted = values.stream().sorted().toList();
+			int index = (int) Math.ceil(percentile / 100.0 * sorted.size()) - 1;
+			return sorted.get(Math.max(0, Math.min(index, sorted.size() - 1))) / 1_000_000;
+		}
+
+	}
+
+}

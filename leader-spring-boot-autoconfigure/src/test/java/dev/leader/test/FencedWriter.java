@@ -1,0 +1,154 @@
+package dev.leader.test;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+import java.util.regex.Pattern;
+
+import javax.sql.DataSource;
+
+import dev.leader.FencingToken;
+import dev.leader.Leadership;
+import dev.leader.StaleLeadershipException;
+import dev.leader.fencing.Fencing;
+import dev.leader.jdbc.PostgresFencingStore;
+import dev.leader.jdbc.TablePrefix;
+import dev.leader.test.NodeEvent.Type;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.transaction.support.TransactionTemplate;
+
+/**
+ * The fenced writes of a {@link TestNode} started with {@code --writer=true}: every interval, for every group, one
+ * transaction that {@link Fencing#guard guards} the group's lease and then appends a row to the log table,
+ * {@code (group_name, term, node, incarnation, seq, stamp_nanos)}. {@code seq} counts this process's attempts, and
+ * {@code stamp_nanos} is {@link System#nanoTime()} taken after the guard passed and before the commit, so every
+ * committed row happened while its term held the lease.
+ * <p>
+ * The writer writes under {@link Leadership#token(String)} while the node leads. After the node loses a group it goes
+ * on writing under the last token it had, until the database rejects one: it behaves like a batch that began before
+ * the node was deposed, or a node that learns of its demotion only from the fence. Those writes must be rejected once
+ * another term can hold the lease, and the checkers of the fault harness prove it. A rejection is printed as
+ * {@code REJECTED}, any other failure as {@code FAILED}; committed writes are read back from the table.
+ * <p>
+ * Runs on a thread of its own, at a fixed delay, for at most a given number of attempts.
+ */
+final class FencedWriter {
+
+	private static final Pattern TABLE_NAME = Pattern.compile("[a-z_][a-z0-9_]{0,62}");
+
+	private final Leadership leadership;
+
+	private final Fencing fencing;
+
+	private final TransactionTemplate transactions;
+
+	private final JdbcTemplate jdbc;
+
+	private final String insertSql;
+
+	private final long incarnation;
+
+	private final Duration interval;
+
+	private final long maxAttempts;
+
+	private final Consumer<NodeEvent> events;
+
+	private final Map<String, FencingToken> lastTokens = new ConcurrentHashMap<>();
+
+	private final AtomicLong attempts = new AtomicLong();
+
+	private final ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor((runnable) -> {
+		Thread thread = new Thread(runnable, "test-node-writer");
+		thread.setDaemon(true);
+		return thread;
+	});
+
+	FencedWriter(Leadership leadership, DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
+			String table, long incarnation, Duration interval, long maxAttempts, Consumer<NodeEvent> events) {
+		if (!TABLE_NAME.matcher(table).matches()) {
+			throw new IllegalArgumentException("Invalid writer table name '" + table + "'");
+		}
+		this.leadership = leadership;
+		this.fencing = new Fencing(new PostgresFencingStore(dataSource, tablePrefix, queryTimeout),
+				leadership.nodeId());
+		this.transactions = new TransactionTemplate(new DataSourceTransactionManager(dataSource));
+		this.jdbc = new JdbcTemplate(dataSource);
+		this.jdbc.setQueryTimeout((int) Math.max(1, queryTimeout.toSeconds()));
+		this.insertSql = "INSERT INTO " + table
+				+ " (group_name, term, node, incarnation, seq, stamp_nanos) VALUES (?, ?, ?, ?, ?, ?)";
+		this.incarnation = incarnation;
+		this.interval = interval;
+		this.maxAttempts = maxAttempts;
+		this.events = events;
+	}
+
+	void start() {
+		this.executor.scheduleWithFixedDelay(this::writeRound, 0, this.interval.toNanos(), TimeUnit.NANOSECONDS);
+	}
+
+	void stop() {
+		this.executor.shutdownNow();
+		try {
+			this.executor.awaitTermination(5, TimeUnit.SECONDS);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+	}
+
+	private void writeRound() {
+		for (String group : List.copyOf(this.leadership.groups())) {
+			if (this.attempts.get() >= this.maxAttempts) {
+				this.executor.shutdown();
+				return;
+			}
+			write(group);
+		}
+	}
+
+	private void write(String group) {
+		FencingToken token = this.leadership.token(group).orElse(null);
+		if (token != null) {
+			this.lastTokens.put(group, token);
+		}
+		else {
+			token = this.lastTokens.get(group);
+			if (token == null) {
+				return;
+			}
+		}
+		FencingToken writing = token;
+		long seq = this.attempts.incrementAndGet();
+		try {
+			this.transactions.executeWithoutResult((status) -> {
+				this.fencing.guard(writing);
+				long stamp = System.nanoTime();
+				this.jdbc.update(this.insertSql, writing.group(), writing.term(), this.leadership.nodeId(),
+						this.incarnation, seq, stamp);
+			});
+		}
+		catch (StaleLeadershipException ex) {
+			this.lastTokens.remove(group, writing);
+			print(Type.REJECTED, writing);
+		}
+		catch (RuntimeException ex) {
+			print(Type.FAILED, writing);
+			System.err.println("Fenced write " + seq + " under " + writing + " failed: " + ex);
+		}
+	}
+
+	private void print(Type type, FencingToken token) {
+		this.events.accept(
+				new NodeEvent(System.nanoTime(), type, token.group(), token.term(), this.leadership.nodeId(), null));
+	}
+
+}
