@@ -65,7 +65,7 @@ public class FencedWriteBenchmark {
 				TOKEN.group(), NODE, TOKEN.term());
 		this.transactions = new TransactionTemplate(new DataSourceTransactionManager(this.dataSource));
 		this.fencing = new Fencing(new PostgresFencingStore(this.dataSource, BenchDatabase.PREFIX,
-				Duration.ofSeconds(3)), NODE);
+				Duration.ofSeconds(3), Duration.ofSeconds(10)), NODE);
 	}
 
 	@TearDown(Level.Trial)

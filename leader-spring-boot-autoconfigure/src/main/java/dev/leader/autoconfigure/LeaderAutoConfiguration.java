@@ -167,8 +167,10 @@ public final class LeaderAutoConfiguration {
 
 	@Bean
 	@ConditionalOnMissingBean
-	FencingStore leaderFencingStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties) {
-		return new PostgresFencingStore(dataSource, prefix, queryTimeout(properties));
+	FencingStore leaderFencingStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
+			LeaseSettings settings) {
+		// A guarded transaction cannot usefully outlast the holder's own belief in its leadership.
+		return new PostgresFencingStore(dataSource, prefix, queryTimeout(properties), settings.safeWindow());
 	}
 
 	@Bean

@@ -25,6 +25,8 @@ public final class PostgresFencingStore implements FencingStore {
 
 	private final Statements statements;
 
+	private final String holdLimitMillis;
+
 	private final String lockLeaseSql;
 
 	private final String advanceSql;
@@ -35,13 +37,21 @@ public final class PostgresFencingStore implements FencingStore {
 	 * @param tablePrefix the prefix of the starter's tables
 	 * @param queryTimeout the longest a statement may run, including the wait for the row lock; rounded up to whole
 	 * seconds
+	 * @param holdLimit the longest a guarded transaction may stay idle holding the lease row's lock; past it, the
+	 * database ends the session, so that a holder frozen inside the transaction cannot hold a takeover up
 	 */
-	public PostgresFencingStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout) {
+	public PostgresFencingStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
+			Duration holdLimit) {
 		this.dataSource = dataSource;
 		this.statements = new Statements(queryTimeout);
+		this.holdLimitMillis = Long.toString(Math.max(1, holdLimit.toMillis()));
 		String p = tablePrefix.value();
+		// SET LOCAL of the idle timeout, for this transaction only: a takeover waits for the lock, so a holder frozen
+		// (paused, stalled) inside its transaction would otherwise hold every other node up for as long as it stays so.
 		this.lockLeaseSql = """
-				SELECT holder, term, expires_at > clock_timestamp() FROM %sleases WHERE group_name = ? FOR SHARE
+				SELECT holder, term, expires_at > clock_timestamp(),
+				       set_config('idle_in_transaction_session_timeout', ?, true)
+				FROM %sleases WHERE group_name = ? FOR SHARE
 				""".formatted(p);
 		// A conflicting row is locked even when the WHERE clause keeps it unchanged; the fallback SELECT then reads
 		// it from the statement's snapshot, and finds nothing only if it was created concurrently: that fails closed.
@@ -63,7 +73,8 @@ public final class PostgresFencingStore implements FencingStore {
 	@Override
 	public @Nullable LeaseLock lockLease(String group) {
 		return execute("lock lease", this.lockLeaseSql, (statement) -> {
-			statement.setString(1, group);
+			statement.setString(1, this.holdLimitMillis);
+			statement.setString(2, group);
 			try (ResultSet rows = statement.executeQuery()) {
 				return rows.next() ? new LeaseLock(rows.getString(1), rows.getLong(2), rows.getBoolean(3)) : null;
 			}

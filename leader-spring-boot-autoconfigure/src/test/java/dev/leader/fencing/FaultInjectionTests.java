@@ -77,12 +77,6 @@ class FaultInjectionTests {
 
 	private static final Duration WRITE_RESUME_BOUND = Duration.ofSeconds(2);
 
-	/**
-	 * Ends a guarded transaction whose node froze or stalled inside it: the lease row stays locked {@code FOR SHARE}
-	 * until then, and a takeover waits for it however long the node stays frozen.
-	 */
-	private static final Duration IDLE_IN_TRANSACTION_TIMEOUT = Duration.ofMillis(500);
-
 	private static final int DEFAULT_EPISODES = 50;
 
 	private static final Pattern JDBC_URL = Pattern.compile("jdbc:postgresql://([^/:?]+)(?::(\\d+))?(/.*)");
@@ -183,7 +177,7 @@ class FaultInjectionTests {
 	private Incarnation startNode(String nodeId) {
 		long number = this.incarnations.incrementAndGet();
 		List<String> arguments = List.of("--url=" + proxiedUrl(nodeId), "--writer=true", "--incarnation=" + number,
-				"--pool-size=4", "--idle-in-transaction-timeout=" + IDLE_IN_TRANSACTION_TIMEOUT);
+				"--pool-size=4");
 		Map<String, String> environment = nodeId.equals(FAKED_NODE) ? fakedClock() : Map.of();
 		Incarnation incarnation = this.history.started(number,
 				this.cluster.start(nodeId, arguments, environment));

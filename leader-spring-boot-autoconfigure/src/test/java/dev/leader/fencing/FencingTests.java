@@ -140,6 +140,35 @@ class FencingTests {
 	}
 
 	@Test
+	void holderFrozenInsideItsGuardedTransactionHoldsATakeoverUpOnlyUntilTheHoldLimit() throws Exception {
+		FencingToken token = acquire("g", "a", Duration.ofMillis(300));
+		Fencing frozen = new Fencing(new PostgresFencingStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
+				Duration.ofMillis(800)), "a");
+		CountDownLatch guarded = new CountDownLatch(1);
+		CountDownLatch thaw = new CountDownLatch(1);
+		CompletableFuture<Void> writer = CompletableFuture.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
+			frozen.guard(token);
+			guarded.countDown();
+			awaitLatch(thaw);
+			insert(token, "a");
+		}));
+		assertThat(guarded.await(5, TimeUnit.SECONDS)).isTrue();
+		awaitExpiry("g");
+		long start = System.nanoTime();
+		AcquireResult takeover = CompletableFuture
+			.supplyAsync(() -> this.leases.acquire("g", "b", Duration.ofSeconds(10)))
+			.get(5, TimeUnit.SECONDS);
+		Duration waited = Duration.ofNanos(System.nanoTime() - start);
+		assertThat(takeover.granted()).isTrue();
+		assertThat(takeover.lease().term()).isEqualTo(token.term() + 1);
+		assertThat(waited).isLessThan(Duration.ofSeconds(3));
+		thaw.countDown();
+		assertThatExceptionOfType(java.util.concurrent.ExecutionException.class)
+			.isThrownBy(() -> writer.get(5, TimeUnit.SECONDS));
+		assertThat(writes()).isEmpty();
+	}
+
+	@Test
 	void guardWithoutATransactionFailsInsteadOfRunningUnfenced() {
 		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
 		assertThatExceptionOfType(IllegalTransactionStateException.class).isThrownBy(() -> fencing("a").guard(token))
@@ -219,7 +248,8 @@ class FencingTests {
 	}
 
 	private Fencing fencing(String nodeId) {
-		return new Fencing(new PostgresFencingStore(this.dataSource, PREFIX, Duration.ofSeconds(5)), nodeId);
+		return new Fencing(new PostgresFencingStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
+				Duration.ofSeconds(10)), nodeId);
 	}
 
 	private FencingToken acquire(String group, String node, Duration duration) {

@@ -73,12 +73,12 @@ final class FencedWriter {
 	});
 
 	FencedWriter(Leadership leadership, DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
-			String table, long incarnation, Duration interval, long maxAttempts, Consumer<NodeEvent> events) {
+			Duration holdLimit, String table, long incarnation, Duration interval, long maxAttempts, Consumer<NodeEvent> events) {
 		if (!TABLE_NAME.matcher(table).matches()) {
 			throw new IllegalArgumentException("Invalid writer table name '" + table + "'");
 		}
 		this.leadership = leadership;
-		this.fencing = new Fencing(new PostgresFencingStore(dataSource, tablePrefix, queryTimeout),
+		this.fencing = new Fencing(new PostgresFencingStore(dataSource, tablePrefix, queryTimeout, holdLimit),
 				leadership.nodeId());
 		this.transactions = new TransactionTemplate(new DataSourceTransactionManager(dataSource));
 		this.jdbc = new JdbcTemplate(dataSource);

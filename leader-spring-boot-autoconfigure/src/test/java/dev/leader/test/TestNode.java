@@ -47,7 +47,7 @@ import org.jspecify.annotations.Nullable;
  * <li>{@code lease}, {@code renew}, {@code retry}, {@code margin}, {@code node-expiry}, {@code yield-cooldown}: the
  * {@link LeaseSettings}, by default its defaults</li>
  * <li>{@code table-prefix} ({@code leader_}), {@code query-timeout} (1 s), {@code connection-timeout} (1 s),
- * {@code pool-size} (3), {@code idle-in-transaction-timeout} (the server's default)</li>
+ * {@code pool-size} (3)</li>
  * <li>{@code writer} ({@code false}): whether the node makes fenced writes, see {@link FencedWriter}, with
  * {@code writer-table} ({@code fault_log}), {@code writer-interval} (30 ms), {@code writer-max-attempts} (1,000,000)
  * and {@code incarnation} (1), a number that tells the processes of one node id apart</li>
@@ -128,18 +128,14 @@ public final class TestNode {
 		config.setConnectionTimeout(arguments.duration("connection-timeout", Duration.ofSeconds(1)).toMillis());
 		config.setValidationTimeout(250);
 		config.addDataSourceProperty("ApplicationName", nodeId);
-		String idleInTransactionTimeout = arguments.optional("idle-in-transaction-timeout");
-		if (idleInTransactionTimeout != null) {
-			config.setConnectionInitSql("SET idle_in_transaction_session_timeout = "
-					+ Duration.parse(idleInTransactionTimeout).toMillis());
-		}
 		return new HikariDataSource(config);
 	}
 
 	private static FencedWriter writer(LeaderEngine engine, HikariDataSource dataSource, Arguments arguments,
 			Consumer<NodeEvent> events) {
 		return new FencedWriter(engine, dataSource, new TablePrefix(arguments.get("table-prefix", "leader_")),
-				arguments.duration("query-timeout", Duration.ofSeconds(1)), arguments.get("writer-table", "fault_log"),
+				arguments.duration("query-timeout", Duration.ofSeconds(1)), settings(arguments).safeWindow(),
+				arguments.get("writer-table", "fault_log"),
 				Long.parseLong(arguments.get("incarnation", "1")),
 				arguments.duration("writer-interval", Duration.ofMillis(30)),
 				Long.parseLong(arguments.get("writer-max-attempts", "1000000")), events);
