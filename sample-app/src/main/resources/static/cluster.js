@@ -6,6 +6,9 @@
   var POLL_MILLIS = 1000;
   var MAX_EVENTS = 50;
   var previous = null;
+  // The last leader seen per group: a hand-over often shows a poll with no leader in between, and the new leader's
+  // line should still say whom it replaced.
+  var lastLeaders = {};
   var events = [];
 
   function el(tag, text, className) {
@@ -34,20 +37,52 @@
     events.length = Math.min(events.length, MAX_EVENTS);
   }
 
+  function placement(assignment) {
+    return assignment.daemon + ': ' + assignment.state + ' on ' + assignment.node
+      + ' (generation ' + assignment.generation + ')';
+  }
+
+  function diffAssignments(view) {
+    var known = {};
+    previous.assignments.forEach(function (assignment) { known[assignment.daemon] = assignment; });
+    view.assignments.forEach(function (now) {
+      var before = known[now.daemon];
+      delete known[now.daemon];
+      if (!before) {
+        record(placement(now));
+        return;
+      }
+      // A move passes through REVOKING, DELETED and ASSIGNING; a poll may miss any of them, never the node change.
+      if (before.node !== now.node) {
+        record(now.daemon + ': ' + before.node + ' \u2192 ' + now.node + ' (generation ' + now.generation + ')');
+        if (now.state !== 'ACTIVE') {
+          record(placement(now));
+        }
+      }
+      else if (before.state !== now.state || before.generation !== now.generation) {
+        record(placement(now));
+      }
+    });
+    Object.keys(known).forEach(function (daemon) { record(daemon + ': forgotten'); });
+  }
+
   function diff(view) {
     if (previous === null) {
       Object.keys(view.groups).forEach(function (name) {
         var group = view.groups[name];
         record(name + ': ' + (group.leader ? 'led by ' + group.leader + ' (term ' + group.term + ')' : 'no leader'));
       });
+      view.assignments.forEach(function (assignment) { record(placement(assignment)); });
       return;
     }
     Object.keys(view.groups).forEach(function (name) {
       var now = view.groups[name];
       var before = previous.groups[name];
       if (!before || before.leader !== now.leader || before.term !== now.term) {
+        var was = lastLeaders[name];
+        var same = was && was.leader === now.leader && was.term === now.term;
         record(name + ': ' + (now.leader ? 'leader ' + now.leader + ' (term ' + now.term + ')' : 'no leader')
-          + (before && before.leader ? ', was ' + before.leader + ' (term ' + before.term + ')' : ''));
+          + (was && !same ? ', was ' + was.leader + ' (term ' + was.term + ')' : ''));
       }
     });
     var known = {};
@@ -63,6 +98,7 @@
       delete known[member.id];
     });
     Object.keys(known).forEach(function (id) { record('node ' + id + ' left'); });
+    diffAssignments(view);
   }
 
   function render(view) {
@@ -84,6 +120,12 @@
       row.appendChild(el('td', group.remainingMillis === null ? '–' : (group.remainingMillis / 1000).toFixed(1) + ' s'));
       groups.appendChild(row);
     });
+    var assigned = {};
+    view.assignments.forEach(function (assignment) {
+      if (assignment.state !== 'DELETED') {
+        (assigned[assignment.node] = assigned[assignment.node] || []).push(assignment.daemon);
+      }
+    });
     var nodes = document.querySelector('#nodes tbody');
     nodes.replaceChildren();
     view.members.forEach(function (member) {
@@ -95,8 +137,29 @@
       row.appendChild(badge(member.state));
       row.appendChild(el('td', time(member.lastHeartbeat)));
       row.appendChild(el('td', (leads[member.id] || []).sort().join(', ')));
+      row.appendChild(el('td', (assigned[member.id] || []).sort().join(', ')));
       nodes.appendChild(row);
     });
+    var daemons = document.querySelector('#daemons tbody');
+    daemons.replaceChildren();
+    view.assignments.forEach(function (assignment) {
+      var row = el('tr', null, assignment.state === 'ACTIVE' ? '' : 'unsettled');
+      row.dataset.daemon = assignment.daemon;
+      row.appendChild(el('td', assignment.daemon));
+      row.appendChild(el('td', assignment.state === 'DELETED' ? '(was ' + assignment.node + ')' : assignment.node,
+        'node'));
+      var state = badge(assignment.state);
+      state.className = 'state';
+      row.appendChild(state);
+      row.appendChild(el('td', assignment.generation, 'generation'));
+      row.appendChild(el('td', time(assignment.since)));
+      daemons.appendChild(row);
+    });
+    if (!daemons.firstChild) {
+      var empty = el('td', 'No daemon assignments.');
+      empty.colSpan = 5;
+      daemons.appendChild(el('tr')).appendChild(empty);
+    }
     var timeline = document.getElementById('timeline');
     timeline.replaceChildren();
     events.forEach(function (event) {
@@ -124,6 +187,12 @@
       .then(function (view) {
         diff(view);
         previous = view;
+        Object.keys(view.groups).forEach(function (name) {
+          var group = view.groups[name];
+          if (group.leader) {
+            lastLeaders[name] = { leader: group.leader, term: group.term };
+          }
+        });
         render(view);
         status('updated ' + new Date().toLocaleTimeString(), 'ok');
       })

@@ -7,20 +7,22 @@ import java.nio.file.Paths;
 import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.TreeMap;
 
 import dev.leader.LeaderInfo;
 import dev.leader.Leadership;
+import dev.leader.daemon.DaemonSettings;
 import dev.leader.lease.LeaseSettings;
 import dev.leader.test.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.openqa.selenium.By;
+import org.openqa.selenium.JavascriptExecutor;
 import org.openqa.selenium.OutputType;
 import org.openqa.selenium.TakesScreenshot;
 import org.openqa.selenium.WebDriver;
-import org.openqa.selenium.WebElement;
 import org.openqa.selenium.chrome.ChromeDriver;
 import org.openqa.selenium.chrome.ChromeDriverService;
 import org.openqa.selenium.chrome.ChromeOptions;
@@ -34,6 +36,8 @@ import org.springframework.boot.test.context.SpringBootTest.WebEnvironment;
 import org.springframework.boot.test.context.TestConfiguration;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.context.annotation.Bean;
+import org.springframework.http.MediaType;
+import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
@@ -45,8 +49,10 @@ import static org.hamcrest.Matchers.equalTo;
 
 /**
  * The cluster view page ({@code /cluster.html}) in a real headless Chromium, driven by Debian's {@code chromedriver}:
- * the sample application and a second node share a fresh PostgreSQL schema, the page shows both nodes and the leader
- * of each group, and it follows a yield made through the actuator's write operation, which this test enables.
+ * the sample application and a second node share a fresh PostgreSQL schema, the page shows both nodes, the leader of
+ * each group and the assignment of each daemon, and it follows a yield and a daemon move made through the actuator's
+ * write operations, which this test enables. The second node can run the sample's daemons, and the settle window is
+ * too long for the leader to rebalance them by itself, so they move only when asked to.
  * <p>
  * Never skipped: without Debian's {@code chromium} and {@code chromium-driver} packages it fails, saying how to install
  * them. The screenshot it takes is {@code target/cluster-view.png}, copied to the README's {@code docs/} by hand.
@@ -54,10 +60,13 @@ import static org.hamcrest.Matchers.equalTo;
 @SpringBootTest(webEnvironment = WebEnvironment.RANDOM_PORT,
 		properties = { "leader.lease.duration=2s", "leader.lease.renew-interval=500ms",
 				"leader.lease.retry-interval=500ms", "leader.lease.safety-margin=100ms", "leader.node.expiry=2s",
-				"leader.lease.yield-cooldown=30s", "management.endpoint.leadership.access=unrestricted" })
+				"leader.lease.yield-cooldown=30s", "leader.daemons.cycle-interval=200ms",
+				"leader.daemons.settle-window=1h", "management.endpoint.leadership.access=unrestricted" })
 @AutoConfigureRestTestClient
 @DirtiesContext
 class ClusterViewBrowserTests {
+
+	private static final List<String> DAEMONS = List.of("outbox-dispatcher", "report-builder");
 
 	private static final Path CHROMIUM = Paths.get("/usr/bin/chromium");
 
@@ -76,6 +85,12 @@ class ClusterViewBrowserTests {
 
 	@Autowired
 	private LeaseSettings settings;
+
+	@Autowired
+	private DaemonSettings daemonSettings;
+
+	@Autowired
+	private JdbcClient jdbc;
 
 	private OtherNode other;
 
@@ -106,13 +121,14 @@ class ClusterViewBrowserTests {
 					+ "with: apt-get install -y chromium chromium-driver", CHROMIUM, CHROMEDRIVER)
 			.isTrue();
 		await().atMost(Duration.ofSeconds(10)).until(() -> this.leadership.isLeader("billing"));
-		this.other = OtherNode.start(database, this.settings, "default", "billing");
+		this.other = OtherNode.startWithDaemons(database, this.settings, this.daemonSettings, DAEMONS, "default",
+				"billing");
 		ChromeDriverService service = new ChromeDriverService.Builder().usingDriverExecutable(CHROMEDRIVER.toFile())
 			.usingAnyFreePort()
 			.build();
 		ChromeOptions options = new ChromeOptions().setBinary(CHROMIUM.toFile())
 			.addArguments("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-					"--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1100,820");
+					"--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1100,920");
 		this.browser = new ChromeDriver(service, options);
 	}
 
@@ -127,17 +143,17 @@ class ClusterViewBrowserTests {
 	}
 
 	@Test
-	void pageShowsTheLeaderOfEachGroupAndFollowsAYield() throws IOException {
+	void pageShowsLeadersAndDaemonsAndFollowsAYieldAndADaemonMove() throws IOException {
 		String node = this.leadership.nodeId();
 		long term = this.leadership.token("billing").orElseThrow().term();
 		this.browser.get("http://localhost:" + this.port + "/cluster.html");
 		WebDriverWait wait = new WebDriverWait(this.browser, Duration.ofSeconds(10));
-		wait.until((browser) -> text(By.id("node")).equals(node));
+		wait.until((browser) -> text("#node").equals(node));
 		wait.until((browser) -> groupCell("billing", "leader").equals(node)
 				&& groupCell("billing", "term").equals(Long.toString(term)));
 		wait.until((browser) -> nodeIds().containsAll(List.of(node, OtherNode.ID)));
 		assertThat(groupCell("default", "leader")).isEqualTo(node);
-		assertThat(text(By.cssSelector("#nodes tr[data-node='" + OtherNode.ID + "'] .badge"))).isEqualTo("ALIVE");
+		assertThat(text("#nodes tr[data-node='" + OtherNode.ID + "'] .badge")).isEqualTo("ALIVE");
 
 		// The other node waits for this node's release once it has read its lease, so the hand-over is immediate.
 		await().atMost(Duration.ofSeconds(5))
@@ -155,30 +171,94 @@ class ClusterViewBrowserTests {
 		assertThat(otherTerm).isGreaterThan(term);
 		wait.until((browser) -> groupCell("billing", "leader").equals(OtherNode.ID)
 				&& groupCell("billing", "term").equals(Long.toString(otherTerm)));
-		assertThat(text(By.cssSelector("#groups tr[data-group='billing'] .badge"))).isEqualTo("FOLLOWER");
-		wait.until((browser) -> text(By.id("timeline"))
+		assertThat(text("#groups tr[data-group='billing'] .badge")).isEqualTo("FOLLOWER");
+		wait.until((browser) -> text("#timeline")
 			.contains("billing: leader " + OtherNode.ID + " (term " + otherTerm + "), was " + node + " (term " + term
 					+ ")"));
+
+		await().atMost(Duration.ofSeconds(10)).until(() -> activeAssignments().keySet().containsAll(DAEMONS));
+		Map<String, Placement> placed = activeAssignments();
+		wait.until((browser) -> DAEMONS.stream().allMatch((daemon) -> placed.get(daemon).equals(daemonRow(daemon))));
+		for (String daemon : DAEMONS) {
+			assertThat(List.of(node, OtherNode.ID)).contains(placed.get(daemon).node());
+			assertThat(text("#nodes tr[data-node='" + placed.get(daemon).node() + "']")).contains(daemon);
+		}
+
+		Placement before = placed.get("outbox-dispatcher");
+		String target = before.node().equals(node) ? OtherNode.ID : node;
+		this.http.post()
+			.uri("/actuator/leadership/daemons/outbox-dispatcher")
+			.contentType(MediaType.APPLICATION_JSON)
+			.body(Map.of("node", target))
+			.exchange()
+			.expectStatus()
+			.isOk()
+			.expectBody()
+			.jsonPath("$.kind")
+			.isEqualTo("MOVE");
+		await().atMost(Duration.ofSeconds(10))
+			.until(() -> activeAssignments().get("outbox-dispatcher"),
+					(after) -> after != null && after.node().equals(target));
+		Placement after = activeAssignments().get("outbox-dispatcher");
+		assertThat(after.generation()).isGreaterThan(before.generation());
+		wait.until((browser) -> after.equals(daemonRow("outbox-dispatcher")));
+		assertThat(text("#timeline")).contains(
+				"outbox-dispatcher: " + before.node() + " \u2192 " + target + " (generation " + after.generation() + ")");
+		assertThat(daemonRow("report-builder")).isEqualTo(placed.get("report-builder"));
 		Path screenshot = ((TakesScreenshot) this.browser).getScreenshotAs(OutputType.FILE).toPath();
 		Files.copy(screenshot, Paths.get("target", "cluster-view.png"), StandardCopyOption.REPLACE_EXISTING);
 	}
 
+	/**
+	 * Reads the assignments from the database rather than the endpoint that the page itself shows.
+	 */
+	private Map<String, Placement> activeAssignments() {
+		return this.jdbc.sql("SELECT daemon_name, node_id, generation FROM leader_assignments WHERE state = 'ACTIVE'")
+			.query((rows) -> {
+				Map<String, Placement> placements = new TreeMap<>();
+				while (rows.next()) {
+					placements.put(rows.getString("daemon_name"),
+							new Placement(rows.getString("node_id"), "ACTIVE", rows.getLong("generation")));
+				}
+				return placements;
+			});
+	}
+
+	private Placement daemonRow(String daemon) {
+		List<String> cells = texts("#daemons tr[data-daemon='" + daemon + "'] td");
+		return (cells.size() < 4) ? new Placement("", "", 0)
+				: new Placement(cells.get(1), cells.get(2), Long.parseLong(cells.get(3)));
+	}
+
 	private String groupCell(String group, String cell) {
-		List<WebElement> found = this.browser
-			.findElements(By.cssSelector("#groups tr[data-group='" + group + "'] ." + cell));
-		return found.isEmpty() ? "" : found.get(0).getText();
+		return text("#groups tr[data-group='" + group + "'] ." + cell);
 	}
 
 	private List<String> nodeIds() {
-		return this.browser.findElements(By.cssSelector("#nodes tr[data-node]"))
-			.stream()
-			.map((row) -> row.getDomAttribute("data-node"))
-			.toList();
+		return read("#nodes tr[data-node]", "element.dataset.node");
 	}
 
-	private String text(By by) {
-		List<WebElement> found = this.browser.findElements(by);
-		return found.isEmpty() ? "" : found.get(0).getText();
+	private String text(String selector) {
+		List<String> found = texts(selector);
+		return found.isEmpty() ? "" : found.get(0);
+	}
+
+	private List<String> texts(String selector) {
+		return read(selector, "element.innerText");
+	}
+
+	/**
+	 * Evaluates an expression of {@code element} for every element the selector matches, in one script: the page
+	 * re-renders every second, and a script cannot see it half re-rendered or hold an element that it replaced.
+	 */
+	private List<String> read(String selector, String expression) {
+		Object values = ((JavascriptExecutor) this.browser).executeScript(
+				"return Array.from(document.querySelectorAll(arguments[0]), (element) => " + expression + ");",
+				selector);
+		return ((List<?>) values).stream().map(String::valueOf).toList();
+	}
+
+	private record Placement(String node, String state, long generation) {
 	}
 
 }
