@@ -693,6 +693,13 @@ public final class DaemonCoordinator implements SmartLifecycle {
 
 	private void handOver() {
 		cancel(this.nextCycle);
+		try {
+			// Still alive and now the least loaded: without the flag the leader would give the daemons straight back.
+			this.store.drain(this.nodeId, true);
+		}
+		catch (RuntimeException ex) {
+			logger.warn("Daemon node " + this.nodeId + " could not mark itself drained before handing over: " + ex);
+		}
 		List<Run> draining = List.copyOf(this.runs.values());
 		draining.forEach((run) -> drain(run, Reason.SHUTDOWN));
 		for (Run run : draining) {

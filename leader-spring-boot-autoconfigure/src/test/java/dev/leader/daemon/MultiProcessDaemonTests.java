@@ -217,6 +217,12 @@ class MultiProcessDaemonTests {
 		assertThat(slowest).isLessThan(FAST.nodeExpiry());
 		assertThat(stopped.awaitExit(Duration.ofSeconds(10))).as("exit code after SIGTERM").isEqualTo(143);
 		awaitActiveLoads(List.of(4));
+		// Handed straight to the other node: the stopping node was never given its daemons back.
+		Map<String, Assignment> after = assignments();
+		handedOver.forEach((daemon, generation) -> {
+			assertThat(after.get(daemon).node()).isNotEqualTo(stopping);
+			assertThat(after.get(daemon).generation()).as(daemon).isEqualTo(generation + 1);
+		});
 		assertExclusive();
 	}
 
