@@ -62,15 +62,7 @@ class MultiProcessDaemonTests {
 	@BeforeEach
 	void createWritesTable() {
 		this.jdbc = JdbcClient.create(this.cluster.dataSource());
-		this.jdbc.sql("""
-				CREATE TABLE daemon_writes (
-				  daemon     VARCHAR(120) NOT NULL,
-				  generation BIGINT       NOT NULL,
-				  node       VARCHAR(120) NOT NULL,
-				  kind       CHAR(1)      NOT NULL,
-				  written_at TIMESTAMPTZ  NOT NULL DEFAULT clock_timestamp()
-				)
-				""").update();
+		DaemonTestNode.createWritesTable(this.cluster.dataSource());
 	}
 
 	@Test

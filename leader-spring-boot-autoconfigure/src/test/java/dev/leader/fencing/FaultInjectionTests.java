@@ -13,8 +13,6 @@ import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 import dev.leader.lease.LeaseSettings;
 import dev.leader.test.Cluster;
@@ -78,8 +76,6 @@ class FaultInjectionTests {
 	private static final Duration WRITE_RESUME_BOUND = Duration.ofSeconds(2);
 
 	private static final int DEFAULT_EPISODES = 50;
-
-	private static final Pattern JDBC_URL = Pattern.compile("jdbc:postgresql://([^/:?]+)(?::(\\d+))?(/.*)");
 
 	@RegisterExtension
 	final Cluster cluster = new Cluster(FAST, ALPHA, BETA);
@@ -199,7 +195,7 @@ class FaultInjectionTests {
 			})
 			.dividedBy(1000);
 		// The fault's timing: a random offset within the renew interval, so faults hit every phase of the renewals.
-		sleep(Duration.ofMillis(random.nextInt((int) FAST.renewInterval().toMillis())));
+		FaultHistory.sleepAsFault(Duration.ofMillis(random.nextInt((int) FAST.renewInterval().toMillis())));
 		Incarnation incarnation = this.current.get(target);
 		NodeProcess process = incarnation.process();
 		Map<String, Long> held = heldTerms(process);
@@ -209,7 +205,7 @@ class FaultInjectionTests {
 			case PAUSE -> {
 				process.sigstop();
 				try {
-					sleep(duration);
+					FaultHistory.sleepAsFault(duration);
 				}
 				finally {
 					process.sigcont();
@@ -231,7 +227,7 @@ class FaultInjectionTests {
 			}
 			case STALL -> {
 				this.proxies.get(target).stall(duration);
-				sleep(duration);
+				FaultHistory.sleepAsFault(duration);
 				liftedAt = System.nanoTime();
 				this.history.stalled(target, startedAt, liftedAt);
 			}
@@ -326,13 +322,7 @@ class FaultInjectionTests {
 	}
 
 	private String proxiedUrl(String nodeId) {
-		Matcher url = JDBC_URL.matcher(this.cluster.url());
-		if (!url.matches()) {
-			throw new IllegalStateException("Cannot put a proxy in front of " + this.cluster.url());
-		}
-		StallingProxy proxy = this.proxies.computeIfAbsent(nodeId, (id) -> StallingProxy.start(id, url.group(1),
-				(url.group(2) != null) ? Integer.parseInt(url.group(2)) : 5432));
-		return "jdbc:postgresql://" + proxy.host() + ":" + proxy.port() + url.group(3);
+		return this.proxies.computeIfAbsent(nodeId, (id) -> StallingProxy.inFrontOf(id, this.cluster.url())).jdbcUrl();
 	}
 
 	private static Map<String, String> fakedClock() {
@@ -346,19 +336,6 @@ class FaultInjectionTests {
 		// spins, and the node burns a core and misses its renewals on a busy machine. Hence it is turned off.
 		return Map.of("LD_PRELOAD", LIBFAKETIME.toString(), "FAKETIME", "+" + FAKED_OFFSET.toHours() + "h",
 				"FAKETIME_DONT_FAKE_MONOTONIC", "1", "FAKETIME_FORCE_MONOTONIC_FIX", "0");
-	}
-
-	/**
-	 * Waits as part of a fault: the length of a pause or a stall, or the random moment a fault strikes.
-	 */
-	private static void sleep(Duration duration) {
-		try {
-			Thread.sleep(duration.toMillis());
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new IllegalStateException("Interrupted while injecting a fault", ex);
-		}
 	}
 
 }

@@ -13,6 +13,8 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 
+import javax.sql.DataSource;
+
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.DaemonAgent;
@@ -40,10 +42,12 @@ import org.springframework.transaction.support.TransactionTemplate;
  * A cluster node with daemons, in a process of its own: a {@link LeaderEngine} and a {@link DaemonCoordinator}
  * without a Spring context. Started by {@link Cluster#start(String, Class, List)}.
  * <p>
- * Every agent records its fenced writes in the {@code daemon_writes} table, which the test creates: a row
- * {@code (daemon, generation, node, 'W', clock_timestamp())} inserted in a transaction guarded by its context, once
- * right after it starts and then every write interval, and a row of kind {@code 'R'} outside any transaction for each
- * write the guard rejected. A normal agent returns at its first rejection; a stubborn one ignores cancellation and
+ * Every agent records its fenced writes in the {@code daemon_writes} table, which the test creates with
+ * {@link #createWritesTable}: a row {@code (daemon, generation, node, incarnation, 'W', stamp_nanos)} inserted in a
+ * transaction guarded by its context, once right after it starts and then every write interval, and a row of kind
+ * {@code 'R'} outside any transaction for each write the guard rejected. {@code stamp_nanos} is
+ * {@link System#nanoTime()} taken after the guard passed, before the commit; the id is drawn by the insert, after the
+ * guard, so ids are commit order across generations as with the lease guard (see {@link FaultHistory.Checks}). A normal agent returns at its first rejection; a stubborn one ignores cancellation and
  * interrupts and goes on writing until the process ends or a minute has passed.
  * <p>
  * Standard output carries {@code READY}, {@code JOINED}, {@code LEFT} and {@code STOPPED} {@link NodeEvent} lines.
@@ -52,7 +56,11 @@ import org.springframework.transaction.support.TransactionTemplate;
  * Arguments: those of {@link TestNode}, and {@code daemons} (comma-separated, may be empty), {@code stubborn} (those
  * of the daemons that ignore cancellation), {@code coordinator} ({@code false} to advertise the daemons but never
  * run or acknowledge them), {@code daemon-group} ({@code default}), {@code cycle}, {@code ack-timeout},
- * {@code drain-timeout}, {@code settle}, {@code max-moves}, {@code write-interval} (200 ms).
+ * {@code drain-timeout}, {@code settle}, {@code max-moves}, {@code write-interval} (200 ms), {@code incarnation} (1), a
+ * number that tells the processes of one node id apart, and {@code hold-limit} (none): an
+ * {@code idle_in_transaction_session_timeout} for every session of the node, so that a node frozen inside a guarded
+ * transaction cannot hold its assignment row locked for longer (the daemon guard sets no such bound itself, unlike
+ * the lease guard).
  */
 public final class DaemonTestNode {
 
@@ -60,7 +68,32 @@ public final class DaemonTestNode {
 
 	private static final Object printLock = new Object();
 
+	/**
+	 * The table the agents record their writes in.
+	 */
+	public static final String WRITES_TABLE = "daemon_writes";
+
 	private DaemonTestNode() {
+	}
+
+	/**
+	 * Creates the {@link #WRITES_TABLE table} that the agents record their writes in; call it before the nodes start,
+	 * so that their roles may use it.
+	 * @param dataSource a data source on the test's schema
+	 */
+	public static void createWritesTable(DataSource dataSource) {
+		new JdbcTemplate(dataSource).execute("""
+				CREATE TABLE %s (
+				  id          BIGSERIAL    PRIMARY KEY,
+				  daemon      VARCHAR(120) NOT NULL,
+				  generation  BIGINT       NOT NULL,
+				  node        VARCHAR(120) NOT NULL,
+				  incarnation BIGINT       NOT NULL,
+				  kind        CHAR(1)      NOT NULL,
+				  stamp_nanos BIGINT       NOT NULL,
+				  written_at  TIMESTAMPTZ  NOT NULL DEFAULT clock_timestamp()
+				)
+				""".formatted(WRITES_TABLE));
 	}
 
 	/**
@@ -89,7 +122,8 @@ public final class DaemonTestNode {
 		Set<String> names = list(arguments.getOrDefault("daemons", ""));
 		Set<String> stubborn = list(arguments.getOrDefault("stubborn", ""));
 		Duration writeInterval = duration(arguments, "write-interval", Duration.ofMillis(200));
-		Recorder recorder = new Recorder(dataSource, nodeId, writeInterval);
+		Recorder recorder = new Recorder(dataSource, nodeId, Long.parseLong(arguments.getOrDefault("incarnation", "1")),
+				writeInterval);
 		if (Boolean.parseBoolean(arguments.getOrDefault("coordinator", "true"))) {
 			Map<String, DaemonAgent> agents = new LinkedHashMap<>();
 			names.forEach((name) -> agents.put(name,
@@ -139,6 +173,11 @@ public final class DaemonTestNode {
 		config.setConnectionTimeout(1000);
 		config.setValidationTimeout(250);
 		config.addDataSourceProperty("ApplicationName", nodeId);
+		String holdLimit = arguments.get("hold-limit");
+		if (holdLimit != null) {
+			config.setConnectionInitSql(
+					"SET idle_in_transaction_session_timeout = " + Math.max(1, Duration.parse(holdLimit).toMillis()));
+		}
 		return new HikariDataSource(config);
 	}
 
@@ -217,12 +256,15 @@ public final class DaemonTestNode {
 
 		private final String nodeId;
 
+		private final long incarnation;
+
 		private final Duration interval;
 
-		Recorder(HikariDataSource dataSource, String nodeId, Duration interval) {
+		Recorder(HikariDataSource dataSource, String nodeId, long incarnation, Duration interval) {
 			this.jdbc = new JdbcTemplate(dataSource);
 			this.transactions = new TransactionTemplate(new DataSourceTransactionManager(dataSource));
 			this.nodeId = nodeId;
+			this.incarnation = incarnation;
 			this.interval = interval;
 		}
 
@@ -253,16 +295,21 @@ public final class DaemonTestNode {
 			try {
 				this.transactions.executeWithoutResult((status) -> {
 					context.guard();
-					this.jdbc.update("INSERT INTO daemon_writes (daemon, generation, node, kind) VALUES (?, ?, ?, 'W')",
-							context.name(), context.generation(), this.nodeId);
+					insert(context, 'W');
 				});
 				return true;
 			}
 			catch (StaleLeadershipException ex) {
-				this.jdbc.update("INSERT INTO daemon_writes (daemon, generation, node, kind) VALUES (?, ?, ?, 'R')",
-						context.name(), context.generation(), this.nodeId);
+				insert(context, 'R');
 				return false;
 			}
+		}
+
+		private void insert(DaemonContext context, char kind) {
+			this.jdbc.update("INSERT INTO " + WRITES_TABLE
+					+ " (daemon, generation, node, incarnation, kind, stamp_nanos) VALUES (?, ?, ?, ?, ?, ?)",
+					context.name(), context.generation(), this.nodeId, this.incarnation, String.valueOf(kind),
+					System.nanoTime());
 		}
 
 		private static void pauseIgnoringInterrupts(Duration pause) {

@@ -136,6 +136,21 @@ public final class FaultHistory {
 	}
 
 	/**
+	 * Waits as part of a fault: the length of a pause or a stall, or the random moment a fault strikes. Never a way
+	 * to wait for an outcome: that is Awaitility's job.
+	 * @param duration how long
+	 */
+	public static void sleepAsFault(Duration duration) {
+		try {
+			Thread.sleep(duration.toMillis());
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new IllegalStateException("Interrupted while injecting a fault", ex);
+		}
+	}
+
+	/**
 	 * Records a new node process.
 	 * @param number the incarnation number it writes into the log table
 	 * @param process the process
@@ -197,6 +212,21 @@ public final class FaultHistory {
 	 */
 	public Checks check(List<Write> writes) {
 		return new Checks(writes);
+	}
+
+	/**
+	 * Places a time in the run, for a violation message: how long after the origin, and in which episode.
+	 * @param time a {@link System#nanoTime()}
+	 * @return the description
+	 */
+	String episodeAt(long time) {
+		Episode current = null;
+		for (Episode episode : this.episodes) {
+			if (episode.startedAt() - time <= 0) {
+				current = episode;
+			}
+		}
+		return "at " + millis(time) + " ms, " + ((current != null) ? "in " + current : "before the first fault");
 	}
 
 	/**
@@ -705,17 +735,7 @@ public final class FaultHistory {
 		}
 
 		private void violation(long at, String message) {
-			this.violations.add(episodeAt(at) + ": " + message);
-		}
-
-		private String episodeAt(long time) {
-			Episode current = null;
-			for (Episode episode : FaultHistory.this.episodes) {
-				if (episode.startedAt() - time <= 0) {
-					current = episode;
-				}
-			}
-			return "at " + millis(time) + " ms, " + ((current != null) ? "in " + current : "before the first fault");
+			this.violations.add(FaultHistory.this.episodeAt(at) + ": " + message);
 		}
 
 		private static long percentile(List<Long> values, int percentile) {

@@ -13,6 +13,8 @@ import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * A TCP proxy on the loopback interface between one node and the database, that can stall: stop forwarding in both
@@ -27,11 +29,15 @@ public final class StallingProxy implements AutoCloseable {
 
 	private static final int BUFFER_SIZE = 16 * 1024;
 
+	private static final Pattern JDBC_URL = Pattern.compile("jdbc:postgresql://([^/:?]+)(?::(\\d+))?(/.*)");
+
 	private final String name;
 
 	private final InetSocketAddress target;
 
 	private final ServerSocket server;
+
+	private final String pathAndQuery;
 
 	private final Set<Socket> sockets = ConcurrentHashMap.newKeySet();
 
@@ -41,9 +47,10 @@ public final class StallingProxy implements AutoCloseable {
 
 	private volatile boolean closed;
 
-	private StallingProxy(String name, InetSocketAddress target, ServerSocket server) {
+	private StallingProxy(String name, InetSocketAddress target, String pathAndQuery, ServerSocket server) {
 		this.name = name;
 		this.target = target;
+		this.pathAndQuery = pathAndQuery;
 		this.server = server;
 		Thread acceptor = new Thread(this::accept, "proxy-" + name + "-accept");
 		acceptor.setDaemon(true);
@@ -58,13 +65,40 @@ public final class StallingProxy implements AutoCloseable {
 	 * @return the running proxy
 	 */
 	public static StallingProxy start(String name, String targetHost, int targetPort) {
+		return start(name, targetHost, targetPort, "/");
+	}
+
+	private static StallingProxy start(String name, String targetHost, int targetPort, String pathAndQuery) {
 		try {
 			ServerSocket server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
-			return new StallingProxy(name, new InetSocketAddress(targetHost, targetPort), server);
+			return new StallingProxy(name, new InetSocketAddress(targetHost, targetPort), pathAndQuery, server);
 		}
 		catch (IOException ex) {
 			throw new UncheckedIOException("Could not start the proxy for " + name, ex);
 		}
+	}
+
+	/**
+	 * Starts a proxy on a free loopback port in front of the server of a PostgreSQL JDBC URL.
+	 * @param name a name for threads and messages, usually the node id
+	 * @param jdbcUrl the URL, {@code jdbc:postgresql://host[:port]/database[?parameters]}
+	 * @return the running proxy, whose {@link #jdbcUrl()} leads to the same database through it
+	 * @throws IllegalArgumentException if the URL is not of that form
+	 */
+	public static StallingProxy inFrontOf(String name, String jdbcUrl) {
+		Matcher url = JDBC_URL.matcher(jdbcUrl);
+		if (!url.matches()) {
+			throw new IllegalArgumentException("Cannot put a proxy in front of " + jdbcUrl);
+		}
+		return start(name, url.group(1), (url.group(2) != null) ? Integer.parseInt(url.group(2)) : 5432, url.group(3));
+	}
+
+	/**
+	 * Returns the JDBC URL through this proxy, for a proxy started with {@link #inFrontOf}.
+	 * @return the URL
+	 */
+	public String jdbcUrl() {
+		return "jdbc:postgresql://" + host() + ":" + port() + this.pathAndQuery;
 	}
 
 	/**
