@@ -131,12 +131,15 @@ public final class LeaderAutoConfiguration {
 	@ConditionalOnMissingBean
 	@ConditionalOnBooleanProperty(name = "leader.daemons.enabled", matchIfMissing = true)
 	DaemonStore leaderDaemonStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
-			ObjectProvider<LeaderSchemaMigration> migration, ObjectProvider<CoordinationStore> coordinationStore) {
+			LeaseSettings settings, ObjectProvider<LeaderSchemaMigration> migration,
+			ObjectProvider<CoordinationStore> coordinationStore) {
 		migration.ifAvailable((available) -> { /* created, so the tables exist */ });
 		// Assignment notifications share the coordination store's listening connection when it is ours.
 		PostgresCoordinationStore notifications = (coordinationStore
 			.getIfAvailable() instanceof PostgresCoordinationStore postgres) ? postgres : null;
-		return new PostgresDaemonStore(dataSource, prefix, properties.getJdbc().getQueryTimeout(), notifications);
+		// A guarded daemon transaction ends before its node can be declared dead and the daemon reclaimed.
+		return new PostgresDaemonStore(dataSource, prefix, queryTimeout(properties),
+				settings.nodeExpiry().minus(settings.safetyMargin()), notifications);
 	}
 
 	@Bean

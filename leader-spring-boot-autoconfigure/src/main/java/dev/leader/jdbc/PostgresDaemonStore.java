@@ -73,14 +73,20 @@ public final class PostgresDaemonStore implements DaemonStore {
 
 	private final @Nullable PostgresCoordinationStore notifications;
 
+	private final String holdLimitMillis;
+
 	/**
 	 * Creates a store.
 	 * @param dataSource the PostgreSQL data source
 	 * @param tablePrefix the prefix of the starter's tables
 	 * @param queryTimeout the longest a statement may run; rounded up to whole seconds
+	 * @param holdLimit the longest a transaction guarded by {@link #lock} may stay idle holding the assignment row;
+	 * past it, the database ends the session, so that a node frozen inside the transaction cannot hold up the
+	 * leader's reclaim of the daemon
 	 */
-	public PostgresDaemonStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout) {
-		this(dataSource, tablePrefix, queryTimeout, null);
+	public PostgresDaemonStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
+			Duration holdLimit) {
+		this(dataSource, tablePrefix, queryTimeout, holdLimit, null);
 	}
 
 	/**
@@ -89,11 +95,13 @@ public final class PostgresDaemonStore implements DaemonStore {
 	 * @param dataSource the PostgreSQL data source
 	 * @param tablePrefix the prefix of the starter's tables
 	 * @param queryTimeout the longest a statement may run; rounded up to whole seconds
+	 * @param holdLimit the longest a transaction guarded by {@link #lock} may stay idle holding the assignment row
 	 * @param notifications the coordination store whose connection to listen on, or {@code null} to poll only
 	 */
 	public PostgresDaemonStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
-			@Nullable PostgresCoordinationStore notifications) {
+			Duration holdLimit, @Nullable PostgresCoordinationStore notifications) {
 		this.dataSource = dataSource;
+		this.holdLimitMillis = Long.toString(Math.max(1, holdLimit.toMillis()));
 		this.notifications = notifications;
 		this.statements = new Statements(queryTimeout);
 		String p = tablePrefix.value();
@@ -201,7 +209,11 @@ public final class PostgresDaemonStore implements DaemonStore {
 				)
 				SELECT count(*) FROM forgotten
 				""".formatted(p);
-		this.lockSql = "SELECT %s FROM %sassignments WHERE daemon_name = ? FOR SHARE".formatted(ASSIGNMENT_COLUMNS, p);
+		// SET LOCAL of the idle timeout, as the lease guard does: see PostgresFencingStore.
+		this.lockSql = """
+				SELECT %s, set_config('idle_in_transaction_session_timeout', ?, true)
+				FROM %sassignments WHERE daemon_name = ? FOR SHARE
+				""".formatted(ASSIGNMENT_COLUMNS, p);
 	}
 
 	@Override
@@ -330,7 +342,8 @@ public final class PostgresDaemonStore implements DaemonStore {
 		Connection connection = DataSourceUtils.getConnection(this.dataSource);
 		try {
 			return this.statements.run(connection, "lock assignment", this.lockSql, (statement) -> {
-				statement.setString(1, daemon);
+				statement.setString(1, this.holdLimitMillis);
+				statement.setString(2, daemon);
 				try (ResultSet rows = statement.executeQuery()) {
 					return rows.next() ? new Assignment(rows.getString(1), rows.getString(2),
 							AssignmentState.valueOf(rows.getString(3)), rows.getLong(4), rows.getLong(5),

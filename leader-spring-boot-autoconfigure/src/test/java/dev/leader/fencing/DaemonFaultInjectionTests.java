@@ -43,11 +43,9 @@ import static org.awaitility.Awaitility.await;
  * checks the committed writes: no two generations of a daemon commit at once, and every daemon of a node hit runs
  * again within the node expiry plus a few seconds.
  * <p>
- * The daemon guard does not bound how long a guarded transaction may hold the assignment row locked, so a node frozen
- * or stalled inside one holds the leader's reclaim of that daemon up until it thaws, however long that is. Until it
- * does, the nodes bound it themselves with an {@code idle_in_transaction_session_timeout} of the node expiry minus the
- * safety margin (see {@link DaemonTestNode}); {@code -Dfault.node-hold-limit=false} leaves it out, and the
- * reassignment checker then fails whenever a pause longer than the bound catches an agent inside its transaction.
+ * A node frozen or stalled inside a guarded transaction would hold the leader's reclaim of that daemon up for as long
+ * as it stays so, if the daemon guard did not bound the transaction's idle time to the node expiry minus the safety
+ * margin; the reassignment checker is what shows that bound works.
  * <p>
  * The normal suite runs a couple of dozen episodes. The long run is
  * {@code ./mvnw -pl leader-spring-boot-autoconfigure verify -Dtest=DaemonFaultInjectionTests -Dsurefire.failIfNoSpecifiedTests=false -Dfault.episodes=500}
@@ -92,8 +90,6 @@ class DaemonFaultInjectionTests {
 	private static final Duration HEALTHY_TIMEOUT = Duration.ofSeconds(20);
 
 	private static final int DEFAULT_EPISODES = 20;
-
-	private static final Duration HOLD_LIMIT = FAST.nodeExpiry().minus(FAST.safetyMargin());
 
 	/**
 	 * The nodes also take part in a group of their own, as in {@code MultiProcessDaemonTests}.
@@ -159,9 +155,6 @@ class DaemonFaultInjectionTests {
 				"--daemons=" + String.join(",", DAEMONS), "--daemon-group=" + DAEMON_GROUP, "--cycle=" + CYCLE,
 				"--ack-timeout=" + ACK_TIMEOUT, "--drain-timeout=" + DRAIN_TIMEOUT, "--settle=" + SETTLE,
 				"--write-interval=" + WRITE_INTERVAL));
-		if (Boolean.parseBoolean(System.getProperty("fault.node-hold-limit", "true"))) {
-			arguments.add("--hold-limit=" + HOLD_LIMIT);
-		}
 		Incarnation incarnation = this.history.started(number,
 				this.cluster.start(nodeId, DaemonTestNode.class, arguments));
 		this.current.put(nodeId, incarnation);

@@ -57,7 +57,7 @@ class PostgresDaemonStoreTests {
 		this.dataSource = this.database.dataSource(6);
 		new LeaderSchemaMigration(this.dataSource, PREFIX).migrate();
 		this.leases = new PostgresCoordinationStore(this.dataSource, PREFIX, Duration.ofSeconds(5));
-		this.store = new PostgresDaemonStore(this.dataSource, PREFIX, Duration.ofSeconds(5));
+		this.store = new PostgresDaemonStore(this.dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(10));
 		long term = this.leases.acquire("default", "leader", LEASE).lease().term();
 		this.leader = new FencingToken("default", term);
 	}

@@ -57,10 +57,7 @@ import org.springframework.transaction.support.TransactionTemplate;
  * of the daemons that ignore cancellation), {@code coordinator} ({@code false} to advertise the daemons but never
  * run or acknowledge them), {@code daemon-group} ({@code default}), {@code cycle}, {@code ack-timeout},
  * {@code drain-timeout}, {@code settle}, {@code max-moves}, {@code write-interval} (200 ms), {@code incarnation} (1), a
- * number that tells the processes of one node id apart, and {@code hold-limit} (none): an
- * {@code idle_in_transaction_session_timeout} for every session of the node, so that a node frozen inside a guarded
- * transaction cannot hold its assignment row locked for longer (the daemon guard sets no such bound itself, unlike
- * the lease guard).
+ * number that tells the processes of one node id apart.
  */
 public final class DaemonTestNode {
 
@@ -108,9 +105,9 @@ public final class DaemonTestNode {
 		String nodeId = required(arguments, "node");
 		HikariDataSource dataSource = dataSource(arguments, nodeId);
 		AtomicReference<@Nullable DaemonCoordinator> coordinator = new AtomicReference<>();
+		LeaseSettings lease = leaseSettings(arguments);
 		LeaderEngine engine = new LeaderEngine(
-				new PostgresCoordinationStore(dataSource, new TablePrefix("leader_"), Duration.ofSeconds(1)),
-				leaseSettings(arguments), new NodeRegistration(nodeId, nodeId, "localhost", ProcessHandle.current().pid()),
+				new PostgresCoordinationStore(dataSource, new TablePrefix("leader_"), Duration.ofSeconds(1)), lease, new NodeRegistration(nodeId, nodeId, "localhost", ProcessHandle.current().pid()),
 				Arrays.asList(required(arguments, "groups").split(",")), (event) -> {
 					print(events, toNodeEvent(event));
 					DaemonCoordinator daemons = coordinator.get();
@@ -136,7 +133,9 @@ public final class DaemonTestNode {
 					Integer.parseInt(arguments.getOrDefault("max-moves", "2")),
 					duration(arguments, "settle", defaults.settleWindow()));
 			coordinator.set(new DaemonCoordinator(engine,
-					new PostgresDaemonStore(dataSource, new TablePrefix("leader_"), Duration.ofSeconds(1)), settings,
+					new PostgresDaemonStore(dataSource, new TablePrefix("leader_"), Duration.ofSeconds(1),
+							lease.nodeExpiry().minus(lease.safetyMargin())),
+					settings,
 					agents, (event) -> System.err.println("Daemon event " + event)));
 		}
 		else {
@@ -173,11 +172,6 @@ public final class DaemonTestNode {
 		config.setConnectionTimeout(1000);
 		config.setValidationTimeout(250);
 		config.addDataSourceProperty("ApplicationName", nodeId);
-		String holdLimit = arguments.get("hold-limit");
-		if (holdLimit != null) {
-			config.setConnectionInitSql(
-					"SET idle_in_transaction_session_timeout = " + Math.max(1, Duration.parse(holdLimit).toMillis()));
-		}
 		return new HikariDataSource(config);
 	}
 

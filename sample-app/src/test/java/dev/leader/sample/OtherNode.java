@@ -85,7 +85,8 @@ final class OtherNode implements AutoCloseable {
 			Map<String, DaemonAgent> agents = new LinkedHashMap<>();
 			daemons.forEach((daemon) -> agents.put(daemon, OtherNode::idle));
 			coordinator = new DaemonCoordinator(engine,
-					new PostgresDaemonStore(dataSource, new TablePrefix("leader_"), Duration.ofSeconds(2), store),
+					new PostgresDaemonStore(dataSource, new TablePrefix("leader_"), Duration.ofSeconds(2),
+							settings.nodeExpiry().minus(settings.safetyMargin()), store),
 					daemonSettings, agents, (event) -> {
 					});
 		}
