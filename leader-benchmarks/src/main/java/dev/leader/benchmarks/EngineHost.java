@@ -23,7 +23,9 @@ import dev.leader.test.CountingDataSource;
 /**
  * A JVM that hosts several lightweight nodes: one {@link LeaderEngine} each, with the default settings, sharing one
  * small pool and one {@code LISTEN} connection, so that a hundred nodes fit in a few processes and within the
- * server's connection limit. Each engine still makes its own round trips, exactly as a node of its own would.
+ * server's connection limit. Each engine still makes its own round trips, exactly as a node of its own would; they
+ * share the store's kept connection, and a round trip that overlaps another borrows a second one from the pool,
+ * which may check it first: the server then counts slightly more than a node of its own would cost.
  * <p>
  * Arguments: {@code url user password firstNode nodeCount groupCount leadFirst}. With {@code leadFirst} the first
  * engine is started alone and takes every group before the others start, so that the cluster reaches its steady
@@ -131,12 +133,18 @@ public final class EngineHost {
 		}
 
 		@Override
+		public void disconnect() {
+			this.delegate.disconnect();
+		}
+
+		@Override
 		public AutoCloseable listen(ReleaseListener listener) {
 			this.listeners.add(listener);
 			return () -> this.listeners.remove(listener);
 		}
 
 		void close() {
+			this.delegate.disconnect();
 			try {
 				this.subscription.close();
 			}
