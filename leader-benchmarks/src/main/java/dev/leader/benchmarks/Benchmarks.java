@@ -28,9 +28,10 @@ import org.openjdk.jmh.util.Statistics;
  * Runs the benchmarks and prints every figure as min / median / p99 / max. Started by
  * {@code ./mvnw -Pbenchmarks -pl leader-benchmarks -am -DskipTests verify}; see {@code leader-benchmarks/README.md}.
  * <p>
- * Arguments, all optional: {@code --only=handover,failover,load,jmh}, {@code --rounds=30} (hand-overs and
+ * Arguments, all optional: {@code --only=handover,failover,load,daemons,jmh}, {@code --rounds=30} (hand-overs and
  * failovers), {@code --load=3x1,100x1000} (idle clusters, nodes x groups), {@code --load-window=PT10S} and
- * {@code --load-windows=6}, {@code --server-log=<path>} (the server's log file when {@code pg_current_logfile()}
+ * {@code --load-windows=6}, {@code --daemons=3x7} (nodes x daemons) and {@code --daemon-rounds=5} (kills),
+ * {@code --server-log=<path>} (the server's log file when {@code pg_current_logfile()}
  * does not name it). The server comes from {@code LEADER_BENCH_JDBC_URL} (default
  * {@code jdbc:postgresql://127.0.0.1:5432/postgres}), {@code LEADER_BENCH_JDBC_USER} ({@code postgres}) and
  * {@code LEADER_BENCH_JDBC_PASSWORD}; the user must be allowed to create databases, and to read the server log
@@ -50,7 +51,7 @@ public final class Benchmarks {
 
 	public static void main(String[] args) throws Exception {
 		Map<String, String> options = parse(args);
-		Set<String> only = Set.of(options.getOrDefault("only", "handover,failover,load,jmh").split(","));
+		Set<String> only = Set.of(options.getOrDefault("only", "handover,failover,load,daemons,jmh").split(","));
 		int rounds = Integer.parseInt(options.getOrDefault("rounds", "30"));
 		String url = env("LEADER_BENCH_JDBC_URL", "jdbc:postgresql://127.0.0.1:5432/postgres");
 		String user = env("LEADER_BENCH_JDBC_USER", "postgres");
@@ -62,9 +63,14 @@ public final class Benchmarks {
 			LeadershipTimings timings = new LeadershipTimings(database, logs);
 			if (only.contains("handover")) {
 				String load = loadAverage();
-				List<Double> handOvers = timings.handOver(LeaseSettings.defaults(), rounds, Duration.ofSeconds(2));
+				List<List<Double>> handOvers = timings.handOver(LeaseSettings.defaults(), rounds,
+						Duration.ofSeconds(2));
 				report("graceful hand-over, SIGTERM -> successor's grant (3 nodes, defaults)",
-						Stats.of(handOvers).format("ms"), load);
+						Stats.of(handOvers.get(0)).format("ms"), load);
+				report("  SIGTERM -> leader's revoke delivered (shutdown hook, stop, revoked event)",
+						Stats.of(handOvers.get(1)).format("ms"), load);
+				report("  leader's revoke -> successor's grant (release, NOTIFY, LISTEN, acquire, granted event)",
+						Stats.of(handOvers.get(2)).format("ms"), load);
 			}
 			if (only.contains("failover")) {
 				String load = loadAverage();
@@ -98,6 +104,30 @@ public final class Benchmarks {
 											+ "lines", result.mean(), result.statements(), result.rollbacks(),
 									(result.errorLines() >= 0) ? Long.toString(result.errorLines()) : "unreadable"),
 							load);
+				}
+			}
+			if (only.contains("daemons")) {
+				DaemonTimings daemons = new DaemonTimings(database, logs);
+				Duration window = Duration.parse(options.getOrDefault("load-window", "PT10S"));
+				int windows = Integer.parseInt(options.getOrDefault("load-windows", "6"));
+				int kills = Integer.parseInt(options.getOrDefault("daemon-rounds", "5"));
+				for (String cluster : options.getOrDefault("daemons", "3x7").split(",")) {
+					String[] size = cluster.split("x");
+					String load = loadAverage();
+					DaemonTimings.Result result = daemons.measure(Integer.parseInt(size[0]),
+							Integer.parseInt(size[1]), Duration.ofSeconds(10), window, windows, kills);
+					report(String.format(Locale.ROOT,
+							"idle load, %d nodes x 1 group x %d daemons (defaults), tx/s per %d s window",
+							result.nodes(), result.daemons(), window.toSeconds()),
+							result.perWindow().format("tx/s") + String.format(Locale.ROOT,
+									"; mean %.2f tx/s; %d rolled back, %s server error lines", result.mean(),
+									result.rollbacks(),
+									(result.errorLines() >= 0) ? Long.toString(result.errorLines()) : "unreadable"),
+							load);
+					report("daemon reassignment, kill -9 of a non-leader -> each of its daemons' first fenced write "
+							+ "elsewhere (database clock)", result.perDaemon().format("ms"), load);
+					report("  the same, per killed node: until the last of its daemons runs elsewhere",
+							result.perNode().format("ms"), load);
 				}
 			}
 			if (only.contains("jmh")) {

@@ -23,7 +23,10 @@ import dev.leader.test.CountingDataSource;
 /**
  * A JVM that hosts several lightweight nodes: one {@link LeaderEngine} each, with the default settings, sharing one
  * small pool and one {@code LISTEN} connection, so that a hundred nodes fit in a few processes and within the
- * server's connection limit. Each engine still makes its own round trips, exactly as a node of its own would.
+ * server's connection limit. Each engine still makes its own round trips, exactly as a node of its own would. They
+ * take turns on the store, so that they all run on the connection it keeps, as a node's single {@code leader-io}
+ * thread does on its own store; otherwise a round trip that overlapped another would borrow a second connection,
+ * which the pool checks first if it has been idle, and the server would count load that separate nodes never cause.
  * <p>
  * Arguments: {@code url user password firstNode nodeCount groupCount leadFirst}. With {@code leadFirst} the first
  * engine is started alone and takes every group before the others start, so that the cluster reaches its steady
@@ -89,7 +92,8 @@ public final class EngineHost {
 	}
 
 	/**
-	 * A store whose release notifications come from one {@code LISTEN} connection for all the engines of the JVM.
+	 * A store whose release notifications come from one {@code LISTEN} connection for all the engines of the JVM,
+	 * and whose round trips take turns, one at a time.
 	 */
 	private static final class SharedListenStore implements CoordinationStore {
 
@@ -105,29 +109,34 @@ public final class EngineHost {
 		}
 
 		@Override
-		public AcquireResult acquire(String group, String nodeId, Duration duration) {
+		public synchronized AcquireResult acquire(String group, String nodeId, Duration duration) {
 			return this.delegate.acquire(group, nodeId, duration);
 		}
 
 		@Override
-		public Tick tick(NodeRegistration node, Map<String, Long> held, Collection<String> groups,
+		public synchronized Tick tick(NodeRegistration node, Map<String, Long> held, Collection<String> groups,
 				Duration leaseDuration, Duration nodeExpiry) {
 			return this.delegate.tick(node, held, groups, leaseDuration, nodeExpiry);
 		}
 
 		@Override
-		public Collection<String> release(String nodeId, Map<String, Long> held) {
+		public synchronized Collection<String> release(String nodeId, Map<String, Long> held) {
 			return this.delegate.release(nodeId, held);
 		}
 
 		@Override
-		public void deregister(String nodeId) {
+		public synchronized void deregister(String nodeId) {
 			this.delegate.deregister(nodeId);
 		}
 
 		@Override
-		public List<LeaseState> leases() {
+		public synchronized List<LeaseState> leases() {
 			return this.delegate.leases();
+		}
+
+		@Override
+		public void disconnect() {
+			this.delegate.disconnect();
 		}
 
 		@Override
@@ -137,6 +146,7 @@ public final class EngineHost {
 		}
 
 		void close() {
+			this.delegate.disconnect();
 			try {
 				this.subscription.close();
 			}

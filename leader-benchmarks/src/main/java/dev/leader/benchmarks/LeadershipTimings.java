@@ -54,10 +54,13 @@ final class LeadershipTimings {
 	 * @param settings the nodes' settings
 	 * @param rounds how many hand-overs
 	 * @param settle how long to let the cluster idle before each round
-	 * @return the hand-over times in milliseconds
+	 * @return the hand-over times, the times from the signal to the leader's printed revoke, and from that revoke to
+	 * the successor's grant, in milliseconds
 	 */
-	List<Double> handOver(LeaseSettings settings, int rounds, Duration settle) throws Exception {
+	List<List<Double>> handOver(LeaseSettings settings, int rounds, Duration settle) throws Exception {
 		List<Double> samples = new ArrayList<>();
+		List<Double> toRevoke = new ArrayList<>();
+		List<Double> revokeToGrant = new ArrayList<>();
 		try {
 			startNodes(settings, 3);
 			for (int round = 0; round < rounds; round++) {
@@ -69,13 +72,19 @@ final class LeadershipTimings {
 				NodeEvent grant = awaitGrantAbove(term);
 				samples.add((grant.nanoTime() - signalledAt) / 1e6);
 				leader.awaitExit(TIMEOUT);
+				// The leader prints its revoke once the revoke reached its listeners, just before it releases.
+				leader.lastEvent((event) -> event.is(Type.REVOKED, GROUP) && event.term() == term)
+					.ifPresent((revoked) -> {
+						toRevoke.add((revoked.nanoTime() - signalledAt) / 1e6);
+						revokeToGrant.add((grant.nanoTime() - revoked.nanoTime()) / 1e6);
+					});
 				replace(leader, settings);
 			}
 		}
 		finally {
 			closeNodes();
 		}
-		return samples;
+		return List.of(samples, toRevoke, revokeToGrant);
 	}
 
 	/**

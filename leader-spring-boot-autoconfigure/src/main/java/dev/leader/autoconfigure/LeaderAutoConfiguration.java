@@ -91,7 +91,8 @@ public final class LeaderAutoConfiguration {
 				lease.getSafetyMargin(), properties.getNode().getExpiry(), lease.getYieldCooldown());
 	}
 
-	@Bean
+	// The engine gives the store's connection back when it stops; the context does it too, for any other caller.
+	@Bean(destroyMethod = "disconnect")
 	@ConditionalOnMissingBean
 	CoordinationStore leaderCoordinationStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
 			ObjectProvider<LeaderSchemaMigration> migration) {

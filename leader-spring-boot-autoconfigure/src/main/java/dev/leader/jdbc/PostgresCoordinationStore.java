@@ -5,6 +5,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.SQLFeatureNotSupportedException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
@@ -21,6 +22,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 
 import javax.sql.DataSource;
@@ -46,6 +48,20 @@ import org.postgresql.PGNotification;
  * too (see {@link PostgresDaemonStore#listen}). It is opened when the first channel is followed, {@code LISTEN}s to
  * every followed channel (a channel followed later is added within half a second), and is given back to the pool,
  * after {@code UNLISTEN *}, when none is followed any more.
+ * <p>
+ * <b>Connection of the round trips.</b> The store keeps the connection of its last round trip for the next one
+ * instead of letting it sit idle in the pool, because a pool checks a connection that has been idle for a while
+ * before lending it (HikariCP: idle for more than 500 ms), and that check is a round trip, and on PostgreSQL a
+ * transaction, of its own: it would double the steady-state load and add a round trip to every hand-over. Each
+ * round trip hands the kept connection back to the pool and borrows one at once, which gives the same connection back
+ * unchecked while the pool's rules still apply (a connection past its maximum lifetime is retired, leak detection
+ * counts from the borrow). So one connection of the pool stays in use between round trips: with the listening
+ * connection, a node keeps two. A connection that failed is not kept, so the round trip after a failure borrows a
+ * fresh, checked one; the round trip that first finds a kept connection closed by the server fails, like any
+ * failed round trip, and the engine retries it. Because no check precedes a kept connection's statement, a
+ * connection that hangs (a server that vanished without closing it) is bounded by a network timeout of twice the
+ * query timeout. The store is safe for concurrent callers: one connection is kept at most, and it is used by one
+ * caller at a time; callers that overlap borrow their own. {@link #disconnect()} gives it back.
  */
 public final class PostgresCoordinationStore implements CoordinationStore {
 
@@ -69,6 +85,11 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 
 	private final String leasesSql;
 
+	private final int networkTimeoutMillis;
+
+	// The connection of the last round trip, for the next one; owned by whoever took it out.
+	private final AtomicReference<@Nullable Connection> kept = new AtomicReference<>();
+
 	private final Map<String, List<Consumer<String>>> subscribers = new ConcurrentHashMap<>();
 
 	private @Nullable Listener listener;
@@ -85,6 +106,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	public PostgresCoordinationStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout) {
 		this.dataSource = dataSource;
 		this.statements = new Statements(queryTimeout);
+		this.networkTimeoutMillis = 2 * this.statements.timeoutSeconds() * 1000;
 		String p = tablePrefix.value();
 		this.channel = p + "released";
 		String remaining = REMAINING.formatted("expires_at");
@@ -250,6 +272,18 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 		});
 	}
 
+	/**
+	 * Gives the kept connection back to the pool; the next round trip borrows one again. Called by the engine when it
+	 * stops, and by the application context when it closes.
+	 */
+	@Override
+	public void disconnect() {
+		Connection connection = this.kept.getAndSet(null);
+		if (connection != null) {
+			closeQuietly(connection);
+		}
+	}
+
 	@Override
 	public AutoCloseable listen(ReleaseListener listener) {
 		return subscribe(this.channel, listener::released);
@@ -318,11 +352,55 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	}
 
 	private <T> T execute(String task, String sql, Statements.Callback<T> callback) {
-		try (Connection connection = this.dataSource.getConnection()) {
-			return this.statements.run(connection, task, sql, callback);
+		Connection connection;
+		try {
+			connection = borrow();
 		}
 		catch (SQLException ex) {
 			throw Statements.translate(task, ex);
+		}
+		boolean succeeded = false;
+		try {
+			T result = this.statements.run(connection, task, sql, callback);
+			succeeded = true;
+			return result;
+		}
+		finally {
+			if (!succeeded || !this.kept.compareAndSet(null, connection)) {
+				closeQuietly(connection);
+			}
+		}
+	}
+
+	/**
+	 * Hands the kept connection back and borrows one at once, so that the pool lends it back without checking it,
+	 * and retires it instead if its lifetime is over.
+	 */
+	private Connection borrow() throws SQLException {
+		Connection kept = this.kept.getAndSet(null);
+		if (kept != null) {
+			closeQuietly(kept);
+		}
+		Connection connection = this.dataSource.getConnection();
+		try {
+			connection.setNetworkTimeout(Runnable::run, this.networkTimeoutMillis);
+		}
+		catch (SQLFeatureNotSupportedException ex) {
+			// The query timeout still bounds statements on a server that answers.
+		}
+		catch (SQLException ex) {
+			closeQuietly(connection);
+			throw ex;
+		}
+		return connection;
+	}
+
+	private static void closeQuietly(Connection connection) {
+		try {
+			connection.close();
+		}
+		catch (SQLException ex) {
+			logger.debug("Could not give a connection back: " + ex);
 		}
 	}
 

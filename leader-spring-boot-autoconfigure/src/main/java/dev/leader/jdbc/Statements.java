@@ -28,6 +28,14 @@ final class Statements {
 		this.timeoutSeconds = (int) Math.max(1, (timeout.toMillis() + 999) / 1000);
 	}
 
+	/**
+	 * Returns the query timeout.
+	 * @return the timeout in whole seconds
+	 */
+	int timeoutSeconds() {
+		return this.timeoutSeconds;
+	}
+
 	<T> T run(Connection connection, String task, String sql, Callback<T> callback) {
 		try (PreparedStatement statement = connection.prepareStatement(sql)) {
 			statement.setQueryTimeout(this.timeoutSeconds);

@@ -64,6 +64,14 @@ public interface CoordinationStore {
 	List<LeaseState> leases();
 
 	/**
+	 * Gives back what the store keeps between round trips, such as a connection. The store stays usable: the next
+	 * round trip takes what it needs again. Wake-up deliveries are not affected; their handles stop them. The engine
+	 * calls this when it stops.
+	 */
+	default void disconnect() {
+	}
+
+	/**
 	 * Starts delivering wake-ups for released leases, if the store supports them.
 	 * @param listener called with the group name, on a thread of the store's
 	 * @return a handle that stops the delivery

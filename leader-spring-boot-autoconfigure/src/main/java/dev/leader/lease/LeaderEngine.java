@@ -191,7 +191,8 @@ public final class LeaderEngine implements Leadership {
 
 	/**
 	 * Stops: ends every leadership of this node with reason {@link RevokeReason#SHUTDOWN}, releases the leases so that
-	 * other nodes take over at once, deregisters the node, and delivers the remaining events. Blocks for at most a few
+	 * other nodes take over at once, deregisters the node, gives back the connection the store keeps for the round
+	 * trips ({@link CoordinationStore#disconnect()}), and delivers the remaining events. Blocks for at most a few
 	 * seconds.
 	 */
 	public void stop() {
@@ -213,6 +214,8 @@ public final class LeaderEngine implements Leadership {
 			}
 		}
 		this.io.shutdownNow();
+		// After the last round trip, so that nothing takes the store's connection again.
+		this.store.disconnect();
 		this.watchdog.shutdownNow();
 		this.events.shutdown();
 		try {

@@ -77,6 +77,18 @@ class LeaderEngineTests {
 	}
 
 	@Test
+	void stoppedEngineKeepsNoConnectionOfThePool() throws Exception {
+		LeaderEngine engine = start("a");
+		assertThat(engine.awaitLeadership("default", Duration.ofSeconds(5))).isTrue();
+		// The round trips' connection and the listening one.
+		assertThat(this.dataSource.getHikariPoolMXBean().getActiveConnections()).isEqualTo(2);
+		engine.stop();
+		// The listening connection is given back by its own thread, within its half-second wait.
+		await().atMost(Duration.ofSeconds(2))
+			.until(() -> this.dataSource.getHikariPoolMXBean().getActiveConnections() == 0);
+	}
+
+	@Test
 	void stoppingLeaderDeliversItsRevokesBeforeAnotherNodeIsGranted() throws Exception {
 		LeaderEngine a = start("a", "alpha", "beta");
 		assertThat(a.awaitLeadership("alpha", Duration.ofSeconds(5))).isTrue();
