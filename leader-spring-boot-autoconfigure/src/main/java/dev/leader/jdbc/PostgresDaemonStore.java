@@ -25,9 +25,6 @@ import dev.leader.daemon.DaemonStore;
 import dev.leader.daemon.Member;
 import org.jspecify.annotations.Nullable;
 
-import org.springframework.jdbc.datasource.DataSourceUtils;
-import org.springframework.transaction.IllegalTransactionStateException;
-import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
  * {@link DaemonStore} on PostgreSQL. Each transition is one statement that compares and sets the daemon's generation
@@ -332,28 +329,17 @@ public final class PostgresDaemonStore implements DaemonStore {
 
 	@Override
 	public @Nullable Assignment lock(String daemon) {
-		if (!TransactionSynchronizationManager.isActualTransactionActive()
-				|| !TransactionSynchronizationManager.hasResource(this.dataSource)) {
-			throw new IllegalTransactionStateException("Fenced daemon writes need a transaction on the application's "
-					+ "DataSource, active on the calling thread: call DaemonContext.guard() inside a @Transactional "
-					+ "method or TransactionTemplate.execute. A guard checked outside the transaction of its writes "
-					+ "would not protect them");
-		}
-		Connection connection = DataSourceUtils.getConnection(this.dataSource);
-		try {
-			return this.statements.run(connection, "lock assignment", this.lockSql, (statement) -> {
-				statement.setString(1, this.holdLimitMillis);
-				statement.setString(2, daemon);
-				try (ResultSet rows = statement.executeQuery()) {
-					return rows.next() ? new Assignment(rows.getString(1), rows.getString(2),
-							AssignmentState.valueOf(rows.getString(3)), rows.getLong(4), rows.getLong(5),
-							instant(rows, 6)) : null;
-				}
-			});
-		}
-		finally {
-			DataSourceUtils.releaseConnection(connection, this.dataSource);
-		}
+		return this.statements.runInTransaction(this.dataSource,
+				"call DaemonContext.guard() inside a @Transactional method", "lock assignment", this.lockSql,
+				(statement) -> {
+					statement.setString(1, this.holdLimitMillis);
+					statement.setString(2, daemon);
+					try (ResultSet rows = statement.executeQuery()) {
+						return rows.next() ? new Assignment(rows.getString(1), rows.getString(2),
+								AssignmentState.valueOf(rows.getString(3)), rows.getLong(4), rows.getLong(5),
+								instant(rows, 6)) : null;
+					}
+				});
 	}
 
 	private boolean leaderUpdate(String task, String sql, FencingToken leader, String leaderNode, String daemon,

@@ -1,6 +1,5 @@
 package dev.leader.jdbc;
 
-import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -12,9 +11,6 @@ import dev.leader.FencingToken;
 import dev.leader.fencing.FencingStore;
 import org.jspecify.annotations.Nullable;
 
-import org.springframework.jdbc.datasource.DataSourceUtils;
-import org.springframework.transaction.IllegalTransactionStateException;
-import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
  * {@link FencingStore} on PostgreSQL, on the connection of the Spring-managed transaction bound to the data source.
@@ -95,20 +91,8 @@ public final class PostgresFencingStore implements FencingStore {
 	}
 
 	private <T> T execute(String task, String sql, Statements.Callback<T> callback) {
-		if (!TransactionSynchronizationManager.isActualTransactionActive()
-				|| !TransactionSynchronizationManager.hasResource(this.dataSource)) {
-			throw new IllegalTransactionStateException("Fenced writes need a transaction on the application's "
-					+ "DataSource, active on the calling thread: annotate the method with @Transactional, or call it "
-					+ "inside TransactionTemplate.execute. A fence checked outside the transaction of its writes "
-					+ "would not protect them");
-		}
-		Connection connection = DataSourceUtils.getConnection(this.dataSource);
-		try {
-			return this.statements.run(connection, task, sql, callback);
-		}
-		finally {
-			DataSourceUtils.releaseConnection(connection, this.dataSource);
-		}
+		return this.statements.runInTransaction(this.dataSource, "annotate the method with @Transactional", task, sql,
+				callback);
 	}
 
 }

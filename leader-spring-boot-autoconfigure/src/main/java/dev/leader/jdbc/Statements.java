@@ -5,10 +5,15 @@ import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.time.Duration;
 
+import javax.sql.DataSource;
+
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.jdbc.datasource.DataSourceUtils;
 import org.springframework.jdbc.support.SQLExceptionTranslator;
 import org.springframework.jdbc.support.SQLStateSQLExceptionTranslator;
+import org.springframework.transaction.IllegalTransactionStateException;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
  * Runs one prepared statement of a store with a query timeout, translating failures to
@@ -43,6 +48,30 @@ final class Statements {
 		}
 		catch (SQLException ex) {
 			throw translate(task, ex);
+		}
+	}
+
+	/**
+	 * Runs a statement on the connection of the transaction that is active on the calling thread, for a check whose
+	 * row lock must last as long as the writes it protects.
+	 * @param dataSource the data source the transaction is bound to
+	 * @param how what the caller must do to have such a transaction, for the message
+	 * @throws IllegalTransactionStateException if no transaction on the data source is active
+	 */
+	<T> T runInTransaction(DataSource dataSource, String how, String task, String sql, Callback<T> callback) {
+		if (!TransactionSynchronizationManager.isActualTransactionActive()
+				|| !TransactionSynchronizationManager.hasResource(dataSource)) {
+			throw new IllegalTransactionStateException("Fenced writes need a transaction on the application's "
+					+ "DataSource, active on the calling thread: " + how + ", or call it inside "
+					+ "TransactionTemplate.execute. A guard checked outside the transaction of its writes would not "
+					+ "protect them");
+		}
+		Connection connection = DataSourceUtils.getConnection(dataSource);
+		try {
+			return run(connection, task, sql, callback);
+		}
+		finally {
+			DataSourceUtils.releaseConnection(connection, dataSource);
 		}
 	}
 
