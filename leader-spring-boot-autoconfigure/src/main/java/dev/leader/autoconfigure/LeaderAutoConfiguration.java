@@ -148,8 +148,8 @@ public final class LeaderAutoConfiguration {
 	@ConditionalOnBooleanProperty(name = "leader.daemons.enabled", matchIfMissing = true)
 	DaemonSettings leaderDaemonSettings(LeaderProperties properties) {
 		LeaderProperties.Daemons daemons = properties.getDaemons();
-		return new DaemonSettings(daemons.getGroup(), daemons.getCycleInterval(), daemons.getAckTimeout(),
-				daemons.getDrainTimeout(), daemons.getMaxMovesPerCycle(), daemons.getSettleWindow());
+		return new DaemonSettings(daemons.getGroup(), daemons.getAckTimeout(), daemons.getDrainTimeout(),
+				daemons.getMaxMovesPerCycle(), daemons.getSettleWindow());
 	}
 
 	/**

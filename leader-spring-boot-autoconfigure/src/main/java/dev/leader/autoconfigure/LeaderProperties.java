@@ -124,8 +124,8 @@ public class LeaderProperties {
 		private Duration duration = Duration.ofSeconds(10);
 
 		/**
-		 * Interval between renewals of this node's leases and heartbeat, made in one round trip. Must be less than
-		 * half the lease duration.
+		 * Interval between renewals of this node's leases and heartbeat, made in one round trip, which also polls
+		 * the daemon assignments. Must be less than half the lease duration.
 		 */
 		private Duration renewInterval = Duration.ofSeconds(3);
 
@@ -275,19 +275,14 @@ public class LeaderProperties {
 		private String group = "default";
 
 		/**
-		 * Interval between two reads of the assignments by every node, and between two plans of the leader. Must be
-		 * less than half the acknowledge timeout.
-		 */
-		private Duration cycleInterval = Duration.ofSeconds(1);
-
-		/**
-		 * Time a node has to acknowledge an assignment before the leader gives the daemon to another node.
+		 * Time a node has to acknowledge an assignment before the leader gives the daemon to another node. Must be
+		 * more than twice the renew interval, with whose heartbeat every node polls its assignments.
 		 */
 		private Duration ackTimeout = Duration.ofSeconds(30);
 
 		/**
 		 * Time a revoked daemon has to return before its node interrupts it and hands it over regardless. The
-		 * leader reclaims it one cycle later if the node does not.
+		 * leader reclaims it one renew interval later if the node does not.
 		 */
 		private Duration drainTimeout = Duration.ofSeconds(30);
 
@@ -316,14 +311,6 @@ public class LeaderProperties {
 
 		public void setGroup(String group) {
 			this.group = group;
-		}
-
-		public Duration getCycleInterval() {
-			return this.cycleInterval;
-		}
-
-		public void setCycleInterval(Duration cycleInterval) {
-			this.cycleInterval = cycleInterval;
 		}
 
 		public Duration getAckTimeout() {

@@ -20,8 +20,8 @@ import org.jspecify.annotations.Nullable;
  * generation it names, so an action based on an outdated read changes nothing.
  * <ol>
  * <li><b>Reclaim</b> live assignments on dead nodes, ASSIGNING past the acknowledge timeout and REVOKING past the
- * drain timeout plus one cycle (a responsive node hands a revoked daemon back by itself at its drain timeout; this
- * reclaim is for nodes that do not). A daemon reclaimed for a timeout is not given back to the same node in the same
+ * drain timeout plus one poll interval (a responsive node hands a revoked daemon back by itself at its drain timeout,
+ * at the latest on its next poll; this reclaim is for nodes that do not). A daemon reclaimed for a timeout is not given back to the same node in the same
  * cycle.</li>
  * <li><b>Assign</b> every daemon that some live node advertises and that has no live assignment, in name order, to the
  * least-loaded live node that advertises it; ties go to the lowest node id. A node's load is its ASSIGNING and
@@ -50,9 +50,11 @@ public final class AssignmentPlanner {
 	 * @param snapshot the nodes and assignments, with the database's clock
 	 * @param membershipChangedAt when the leader last saw the set of live nodes change, in database time
 	 * @param settings the settings
+	 * @param pollInterval how often every node polls its assignments
 	 * @return the actions, to apply in order
 	 */
-	public static List<Action> plan(DaemonSnapshot snapshot, Instant membershipChangedAt, DaemonSettings settings) {
+	public static List<Action> plan(DaemonSnapshot snapshot, Instant membershipChangedAt, DaemonSettings settings,
+			Duration pollInterval) {
 		Instant now = snapshot.now();
 		Map<String, Member> live = new TreeMap<>();
 		snapshot.members().stream().filter(Member::alive).forEach((member) -> live.put(member.id(), member));
@@ -98,7 +100,7 @@ public final class AssignmentPlanner {
 				cause = ReclaimCause.ACK_TIMEOUT;
 			}
 			else if (assignment.state() == AssignmentState.REVOKING
-					&& age.compareTo(settings.drainTimeout().plus(settings.cycleInterval())) >= 0) {
+					&& age.compareTo(settings.drainTimeout().plus(pollInterval)) >= 0) {
 				cause = ReclaimCause.DRAIN_TIMEOUT;
 			}
 			if (cause != null) {

@@ -24,6 +24,7 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import java.util.stream.Collectors;
 
@@ -62,9 +63,14 @@ import org.springframework.context.event.EventListener;
  * always. Usable without a Spring context: construct it, {@link #start()} it after the engine and {@link #stop()} it
  * before the engine.
  * <p>
- * <b>Leader, each cycle</b> (every {@code cycle-interval}, and at once when a node joins or leaves or this node is
- * granted a lease): reads the nodes and assignments, plans with {@link AssignmentPlanner}, and applies the plan with
- * writes guarded by its term, so a deposed leader changes nothing.
+ * <b>Cycles.</b> Every node runs a cycle with each of its heartbeats (the engine's renew interval), and at once when
+ * a node joins or leaves, when this node is granted a lease and when notified (below). Where the store reads the
+ * assignments in the heartbeat's own statement ({@link DaemonStore#followHeartbeat}), the heartbeat's cycle uses that
+ * snapshot if it agrees with the last one this node read, so that polling costs no statement; a snapshot that
+ * differs, possibly because it is older than a read made since, is read again. Every other cycle reads.
+ * <p>
+ * <b>Leader, each cycle:</b> reads the nodes and assignments, plans with {@link AssignmentPlanner}, and applies the
+ * plan with writes guarded by its term, so a deposed leader changes nothing.
  * <p>
  * <b>Node, each cycle:</b> an assignment ASSIGNING to this node is started, then acknowledged (ACTIVE); a REVOKING one
  * is cancelled and, once its agent returned or the drain timeout passed, handed back (DELETED); a running daemon whose
@@ -84,7 +90,7 @@ import org.springframework.context.event.EventListener;
  * <p>
  * <b>Notifications.</b> Where the store supports them ({@link DaemonStore#listen}), a node runs a cycle as soon as
  * the leader changed one of its assignments, and the leader as soon as a node acknowledged or handed back an
- * assignment or an operator recorded a request; the cycle interval is then only the fallback for lost
+ * assignment or an operator recorded a request; the heartbeat's cycle is then only the fallback for lost
  * notifications.
  * <p>
  * <b>Threads.</b> {@code leader-daemons} runs the cycles, {@code leader-daemons-watchdog} watches the heartbeat,
@@ -136,6 +142,11 @@ public final class DaemonCoordinator implements SmartLifecycle {
 
 	private @Nullable AutoCloseable notifications;
 
+	// Null when the store cannot read the assignments with the heartbeat: the cycles then schedule their own reads.
+	private volatile @Nullable AutoCloseable heartbeats;
+
+	private final AtomicReference<@Nullable DaemonSnapshot> polled = new AtomicReference<>();
+
 	// Leader state, on the leader-daemons thread only.
 
 	private long ledTerm;
@@ -154,9 +165,17 @@ public final class DaemonCoordinator implements SmartLifecycle {
 	 * @param settings the settings
 	 * @param agents the agents this node can run, by daemon name, see {@link #agentsByName(Map)}
 	 * @param publisher receives every daemon event, on the {@code leader-daemon-events} thread
+	 * @throws IllegalArgumentException if the acknowledge timeout is not more than twice the engine's renew interval,
+	 * or an agent's name is invalid
 	 */
 	public DaemonCoordinator(LeaderEngine engine, DaemonStore store, DaemonSettings settings,
 			Map<String, DaemonAgent> agents, Consumer<Object> publisher) {
+		Duration renewInterval = engine.settings().renewInterval();
+		if (settings.ackTimeout().compareTo(renewInterval.multipliedBy(2)) <= 0) {
+			throw new IllegalArgumentException("leader.daemons.ack-timeout (" + settings.ackTimeout()
+					+ ") must be more than twice leader.lease.renew-interval (" + renewInterval + "), since a node "
+					+ "polls its assignments with each heartbeat; raise the timeout or lower the interval");
+		}
 		agents.keySet().forEach((name) -> Names.requireValid("daemon name", name));
 		this.engine = engine;
 		this.store = store;
@@ -212,7 +231,8 @@ public final class DaemonCoordinator implements SmartLifecycle {
 			this.running = true;
 		}
 		this.notifications = this.store.listen(this::notified);
-		this.cycles.execute(this::cycle);
+		this.heartbeats = this.store.followHeartbeat(this::polled);
+		this.cycles.execute(() -> cycle(null));
 		this.watchdog.scheduleWithFixedDelay(this::checkContact, WATCHDOG_PERIOD.toMillis(),
 				WATCHDOG_PERIOD.toMillis(), TimeUnit.MILLISECONDS);
 		logger.info(String.format("Daemon node %s started with daemons %s, leader group %s", this.nodeId,
@@ -350,7 +370,7 @@ public final class DaemonCoordinator implements SmartLifecycle {
 	 * Returns the daemons that, as this node last read them, have stayed unassigned or stuck past their timeouts,
 	 * while this node leads the daemons group: with no live assignment although some node (alive, or dead and not yet
 	 * forgotten) advertises them, ASSIGNING past the acknowledge timeout, or REVOKING past the drain timeout. Empty
-	 * on the other nodes. A daemon handed back counts as unassigned only once it has been so for a cycle interval,
+	 * on the other nodes. A daemon handed back counts as unassigned only once it has been so for a renew interval,
 	 * the time the leader takes to reassign it.
 	 * @return why each daemon is stuck, by daemon name
 	 */
@@ -374,7 +394,7 @@ public final class DaemonCoordinator implements SmartLifecycle {
 						+ "ms", assignment.node(), age, this.settings.drainTimeout().toMillis()));
 			}
 			else if (!assignment.isLive() && advertised.contains(assignment.daemon())
-					&& age >= this.settings.cycleInterval().toMillis()) {
+					&& age >= pollInterval().toMillis()) {
 				stuck.put(assignment.daemon(), String.format("unassigned for %d ms: no live, undrained node that "
 						+ "has it", age));
 			}
@@ -426,7 +446,7 @@ public final class DaemonCoordinator implements SmartLifecycle {
 		try {
 			this.cycles.execute(() -> {
 				this.wakePending.set(false);
-				cycle();
+				cycle(null);
 			});
 		}
 		catch (RejectedExecutionException ex) {
@@ -474,6 +494,20 @@ public final class DaemonCoordinator implements SmartLifecycle {
 		return this.settings;
 	}
 
+	// Runs on the thread that sent the heartbeat. Only the newest snapshot waits for the cycles thread.
+
+	private void polled(DaemonSnapshot snapshot) {
+		if (!this.running || this.polled.getAndSet(snapshot) != null) {
+			return;
+		}
+		try {
+			this.cycles.execute(() -> cycle(this.polled.getAndSet(null)));
+		}
+		catch (RejectedExecutionException ex) {
+			// stopping
+		}
+	}
+
 	// Runs on the store's notification thread.
 
 	private void notified(String node) {
@@ -483,21 +517,27 @@ public final class DaemonCoordinator implements SmartLifecycle {
 	}
 
 	private void closeNotifications() {
-		AutoCloseable handle = this.notifications;
-		this.notifications = null;
-		if (handle != null) {
-			try {
-				handle.close();
-			}
-			catch (Exception ex) {
-				logger.debug("Could not stop assignment notifications: " + ex);
+		for (AutoCloseable handle : new AutoCloseable[] { this.notifications, this.heartbeats }) {
+			if (handle != null) {
+				try {
+					handle.close();
+				}
+				catch (Exception ex) {
+					logger.debug("Could not stop following assignment changes: " + ex);
+				}
 			}
 		}
+		this.notifications = null;
+		this.heartbeats = null;
 	}
 
 	// Everything below runs on the leader-daemons thread unless stated otherwise.
 
-	private void cycle() {
+	/**
+	 * Runs a cycle on the snapshot read with a heartbeat, or on a fresh read.
+	 * @param polled the heartbeat's snapshot, or {@code null} to read
+	 */
+	private void cycle(@Nullable DaemonSnapshot polled) {
 		if (!this.running) {
 			return;
 		}
@@ -508,7 +548,8 @@ public final class DaemonCoordinator implements SmartLifecycle {
 			.lowCardinalityKeyValue("role", token.isPresent() ? "leader" : "node");
 		try (Observation.Scope scope = observation.start().openScope()) {
 			Duration nodeExpiry = this.engine.settings().nodeExpiry();
-			DaemonSnapshot snapshot = this.store.read(nodeExpiry);
+			DaemonSnapshot snapshot = (polled != null && polled.sameStateAs(this.lastRead)) ? polled
+					: this.store.read(nodeExpiry);
 			if (token.isPresent()) {
 				if (lead(snapshot, token.get())) {
 					snapshot = this.store.read(nodeExpiry);
@@ -527,9 +568,9 @@ public final class DaemonCoordinator implements SmartLifecycle {
 		finally {
 			observation.stop();
 		}
-		if (this.running) {
+		if (this.running && this.heartbeats == null) {
 			try {
-				this.nextCycle = this.cycles.schedule(this::cycle, this.settings.cycleInterval().toNanos(),
+				this.nextCycle = this.cycles.schedule(() -> cycle(null), pollInterval().toNanos(),
 						TimeUnit.NANOSECONDS);
 			}
 			catch (RejectedExecutionException ex) {
@@ -545,7 +586,7 @@ public final class DaemonCoordinator implements SmartLifecycle {
 			this.liveMembers = live;
 			this.membershipChangedAt = snapshot.now();
 		}
-		List<Action> plan = AssignmentPlanner.plan(snapshot, this.membershipChangedAt, this.settings);
+		List<Action> plan = AssignmentPlanner.plan(snapshot, this.membershipChangedAt, this.settings, pollInterval());
 		boolean changed = false;
 		for (Action action : plan) {
 			if (!this.engine.isLeader(this.settings.group())) {
@@ -733,6 +774,10 @@ public final class DaemonCoordinator implements SmartLifecycle {
 			logger.warn(String.format("Daemon daemon=%s node=%s action=stopped generation=%d reason=%s", run.daemon,
 					this.nodeId, run.generation, reason));
 		}
+	}
+
+	private Duration pollInterval() {
+		return this.engine.settings().renewInterval();
 	}
 
 	private boolean contactIsFresh() {

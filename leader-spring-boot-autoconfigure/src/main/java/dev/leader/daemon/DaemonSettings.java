@@ -9,19 +9,17 @@ import dev.leader.node.Names;
  * the {@code leader.daemons.*} properties to change.
  *
  * @param group the group whose leader assigns the daemons
- * @param cycleInterval how often every node polls its assignments and the leader plans
  * @param ackTimeout how long an assignment may stay ASSIGNING before the leader gives it to another node
  * @param drainTimeout how long a revoked daemon may take to stop before it is handed over regardless
  * @param maxMovesPerCycle how many daemons the leader revokes at most per cycle to rebalance
  * @param settleWindow how long after the last change of the live nodes the leader waits before it rebalances
  */
-public record DaemonSettings(String group, Duration cycleInterval, Duration ackTimeout, Duration drainTimeout,
-		int maxMovesPerCycle, Duration settleWindow) {
+public record DaemonSettings(String group, Duration ackTimeout, Duration drainTimeout, int maxMovesPerCycle,
+		Duration settleWindow) {
 
 	/**
 	 * Creates settings, checking the relations between them.
 	 * @param group the group
-	 * @param cycleInterval the cycle interval
 	 * @param ackTimeout the acknowledge timeout
 	 * @param drainTimeout the drain timeout
 	 * @param maxMovesPerCycle the move cap
@@ -35,7 +33,6 @@ public record DaemonSettings(String group, Duration cycleInterval, Duration ackT
 		catch (IllegalArgumentException ex) {
 			throw new IllegalArgumentException("leader.daemons.group: " + ex.getMessage());
 		}
-		requirePositive("leader.daemons.cycle-interval", cycleInterval);
 		requirePositive("leader.daemons.ack-timeout", ackTimeout);
 		requirePositive("leader.daemons.drain-timeout", drainTimeout);
 		if (settleWindow == null || settleWindow.isNegative()) {
@@ -45,21 +42,15 @@ public record DaemonSettings(String group, Duration cycleInterval, Duration ackT
 			throw new IllegalArgumentException(
 					"leader.daemons.max-moves-per-cycle must be at least 1, was " + maxMovesPerCycle);
 		}
-		if (ackTimeout.compareTo(cycleInterval.multipliedBy(2)) <= 0) {
-			throw new IllegalArgumentException("leader.daemons.ack-timeout (" + ackTimeout
-					+ ") must be more than twice leader.daemons.cycle-interval (" + cycleInterval
-					+ "), since a node acknowledges on its next poll; raise the timeout or lower the interval");
-		}
 	}
 
 	/**
-	 * Returns the defaults: group {@code default}, a 1 s cycle, 30 s acknowledge and drain timeouts, 2 moves per cycle
-	 * and a 10 s settle window.
+	 * Returns the defaults: group {@code default}, 30 s acknowledge and drain timeouts, 2 moves per cycle and a 10 s
+	 * settle window.
 	 * @return the default settings
 	 */
 	public static DaemonSettings defaults() {
-		return new DaemonSettings("default", Duration.ofSeconds(1), Duration.ofSeconds(30), Duration.ofSeconds(30), 2,
-				Duration.ofSeconds(10));
+		return new DaemonSettings("default", Duration.ofSeconds(30), Duration.ofSeconds(30), 2, Duration.ofSeconds(10));
 	}
 
 	private static void requirePositive(String property, Duration value) {

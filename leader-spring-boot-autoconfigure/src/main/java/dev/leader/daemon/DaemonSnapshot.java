@@ -3,6 +3,9 @@ package dev.leader.daemon;
 import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * The nodes and assignments as read in one statement, with the database's clock at the moment of the read.
@@ -36,6 +39,18 @@ public record DaemonSnapshot(Instant now, List<Member> members, List<Assignment>
 	 */
 	public DaemonSnapshot(Instant now, List<Member> members, List<Assignment> assignments) {
 		this(now, members, assignments, List.of());
+	}
+
+	/**
+	 * Returns whether another snapshot holds the same members, assignments and requests, whatever their order and
+	 * clock.
+	 * @param other the other snapshot, or {@code null}
+	 * @return whether the two agree
+	 */
+	public boolean sameStateAs(@Nullable DaemonSnapshot other) {
+		return other != null && Set.copyOf(this.members).equals(Set.copyOf(other.members))
+				&& Set.copyOf(this.assignments).equals(Set.copyOf(other.assignments))
+				&& Set.copyOf(this.requests).equals(Set.copyOf(other.requests));
 	}
 
 	/**

@@ -131,6 +131,18 @@ public interface DaemonStore {
 	}
 
 	/**
+	 * Starts delivering the snapshot that the store reads in the same statement as this node's heartbeat, where it
+	 * can, so that polling the assignments costs no statement of its own. Each snapshot is as of its heartbeat, and
+	 * may be older than one {@link #read} returned meanwhile.
+	 * @param follower called with each snapshot, on the thread that sent the heartbeat; it must return quickly
+	 * @return a handle that stops the delivery, or {@code null} if the store cannot deliver snapshots: the
+	 * coordinator then calls {@link #read} once per heartbeat interval
+	 */
+	default @Nullable AutoCloseable followHeartbeat(Consumer<DaemonSnapshot> follower) {
+		return null;
+	}
+
+	/**
 	 * Locks a daemon's assignment row {@code FOR SHARE} in the transaction active on the calling thread, and reads it.
 	 * Every transition is an {@code UPDATE} of that row, so it waits until the transaction ends.
 	 * @param daemon the daemon

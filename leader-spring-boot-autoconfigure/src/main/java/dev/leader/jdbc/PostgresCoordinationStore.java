@@ -28,6 +28,7 @@ import java.util.function.Consumer;
 import javax.sql.DataSource;
 
 import dev.leader.NodeInfo;
+import dev.leader.daemon.DaemonSnapshot;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaseState;
 import dev.leader.node.NodeRegistration;
@@ -79,6 +80,8 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 
 	private final String tickSql;
 
+	private final String tickWithDaemonsSql;
+
 	private final String releaseSql;
 
 	private final String deregisterSql;
@@ -89,6 +92,8 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 
 	// The connection of the last round trip, for the next one; owned by whoever took it out.
 	private final AtomicReference<@Nullable Connection> kept = new AtomicReference<>();
+
+	private final AtomicReference<@Nullable Consumer<DaemonSnapshot>> daemonsFollower = new AtomicReference<>();
 
 	private final Map<String, List<Consumer<String>>> subscribers = new ConcurrentHashMap<>();
 
@@ -131,9 +136,9 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 				WHERE group_name = ? AND NOT EXISTS (SELECT 1 FROM attempt)
 				""".formatted(p, remaining);
 		// Kinds of rows: R = renewed lease, L = lease as it stood, N = member. Lease rows carry group, holder, term,
-		// expiry and time left in columns 2 to 6; member rows carry id, name, pid, start, heartbeat age, host and
-		// heartbeat. The node's own row comes from the upsert, because the other parts of the statement see the
-		// table as it was before the statement.
+		// expiry and time left in columns 2 to 6; member rows carry id, name, pid, start, heartbeat age, host,
+		// heartbeat, daemons and drained. The node's own row comes from the upsert, because the other parts of the
+		// statement see the table as it was before the statement. DaemonRows reads the same layout.
 		this.tickSql = """
 				WITH me AS (
 				  INSERT INTO %1$snodes AS n (node_id, name, host, pid, started_at, heartbeat_at, daemons)
@@ -143,7 +148,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 				    started_at = CASE WHEN (n.host, n.pid) = (excluded.host, excluded.pid) THEN n.started_at
 				                      ELSE clock_timestamp() END,
 				    drained = (n.drained AND (n.host, n.pid) = (excluded.host, excluded.pid))
-				  RETURNING node_id, name, host, pid, started_at, heartbeat_at
+				  RETURNING node_id, name, host, pid, started_at, heartbeat_at, daemons, drained
 				), forgotten AS (
 				  DELETE FROM %1$snodes
 				  WHERE node_id <> ? AND heartbeat_at < clock_timestamp() - 2 * ? * interval '1 millisecond'
@@ -155,17 +160,21 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 				    AND l.expires_at > clock_timestamp()
 				  RETURNING l.group_name, l.holder, l.term, l.expires_at
 				)
-				SELECT 'R', group_name, holder, term, expires_at, %2$s, NULL, NULL::timestamptz FROM renewed
+				SELECT 'R', group_name, holder, term, expires_at, %2$s, NULL, NULL::timestamptz, NULL::varchar[],
+				       NULL::boolean
+				FROM renewed
 				UNION ALL
-				SELECT 'L', group_name, holder, term, expires_at, %2$s, NULL, NULL FROM %1$sleases
+				SELECT 'L', group_name, holder, term, expires_at, %2$s, NULL, NULL, NULL, NULL FROM %1$sleases
 				WHERE group_name = ANY (?::varchar[])
 				UNION ALL
-				SELECT 'N', node_id, name, pid, started_at, 0, host, heartbeat_at FROM me
+				SELECT 'N', node_id, name, pid, started_at, 0, host, heartbeat_at, daemons, drained FROM me
 				UNION ALL
 				SELECT 'N', node_id, name, pid, started_at,
-				       (extract(epoch from (clock_timestamp() - heartbeat_at)) * 1000)::bigint, host, heartbeat_at
+				       (extract(epoch from (clock_timestamp() - heartbeat_at)) * 1000)::bigint, host, heartbeat_at,
+				       daemons, drained
 				FROM %1$snodes WHERE node_id <> ?
 				""".formatted(p, remaining);
+		this.tickWithDaemonsSql = this.tickSql + "UNION ALL\n" + DaemonRows.assignmentsRequestsAndClock(p);
 		this.releaseSql = """
 				WITH released AS (
 				  UPDATE %1$sleases l SET holder = NULL, expires_at = clock_timestamp()
@@ -199,7 +208,9 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	@Override
 	public Tick tick(NodeRegistration node, Map<String, Long> held, Collection<String> groups, Duration leaseDuration,
 			Duration nodeExpiry) {
-		return execute("heartbeat", this.tickSql, (statement) -> {
+		Consumer<DaemonSnapshot> follower = this.daemonsFollower.get();
+		DaemonRows daemons = (follower != null) ? new DaemonRows(nodeExpiry) : null;
+		Tick result = execute("heartbeat", (daemons != null) ? this.tickWithDaemonsSql : this.tickSql, (statement) -> {
 			Connection connection = statement.getConnection();
 			int i = 0;
 			statement.setString(++i, node.id());
@@ -223,14 +234,41 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 					switch (rows.getString(1)) {
 						case "R" -> renewed.put(rows.getString(2), lease(rows, 2));
 						case "L" -> leases.put(rows.getString(2), lease(rows, 2));
-						default -> members.add(new NodeInfo(rows.getString(2), rows.getString(3), rows.getString(7),
-								rows.getLong(4), instant(rows, 5), instant(rows, 8),
+						case "N" -> members.add(new NodeInfo(rows.getString(2), rows.getString(3), rows.getString(7),
+								rows.getLong(4), Statements.instant(rows, 5), Statements.instant(rows, 8),
 								rows.getLong(6) < nodeExpiry.toMillis()));
+						default -> {
+						}
+					}
+					if (daemons != null) {
+						daemons.add(rows);
 					}
 				}
 			}
 			return new Tick(renewed, leases, members);
 		});
+		if (follower != null && daemons != null) {
+			try {
+				follower.accept(daemons.snapshot());
+			}
+			catch (RuntimeException ex) {
+				logger.warn("Daemon snapshot follower failed; the heartbeat goes on: " + ex);
+			}
+		}
+		return result;
+	}
+
+	/**
+	 * Makes every heartbeat statement from now on also read the nodes' daemons, the assignments and the requests,
+	 * and hands each snapshot so read to the follower, so that a node polls its assignments without a statement of
+	 * its own.
+	 * @param follower called with each snapshot, on the thread that sent the heartbeat, after the heartbeat's rows
+	 * were read; it must return quickly
+	 * @return a handle that stops the reading and the delivery
+	 */
+	AutoCloseable readDaemonsWithHeartbeat(Consumer<DaemonSnapshot> follower) {
+		this.daemonsFollower.set(follower);
+		return () -> this.daemonsFollower.compareAndSet(follower, null);
 	}
 
 	@Override
@@ -406,11 +444,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 
 	private static LeaseState lease(ResultSet rows, int first) throws SQLException {
 		return new LeaseState(rows.getString(first), rows.getString(first + 1), rows.getLong(first + 2),
-				instant(rows, first + 3), Duration.ofMillis(rows.getLong(first + 4)));
-	}
-
-	private static Instant instant(ResultSet rows, int column) throws SQLException {
-		return rows.getObject(column, OffsetDateTime.class).toInstant();
+				Statements.instant(rows, first + 3), Duration.ofMillis(rows.getLong(first + 4)));
 	}
 
 	/**

@@ -37,6 +37,10 @@ import org.jspecify.annotations.Nullable;
  * payload, meant for the leader, when a node acknowledged or handed back an assignment or an operator recorded a
  * request. {@link #listen} follows the channel on the release-listening connection of a
  * {@link PostgresCoordinationStore}, so a node needs no second connection for it.
+ * <p>
+ * With that store, polling costs no statement either: {@link #followHeartbeat} makes the node's heartbeat statement
+ * read the nodes, assignments and requests too, so a node sends one statement per renew interval whatever its
+ * daemons.
  */
 public final class PostgresDaemonStore implements DaemonStore {
 
@@ -68,7 +72,7 @@ public final class PostgresDaemonStore implements DaemonStore {
 
 	private final String channel;
 
-	private final @Nullable PostgresCoordinationStore notifications;
+	private final @Nullable PostgresCoordinationStore coordination;
 
 	private final String holdLimitMillis;
 
@@ -87,39 +91,31 @@ public final class PostgresDaemonStore implements DaemonStore {
 	}
 
 	/**
-	 * Creates a store whose {@link #listen} follows the assignment notifications on the coordination store's
-	 * listening connection.
+	 * Creates a store that works with the node's coordination store: {@link #listen} follows the assignment
+	 * notifications on its listening connection, and {@link #followHeartbeat} reads the snapshot in its heartbeat
+	 * statement.
 	 * @param dataSource the PostgreSQL data source
 	 * @param tablePrefix the prefix of the starter's tables
 	 * @param queryTimeout the longest a statement may run; rounded up to whole seconds
 	 * @param holdLimit the longest a transaction guarded by {@link #lock} may stay idle holding the assignment row
-	 * @param notifications the coordination store whose connection to listen on, or {@code null} to poll only
+	 * @param coordination the coordination store of the node's engine, on the same tables, or {@code null} to poll
+	 * with statements of this store's own
 	 */
 	public PostgresDaemonStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
-			Duration holdLimit, @Nullable PostgresCoordinationStore notifications) {
+			Duration holdLimit, @Nullable PostgresCoordinationStore coordination) {
 		this.dataSource = dataSource;
 		this.holdLimitMillis = Long.toString(Math.max(1, holdLimit.toMillis()));
-		this.notifications = notifications;
+		this.coordination = coordination;
 		this.statements = new Statements(queryTimeout);
 		String p = tablePrefix.value();
 		this.channel = p + "assignments";
-		// Kinds of rows: N = node (id, daemons, alive, drained), A = assignment (daemon, node, state, generation,
-		// term, since), Q = request (daemon, node, kind, requested at). Every row carries the same database clock,
-		// taken once.
 		this.readSql = """
-				WITH t AS (SELECT clock_timestamp() AS now)
-				SELECT 'N', node_id, daemons, heartbeat_at > t.now - ? * interval '1 millisecond',
-				       NULL, NULL, NULL::bigint, NULL::bigint, NULL::timestamptz, t.now, drained
-				FROM %1$snodes, t
+				SELECT 'N', node_id, NULL::varchar, NULL::bigint, NULL::timestamptz,
+				       (extract(epoch from (clock_timestamp() - heartbeat_at)) * 1000)::bigint, NULL::varchar,
+				       NULL::timestamptz, daemons, drained
+				FROM %snodes
 				UNION ALL
-				SELECT 'A', daemon_name, NULL, NULL, node_id, state, generation, term, state_since, t.now, NULL
-				FROM %1$sassignments, t
-				UNION ALL
-				SELECT 'Q', daemon_name, NULL, NULL, node_id, kind, NULL, NULL, requested_at, t.now, NULL
-				FROM %1$sdaemon_requests, t
-				UNION ALL
-				SELECT 'T', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, t.now, NULL FROM t
-				""".formatted(p);
+				""".formatted(p) + DaemonRows.assignmentsRequestsAndClock(p);
 		String lease = """
 				WITH lease AS (
 				  SELECT 1 FROM %1$sleases
@@ -216,31 +212,13 @@ public final class PostgresDaemonStore implements DaemonStore {
 	@Override
 	public DaemonSnapshot read(Duration nodeExpiry) {
 		return execute("read assignments", this.readSql, (statement) -> {
-			statement.setLong(1, nodeExpiry.toMillis());
-			List<Member> members = new ArrayList<>();
-			List<Assignment> assignments = new ArrayList<>();
-			List<DaemonRequest> requests = new ArrayList<>();
-			Instant now = null;
+			DaemonRows read = new DaemonRows(nodeExpiry);
 			try (ResultSet rows = statement.executeQuery()) {
 				while (rows.next()) {
-					now = instant(rows, 10);
-					switch (rows.getString(1)) {
-						case "N" -> members.add(new Member(rows.getString(2), daemons(rows.getArray(3)),
-								rows.getBoolean(4), rows.getBoolean(11)));
-						case "Q" -> requests.add(new DaemonRequest(DaemonRequest.Kind.valueOf(rows.getString(6)),
-								rows.getString(2), rows.getString(5), instant(rows, 9)));
-						case "A" -> assignments.add(new Assignment(rows.getString(2), rows.getString(5),
-								AssignmentState.valueOf(rows.getString(6)), rows.getLong(7), rows.getLong(8),
-								instant(rows, 9)));
-						default -> {
-						}
-					}
+					read.add(rows);
 				}
 			}
-			if (now == null) {
-				throw new IllegalStateException("The read of assignments returned no clock row");
-			}
-			return new DaemonSnapshot(now, members, assignments, requests);
+			return read.snapshot();
 		});
 	}
 
@@ -291,7 +269,7 @@ public final class PostgresDaemonStore implements DaemonStore {
 			statement.setString(4, this.channel);
 			try (ResultSet rows = statement.executeQuery()) {
 				rows.next();
-				return new DaemonRequest(kind, rows.getString(2), rows.getString(3), instant(rows, 4));
+				return new DaemonRequest(kind, rows.getString(2), rows.getString(3), Statements.instant(rows, 4));
 			}
 		});
 	}
@@ -323,8 +301,13 @@ public final class PostgresDaemonStore implements DaemonStore {
 
 	@Override
 	public AutoCloseable listen(Consumer<String> listener) {
-		return (this.notifications != null) ? this.notifications.subscribe(this.channel, listener) : () -> {
+		return (this.coordination != null) ? this.coordination.subscribe(this.channel, listener) : () -> {
 		};
+	}
+
+	@Override
+	public @Nullable AutoCloseable followHeartbeat(Consumer<DaemonSnapshot> follower) {
+		return (this.coordination != null) ? this.coordination.readDaemonsWithHeartbeat(follower) : null;
 	}
 
 	@Override
@@ -337,7 +320,7 @@ public final class PostgresDaemonStore implements DaemonStore {
 					try (ResultSet rows = statement.executeQuery()) {
 						return rows.next() ? new Assignment(rows.getString(1), rows.getString(2),
 								AssignmentState.valueOf(rows.getString(3)), rows.getLong(4), rows.getLong(5),
-								instant(rows, 6)) : null;
+								Statements.instant(rows, 6)) : null;
 					}
 				});
 	}
@@ -385,17 +368,8 @@ public final class PostgresDaemonStore implements DaemonStore {
 		}
 	}
 
-	private static LinkedHashSet<String> daemons(@Nullable Array array) throws SQLException {
-		return (array != null) ? new LinkedHashSet<>(Arrays.asList((String[]) array.getArray()))
-				: new LinkedHashSet<>();
-	}
-
 	private static @Nullable OffsetDateTime timestamp(@Nullable Instant instant) {
 		return (instant != null) ? instant.atOffset(java.time.ZoneOffset.UTC) : null;
-	}
-
-	private static Instant instant(ResultSet rows, int column) throws SQLException {
-		return rows.getObject(column, OffsetDateTime.class).toInstant();
 	}
 
 }

@@ -2,8 +2,11 @@ package dev.leader.jdbc;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.OffsetDateTime;
 
 import javax.sql.DataSource;
 
@@ -73,6 +76,10 @@ final class Statements {
 		finally {
 			DataSourceUtils.releaseConnection(connection, dataSource);
 		}
+	}
+
+	static Instant instant(ResultSet rows, int column) throws SQLException {
+		return rows.getObject(column, OffsetDateTime.class).toInstant();
 	}
 
 	static RuntimeException translate(String task, SQLException ex) {

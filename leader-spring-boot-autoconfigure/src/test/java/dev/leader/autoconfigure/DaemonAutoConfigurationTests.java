@@ -50,7 +50,7 @@ class DaemonAutoConfigurationTests {
 			.withPropertyValues("spring.datasource.url=" + this.database.url(),
 					"spring.datasource.username=" + this.database.user(),
 					"spring.datasource.password=" + this.database.password(), "leader.node.id=test-node",
-					"leader.daemons.cycle-interval=200ms", "leader.daemons.settle-window=0s",
+					"leader.lease.renew-interval=200ms", "leader.daemons.settle-window=0s",
 					"management.endpoints.web.exposure.include=leadership");
 	}
 
@@ -143,7 +143,7 @@ class DaemonAutoConfigurationTests {
 			.run((context) -> assertThat(context).getFailure()
 				.rootCause()
 				.hasMessageContaining("leader.daemons.ack-timeout")
-				.hasMessageContaining("leader.daemons.cycle-interval"));
+				.hasMessageContaining("leader.lease.renew-interval"));
 	}
 
 	@Test

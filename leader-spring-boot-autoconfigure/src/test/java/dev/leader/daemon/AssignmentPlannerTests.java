@@ -25,8 +25,10 @@ class AssignmentPlannerTests {
 
 	private static final Instant NOW = Instant.parse("2030-01-01T00:00:00Z");
 
-	private static final DaemonSettings SETTINGS = new DaemonSettings("default", Duration.ofSeconds(1),
-			Duration.ofSeconds(30), Duration.ofSeconds(20), 2, Duration.ofSeconds(10));
+	private static final DaemonSettings SETTINGS = new DaemonSettings("default", Duration.ofSeconds(30),
+			Duration.ofSeconds(20), 2, Duration.ofSeconds(10));
+
+	private static final Duration POLL = Duration.ofSeconds(1);
 
 	private static final Instant SETTLED = NOW.minus(SETTINGS.settleWindow());
 
@@ -108,7 +110,7 @@ class AssignmentPlannerTests {
 	@Test
 	void revokingPastTheDrainTimeoutPlusOneCycleIsReclaimed() {
 		List<Member> nodes = List.of(node("a", Set.of("d1")), node("b", Set.of("d1")));
-		Duration limit = SETTINGS.drainTimeout().plus(SETTINGS.cycleInterval());
+		Duration limit = SETTINGS.drainTimeout().plus(POLL);
 		Assignment draining = new Assignment("d1", "a", AssignmentState.REVOKING, 3, 1,
 				NOW.minus(limit).plusMillis(1));
 		assertThat(plan(nodes, List.of(draining), SETTLED)).isEmpty();
@@ -178,12 +180,12 @@ class AssignmentPlannerTests {
 				active("d4", "b", 1));
 		DaemonSnapshot snapshot = new DaemonSnapshot(NOW, List.of(drained, node("b", FOUR), node("c", THREE)),
 				assignments);
-		assertThat(AssignmentPlanner.plan(snapshot, NOW, SETTINGS)).containsExactly(
+		assertThat(AssignmentPlanner.plan(snapshot, NOW, SETTINGS, POLL)).containsExactly(
 				new Revoke("d1", "a", 1, "c", MoveCause.DRAINED), new Revoke("d2", "a", 1, "b", MoveCause.DRAINED),
 				new Revoke("d3", "a", 1, "c", MoveCause.DRAINED));
 		DaemonSnapshot later = new DaemonSnapshot(NOW, List.of(drained, node("b", Set.of("d1", "d4"))),
 				List.of(deleted("d1", "a", 1), active("d4", "b", 1)));
-		assertThat(AssignmentPlanner.plan(later, NOW, SETTINGS)).containsExactly(new Assign("d1", "b", 1));
+		assertThat(AssignmentPlanner.plan(later, NOW, SETTINGS, POLL)).containsExactly(new Assign("d1", "b", 1));
 	}
 
 	@Test
@@ -191,7 +193,7 @@ class AssignmentPlannerTests {
 		DaemonSnapshot snapshot = new DaemonSnapshot(NOW,
 				List.of(new Member("a", Set.of("d1"), true, true), node("b", Set.of("d2"))),
 				List.of(active("d1", "a", 1), active("d2", "b", 1)));
-		assertThat(AssignmentPlanner.plan(snapshot, SETTLED, SETTINGS)).isEmpty();
+		assertThat(AssignmentPlanner.plan(snapshot, SETTLED, SETTINGS, POLL)).isEmpty();
 	}
 
 	@Test
@@ -199,11 +201,11 @@ class AssignmentPlannerTests {
 		DaemonRequest move = new DaemonRequest(DaemonRequest.Kind.MOVE, "d1", "c", NOW.minusSeconds(1));
 		DaemonSnapshot snapshot = new DaemonSnapshot(NOW, List.of(node("a", Set.of("d1")), node("b", Set.of("d1")), node("c", Set.of("d1"))),
 				List.of(active("d1", "a", 4)), List.of(move));
-		assertThat(AssignmentPlanner.plan(snapshot, NOW, SETTINGS))
+		assertThat(AssignmentPlanner.plan(snapshot, NOW, SETTINGS, POLL))
 			.containsExactly(new Revoke("d1", "a", 4, "c", MoveCause.REQUESTED));
 		DaemonSnapshot drained = new DaemonSnapshot(NOW, List.of(node("a", Set.of("d1")), node("b", Set.of("d1")), node("c", Set.of("d1"))),
 				List.of(deleted("d1", "a", 4)), List.of(move));
-		assertThat(AssignmentPlanner.plan(drained, NOW, SETTINGS))
+		assertThat(AssignmentPlanner.plan(drained, NOW, SETTINGS, POLL))
 			.containsExactly(new Assign("d1", "c", 4, move.requestedAt()));
 	}
 
@@ -212,11 +214,11 @@ class AssignmentPlannerTests {
 		DaemonRequest anywhere = new DaemonRequest(DaemonRequest.Kind.MOVE, "d1", null, NOW);
 		DaemonSnapshot snapshot = new DaemonSnapshot(NOW, List.of(node("a", Set.of("d1")), node("b", Set.of("d1"))),
 				List.of(deleted("d1", "a", 2)), List.of(anywhere));
-		assertThat(AssignmentPlanner.plan(snapshot, NOW, SETTINGS))
+		assertThat(AssignmentPlanner.plan(snapshot, NOW, SETTINGS, POLL))
 			.containsExactly(new Assign("d1", "b", 2, anywhere.requestedAt()));
 		DaemonSnapshot alone = new DaemonSnapshot(NOW, List.of(node("a", Set.of("d1"))), List.of(active("d1", "a", 2)),
 				List.of(anywhere));
-		assertThat(AssignmentPlanner.plan(alone, NOW, SETTINGS)).containsExactly(new Forget(anywhere));
+		assertThat(AssignmentPlanner.plan(alone, NOW, SETTINGS, POLL)).containsExactly(new Forget(anywhere));
 	}
 
 	@Test
@@ -224,13 +226,14 @@ class AssignmentPlannerTests {
 		DaemonRequest rebalance = new DaemonRequest(DaemonRequest.Kind.REBALANCE, "", null, NOW);
 		List<Assignment> assignments = List.of(active("d1", "a", 1), active("d2", "a", 1), active("d3", "a", 1));
 		List<Member> nodes = List.of(node("a", THREE), node("b", THREE));
-		assertThat(AssignmentPlanner.plan(new DaemonSnapshot(NOW, nodes, assignments), NOW, SETTINGS)).isEmpty();
+		assertThat(AssignmentPlanner.plan(new DaemonSnapshot(NOW, nodes, assignments), NOW, SETTINGS, POLL))
+			.isEmpty();
 		assertThat(AssignmentPlanner.plan(new DaemonSnapshot(NOW, nodes, assignments, List.of(rebalance)), NOW,
-				SETTINGS)).containsExactly(new Revoke("d3", "a", 1, "b"), new Forget(rebalance));
+				SETTINGS, POLL)).containsExactly(new Revoke("d3", "a", 1, "b"), new Forget(rebalance));
 	}
 
 	private static List<Action> plan(List<Member> nodes, List<Assignment> assignments, Instant changedAt) {
-		return AssignmentPlanner.plan(new DaemonSnapshot(NOW, nodes, assignments), changedAt, SETTINGS);
+		return AssignmentPlanner.plan(new DaemonSnapshot(NOW, nodes, assignments), changedAt, SETTINGS, POLL);
 	}
 
 	private static <T> List<T> reversed(List<T> list) {

@@ -36,8 +36,6 @@ class MultiProcessDaemonTests {
 	private static final LeaseSettings FAST = new LeaseSettings(Duration.ofSeconds(2), Duration.ofMillis(500),
 			Duration.ofMillis(500), Duration.ofMillis(300), Duration.ofSeconds(3), Duration.ofSeconds(3));
 
-	private static final Duration CYCLE = Duration.ofMillis(250);
-
 	private static final Duration ACK_TIMEOUT = Duration.ofSeconds(2);
 
 	private static final Duration DRAIN_TIMEOUT = Duration.ofSeconds(2);
@@ -113,8 +111,8 @@ class MultiProcessDaemonTests {
 			slowest = (gap.compareTo(slowest) > 0) ? gap : slowest;
 		}
 		System.out.printf("Daemons %s of %s (the leader) ran elsewhere %d ms after kill -9 (node expiry %d ms, "
-				+ "lease %d ms, cycle %d ms)%n", lost.keySet(), victim, slowest.toMillis(), FAST.nodeExpiry().toMillis(),
-				FAST.duration().toMillis(), CYCLE.toMillis());
+				+ "lease %d ms, renew %d ms)%n", lost.keySet(), victim, slowest.toMillis(), FAST.nodeExpiry().toMillis(),
+				FAST.duration().toMillis(), FAST.renewInterval().toMillis());
 		assertThat(lost).isNotEmpty();
 		assertThat(slowest).isLessThan(limit);
 		awaitActiveLoads(List.of(4, 3));
@@ -219,7 +217,7 @@ class MultiProcessDaemonTests {
 	}
 
 	private void start(String nodeId, String daemons, String... more) {
-		List<String> arguments = new ArrayList<>(List.of("--daemons=" + daemons, "--cycle=" + CYCLE,
+		List<String> arguments = new ArrayList<>(List.of("--daemons=" + daemons,
 				"--ack-timeout=" + ACK_TIMEOUT, "--drain-timeout=" + DRAIN_TIMEOUT, "--settle=" + SETTLE));
 		arguments.addAll(List.of(more));
 		this.cluster.start(nodeId, DaemonTestNode.class, arguments);

@@ -66,8 +66,6 @@ class DaemonFaultInjectionTests {
 
 	private static final List<String> NODES = List.of("node-a", "node-b", "node-c");
 
-	private static final Duration CYCLE = Duration.ofMillis(250);
-
 	private static final Duration ACK_TIMEOUT = Duration.ofSeconds(2);
 
 	private static final Duration DRAIN_TIMEOUT = Duration.ofSeconds(2);
@@ -152,7 +150,7 @@ class DaemonFaultInjectionTests {
 		String url = this.proxies.computeIfAbsent(nodeId, (id) -> StallingProxy.inFrontOf(id, this.cluster.url()))
 			.jdbcUrl();
 		List<String> arguments = new ArrayList<>(List.of("--url=" + url, "--incarnation=" + number,
-				"--daemons=" + String.join(",", DAEMONS), "--daemon-group=" + DAEMON_GROUP, "--cycle=" + CYCLE,
+				"--daemons=" + String.join(",", DAEMONS), "--daemon-group=" + DAEMON_GROUP,
 				"--ack-timeout=" + ACK_TIMEOUT, "--drain-timeout=" + DRAIN_TIMEOUT, "--settle=" + SETTLE,
 				"--write-interval=" + WRITE_INTERVAL));
 		Incarnation incarnation = this.history.started(number,
@@ -172,8 +170,8 @@ class DaemonFaultInjectionTests {
 			case STALL -> FAST.nodeExpiry().multipliedBy(250 + random.nextInt(1251)).dividedBy(1000);
 			case KILL, TERMINATE -> Duration.ZERO;
 		};
-		// A random moment within a cycle, so that faults hit every phase of the cycles and of the agents' writes.
-		FaultHistory.sleepAsFault(Duration.ofMillis(random.nextInt((int) CYCLE.toMillis())));
+		// A random moment within a heartbeat, so that faults hit every phase of the cycles and of the agents' writes.
+		FaultHistory.sleepAsFault(Duration.ofMillis(random.nextInt((int) FAST.renewInterval().toMillis())));
 		Incarnation incarnation = this.current.get(target);
 		NodeProcess process = incarnation.process();
 		Map<String, Long> ran = liveAssignmentsByNode().getOrDefault(target, Map.of());

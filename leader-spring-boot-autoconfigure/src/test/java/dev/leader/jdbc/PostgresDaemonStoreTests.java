@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
@@ -12,6 +13,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.FencingToken;
 import dev.leader.daemon.Assignment;
 import dev.leader.daemon.AssignmentState;
+import dev.leader.daemon.DaemonRequest;
 import dev.leader.daemon.DaemonSnapshot;
 import dev.leader.daemon.Member;
 import dev.leader.node.NodeRegistration;
@@ -80,6 +82,32 @@ class PostgresDaemonStoreTests {
 		assertThat(snapshot.members()).containsExactlyInAnyOrder(new Member("node-a", Set.of("outbox", "reports"), true),
 				new Member("node-b", Set.of(), false));
 		assertThat(snapshot.assignments()).isEmpty();
+	}
+
+	@Test
+	void heartbeatOfAFollowingNodeReadsWhatAReadReadsInTheSameStatement() throws Exception {
+		PostgresDaemonStore following = new PostgresDaemonStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
+				Duration.ofSeconds(10), this.leases);
+		heartbeat(new NodeRegistration("node-b", "b", "host", 2, Set.of("outbox")));
+		this.store.assign(this.leader, "leader", "outbox", "node-b", 0);
+		this.store.assign(this.leader, "leader", "reports", "node-a", 0);
+		this.store.acknowledge("node-b", "outbox", 1);
+		this.store.drain("node-b", true);
+		this.store.request(DaemonRequest.Kind.MOVE, "reports", "node-b");
+		List<DaemonSnapshot> polled = new CopyOnWriteArrayList<>();
+		NodeRegistration nodeA = new NodeRegistration("node-a", "a", "host", 1, Set.of("outbox", "reports"));
+		try (AutoCloseable handle = following.followHeartbeat(polled::add)) {
+			heartbeat(nodeA);
+		}
+		heartbeat(nodeA);
+		// The node's own row comes from the heartbeat's upsert, so the snapshot has it even on its first heartbeat.
+		assertThat(polled).singleElement().satisfies((snapshot) -> {
+			assertThat(snapshot.sameStateAs(this.store.read(EXPIRY))).isTrue();
+			assertThat(snapshot.members()).contains(new Member("node-a", Set.of("outbox", "reports"), true),
+					new Member("node-b", Set.of("outbox"), true, true));
+			assertThat(snapshot.assignments()).hasSize(2);
+			assertThat(snapshot.requests()).extracting(DaemonRequest::daemon).containsExactly("reports");
+		});
 	}
 
 	@Test

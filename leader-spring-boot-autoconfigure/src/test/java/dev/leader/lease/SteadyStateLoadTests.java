@@ -8,14 +8,24 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.IntStream;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.leader.DaemonAgent;
 import dev.leader.LeadershipGrantedEvent;
+import dev.leader.NodeJoinedEvent;
+import dev.leader.NodeLeftEvent;
+import dev.leader.daemon.DaemonCoordinator;
+import dev.leader.daemon.DaemonSettings;
 import dev.leader.jdbc.LeaderSchemaMigration;
 import dev.leader.jdbc.PostgresCoordinationStore;
+import dev.leader.jdbc.PostgresDaemonStore;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.node.NodeRegistration;
 import dev.leader.test.CountingDataSource;
@@ -39,6 +49,8 @@ import static org.awaitility.Awaitility.await;
  * "No failing statements" is checked on the client: every statement the node sends is recorded with its outcome.
  * The server's own counters ({@code pg_stat_database.xact_rollback}) and log are shared with every other client of
  * the test server and are flushed late, so they are used by the benchmark, on a database of its own, instead.
+ * <p>
+ * Daemons add nothing in steady state: every node polls its assignments in its heartbeat statement.
  */
 class SteadyStateLoadTests {
 
@@ -65,6 +77,8 @@ class SteadyStateLoadTests {
 
 	private final List<LeaderEngine> engines = new CopyOnWriteArrayList<>();
 
+	private final List<DaemonCoordinator> coordinators = new CopyOnWriteArrayList<>();
+
 	private final List<Object> events = new CopyOnWriteArrayList<>();
 
 	@BeforeEach
@@ -76,6 +90,7 @@ class SteadyStateLoadTests {
 
 	@AfterEach
 	void dropSchema() {
+		this.coordinators.forEach(DaemonCoordinator::stop);
 		this.engines.forEach(LeaderEngine::stop);
 		this.dataSource.close();
 		this.database.drop();
@@ -171,6 +186,83 @@ class SteadyStateLoadTests {
 		for (String group : groups) {
 			assertThat(followerEngines.stream().filter((engine) -> engine.isLeader(group))).hasSize(1);
 		}
+	}
+
+	@Test
+	void nodesRunningDaemonsSendOnlyTheirRoundTripOncePlacementIsStable() throws Exception {
+		List<String> daemons = List.of("d1", "d2", "d3", "d4", "d5", "d6", "d7");
+		DaemonSettings daemonSettings = new DaemonSettings("default", Duration.ofSeconds(5), Duration.ofSeconds(5), 2,
+				Duration.ZERO);
+		List<CountingDataSource> nodes = new ArrayList<>();
+		for (String id : List.of("node-a", "node-b", "node-c")) {
+			CountingDataSource counted = new CountingDataSource(this.dataSource);
+			startWithDaemons(id, counted, daemons, daemonSettings);
+			nodes.add(counted);
+		}
+		// 7 daemons on 3 nodes, all acknowledged: 3, 2 and 2, so the leader has nothing left to move.
+		await().atMost(Duration.ofSeconds(30)).until(() -> placement().equals(List.of(2L, 2L, 3L)));
+		// The last acknowledgement's notification wakes the leader for one more read; let it pass.
+		List<Integer> ticks = nodes.stream().map((counted) -> ticks(counted, 0)).toList();
+		await().atMost(TIMEOUT).until(() -> IntStream.range(0, nodes.size())
+			.allMatch((i) -> ticks(nodes.get(i), 0) >= ticks.get(i) + 3));
+		List<Integer> marks = nodes.stream().map(CountingDataSource::mark).toList();
+		await().atMost(TIMEOUT).until(() -> IntStream.range(0, nodes.size())
+			.allMatch((i) -> ticks(nodes.get(i), marks.get(i)) >= ROUND_TRIPS));
+		for (int i = 0; i < nodes.size(); i++) {
+			assertThat(nodes.get(i).since(marks.get(i))).as("statements of node %d", i).allSatisfy((execution) -> {
+				assertThat(execution.sql()).as("steady-state statement").contains(TICK);
+				assertThat(execution.failure()).isNull();
+			});
+		}
+		assertThat(placement()).containsExactly(2L, 2L, 3L);
+	}
+
+	private static int ticks(CountingDataSource counted, int mark) {
+		return (int) counted.since(mark).stream().filter(Execution.containing(TICK)).count();
+	}
+
+	/**
+	 * Returns how many ACTIVE daemons each node runs, in ascending order, or an empty list while an assignment is in
+	 * another state.
+	 */
+	private List<Long> placement() throws SQLException {
+		Map<String, Long> byNode = new TreeMap<>();
+		try (Connection connection = this.dataSource.getConnection();
+				PreparedStatement statement = connection.prepareStatement(
+						"SELECT node_id, state FROM leader_assignments");
+				ResultSet rows = statement.executeQuery()) {
+			while (rows.next()) {
+				if (!"ACTIVE".equals(rows.getString(2))) {
+					return List.of();
+				}
+				byNode.merge(rows.getString(1), 1L, Long::sum);
+			}
+		}
+		return byNode.values().stream().sorted().toList();
+	}
+
+	private void startWithDaemons(String id, CountingDataSource counted, List<String> daemons,
+			DaemonSettings daemonSettings) {
+		AtomicReference<DaemonCoordinator> coordinator = new AtomicReference<>();
+		PostgresCoordinationStore store = new PostgresCoordinationStore(counted.dataSource(),
+				new TablePrefix("leader_"), Duration.ofSeconds(2));
+		LeaderEngine engine = new LeaderEngine(store, SETTINGS,
+				new NodeRegistration(id, id, "localhost", ProcessHandle.current().pid()), List.of(), (event) -> {
+					this.events.add(event);
+					if (coordinator.get() != null && (event instanceof NodeJoinedEvent
+							|| event instanceof NodeLeftEvent || event instanceof LeadershipGrantedEvent)) {
+						coordinator.get().wake();
+					}
+				});
+		Map<String, DaemonAgent> agents = new LinkedHashMap<>();
+		daemons.forEach((daemon) -> agents.put(daemon, (context) -> context.awaitCancellation(Duration.ofMinutes(5))));
+		coordinator.set(new DaemonCoordinator(engine, new PostgresDaemonStore(counted.dataSource(),
+				new TablePrefix("leader_"), Duration.ofSeconds(2), SETTINGS.nodeExpiry(), store), daemonSettings,
+				agents, this.events::add));
+		this.coordinators.add(coordinator.get());
+		this.engines.add(engine);
+		engine.start();
+		coordinator.get().start();
 	}
 
 	private List<String> renewedSince(Instant start, String holder) throws SQLException {

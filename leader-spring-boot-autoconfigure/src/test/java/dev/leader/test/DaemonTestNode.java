@@ -55,7 +55,7 @@ import org.springframework.transaction.support.TransactionTemplate;
  * <p>
  * Arguments: those of {@link TestNode}, and {@code daemons} (comma-separated, may be empty), {@code stubborn} (those
  * of the daemons that ignore cancellation), {@code coordinator} ({@code false} to advertise the daemons but never
- * run or acknowledge them), {@code daemon-group} ({@code default}), {@code cycle}, {@code ack-timeout},
+ * run or acknowledge them), {@code daemon-group} ({@code default}), {@code ack-timeout},
  * {@code drain-timeout}, {@code settle}, {@code max-moves}, {@code write-interval} (200 ms), {@code incarnation} (1), a
  * number that tells the processes of one node id apart.
  */
@@ -106,8 +106,10 @@ public final class DaemonTestNode {
 		HikariDataSource dataSource = dataSource(arguments, nodeId);
 		AtomicReference<@Nullable DaemonCoordinator> coordinator = new AtomicReference<>();
 		LeaseSettings lease = leaseSettings(arguments);
-		LeaderEngine engine = new LeaderEngine(
-				new PostgresCoordinationStore(dataSource, new TablePrefix("leader_"), Duration.ofSeconds(1)), lease, new NodeRegistration(nodeId, nodeId, "localhost", ProcessHandle.current().pid()),
+		PostgresCoordinationStore coordination = new PostgresCoordinationStore(dataSource, new TablePrefix("leader_"),
+				Duration.ofSeconds(1));
+		LeaderEngine engine = new LeaderEngine(coordination, lease,
+				new NodeRegistration(nodeId, nodeId, "localhost", ProcessHandle.current().pid()),
 				Arrays.asList(required(arguments, "groups").split(",")), (event) -> {
 					print(events, toNodeEvent(event));
 					DaemonCoordinator daemons = coordinator.get();
@@ -127,14 +129,13 @@ public final class DaemonTestNode {
 					stubborn.contains(name) ? recorder::runStubbornly : recorder::runPolitely));
 			DaemonSettings defaults = DaemonSettings.defaults();
 			DaemonSettings settings = new DaemonSettings(arguments.getOrDefault("daemon-group", "default"),
-					duration(arguments, "cycle", defaults.cycleInterval()),
 					duration(arguments, "ack-timeout", defaults.ackTimeout()),
 					duration(arguments, "drain-timeout", defaults.drainTimeout()),
 					Integer.parseInt(arguments.getOrDefault("max-moves", "2")),
 					duration(arguments, "settle", defaults.settleWindow()));
 			coordinator.set(new DaemonCoordinator(engine,
 					new PostgresDaemonStore(dataSource, new TablePrefix("leader_"), Duration.ofSeconds(1),
-							lease.nodeExpiry().minus(lease.safetyMargin())),
+							lease.nodeExpiry().minus(lease.safetyMargin()), coordination),
 					settings,
 					agents, (event) -> System.err.println("Daemon event " + event)));
 		}

@@ -60,7 +60,7 @@ import static org.hamcrest.Matchers.equalTo;
 @SpringBootTest(webEnvironment = WebEnvironment.RANDOM_PORT,
 		properties = { "leader.lease.duration=2s", "leader.lease.renew-interval=500ms",
 				"leader.lease.retry-interval=500ms", "leader.lease.safety-margin=100ms", "leader.node.expiry=2s",
-				"leader.lease.yield-cooldown=30s", "leader.daemons.cycle-interval=200ms",
+				"leader.lease.yield-cooldown=30s",
 				"leader.daemons.settle-window=1h", "management.endpoint.leadership.access=unrestricted" })
 @AutoConfigureRestTestClient
 @DirtiesContext

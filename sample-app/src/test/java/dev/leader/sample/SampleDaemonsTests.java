@@ -29,7 +29,7 @@ import static org.awaitility.Awaitility.await;
  * {@code /actuator/leadership}, and write under their assignment's generation.
  */
 @SpringBootTest(webEnvironment = WebEnvironment.RANDOM_PORT,
-		properties = { "leader.daemons.cycle-interval=200ms", "sample.outbox.interval=100ms",
+		properties = { "leader.lease.renew-interval=200ms", "sample.outbox.interval=100ms",
 				"sample.reports.interval=200ms", "sample.settlement.interval=1h" })
 @AutoConfigureRestTestClient
 @DirtiesContext
