@@ -31,6 +31,7 @@ import org.openjdk.jmh.util.Statistics;
  * Arguments, all optional: {@code --only=handover,failover,load,daemons,jmh}, {@code --rounds=30} (hand-overs and
  * failovers), {@code --load=3x1,100x1000} (idle clusters, nodes x groups), {@code --load-window=PT10S} and
  * {@code --load-windows=6}, {@code --daemons=3x7} (nodes x daemons) and {@code --daemon-rounds=5} (kills),
+ * {@code --database=leader_bench} (the database created for the run, dropped first if it exists),
  * {@code --server-log=<path>} (the server's log file when {@code pg_current_logfile()}
  * does not name it). The server comes from {@code LEADER_BENCH_JDBC_URL} (default
  * {@code jdbc:postgresql://127.0.0.1:5432/postgres}), {@code LEADER_BENCH_JDBC_USER} ({@code postgres}) and
@@ -58,7 +59,11 @@ public final class Benchmarks {
 		String password = env("LEADER_BENCH_JDBC_PASSWORD", "");
 		Path logs = Files.createDirectories(Path.of("target", "benchmark-logs"));
 		System.out.println(machine(url, user, password));
-		try (BenchDatabase database = BenchDatabase.create(url, user, password, "leader_bench",
+		String name = options.getOrDefault("database", "leader_bench");
+		if (!name.matches("[a-z][a-z0-9_]{0,62}")) {
+			throw new IllegalArgumentException("--database must be lower-case letters, digits and _, was " + name);
+		}
+		try (BenchDatabase database = BenchDatabase.create(url, user, password, name,
 				options.get("server-log"))) {
 			LeadershipTimings timings = new LeadershipTimings(database, logs);
 			if (only.contains("handover")) {

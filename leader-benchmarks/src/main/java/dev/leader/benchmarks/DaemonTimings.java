@@ -19,6 +19,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 
+import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.daemon.DaemonSettings;
 import dev.leader.lease.LeaseSettings;
 import dev.leader.test.DaemonTestNode;
@@ -69,15 +70,10 @@ final class DaemonTimings {
 			throws Exception {
 		this.database.reset();
 		execute("TRUNCATE " + BenchDatabase.PREFIX.value() + "assignments",
-				"DROP TABLE IF EXISTS daemon_writes", """
-						CREATE TABLE daemon_writes (
-						  daemon     VARCHAR(120) NOT NULL,
-						  generation BIGINT       NOT NULL,
-						  node       VARCHAR(120) NOT NULL,
-						  kind       CHAR(1)      NOT NULL,
-						  written_at TIMESTAMPTZ  NOT NULL DEFAULT clock_timestamp()
-						)
-						""");
+				"DROP TABLE IF EXISTS " + DaemonTestNode.WRITES_TABLE);
+		try (HikariDataSource dataSource = this.database.dataSource("bench-writes", 1)) {
+			DaemonTestNode.createWritesTable(dataSource);
+		}
 		String daemons = IntStream.rangeClosed(1, daemonCount)
 			.mapToObj((i) -> "daemon-" + i)
 			.collect(Collectors.joining(","));
