@@ -276,7 +276,8 @@ public class LeaderProperties {
 
 		/**
 		 * Time a node has to acknowledge an assignment before the leader gives the daemon to another node. Must be
-		 * more than twice the renew interval, with whose heartbeat every node polls its assignments.
+		 * more than twice the renew interval on a node with DaemonAgent beans, since it polls its assignments with
+		 * its heartbeat.
 		 */
 		private Duration ackTimeout = Duration.ofSeconds(30);
 

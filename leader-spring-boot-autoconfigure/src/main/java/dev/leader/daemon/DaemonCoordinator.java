@@ -165,13 +165,14 @@ public final class DaemonCoordinator implements SmartLifecycle {
 	 * @param settings the settings
 	 * @param agents the agents this node can run, by daemon name, see {@link #agentsByName(Map)}
 	 * @param publisher receives every daemon event, on the {@code leader-daemon-events} thread
-	 * @throws IllegalArgumentException if the acknowledge timeout is not more than twice the engine's renew interval,
-	 * or an agent's name is invalid
+	 * @throws IllegalArgumentException if there are agents and the acknowledge timeout is not more than twice the
+	 * engine's renew interval, or if an agent's name is invalid
 	 */
 	public DaemonCoordinator(LeaderEngine engine, DaemonStore store, DaemonSettings settings,
 			Map<String, DaemonAgent> agents, Consumer<Object> publisher) {
 		Duration renewInterval = engine.settings().renewInterval();
-		if (settings.ackTimeout().compareTo(renewInterval.multipliedBy(2)) <= 0) {
+		// Only a node that runs daemons acknowledges them, at the latest on its next poll.
+		if (!agents.isEmpty() && settings.ackTimeout().compareTo(renewInterval.multipliedBy(2)) <= 0) {
 			throw new IllegalArgumentException("leader.daemons.ack-timeout (" + settings.ackTimeout()
 					+ ") must be more than twice leader.lease.renew-interval (" + renewInterval + "), since a node "
 					+ "polls its assignments with each heartbeat; raise the timeout or lower the interval");

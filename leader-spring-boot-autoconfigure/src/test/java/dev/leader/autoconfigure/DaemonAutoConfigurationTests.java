@@ -138,12 +138,20 @@ class DaemonAutoConfigurationTests {
 	}
 
 	@Test
-	void ackTimeoutThatAllowsNoCycleFailsStartupNamingTheProperties() {
+	void ackTimeoutThatAllowsNoPollFailsStartupOfANodeWithAgentsNamingTheProperties() {
 		this.contextRunner.withPropertyValues("leader.daemons.ack-timeout=300ms")
+			.withBean("waiter", DaemonAgent.class, () -> (context) -> {
+			})
 			.run((context) -> assertThat(context).getFailure()
 				.rootCause()
 				.hasMessageContaining("leader.daemons.ack-timeout")
 				.hasMessageContaining("leader.lease.renew-interval"));
+	}
+
+	@Test
+	void ackTimeoutShorterThanTwoPollsDoesNotConcernANodeWithoutAgents() {
+		this.contextRunner.withPropertyValues("leader.daemons.ack-timeout=300ms")
+			.run((context) -> assertThat(context).hasNotFailed().hasSingleBean(DaemonCoordinator.class));
 	}
 
 	@Test
