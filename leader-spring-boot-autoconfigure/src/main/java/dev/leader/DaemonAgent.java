@@ -14,7 +14,8 @@ import java.util.Optional;
  * <p>
  * <b>Failures.</b> When {@code run} throws, or returns while not cancelled, it is reported with a
  * {@link DaemonStoppedEvent} and a log line, and called again after a back-off that doubles from one second up to
- * thirty seconds while it keeps failing.
+ * thirty seconds while it keeps failing sooner than it waited; a run that lasted longer than the back-off before it
+ * starts again from one second.
  * <p>
  * <b>Guarantee.</b> At most one node runs a daemon at any instant, provided agents honour their context, and every
  * write guarded by the context commits only while its assignment is current (G4).

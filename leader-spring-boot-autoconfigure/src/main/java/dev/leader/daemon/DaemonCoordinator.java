@@ -931,11 +931,12 @@ public final class DaemonCoordinator implements SmartLifecycle {
 		// Runs on the agent's own thread.
 
 		private void runAgent() {
-			Duration backoff = INITIAL_BACKOFF;
+			Duration waited = Duration.ZERO;
 			String node = DaemonCoordinator.this.nodeId;
 			while (!isCancelled()) {
 				this.started = true;
 				publish(new DaemonStartedEvent(this.daemon, this.generation, node));
+				long began = System.nanoTime();
 				Throwable failure = null;
 				try {
 					this.agent.run(this);
@@ -948,8 +949,12 @@ public final class DaemonCoordinator implements SmartLifecycle {
 				}
 				this.started = false;
 				Reason outcome = (failure != null) ? Reason.FAILED : Reason.COMPLETED;
-				Duration wait = (failure != null) ? backoff : INITIAL_BACKOFF;
-				backoff = (failure != null) ? min(backoff.multipliedBy(2), MAX_BACKOFF) : INITIAL_BACKOFF;
+				// The back-off doubles only while the agent fails sooner than it waited: a run that outlasted its
+				// back-off was healthy, and a failure long after the last one (a database blip) is retried soon.
+				boolean outlasted = System.nanoTime() - began >= waited.toNanos();
+				Duration wait = (failure == null || outlasted) ? INITIAL_BACKOFF
+						: min(waited.multipliedBy(2), MAX_BACKOFF);
+				waited = wait;
 				if (failure != null) {
 					logger.error(String.format("Daemon daemon=%s node=%s action=failed generation=%d; restarting in "
 							+ "%d ms", this.daemon, node, this.generation, wait.toMillis()), failure);

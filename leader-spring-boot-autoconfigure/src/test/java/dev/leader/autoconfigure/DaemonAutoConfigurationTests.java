@@ -110,6 +110,21 @@ class DaemonAutoConfigurationTests {
 	}
 
 	@Test
+	void backOffStartsAgainFromOneSecondAfterARunThatOutlastedIt() {
+		this.contextRunner.withBean("late-failing", DaemonAgent.class, LateFailingAgent::new).run((context) -> {
+			LateFailingAgent agent = (LateFailingAgent) context.getBean("late-failing", DaemonAgent.class);
+			await().atMost(WAIT).until(() -> agent.starts.size() >= 4);
+			List<Long> starts = agent.starts;
+			// Two quick failures wait 1 s, then 2 s; the third run lasted 2.5 s, longer than the 2 s it waited, so
+			// its failure waits 1 s again rather than 4 s.
+			assertThat(Duration.ofNanos(starts.get(2) - agent.lastFailure)).isNegative();
+			assertThat(Duration.ofNanos(starts.get(2) - starts.get(1))).isGreaterThanOrEqualTo(Duration.ofSeconds(2));
+			assertThat(Duration.ofNanos(starts.get(3) - agent.lastFailure)).isBetween(Duration.ofMillis(900),
+					Duration.ofSeconds(3));
+		});
+	}
+
+	@Test
 	void closingTheContextHandsTheDaemonsBackBeforeTheNodeDeregisters() {
 		JdbcClient[] jdbc = new JdbcClient[1];
 		this.contextRunner.withUserConfiguration(AgentsConfiguration.class).run((context) -> {
@@ -204,6 +219,32 @@ class DaemonAutoConfigurationTests {
 		@Override
 		public java.util.Optional<String> daemonName() {
 			return java.util.Optional.of("renamed-flaky");
+		}
+
+	}
+
+	/**
+	 * Fails at once twice, then after 2.5 s, then runs until cancelled; records the {@link System#nanoTime()} of
+	 * each start and of its last failure.
+	 */
+	static class LateFailingAgent implements DaemonAgent {
+
+		final List<Long> starts = new CopyOnWriteArrayList<>();
+
+		volatile long lastFailure;
+
+		@Override
+		public void run(dev.leader.DaemonContext context) throws Exception {
+			this.starts.add(System.nanoTime());
+			int call = this.starts.size();
+			if (call == 3) {
+				context.awaitCancellation(Duration.ofMillis(2500));
+			}
+			if (call <= 3) {
+				this.lastFailure = System.nanoTime();
+				throw new IllegalStateException("failure " + call);
+			}
+			context.awaitCancellation(Duration.ofMinutes(1));
 		}
 
 	}
