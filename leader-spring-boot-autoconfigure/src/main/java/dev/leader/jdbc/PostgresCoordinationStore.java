@@ -50,6 +50,9 @@ import org.postgresql.PGNotification;
  * every followed channel (a channel followed later is added within half a second), and is given back to the pool,
  * after {@code UNLISTEN *}, when none is followed any more.
  * <p>
+ * While a {@link PostgresDaemonStore} follows the heartbeat ({@link PostgresDaemonStore#followHeartbeat}), the
+ * heartbeat statement also reads the assignments, so that daemons add no statement to a node's steady state.
+ * <p>
  * <b>Connection of the round trips.</b> The store keeps the connection of its last round trip for the next one
  * instead of letting it sit idle in the pool, because a pool checks a connection that has been idle for a while
  * before lending it (HikariCP: idle for more than 500 ms), and that check is a round trip, and on PostgreSQL a
