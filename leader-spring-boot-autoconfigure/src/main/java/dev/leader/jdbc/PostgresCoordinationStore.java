@@ -178,6 +178,11 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 				FROM %1$snodes WHERE node_id <> ?
 				""".formatted(p, remaining);
 		this.tickWithDaemonsSql = this.tickSql + "UNION ALL\n" + DaemonRows.assignmentsRequestsAndClock(p);
+		// A release commits without waiting for its WAL to be flushed (synchronous_commit off for its own
+		// transaction only). A release lost in a crash of the database leaves the lease to its holder until it
+		// expires, as a crashed holder does: nothing is granted on it, and the term is not changed. Whoever acts on
+		// a release acquires in a durable commit, which flushes the WAL up to it, release included. Acquire and
+		// renewal stay durable, since a lost term increment could give two holders one term.
 		this.releaseSql = """
 				WITH released AS (
 				  UPDATE %1$sleases l SET holder = NULL, expires_at = clock_timestamp()
@@ -185,7 +190,8 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 				  WHERE l.group_name = h.group_name AND l.term = h.term AND l.holder = ?
 				  RETURNING l.group_name
 				)
-				SELECT group_name, pg_notify(?, group_name) FROM released
+				SELECT group_name, pg_notify(?, group_name), set_config('synchronous_commit', 'off', true)
+				FROM released
 				""".formatted(p);
 		this.deregisterSql = "DELETE FROM %snodes WHERE node_id = ?".formatted(p);
 		this.leasesSql = "SELECT group_name, holder, term, expires_at, %s FROM %sleases ORDER BY group_name"

@@ -80,6 +80,9 @@ public final class LeaderEngine implements Leadership {
 
 	private static final Duration REVOKE_DELIVERY_TIMEOUT = Duration.ofSeconds(1);
 
+	private static final Runnable NOTHING = () -> {
+	};
+
 	private static final String GROUP = LeaderMeters.Tag.GROUP.getKey();
 
 	private static final String OUTCOME = LeaderMeters.Tag.OUTCOME.getKey();
@@ -120,6 +123,10 @@ public final class LeaderEngine implements Leadership {
 	private volatile ObservationRegistry observationRegistry = ObservationRegistry.NOOP;
 
 	private volatile LeaseMonitor monitor = LeaseMonitor.NONE;
+
+	// Created with the engine, like the tasks of each group, because a JVM links a lambda the first time it runs: a
+	// node that stops once, or is granted once, would link them on the hand-over's path.
+	private final Runnable shutdownTask = this::shutdownOnIoThread;
 
 	/**
 	 * Creates an engine.
@@ -185,6 +192,9 @@ public final class LeaderEngine implements Leadership {
 			this.running = true;
 		}
 		this.releaseSubscription = this.store.listen(this::onReleased);
+		// Start the other threads now rather than with their first task, which is a grant's or a revoke's.
+		this.watchdog.execute(NOTHING);
+		this.events.execute(NOTHING);
 		this.io.execute(this::tick);
 		logger.info(String.format("Leader node %s started for groups %s", this.node.id(), groups()));
 	}
@@ -203,7 +213,7 @@ public final class LeaderEngine implements Leadership {
 			this.running = false;
 		}
 		closeQuietly(this.releaseSubscription);
-		Future<?> shutdown = this.io.submit(this::shutdownOnIoThread);
+		Future<?> shutdown = this.io.submit(this.shutdownTask);
 		try {
 			shutdown.get(10, TimeUnit.SECONDS);
 		}
@@ -526,10 +536,10 @@ public final class LeaderEngine implements Leadership {
 		Map<String, Long> held;
 		synchronized (this.lock) {
 			held = heldTerms();
-			this.groups.values().forEach((group) -> {
+			for (Group group : this.groups.values()) {
 				cancel(group.wake);
 				stepDown(group, RevokeReason.SHUTDOWN, -1);
-			});
+			}
 		}
 		awaitRevokesDelivered();
 		releaseQuietly(held);
@@ -548,8 +558,7 @@ public final class LeaderEngine implements Leadership {
 	 */
 	private void awaitRevokesDelivered() {
 		try {
-			this.events.submit(() -> {
-			}).get(REVOKE_DELIVERY_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+			this.events.submit(NOTHING).get(REVOKE_DELIVERY_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
 		}
 		catch (InterruptedException ex) {
 			Thread.currentThread().interrupt();
@@ -575,11 +584,7 @@ public final class LeaderEngine implements Leadership {
 	private void onReleased(String name) {
 		Group group = this.groups.get(name);
 		if (group != null && this.running) {
-			this.io.execute(() -> {
-				if (group.holding == null) {
-					attemptAcquire(group);
-				}
-			});
+			this.io.execute(group.acquireAfterRelease);
 		}
 	}
 
@@ -617,8 +622,8 @@ public final class LeaderEngine implements Leadership {
 		Holding holding = new Holding(term, sent + this.settings.safeWindow().toNanos());
 		group.holding = holding;
 		cancel(group.expiry);
-		group.expiry = this.watchdog.schedule(() -> closeWindow(group, holding),
-				holding.safeUntil - System.nanoTime(), TimeUnit.NANOSECONDS);
+		group.expiry = this.watchdog.schedule(group.windowCloser, holding.safeUntil - System.nanoTime(),
+				TimeUnit.NANOSECONDS);
 	}
 
 	/**
@@ -692,9 +697,14 @@ public final class LeaderEngine implements Leadership {
 
 	// Runs on the leader-watchdog thread.
 
-	private void closeWindow(Group group, Holding holding) {
+	/**
+	 * Steps down if the safe window of the lease held now has closed. A closer scheduled for an earlier window of the
+	 * group, which a renewal replaced while it was starting, finds the renewed window open and leaves it.
+	 */
+	private void closeWindow(Group group) {
 		synchronized (this.lock) {
-			if (group.holding == holding) {
+			Holding holding = group.holding;
+			if (holding != null && System.nanoTime() - holding.safeUntil >= 0) {
 				stepDown(group, group.renewFailed ? RevokeReason.ERROR : RevokeReason.EXPIRED, -1);
 			}
 		}
@@ -703,22 +713,37 @@ public final class LeaderEngine implements Leadership {
 	// Runs on the leader-events thread.
 
 	private void deliver(Object event) {
+		// Loops rather than lambdas: this runs once per transition, often for the first time in the JVM.
 		if (event instanceof LeadershipGrantedEvent granted) {
-			this.groups.get(granted.group()).listeners.forEach((listener) -> safely(() -> listener.granted(granted)));
+			for (LeadershipListener listener : this.groups.get(granted.group()).listeners) {
+				try {
+					listener.granted(granted);
+				}
+				catch (Throwable ex) {
+					listenerFailed(ex);
+				}
+			}
 		}
 		else if (event instanceof LeadershipRevokedEvent revoked) {
-			this.groups.get(revoked.group()).listeners.forEach((listener) -> safely(() -> listener.revoked(revoked)));
+			for (LeadershipListener listener : this.groups.get(revoked.group()).listeners) {
+				try {
+					listener.revoked(revoked);
+				}
+				catch (Throwable ex) {
+					listenerFailed(ex);
+				}
+			}
 		}
-		safely(() -> this.publisher.accept(event));
-	}
-
-	private static void safely(Runnable action) {
 		try {
-			action.run();
+			this.publisher.accept(event);
 		}
 		catch (Throwable ex) {
-			logger.error("Leadership listener failed; the engine carries on", ex);
+			listenerFailed(ex);
 		}
+	}
+
+	private static void listenerFailed(Throwable ex) {
+		logger.error("Leadership listener failed; the engine carries on", ex);
 	}
 
 	private static long jitter() {
@@ -756,9 +781,23 @@ public final class LeaderEngine implements Leadership {
 	private record Holding(long term, long safeUntil) {
 	}
 
-	private static final class Group {
+	private final class Group {
 
 		private final String name;
+
+		/**
+		 * Closes the safe window when it runs out; scheduled on the watchdog at every grant and renewal.
+		 */
+		private final Runnable windowCloser = () -> closeWindow(this);
+
+		/**
+		 * Attempts to acquire after a release was announced, unless this node holds the lease.
+		 */
+		private final Runnable acquireAfterRelease = () -> {
+			if (this.holding == null) {
+				attemptAcquire(this);
+			}
+		};
 
 		private final List<LeadershipListener> listeners = new CopyOnWriteArrayList<>();
 

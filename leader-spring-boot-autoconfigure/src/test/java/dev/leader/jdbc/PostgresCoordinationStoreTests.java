@@ -117,6 +117,34 @@ class PostgresCoordinationStoreTests extends AbstractCoordinationStoreContractTe
 		assertThat(this.dataSource.getHikariPoolMXBean().getActiveConnections()).isOne();
 	}
 
+	@Test
+	void releaseWaivesTheWalFlushForItsOwnTransactionOnlySoTheNextAcquireOnItsConnectionStaysDurable()
+			throws SQLException {
+		String serverDefault = setting(this.database.connect());
+		HikariConfig config = new HikariConfig();
+		config.setJdbcUrl(this.database.url());
+		config.setUsername(this.database.user());
+		config.setPassword(this.database.password());
+		// One connection: the store's round trips and the check below share it.
+		config.setMaximumPoolSize(1);
+		try (HikariDataSource single = new HikariDataSource(config)) {
+			CoordinationStore store = new PostgresCoordinationStore(single, PREFIX, Duration.ofSeconds(3));
+			long term = store.acquire("durable", NODE.id(), Duration.ofSeconds(10)).lease().term();
+			assertThat(store.release(NODE.id(), Map.of("durable", term))).containsExactly("durable");
+			store.disconnect();
+			assertThat(setting(single.getConnection())).as("synchronous_commit after a release")
+				.isEqualTo(serverDefault);
+		}
+	}
+
+	private static String setting(Connection connection) throws SQLException {
+		try (connection; Statement statement = connection.createStatement();
+				ResultSet row = statement.executeQuery("SHOW synchronous_commit")) {
+			row.next();
+			return row.getString(1);
+		}
+	}
+
 	private CoordinationStore store() {
 		return new PostgresCoordinationStore(this.dataSource, PREFIX, Duration.ofSeconds(3));
 	}
