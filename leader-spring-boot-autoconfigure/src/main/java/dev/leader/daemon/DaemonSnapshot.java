@@ -47,7 +47,7 @@ public record DaemonSnapshot(Instant now, List<Member> members, List<Assignment>
 	 * @param other the other snapshot, or {@code null}
 	 * @return whether the two agree
 	 */
-	public boolean sameStateAs(@Nullable DaemonSnapshot other) {
+	boolean sameStateAs(@Nullable DaemonSnapshot other) {
 		return other != null && Set.copyOf(this.members).equals(Set.copyOf(other.members))
 				&& Set.copyOf(this.assignments).equals(Set.copyOf(other.assignments))
 				&& Set.copyOf(this.requests).equals(Set.copyOf(other.requests));
