@@ -101,6 +101,21 @@ final class BenchDatabase implements AutoCloseable {
 	}
 
 	/**
+	 * Empties the starter's tables, and finishes the checkpoint that the writes of earlier benchmarks started, so
+	 * that its disk writes do not slow down whichever benchmark runs first after them. Without the right to
+	 * checkpoint (a superuser, or {@code pg_checkpoint}), only empties the tables, and says so.
+	 */
+	void settle() throws SQLException {
+		reset();
+		try (Connection connection = maintenance(); Statement statement = connection.createStatement()) {
+			statement.execute("CHECKPOINT");
+		}
+		catch (SQLException ex) {
+			System.out.println("NOTE no CHECKPOINT before the next benchmark: " + ex.getMessage());
+		}
+	}
+
+	/**
 	 * Reads the database's transaction counters, committed plus rolled back, and rolled back alone.
 	 */
 	long[] transactions() throws SQLException {
