@@ -105,7 +105,8 @@ public final class EngineHost {
 
 		SharedListenStore(CoordinationStore delegate) {
 			this.delegate = delegate;
-			this.subscription = delegate.listen((group) -> this.listeners.forEach((each) -> each.released(group)));
+			this.subscription = delegate.listen(
+					(group, successor) -> this.listeners.forEach((each) -> each.released(group, successor)));
 		}
 
 		@Override

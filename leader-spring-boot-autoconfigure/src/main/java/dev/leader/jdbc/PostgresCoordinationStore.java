@@ -183,24 +183,38 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 		// expires, as a crashed holder does: nothing is granted on it, and the term is not changed. Whoever acts on
 		// a release acquires in a durable commit, which flushes the WAL up to it, release included. Acquire and
 		// renewal stay durable, since a lost term increment could give two holders one term.
+		// The notification names the node that should acquire first: the one that has run longest, other than the
+		// releasing one, which is likely the warmest. Deregistered nodes are gone; a crashed one is named until it
+		// is forgotten, and then the others acquire a few milliseconds later.
 		this.releaseSql = """
 				WITH released AS (
 				  UPDATE %1$sleases l SET holder = NULL, expires_at = clock_timestamp()
 				  FROM unnest(?::varchar[], ?::bigint[]) AS h(group_name, term)
 				  WHERE l.group_name = h.group_name AND l.term = h.term AND l.holder = ?
 				  RETURNING l.group_name
+				), successor AS (
+				  SELECT node_id FROM %1$snodes WHERE node_id <> ? ORDER BY started_at, node_id LIMIT 1
 				)
-				SELECT group_name, pg_notify(?, group_name), set_config('synchronous_commit', 'off', true)
+				SELECT group_name, pg_notify(?, concat_ws(' ', group_name, (SELECT node_id FROM successor))),
+				       set_config('synchronous_commit', 'off', true)
 				FROM released
 				""".formatted(p);
 		this.deregisterSql = "DELETE FROM %snodes WHERE node_id = ?".formatted(p);
 		this.leasesSql = "SELECT group_name, holder, term, expires_at, %s FROM %sleases ORDER BY group_name"
 			.formatted(remaining, p);
+		// A JVM links a lambda the first time it creates it. A node acquires and releases seldom, each time on a
+		// hand-over's path, so their statements' lambdas are linked now.
+		acquireCall("", "", Duration.ZERO);
+		releaseCall("", Map.of(), this.channel);
 	}
 
 	@Override
 	public AcquireResult acquire(String group, String nodeId, Duration duration) {
-		return execute("acquire", this.acquireSql, (statement) -> {
+		return execute("acquire", this.acquireSql, acquireCall(group, nodeId, duration));
+	}
+
+	private static Statements.Callback<AcquireResult> acquireCall(String group, String nodeId, Duration duration) {
+		return (statement) -> {
 			statement.setString(1, group);
 			statement.setString(2, nodeId);
 			statement.setLong(3, duration.toMillis());
@@ -211,7 +225,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 				}
 				return new AcquireResult(rows.getBoolean(1), lease(rows, 2));
 			}
-		});
+		};
 	}
 
 	@Override
@@ -282,12 +296,18 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 
 	@Override
 	public Collection<String> release(String nodeId, Map<String, Long> held) {
-		return execute("release", this.releaseSql, (statement) -> {
+		return execute("release", this.releaseSql, releaseCall(nodeId, held, this.channel));
+	}
+
+	private static Statements.Callback<Collection<String>> releaseCall(String nodeId, Map<String, Long> held,
+			String channel) {
+		return (statement) -> {
 			Connection connection = statement.getConnection();
 			statement.setArray(1, connection.createArrayOf("varchar", held.keySet().toArray()));
 			statement.setArray(2, connection.createArrayOf("bigint", held.values().toArray()));
 			statement.setString(3, nodeId);
-			statement.setString(4, this.channel);
+			statement.setString(4, nodeId);
+			statement.setString(5, channel);
 			List<String> released = new ArrayList<>();
 			try (ResultSet rows = statement.executeQuery()) {
 				while (rows.next()) {
@@ -295,7 +315,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 				}
 			}
 			return released;
-		});
+		};
 	}
 
 	@Override
@@ -333,7 +353,16 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 
 	@Override
 	public AutoCloseable listen(ReleaseListener listener) {
-		return subscribe(this.channel, listener::released);
+		// The payload is the group name, then a space and the successor if there is one; neither name has spaces.
+		return subscribe(this.channel, (payload) -> {
+			int space = payload.indexOf(' ');
+			if (space < 0) {
+				listener.released(payload, null);
+			}
+			else {
+				listener.released(payload.substring(0, space), payload.substring(space + 1));
+			}
+		});
 	}
 
 	/**
@@ -475,18 +504,26 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 				try (Connection connection = PostgresCoordinationStore.this.dataSource.getConnection();
 						Statement statement = connection.createStatement()) {
 					PGConnection notifications = connection.unwrap(PGConnection.class);
-					while (!isStopped()) {
-						follow(statement, listening);
-						PGNotification[] received = notifications.getNotifications(500);
-						if (received != null) {
-							for (PGNotification notification : received) {
-								deliver(notification);
+					PromptNotifications prompt = PromptNotifications.enable(connection);
+					try {
+						while (!isStopped()) {
+							follow(statement, listening);
+							PGNotification[] received = notifications.getNotifications(500);
+							if (received != null) {
+								for (PGNotification notification : received) {
+									deliver(notification);
+								}
 							}
 						}
+						// The connection goes back to the application's pool: it must not go on listening there.
+						confirmListening(Set.of());
+						statement.execute("UNLISTEN *");
 					}
-					// The connection goes back to the application's pool: it must not go on listening there.
-					confirmListening(Set.of());
-					statement.execute("UNLISTEN *");
+					finally {
+						if (prompt != null) {
+							prompt.restore();
+						}
+					}
 				}
 				catch (SQLException | RuntimeException ex) {
 					confirmListening(Set.of());

@@ -73,7 +73,7 @@ public interface CoordinationStore {
 
 	/**
 	 * Starts delivering wake-ups for released leases, if the store supports them.
-	 * @param listener called with the group name, on a thread of the store's
+	 * @param listener called with the group name and the node that should try first, on a thread of the store's
 	 * @return a handle that stops the delivery
 	 */
 	default AutoCloseable listen(ReleaseListener listener) {
@@ -90,8 +90,11 @@ public interface CoordinationStore {
 		/**
 		 * Called when a group's lease has been released.
 		 * @param group the group
+		 * @param successor the node that should try to acquire first, so that the others do not compete with it: the
+		 * registered node that has run longest, apart from the one that released; {@code null} if the store names
+		 * none, and then every node may try at once
 		 */
-		void released(String group);
+		void released(String group, @org.jspecify.annotations.Nullable String successor);
 
 	}
 

@@ -80,6 +80,11 @@ public final class LeaderEngine implements Leadership {
 
 	private static final Duration REVOKE_DELIVERY_TIMEOUT = Duration.ofSeconds(1);
 
+	/**
+	 * How long a follower waits before it acquires a released lease when the store named another node to try first.
+	 */
+	private static final long RELEASE_STAGGER_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
+
 	private static final Runnable NOTHING = () -> {
 	};
 
@@ -581,10 +586,20 @@ public final class LeaderEngine implements Leadership {
 		}
 	}
 
-	private void onReleased(String name) {
+	/**
+	 * Acquires a released lease: at once if the store named this node, or none, to try first; otherwise after
+	 * {@link #RELEASE_STAGGER_NANOS}, so that the successor's acquire neither queues behind this node's on the lease's
+	 * row nor competes with it for the machine.
+	 */
+	private void onReleased(String name, @Nullable String successor) {
 		Group group = this.groups.get(name);
 		if (group != null && this.running) {
-			this.io.execute(group.acquireAfterRelease);
+			if (successor == null || successor.equals(this.node.id())) {
+				this.io.execute(group.acquireAfterRelease);
+			}
+			else {
+				this.io.schedule(group.acquireAfterRelease, RELEASE_STAGGER_NANOS, TimeUnit.NANOSECONDS);
+			}
 		}
 	}
 

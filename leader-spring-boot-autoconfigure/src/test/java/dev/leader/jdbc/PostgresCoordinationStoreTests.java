@@ -16,6 +16,7 @@ import dev.leader.lease.CoordinationStore;
 import dev.leader.node.NodeRegistration;
 import dev.leader.test.TestDatabase;
 import org.junit.jupiter.api.Test;
+import org.postgresql.PGConnection;
 
 import org.springframework.dao.DataAccessException;
 
@@ -135,6 +136,30 @@ class PostgresCoordinationStoreTests extends AbstractCoordinationStoreContractTe
 			assertThat(setting(single.getConnection())).as("synchronous_commit after a release")
 				.isEqualTo(serverDefault);
 		}
+	}
+
+	/**
+	 * After each notification pgjdbc checks for another; with its wait, a check that finds none blocks for 1 ms, so
+	 * 200 of them take at least 200 ms. Without it, they only look at what has arrived.
+	 */
+	@Test
+	void listeningConnectionChecksForMoreNotificationsWithoutWaitingUntilItGoesBackToThePool() throws SQLException {
+		try (Connection connection = this.dataSource.getConnection()) {
+			PromptNotifications prompt = PromptNotifications.enable(connection);
+			assertThat(prompt).isNotNull();
+			assertThat(timeOf200Checks(connection)).isLessThan(Duration.ofMillis(100));
+			prompt.restore();
+			assertThat(timeOf200Checks(connection)).isGreaterThanOrEqualTo(Duration.ofMillis(200));
+		}
+	}
+
+	private static Duration timeOf200Checks(Connection connection) throws SQLException {
+		PGConnection notifications = connection.unwrap(PGConnection.class);
+		long start = System.nanoTime();
+		for (int i = 0; i < 200; i++) {
+			assertThat(notifications.getNotifications()).isEmpty();
+		}
+		return Duration.ofNanos(System.nanoTime() - start);
 	}
 
 	private static String setting(Connection connection) throws SQLException {

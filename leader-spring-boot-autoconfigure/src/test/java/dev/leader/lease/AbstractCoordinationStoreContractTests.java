@@ -360,10 +360,17 @@ public abstract class AbstractCoordinationStoreContractTests {
 	}
 
 	@Test
-	void releaseWakesListenersWithTheGroupName() throws Exception {
+	void releaseWakesListenersWithTheGroupNameAndTheLongestRunningOtherNode() throws Exception {
 		assumeTrue(supportsReleaseNotifications(), "store announces releases");
+		for (NodeRegistration node : List.of(A, B, C)) {
+			this.store.tick(node, Map.of(), List.of(), LONG, NODE_EXPIRY);
+		}
 		List<String> woken = new CopyOnWriteArrayList<>();
-		try (AutoCloseable listening = this.store.listen(woken::add)) {
+		Map<String, String> successors = new ConcurrentHashMap<>();
+		try (AutoCloseable listening = this.store.listen((group, successor) -> {
+			woken.add(group);
+			successors.put(group, String.valueOf(successor));
+		})) {
 			// A listener may start listening after listen() returns, so release until one arrives.
 			await().atMost(WAIT).pollInterval(Duration.ofMillis(100)).until(() -> {
 				LeaseState warmUp = grant("warm-up", A, LONG);
@@ -378,6 +385,11 @@ public abstract class AbstractCoordinationStoreContractTests {
 			await().atMost(WAIT).until(() -> woken.contains(GROUP));
 			// Wake-ups come in release order, so the refused releases before would have shown up by now.
 			assertThat(woken).filteredOn((group) -> !group.equals("warm-up")).containsExactly(GROUP);
+			assertThat(successors).containsEntry(GROUP, B.id());
+			LeaseState second = grant("second", B, LONG);
+			this.store.release(B.id(), Map.of("second", second.term()));
+			await().atMost(WAIT).until(() -> woken.contains("second"));
+			assertThat(successors).containsEntry("second", A.id());
 		}
 	}
 
