@@ -201,7 +201,7 @@ public final class LeaderEngine implements Leadership {
 		this.watchdog.execute(NOTHING);
 		this.events.execute(NOTHING);
 		this.io.execute(this::tick);
-		logger.info(String.format("Leader node %s started for groups %s", this.node.id(), groups()));
+		info("Leader node %s started for groups %s", this.node.id(), groups());
 	}
 
 	/**
@@ -502,8 +502,8 @@ public final class LeaderEngine implements Leadership {
 			if (result.granted() && lease != null) {
 				hold(group, lease.term(), sent);
 				publish(new LeadershipGrantedEvent(group.name, lease.term(), this.node.id()));
-				logger.info(String.format("Leader group=%s node=%s action=granted term=%d latency=%dms", group.name,
-						this.node.id(), lease.term(), TimeUnit.NANOSECONDS.toMillis(received - sent)));
+				info("Leader group=%s node=%s action=granted term=%d latency=%dms", group.name,
+						this.node.id(), lease.term(), TimeUnit.NANOSECONDS.toMillis(received - sent));
 				synchronized (group) {
 					group.notifyAll();
 				}
@@ -530,8 +530,10 @@ public final class LeaderEngine implements Leadership {
 		awaitRevokesDelivered();
 		long sent = System.nanoTime();
 		releaseQuietly(Map.of(group.name, holding.term));
-		logger.debug(String.format("Leader group=%s node=%s action=released term=%d latency=%dms", group.name,
-				this.node.id(), holding.term, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - sent)));
+		if (logger.isDebugEnabled()) {
+			logger.debug(String.format("Leader group=%s node=%s action=released term=%d latency=%dms", group.name,
+					this.node.id(), holding.term, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - sent)));
+		}
 		scheduleWake(group, this.settings.yieldCooldown().toNanos());
 		return true;
 	}
@@ -554,7 +556,7 @@ public final class LeaderEngine implements Leadership {
 		catch (RuntimeException ex) {
 			logger.warn("Leader node " + this.node.id() + " could not deregister: " + ex);
 		}
-		logger.info(String.format("Leader node %s stopped, released %s", this.node.id(), held.keySet()));
+		info("Leader node %s stopped, released %s", this.node.id(), held.keySet());
 	}
 
 	/**
@@ -654,9 +656,9 @@ public final class LeaderEngine implements Leadership {
 		group.revokedTerm = holding.term;
 		cancel(group.expiry);
 		publish(new LeadershipRevokedEvent(group.name, holding.term, this.node.id(), reason));
-		logger.info(String.format("Leader group=%s node=%s action=revoked term=%d reason=%s latency=%s", group.name,
+		info("Leader group=%s node=%s action=revoked term=%d reason=%s latency=%s", group.name,
 				this.node.id(), holding.term, reason,
-				(latency >= 0) ? TimeUnit.NANOSECONDS.toMillis(latency) + "ms" : "local"));
+				(latency >= 0) ? TimeUnit.NANOSECONDS.toMillis(latency) + "ms" : "local");
 	}
 
 	private void observe(Group group, @Nullable LeaseState lease, long readAt) {
@@ -754,6 +756,15 @@ public final class LeaderEngine implements Leadership {
 		}
 		catch (Throwable ex) {
 			listenerFailed(ex);
+		}
+	}
+
+	/**
+	 * Logs a line at INFO, formatting it only if INFO is on: transitions are logged on a hand-over's path.
+	 */
+	private static void info(String format, Object... args) {
+		if (logger.isInfoEnabled()) {
+			logger.info(String.format(format, args));
 		}
 	}
 
