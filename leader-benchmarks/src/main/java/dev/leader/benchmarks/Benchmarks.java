@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 
 import dev.leader.lease.LeaseSettings;
 import org.openjdk.jmh.results.Result;
@@ -67,13 +68,15 @@ public final class Benchmarks {
 				options.get("server-log"))) {
 			LeadershipTimings timings = new LeadershipTimings(database, logs);
 			if (only.contains("jmh")) {
-				// JMH runs first, and the guarded writes before the plain ones: after the cluster benchmarks, the
-				// machine stays slower for minutes (the CPU-only leader check too), and whatever is left for the
-				// server to write would slow down the guarded writes and not the plain ones.
+				// JMH runs first, on a quiet machine, and the guarded writes before the plain ones: after the build or
+				// the cluster benchmarks the machine stays slower for minutes (the CPU-only leader check too), and
+				// whatever is left for the server to write would slow down the guarded writes and not the plain ones.
+				awaitQuietMachine(0.5, Duration.ofMinutes(3));
 				database.settle();
 				runJmh(database);
 			}
 			if (only.contains("handover")) {
+				awaitQuietMachine(0.5, Duration.ofMinutes(3));
 				String load = loadAverage();
 				// Each round starts after more than a renew interval, so that every follower has made a round trip
 				// since it started, as in a cluster that has run for a while.
@@ -196,6 +199,21 @@ public final class Benchmarks {
 
 	private static void report(String what, String figures, String loadBefore) {
 		System.out.printf("RESULT %-95s %s  [load %s -> %s]%n", what, figures, loadBefore, loadAverage());
+	}
+
+	/**
+	 * Waits, for a bounded time, until the 1-minute load average is below the threshold; a pause, never a
+	 * synchronisation. Prints how long it waited and the load it ended at.
+	 */
+	private static void awaitQuietMachine(double threshold, Duration atMost) throws InterruptedException {
+		long start = System.nanoTime();
+		double load = ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage();
+		while (load >= threshold && System.nanoTime() - start < atMost.toNanos()) {
+			TimeUnit.SECONDS.sleep(5);
+			load = ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage();
+		}
+		System.out.printf(Locale.ROOT, "NOTE waited %d s for a 1-minute load average below %.1f: %.2f%n",
+				TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start), threshold, load);
 	}
 
 	private static String loadAverage() {
