@@ -27,7 +27,7 @@ import org.jspecify.annotations.Nullable;
  * term, the time left in the safe window, the transitions and the time without a leader; the members by state; and
  * the fencing rejections; and, with daemon assignment, the assignments by state and the leader's moves. Gauges and
  * function counters read the engine and the coordinator when the registry is scraped; counters and timers are updated
- * on the {@code leader-events} and {@code leader-io} threads.
+ * on {@code leader-events} and on the threads that make the engine's round trips, usually {@code leader-io}.
  */
 public class LeaderMetrics implements MeterBinder {
 

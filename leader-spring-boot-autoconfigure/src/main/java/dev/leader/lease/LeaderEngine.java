@@ -23,6 +23,8 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 
 import dev.leader.FencingToken;
@@ -61,7 +63,9 @@ import org.jspecify.annotations.Nullable;
  * coordinator's time, converted to a local deadline that is never early) or when the store wakes it after a
  * release, so a crashed leader is replaced within the lease duration and a stopping one at once.
  * <p>
- * <b>Threads.</b> {@code leader-io} makes every round trip, {@code leader-watchdog} closes safe windows, and
+ * <b>Threads.</b> Round trips run one at a time, each with the state change it leads to: on {@code leader-io}, or,
+ * to spare a hand-over a thread hand-off, on the thread that calls {@link #stop()} and on the thread that delivers a
+ * release notification, when no round trip is under way. {@code leader-watchdog} closes safe windows, and
  * {@code leader-events} delivers events in order; a failing listener is logged and delivery goes on.
  * <p>
  * <b>Observability.</b> Every acquire attempt and every heartbeat round trip is a Micrometer {@link Observation}
@@ -108,6 +112,12 @@ public final class LeaderEngine implements Leadership {
 
 	private final Object lock = new Object();
 
+	/**
+	 * Held for every round trip and the state change that follows it, so that they run one at a time whichever
+	 * thread makes them; taken before {@link #lock}.
+	 */
+	private final ReentrantLock roundTrips = new ReentrantLock();
+
 	private final ScheduledExecutorService io = Executors.newSingleThreadScheduledExecutor(named("leader-io"));
 
 	private final ScheduledExecutorService watchdog = Executors
@@ -129,9 +139,6 @@ public final class LeaderEngine implements Leadership {
 
 	private volatile LeaseMonitor monitor = LeaseMonitor.NONE;
 
-	// Created with the engine, like the tasks of each group, because a JVM links a lambda the first time it runs: a
-	// node that stops once, or is granted once, would link them on the hand-over's path.
-	private final Runnable shutdownTask = this::shutdownOnIoThread;
 
 	/**
 	 * Creates an engine.
@@ -148,6 +155,9 @@ public final class LeaderEngine implements Leadership {
 		this.node = node;
 		this.publisher = publisher;
 		groups.forEach(this::addGroup);
+		// A JVM links a lambda the first time it creates it, and a node releases on a hand-over's path, often once in
+		// its life: link it now, as the tasks of each group are.
+		releaseOnce(Map.of(), new AtomicBoolean(true));
 	}
 
 	/**
@@ -218,12 +228,9 @@ public final class LeaderEngine implements Leadership {
 			this.running = false;
 		}
 		closeQuietly(this.releaseSubscription);
-		Future<?> shutdown = this.io.submit(this.shutdownTask);
-		try {
-			shutdown.get(10, TimeUnit.SECONDS);
-		}
-		catch (Exception ex) {
-			logger.warn("Leader node " + this.node.id() + " could not release its leases cleanly: " + ex);
+		if (!shutdown()) {
+			logger.warn("Leader node " + this.node.id() + " could not release its leases: a round trip in flight "
+					+ "did not end within 10 s");
 			synchronized (this.lock) {
 				this.groups.values().forEach((group) -> stepDown(group, RevokeReason.SHUTDOWN, -1));
 			}
@@ -377,12 +384,22 @@ public final class LeaderEngine implements Leadership {
 		return group;
 	}
 
-	// Everything below runs on the leader-io thread unless stated otherwise.
+	// Everything below makes round trips with roundTrips held (see Threads above), usually on leader-io, unless
+	// stated otherwise.
 
 	private void tick() {
-		if (!this.running) {
-			return;
+		this.roundTrips.lock();
+		try {
+			if (this.running) {
+				heartbeat();
+			}
 		}
+		finally {
+			this.roundTrips.unlock();
+		}
+	}
+
+	private void heartbeat() {
 		Map<String, Long> held = heldTerms();
 		Observation observation = observe(LeaderMeters.HEARTBEAT).lowCardinalityKeyValue(ROLE,
 				held.isEmpty() ? "follower" : "leader");
@@ -468,9 +485,18 @@ public final class LeaderEngine implements Leadership {
 	}
 
 	private void attemptAcquire(Group group) {
-		if (!this.running || group.holding != null) {
-			return;
+		this.roundTrips.lock();
+		try {
+			if (this.running && group.holding == null) {
+				acquire(group);
+			}
 		}
+		finally {
+			this.roundTrips.unlock();
+		}
+	}
+
+	private void acquire(Group group) {
 		long cooling = group.cooldownUntil - System.nanoTime();
 		if (cooling > 0) {
 			scheduleWake(group, cooling);
@@ -518,61 +544,123 @@ public final class LeaderEngine implements Leadership {
 	}
 
 	private boolean yieldOnIoThread(Group group) {
-		Holding holding;
-		synchronized (this.lock) {
-			holding = group.holding;
-			if (holding == null) {
-				return false;
-			}
-			group.cooldownUntil = System.nanoTime() + this.settings.yieldCooldown().toNanos();
-			stepDown(group, RevokeReason.YIELDED, -1);
-		}
-		awaitRevokesDelivered();
-		long sent = System.nanoTime();
-		releaseQuietly(Map.of(group.name, holding.term));
-		if (logger.isDebugEnabled()) {
-			logger.debug(String.format("Leader group=%s node=%s action=released term=%d latency=%dms", group.name,
-					this.node.id(), holding.term, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - sent)));
-		}
-		scheduleWake(group, this.settings.yieldCooldown().toNanos());
-		return true;
-	}
-
-	private void shutdownOnIoThread() {
-		cancel(this.nextTick);
-		Map<String, Long> held;
-		synchronized (this.lock) {
-			held = heldTerms();
-			for (Group group : this.groups.values()) {
-				cancel(group.wake);
-				stepDown(group, RevokeReason.SHUTDOWN, -1);
-			}
-		}
-		awaitRevokesDelivered();
-		releaseQuietly(held);
+		this.roundTrips.lock();
 		try {
-			this.store.deregister(this.node.id());
+			Holding holding;
+			synchronized (this.lock) {
+				holding = group.holding;
+				if (holding == null) {
+					return false;
+				}
+				group.cooldownUntil = System.nanoTime() + this.settings.yieldCooldown().toNanos();
+				stepDown(group, RevokeReason.YIELDED, -1);
+			}
+			long sent = System.nanoTime();
+			releaseAfterRevokes(Map.of(group.name, holding.term));
+			if (logger.isDebugEnabled()) {
+				logger.debug(String.format("Leader group=%s node=%s action=released term=%d latency=%dms", group.name,
+						this.node.id(), holding.term, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - sent)));
+			}
+			scheduleWake(group, this.settings.yieldCooldown().toNanos());
+			return true;
 		}
-		catch (RuntimeException ex) {
-			logger.warn("Leader node " + this.node.id() + " could not deregister: " + ex);
+		finally {
+			this.roundTrips.unlock();
 		}
-		info("Leader node %s stopped, released %s", this.node.id(), held.keySet());
 	}
 
 	/**
-	 * Waits, for a bounded time, until the revoked events published so far have reached their listeners, so that
-	 * running {@code @LeaderOnly} calls are interrupted before another node can be granted the lease.
+	 * Ends every leadership, releases the leases and deregisters, on the calling thread once no round trip is under
+	 * way, which spares a stopping leader's hand-over the wake-up of {@code leader-io}.
+	 * @return whether it could, that is, whether a round trip in flight ended within 10 s
 	 */
-	private void awaitRevokesDelivered() {
+	private boolean shutdown() {
 		try {
-			this.events.submit(NOTHING).get(REVOKE_DELIVERY_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+			if (!this.roundTrips.tryLock(10, TimeUnit.SECONDS)) {
+				return false;
+			}
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			return false;
+		}
+		try {
+			cancel(this.nextTick);
+			Map<String, Long> held;
+			synchronized (this.lock) {
+				held = heldTerms();
+				for (Group group : this.groups.values()) {
+					cancel(group.wake);
+					stepDown(group, RevokeReason.SHUTDOWN, -1);
+				}
+			}
+			releaseAfterRevokes(held);
+			try {
+				this.store.deregister(this.node.id());
+			}
+			catch (RuntimeException ex) {
+				logger.warn("Leader node " + this.node.id() + " could not deregister: " + ex);
+			}
+			info("Leader node %s stopped, released %s", this.node.id(), held.keySet());
+			return true;
+		}
+		finally {
+			this.roundTrips.unlock();
+		}
+	}
+
+	/**
+	 * Releases the leases once the revoked events published so far have reached their listeners, so that running
+	 * {@code @LeaderOnly} calls are interrupted before another node can be granted a lease. The release runs on
+	 * {@code leader-events} right after those deliveries, which spares the hand-over a thread hand-off. If they take
+	 * longer than {@link #REVOKE_DELIVERY_TIMEOUT} (a listener that blocks, or one that stops the engine on that
+	 * thread), this thread releases instead. Returns once the release is done.
+	 */
+	private void releaseAfterRevokes(Map<String, Long> held) {
+		if (held.isEmpty()) {
+			return;
+		}
+		AtomicBoolean taken = new AtomicBoolean();
+		Runnable release = releaseOnce(held, taken);
+		Future<?> released;
+		try {
+			released = this.events.submit(release);
+		}
+		catch (RejectedExecutionException ex) {
+			release.run();
+			return;
+		}
+		try {
+			released.get(REVOKE_DELIVERY_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+		}
+		catch (TimeoutException ex) {
+			if (taken.compareAndSet(false, true)) {
+				logger.warn("Leader node " + this.node.id() + " releases " + held.keySet()
+						+ " before its revoked events were delivered: they took more than "
+						+ REVOKE_DELIVERY_TIMEOUT.toMillis() + " ms");
+				releaseQuietly(held);
+			}
+			else {
+				awaitQuietly(released); // the release is under way on leader-events
+			}
 		}
 		catch (InterruptedException ex) {
 			Thread.currentThread().interrupt();
 		}
-		catch (ExecutionException | TimeoutException | RejectedExecutionException ex) {
-			logger.warn("Leader node " + this.node.id() + " releases before its revoked events were delivered: " + ex);
+		catch (ExecutionException ex) {
+			// releaseQuietly logs its failures and throws nothing
 		}
+	}
+
+	/**
+	 * Returns a task that releases the leases unless the flag shows that another thread took them over.
+	 */
+	private Runnable releaseOnce(Map<String, Long> held, AtomicBoolean taken) {
+		return () -> {
+			if (taken.compareAndSet(false, true)) {
+				releaseQuietly(held);
+			}
+		};
 	}
 
 	private void releaseQuietly(Map<String, Long> held) {
@@ -589,15 +677,25 @@ public final class LeaderEngine implements Leadership {
 	}
 
 	/**
-	 * Acquires a released lease: at once if the store named this node, or none, to try first; otherwise after
-	 * {@link #RELEASE_STAGGER_NANOS}, so that the successor's acquire neither queues behind this node's on the lease's
-	 * row nor competes with it for the machine.
+	 * Acquires a released lease: at once if the store named this node, or none, to try first, on the notifying thread
+	 * unless a round trip is under way; otherwise after {@link #RELEASE_STAGGER_NANOS}, so that the successor's acquire
+	 * neither queues behind this node's on the lease's row nor competes with it for the machine.
 	 */
 	private void onReleased(String name, @Nullable String successor) {
 		Group group = this.groups.get(name);
 		if (group != null && this.running) {
 			if (successor == null || successor.equals(this.node.id())) {
-				this.io.execute(group.acquireAfterRelease);
+				if (this.roundTrips.tryLock()) {
+					try {
+						attemptAcquire(group);
+					}
+					finally {
+						this.roundTrips.unlock();
+					}
+				}
+				else {
+					this.io.execute(group.acquireAfterRelease);
+				}
 			}
 			else {
 				this.io.schedule(group.acquireAfterRelease, RELEASE_STAGGER_NANOS, TimeUnit.NANOSECONDS);
@@ -776,6 +874,18 @@ public final class LeaderEngine implements Leadership {
 		return ThreadLocalRandom.current().nextLong(MAX_JITTER_NANOS);
 	}
 
+	private static void awaitQuietly(Future<?> future) {
+		try {
+			future.get();
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+		catch (ExecutionException ex) {
+			// the task logged its failure
+		}
+	}
+
 	private static void cancel(@Nullable Future<?> future) {
 		if (future != null) {
 			future.cancel(false);
@@ -817,13 +927,9 @@ public final class LeaderEngine implements Leadership {
 		private final Runnable windowCloser = () -> closeWindow(this);
 
 		/**
-		 * Attempts to acquire after a release was announced, unless this node holds the lease.
+		 * Attempts to acquire after a release was announced.
 		 */
-		private final Runnable acquireAfterRelease = () -> {
-			if (this.holding == null) {
-				attemptAcquire(this);
-			}
-		};
+		private final Runnable acquireAfterRelease = () -> attemptAcquire(this);
 
 		private final List<LeadershipListener> listeners = new CopyOnWriteArrayList<>();
 

@@ -6,8 +6,9 @@ import java.time.Duration;
  * Receives the measurements of a {@link LeaderEngine} that its events do not carry, for metrics. Set with
  * {@link LeaderEngine#setMonitor(LeaseMonitor)}.
  * <p>
- * Called on the {@code leader-io} thread while the engine holds its lock: an implementation must return at once and
- * must not call back into the engine. An exception it throws is logged and ignored.
+ * Called on the thread that made the engine's round trip, usually {@code leader-io}, while the engine holds its lock:
+ * an implementation must return at once and must not call back into the engine. An exception it throws is logged and
+ * ignored.
  */
 @FunctionalInterface
 public interface LeaseMonitor {

@@ -8,6 +8,8 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 import com.zaxxer.hikari.HikariConfig;
@@ -118,6 +120,44 @@ class LeaderEngineTests {
 	}
 
 	@Test
+	void stoppingLeaderWhoseRevokeListenerBlocksReleasesOnceTheDeliveryTimeoutIsOver() throws Exception {
+		// A lease that outlasts the test, so that only a release lets the other node in.
+		LeaseSettings settings = new LeaseSettings(Duration.ofSeconds(60), Duration.ofSeconds(1),
+				Duration.ofMillis(500), Duration.ofMillis(100), Duration.ofSeconds(5), Duration.ofSeconds(3));
+		LeaderEngine a = start(settings, "a");
+		assertThat(a.awaitLeadership("default", Duration.ofSeconds(5))).isTrue();
+		LeaderEngine b = start(settings, "b");
+		await().atMost(Duration.ofSeconds(5)).until(() -> b.leader("default").isPresent());
+		CountDownLatch unblock = new CountDownLatch(1);
+		a.addListener("default", new Leadership.LeadershipListener() {
+			@Override
+			public void revoked(LeadershipRevokedEvent event) {
+				try {
+					unblock.await(20, TimeUnit.SECONDS);
+				}
+				catch (InterruptedException ex) {
+					Thread.currentThread().interrupt();
+				}
+			}
+		});
+		Thread stopping = new Thread(a::stop, "stopping-a");
+		long stoppedAt = System.nanoTime();
+		stopping.start();
+		try {
+			assertThat(b.awaitLeadership("default", Duration.ofSeconds(10))).isTrue();
+			Duration handOver = Duration.ofNanos(System.nanoTime() - stoppedAt);
+			assertThat(unblock.getCount()).as("the revoke listener still blocks").isOne();
+			// The release waited for the delivery timeout (1 s), not for the listener.
+			assertThat(handOver).isBetween(Duration.ofSeconds(1), Duration.ofSeconds(5));
+		}
+		finally {
+			unblock.countDown();
+			stopping.join(10_000);
+		}
+		assertThat(stopping.isAlive()).isFalse();
+	}
+
+	@Test
 	void termWhoseReleaseFailedIsNeverGrantedAgain() throws Exception {
 		// A lease that outlasts the yield cooldown, so that the failed release leaves it valid and ours.
 		LeaseSettings settings = new LeaseSettings(Duration.ofSeconds(6), Duration.ofSeconds(1),
@@ -196,9 +236,13 @@ class LeaderEngineTests {
 	}
 
 	private LeaderEngine start(String id, String... groups) {
+		return start(FAST, id, groups);
+	}
+
+	private LeaderEngine start(LeaseSettings settings, String id, String... groups) {
 		LeaderEngine engine = new LeaderEngine(
 				new PostgresCoordinationStore(this.dataSource, new TablePrefix("leader_"), Duration.ofSeconds(2)),
-				FAST, new NodeRegistration(id, id, "localhost", ProcessHandle.current().pid()),
+				settings, new NodeRegistration(id, id, "localhost", ProcessHandle.current().pid()),
 				(groups.length > 0) ? List.of(groups) : List.of("default"), this.events::add);
 		this.engines.add(engine);
 		engine.start();
