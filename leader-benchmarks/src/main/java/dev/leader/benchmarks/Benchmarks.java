@@ -88,6 +88,8 @@ public final class Benchmarks {
 						Stats.of(handOvers.get(1)).format("ms"), load);
 				report("  leader's revoke -> successor's grant (release, NOTIFY, LISTEN, acquire, granted event)",
 						Stats.of(handOvers.get(2)).format("ms"), load);
+				report("  reference: the harness's SELECT 1 after idling, 1 s before each signal",
+						Stats.of(handOvers.get(3)).format("ms"), load);
 			}
 			if (only.contains("failover")) {
 				String load = loadAverage();

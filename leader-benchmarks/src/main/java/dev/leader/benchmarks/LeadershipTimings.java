@@ -7,6 +7,7 @@ import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.time.temporal.ChronoUnit;
@@ -36,6 +37,11 @@ final class LeadershipTimings {
 
 	private static final Duration TIMEOUT = Duration.ofSeconds(30);
 
+	/**
+	 * How long before the signal the reference round trip is made, so that the nodes idle again before the hand-over.
+	 */
+	private static final Duration REFERENCE_LEAD = Duration.ofSeconds(1);
+
 	private final BenchDatabase database;
 
 	private final Path logs;
@@ -54,18 +60,22 @@ final class LeadershipTimings {
 	 * @param settings the nodes' settings
 	 * @param rounds how many hand-overs
 	 * @param settle how long to let the cluster idle before each round
-	 * @return the hand-over times, the times from the signal to the leader's printed revoke, and from that revoke to
-	 * the successor's grant, in milliseconds
+	 * @return the hand-over times, the times from the signal to the leader's printed revoke, from that revoke to the
+	 * successor's grant, and the reference round trips (see {@link #idleRoundTrip}), in milliseconds
 	 */
 	List<List<Double>> handOver(LeaseSettings settings, int rounds, Duration settle) throws Exception {
 		List<Double> samples = new ArrayList<>();
 		List<Double> toRevoke = new ArrayList<>();
 		List<Double> revokeToGrant = new ArrayList<>();
-		try {
+		List<Double> reference = new ArrayList<>();
+		try (Connection connection = DriverManager.getConnection(this.database.url(), this.database.user(),
+				this.database.password())) {
 			startNodes(settings, 3);
 			for (int round = 0; round < rounds; round++) {
 				NodeProcess leader = awaitLeader();
-				sleep(settle);
+				sleep(settle.minus(REFERENCE_LEAD));
+				reference.add(idleRoundTrip(connection));
+				sleep(REFERENCE_LEAD);
 				long term = grantedTerm(leader);
 				long signalledAt = System.nanoTime();
 				leader.sigterm();
@@ -84,7 +94,20 @@ final class LeadershipTimings {
 		finally {
 			closeNodes();
 		}
-		return List.of(samples, toRevoke, revokeToGrant);
+		return List.of(samples, toRevoke, revokeToGrant, reference);
+	}
+
+	/**
+	 * Times one {@code SELECT 1} from the harness on a connection that idled since the last round, as the nodes'
+	 * connections did before a hand-over: the time a round trip takes on this machine at that moment, against which a
+	 * hand-over can be read. The machine's speed changes over an hour, and this round trip with it.
+	 */
+	private static double idleRoundTrip(Connection connection) throws SQLException {
+		long sent = System.nanoTime();
+		try (Statement statement = connection.createStatement(); ResultSet row = statement.executeQuery("SELECT 1")) {
+			row.next();
+		}
+		return (System.nanoTime() - sent) / 1e6;
 	}
 
 	/**
