@@ -83,6 +83,14 @@ class DaemonFaultInjectionTests {
 	 */
 	private static final Duration REASSIGNMENT_BOUND = FAST.nodeExpiry().plusSeconds(4);
 
+	/**
+	 * An agent's first restart back-off ({@code DaemonCoordinator}). Faults strike at least this long after every
+	 * daemon has run again, so that an agent hit again has outlasted its back-off, which stays at this first step. An
+	 * agent hit sooner would double it (with four faults in a row, to 8 s), and the reassignment bound allows for the
+	 * first step only.
+	 */
+	private static final Duration FIRST_BACKOFF = Duration.ofSeconds(1);
+
 	private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(20);
 
 	private static final Duration HEALTHY_TIMEOUT = Duration.ofSeconds(20);
@@ -170,8 +178,10 @@ class DaemonFaultInjectionTests {
 			case STALL -> FAST.nodeExpiry().multipliedBy(250 + random.nextInt(1251)).dividedBy(1000);
 			case KILL, TERMINATE -> Duration.ZERO;
 		};
-		// A random moment within a heartbeat, so that faults hit every phase of the cycles and of the agents' writes.
-		FaultHistory.sleepAsFault(Duration.ofMillis(random.nextInt((int) FAST.renewInterval().toMillis())));
+		// A random moment within a heartbeat, so that faults hit every phase of the cycles and of the agents' writes,
+		// once every agent has run for longer than its first restart back-off.
+		FaultHistory.sleepAsFault(
+				FIRST_BACKOFF.plusMillis(random.nextInt((int) FAST.renewInterval().toMillis())));
 		Incarnation incarnation = this.current.get(target);
 		NodeProcess process = incarnation.process();
 		Map<String, Long> ran = liveAssignmentsByNode().getOrDefault(target, Map.of());
