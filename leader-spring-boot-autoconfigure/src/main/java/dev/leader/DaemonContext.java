@@ -39,10 +39,13 @@ public interface DaemonContext {
 
 	/**
 	 * Guards the current transaction with this assignment, like {@link dev.leader.fencing.Fencing#guard} does with a
-	 * lease: locks the daemon's assignment row {@code FOR SHARE} and checks that it is still assigned to this node with
-	 * this generation and has not been deleted. Every change of the assignment then waits until the transaction ends,
-	 * so the writes the transaction makes commit only while this assignment is current. Call it before the writes it
-	 * protects, in a transaction on the application's {@code DataSource} that is active on the calling thread.
+	 * lease: locks the daemon's assignment row and checks that it is still assigned to this node with this generation
+	 * and has not been deleted. Every change that ends the assignment (a reclaim, a release, and so the next
+	 * generation) then waits until the transaction ends, so the writes the transaction makes commit only while this
+	 * assignment is current; a revoke does not wait, since the generation stays current while the daemon drains. For
+	 * the rest of the transaction, each statement may run, and the transaction may stay idle, for at most the node
+	 * expiry minus the safety margin. Call it before the writes it protects, in a transaction on the application's
+	 * {@code DataSource} that is active on the calling thread.
 	 * @throws StaleLeadershipException if the assignment is no longer current; its group is the daemon name, and its
 	 * terms are generations. The transaction must roll back
 	 * @throws org.springframework.transaction.IllegalTransactionStateException if no transaction is active

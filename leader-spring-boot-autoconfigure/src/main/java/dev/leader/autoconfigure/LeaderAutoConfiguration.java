@@ -32,6 +32,8 @@ import dev.leader.lease.LeaseSettings;
 import dev.leader.node.Names;
 import dev.leader.node.NodeRegistration;
 import io.micrometer.observation.ObservationRegistry;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
 import org.flywaydb.core.Flyway;
 import org.jspecify.annotations.Nullable;
 
@@ -60,6 +62,7 @@ import org.springframework.context.annotation.ImportBeanDefinitionRegistrar;
 import org.springframework.context.annotation.Role;
 import org.springframework.core.env.Environment;
 import org.springframework.core.type.AnnotationMetadata;
+import org.springframework.dao.DataAccessException;
 
 /**
  * Auto-configuration of leader election on the application's PostgreSQL {@link DataSource}.
@@ -76,6 +79,8 @@ import org.springframework.core.type.AnnotationMetadata;
 @EnableConfigurationProperties(LeaderProperties.class)
 @Import({ DatabaseInitializationDependencyConfigurer.class, LeaderAutoConfiguration.ProxyCreatorRegistrar.class })
 public final class LeaderAutoConfiguration {
+
+	private static final Log logger = LogFactory.getLog(LeaderAutoConfiguration.class);
 
 	@Bean
 	@ConditionalOnMissingBean
@@ -96,8 +101,18 @@ public final class LeaderAutoConfiguration {
 	@ConditionalOnMissingBean
 	CoordinationStore leaderCoordinationStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
 			ObjectProvider<LeaderSchemaMigration> migration) {
-		migration.ifAvailable((available) -> { /* created, so the tables exist */ });
-		return new PostgresCoordinationStore(dataSource, prefix, queryTimeout(properties));
+		PostgresCoordinationStore store = new PostgresCoordinationStore(dataSource, prefix, queryTimeout(properties));
+		if (migration.getIfAvailable() == null) {
+			// The migration checks the database before it runs; without it, the store does.
+			try {
+				store.requireWritablePrimary();
+			}
+			catch (DataAccessException ex) {
+				logger.warn("Could not check that the DataSource leads to a writable primary; leadership starts "
+						+ "once the database answers: " + ex.getMessage());
+			}
+		}
+		return store;
 	}
 
 	@Bean

@@ -13,7 +13,7 @@ import org.jspecify.annotations.Nullable;
  * outdated read changes nothing. Implementations throw {@link org.springframework.dao.DataAccessException} when the
  * database cannot be reached.
  * <p>
- * The leader's writes take its {@link FencingToken}: they lock the lease row {@code FOR SHARE} and change nothing
+ * The leader's writes take its {@link FencingToken}: they lock the lease row as a guard does and change nothing
  * unless the node still holds the lease with that term, unexpired, so a deposed leader cannot change assignments.
  */
 public interface DaemonStore {
@@ -143,8 +143,9 @@ public interface DaemonStore {
 	}
 
 	/**
-	 * Locks a daemon's assignment row {@code FOR SHARE} in the transaction active on the calling thread, and reads it.
-	 * Every transition is an {@code UPDATE} of that row, so it waits until the transaction ends.
+	 * Locks a daemon's assignment row in the transaction active on the calling thread, and reads it. The lock
+	 * conflicts with every transition that ends the assignment (reclaim and release to DELETED, and so the next
+	 * generation), so they wait until the transaction ends; a revoke and an acknowledgement do not wait.
 	 * @param daemon the daemon
 	 * @return the assignment, or {@code null} if the daemon was never assigned
 	 * @throws org.springframework.transaction.IllegalTransactionStateException if no transaction is active

@@ -37,16 +37,24 @@ public final class Fencing {
 	}
 
 	/**
-	 * Guards the current transaction with the token's lease: locks the group's lease row {@code FOR SHARE} and checks
-	 * that this node holds it with the token's term and that it has not expired by the database clock. A takeover of
-	 * the group then waits until the transaction ends, so every write the transaction makes commits under a lease that
-	 * this term still held.
+	 * Guards the current transaction with the token's lease: checks that this node holds the group's lease with the
+	 * token's term and that it has not expired by the database clock, and locks the lease row {@code FOR KEY SHARE}.
+	 * A takeover or release of the group then waits until the transaction ends, so every write the transaction makes
+	 * commits under a lease that this term still held. The holder's renewal does not wait, so guarded transactions,
+	 * however many and however long, never cost the holder its lease.
+	 * <p>
+	 * For the rest of the transaction, each statement may run, and the transaction may stay idle, for at most the
+	 * safe window (lease duration minus safety margin; lower session settings are kept), so that a holder frozen or
+	 * blocked inside it holds a takeover up only that long.
 	 * @param token the token the writes are made under, usually {@link FencingToken#current()}
 	 * @throws StaleLeadershipException if the term no longer leads
 	 * @throws org.springframework.transaction.IllegalTransactionStateException if no transaction is active
 	 */
 	public void guard(FencingToken token) {
-		LeaseLock lease = this.store.lockLease(token.group());
+		LeaseLock lease = this.store.lockLease(token, this.nodeId);
+		if (lease != null && lease.locked()) {
+			return;
+		}
 		String problem;
 		if (lease == null) {
 			problem = "the group has no lease";
@@ -62,7 +70,7 @@ public final class Fencing {
 			problem = "the term has expired by the database clock";
 		}
 		else {
-			return;
+			problem = "the lease changed hands while this guard waited for it";
 		}
 		throw reject("Stale leadership of group '" + token.group() + "': this write was made under term "
 				+ token.term() + ", but " + problem, token, (lease != null) ? lease.term() : 0,

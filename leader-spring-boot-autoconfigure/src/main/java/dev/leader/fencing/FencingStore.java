@@ -12,13 +12,16 @@ import org.jspecify.annotations.Nullable;
 public interface FencingStore {
 
 	/**
-	 * Locks the group's lease row {@code FOR SHARE} and reads it. {@code FOR SHARE} conflicts with the
-	 * {@code UPDATE} of a takeover, renewal or release, so the lease cannot change hands until the transaction ends;
-	 * {@code FOR KEY SHARE} would not conflict with an {@code UPDATE} that leaves the key alone.
-	 * @param group the group
-	 * @return the lease, or {@code null} if the group has none
+	 * Locks the group's lease row if the node holds it with the token's term, unexpired by the database clock, and
+	 * reads it. The lock conflicts with a change of holder or term (a takeover or a release), so the lease cannot
+	 * change hands until the transaction ends, and never with the holder's renewal, so that guarded transactions
+	 * cannot cost the holder its lease.
+	 * @param token the token the writes are made under
+	 * @param nodeId the node that must hold the lease
+	 * @return the lease, {@linkplain LeaseLock#locked() locked} or as it stands, or {@code null} if the group has
+	 * none
 	 */
-	@Nullable LeaseLock lockLease(String group);
+	@Nullable LeaseLock lockLease(FencingToken token, String nodeId);
 
 	/**
 	 * Raises the resource's fence to the token's term if it has seen no higher term of the same group, creating the
@@ -30,13 +33,14 @@ public interface FencingStore {
 	@Nullable Fence advance(String resource, FencingToken token);
 
 	/**
-	 * A lease row as locked.
+	 * A lease row as read by a guard.
 	 *
+	 * @param locked whether the row was locked for the token: only then may the guarded writes go on
 	 * @param holder the holding node, or {@code null} after a release
 	 * @param term the term
-	 * @param unexpired whether the lease had not expired by the database clock when it was locked
+	 * @param unexpired whether the lease had not expired by the database clock when it was read
 	 */
-	record LeaseLock(@Nullable String holder, long term, boolean unexpired) {
+	record LeaseLock(boolean locked, @Nullable String holder, long term, boolean unexpired) {
 	}
 
 	/**

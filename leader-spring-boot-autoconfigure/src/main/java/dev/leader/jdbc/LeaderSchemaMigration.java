@@ -15,12 +15,15 @@ public final class LeaderSchemaMigration {
 
 	private final Flyway flyway;
 
+	private final OwnConnections connections;
+
 	/**
 	 * Creates a migration.
 	 * @param dataSource the data source
 	 * @param prefix the table prefix
 	 */
 	public LeaderSchemaMigration(DataSource dataSource, TablePrefix prefix) {
+		this.connections = new OwnConnections(dataSource);
 		this.flyway = Flyway.configure(LeaderSchemaMigration.class.getClassLoader())
 			.dataSource(dataSource)
 			.locations("classpath:db/leader/postgresql")
@@ -33,9 +36,16 @@ public final class LeaderSchemaMigration {
 	}
 
 	/**
-	 * Applies pending migrations.
+	 * Applies pending migrations, after checking that the data source leads to a writable primary.
+	 * @throws IllegalStateException if its connections are read-only, or lead to a standby or a read-only database
 	 */
 	public void migrate() {
+		try {
+			this.connections.requireWritablePrimary();
+		}
+		catch (java.sql.SQLException ex) {
+			throw Statements.translate("check the database", ex);
+		}
 		this.flyway.migrate();
 	}
 

@@ -73,7 +73,14 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 
 	private static final String REMAINING = "(extract(epoch from (%s - clock_timestamp())) * 1000)::bigint";
 
-	private final DataSource dataSource;
+	// Grants and renewals must survive a crash of the database, whatever its default: a lost term increment could
+	// give two holders one term. A synchronous_commit of off or local is raised to on for the statement's own
+	// transaction; a stronger one (remote_write, remote_apply) is kept.
+	private static final String DURABLE = """
+			set_config('synchronous_commit', CASE WHEN current_setting('synchronous_commit') IN ('off', 'local')
+			  THEN 'on' ELSE current_setting('synchronous_commit') END, true)""";
+
+	private final OwnConnections connections;
 
 	private final Statements statements;
 
@@ -112,16 +119,29 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	 * @param queryTimeout the longest a statement may run; rounded up to whole seconds
 	 */
 	public PostgresCoordinationStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout) {
-		this.dataSource = dataSource;
+		this.connections = new OwnConnections(dataSource);
 		this.statements = new Statements(queryTimeout);
 		this.networkTimeoutMillis = 2 * this.statements.timeoutSeconds() * 1000;
 		String p = tablePrefix.value();
 		this.channel = p + "released";
 		String remaining = REMAINING.formatted("expires_at");
+		// A change of holder or term locks the row FOR UPDATE first, which waits for every transaction that a guard
+		// of the old term locked FOR KEY SHARE (G3); renewing one's own unexpired lease changes neither, and does not
+		// wait. The insert's source joins that lock, so it is taken before the upsert, and only when the lease is free
+		// or expired by the snapshot: an attempt on a lease that another node holds inserts nothing and locks nothing.
+		// The update is allowed only where the lock was taken, or where the node renews its own lease, so a row that
+		// appeared after the snapshot is never taken over unlocked: that attempt is refused, and retried.
 		this.acquireSql = """
-				WITH attempt AS (
+				WITH takeover AS (
+				  SELECT group_name FROM %1$sleases
+				  WHERE group_name = ? AND (holder IS NULL OR expires_at <= clock_timestamp())
+				  FOR UPDATE
+				), attempt AS (
 				  INSERT INTO %1$sleases AS l (group_name, holder, term, acquired_at, renewed_at, expires_at)
-				  VALUES (?, ?, 1, clock_timestamp(), clock_timestamp(), clock_timestamp() + ? * interval '1 millisecond')
+				  SELECT ?, ?, 1, clock_timestamp(), clock_timestamp(), clock_timestamp() + ? * interval '1 millisecond'
+				  FROM (SELECT %3$s) AS durable LEFT JOIN takeover ON true
+				  WHERE takeover.group_name IS NOT NULL
+				     OR NOT EXISTS (SELECT 1 FROM %1$sleases WHERE group_name = ? AND holder IS DISTINCT FROM ?)
 				  ON CONFLICT (group_name) DO UPDATE SET
 				    term = CASE WHEN l.holder = excluded.holder AND l.expires_at > clock_timestamp()
 				                THEN l.term ELSE l.term + 1 END,
@@ -130,14 +150,15 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 				    holder = excluded.holder,
 				    renewed_at = clock_timestamp(),
 				    expires_at = excluded.expires_at
-				  WHERE l.holder IS NULL OR l.expires_at <= clock_timestamp() OR l.holder = excluded.holder
+				  WHERE (l.holder = excluded.holder AND l.expires_at > clock_timestamp())
+				     OR EXISTS (SELECT 1 FROM takeover)
 				  RETURNING l.group_name, l.holder, l.term, l.expires_at
 				)
 				SELECT true, group_name, holder, term, expires_at, %2$s FROM attempt
 				UNION ALL
 				SELECT false, group_name, holder, term, expires_at, %2$s FROM %1$sleases
 				WHERE group_name = ? AND NOT EXISTS (SELECT 1 FROM attempt)
-				""".formatted(p, remaining);
+				""".formatted(p, remaining, DURABLE);
 		// Kinds of rows: R = renewed lease, L = lease as it stood, N = member. Lease rows carry group, holder, term,
 		// expiry and time left in columns 2 to 6; member rows carry id, name, pid, start, heartbeat age, host,
 		// heartbeat, daemons and drained. The node's own row comes from the upsert, because the other parts of the
@@ -145,7 +166,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 		this.tickSql = """
 				WITH me AS (
 				  INSERT INTO %1$snodes AS n (node_id, name, host, pid, started_at, heartbeat_at, daemons)
-				  VALUES (?, ?, ?, ?, clock_timestamp(), clock_timestamp(), ?::varchar[])
+				  SELECT ?, ?, ?, ?, clock_timestamp(), clock_timestamp(), ?::varchar[] FROM (SELECT %3$s) AS durable
 				  ON CONFLICT (node_id) DO UPDATE SET heartbeat_at = clock_timestamp(), name = excluded.name,
 				    host = excluded.host, pid = excluded.pid, daemons = excluded.daemons,
 				    started_at = CASE WHEN (n.host, n.pid) = (excluded.host, excluded.pid) THEN n.started_at
@@ -176,8 +197,10 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 				       (extract(epoch from (clock_timestamp() - heartbeat_at)) * 1000)::bigint, host, heartbeat_at,
 				       daemons, drained
 				FROM %1$snodes WHERE node_id <> ?
-				""".formatted(p, remaining);
+				""".formatted(p, remaining, DURABLE);
 		this.tickWithDaemonsSql = this.tickSql + "UNION ALL\n" + DaemonRows.assignmentsRequestsAndClock(p);
+		// A release is a change of holder: it locks the rows FOR UPDATE, in a fixed order, before it changes them, so
+		// that it waits for the guarded transactions of the terms it ends.
 		// A release commits without waiting for its WAL to be flushed (synchronous_commit off for its own
 		// transaction only). A release lost in a crash of the database leaves the lease to its holder until it
 		// expires, as a crashed holder does: nothing is granted on it, and the term is not changed. Whoever acts on
@@ -187,10 +210,16 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 		// releasing one, which is likely the warmest. Deregistered nodes are gone; a crashed one is named until it
 		// is forgotten, and then the others acquire a few milliseconds later.
 		this.releaseSql = """
-				WITH released AS (
+				WITH locked AS (
+				  SELECT l.group_name FROM %1$sleases l
+				  JOIN unnest(?::varchar[], ?::bigint[]) AS h(group_name, term)
+				    ON l.group_name = h.group_name AND l.term = h.term
+				  WHERE l.holder = ?
+				  ORDER BY l.group_name
+				  FOR UPDATE OF l
+				), released AS (
 				  UPDATE %1$sleases l SET holder = NULL, expires_at = clock_timestamp()
-				  FROM unnest(?::varchar[], ?::bigint[]) AS h(group_name, term)
-				  WHERE l.group_name = h.group_name AND l.term = h.term AND l.holder = ?
+				  FROM locked WHERE l.group_name = locked.group_name
 				  RETURNING l.group_name
 				), successor AS (
 				  SELECT node_id FROM %1$snodes WHERE node_id <> ? ORDER BY started_at, node_id LIMIT 1
@@ -216,9 +245,12 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	private static Statements.Callback<AcquireResult> acquireCall(String group, String nodeId, Duration duration) {
 		return (statement) -> {
 			statement.setString(1, group);
-			statement.setString(2, nodeId);
-			statement.setLong(3, duration.toMillis());
-			statement.setString(4, group);
+			statement.setString(2, group);
+			statement.setString(3, nodeId);
+			statement.setLong(4, duration.toMillis());
+			statement.setString(5, group);
+			statement.setString(6, nodeId);
+			statement.setString(7, group);
 			try (ResultSet rows = statement.executeQuery()) {
 				if (!rows.next()) {
 					return new AcquireResult(false, null);
@@ -347,7 +379,21 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	public void disconnect() {
 		Connection connection = this.kept.getAndSet(null);
 		if (connection != null) {
-			closeQuietly(connection);
+			this.connections.giveBack(connection);
+		}
+	}
+
+	/**
+	 * Checks that the data source leads to a writable primary, as the store's statements need.
+	 * @throws IllegalStateException if its connections are read-only, or lead to a standby or a read-only database
+	 * @throws org.springframework.dao.DataAccessException if the database cannot be reached
+	 */
+	public void requireWritablePrimary() {
+		try {
+			this.connections.requireWritablePrimary();
+		}
+		catch (SQLException ex) {
+			throw Statements.translate("check the database", ex);
 		}
 	}
 
@@ -443,7 +489,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 		}
 		finally {
 			if (!succeeded || !this.kept.compareAndSet(null, connection)) {
-				closeQuietly(connection);
+				this.connections.giveBack(connection);
 			}
 		}
 	}
@@ -455,9 +501,9 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	private Connection borrow() throws SQLException {
 		Connection kept = this.kept.getAndSet(null);
 		if (kept != null) {
-			closeQuietly(kept);
+			this.connections.giveBack(kept);
 		}
-		Connection connection = this.dataSource.getConnection();
+		Connection connection = this.connections.borrow();
 		try {
 			connection.setNetworkTimeout(Runnable::run, this.networkTimeoutMillis);
 		}
@@ -465,19 +511,10 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 			// The query timeout still bounds statements on a server that answers.
 		}
 		catch (SQLException ex) {
-			closeQuietly(connection);
+			this.connections.giveBack(connection);
 			throw ex;
 		}
 		return connection;
-	}
-
-	private static void closeQuietly(Connection connection) {
-		try {
-			connection.close();
-		}
-		catch (SQLException ex) {
-			logger.debug("Could not give a connection back: " + ex);
-		}
 	}
 
 	private static LeaseState lease(ResultSet rows, int first) throws SQLException {
@@ -501,8 +538,10 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 		public void run() {
 			while (!isStopped()) {
 				Set<String> listening = new HashSet<>();
-				try (Connection connection = PostgresCoordinationStore.this.dataSource.getConnection();
-						Statement statement = connection.createStatement()) {
+				Connection connection = null;
+				try {
+					connection = PostgresCoordinationStore.this.connections.borrow();
+					Statement statement = connection.createStatement();
 					PGConnection notifications = connection.unwrap(PGConnection.class);
 					PromptNotifications prompt = PromptNotifications.enable(connection);
 					try {
@@ -530,6 +569,11 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 					if (!isStopped()) {
 						logger.debug("Notifications interrupted, reconnecting in 1 s: " + ex);
 						awaitStop(Duration.ofSeconds(1));
+					}
+				}
+				finally {
+					if (connection != null) {
+						PostgresCoordinationStore.this.connections.giveBack(connection);
 					}
 				}
 			}

@@ -28,7 +28,7 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * {@link DaemonStore} on PostgreSQL. Each transition is one statement that compares and sets the daemon's generation
- * and state; the leader's statements also lock the lease row {@code FOR SHARE} and change nothing unless the leader
+ * and state; the leader's statements also lock the lease row {@code FOR KEY SHARE} and change nothing unless the leader
  * still holds it with its term, unexpired by {@code clock_timestamp()}. A takeover of the lease therefore waits for
  * the statement, and a deposed leader's statement finds no lease to match.
  * <p>
@@ -47,6 +47,8 @@ public final class PostgresDaemonStore implements DaemonStore {
 	private static final String ASSIGNMENT_COLUMNS = "daemon_name, node_id, state, generation, term, state_since";
 
 	private final DataSource dataSource;
+
+	private final OwnConnections connections;
 
 	private final Statements statements;
 
@@ -74,7 +76,7 @@ public final class PostgresDaemonStore implements DaemonStore {
 
 	private final @Nullable PostgresCoordinationStore coordination;
 
-	private final String holdLimitMillis;
+	private final long holdLimitMillis;
 
 	/**
 	 * Creates a store.
@@ -104,7 +106,8 @@ public final class PostgresDaemonStore implements DaemonStore {
 	public PostgresDaemonStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
 			Duration holdLimit, @Nullable PostgresCoordinationStore coordination) {
 		this.dataSource = dataSource;
-		this.holdLimitMillis = Long.toString(Math.max(1, holdLimit.toMillis()));
+		this.connections = new OwnConnections(dataSource);
+		this.holdLimitMillis = Math.max(1, holdLimit.toMillis());
 		this.coordination = coordination;
 		this.statements = new Statements(queryTimeout);
 		String p = tablePrefix.value();
@@ -116,11 +119,13 @@ public final class PostgresDaemonStore implements DaemonStore {
 				FROM %snodes
 				UNION ALL
 				""".formatted(p) + DaemonRows.assignmentsRequestsAndClock(p);
+		// The leader's writes are guarded by its lease as the lease guard guards a transaction: FOR KEY SHARE, which a
+		// takeover waits for and the leader's own renewal does not.
 		String lease = """
 				WITH lease AS (
 				  SELECT 1 FROM %1$sleases
 				  WHERE group_name = ? AND holder = ? AND term = ? AND expires_at > clock_timestamp()
-				  FOR SHARE
+				  FOR KEY SHARE
 				)
 				""".formatted(p);
 		// The move request an assignment carries out is deleted in the same statement, only if the assignment was made.
@@ -151,12 +156,19 @@ public final class PostgresDaemonStore implements DaemonStore {
 				)
 				SELECT pg_notify(?, node_id) FROM changed
 				""".formatted(p);
+		// Ending an assignment (DELETED) locks its row FOR UPDATE first, which waits for the transactions that the
+		// daemon guard locked FOR KEY SHARE; a revoke and an acknowledgement change neither node nor generation, and
+		// wait for nothing.
 		this.reclaimSql = lease + """
-				, changed AS (
-				  UPDATE %1$sassignments SET state = 'DELETED', term = ?, deleted_at = clock_timestamp(),
-				    state_since = clock_timestamp()
+				, target AS (
+				  SELECT daemon_name, ?::bigint AS term FROM %1$sassignments
 				  WHERE daemon_name = ? AND generation = ? AND state <> 'DELETED' AND EXISTS (SELECT 1 FROM lease)
-				  RETURNING node_id
+				  FOR UPDATE
+				), changed AS (
+				  UPDATE %1$sassignments a SET state = 'DELETED', term = target.term, deleted_at = clock_timestamp(),
+				    state_since = clock_timestamp()
+				  FROM target WHERE a.daemon_name = target.daemon_name
+				  RETURNING a.node_id
 				)
 				SELECT pg_notify(?, node_id) FROM changed
 				""".formatted(p);
@@ -170,11 +182,15 @@ public final class PostgresDaemonStore implements DaemonStore {
 				SELECT pg_notify(?, '') FROM changed
 				""".formatted(p);
 		this.releaseSql = """
-				WITH changed AS (
-				  UPDATE %1$sassignments SET state = 'DELETED', deleted_at = clock_timestamp(),
-				    state_since = clock_timestamp()
+				WITH target AS (
+				  SELECT daemon_name FROM %1$sassignments
 				  WHERE daemon_name = ? AND generation = ? AND node_id = ? AND state <> 'DELETED'
-				  RETURNING node_id
+				  FOR UPDATE
+				), changed AS (
+				  UPDATE %1$sassignments a SET state = 'DELETED', deleted_at = clock_timestamp(),
+				    state_since = clock_timestamp()
+				  FROM target WHERE a.daemon_name = target.daemon_name
+				  RETURNING a.node_id
 				)
 				SELECT pg_notify(?, '') FROM changed
 				""".formatted(p);
@@ -202,11 +218,10 @@ public final class PostgresDaemonStore implements DaemonStore {
 				)
 				SELECT count(*) FROM forgotten
 				""".formatted(p);
-		// SET LOCAL of the idle timeout, as the lease guard does: see PostgresFencingStore.
+		// The hold limits of the lease guard too: see PostgresFencingStore.
 		this.lockSql = """
-				SELECT %s, set_config('idle_in_transaction_session_timeout', ?, true)
-				FROM %sassignments WHERE daemon_name = ? FOR SHARE
-				""".formatted(ASSIGNMENT_COLUMNS, p);
+				SELECT %s, %s FROM %sassignments, %s WHERE daemon_name = ? FOR KEY SHARE OF %3$sassignments
+				""".formatted(ASSIGNMENT_COLUMNS, Statements.HOLD_LIMITS, p, Statements.HOLD);
 	}
 
 	@Override
@@ -315,7 +330,7 @@ public final class PostgresDaemonStore implements DaemonStore {
 		return this.statements.runInTransaction(this.dataSource,
 				"call DaemonContext.guard() inside a @Transactional method", "lock assignment", this.lockSql,
 				(statement) -> {
-					statement.setString(1, this.holdLimitMillis);
+					statement.setLong(1, this.holdLimitMillis);
 					statement.setString(2, daemon);
 					try (ResultSet rows = statement.executeQuery()) {
 						return rows.next() ? new Assignment(rows.getString(1), rows.getString(2),
@@ -360,11 +375,18 @@ public final class PostgresDaemonStore implements DaemonStore {
 	}
 
 	private <T> T execute(String task, String sql, Statements.Callback<T> callback) {
-		try (Connection connection = this.dataSource.getConnection()) {
-			return this.statements.run(connection, task, sql, callback);
+		Connection connection;
+		try {
+			connection = this.connections.borrow();
 		}
 		catch (SQLException ex) {
 			throw Statements.translate(task, ex);
+		}
+		try {
+			return this.statements.run(connection, task, sql, callback);
+		}
+		finally {
+			this.connections.giveBack(connection);
 		}
 	}
 

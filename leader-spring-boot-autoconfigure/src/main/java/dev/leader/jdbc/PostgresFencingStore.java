@@ -21,7 +21,7 @@ public final class PostgresFencingStore implements FencingStore {
 
 	private final Statements statements;
 
-	private final String holdLimitMillis;
+	private final long holdLimitMillis;
 
 	private final String lockLeaseSql;
 
@@ -33,22 +33,31 @@ public final class PostgresFencingStore implements FencingStore {
 	 * @param tablePrefix the prefix of the starter's tables
 	 * @param queryTimeout the longest a statement may run, including the wait for the row lock; rounded up to whole
 	 * seconds
-	 * @param holdLimit the longest a guarded transaction may stay idle holding the lease row's lock; past it, the
-	 * database ends the session, so that a holder frozen inside the transaction cannot hold a takeover up
+	 * @param holdLimit the longest a transaction guarded by the lease or a fence may stay idle, and the longest each of
+	 * its later statements may run, while it holds the row lock (lower settings of the session are kept): past it,
+	 * the database ends the session or cancels the statement, so that a holder frozen or blocked inside the
+	 * transaction cannot hold a takeover up for longer
 	 */
 	public PostgresFencingStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
 			Duration holdLimit) {
 		this.dataSource = dataSource;
 		this.statements = new Statements(queryTimeout);
-		this.holdLimitMillis = Long.toString(Math.max(1, holdLimit.toMillis()));
+		this.holdLimitMillis = Math.max(1, holdLimit.toMillis());
 		String p = tablePrefix.value();
-		// SET LOCAL of the idle timeout, for this transaction only: a takeover waits for the lock, so a holder frozen
-		// (paused, stalled) inside its transaction would otherwise hold every other node up for as long as it stays so.
+		// Only a row that this holder still holds with this term, unexpired, is locked, and FOR KEY SHARE is taken:
+		// it conflicts with the FOR UPDATE that a takeover and a release take, never with the holder's renewal, an
+		// UPDATE that changes no key. A guard that finds nothing to lock reads the row as it stands, for the message.
 		this.lockLeaseSql = """
-				SELECT holder, term, expires_at > clock_timestamp(),
-				       set_config('idle_in_transaction_session_timeout', ?, true)
-				FROM %sleases WHERE group_name = ? FOR SHARE
-				""".formatted(p);
+				WITH locked AS (
+				  SELECT holder, term FROM %1$sleases
+				  WHERE group_name = ? AND holder = ? AND term = ? AND expires_at > clock_timestamp()
+				  FOR KEY SHARE
+				)
+				SELECT true, holder, term, true, %2$s FROM locked, %3$s
+				UNION ALL
+				SELECT false, holder, term, expires_at > clock_timestamp(), NULL FROM %1$sleases
+				WHERE group_name = ? AND NOT EXISTS (SELECT 1 FROM locked)
+				""".formatted(p, Statements.HOLD_LIMITS, Statements.HOLD);
 		// A conflicting row is locked even when the WHERE clause keeps it unchanged; the fallback SELECT then reads
 		// it from the statement's snapshot, and finds nothing only if it was created concurrently: that fails closed.
 		this.advanceSql = """
@@ -59,20 +68,24 @@ public final class PostgresFencingStore implements FencingStore {
 				  WHERE f.group_name = excluded.group_name AND f.term <= excluded.term
 				  RETURNING f.group_name, f.term
 				)
-				SELECT true, group_name, term FROM advanced
+				SELECT true, group_name, term, %2$s FROM advanced, %3$s
 				UNION ALL
-				SELECT false, group_name, term FROM %1$sfences
+				SELECT false, group_name, term, NULL FROM %1$sfences
 				WHERE resource = ? AND NOT EXISTS (SELECT 1 FROM advanced)
-				""".formatted(p);
+				""".formatted(p, Statements.HOLD_LIMITS, Statements.HOLD);
 	}
 
 	@Override
-	public @Nullable LeaseLock lockLease(String group) {
+	public @Nullable LeaseLock lockLease(FencingToken token, String nodeId) {
 		return execute("lock lease", this.lockLeaseSql, (statement) -> {
-			statement.setString(1, this.holdLimitMillis);
-			statement.setString(2, group);
+			statement.setString(1, token.group());
+			statement.setString(2, nodeId);
+			statement.setLong(3, token.term());
+			statement.setLong(4, this.holdLimitMillis);
+			statement.setString(5, token.group());
 			try (ResultSet rows = statement.executeQuery()) {
-				return rows.next() ? new LeaseLock(rows.getString(1), rows.getLong(2), rows.getBoolean(3)) : null;
+				return rows.next() ? new LeaseLock(rows.getBoolean(1), rows.getString(2), rows.getLong(3),
+						rows.getBoolean(4)) : null;
 			}
 		});
 	}
@@ -83,7 +96,8 @@ public final class PostgresFencingStore implements FencingStore {
 			statement.setString(1, resource);
 			statement.setString(2, token.group());
 			statement.setLong(3, token.term());
-			statement.setString(4, resource);
+			statement.setLong(4, this.holdLimitMillis);
+			statement.setString(5, resource);
 			try (ResultSet rows = statement.executeQuery()) {
 				return rows.next() ? new Fence(rows.getBoolean(1), rows.getString(2), rows.getLong(3)) : null;
 			}

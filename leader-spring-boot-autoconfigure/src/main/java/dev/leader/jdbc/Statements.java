@@ -26,6 +26,21 @@ final class Statements {
 
 	private static final SQLExceptionTranslator translator = new SQLStateSQLExceptionTranslator();
 
+	/**
+	 * A one-row {@code FROM} item with the hold limit of a guard as the interval {@code h.hold}, from one parameter in
+	 * milliseconds.
+	 */
+	static final String HOLD = "(SELECT ?::bigint * interval '1 millisecond' AS hold) AS h";
+
+	/**
+	 * An expression, over {@link #HOLD}, that limits the rest of the caller's transaction to the hold limit, for a
+	 * guard whose row lock holds a takeover up: each later statement may run, and the transaction may stay idle, that
+	 * long at most. A lower limit of the session is kept. {@code SET LOCAL} in effect, so both end with the transaction.
+	 * PostgreSQL before 17 has no limit on a whole transaction that keeps sending statements.
+	 */
+	static final String HOLD_LIMITS = limit("statement_timeout") + " || ' ' || "
+			+ limit("idle_in_transaction_session_timeout");
+
 	private final int timeoutSeconds;
 
 	/**
@@ -76,6 +91,13 @@ final class Statements {
 		finally {
 			DataSourceUtils.releaseConnection(connection, dataSource);
 		}
+	}
+
+	private static String limit(String setting) {
+		String current = "current_setting('" + setting + "')";
+		return """
+				set_config('%1$s', CASE WHEN %2$s::interval > interval '0' AND %2$s::interval <= h.hold THEN %2$s
+				  ELSE (extract(epoch FROM h.hold) * 1000)::bigint || 'ms' END, true)""".formatted(setting, current);
 	}
 
 	static Instant instant(ResultSet rows, int column) throws SQLException {

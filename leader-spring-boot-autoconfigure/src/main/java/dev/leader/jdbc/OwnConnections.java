@@ -1,0 +1,149 @@
+package dev.leader.jdbc;
+
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+
+import javax.sql.DataSource;
+
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Lends the starter's stores connections of the application's pool with the settings their statements need,
+ * whatever the pool's defaults, and restores those defaults before a connection goes back: auto-commit on, so that
+ * each statement commits by itself (a pool with auto-commit off would otherwise never commit a grant), and
+ * {@code READ COMMITTED}, so that a concurrent change of a row makes a statement re-read it rather than fail with a
+ * serialization error (a pool at {@code REPEATABLE READ} or {@code SERIALIZABLE}). Durability is the statements'
+ * own business: see {@link PostgresCoordinationStore}.
+ * <p>
+ * The pool's defaults are read once, from the first connection: auto-commit costs nothing to switch, the isolation
+ * level costs a round trip each way, so a pool that already runs {@code READ COMMITTED}, as PostgreSQL's default
+ * does, pays nothing. Thread-safe.
+ */
+final class OwnConnections {
+
+	private static final Log logger = LogFactory.getLog(OwnConnections.class);
+
+	private final DataSource dataSource;
+
+	private volatile @Nullable Defaults defaults;
+
+	OwnConnections(DataSource dataSource) {
+		this.dataSource = dataSource;
+	}
+
+	/**
+	 * Fails unless the data source leads to a writable primary.
+	 * @throws IllegalStateException if its connections are read-only, or lead to a standby or a read-only database
+	 * @throws SQLException if the database cannot be reached
+	 */
+	void requireWritablePrimary() throws SQLException {
+		try (Connection connection = this.dataSource.getConnection()) {
+			Defaults defaults = probe(connection);
+			String problem = null;
+			if (defaults.standby()) {
+				problem = "it leads to a standby server (pg_is_in_recovery() is true)";
+			}
+			else if (defaults.readOnlyConnection()) {
+				problem = "its connections are read-only (for example spring.datasource.hikari.read-only=true)";
+			}
+			else if (defaults.readOnlyDatabase()) {
+				problem = "its transactions are read-only (default_transaction_read_only is on for this database "
+						+ "or user)";
+			}
+			if (problem != null) {
+				throw new IllegalStateException("leader-spring-boot-starter writes its leases to the application's "
+						+ "DataSource, but " + problem + ". Point spring.datasource.url at the primary, for example "
+						+ "with targetServerType=primary on a multi-host URL, and give the starter a writable "
+						+ "connection");
+			}
+		}
+	}
+
+	/**
+	 * Borrows a connection from the pool, set up for the starter's statements.
+	 */
+	Connection borrow() throws SQLException {
+		Connection connection = this.dataSource.getConnection();
+		try {
+			Defaults defaults = this.defaults;
+			if (defaults == null) {
+				defaults = probe(connection);
+			}
+			if (!defaults.autoCommit()) {
+				connection.setAutoCommit(true);
+			}
+			if (defaults.isolation() != Connection.TRANSACTION_READ_COMMITTED) {
+				connection.setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
+			}
+			return connection;
+		}
+		catch (SQLException | RuntimeException ex) {
+			closeQuietly(connection);
+			throw ex;
+		}
+	}
+
+	/**
+	 * Restores the pool's defaults on a connection from {@link #borrow()} and gives it back.
+	 */
+	void giveBack(Connection connection) {
+		Defaults defaults = this.defaults;
+		try {
+			if (defaults != null && !connection.isClosed()) {
+				if (defaults.isolation() != Connection.TRANSACTION_READ_COMMITTED) {
+					connection.setTransactionIsolation(defaults.isolation());
+				}
+				if (!defaults.autoCommit()) {
+					connection.setAutoCommit(false);
+				}
+			}
+		}
+		catch (SQLException ex) {
+			logger.debug("Could not restore a connection's settings; the pool resets or retires it: " + ex);
+		}
+		closeQuietly(connection);
+	}
+
+	private Defaults probe(Connection connection) throws SQLException {
+		try (Statement statement = connection.createStatement();
+				ResultSet row = statement.executeQuery("SELECT pg_is_in_recovery(), "
+						+ "current_setting('transaction_isolation'), current_setting('default_transaction_read_only')")) {
+			row.next();
+			Defaults defaults = new Defaults(connection.getAutoCommit(), isolation(row.getString(2)),
+					connection.isReadOnly(), row.getBoolean(1), "on".equals(row.getString(3)));
+			if (!connection.getAutoCommit()) {
+				// The probe's own transaction must not outlive it.
+				connection.rollback();
+			}
+			this.defaults = defaults;
+			return defaults;
+		}
+	}
+
+	private static int isolation(String level) {
+		return switch (level) {
+			case "serializable" -> Connection.TRANSACTION_SERIALIZABLE;
+			case "repeatable read" -> Connection.TRANSACTION_REPEATABLE_READ;
+			case "read uncommitted" -> Connection.TRANSACTION_READ_UNCOMMITTED;
+			default -> Connection.TRANSACTION_READ_COMMITTED;
+		};
+	}
+
+	static void closeQuietly(Connection connection) {
+		try {
+			connection.close();
+		}
+		catch (SQLException ex) {
+			logger.debug("Could not give a connection back: " + ex);
+		}
+	}
+
+	private record Defaults(boolean autoCommit, int isolation, boolean readOnlyConnection, boolean standby,
+			boolean readOnlyDatabase) {
+	}
+
+}
