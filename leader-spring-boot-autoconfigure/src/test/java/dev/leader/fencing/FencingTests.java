@@ -15,6 +15,8 @@ import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.jdbc.PostgresFencingStore;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore.AcquireResult;
+import dev.leader.lease.CoordinationStore.Tick;
+import dev.leader.node.NodeRegistration;
 import dev.leader.test.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -35,6 +37,8 @@ import static org.awaitility.Awaitility.await;
 class FencingTests {
 
 	private static final TablePrefix PREFIX = new TablePrefix("leader_");
+
+	private static final NodeRegistration NODE_A = new NodeRegistration("a", "app", "host-a", 1);
 
 	private TestDatabase database;
 
@@ -129,7 +133,7 @@ class FencingTests {
 		awaitExpiry("g");
 		CompletableFuture<AcquireResult> takeover = CompletableFuture
 			.supplyAsync(() -> this.leases.acquire("g", "b", Duration.ofSeconds(10)));
-		// FOR KEY SHARE would let this UPDATE through: it does not touch the key.
+		// A takeover locks the row FOR UPDATE before it changes holder and term; a plain UPDATE would not wait.
 		await().during(Duration.ofMillis(700)).atMost(Duration.ofSeconds(2)).until(() -> !takeover.isDone());
 		finish.countDown();
 		writer.get(5, TimeUnit.SECONDS);
@@ -162,6 +166,147 @@ class FencingTests {
 		assertThat(takeover.granted()).isTrue();
 		assertThat(takeover.lease().term()).isEqualTo(token.term() + 1);
 		assertThat(waited).isLessThan(Duration.ofSeconds(3));
+		thaw.countDown();
+		assertThatExceptionOfType(java.util.concurrent.ExecutionException.class)
+			.isThrownBy(() -> writer.get(5, TimeUnit.SECONDS));
+		assertThat(writes()).isEmpty();
+	}
+
+	@Test
+	void holderRenewsWhileItsGuardedTransactionsHoldTheLeaseRow() throws Exception {
+		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
+		CountDownLatch guarded = new CountDownLatch(1);
+		CountDownLatch finish = new CountDownLatch(1);
+		CompletableFuture<Void> writer = CompletableFuture.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
+			fencing("a").guard(token);
+			guarded.countDown();
+			awaitLatch(finish);
+			insert(token, "a");
+		}));
+		assertThat(guarded.await(5, TimeUnit.SECONDS)).isTrue();
+		CompletableFuture<Tick> renewal = CompletableFuture.supplyAsync(() -> this.leases.tick(NODE_A,
+				Map.of("g", token.term()), List.of("g"), Duration.ofSeconds(10), Duration.ofSeconds(10)));
+		// FOR SHARE, which the guard took before, made this renewal wait for the guarded transaction.
+		assertThat(renewal.get(2, TimeUnit.SECONDS).renewed()).containsKey("g");
+		finish.countDown();
+		writer.get(5, TimeUnit.SECONDS);
+		assertThat(writes()).containsExactly(List.of(token.term(), "a"));
+	}
+
+	@Test
+	void releaseWaitsUntilTheGuardedTransactionEnds() throws Exception {
+		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
+		CountDownLatch guarded = new CountDownLatch(1);
+		CountDownLatch finish = new CountDownLatch(1);
+		CompletableFuture<Void> writer = CompletableFuture.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
+			fencing("a").guard(token);
+			guarded.countDown();
+			awaitLatch(finish);
+			insert(token, "a");
+		}));
+		assertThat(guarded.await(5, TimeUnit.SECONDS)).isTrue();
+		CompletableFuture<java.util.Collection<String>> release = CompletableFuture
+			.supplyAsync(() -> this.leases.release("a", Map.of("g", token.term())));
+		await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2)).until(() -> !release.isDone());
+		finish.countDown();
+		writer.get(5, TimeUnit.SECONDS);
+		assertThat(release.get(5, TimeUnit.SECONDS)).containsExactly("g");
+		assertThat(writes()).containsExactly(List.of(token.term(), "a"));
+	}
+
+	@Test
+	void guardsOfTwoGroupsTakenInOppositeOrdersNeverDeadlockWithTheHeartbeat() throws Exception {
+		FencingToken a = acquire("a", "a", Duration.ofSeconds(10));
+		FencingToken b = acquire("b", "a", Duration.ofSeconds(10));
+		Fencing fencing = fencing("a");
+		CountDownLatch firstGuards = new CountDownLatch(2);
+		CountDownLatch renewed = new CountDownLatch(1);
+		CompletableFuture<Void> forward = CompletableFuture.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
+			fencing.guard(a);
+			firstGuards.countDown();
+			awaitLatch(renewed);
+			fencing.guard(b);
+			insert(a, "a");
+		}));
+		CompletableFuture<Void> backward = CompletableFuture.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
+			fencing.guard(b);
+			firstGuards.countDown();
+			awaitLatch(renewed);
+			fencing.guard(a);
+			insert(b, "a");
+		}));
+		assertThat(firstGuards.await(5, TimeUnit.SECONDS)).isTrue();
+		Tick tick = this.leases.tick(NODE_A, Map.of("a", a.term(), "b", b.term()), List.of("a", "b"),
+				Duration.ofSeconds(10), Duration.ofSeconds(10));
+		assertThat(tick.renewed()).containsOnlyKeys("a", "b");
+		renewed.countDown();
+		forward.get(5, TimeUnit.SECONDS);
+		backward.get(5, TimeUnit.SECONDS);
+		assertThat(writes()).hasSize(2);
+	}
+
+	@Test
+	void statementBlockedInsideAGuardedTransactionHoldsATakeoverUpOnlyUntilTheHoldLimit() throws Exception {
+		FencingToken token = acquire("g", "a", Duration.ofMillis(300));
+		Fencing blocked = new Fencing(new PostgresFencingStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
+				Duration.ofMillis(800)), "a");
+		CountDownLatch guarded = new CountDownLatch(1);
+		CompletableFuture<Void> writer = CompletableFuture.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
+			blocked.guard(token);
+			guarded.countDown();
+			this.jdbc.sql("SELECT pg_sleep(10)").query().singleRow();
+			insert(token, "a");
+		}));
+		assertThat(guarded.await(5, TimeUnit.SECONDS)).isTrue();
+		awaitExpiry("g");
+		long start = System.nanoTime();
+		AcquireResult takeover = CompletableFuture
+			.supplyAsync(() -> this.leases.acquire("g", "b", Duration.ofSeconds(10)))
+			.get(5, TimeUnit.SECONDS);
+		assertThat(takeover.granted()).isTrue();
+		assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(3));
+		assertThatExceptionOfType(java.util.concurrent.ExecutionException.class)
+			.isThrownBy(() -> writer.get(5, TimeUnit.SECONDS))
+			.withMessageContaining("statement timeout");
+		assertThat(writes()).isEmpty();
+	}
+
+	@Test
+	void guardKeepsALowerStatementTimeoutOfTheSessionAndOtherwiseSetsTheHoldLimit() {
+		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
+		Fencing fencing = new Fencing(new PostgresFencingStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
+				Duration.ofMillis(1500)), "a");
+		List<String> limits = this.transactions.execute((tx) -> {
+			fencing.guard(token);
+			return List.of(show("statement_timeout"), show("idle_in_transaction_session_timeout"));
+		});
+		assertThat(limits).containsExactly("1500ms", "1500ms");
+		List<String> kept = this.transactions.execute((tx) -> {
+			this.jdbc.sql("SET LOCAL statement_timeout = 200").update();
+			fencing.guard(token);
+			return List.of(show("statement_timeout"), show("idle_in_transaction_session_timeout"));
+		});
+		assertThat(kept).containsExactly("200ms", "1500ms");
+		assertThat(show("statement_timeout")).as("the limits end with the transaction").isEqualTo("0");
+	}
+
+	@Test
+	void fenceHeldByAFrozenWriterIsFreedAfterTheHoldLimit() throws Exception {
+		Fencing frozen = new Fencing(new PostgresFencingStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
+				Duration.ofMillis(800)), "a");
+		CountDownLatch advanced = new CountDownLatch(1);
+		CountDownLatch thaw = new CountDownLatch(1);
+		FencingToken low = new FencingToken("g", 1);
+		CompletableFuture<Void> writer = CompletableFuture.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
+			frozen.advance("mail", low);
+			advanced.countDown();
+			awaitLatch(thaw);
+			insert(low, "a");
+		}));
+		assertThat(advanced.await(5, TimeUnit.SECONDS)).isTrue();
+		long start = System.nanoTime();
+		advance(fencing("b"), "mail", new FencingToken("g", 2));
+		assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(3));
 		thaw.countDown();
 		assertThatExceptionOfType(java.util.concurrent.ExecutionException.class)
 			.isThrownBy(() -> writer.get(5, TimeUnit.SECONDS));
@@ -279,6 +424,10 @@ class FencingTests {
 
 	private void insert(FencingToken token, String node) {
 		this.jdbc.sql("INSERT INTO writes (term, node) VALUES (?, ?)").params(token.term(), node).update();
+	}
+
+	private String show(String setting) {
+		return this.jdbc.sql("SELECT current_setting(?)").param(setting).query(String.class).single();
 	}
 
 	private List<List<Object>> writes() {

@@ -194,6 +194,32 @@ class PostgresDaemonStoreTests {
 	}
 
 	@Test
+	void revokeAndTheLeadersRenewalDoNotWaitForATransactionThatGuardedTheAssignment() throws Exception {
+		this.store.assign(this.leader, "leader", "outbox", "node-a", 0);
+		TransactionTemplate transactions = new TransactionTemplate(new DataSourceTransactionManager(this.dataSource));
+		CountDownLatch locked = new CountDownLatch(1);
+		CountDownLatch commit = new CountDownLatch(1);
+		CompletableFuture<Assignment> guarded = CompletableFuture.supplyAsync(() -> transactions.execute((status) -> {
+			Assignment assignment = this.store.lock("outbox");
+			locked.countDown();
+			try {
+				commit.await(10, TimeUnit.SECONDS);
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+			}
+			return assignment;
+		}));
+		assertThat(locked.await(10, TimeUnit.SECONDS)).isTrue();
+		// The assignment stays current while its daemon drains, so its guarded writes may go on.
+		assertThat(CompletableFuture.supplyAsync(() -> this.store.revoke(this.leader, "leader", "outbox", 1))
+			.get(2, TimeUnit.SECONDS)).isTrue();
+		commit.countDown();
+		assertThat(guarded.get(10, TimeUnit.SECONDS).generation()).isEqualTo(1);
+		assertThat(assignment("outbox").state()).isEqualTo(AssignmentState.REVOKING);
+	}
+
+	@Test
 	void lockNeedsATransaction() {
 		assertThatExceptionOfType(IllegalTransactionStateException.class).isThrownBy(() -> this.store.lock("outbox"))
 			.withMessageContaining("DaemonContext.guard()");
