@@ -378,7 +378,7 @@ public final class DaemonCoordinator implements SmartLifecycle {
 	public Map<String, String> stuck() {
 		DaemonSnapshot read = this.lastRead;
 		Map<String, String> stuck = new TreeMap<>();
-		if (read == null || !this.engine.isLeader(this.settings.group())) {
+		if (read == null || !leads()) {
 			return stuck;
 		}
 		Set<String> advertised = new java.util.TreeSet<>();
@@ -509,10 +509,19 @@ public final class DaemonCoordinator implements SmartLifecycle {
 		}
 	}
 
+	/**
+	 * Returns whether this node leads the daemons group. A node without agents whose groups do not name it takes no
+	 * part in its election, and never leads it.
+	 */
+	private boolean leads() {
+		String group = this.settings.group();
+		return this.engine.groups().contains(group) && this.engine.isLeader(group);
+	}
+
 	// Runs on the store's notification thread.
 
 	private void notified(String node) {
-		if (node.isEmpty() ? this.engine.isLeader(this.settings.group()) : node.equals(this.nodeId)) {
+		if (node.isEmpty() ? leads() : node.equals(this.nodeId)) {
 			wake();
 		}
 	}
@@ -543,7 +552,7 @@ public final class DaemonCoordinator implements SmartLifecycle {
 			return;
 		}
 		cancel(this.nextCycle);
-		Optional<FencingToken> token = this.engine.token(this.settings.group());
+		Optional<FencingToken> token = leads() ? this.engine.token(this.settings.group()) : Optional.empty();
 		Observation observation = Observation
 			.createNotStarted(dev.leader.actuate.LeaderMeters.DAEMON_CYCLE.getName(), this.observationRegistry)
 			.lowCardinalityKeyValue("role", token.isPresent() ? "leader" : "node");
@@ -590,7 +599,7 @@ public final class DaemonCoordinator implements SmartLifecycle {
 		List<Action> plan = AssignmentPlanner.plan(snapshot, this.membershipChangedAt, this.settings, pollInterval());
 		boolean changed = false;
 		for (Action action : plan) {
-			if (!this.engine.isLeader(this.settings.group())) {
+			if (!leads()) {
 				return changed;
 			}
 			changed |= apply(action, token);
