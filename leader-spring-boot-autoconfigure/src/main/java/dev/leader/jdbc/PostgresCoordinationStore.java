@@ -38,6 +38,8 @@ import org.postgresql.PGConnection;
 import org.jspecify.annotations.Nullable;
 import org.postgresql.PGNotification;
 
+import org.springframework.dao.DuplicateKeyException;
+
 
 /**
  * {@link CoordinationStore} on PostgreSQL. Every transition is one statement, and every time comparison uses
@@ -70,6 +72,8 @@ import org.postgresql.PGNotification;
 public final class PostgresCoordinationStore implements CoordinationStore {
 
 	private static final Log logger = LogFactory.getLog(PostgresCoordinationStore.class);
+
+	private static final String PROCESS = Long.toHexString(new java.security.SecureRandom().nextLong());
 
 	private static final String REMAINING = "(extract(epoch from (%s - clock_timestamp())) * 1000)::bigint";
 
@@ -125,33 +129,28 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 		String p = tablePrefix.value();
 		this.channel = p + "released";
 		String remaining = REMAINING.formatted("expires_at");
-		// A change of holder or term locks the row FOR UPDATE first, which waits for every transaction that a guard
-		// of the old term locked FOR KEY SHARE (G3); renewing one's own unexpired lease changes neither, and does not
-		// wait. The insert's source joins that lock, so it is taken before the upsert, and only when the lease is free
-		// or expired by the snapshot: an attempt on a lease that another node holds inserts nothing and locks nothing.
-		// The update is allowed only where the lock was taken, or where the node renews its own lease, so a row that
+		// Every grant is a new term, and locks the row FOR UPDATE first, which waits for every transaction that a
+		// guard of the old term locked FOR KEY SHARE (G3). That holds for a node that asks for a lease it already
+		// holds, too: the engine never does while it holds the lease, so such a request comes from a node that
+		// stepped down, or from another process that was started with the same node id, and the two must never
+		// share a term. The insert's source joins that lock, so it is taken before the upsert, and only when the
+		// lease is free, expired or this node's by the snapshot: an attempt on a lease that another node holds
+		// inserts nothing and locks nothing. The update is allowed only where the lock was taken, so a row that
 		// appeared after the snapshot is never taken over unlocked: that attempt is refused, and retried.
 		this.acquireSql = """
 				WITH takeover AS (
 				  SELECT group_name FROM %1$sleases
-				  WHERE group_name = ? AND (holder IS NULL OR expires_at <= clock_timestamp())
+				  WHERE group_name = ? AND (holder IS NULL OR expires_at <= clock_timestamp() OR holder = ?)
 				  FOR UPDATE
 				), attempt AS (
 				  INSERT INTO %1$sleases AS l (group_name, holder, term, acquired_at, renewed_at, expires_at)
 				  SELECT ?, ?, 1, clock_timestamp(), clock_timestamp(), clock_timestamp() + ? * interval '1 millisecond'
 				  FROM (SELECT %3$s) AS durable LEFT JOIN takeover ON true
 				  WHERE takeover.group_name IS NOT NULL
-				     OR NOT EXISTS (SELECT 1 FROM %1$sleases WHERE group_name = ? AND holder IS DISTINCT FROM ?)
-				  ON CONFLICT (group_name) DO UPDATE SET
-				    term = CASE WHEN l.holder = excluded.holder AND l.expires_at > clock_timestamp()
-				                THEN l.term ELSE l.term + 1 END,
-				    acquired_at = CASE WHEN l.holder = excluded.holder AND l.expires_at > clock_timestamp()
-				                       THEN l.acquired_at ELSE clock_timestamp() END,
-				    holder = excluded.holder,
-				    renewed_at = clock_timestamp(),
-				    expires_at = excluded.expires_at
-				  WHERE (l.holder = excluded.holder AND l.expires_at > clock_timestamp())
-				     OR EXISTS (SELECT 1 FROM takeover)
+				     OR NOT EXISTS (SELECT 1 FROM %1$sleases WHERE group_name = ?)
+				  ON CONFLICT (group_name) DO UPDATE SET term = l.term + 1, holder = excluded.holder,
+				    acquired_at = clock_timestamp(), renewed_at = clock_timestamp(), expires_at = excluded.expires_at
+				  WHERE EXISTS (SELECT 1 FROM takeover)
 				  RETURNING l.group_name, l.holder, l.term, l.expires_at
 				)
 				SELECT true, group_name, holder, term, expires_at, %2$s FROM attempt
@@ -159,19 +158,26 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 				SELECT false, group_name, holder, term, expires_at, %2$s FROM %1$sleases
 				WHERE group_name = ? AND NOT EXISTS (SELECT 1 FROM attempt)
 				""".formatted(p, remaining, DURABLE);
-		// Kinds of rows: R = renewed lease, L = lease as it stood, N = member. Lease rows carry group, holder, term,
-		// expiry and time left in columns 2 to 6; member rows carry id, name, pid, start, heartbeat age, host,
-		// heartbeat, daemons and drained. The node's own row comes from the upsert, because the other parts of the
-		// statement see the table as it was before the statement. DaemonRows reads the same layout.
+		// Kinds of rows: R = renewed lease, L = lease as it stood, N = member, D = the live registration of another
+		// process under this node's id. Lease rows carry group, holder, term, expiry and time left in columns 2 to 6;
+		// member rows carry id, name, pid, start, heartbeat age, host, heartbeat, daemons and drained. The node's own
+		// row comes from the upsert, because the other parts of the statement see the table as it was before the
+		// statement. DaemonRows reads the same layout.
+		// The node's row belongs to one incarnation, a process: another process with the same id takes it over only
+		// once it has gone silent for the node expiry. Until then the upsert changes nothing, nothing is renewed, and
+		// the other registration comes back as D.
 		this.tickSql = """
 				WITH me AS (
-				  INSERT INTO %1$snodes AS n (node_id, name, host, pid, started_at, heartbeat_at, daemons)
-				  SELECT ?, ?, ?, ?, clock_timestamp(), clock_timestamp(), ?::varchar[] FROM (SELECT %3$s) AS durable
+				  INSERT INTO %1$snodes AS n (node_id, name, host, pid, incarnation, started_at, heartbeat_at, daemons)
+				  SELECT ?, ?, ?, ?, ?, clock_timestamp(), clock_timestamp(), ?::varchar[] FROM (SELECT %3$s) AS durable
 				  ON CONFLICT (node_id) DO UPDATE SET heartbeat_at = clock_timestamp(), name = excluded.name,
 				    host = excluded.host, pid = excluded.pid, daemons = excluded.daemons,
-				    started_at = CASE WHEN (n.host, n.pid) = (excluded.host, excluded.pid) THEN n.started_at
+				    incarnation = excluded.incarnation,
+				    started_at = CASE WHEN n.incarnation = excluded.incarnation THEN n.started_at
 				                      ELSE clock_timestamp() END,
-				    drained = (n.drained AND (n.host, n.pid) = (excluded.host, excluded.pid))
+				    drained = (n.drained AND n.incarnation = excluded.incarnation)
+				  WHERE n.incarnation = excluded.incarnation
+				     OR n.heartbeat_at <= clock_timestamp() - ? * interval '1 millisecond'
 				  RETURNING node_id, name, host, pid, started_at, heartbeat_at, daemons, drained
 				), forgotten AS (
 				  DELETE FROM %1$snodes
@@ -181,7 +187,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 				         expires_at = clock_timestamp() + ? * interval '1 millisecond'
 				  FROM unnest(?::varchar[], ?::bigint[]) AS h(group_name, term)
 				  WHERE l.group_name = h.group_name AND l.term = h.term AND l.holder = ?
-				    AND l.expires_at > clock_timestamp()
+				    AND l.expires_at > clock_timestamp() AND EXISTS (SELECT 1 FROM me)
 				  RETURNING l.group_name, l.holder, l.term, l.expires_at
 				)
 				SELECT 'R', group_name, holder, term, expires_at, %2$s, NULL, NULL::timestamptz, NULL::varchar[],
@@ -193,10 +199,10 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 				UNION ALL
 				SELECT 'N', node_id, name, pid, started_at, 0, host, heartbeat_at, daemons, drained FROM me
 				UNION ALL
-				SELECT 'N', node_id, name, pid, started_at,
+				SELECT CASE WHEN node_id = ? THEN 'D' ELSE 'N' END, node_id, name, pid, started_at,
 				       (extract(epoch from (clock_timestamp() - heartbeat_at)) * 1000)::bigint, host, heartbeat_at,
 				       daemons, drained
-				FROM %1$snodes WHERE node_id <> ?
+				FROM %1$snodes WHERE node_id <> ? OR NOT EXISTS (SELECT 1 FROM me)
 				""".formatted(p, remaining, DURABLE);
 		this.tickWithDaemonsSql = this.tickSql + "UNION ALL\n" + DaemonRows.assignmentsRequestsAndClock(p);
 		// A release is a change of holder: it locks the rows FOR UPDATE, in a fixed order, before it changes them, so
@@ -245,11 +251,11 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	private static Statements.Callback<AcquireResult> acquireCall(String group, String nodeId, Duration duration) {
 		return (statement) -> {
 			statement.setString(1, group);
-			statement.setString(2, group);
-			statement.setString(3, nodeId);
-			statement.setLong(4, duration.toMillis());
-			statement.setString(5, group);
-			statement.setString(6, nodeId);
+			statement.setString(2, nodeId);
+			statement.setString(3, group);
+			statement.setString(4, nodeId);
+			statement.setLong(5, duration.toMillis());
+			statement.setString(6, group);
 			statement.setString(7, group);
 			try (ResultSet rows = statement.executeQuery()) {
 				if (!rows.next()) {
@@ -272,7 +278,9 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 			statement.setString(++i, node.name());
 			statement.setString(++i, node.host());
 			statement.setLong(++i, node.pid());
+			statement.setString(++i, incarnation(node));
 			statement.setArray(++i, connection.createArrayOf("varchar", new TreeSet<>(node.daemons()).toArray()));
+			statement.setLong(++i, nodeExpiry.toMillis());
 			statement.setString(++i, node.id());
 			statement.setLong(++i, nodeExpiry.toMillis());
 			statement.setLong(++i, leaseDuration.toMillis());
@@ -280,6 +288,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 			statement.setArray(++i, connection.createArrayOf("bigint", held.values().toArray()));
 			statement.setString(++i, node.id());
 			statement.setArray(++i, connection.createArrayOf("varchar", groups.toArray()));
+			statement.setString(++i, node.id());
 			statement.setString(++i, node.id());
 			Map<String, LeaseState> renewed = new LinkedHashMap<>();
 			Map<String, LeaseState> leases = new LinkedHashMap<>();
@@ -289,9 +298,13 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 					switch (rows.getString(1)) {
 						case "R" -> renewed.put(rows.getString(2), lease(rows, 2));
 						case "L" -> leases.put(rows.getString(2), lease(rows, 2));
-						case "N" -> members.add(new NodeInfo(rows.getString(2), rows.getString(3), rows.getString(7),
-								rows.getLong(4), Statements.instant(rows, 5), Statements.instant(rows, 8),
-								rows.getLong(6) < nodeExpiry.toMillis()));
+						case "N" -> members.add(member(rows, nodeExpiry));
+						case "D" -> throw new DuplicateKeyException(String.format("Node id '%s' is registered by "
+								+ "another live process (host %s, pid %d, last heartbeat %d ms ago). Two processes "
+								+ "must never share a node id: give each its own leader.node.id, or leave it unset "
+								+ "to have one generated. This process takes part in nothing until that "
+								+ "registration has been silent for the node expiry", node.id(), rows.getString(7),
+								rows.getLong(4), rows.getLong(6)));
 						default -> {
 						}
 					}
@@ -515,6 +528,19 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 			throw ex;
 		}
 		return connection;
+	}
+
+	private static NodeInfo member(ResultSet rows, Duration nodeExpiry) throws SQLException {
+		return new NodeInfo(rows.getString(2), rows.getString(3), rows.getString(7), rows.getLong(4),
+				Statements.instant(rows, 5), Statements.instant(rows, 8), rows.getLong(6) < nodeExpiry.toMillis());
+	}
+
+	/**
+	 * Returns the incarnation of a node: its process, told apart from an earlier or another process with the same id
+	 * by the pid, the host and a value drawn once per JVM.
+	 */
+	private static String incarnation(NodeRegistration node) {
+		return node.pid() + "/" + Integer.toHexString(node.host().hashCode()) + "/" + PROCESS;
 	}
 
 	private static LeaseState lease(ResultSet rows, int first) throws SQLException {

@@ -18,9 +18,11 @@ import dev.leader.node.NodeRegistration;
 public interface CoordinationStore {
 
 	/**
-	 * Takes the group's lease for the node if it is free, expired, or already validly held by that node. The term
-	 * stays the same when the node already held a valid lease and rises by one on every other grant; the lease is
-	 * created with term 1 when the group has none.
+	 * Takes the group's lease for the node if it is free, expired, or already held by that node. The term rises by one
+	 * on every grant, including a grant to the node that held a valid lease: a node asks for a lease only when it does
+	 * not hold it, so a valid lease under its id belongs to an earlier leadership it stepped down from, or to another
+	 * process started with the same id, and a term must never serve two of them. The lease is created with term 1
+	 * when the group has none. A change of holder or term waits for the transactions that guard the old term.
 	 * @param group the group
 	 * @param nodeId the node asking
 	 * @param duration the lease duration
@@ -31,13 +33,15 @@ public interface CoordinationStore {
 	/**
 	 * The steady-state round trip of a node: registers or heartbeats the node, renews every lease it holds, forgets
 	 * nodes that have been dead for longer than the node expiry, and reads the leases of the given groups and the
-	 * member list.
+	 * member list. The node's registration belongs to one process: while another process that registered the same id
+	 * has heartbeated within the node expiry, nothing is registered or renewed.
 	 * @param node the node
 	 * @param held the terms of the leases the node believes it holds, by group
 	 * @param groups the groups whose leases to read
 	 * @param leaseDuration the lease duration to renew for
 	 * @param nodeExpiry the node expiry
 	 * @return the renewed leases, the leases of the groups, and the members
+	 * @throws org.springframework.dao.DuplicateKeyException if another live process has registered the node's id
 	 */
 	Tick tick(NodeRegistration node, Map<String, Long> held, Collection<String> groups, Duration leaseDuration,
 			Duration nodeExpiry);

@@ -47,6 +47,8 @@ import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.dao.DuplicateKeyException;
+
 /**
  * Lease-based leader election for a set of groups, plus this node's membership heartbeat. Usable without a Spring
  * context: construct it with a store, call {@link #start()}, and {@link #stop()} to release.
@@ -128,6 +130,12 @@ public final class LeaderEngine implements Leadership {
 	private volatile boolean running;
 
 	private volatile long lastContactNanos;
+
+	// Whether the last heartbeat found this node's id registered by another live process, and whether one since the
+	// start registered this process: it asks for no lease before. Both with roundTrips held.
+	private boolean duplicate;
+
+	private boolean registered;
 
 	private volatile boolean contacted;
 
@@ -409,11 +417,30 @@ public final class LeaderEngine implements Leadership {
 			tick = this.store.tick(this.node, held, this.groups.keySet(), this.settings.duration(),
 					this.settings.nodeExpiry());
 		}
+		catch (DuplicateKeyException ex) {
+			// Another live process has this node's id: whatever it holds is its own, so nothing is held here.
+			observation.lowCardinalityKeyValue(OUTCOME, "error").error(ex).stop();
+			if (!this.duplicate) {
+				this.duplicate = true;
+				logger.error(ex.getMessage());
+			}
+			this.registered = false;
+			synchronized (this.lock) {
+				held.keySet().forEach((name) -> stepDown(this.groups.get(name), RevokeReason.ERROR, -1));
+			}
+			scheduleTick(this.settings.renewInterval().toNanos());
+			return;
+		}
 		catch (RuntimeException ex) {
 			observation.lowCardinalityKeyValue(OUTCOME, "error").error(ex).stop();
 			onRoundTripFailure("heartbeat", held.keySet(), ex);
 			scheduleTick(this.settings.retryInterval().toNanos());
 			return;
+		}
+		this.registered = true;
+		if (this.duplicate) {
+			this.duplicate = false;
+			info("Leader node %s registered: the other process with its id has gone silent", this.node.id());
 		}
 		long received = System.nanoTime();
 		observation
@@ -470,13 +497,9 @@ public final class LeaderEngine implements Leadership {
 
 	private void considerAcquiring(Group group, long readAt) {
 		LeaseState view = group.view;
-		if (view != null && this.node.id().equals(view.holder()) && view.isHeld()) {
-			// This node stepped down locally but its lease is still valid in the coordinator. Release it, so that the
-			// next grant carries a new term and never repeats one already revoked.
-			releaseQuietly(Map.of(group.name, view.term()));
-			attemptAcquire(group);
-		}
-		else if (view == null || !view.isHeld()) {
+		// A lease still valid under this node's id is one it stepped down from locally: acquiring it again grants
+		// the next term, never the one already revoked.
+		if (view == null || !view.isHeld() || this.node.id().equals(view.holder())) {
 			attemptAcquire(group);
 		}
 		else {
@@ -487,7 +510,7 @@ public final class LeaderEngine implements Leadership {
 	private void attemptAcquire(Group group) {
 		this.roundTrips.lock();
 		try {
-			if (this.running && group.holding == null) {
+			if (this.running && this.registered && group.holding == null) {
 				acquire(group);
 			}
 		}
@@ -517,13 +540,6 @@ public final class LeaderEngine implements Leadership {
 		long received = System.nanoTime();
 		observation.lowCardinalityKeyValue(OUTCOME, result.granted() ? "granted" : "refused").stop();
 		LeaseState lease = result.lease();
-		if (result.granted() && lease != null && lease.term() <= group.revokedTerm) {
-			// An earlier release of this term failed and the lease is still ours: release it again, since a term
-			// that was revoked is never granted again, and take the next term.
-			releaseQuietly(Map.of(group.name, lease.term()));
-			scheduleWake(group, 0);
-			return;
-		}
 		synchronized (this.lock) {
 			if (result.granted() && lease != null) {
 				hold(group, lease.term(), sent);
@@ -751,7 +767,6 @@ public final class LeaderEngine implements Leadership {
 			return;
 		}
 		group.holding = null;
-		group.revokedTerm = holding.term;
 		cancel(group.expiry);
 		publish(new LeadershipRevokedEvent(group.name, holding.term, this.node.id(), reason));
 		info("Leader group=%s node=%s action=revoked term=%d reason=%s latency=%s", group.name,
@@ -942,8 +957,6 @@ public final class LeaderEngine implements Leadership {
 		private @Nullable ScheduledFuture<?> wake;
 
 		private boolean renewFailed;
-
-		private volatile long revokedTerm;
 
 		private long cooldownUntil = System.nanoTime();
 
