@@ -15,11 +15,11 @@ import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.Status;
 
 /**
- * Health of leadership: UP while this node has reached the coordinator within the node expiry, DOWN once it has not
- * (other nodes then consider it dead). Details give this node's id, whether the coordinator is reachable, the role
- * per group ({@code roles}), and per group ({@code groups}) the role, the term, the leader as last read and the lease
- * time left in milliseconds: on the leader, the time left in its safe window; on a follower, the time left on the
- * leader's lease when it was last read.
+ * Health of leadership: UP while this node sent its last heartbeat that succeeded within the node expiry, DOWN once
+ * it has not (other nodes may then consider it dead). Details give this node's id, whether the coordinator is
+ * reachable, the role per group ({@code roles}), and per group ({@code groups}) the role, the term, the leader as last
+ * read and the lease time left in milliseconds: on the leader, the time left in its safe window; on a follower, the
+ * time left on the leader's lease when it was last read.
  * <p>
  * Being a follower is healthy; only losing the coordinator is not. That makes the indicator fit a readiness group: a
  * node that cannot reach the database should not take traffic that needs leadership decisions.
@@ -73,7 +73,7 @@ public class LeadershipHealthIndicator extends AbstractHealthIndicator {
 			groups.put(group, describe(group, leader));
 		}
 		Duration expiry = this.engine.settings().nodeExpiry();
-		Duration since = this.engine.sinceLastContact().orElse(null);
+		Duration since = this.engine.sinceLastHeartbeat().orElse(null);
 		Map<String, String> stuck = (this.daemons != null) ? this.daemons.stuck() : Map.of();
 		if (since != null && since.compareTo(expiry) < 0 && !stuck.isEmpty()) {
 			builder.status(DEGRADED)

@@ -72,16 +72,20 @@ import org.springframework.context.event.EventListener;
  * <b>Leader, each cycle:</b> reads the nodes and assignments, plans with {@link AssignmentPlanner}, and applies the
  * plan with writes guarded by its term, so a deposed leader changes nothing.
  * <p>
- * <b>Node, each cycle:</b> an assignment ASSIGNING to this node is started, then acknowledged (ACTIVE); a REVOKING one
+ * <b>Node, each cycle:</b> an assignment ASSIGNING to this node is started, then acknowledged (ACTIVE), and the
+ * acknowledgement is sent again each cycle, while the assignment is still ASSIGNING to this node with that generation,
+ * until one succeeds, so that a failed statement does not move a healthy daemon at the ack timeout; a REVOKING one
  * is cancelled and, once its agent returned or the drain timeout passed, handed back (DELETED); a running daemon whose
  * assignment is gone, on another node or of another generation is stopped at once. An assignment of this node that
  * it does not run (after a restart with the same node id, or a daemon it does not have) is handed back at once.
  * <p>
  * <b>Guarantees (G4).</b> A node runs a daemon only while its assignment names the node and the generation, stops all
- * its daemons once it has not heartbeated for the node expiry minus the safety margin (before other nodes may declare
- * it dead), and the writes its agents guard with {@link DaemonContext#guard()} commit only while that assignment is
- * current. A graceful {@link #stop()} drains the daemons (up to the drain timeout) and hands them back, so the leader
- * reassigns them without waiting for the node expiry.
+ * its daemons once the node expiry minus the safety margin has passed since it sent its last heartbeat that succeeded
+ * (counted from the send on {@link System#nanoTime()}, as the safe window is: the database wrote that heartbeat no
+ * earlier, so other nodes cannot declare this one dead sooner, however late the reply came), and the writes its agents
+ * guard with {@link DaemonContext#guard()} commit only while that assignment is current. A graceful {@link #stop()}
+ * drains the daemons (up to the drain timeout) and hands them back, so the leader reassigns them without waiting for
+ * the node expiry.
  * <p>
  * <b>Operations.</b> {@link #requestRebalance()}, {@link #requestMove(String, String)} and
  * {@link #drain(String, boolean)} may be called on any node: they check their input against a fresh read, record
@@ -234,7 +238,7 @@ public final class DaemonCoordinator implements SmartLifecycle {
 		this.notifications = this.store.listen(this::notified);
 		this.heartbeats = this.store.followHeartbeat(this::polled);
 		this.cycles.execute(() -> cycle(null));
-		this.watchdog.scheduleWithFixedDelay(this::checkContact, WATCHDOG_PERIOD.toMillis(),
+		this.watchdog.scheduleWithFixedDelay(this::checkHeartbeat, WATCHDOG_PERIOD.toMillis(),
 				WATCHDOG_PERIOD.toMillis(), TimeUnit.MILLISECONDS);
 		logger.info(String.format("Daemon node %s started with daemons %s, leader group %s", this.nodeId,
 				this.agents.keySet(), this.settings.group()));
@@ -663,6 +667,15 @@ public final class DaemonCoordinator implements SmartLifecycle {
 			else if (assignment.state() == AssignmentState.REVOKING) {
 				drain(run, Reason.REVOKED);
 			}
+			else if (!run.acknowledged && assignment.state() == AssignmentState.ASSIGNING) {
+				retryAcknowledge(run);
+			}
+			else if (!run.acknowledged) {
+				// A failed acknowledgement that committed before its connection broke.
+				run.acknowledged = true;
+				logger.info(String.format("Daemon daemon=%s node=%s action=started generation=%d ack-failures=%d",
+						run.daemon, this.nodeId, run.generation, run.acknowledgeFailures));
+			}
 		}
 		for (Assignment assignment : snapshot.assignments()) {
 			if (assignment.isLive() && this.nodeId.equals(assignment.node()) && !isRunning(assignment)) {
@@ -692,20 +705,62 @@ public final class DaemonCoordinator implements SmartLifecycle {
 			}
 			return;
 		}
-		if (!contactIsFresh() || this.runs.containsKey(assignment.daemon())) {
+		if (!heartbeatIsRecent() || this.runs.containsKey(assignment.daemon())) {
 			return;
 		}
 		publish(new DaemonAssignedEvent(assignment.daemon(), assignment.generation(), this.nodeId));
 		Run run = new Run(assignment.daemon(), assignment.generation(), agent);
 		this.runs.put(run.daemon, run);
 		run.thread.start();
-		if (this.store.acknowledge(this.nodeId, assignment.daemon(), assignment.generation())) {
-			logger.info(String.format("Daemon daemon=%s node=%s action=started generation=%d", run.daemon,
-					this.nodeId, run.generation));
+		try {
+			if (!acknowledge(run)) {
+				// Changed since it was read: only this node's acknowledgement takes its assignment out of ASSIGNING.
+				stopAtOnce(run, Reason.TAKEN_OVER);
+			}
 		}
-		else {
-			stopAtOnce(run, Reason.TAKEN_OVER);
+		catch (RuntimeException ex) {
+			acknowledgeFailed(run, ex);
 		}
+	}
+
+	/**
+	 * Sends again an acknowledgement that failed, for a run whose assignment was read ASSIGNING to this node with its
+	 * generation. Nothing changing means the read is outdated: the failed acknowledgement may have committed before
+	 * its connection broke, or the leader may have taken the daemon back. The next cycle's read tells, and stops the
+	 * run in the second case.
+	 */
+	private void retryAcknowledge(Run run) {
+		try {
+			if (!acknowledge(run)) {
+				logger.debug(String.format("Daemon daemon=%s node=%s generation=%d: the acknowledgement changed "
+						+ "nothing, the assignment was read before it changed", run.daemon, this.nodeId,
+						run.generation));
+			}
+		}
+		catch (RuntimeException ex) {
+			acknowledgeFailed(run, ex);
+		}
+	}
+
+	/**
+	 * Marks the run's assignment ACTIVE, if it is still ASSIGNING to this node with the run's generation.
+	 * @return whether it changed
+	 */
+	private boolean acknowledge(Run run) {
+		if (!this.store.acknowledge(this.nodeId, run.daemon, run.generation)) {
+			return false;
+		}
+		run.acknowledged = true;
+		logger.info(String.format("Daemon daemon=%s node=%s action=started generation=%d%s", run.daemon, this.nodeId,
+				run.generation, (run.acknowledgeFailures > 0) ? " ack-failures=" + run.acknowledgeFailures : ""));
+		return true;
+	}
+
+	private void acknowledgeFailed(Run run, RuntimeException ex) {
+		run.acknowledgeFailures++;
+		logger.warn(String.format("Daemon daemon=%s node=%s action=ack-failed generation=%d; retrying next cycle, "
+				+ "the ack timeout is %s: %s", run.daemon, this.nodeId, run.generation, this.settings.ackTimeout(),
+				ex));
 	}
 
 	private void drain(Run run, Reason reason) {
@@ -790,23 +845,29 @@ public final class DaemonCoordinator implements SmartLifecycle {
 		return this.engine.settings().renewInterval();
 	}
 
-	private boolean contactIsFresh() {
-		Optional<Duration> since = this.engine.sinceLastContact();
-		return since.isPresent() && since.get().compareTo(contactLimit()) < 0;
+	/**
+	 * Returns whether this node sent its last heartbeat that succeeded less than the node expiry minus the safety
+	 * margin ago. Counted from the send, since the database may have written the heartbeat long before the reply
+	 * arrived, and counts the node dead the node expiry after that write.
+	 */
+	private boolean heartbeatIsRecent() {
+		Optional<Duration> since = this.engine.sinceLastHeartbeat();
+		return since.isPresent() && since.get().compareTo(heartbeatLimit()) < 0;
 	}
 
-	private Duration contactLimit() {
+	private Duration heartbeatLimit() {
 		return this.engine.settings().nodeExpiry().minus(this.engine.settings().safetyMargin());
 	}
 
 	// Runs on the leader-daemons-watchdog thread.
 
-	private void checkContact() {
-		if (this.runs.isEmpty() || contactIsFresh()) {
+	private void checkHeartbeat() {
+		if (this.runs.isEmpty() || heartbeatIsRecent()) {
 			return;
 		}
-		logger.warn("Daemon node " + this.nodeId + " has not heartbeated for " + contactLimit()
-				+ " (node expiry minus safety margin); stopping its daemons, other nodes may take them over");
+		logger.warn("Daemon node " + this.nodeId + " sent its last heartbeat that succeeded more than "
+				+ heartbeatLimit() + " ago (node expiry minus safety margin); stopping its daemons, other nodes may "
+				+ "take them over");
 		List.copyOf(this.runs.values()).forEach((run) -> stopAtOnce(run, Reason.CONTACT_LOST));
 	}
 
@@ -864,6 +925,12 @@ public final class DaemonCoordinator implements SmartLifecycle {
 		private volatile boolean draining;
 
 		private volatile long drainDeadline;
+
+		// On the leader-daemons thread only.
+
+		private boolean acknowledged;
+
+		private int acknowledgeFailures;
 
 		Run(String daemon, long generation, DaemonAgent agent) {
 			this.daemon = daemon;

@@ -129,15 +129,20 @@ public final class LeaderEngine implements Leadership {
 
 	private volatile boolean running;
 
-	private volatile long lastContactNanos;
+	/**
+	 * The local monotonic instant at which the last heartbeat that succeeded was sent. The database wrote that
+	 * heartbeat no earlier, so it cannot count this node dead before this instant plus the node expiry, however long
+	 * the reply took.
+	 */
+	private volatile long lastHeartbeatSent;
+
+	private volatile boolean heartbeated;
 
 	// Whether the last heartbeat found this node's id registered by another live process, and whether one since the
 	// start registered this process: it asks for no lease before. Both with roundTrips held.
 	private boolean duplicate;
 
 	private boolean registered;
-
-	private volatile boolean contacted;
 
 	private @Nullable ScheduledFuture<?> nextTick;
 
@@ -367,11 +372,13 @@ public final class LeaderEngine implements Leadership {
 	}
 
 	/**
-	 * Returns how long ago this node last completed a round trip with the coordinator.
-	 * @return the time since the last contact, or empty if there has been none
+	 * Returns how long ago, on the local monotonic clock, this node sent the last heartbeat that succeeded. The time
+	 * counts from the send, not the reply, as the safe window does: the coordinator wrote the heartbeat no earlier,
+	 * so it cannot have counted this node dead before this time reaches the node expiry, however long the reply took.
+	 * @return the time since that heartbeat was sent, or empty if no heartbeat has succeeded yet
 	 */
-	public Optional<Duration> sinceLastContact() {
-		return this.contacted ? Optional.of(Duration.ofNanos(System.nanoTime() - this.lastContactNanos))
+	public Optional<Duration> sinceLastHeartbeat() {
+		return this.heartbeated ? Optional.of(Duration.ofNanos(System.nanoTime() - this.lastHeartbeatSent))
 				: Optional.empty();
 	}
 
@@ -446,8 +453,8 @@ public final class LeaderEngine implements Leadership {
 		observation
 			.lowCardinalityKeyValue(OUTCOME, tick.renewed().keySet().containsAll(held.keySet()) ? "success" : "lost")
 			.stop();
-		this.lastContactNanos = received;
-		this.contacted = true;
+		this.lastHeartbeatSent = sent;
+		this.heartbeated = true;
 		if (logger.isDebugEnabled()) {
 			logger.debug(String.format("Leader node %s heartbeat renewed=%s in %d ms", this.node.id(),
 					tick.renewed().keySet(), TimeUnit.NANOSECONDS.toMillis(received - sent)));

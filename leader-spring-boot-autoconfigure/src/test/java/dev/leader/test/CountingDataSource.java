@@ -17,9 +17,9 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * A {@link DataSource} that records every statement executed through it: its SQL, the {@link System#nanoTime()} at
- * which it was sent, and whether it failed. It counts what a node asks of the database, independently of timing and
- * of anything else that shares the server, so tests can assert on load ("one statement per renew interval") rather
- * than measure it.
+ * which it was sent and at which it returned, and whether it failed. It counts what a node asks of the database,
+ * independently of timing and of anything else that shares the server, so tests can assert on load ("one statement
+ * per renew interval") rather than measure it.
  * <p>
  * Only the {@code execute…} methods of statements obtained from its connections are recorded; batches are not
  * (the stores use none).
@@ -101,11 +101,13 @@ public final class CountingDataSource {
 			long sent = System.nanoTime();
 			try {
 				Object result = invoke(statement, method, args);
-				this.executions.add(new Execution(String.valueOf(sql), sent, Thread.currentThread().getName(), null));
+				this.executions.add(new Execution(String.valueOf(sql), sent, System.nanoTime(),
+						Thread.currentThread().getName(), null));
 				return result;
 			}
 			catch (Throwable ex) {
-				this.executions.add(new Execution(String.valueOf(sql), sent, Thread.currentThread().getName(), ex));
+				this.executions.add(new Execution(String.valueOf(sql), sent, System.nanoTime(),
+						Thread.currentThread().getName(), ex));
 				throw ex;
 			}
 		}));
@@ -130,10 +132,11 @@ public final class CountingDataSource {
 	 *
 	 * @param sql the statement's SQL
 	 * @param sentAt the {@link System#nanoTime()} at which it was sent
+	 * @param returnedAt the {@link System#nanoTime()} at which its reply had been read, or its failure thrown
 	 * @param thread the name of the thread that sent it
 	 * @param failure what it threw, or {@code null} if it succeeded
 	 */
-	public record Execution(String sql, long sentAt, String thread, @Nullable Throwable failure) {
+	public record Execution(String sql, long sentAt, long returnedAt, String thread, @Nullable Throwable failure) {
 
 		/**
 		 * Returns whether the statement's SQL contains the given text.

@@ -1,0 +1,400 @@
+package dev.leader.daemon;
+
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+import javax.sql.DataSource;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.leader.DaemonAgent;
+import dev.leader.DaemonStoppedEvent;
+import dev.leader.DaemonStoppedEvent.Reason;
+import dev.leader.LeadershipGrantedEvent;
+import dev.leader.NodeJoinedEvent;
+import dev.leader.jdbc.LeaderSchemaMigration;
+import dev.leader.jdbc.PostgresCoordinationStore;
+import dev.leader.jdbc.PostgresDaemonStore;
+import dev.leader.jdbc.TablePrefix;
+import dev.leader.lease.LeaderEngine;
+import dev.leader.lease.LeaseSettings;
+import dev.leader.node.NodeRegistration;
+import dev.leader.test.CountingDataSource;
+import dev.leader.test.CountingDataSource.Execution;
+import dev.leader.test.TestDatabase;
+import org.jspecify.annotations.Nullable;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.postgresql.PGConnection;
+
+import org.springframework.jdbc.core.simple.JdbcClient;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * In-process behaviour of {@link DaemonCoordinator} with its {@link LeaderEngine} against real PostgreSQL, under
+ * faults made in the database: a row lock that holds a heartbeat's reply up after its write, a revoked privilege that
+ * fails the heartbeats after it, and a connection terminated under an acknowledgement.
+ */
+class DaemonCoordinatorTests {
+
+	private static final TablePrefix PREFIX = new TablePrefix("leader_");
+
+	private static final Duration QUERY_TIMEOUT = Duration.ofSeconds(3);
+
+	private static final String HEARTBEAT = "DO UPDATE SET heartbeat_at";
+
+	private static final String ACKNOWLEDGE = "SET state = 'ACTIVE'";
+
+	private TestDatabase database;
+
+	private HikariDataSource dataSource;
+
+	private final List<AutoCloseable> cleanUp = new CopyOnWriteArrayList<>();
+
+	private final List<Object> events = new CopyOnWriteArrayList<>();
+
+	@BeforeEach
+	void createSchema() {
+		this.database = TestDatabase.createSchema();
+		this.dataSource = this.database.dataSource(8);
+		new LeaderSchemaMigration(this.dataSource, PREFIX).migrate();
+	}
+
+	@AfterEach
+	void dropSchema() throws Exception {
+		for (int i = this.cleanUp.size() - 1; i >= 0; i--) {
+			this.cleanUp.get(i).close();
+		}
+		this.dataSource.close();
+		this.database.drop();
+	}
+
+	@Test
+	void daemonsStopByNodeExpiryMinusMarginAfterTheSendOfTheLastHeartbeatThatSucceededHoweverLateItsReply()
+			throws Exception {
+		// Node expiry 4 s, safety margin 1 s: the daemons must stop within 3 s of the send, 1.5 s after the reply.
+		LeaseSettings lease = new LeaseSettings(Duration.ofSeconds(5), Duration.ofMillis(500), Duration.ofMillis(500),
+				Duration.ofSeconds(1), Duration.ofSeconds(4), Duration.ofSeconds(4));
+		Duration limit = lease.nodeExpiry().minus(lease.safetyMargin());
+		Duration replyDelay = Duration.ofMillis(1500);
+		AtomicLong stoppedAt = new AtomicLong();
+		CountDownLatch stopped = new CountDownLatch(1);
+		DaemonAgent agent = (context) -> {
+			try {
+				context.awaitCancellation(Duration.ofMinutes(1));
+			}
+			finally {
+				if (stoppedAt.compareAndSet(0, System.nanoTime())) {
+					stopped.countDown();
+				}
+			}
+		};
+		// The node logs in as a role of its own, so that a revoked privilege makes its next heartbeats fail.
+		String role = "r_" + this.database.schema();
+		execute("CREATE ROLE " + role + " LOGIN", "GRANT ALL ON SCHEMA " + this.database.schema() + " TO " + role,
+				"GRANT ALL ON ALL TABLES IN SCHEMA " + this.database.schema() + " TO " + role);
+		this.cleanUp.add(() -> execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '"
+				+ role + "'", "DROP OWNED BY " + role, "DROP ROLE " + role));
+		HikariConfig config = new HikariConfig();
+		config.setJdbcUrl(this.database.url());
+		config.setUsername(role);
+		config.setMaximumPoolSize(8);
+		HikariDataSource nodeDataSource = new HikariDataSource(config);
+		this.cleanUp.add(nodeDataSource::close);
+		CountingDataSource counted = new CountingDataSource(nodeDataSource);
+		start("a", lease, DaemonSettings.defaults(), counted.dataSource(), counted.dataSource(), agent);
+		awaitActive("steady", "a", 1);
+		try (Connection locker = this.database.connect(); Connection observer = this.database.connect()) {
+			// A dead node's row that the heartbeat's clean-up deletes from 1 s after now. Locked, it holds the heartbeat
+			// up after the heartbeat wrote this node's heartbeat_at, from which the database counts the node expiry:
+			// the reply comes late, the write does not.
+			execute(locker, """
+					INSERT INTO leader_nodes (node_id, name, host, pid, started_at, heartbeat_at)
+					VALUES ('ghost', 'ghost', 'localhost', 0, clock_timestamp(),
+					  clock_timestamp() - 2 * ? * interval '1 millisecond' + interval '1 second')
+					""", lease.nodeExpiry().toMillis());
+			locker.setAutoCommit(false);
+			execute(locker, "SELECT node_id FROM leader_nodes WHERE node_id = 'ghost' FOR UPDATE");
+			await().atMost(Duration.ofSeconds(3))
+				.pollInterval(Duration.ofMillis(5))
+				.until(() -> blockedBy(observer, pid(locker)), (pid) -> pid != 0);
+			long heldSince = System.nanoTime();
+			// Committed with the release of the lock, so that the held-up heartbeat, past its privilege checks, is the
+			// last that succeeds.
+			execute(locker, "REVOKE UPDATE ON leader_nodes FROM " + role);
+			TimeUnit.NANOSECONDS.sleep(heldSince + replyDelay.toNanos() - System.nanoTime());
+			locker.commit();
+			assertThat(stopped.await(10, TimeUnit.SECONDS)).isTrue();
+			// The database's clock runs at the same rate as this one: its age of the heartbeat, less the time since
+			// the stop, is at least its age when the daemon stopped.
+			long queried = System.nanoTime();
+			long heartbeatAgeAtStop = query(observer, """
+					SELECT (extract(epoch from (clock_timestamp() - heartbeat_at)) * 1000)::bigint
+					FROM leader_nodes WHERE node_id = 'a'
+					""") - TimeUnit.NANOSECONDS.toMillis(queried - stoppedAt.get());
+			List<Execution> heartbeats = counted.executions().stream().filter(Execution.containing(HEARTBEAT)).toList();
+			String timeline = timeline(heartbeats, stoppedAt.get());
+			Execution lastSucceeded = heartbeats.stream()
+				.filter((execution) -> execution.failure() == null && execution.returnedAt() - stoppedAt.get() < 0)
+				.max(Comparator.comparingLong(Execution::sentAt))
+				.orElseThrow();
+			assertThat(Duration.ofNanos(lastSucceeded.returnedAt() - lastSucceeded.sentAt()))
+				.as("reply time of the last heartbeat that succeeded; heartbeats, ms from the stop: %s", timeline)
+				.isGreaterThanOrEqualTo(replyDelay.minusMillis(50));
+			// The watchdog looks every 100 ms; the rest of the allowance is for a busy machine. Counted from the reply,
+			// the stop comes the whole reply time (1.5 s) later.
+			assertThat(Duration.ofNanos(stoppedAt.get() - lastSucceeded.sentAt()))
+				.as("time from the send of the last heartbeat that succeeded to the daemon's stop; heartbeats: %s",
+						timeline)
+				.isLessThanOrEqualTo(limit.plusMillis(600));
+			assertThat(heartbeatAgeAtStop).as("age of the node's heartbeat in the database when its daemon stopped")
+				.isLessThan(lease.nodeExpiry().toMillis());
+			await().atMost(Duration.ofSeconds(2))
+				.until(() -> this.events.stream()
+					.anyMatch((event) -> event instanceof DaemonStoppedEvent stop && stop.reason() == Reason.CONTACT_LOST));
+		}
+	}
+
+	@Test
+	void failedAcknowledgementIsRetriedSoTheDaemonStaysOnItsNodeWithItsGeneration() throws Exception {
+		LeaseSettings lease = new LeaseSettings(Duration.ofSeconds(2), Duration.ofMillis(300), Duration.ofMillis(300),
+				Duration.ofMillis(200), Duration.ofSeconds(2), Duration.ofSeconds(2));
+		DaemonSettings daemons = new DaemonSettings("default", Duration.ofSeconds(4), Duration.ofSeconds(4), 2,
+				Duration.ZERO);
+		AtomicInteger runs = new AtomicInteger();
+		AtomicBoolean cancelled = new AtomicBoolean();
+		DaemonAgent agent = (context) -> {
+			runs.incrementAndGet();
+			try {
+				context.awaitCancellation(Duration.ofMinutes(1));
+			}
+			finally {
+				cancelled.set(context.isCancelled());
+			}
+		};
+		TerminatingDataSource terminating = new TerminatingDataSource(this.dataSource, ACKNOWLEDGE);
+		start("a", lease, daemons, this.dataSource, terminating.dataSource(), agent);
+		await().atMost(Duration.ofSeconds(5)).until(() -> runs.get() > 0);
+		awaitActive("steady", "a", 1);
+		assertThat(terminating.terminated()).as("backends terminated under an acknowledgement").isOne();
+		assertThat(terminating.failures()).as("acknowledgements that failed").isOne();
+		long ackMillis = JdbcClient.create(this.dataSource)
+			.sql("SELECT (extract(epoch from (acked_at - assigned_at)) * 1000)::bigint FROM leader_assignments "
+					+ "WHERE daemon_name = 'steady'")
+			.query(Long.class)
+			.single();
+		assertThat(ackMillis).as("time from assignment to acknowledgement, ms")
+			.isLessThan(daemons.ackTimeout().toMillis() / 2);
+		// Past the ack timeout, counted from the assignment: the daemon has not moved.
+		await().during(daemons.ackTimeout())
+			.atMost(daemons.ackTimeout().plusSeconds(2))
+			.until(() -> assignment("steady"), (row) -> row.equals("ACTIVE a 1"));
+		assertThat(runs.get()).isOne();
+		assertThat(cancelled.get()).isFalse();
+		assertThat(this.events).noneMatch((event) -> event instanceof DaemonStoppedEvent);
+	}
+
+	private void start(String node, LeaseSettings lease, DaemonSettings daemons, DataSource engineDataSource,
+			DataSource daemonDataSource, DaemonAgent agent) {
+		PostgresCoordinationStore coordination = new PostgresCoordinationStore(engineDataSource, PREFIX, QUERY_TIMEOUT);
+		DaemonCoordinator[] coordinator = new DaemonCoordinator[1];
+		LeaderEngine engine = new LeaderEngine(coordination, lease,
+				new NodeRegistration(node, node, "localhost", ProcessHandle.current().pid()), List.of(), (event) -> {
+					this.events.add(event);
+					if (coordinator[0] != null
+							&& (event instanceof LeadershipGrantedEvent || event instanceof NodeJoinedEvent)) {
+						coordinator[0].wake();
+					}
+				});
+		coordinator[0] = new DaemonCoordinator(engine,
+				new PostgresDaemonStore(daemonDataSource, PREFIX, QUERY_TIMEOUT,
+						lease.nodeExpiry().minus(lease.safetyMargin()), coordination),
+				daemons, Map.of("steady", agent), this.events::add);
+		engine.start();
+		coordinator[0].start();
+		this.cleanUp.add(engine::stop);
+		this.cleanUp.add(coordinator[0]::stop);
+	}
+
+	private static String timeline(List<Execution> executions, long origin) {
+		return executions.stream()
+			.map((execution) -> String.format("sent %+d returned %+d%s",
+					TimeUnit.NANOSECONDS.toMillis(execution.sentAt() - origin),
+					TimeUnit.NANOSECONDS.toMillis(execution.returnedAt() - origin),
+					(execution.failure() != null) ? " failed" : ""))
+			.toList()
+			.toString();
+	}
+
+	private void awaitActive(String daemon, String node, long generation) {
+		await().atMost(Duration.ofSeconds(5))
+			.until(() -> assignment(daemon), (row) -> row.equals("ACTIVE " + node + " " + generation));
+	}
+
+	private String assignment(String daemon) {
+		return JdbcClient.create(this.dataSource)
+			.sql("SELECT state || ' ' || node_id || ' ' || generation FROM leader_assignments WHERE daemon_name = ?")
+			.param(daemon)
+			.query(String.class)
+			.optional()
+			.orElse("none");
+	}
+
+	private static long pid(Connection connection) throws SQLException {
+		return connection.unwrap(PGConnection.class).getBackendPID();
+	}
+
+	/**
+	 * Returns a session that waits for a lock the given one holds, or 0.
+	 */
+	private static long blockedBy(Connection observer, long pid) throws SQLException {
+		return query(observer, "SELECT coalesce(min(pid), 0) FROM pg_stat_activity WHERE ?::int = ANY "
+				+ "(pg_blocking_pids(pid))", pid);
+	}
+
+	private static long query(Connection connection, String sql, Object... parameters) throws SQLException {
+		try (PreparedStatement statement = connection.prepareStatement(sql)) {
+			for (int i = 0; i < parameters.length; i++) {
+				statement.setObject(i + 1, parameters[i]);
+			}
+			try (ResultSet rows = statement.executeQuery()) {
+				rows.next();
+				return rows.getLong(1);
+			}
+		}
+	}
+
+	private void execute(String... statements) throws SQLException {
+		try (Connection connection = this.database.connect()) {
+			for (String sql : statements) {
+				execute(connection, sql);
+			}
+		}
+	}
+
+	private static void execute(Connection connection, String sql, Object... parameters) {
+		try (PreparedStatement statement = connection.prepareStatement(sql)) {
+			for (int i = 0; i < parameters.length; i++) {
+				statement.setObject(i + 1, parameters[i]);
+			}
+			statement.execute();
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException(ex);
+		}
+	}
+
+	/**
+	 * A data source whose first statement containing the given text runs on a connection whose backend was terminated
+	 * with {@code pg_terminate_backend} just before it was sent: a real connection failure, timed by this wrapper.
+	 */
+	private final class TerminatingDataSource {
+
+		private final DataSource target;
+
+		private final String text;
+
+		private final AtomicInteger terminated = new AtomicInteger();
+
+		private final AtomicInteger failures = new AtomicInteger();
+
+		TerminatingDataSource(DataSource target, String text) {
+			this.target = target;
+			this.text = text;
+		}
+
+		DataSource dataSource() {
+			return proxy(DataSource.class, this.target, (method, args, result) -> (result instanceof Connection connection)
+					? connection(connection) : result);
+		}
+
+		int terminated() {
+			return this.terminated.get();
+		}
+
+		int failures() {
+			return this.failures.get();
+		}
+
+		private Connection connection(Connection connection) {
+			return proxy(Connection.class, connection, (method, args, result) -> {
+				if (result instanceof PreparedStatement statement && args != null && args[0] instanceof String sql
+						&& sql.contains(this.text)) {
+					return statement(connection, statement);
+				}
+				return result;
+			});
+		}
+
+		private PreparedStatement statement(Connection connection, PreparedStatement statement) {
+			return (PreparedStatement) Proxy.newProxyInstance(getClass().getClassLoader(),
+					new Class<?>[] { PreparedStatement.class }, (p, method, args) -> {
+						boolean executes = method.getName().startsWith("execute");
+						if (executes && this.terminated.get() == 0) {
+							terminate(pid(connection));
+						}
+						try {
+							return invoke(statement, method, args);
+						}
+						catch (Throwable ex) {
+							if (executes) {
+								this.failures.incrementAndGet();
+							}
+							throw ex;
+						}
+					});
+		}
+
+		private void terminate(long pid) throws SQLException {
+			try (Connection admin = DaemonCoordinatorTests.this.database.connect()) {
+				assertThat(query(admin, "SELECT pg_terminate_backend(?::int)::int", pid)).isOne();
+				await().atMost(Duration.ofSeconds(5))
+					.pollInterval(Duration.ofMillis(5))
+					.until(() -> query(admin, "SELECT count(*) FROM pg_stat_activity WHERE pid = ?::int", pid) == 0);
+			}
+			this.terminated.incrementAndGet();
+		}
+
+		private static <T> T proxy(Class<T> type, Object target, Decorator decorator) {
+			return type.cast(Proxy.newProxyInstance(DaemonCoordinatorTests.class.getClassLoader(),
+					new Class<?>[] { type },
+					(p, method, args) -> decorator.decorate(method, args, invoke(target, method, args))));
+		}
+
+		private static Object invoke(Object target, Method method, Object @Nullable [] args) throws Throwable {
+			try {
+				return method.invoke(target, args);
+			}
+			catch (InvocationTargetException ex) {
+				throw ex.getCause();
+			}
+		}
+
+	}
+
+	@FunctionalInterface
+	private interface Decorator {
+
+		Object decorate(Method method, Object @Nullable [] args, Object result) throws Throwable;
+
+	}
+
+}
