@@ -73,8 +73,8 @@ public class LeaderProperties {
 	public static class Node {
 
 		/**
-		 * Id of this node, unique in the cluster. Generated once per start from the host name and a random part when
-		 * not set.
+		 * Id of this node, unique in the cluster. Generated once per application context from the host name and a
+		 * random part when not set.
 		 */
 		private @Nullable String id;
 

@@ -13,6 +13,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -25,6 +26,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import java.util.stream.Collectors;
 
@@ -61,7 +63,7 @@ import org.springframework.context.event.EventListener;
 /**
  * Runs daemon assignment on one node: the leader's side when this node leads the daemons group, and the node's side
  * always. Usable without a Spring context: construct it, {@link #start()} it after the engine and {@link #stop()} it
- * before the engine.
+ * before the engine; both can be started again after a stop.
  * <p>
  * <b>Cycles.</b> Every node runs a cycle with each of its heartbeats (the engine's renew interval), and at once when
  * a node joins or leaves, when this node is granted a lease and when notified (below). Where the store reads the
@@ -129,14 +131,26 @@ public final class DaemonCoordinator implements SmartLifecycle {
 
 	private final AtomicBoolean wakePending = new AtomicBoolean();
 
-	private final ScheduledExecutorService cycles = Executors.newSingleThreadScheduledExecutor(named("leader-daemons"));
+	/**
+	 * Held while the threads are created or torn down, so that a start waits until those of the previous run are
+	 * gone.
+	 */
+	private final ReentrantLock threadsLock = new ReentrantLock();
 
-	private final ScheduledExecutorService watchdog = Executors
-		.newSingleThreadScheduledExecutor(named("leader-daemons-watchdog"));
+	// Replaced when the coordinator starts again: a stop shuts them down, so that it leaves no thread behind.
 
-	private final ExecutorService events = Executors.newSingleThreadExecutor(named("leader-daemon-events"));
+	private volatile ScheduledExecutorService cycles;
+
+	private volatile ScheduledExecutorService watchdog;
+
+	private volatile ExecutorService events;
+
+	private final List<Thread> threads = new CopyOnWriteArrayList<>();
 
 	private volatile boolean running;
+
+	// Set when the last stop marked this node drained, which the next start undoes.
+	private volatile boolean drainedByStop;
 
 	private volatile @Nullable DaemonSnapshot lastRead;
 
@@ -194,6 +208,7 @@ public final class DaemonCoordinator implements SmartLifecycle {
 			engine.addGroup(settings.group());
 		}
 		engine.advertiseDaemons(this.agents.keySet());
+		createThreads();
 	}
 
 	/**
@@ -225,28 +240,46 @@ public final class DaemonCoordinator implements SmartLifecycle {
 	}
 
 	/**
-	 * Starts the cycles; returns at once.
+	 * Starts the cycles; returns at once. A coordinator that was stopped starts again with new threads, and first
+	 * undoes the drain of its stop, so that the leader gives this node daemons again.
 	 */
 	@Override
 	public void start() {
-		synchronized (this.lifecycleLock) {
+		this.threadsLock.lock();
+		try {
 			if (this.running) {
 				return;
 			}
-			this.running = true;
+			if (this.cycles.isShutdown()) {
+				createThreads();
+			}
+			// A wake-up or snapshot pending when the last run stopped was dropped with its thread: without this, the
+			// flags would keep every later one from being scheduled.
+			this.wakePending.set(false);
+			this.polled.set(null);
+			synchronized (this.lifecycleLock) {
+				this.running = true;
+			}
+			this.notifications = this.store.listen(this::notified);
+			this.heartbeats = this.store.followHeartbeat(this::polled);
+			this.cycles.execute(() -> {
+				undrainAfterStop();
+				cycle(null);
+			});
+			this.watchdog.scheduleWithFixedDelay(this::checkHeartbeat, WATCHDOG_PERIOD.toMillis(),
+					WATCHDOG_PERIOD.toMillis(), TimeUnit.MILLISECONDS);
+			logger.info(String.format("Daemon node %s started with daemons %s, leader group %s", this.nodeId,
+					this.agents.keySet(), this.settings.group()));
 		}
-		this.notifications = this.store.listen(this::notified);
-		this.heartbeats = this.store.followHeartbeat(this::polled);
-		this.cycles.execute(() -> cycle(null));
-		this.watchdog.scheduleWithFixedDelay(this::checkHeartbeat, WATCHDOG_PERIOD.toMillis(),
-				WATCHDOG_PERIOD.toMillis(), TimeUnit.MILLISECONDS);
-		logger.info(String.format("Daemon node %s started with daemons %s, leader group %s", this.nodeId,
-				this.agents.keySet(), this.settings.group()));
+		finally {
+			this.threadsLock.unlock();
+		}
 	}
 
 	/**
 	 * Stops: cancels every daemon of this node, waits up to the drain timeout for the agents to return, and hands the
-	 * daemons back so that the leader reassigns them at once. Blocks until then.
+	 * daemons back so that the leader reassigns them at once. Blocks until then, and until the coordinator's threads
+	 * have ended. The coordinator can be {@linkplain #start() started} again.
 	 */
 	@Override
 	public void stop() {
@@ -256,25 +289,26 @@ public final class DaemonCoordinator implements SmartLifecycle {
 			}
 			this.running = false;
 		}
-		this.watchdog.shutdownNow();
-		closeNotifications();
-		Future<?> handOver = this.cycles.submit(this::handOver);
+		this.threadsLock.lock();
 		try {
-			handOver.get(this.settings.drainTimeout().toMillis() + 5000, TimeUnit.MILLISECONDS);
+			this.watchdog.shutdownNow();
+			closeNotifications();
+			Future<?> handOver = this.cycles.submit(this::handOver);
+			try {
+				handOver.get(this.settings.drainTimeout().toMillis() + 5000, TimeUnit.MILLISECONDS);
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+			}
+			catch (Exception ex) {
+				logger.warn("Daemon node " + this.nodeId + " could not hand its daemons over cleanly: " + ex);
+			}
+			this.cycles.shutdownNow();
+			this.events.shutdown();
+			awaitThreads();
 		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-		}
-		catch (Exception ex) {
-			logger.warn("Daemon node " + this.nodeId + " could not hand its daemons over cleanly: " + ex);
-		}
-		this.cycles.shutdownNow();
-		this.events.shutdown();
-		try {
-			this.events.awaitTermination(5, TimeUnit.SECONDS);
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
+		finally {
+			this.threadsLock.unlock();
 		}
 	}
 
@@ -349,8 +383,8 @@ public final class DaemonCoordinator implements SmartLifecycle {
 	/**
 	 * Drains a node, or undrains it. The leader gives a drained node no daemons and moves each of its daemons that
 	 * another node can run away from it, without waiting for the settle window and regardless of the move cap. The
-	 * node stays drained until it is undrained or its node id starts again in another process. May be called on any
-	 * node.
+	 * node stays drained until it is undrained or its node id starts again: in another process, or in this one once
+	 * its engine was stopped and started. May be called on any node.
 	 * @param node the node
 	 * @param drained whether to drain it
 	 * @return the daemons assigned to the node as last read
@@ -797,11 +831,28 @@ public final class DaemonCoordinator implements SmartLifecycle {
 		}
 	}
 
+	private void undrainAfterStop() {
+		if (!this.drainedByStop) {
+			return;
+		}
+		this.drainedByStop = false;
+		try {
+			// False when the engine deregistered the node on its own stop: it registers again undrained.
+			if (this.store.drain(this.nodeId, false)) {
+				logger.info(String.format("Daemon node=%s action=undrained by=%s", this.nodeId, this.nodeId));
+			}
+		}
+		catch (RuntimeException ex) {
+			logger.warn("Daemon node " + this.nodeId + " could not undo the drain of its last stop; it gets no "
+					+ "daemons until undrained: " + ex);
+		}
+	}
+
 	private void handOver() {
 		cancel(this.nextCycle);
 		try {
 			// Still alive and now the least loaded: without the flag the leader would give the daemons straight back.
-			this.store.drain(this.nodeId, true);
+			this.drainedByStop = this.store.drain(this.nodeId, true);
 		}
 		catch (RuntimeException ex) {
 			logger.warn("Daemon node " + this.nodeId + " could not mark itself drained before handing over: " + ex);
@@ -887,16 +938,42 @@ public final class DaemonCoordinator implements SmartLifecycle {
 		}
 	}
 
+	private void createThreads() {
+		this.cycles = Executors.newSingleThreadScheduledExecutor(named("leader-daemons"));
+		this.watchdog = Executors.newSingleThreadScheduledExecutor(named("leader-daemons-watchdog"));
+		this.events = Executors.newSingleThreadExecutor(named("leader-daemon-events"));
+	}
+
+	/**
+	 * Waits, up to 5 s in all, until the threads of this run have ended: an executor counts as terminated just before
+	 * its thread ends. A listener that stops this on the events thread does not wait for itself.
+	 */
+	private void awaitThreads() {
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+		try {
+			for (Thread thread : this.threads) {
+				if (thread != Thread.currentThread()) {
+					thread.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
+				}
+			}
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+		this.threads.clear();
+	}
+
 	private static void cancel(@Nullable Future<?> future) {
 		if (future != null) {
 			future.cancel(false);
 		}
 	}
 
-	private static ThreadFactory named(String name) {
+	private ThreadFactory named(String name) {
 		return (runnable) -> {
 			Thread thread = new Thread(runnable, name);
 			thread.setDaemon(true);
+			this.threads.add(thread);
 			return thread;
 		};
 	}

@@ -50,7 +50,7 @@ import org.springframework.dao.DuplicateKeyException;
  * That connection is the node's only listening connection: other stores of this package follow their channels on it
  * too (see {@link PostgresDaemonStore#listen}). It is opened when the first channel is followed, {@code LISTEN}s to
  * every followed channel (a channel followed later is added within half a second), and is given back to the pool,
- * after {@code UNLISTEN *}, when none is followed any more.
+ * after {@code UNLISTEN *}, when none is followed any more; {@link #disconnect()} waits for that.
  * <p>
  * While a {@link PostgresDaemonStore} follows the heartbeat ({@link PostgresDaemonStore#followHeartbeat}), the
  * heartbeat statement also reads the assignments, so that daemons add no statement to a node's steady state.
@@ -112,6 +112,9 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	private final Map<String, List<Consumer<String>>> subscribers = new ConcurrentHashMap<>();
 
 	private @Nullable Listener listener;
+
+	// Listeners told to stop, which may still hold their connection; guarded by subscribers.
+	private final List<Listener> stopping = new ArrayList<>();
 
 	// The channels the listening connection follows now; guarded by itself.
 	private final Set<String> listening = new HashSet<>();
@@ -385,8 +388,9 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	}
 
 	/**
-	 * Gives the kept connection back to the pool; the next round trip borrows one again. Called by the engine when it
-	 * stops, and by the application context when it closes.
+	 * Gives the kept connection back to the pool, and waits up to 2 s for a listening connection that no channel is
+	 * followed on any more to be given back too (it notices within half a second); the next round trip borrows one
+	 * again. Called by the engine when it stops, and by the application context when it closes.
 	 */
 	@Override
 	public void disconnect() {
@@ -407,6 +411,20 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 		}
 		catch (SQLException ex) {
 			throw Statements.translate("check the database", ex);
+		}
+		List<Listener> stopped;
+		synchronized (this.subscribers) {
+			stopped = List.copyOf(this.stopping);
+			this.stopping.clear();
+		}
+		for (Listener listener : stopped) {
+			try {
+				listener.join(2000);
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+				return;
+			}
 		}
 	}
 
@@ -447,7 +465,9 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 					this.subscribers.remove(channel);
 				}
 				if (this.subscribers.isEmpty() && this.listener != null) {
+					// Not joined here: the engine unfollows before it releases, and a hand-over must not wait.
 					this.listener.shutdown();
+					this.stopping.add(this.listener);
 					this.listener = null;
 				}
 			}

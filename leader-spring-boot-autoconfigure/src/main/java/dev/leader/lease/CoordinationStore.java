@@ -69,8 +69,9 @@ public interface CoordinationStore {
 
 	/**
 	 * Gives back what the store keeps between round trips, such as a connection. The store stays usable: the next
-	 * round trip takes what it needs again. Wake-up deliveries are not affected; their handles stop them. The engine
-	 * calls this when it stops.
+	 * round trip takes what it needs again. Wake-up deliveries are not affected; their handles stop them, and this
+	 * waits until a stopped delivery has given back what it held too. The engine calls this when it stops, after
+	 * stopping its delivery.
 	 */
 	default void disconnect() {
 	}

@@ -51,7 +51,9 @@ import org.springframework.dao.DuplicateKeyException;
 
 /**
  * Lease-based leader election for a set of groups, plus this node's membership heartbeat. Usable without a Spring
- * context: construct it with a store, call {@link #start()}, and {@link #stop()} to release.
+ * context: construct it with a store, call {@link #start()}, and {@link #stop()} to release. A stopped engine holds no
+ * thread and no connection, and can be started again (a context's {@code stop()} and {@code start()}, a CRaC
+ * checkpoint and restore).
  * <p>
  * <b>Guarantees.</b> Never more than one leader per group and term (the coordinator grants a lease to one node at a
  * time and raises the term on every new holder); sometimes briefly none, for at most the remaining lease after a
@@ -120,12 +122,21 @@ public final class LeaderEngine implements Leadership {
 	 */
 	private final ReentrantLock roundTrips = new ReentrantLock();
 
-	private final ScheduledExecutorService io = Executors.newSingleThreadScheduledExecutor(named("leader-io"));
+	/**
+	 * Held while the threads are created or torn down, so that a start waits until those of the previous run are
+	 * gone.
+	 */
+	private final ReentrantLock threadsLock = new ReentrantLock();
 
-	private final ScheduledExecutorService watchdog = Executors
-		.newSingleThreadScheduledExecutor(named("leader-watchdog"));
+	// Replaced when the engine starts again: a stop shuts them down, so that a stopped engine leaves no thread behind.
 
-	private final ExecutorService events = Executors.newSingleThreadExecutor(named("leader-events"));
+	private volatile ScheduledExecutorService io;
+
+	private volatile ScheduledExecutorService watchdog;
+
+	private volatile ExecutorService events;
+
+	private final List<Thread> threads = new CopyOnWriteArrayList<>();
 
 	private volatile boolean running;
 
@@ -168,6 +179,7 @@ public final class LeaderEngine implements Leadership {
 		this.node = node;
 		this.publisher = publisher;
 		groups.forEach(this::addGroup);
+		createThreads();
 		// A JVM links a lambda the first time it creates it, and a node releases on a hand-over's path, often once in
 		// its life: link it now, as the tasks of each group are.
 		releaseOnce(Map.of(), new AtomicBoolean(true));
@@ -210,28 +222,46 @@ public final class LeaderEngine implements Leadership {
 
 	/**
 	 * Starts heartbeating and taking part in the election. Returns at once; the first round trip runs on the
-	 * {@code leader-io} thread.
+	 * {@code leader-io} thread. An engine that was stopped starts again like a new one, with new threads: it
+	 * registers the node again and competes for every group, and a lease it wins carries a new term.
 	 */
 	public void start() {
-		synchronized (this.lock) {
+		this.threadsLock.lock();
+		try {
 			if (this.running) {
 				return;
 			}
-			this.running = true;
+			if (this.io.isShutdown()) {
+				createThreads();
+			}
+			// The stop deregistered the node: it registers again before it asks for a lease.
+			this.roundTrips.lock();
+			try {
+				this.registered = false;
+			}
+			finally {
+				this.roundTrips.unlock();
+			}
+			synchronized (this.lock) {
+				this.running = true;
+			}
+			this.releaseSubscription = this.store.listen(this::onReleased);
+			// Start the other threads now rather than with their first task, which is a grant's or a revoke's.
+			this.watchdog.execute(NOTHING);
+			this.events.execute(NOTHING);
+			this.io.execute(this::tick);
+			info("Leader node %s started for groups %s", this.node.id(), groups());
 		}
-		this.releaseSubscription = this.store.listen(this::onReleased);
-		// Start the other threads now rather than with their first task, which is a grant's or a revoke's.
-		this.watchdog.execute(NOTHING);
-		this.events.execute(NOTHING);
-		this.io.execute(this::tick);
-		info("Leader node %s started for groups %s", this.node.id(), groups());
+		finally {
+			this.threadsLock.unlock();
+		}
 	}
 
 	/**
 	 * Stops: ends every leadership of this node with reason {@link RevokeReason#SHUTDOWN}, releases the leases so that
-	 * other nodes take over at once, deregisters the node, gives back the connection the store keeps for the round
-	 * trips ({@link CoordinationStore#disconnect()}), and delivers the remaining events. Blocks for at most a few
-	 * seconds.
+	 * other nodes take over at once, deregisters the node, gives back the connections the store keeps for the round
+	 * trips and for notifications ({@link CoordinationStore#disconnect()}), delivers the remaining events, and ends
+	 * the engine's threads. Blocks for at most a few seconds. The engine can be {@linkplain #start() started} again.
 	 */
 	public void stop() {
 		synchronized (this.lock) {
@@ -240,24 +270,27 @@ public final class LeaderEngine implements Leadership {
 			}
 			this.running = false;
 		}
-		closeQuietly(this.releaseSubscription);
-		if (!shutdown()) {
-			logger.warn("Leader node " + this.node.id() + " could not release its leases: a round trip in flight "
-					+ "did not end within 10 s");
-			synchronized (this.lock) {
-				this.groups.values().forEach((group) -> stepDown(group, RevokeReason.SHUTDOWN, -1));
-			}
-		}
-		this.io.shutdownNow();
-		// After the last round trip, so that nothing takes the store's connection again.
-		this.store.disconnect();
-		this.watchdog.shutdownNow();
-		this.events.shutdown();
+		this.threadsLock.lock();
 		try {
-			this.events.awaitTermination(5, TimeUnit.SECONDS);
+			closeQuietly(this.releaseSubscription);
+			this.releaseSubscription = null;
+			if (!shutdown()) {
+				logger.warn("Leader node " + this.node.id() + " could not release its leases: a round trip in "
+						+ "flight did not end within 10 s");
+				synchronized (this.lock) {
+					this.groups.values().forEach((group) -> stepDown(group, RevokeReason.SHUTDOWN, -1));
+				}
+			}
+			this.io.shutdownNow();
+			awaitTermination(this.io);
+			// After the last round trip, so that nothing takes the store's connection again.
+			this.store.disconnect();
+			this.watchdog.shutdownNow();
+			this.events.shutdown();
+			awaitThreads();
 		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
+		finally {
+			this.threadsLock.unlock();
 		}
 	}
 
@@ -388,6 +421,31 @@ public final class LeaderEngine implements Leadership {
 	 */
 	public LeaseSettings settings() {
 		return this.settings;
+	}
+
+	private void createThreads() {
+		this.io = Executors.newSingleThreadScheduledExecutor(named("leader-io"));
+		this.watchdog = Executors.newSingleThreadScheduledExecutor(named("leader-watchdog"));
+		this.events = Executors.newSingleThreadExecutor(named("leader-events"));
+	}
+
+	/**
+	 * Waits, up to 5 s in all, until the threads of this run have ended: an executor counts as terminated just before
+	 * its thread ends. A listener that stops this on the events thread does not wait for itself.
+	 */
+	private void awaitThreads() {
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+		try {
+			for (Thread thread : this.threads) {
+				if (thread != Thread.currentThread()) {
+					thread.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
+				}
+			}
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+		this.threads.clear();
 	}
 
 	private Group group(String name) {
@@ -908,6 +966,15 @@ public final class LeaderEngine implements Leadership {
 		}
 	}
 
+	private static void awaitTermination(ExecutorService executor) {
+		try {
+			executor.awaitTermination(5, TimeUnit.SECONDS);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+	}
+
 	private static void cancel(@Nullable Future<?> future) {
 		if (future != null) {
 			future.cancel(false);
@@ -925,10 +992,11 @@ public final class LeaderEngine implements Leadership {
 		}
 	}
 
-	private static ThreadFactory named(String name) {
+	private ThreadFactory named(String name) {
 		return (runnable) -> {
 			Thread thread = new Thread(runnable, name);
 			thread.setDaemon(true);
+			this.threads.add(thread);
 			return thread;
 		};
 	}

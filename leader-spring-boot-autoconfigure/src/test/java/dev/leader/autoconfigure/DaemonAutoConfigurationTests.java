@@ -1,18 +1,28 @@
 package dev.leader.autoconfigure;
 
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.time.Duration;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import com.zaxxer.hikari.HikariDataSource;
+import com.zaxxer.hikari.HikariPoolMXBean;
 import dev.leader.DaemonAgent;
 import dev.leader.DaemonStartedEvent;
 import dev.leader.DaemonStoppedEvent;
 import dev.leader.DaemonStoppedEvent.Reason;
+import dev.leader.FencingToken;
 import dev.leader.actuate.LeadershipEndpoint;
 import dev.leader.actuate.LeadershipEndpoint.AssignmentDescriptor;
 import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.daemon.DaemonSettings;
+import dev.leader.lease.LeaderEngine;
 import dev.leader.test.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -146,6 +156,71 @@ class DaemonAutoConfigurationTests {
 	}
 
 	@Test
+	void contextStoppedAndStartedTwentyTimesLeadsAndRunsItsDaemonAgainAndKeepsNoThreadOrConnectionWhileStopped() {
+		String applicationName = "restart-" + this.database.schema();
+		Set<Thread> threadsBefore = leaderThreads();
+		AtomicInteger runs = new AtomicInteger();
+		this.contextRunner
+			.withPropertyValues("spring.datasource.url=" + this.database.url() + "&ApplicationName=" + applicationName)
+			.withBean("steady", DaemonAgent.class, () -> (context) -> {
+				runs.incrementAndGet();
+				context.awaitCancellation(Duration.ofMinutes(1));
+			})
+			.run((context) -> {
+				LeaderEngine engine = context.getBean(LeaderEngine.class);
+				DaemonCoordinator coordinator = context.getBean(DaemonCoordinator.class);
+				HikariPoolMXBean pool = context.getBean(HikariDataSource.class).getHikariPoolMXBean();
+				long term = 0;
+				long generation = 0;
+				for (int cycle = 1; cycle <= 20; cycle++) {
+					if (cycle > 1) {
+						context.start();
+					}
+					long termBefore = term;
+					term = await().atMost(WAIT)
+						.until(() -> engine.token("default").map(FencingToken::term).orElse(0L),
+								(now) -> now > termBefore);
+					long generationBefore = generation;
+					generation = await().atMost(WAIT)
+						.until(() -> coordinator.running().getOrDefault("steady", 0L),
+								(now) -> now > generationBefore);
+					int runsSoFar = cycle;
+					await().atMost(WAIT).until(runs::get, (count) -> count == runsSoFar);
+					assertThat(leaderThreads()).extracting(Thread::getName)
+						.contains("leader-io", "leader-listen", "leader-daemons", "leader-daemon-steady");
+					assertThat(pool.getActiveConnections()).isPositive();
+					context.stop();
+					assertThat(engine.isLeader("default")).isFalse();
+					assertThat(coordinator.running()).isEmpty();
+					assertThat(leaderThreads()).isSubsetOf(threadsBefore);
+					assertThat(pool.getActiveConnections()).isZero();
+					// Every session under the application's name is an idle connection of its pool, which may still
+					// be opening or retiring one.
+					await().atMost(Duration.ofSeconds(5))
+						.until(() -> sessions(applicationName), (now) -> now == pool.getTotalConnections());
+				}
+			});
+	}
+
+	@Test
+	void coordinatorStoppedAndStartedAloneUndoesTheDrainOfItsStopAndRunsItsDaemonAgain() {
+		this.contextRunner.withBean("steady", DaemonAgent.class,
+				() -> (context) -> context.awaitCancellation(Duration.ofMinutes(1)))
+			.run((context) -> {
+				DaemonCoordinator coordinator = context.getBean(DaemonCoordinator.class);
+				JdbcClient jdbc = JdbcClient.create(context.getBean(javax.sql.DataSource.class));
+				long generation = await().atMost(WAIT)
+					.until(() -> coordinator.running().getOrDefault("steady", 0L), (now) -> now > 0);
+				coordinator.stop();
+				// The engine goes on heartbeating this node, so the drain of the hand-over stays.
+				assertThat(drained(jdbc, "test-node")).isTrue();
+				coordinator.start();
+				await().atMost(WAIT).until(() -> coordinator.running().getOrDefault("steady", 0L) > generation);
+				assertThat(drained(jdbc, "test-node")).isFalse();
+			});
+	}
+
+	@Test
 	void daemonAssignmentCanBeSwitchedOff() {
 		this.contextRunner.withUserConfiguration(AgentsConfiguration.class)
 			.withPropertyValues("leader.daemons.enabled=false")
@@ -182,6 +257,28 @@ class DaemonAutoConfigurationTests {
 		this.contextRunner.withBean("bad name", DaemonAgent.class, () -> (context) -> {
 		}).run((context) -> assertThat(context).getFailure().rootCause().hasMessageContaining("bad name")
 			.hasMessageContaining("daemonName()"));
+	}
+
+	private static Set<Thread> leaderThreads() {
+		Set<Thread> threads = new HashSet<>(Thread.getAllStackTraces().keySet());
+		threads.removeIf((thread) -> !thread.getName().startsWith("leader-"));
+		return threads;
+	}
+
+	private long sessions(String applicationName) throws SQLException {
+		try (Connection connection = this.database.connect();
+				PreparedStatement statement = connection
+					.prepareStatement("SELECT count(*) FROM pg_stat_activity WHERE application_name = ?")) {
+			statement.setString(1, applicationName);
+			try (ResultSet rows = statement.executeQuery()) {
+				rows.next();
+				return rows.getLong(1);
+			}
+		}
+	}
+
+	private static boolean drained(JdbcClient jdbc, String node) {
+		return jdbc.sql("SELECT drained FROM leader_nodes WHERE node_id = ?").param(node).query(Boolean.class).single();
 	}
 
 	@Configuration(proxyBeanMethods = false)

@@ -6,7 +6,13 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -14,6 +20,7 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import dev.leader.LeaderInfo;
 import dev.leader.Leadership;
 import dev.leader.LeadershipGrantedEvent;
 import dev.leader.LeadershipRevokedEvent;
@@ -26,6 +33,7 @@ import dev.leader.test.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.postgresql.ds.PGSimpleDataSource;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -85,9 +93,64 @@ class LeaderEngineTests {
 		// The round trips' connection and the listening one.
 		assertThat(this.dataSource.getHikariPoolMXBean().getActiveConnections()).isEqualTo(2);
 		engine.stop();
-		// The listening connection is given back by its own thread, within its half-second wait.
-		await().atMost(Duration.ofSeconds(2))
-			.until(() -> this.dataSource.getHikariPoolMXBean().getActiveConnections() == 0);
+		// The listening connection too: its thread gives it back within its half-second wait, and stop waits for it.
+		assertThat(this.dataSource.getHikariPoolMXBean().getActiveConnections()).isZero();
+	}
+
+	@Test
+	void engineStoppedAndStartedTwentyTimesLeadsUnderANewTermEachTimeAndLeavesNoThreadOrSessionWhenStopped()
+			throws Exception {
+		// A renew interval long enough that only the release notification can explain a grant within half of it.
+		LeaseSettings settings = new LeaseSettings(Duration.ofSeconds(3), Duration.ofSeconds(1),
+				Duration.ofMillis(500), Duration.ofMillis(100), Duration.ofSeconds(2), Duration.ofSeconds(3));
+		// Without a pool, every session of the engine's store is one in use, and shows under this name.
+		String applicationName = "restart-" + this.database.schema();
+		PGSimpleDataSource unpooled = (PGSimpleDataSource) this.database.unpooled();
+		unpooled.setApplicationName(applicationName);
+		LeaderEngine engine = new LeaderEngine(
+				new PostgresCoordinationStore(unpooled, new TablePrefix("leader_"), Duration.ofSeconds(2)), settings,
+				new NodeRegistration("a", "a", "localhost", ProcessHandle.current().pid()), List.of("default"),
+				this.events::add);
+		this.engines.add(engine);
+		PostgresCoordinationStore other = new PostgresCoordinationStore(this.dataSource, new TablePrefix("leader_"),
+				Duration.ofSeconds(2));
+		Set<Thread> threadsBefore = leaderThreads();
+		long sessionsBefore = sessions(applicationName);
+		List<Long> terms = new ArrayList<>();
+		for (int cycle = 0; cycle < 20; cycle++) {
+			long otherTerm = other.acquire("default", "other", Duration.ofMinutes(1)).lease().term();
+			engine.start();
+			await().atMost(Duration.ofSeconds(5))
+				.pollInterval(Duration.ofMillis(10))
+				.until(() -> engine.leader("default").map(LeaderInfo::nodeId), Optional.of("other")::equals);
+			assertThat(leaderThreads()).extracting(Thread::getName)
+				.contains("leader-io", "leader-watchdog", "leader-events", "leader-listen");
+			assertThat(sessions(applicationName)).as("the kept and the listening connection")
+				.isGreaterThanOrEqualTo(sessionsBefore + 2);
+			other.release("other", Map.of("default", otherTerm));
+			assertThat(engine.awaitLeadership("default", Duration.ofMillis(500))).as("granted on the notification")
+				.isTrue();
+			long term = engine.token("default").orElseThrow().term();
+			assertThat(term).isGreaterThan(otherTerm);
+			terms.add(term);
+			// A heartbeat after the grant renews the lease: the engine goes on with its round trips.
+			await().atMost(Duration.ofSeconds(3)).until(() -> renewedAfterGrant("default", "a", term));
+			engine.stop();
+			assertThat(engine.isLeader("default")).isFalse();
+			assertThat(leaderThreads()).isSubsetOf(threadsBefore);
+			// A closed session leaves pg_stat_activity once its backend has exited, which the client does not wait for.
+			await().atMost(Duration.ofSeconds(5)).until(() -> sessions(applicationName), (now) -> now == sessionsBefore);
+		}
+		other.disconnect();
+		assertThat(terms).isSorted().doesNotHaveDuplicates();
+		List<String> expected = new ArrayList<>();
+		terms.forEach((term) -> expected.addAll(List.of("granted " + term, "revoked " + term + " SHUTDOWN")));
+		assertThat(this.events.stream()
+			.map((event) -> (event instanceof LeadershipGrantedEvent granted) ? "granted " + granted.term()
+					: (event instanceof LeadershipRevokedEvent revoked)
+							? "revoked " + revoked.term() + " " + revoked.reason() : null)
+			.filter(Objects::nonNull)
+			.toList()).isEqualTo(expected);
 	}
 
 	@Test
@@ -195,6 +258,43 @@ class LeaderEngineTests {
 		finally {
 			execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '" + role + "'",
 					"DROP OWNED BY " + role, "DROP ROLE " + role);
+		}
+	}
+
+	private static Set<Thread> leaderThreads() {
+		Set<Thread> threads = new HashSet<>(Thread.getAllStackTraces().keySet());
+		threads.removeIf((thread) -> !thread.getName().startsWith("leader-"));
+		return threads;
+	}
+
+	private long sessions(String applicationName) throws SQLException {
+		try (Connection connection = this.database.connect();
+				PreparedStatement statement = connection
+					.prepareStatement("SELECT count(*) FROM pg_stat_activity WHERE application_name = ?")) {
+			statement.setString(1, applicationName);
+			try (ResultSet rows = statement.executeQuery()) {
+				rows.next();
+				return rows.getLong(1);
+			}
+		}
+	}
+
+	/**
+	 * Returns whether the node renewed the lease of that term at least 100 ms after it acquired it; an acquire sets
+	 * both times, microseconds apart.
+	 */
+	private boolean renewedAfterGrant(String group, String holder, long term) throws SQLException {
+		try (Connection connection = this.database.connect();
+				PreparedStatement statement = connection.prepareStatement("""
+						SELECT renewed_at - acquired_at > interval '100 milliseconds' FROM leader_leases
+						WHERE group_name = ? AND holder = ? AND term = ?
+						""")) {
+			statement.setString(1, group);
+			statement.setString(2, holder);
+			statement.setLong(3, term);
+			try (ResultSet rows = statement.executeQuery()) {
+				return rows.next() && rows.getBoolean(1);
+			}
 		}
 	}
 
