@@ -12,6 +12,7 @@ import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.daemon.DaemonRequest;
 import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseState;
+import dev.leader.node.Names;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.boot.actuate.endpoint.Access;
@@ -33,8 +34,10 @@ import org.springframework.boot.actuate.endpoint.annotation.WriteOperation;
  * (moves its daemons away and gives it no new ones) or undrains it.</li>
  * </ul>
  * The daemon operations work on any node: they check their input, record the request in the database and return at
- * once; the leader carries it out under its term. An unknown daemon or node in the path answers 404, an unusable
- * target node 400, and nothing is recorded then.
+ * once; the leader carries it out under its term. An unknown group, daemon or node in the path gets an empty result,
+ * which {@link LeadershipEndpointWebExtension} answers with 404 over HTTP; a body that is not usable (a malformed node
+ * id, a parameter of the other kind, an unusable target node) gets an {@link InvalidEndpointRequestException}, 400
+ * over HTTP. Nothing is yielded or recorded then.
  * <p>
  * The endpoint's default access is {@link Access#READ_ONLY}: exposing it shows the reads only. The write operations
  * exist only when the application grants it {@code management.endpoint.leadership.access=unrestricted} (or raises
@@ -129,8 +132,8 @@ public class LeadershipEndpoint {
 	 * @param node for a daemon, the node to move it to; {@code null} for the least-loaded other node
 	 * @param drained for a node, whether to drain it; {@code null} means {@code true}
 	 * @return the outcome, or {@code null} (404) for an unknown kind, daemon or node, or if daemon assignment is off
-	 * @throws InvalidEndpointRequestException (400) if the target node cannot take the daemon, no other node can run
-	 * it, or a parameter does not belong to the kind
+	 * @throws InvalidEndpointRequestException (400) if the target node is not a valid node id or cannot take the
+	 * daemon, no other node can run it, or a parameter does not belong to the kind
 	 */
 	@WriteOperation
 	public @Nullable Object daemonOperation(@Selector String kind, @Selector String name, @Nullable String node,
@@ -142,6 +145,10 @@ public class LeadershipEndpoint {
 			if (kind.equals("daemons")) {
 				if (drained != null) {
 					throw invalid("'drained' applies to nodes, not to daemons");
+				}
+				if (node != null) {
+					// Before the daemon is looked up: a malformed body is refused whatever its target.
+					Names.requireValid("target node id", node);
 				}
 				return new RequestDescriptor(this.daemons.requestMove(name, node));
 			}

@@ -82,6 +82,9 @@ public final class LeaderAutoConfiguration {
 
 	private static final Log logger = LogFactory.getLog(LeaderAutoConfiguration.class);
 
+	// Twice this, the network timeout, in milliseconds, still fits an int.
+	private static final Duration MAX_QUERY_TIMEOUT = Duration.ofDays(12);
+
 	@Bean
 	@ConditionalOnMissingBean
 	TablePrefix leaderTablePrefix(LeaderProperties properties) {
@@ -120,14 +123,11 @@ public final class LeaderAutoConfiguration {
 	LeaderEngine leaderEngine(CoordinationStore store, LeaseSettings settings, LeaderProperties properties,
 			Environment environment, ApplicationEventPublisher publisher, LeaderOnlyGroups leaderOnlyGroups,
 			ObjectProvider<ObservationRegistry> observationRegistry) {
-		Set<String> groups = new LinkedHashSet<>();
-		properties.getGroups().forEach((group) -> groups.add(requireValidName("leader.groups", "group name", group)));
-		String name = (properties.getNode().getName() != null) ? properties.getNode().getName()
-				: environment.getProperty("spring.application.name", "application");
+		Set<String> groups = groups(properties);
+		String name = nodeName(properties, environment);
 		String host = hostName();
-		String configuredId = properties.getNode().getId();
-		String id = (configuredId != null) ? requireValidName("leader.node.id", "node id", configuredId)
-				: generatedId(host);
+		String configuredId = configuredId(properties);
+		String id = (configuredId != null) ? configuredId : generatedId(host);
 		LeaderEngine engine = new LeaderEngine(store, settings,
 				new NodeRegistration(id, name, host, ProcessHandle.current().pid()), groups,
 				publisher::publishEvent);
@@ -233,12 +233,57 @@ public final class LeaderAutoConfiguration {
 		}
 	}
 
+	private static Set<String> groups(LeaderProperties properties) {
+		Set<String> groups = new LinkedHashSet<>();
+		properties.getGroups().forEach((group) -> groups.add(requireValidName("leader.groups", "group name", group)));
+		return groups;
+	}
+
+	private static @Nullable String configuredId(LeaderProperties properties) {
+		String id = properties.getNode().getId();
+		return (id != null) ? requireValidName("leader.node.id", "node id", id) : null;
+	}
+
+	private static String nodeName(LeaderProperties properties, Environment environment) {
+		String configured = properties.getNode().getName();
+		String name = (configured != null) ? configured
+				: environment.getProperty("spring.application.name", "application");
+		try {
+			return Names.requireValidNodeName(name);
+		}
+		catch (IllegalArgumentException ex) {
+			throw new IllegalArgumentException((configured != null) ? "leader.node.name: " + ex.getMessage()
+					: "spring.application.name, the default of leader.node.name: " + ex.getMessage()
+							+ "; or set leader.node.name");
+		}
+	}
+
 	private static Duration queryTimeout(LeaderProperties properties) {
 		Duration queryTimeout = properties.getJdbc().getQueryTimeout();
-		if (queryTimeout.isZero() || queryTimeout.isNegative()) {
+		if (queryTimeout == null || queryTimeout.isZero() || queryTimeout.isNegative()) {
 			throw new IllegalArgumentException("leader.jdbc.query-timeout must be positive, was " + queryTimeout);
 		}
+		if (queryTimeout.compareTo(MAX_QUERY_TIMEOUT) > 0) {
+			throw new IllegalArgumentException("leader.jdbc.query-timeout must be at most 12 days (PT288H), was "
+					+ queryTimeout + ": the connection's network timeout, twice the query timeout, is an int of "
+					+ "milliseconds, which ends at 24.8 days");
+		}
 		return queryTimeout;
+	}
+
+	/**
+	 * Checks every setting that the beans check when they are created, for the migration to run only with valid
+	 * ones: the beans that check them may be created after it.
+	 */
+	private static void checkSettings(LeaderProperties properties, Environment environment, LeaseSettings lease,
+			@Nullable DaemonSettings daemons, ListableBeanFactory beanFactory) {
+		queryTimeout(properties);
+		groups(properties);
+		configuredId(properties);
+		nodeName(properties, environment);
+		if (daemons != null && beanFactory.getBeanNamesForType(DaemonAgent.class, true, false).length > 0) {
+			daemons.requireAckTimeoutAllowsAPoll(lease);
+		}
 	}
 
 	private static String hostName() {
@@ -268,9 +313,10 @@ public final class LeaderAutoConfiguration {
 		@ConditionalOnMissingBean
 		@DependsOnDatabaseInitialization
 		LeaderSchemaMigration leaderSchemaMigration(DataSource dataSource, TablePrefix prefix, LeaseSettings settings,
-				LeaderProperties properties) {
+				LeaderProperties properties, Environment environment, ObjectProvider<DaemonSettings> daemonSettings,
+				ListableBeanFactory beanFactory) {
 			// The settings are checked before anything is written to the database.
-			queryTimeout(properties);
+			checkSettings(properties, environment, settings, daemonSettings.getIfAvailable(), beanFactory);
 			LeaderSchemaMigration migration = new LeaderSchemaMigration(dataSource, prefix);
 			migration.migrate();
 			return migration;

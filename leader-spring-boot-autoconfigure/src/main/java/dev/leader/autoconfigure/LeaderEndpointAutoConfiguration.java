@@ -1,12 +1,14 @@
 package dev.leader.autoconfigure;
 
 import dev.leader.actuate.LeadershipEndpoint;
+import dev.leader.actuate.LeadershipEndpointWebExtension;
 import dev.leader.actuate.LeadershipHealthIndicator;
 import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.lease.LeaderEngine;
 
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.actuate.autoconfigure.endpoint.condition.ConditionalOnAvailableEndpoint;
+import org.springframework.boot.actuate.autoconfigure.endpoint.expose.EndpointExposure;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
@@ -18,7 +20,7 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
 /**
- * Auto-configuration of the {@code leadership} actuator endpoint and health indicator.
+ * Auto-configuration of the {@code leadership} actuator endpoint, its web extension and the health indicator.
  */
 @AutoConfiguration(after = LeaderAutoConfiguration.class)
 @ConditionalOnBean(LeaderEngine.class)
@@ -33,6 +35,14 @@ public final class LeaderEndpointAutoConfiguration {
 		@ConditionalOnMissingBean
 		LeadershipEndpoint leadershipEndpoint(LeaderEngine engine, ObjectProvider<DaemonCoordinator> daemons) {
 			return new LeadershipEndpoint(engine, daemons.getIfAvailable());
+		}
+
+		@Bean
+		@ConditionalOnMissingBean
+		@ConditionalOnBean(LeadershipEndpoint.class)
+		@ConditionalOnAvailableEndpoint(exposure = EndpointExposure.WEB)
+		LeadershipEndpointWebExtension leadershipEndpointWebExtension(LeadershipEndpoint endpoint) {
+			return new LeadershipEndpointWebExtension(endpoint);
 		}
 
 	}

@@ -73,19 +73,20 @@ public class LeaderProperties {
 	public static class Node {
 
 		/**
-		 * Id of this node, unique in the cluster. Generated once per application context from the host name and a
-		 * random part when not set.
+		 * Id of this node, unique in the cluster: 1 to 120 letters, digits, '.', '_', ':' or '-'. Generated once per
+		 * application context from the host name and a random part when not set.
 		 */
 		private @Nullable String id;
 
 		/**
-		 * Readable name of this node. Defaults to spring.application.name.
+		 * Readable name of this node, 1 to 200 characters. Defaults to spring.application.name.
 		 */
 		private @Nullable String name;
 
 		/**
 		 * Time after its last heartbeat after which a node counts as dead. Must be at least twice the renew
-		 * interval, the heartbeat interval.
+		 * interval, the heartbeat interval, and more than the renew interval plus the retry interval plus the safety
+		 * margin, since a node stops its daemons once it has not heartbeated for the expiry minus the safety margin.
 		 */
 		private Duration expiry = Duration.ofSeconds(10);
 
@@ -119,7 +120,7 @@ public class LeaderProperties {
 
 		/**
 		 * Time a lease lasts after each acquire or renewal, in database time. A crashed leader is replaced within
-		 * this time.
+		 * this time. At most 24 days, like every duration of the starter.
 		 */
 		private Duration duration = Duration.ofSeconds(10);
 
@@ -130,7 +131,9 @@ public class LeaderProperties {
 		private Duration renewInterval = Duration.ofSeconds(3);
 
 		/**
-		 * Wait before retrying after a failed round trip with the database.
+		 * Wait before retrying after a failed round trip with the database. The renew interval plus this plus the
+		 * safety margin must be less than the lease duration, so that a failed renewal is retried while the leader
+		 * still leads.
 		 */
 		private Duration retryInterval = Duration.ofSeconds(2);
 
@@ -201,7 +204,7 @@ public class LeaderProperties {
 		private boolean migrate = true;
 
 		/**
-		 * Longest time a statement against the database may run. Rounded up to whole seconds.
+		 * Longest time a statement against the database may run. Rounded up to whole seconds; at most 12 days.
 		 */
 		private Duration queryTimeout = Duration.ofSeconds(3);
 

@@ -188,12 +188,9 @@ public final class DaemonCoordinator implements SmartLifecycle {
 	 */
 	public DaemonCoordinator(LeaderEngine engine, DaemonStore store, DaemonSettings settings,
 			Map<String, DaemonAgent> agents, Consumer<Object> publisher) {
-		Duration renewInterval = engine.settings().renewInterval();
 		// Only a node that runs daemons acknowledges them, at the latest on its next poll.
-		if (!agents.isEmpty() && settings.ackTimeout().compareTo(renewInterval.multipliedBy(2)) <= 0) {
-			throw new IllegalArgumentException("leader.daemons.ack-timeout (" + settings.ackTimeout()
-					+ ") must be more than twice leader.lease.renew-interval (" + renewInterval + "), since a node "
-					+ "polls its assignments with each heartbeat; raise the timeout or lower the interval");
+		if (!agents.isEmpty()) {
+			settings.requireAckTimeoutAllowsAPoll(engine.settings());
 		}
 		agents.keySet().forEach((name) -> Names.requireValid("daemon name", name));
 		this.engine = engine;

@@ -2,11 +2,12 @@ package dev.leader.daemon;
 
 import java.time.Duration;
 
+import dev.leader.lease.LeaseSettings;
 import dev.leader.node.Names;
 
 /**
- * The timing of daemon assignment. The relations between the values are checked on creation, with messages that name
- * the {@code leader.daemons.*} properties to change.
+ * The timing of daemon assignment. The range of each value is checked on creation, with messages that name the
+ * {@code leader.daemons.*} properties to change.
  *
  * @param group the group whose leader assigns the daemons
  * @param ackTimeout how long an assignment may stay ASSIGNING before the leader gives it to another node
@@ -18,7 +19,7 @@ public record DaemonSettings(String group, Duration ackTimeout, Duration drainTi
 		Duration settleWindow) {
 
 	/**
-	 * Creates settings, checking the relations between them.
+	 * Creates settings, checking the range of each value.
 	 * @param group the group
 	 * @param ackTimeout the acknowledge timeout
 	 * @param drainTimeout the drain timeout
@@ -33,14 +34,28 @@ public record DaemonSettings(String group, Duration ackTimeout, Duration drainTi
 		catch (IllegalArgumentException ex) {
 			throw new IllegalArgumentException("leader.daemons.group: " + ex.getMessage());
 		}
-		requirePositive("leader.daemons.ack-timeout", ackTimeout);
-		requirePositive("leader.daemons.drain-timeout", drainTimeout);
-		if (settleWindow == null || settleWindow.isNegative()) {
-			throw new IllegalArgumentException("leader.daemons.settle-window must not be negative, was " + settleWindow);
-		}
+		requireInRange("leader.daemons.ack-timeout", ackTimeout, false);
+		requireInRange("leader.daemons.drain-timeout", drainTimeout, false);
+		requireInRange("leader.daemons.settle-window", settleWindow, true);
 		if (maxMovesPerCycle < 1) {
 			throw new IllegalArgumentException(
 					"leader.daemons.max-moves-per-cycle must be at least 1, was " + maxMovesPerCycle);
+		}
+	}
+
+	/**
+	 * Checks the acknowledge timeout against the renew interval of a node that runs daemons: such a node polls its
+	 * assignments with each heartbeat, so it acknowledges one at its next poll at the latest.
+	 * @param lease the node's lease settings
+	 * @throws IllegalArgumentException naming the properties to change, if the acknowledge timeout is not more than
+	 * twice the renew interval
+	 */
+	public void requireAckTimeoutAllowsAPoll(LeaseSettings lease) {
+		Duration renewInterval = lease.renewInterval();
+		if (this.ackTimeout.compareTo(renewInterval.multipliedBy(2)) <= 0) {
+			throw new IllegalArgumentException("leader.daemons.ack-timeout (" + this.ackTimeout
+					+ ") must be more than twice leader.lease.renew-interval (" + renewInterval + "), since a node "
+					+ "polls its assignments with each heartbeat; raise the timeout or lower the interval");
 		}
 	}
 
@@ -53,9 +68,15 @@ public record DaemonSettings(String group, Duration ackTimeout, Duration drainTi
 		return new DaemonSettings("default", Duration.ofSeconds(30), Duration.ofSeconds(30), 2, Duration.ofSeconds(10));
 	}
 
-	private static void requirePositive(String property, Duration value) {
-		if (value == null || value.isZero() || value.isNegative()) {
-			throw new IllegalArgumentException(property + " must be positive, was " + value);
+	private static void requireInRange(String property, Duration value, boolean zeroAllowed) {
+		if (value == null || value.isNegative() || (!zeroAllowed && value.isZero())) {
+			throw new IllegalArgumentException(
+					property + " must " + (zeroAllowed ? "not be negative" : "be positive") + ", was " + value);
+		}
+		// The same limit as the lease's durations, so that no deadline computed from them overflows.
+		if (value.compareTo(LeaseSettings.MAX_DURATION) > 0) {
+			throw new IllegalArgumentException(property + " must be at most 24 days (PT576H), was " + value
+					+ ": that is the limit of every leader.* duration");
 		}
 	}
 

@@ -3,8 +3,8 @@ package dev.leader.lease;
 import java.time.Duration;
 
 /**
- * The timing of the election engine. The relations between the values are checked on creation, with messages that
- * name the {@code leader.*} properties to change.
+ * The timing of the election engine. The range of each value and the relations between them are checked on creation,
+ * with messages that name the {@code leader.*} properties to change.
  *
  * @param duration how long a lease lasts after each acquire or renewal
  * @param renewInterval how often a node heartbeats and renews its leases, in one round trip
@@ -17,7 +17,13 @@ public record LeaseSettings(Duration duration, Duration renewInterval, Duration 
 		Duration nodeExpiry, Duration yieldCooldown) {
 
 	/**
-	 * Creates settings, checking the relations between them.
+	 * Longest value of every duration: 24 days. PostgreSQL takes the timeouts derived from them, such as the guards'
+	 * {@code idle_in_transaction_session_timeout}, as an int of milliseconds, which ends at 24.8 days.
+	 */
+	public static final Duration MAX_DURATION = Duration.ofDays(24);
+
+	/**
+	 * Creates settings, checking the range of each value and the relations between them.
 	 * @param duration the lease duration
 	 * @param renewInterval the renew interval
 	 * @param retryInterval the retry interval
@@ -27,32 +33,43 @@ public record LeaseSettings(Duration duration, Duration renewInterval, Duration 
 	 * @throws IllegalArgumentException naming the property to change
 	 */
 	public LeaseSettings {
-		requirePositive("leader.lease.duration", duration);
-		requirePositive("leader.lease.renew-interval", renewInterval);
-		requirePositive("leader.lease.retry-interval", retryInterval);
-		requirePositive("leader.node.expiry", nodeExpiry);
-		if (safetyMargin.isNegative()) {
-			throw new IllegalArgumentException("leader.lease.safety-margin must not be negative, was " + safetyMargin);
-		}
-		if (yieldCooldown.isNegative()) {
-			throw new IllegalArgumentException("leader.lease.yield-cooldown must not be negative, was " + yieldCooldown);
-		}
+		requireInRange("leader.lease.duration", duration, false);
+		requireInRange("leader.lease.renew-interval", renewInterval, false);
+		requireInRange("leader.lease.retry-interval", retryInterval, false);
+		requireInRange("leader.lease.safety-margin", safetyMargin, true);
+		requireInRange("leader.node.expiry", nodeExpiry, false);
+		requireInRange("leader.lease.yield-cooldown", yieldCooldown, true);
 		if (renewInterval.multipliedBy(2).compareTo(duration) >= 0) {
 			throw new IllegalArgumentException("leader.lease.renew-interval (" + renewInterval
 					+ ") must be less than half of leader.lease.duration (" + duration
 					+ ") so that a missed renewal can be retried before the lease expires; "
 					+ "lower the renew interval or raise the duration");
 		}
-		if (safetyMargin.plus(renewInterval).compareTo(duration) >= 0) {
-			throw new IllegalArgumentException("leader.lease.safety-margin (" + safetyMargin
-					+ ") plus leader.lease.renew-interval (" + renewInterval + ") must be less than leader.lease.duration ("
-					+ duration + "), otherwise the safe window closes before the next renewal; lower the margin");
+		// A renewal sent at t is followed by one at t + renew interval; if that fails, the retry goes out a retry
+		// interval later at the earliest, and must still find the leader inside its safe window, which ends at
+		// t + duration - safety margin.
+		if (renewInterval.plus(retryInterval).plus(safetyMargin).compareTo(duration) >= 0) {
+			throw new IllegalArgumentException("leader.lease.renew-interval (" + renewInterval
+					+ ") plus leader.lease.retry-interval (" + retryInterval + ") plus leader.lease.safety-margin ("
+					+ safetyMargin + ") must be less than leader.lease.duration (" + duration
+					+ "), so that a failed renewal is retried before the leader's safe window closes; "
+					+ "lower one of them or raise the duration");
 		}
 		if (nodeExpiry.compareTo(renewInterval.multipliedBy(2)) < 0) {
 			throw new IllegalArgumentException("leader.node.expiry (" + nodeExpiry
 					+ ") must be at least twice leader.lease.renew-interval (" + renewInterval
 					+ "), the heartbeat interval, so that one late heartbeat does not declare a node dead; "
 					+ "raise the expiry or lower the renew interval");
+		}
+		// A node stops its daemons once it has not heartbeated for the node expiry minus the safety margin; the
+		// same sum as above keeps them running through one failed heartbeat and its retry.
+		if (renewInterval.plus(retryInterval).plus(safetyMargin).compareTo(nodeExpiry) >= 0) {
+			throw new IllegalArgumentException("leader.lease.renew-interval (" + renewInterval
+					+ ") plus leader.lease.retry-interval (" + retryInterval + ") plus leader.lease.safety-margin ("
+					+ safetyMargin + ") must be less than leader.node.expiry (" + nodeExpiry
+					+ "), since a node stops its daemons once it has not heartbeated for the node expiry minus the "
+					+ "safety margin, and one failed heartbeat must not stop them; raise the expiry or lower the "
+					+ "others");
 		}
 	}
 
@@ -74,9 +91,15 @@ public record LeaseSettings(Duration duration, Duration renewInterval, Duration 
 		return this.duration.minus(this.safetyMargin);
 	}
 
-	private static void requirePositive(String property, Duration value) {
-		if (value == null || value.isZero() || value.isNegative()) {
-			throw new IllegalArgumentException(property + " must be positive, was " + value);
+	private static void requireInRange(String property, Duration value, boolean zeroAllowed) {
+		if (value == null || value.isNegative() || (!zeroAllowed && value.isZero())) {
+			throw new IllegalArgumentException(
+					property + " must " + (zeroAllowed ? "not be negative" : "be positive") + ", was " + value);
+		}
+		if (value.compareTo(MAX_DURATION) > 0) {
+			throw new IllegalArgumentException(property + " must be at most 24 days (PT576H), was " + value
+					+ ": PostgreSQL takes the timeouts derived from the starter's durations as an int of milliseconds, "
+					+ "which ends at 24.8 days");
 		}
 	}
 

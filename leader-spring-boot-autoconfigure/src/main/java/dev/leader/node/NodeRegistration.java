@@ -15,7 +15,7 @@ import java.util.Set;
 public record NodeRegistration(String id, String name, String host, long pid, Set<String> daemons) {
 
 	/**
-	 * Creates a registration, validating the id and the daemon names.
+	 * Creates a registration, validating the id, the name and the daemon names.
 	 * @param id the node id
 	 * @param name the name
 	 * @param host the host
@@ -24,6 +24,7 @@ public record NodeRegistration(String id, String name, String host, long pid, Se
 	 */
 	public NodeRegistration {
 		Names.requireValid("node id", id);
+		Names.requireValidNodeName(name);
 		daemons.forEach((daemon) -> Names.requireValid("daemon name", daemon));
 		daemons = Set.copyOf(daemons);
 	}

@@ -1,13 +1,20 @@
 package dev.leader.autoconfigure;
 
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.stream.Stream;
 
 import dev.leader.DaemonAgent;
 import dev.leader.DaemonStartedEvent;
+import dev.leader.FencingToken;
 import dev.leader.Leadership;
 import dev.leader.actuate.LeaderMeters;
 import dev.leader.actuate.LeadershipEndpoint;
@@ -16,11 +23,18 @@ import dev.leader.actuate.LeadershipEndpoint.RequestDescriptor;
 import dev.leader.actuate.LeadershipHealthIndicator;
 import dev.leader.test.TestDatabase;
 import io.micrometer.core.instrument.MeterRegistry;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
 import org.springframework.boot.actuate.autoconfigure.endpoint.EndpointAutoConfiguration;
+import org.springframework.boot.actuate.autoconfigure.endpoint.jackson.JacksonEndpointAutoConfiguration;
+import org.springframework.boot.actuate.autoconfigure.endpoint.web.WebEndpointAutoConfiguration;
+import org.springframework.boot.actuate.autoconfigure.web.server.ManagementContextAutoConfiguration;
 import org.springframework.boot.actuate.endpoint.EndpointAccessResolver;
 import org.springframework.boot.actuate.endpoint.InvalidEndpointRequestException;
 import org.springframework.boot.actuate.endpoint.OperationFilter;
@@ -33,12 +47,23 @@ import org.springframework.boot.actuate.endpoint.web.annotation.WebEndpointDisco
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.Status;
+import org.springframework.boot.http.converter.autoconfigure.HttpMessageConvertersAutoConfiguration;
+import org.springframework.boot.jackson.autoconfigure.JacksonAutoConfiguration;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration;
 import org.springframework.boot.micrometer.metrics.autoconfigure.MetricsAutoConfiguration;
 import org.springframework.boot.micrometer.metrics.autoconfigure.export.simple.SimpleMetricsExportAutoConfiguration;
 import org.springframework.boot.micrometer.observation.autoconfigure.ObservationAutoConfiguration;
+import org.springframework.boot.servlet.autoconfigure.actuate.web.ServletManagementContextAutoConfiguration;
+import org.springframework.boot.test.context.assertj.AssertableWebApplicationContext;
+import org.springframework.boot.test.context.runner.AbstractApplicationContextRunner;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.boot.test.context.runner.WebApplicationContextRunner;
+import org.springframework.boot.tomcat.autoconfigure.servlet.TomcatServletWebServerAutoConfiguration;
+import org.springframework.boot.web.server.context.WebServerApplicationContext;
+import org.springframework.boot.web.server.servlet.context.AnnotationConfigServletWebServerApplicationContext;
+import org.springframework.boot.webmvc.autoconfigure.DispatcherServletAutoConfiguration;
+import org.springframework.boot.webmvc.autoconfigure.WebMvcAutoConfiguration;
 import org.springframework.context.ApplicationContext;
 import org.springframework.context.ApplicationListener;
 import org.springframework.context.PayloadApplicationEvent;
@@ -49,12 +74,14 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Tests for the daemon operations of the {@code leadership} endpoint, the daemon metrics and health, and assignment
- * notifications, with nodes as application contexts on a fresh PostgreSQL schema.
+ * Tests for the daemon operations of the {@code leadership} endpoint, in Java and over HTTP, the daemon metrics and
+ * health, and assignment notifications, with nodes as application contexts on a fresh PostgreSQL schema.
  */
 class DaemonOperationsTests {
 
 	private static final Duration WAIT = Duration.ofSeconds(15);
+
+	private static final HttpClient HTTP = HttpClient.newHttpClient();
 
 	private TestDatabase database;
 
@@ -75,7 +102,24 @@ class DaemonOperationsTests {
 	}
 
 	private ApplicationContextRunner node(String id, String... properties) {
-		return new ApplicationContextRunner()
+		return node(new ApplicationContextRunner(), id, properties);
+	}
+
+	// A node that serves the actuator on a random port, with the write operations granted.
+	private WebApplicationContextRunner webNode(String id, String... properties) {
+		return node(new WebApplicationContextRunner(AnnotationConfigServletWebServerApplicationContext::new), id,
+				properties)
+			.withConfiguration(AutoConfigurations.of(TomcatServletWebServerAutoConfiguration.class,
+					DispatcherServletAutoConfiguration.class, WebMvcAutoConfiguration.class,
+					HttpMessageConvertersAutoConfiguration.class, JacksonAutoConfiguration.class,
+					EndpointAutoConfiguration.class, JacksonEndpointAutoConfiguration.class,
+					WebEndpointAutoConfiguration.class, ManagementContextAutoConfiguration.class,
+					ServletManagementContextAutoConfiguration.class))
+			.withPropertyValues("server.port=0", "management.endpoint.leadership.access=UNRESTRICTED");
+	}
+
+	private <R extends AbstractApplicationContextRunner<R, ?, ?>> R node(R runner, String id, String... properties) {
+		return runner
 			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class,
 					LeaderEndpointAutoConfiguration.class, ObservationAutoConfiguration.class,
 					MetricsAutoConfiguration.class, CompositeMeterRegistryAutoConfiguration.class,
@@ -141,6 +185,101 @@ class DaemonOperationsTests {
 			.map(WebOperation::getRequestPredicate)
 			.map((predicate) -> predicate.getHttpMethod() + " " + predicate.getPath())
 			.toList();
+	}
+
+	static Stream<Arguments> rejectedWrites() {
+		String on = "daemons on";
+		String off = "daemons off";
+		return Stream.of(
+				// Yield a group.
+				rejected("/nogroup", null, on, 404), rejected("/nogroup", "{}", on, 404),
+				rejected("/default", "not json", on, 400),
+				// Rebalance.
+				rejected("", null, off, 404), rejected("", "{\"node\":", on, 400),
+				// Move a daemon.
+				rejected("/daemons/ghost-daemon", null, on, 404),
+				rejected("/daemons/ghost-daemon", "{\"node\":\"web-node\"}", on, 404),
+				rejected("/daemons/mover", null, off, 404), rejected("/daemon/mover", null, on, 404),
+				rejected("/daemons/mover", "{\"node\":5}", on, 400),
+				rejected("/daemons/mover", "{\"node\":\"not a node id\"}", on, 400),
+				rejected("/daemons/mover", "{\"node\":\"" + "n".repeat(121) + "\"}", on, 400),
+				rejected("/daemons/mover", "{\"node\":{\"id\":\"web-node\"}}", on, 400),
+				rejected("/daemons/mover", "{\"node\":\"ghost-node\"}", on, 400),
+				rejected("/daemons/mover", "{\"drained\":false}", on, 400),
+				// Drain or undrain a node.
+				rejected("/nodes/ghost-node", null, on, 404),
+				rejected("/nodes/ghost-node", "{\"drained\":false}", on, 404),
+				rejected("/nodes/web-node", null, off, 404),
+				rejected("/nodes/web-node", "{\"drained\":\"maybe\"}", on, 400),
+				rejected("/nodes/web-node", "{\"drained\":[true]}", on, 400),
+				rejected("/nodes/web-node", "{\"node\":\"web-node\"}", on, 400),
+				rejected("/nodes/web-node", "not json", on, 400));
+	}
+
+	private static Arguments rejected(String path, @Nullable String body, String daemons, int status) {
+		return Arguments.of("/actuator/leadership" + path, body, daemons, status);
+	}
+
+	@ParameterizedTest(name = "POST {0} {1} with {2} answers {3}")
+	@MethodSource("rejectedWrites")
+	void writeOperationWithAnUnknownTargetOrAMalformedBodyAnswersItsStatusOverHttpAndChangesNothing(String path,
+			@Nullable String body, String daemons, int status) {
+		webNode("web-node", "leader.daemons.enabled=" + daemons.equals("daemons on"))
+			.withBean("mover", DaemonAgent.class, Waiter::new)
+			.run((context) -> {
+				Leadership leadership = context.getBean(Leadership.class);
+				await().atMost(WAIT).until(() -> leadership.isLeader("default"));
+				if (daemons.equals("daemons on")) {
+					await().atMost(WAIT).until(() -> placement("mover"), Optional.of("web-node ACTIVE 1")::equals);
+				}
+				long term = leadership.token("default").orElseThrow().term();
+				// The endpoint is served, so that a 404 below comes from the operation.
+				assertThat(http(context, "GET", "/actuator/leadership/default", null).statusCode()).isEqualTo(200);
+				assertThat(http(context, "POST", path, body).statusCode()).isEqualTo(status);
+				assertThat(requests()).isZero();
+				assertThat(jdbc().sql("SELECT count(*) FROM leader_nodes WHERE drained").query(Long.class).single())
+					.isZero();
+				assertThat(leadership.token("default")).map(FencingToken::term).hasValue(term);
+				if (daemons.equals("daemons on")) {
+					assertThat(placement("mover")).hasValue("web-node ACTIVE 1");
+				}
+			});
+	}
+
+	@Test
+	void writeOperationsOverHttpAnswerTheirOutcome() {
+		webNode("web-node").withBean("mover", DaemonAgent.class, Waiter::new).run((context) -> {
+			await().atMost(WAIT).until(() -> placement("mover"), Optional.of("web-node ACTIVE 1")::equals);
+			HttpResponse<String> drained = http(context, "POST", "/actuator/leadership/nodes/web-node", null);
+			assertThat(drained.statusCode()).isEqualTo(200);
+			assertThat(drained.body()).contains("\"drained\":true").contains("\"daemons\":[\"mover\"]");
+			HttpResponse<String> undrained = http(context, "POST", "/actuator/leadership/nodes/web-node",
+					"{\"drained\":false}");
+			assertThat(undrained.statusCode()).isEqualTo(200);
+			assertThat(undrained.body()).contains("\"drained\":false");
+			assertThat(jdbc().sql("SELECT count(*) FROM leader_nodes WHERE drained").query(Long.class).single())
+				.isZero();
+			HttpResponse<String> rebalance = http(context, "POST", "/actuator/leadership", null);
+			assertThat(rebalance.statusCode()).isEqualTo(200);
+			assertThat(rebalance.body()).contains("\"kind\":\"REBALANCE\"");
+			HttpResponse<String> yielded = http(context, "POST", "/actuator/leadership/default", null);
+			assertThat(yielded.statusCode()).isEqualTo(200);
+			assertThat(yielded.body()).contains("\"yielded\":true");
+		});
+	}
+
+	private static HttpResponse<String> http(AssertableWebApplicationContext context, String method, String path,
+			@Nullable String body) throws IOException, InterruptedException {
+		int port = ((WebServerApplicationContext) context.getSourceApplicationContext()).getWebServer().getPort();
+		HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://localhost:" + port + path))
+			.timeout(WAIT);
+		if (method.equals("POST")) {
+			// Even without a body: the operations that take one answer 415 to a request of another type.
+			request.header("Content-Type", "application/json");
+		}
+		request.method(method,
+				(body != null) ? HttpRequest.BodyPublishers.ofString(body) : HttpRequest.BodyPublishers.noBody());
+		return HTTP.send(request.build(), HttpResponse.BodyHandlers.ofString());
 	}
 
 	@Test

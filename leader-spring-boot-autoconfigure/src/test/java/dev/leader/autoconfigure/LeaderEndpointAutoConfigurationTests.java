@@ -8,6 +8,7 @@ import dev.leader.actuate.LeadershipEndpoint;
 import dev.leader.actuate.LeadershipEndpoint.LeadershipDescriptor;
 import dev.leader.actuate.LeadershipEndpoint.Role;
 import dev.leader.actuate.LeadershipEndpoint.YieldDescriptor;
+import dev.leader.actuate.LeadershipEndpointWebExtension;
 import dev.leader.actuate.LeadershipHealthIndicator;
 import dev.leader.test.TestDatabase;
 import org.assertj.core.api.InstanceOfAssertFactories;
@@ -56,11 +57,20 @@ class LeaderEndpointAutoConfigurationTests {
 	void endpointIsAutoConfiguredWhenExposed() {
 		this.contextRunner.withPropertyValues("management.endpoints.web.exposure.include=leadership")
 			.run((context) -> {
-				assertThat(context).hasSingleBean(LeadershipEndpoint.class);
+				assertThat(context).hasSingleBean(LeadershipEndpoint.class)
+					.hasSingleBean(LeadershipEndpointWebExtension.class);
 				LeadershipDescriptor descriptor = context.getBean(LeadershipEndpoint.class).leadership();
 				assertThat(descriptor.node()).isEqualTo("test-node");
 				assertThat(descriptor.groups()).containsOnlyKeys("default");
 			});
+	}
+
+	@Test
+	void webExtensionIsNotAutoConfiguredWhenTheEndpointIsExposedOverJmxOnly() {
+		this.contextRunner
+			.withPropertyValues("spring.jmx.enabled=true", "management.endpoints.jmx.exposure.include=leadership")
+			.run((context) -> assertThat(context).hasSingleBean(LeadershipEndpoint.class)
+				.doesNotHaveBean(LeadershipEndpointWebExtension.class));
 	}
 
 	@Test

@@ -53,8 +53,8 @@ class LeaderLoggingTests {
 			.run("--spring.datasource.url=" + this.database.url(),
 					"--spring.datasource.username=" + this.database.user(), "--spring.datasource.password=" + password,
 					"--leader.node.id=log-node", "--leader.lease.duration=2s", "--leader.lease.renew-interval=200ms",
-					"--leader.lease.safety-margin=100ms", "--leader.node.expiry=2s",
-					"--leader.lease.yield-cooldown=30s")) {
+					"--leader.lease.retry-interval=500ms", "--leader.lease.safety-margin=100ms",
+					"--leader.node.expiry=2s", "--leader.lease.yield-cooldown=30s")) {
 			Leadership leadership = context.getBean(Leadership.class);
 			await().atMost(Duration.ofSeconds(10)).until(() -> leadership.isLeader("default"));
 			// Several renewals, none of which may log at INFO.
