@@ -65,6 +65,14 @@ public enum LeaderMeters {
 	FENCING_REJECTIONS("leader.fencing.rejections", Kind.COUNTER, "Fenced writes rejected by this node's checks"),
 
 	/**
+	 * Forward steps of the database clock that this node saw: between two of its heartbeats, database time advanced
+	 * by more than the safety margin beyond the time that passed on the node's monotonic clock. Leases are timed by
+	 * the database clock, so a step ends them early while their holders still count on them.
+	 */
+	DATABASE_CLOCK_STEPS("leader.database.clock.steps", Kind.COUNTER,
+			"Forward steps of the database clock beyond the safety margin seen by this node"),
+
+	/**
 	 * Members as last read by this node, by state. A dead node is listed until it is forgotten.
 	 */
 	NODES("leader.nodes", Kind.GAUGE, "Members of the cluster as last read by this node", Tag.STATE),

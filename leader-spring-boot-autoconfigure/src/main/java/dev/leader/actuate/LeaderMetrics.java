@@ -101,6 +101,9 @@ public class LeaderMetrics implements MeterBinder {
 				.tag(key(LeaderMeters.Tag.STATE), state)
 				.register(registry);
 		}
+		FunctionCounter.builder(LeaderMeters.DATABASE_CLOCK_STEPS.getName(), this.engine, LeaderEngine::databaseClockSteps)
+			.description(LeaderMeters.DATABASE_CLOCK_STEPS.getDescription())
+			.register(registry);
 		if (this.fencing != null) {
 			FunctionCounter.builder(LeaderMeters.FENCING_REJECTIONS.getName(), this.fencing, Fencing::rejections)
 				.description(LeaderMeters.FENCING_REJECTIONS.getDescription())

@@ -1,6 +1,7 @@
 package dev.leader.lease;
 
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.LinkedHashMap;
@@ -24,6 +25,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 
@@ -154,6 +156,13 @@ public final class LeaderEngine implements Leadership {
 	private boolean duplicate;
 
 	private boolean registered;
+
+	// The database time of this node's last heartbeat and the local instant it was sent; with roundTrips held.
+	private @Nullable Instant lastDatabaseTime;
+
+	private long lastDatabaseTimeSent;
+
+	private final AtomicLong databaseClockSteps = new AtomicLong();
 
 	private @Nullable ScheduledFuture<?> nextTick;
 
@@ -511,6 +520,7 @@ public final class LeaderEngine implements Leadership {
 		observation
 			.lowCardinalityKeyValue(OUTCOME, tick.renewed().keySet().containsAll(held.keySet()) ? "success" : "lost")
 			.stop();
+		checkDatabaseClock(tick, sent, received);
 		this.lastHeartbeatSent = sent;
 		this.heartbeated = true;
 		if (logger.isDebugEnabled()) {
@@ -534,6 +544,52 @@ public final class LeaderEngine implements Leadership {
 			considerAcquiring(group, received);
 		}
 		scheduleTick(sent + this.settings.renewInterval().toNanos() - System.nanoTime());
+	}
+
+	/**
+	 * Compares how far the database clock advanced between this heartbeat and the one before with how far this
+	 * node's monotonic clock did. The database read its clock for each heartbeat between its send and its reply, so
+	 * it cannot honestly have advanced by more than the time from the earlier send to this reply; more than that by
+	 * over the safety margin is a forward step of the database clock, which ends leases early while their holders
+	 * still count on them.
+	 */
+	private void checkDatabaseClock(Tick tick, long sent, long received) {
+		Instant databaseTime = null;
+		for (NodeInfo member : tick.members()) {
+			if (member.id().equals(this.node.id())) {
+				databaseTime = member.heartbeatAt();
+			}
+		}
+		if (databaseTime == null) {
+			return;
+		}
+		Instant previous = this.lastDatabaseTime;
+		long previousSent = this.lastDatabaseTimeSent;
+		this.lastDatabaseTime = databaseTime;
+		this.lastDatabaseTimeSent = sent;
+		if (previous == null) {
+			return;
+		}
+		long advanced = Duration.between(previous, databaseTime).toNanos();
+		long elapsed = received - previousSent;
+		if (advanced - elapsed > this.settings.safetyMargin().toNanos()) {
+			this.databaseClockSteps.incrementAndGet();
+			logger.warn(String.format("Leader node %s saw the database clock step forward: it advanced %d ms between "
+					+ "two heartbeats, while at most %d ms passed on this node. Leases are timed by the database clock "
+					+ "and may have ended up to %d ms early, while their holders still counted on them; keep the "
+					+ "database server's clock slewed, never stepped (for example chrony with makestep off)",
+					this.node.id(), TimeUnit.NANOSECONDS.toMillis(advanced), TimeUnit.NANOSECONDS.toMillis(elapsed),
+					TimeUnit.NANOSECONDS.toMillis(advanced - elapsed)));
+		}
+	}
+
+	/**
+	 * Returns how often this node saw the database clock step forward by more than the safety margin between two
+	 * heartbeats.
+	 * @return the number of steps seen since the engine was created
+	 */
+	public long databaseClockSteps() {
+		return this.databaseClockSteps.get();
 	}
 
 	private void applyRenewal(Group group, long term, long sent, long latency, @Nullable LeaseState renewed,

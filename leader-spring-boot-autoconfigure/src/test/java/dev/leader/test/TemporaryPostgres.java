@@ -27,7 +27,11 @@ public final class TemporaryPostgres implements AutoCloseable {
 
 	private final Path data;
 
+	private static final Path LIBFAKETIME = Path.of("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1");
+
 	private final int port;
+
+	private final List<String> environment = new ArrayList<>();
 
 	private TemporaryPostgres(Path directory, int port) {
 		this.directory = directory;
@@ -36,11 +40,30 @@ public final class TemporaryPostgres implements AutoCloseable {
 	}
 
 	/**
+	 * Creates a cluster and starts it with its wall clock under libfaketime, offset by what a file of the server
+	 * holds, read again at every clock reading: write {@code +30s} to {@link #clockOffsetFile()} and the server's
+	 * clock steps 30 seconds forward at once. Its monotonic clock stays real.
+	 * @param settings lines for {@code postgresql.conf}
+	 * @return the running server
+	 */
+	public static TemporaryPostgres startWithSteppableClock(String... settings) {
+		if (!Files.isReadable(LIBFAKETIME)) {
+			throw new IllegalStateException("This test steps a PostgreSQL server's clock with libfaketime ("
+					+ LIBFAKETIME + "): install Debian's faketime package (apt-get install faketime)");
+		}
+		return start(List.of(settings), true);
+	}
+
+	/**
 	 * Creates a cluster and starts it.
 	 * @param settings lines for {@code postgresql.conf}, for example {@code "synchronous_commit = off"}
 	 * @return the running server
 	 */
 	public static TemporaryPostgres start(String... settings) {
+		return start(List.of(settings), false);
+	}
+
+	private static TemporaryPostgres start(List<String> settings, boolean steppableClock) {
 		if (!Files.isExecutable(BIN.resolve("initdb")) || !Files.isExecutable(BIN.resolve("pg_ctl"))) {
 			throw new IllegalStateException("This test starts a PostgreSQL server of its own and needs initdb and "
 					+ "pg_ctl in " + BIN + ": install Debian's postgresql-15 package (apt-get install postgresql-15), "
@@ -50,7 +73,14 @@ public final class TemporaryPostgres implements AutoCloseable {
 			TemporaryPostgres server = new TemporaryPostgres(prepareDirectory(), freePort());
 			try {
 				server.pg("initdb", "-D", server.data.toString(), "-A", "trust", "-U", "postgres", "--no-sync");
-				server.configure(List.of(settings));
+				server.configure(settings);
+				if (steppableClock) {
+					Files.writeString(server.clockOffsetFile(), "+0\n");
+					run(List.of("chmod", "666", server.clockOffsetFile().toString()), false);
+					server.environment.addAll(List.of("LD_PRELOAD=" + LIBFAKETIME,
+							"FAKETIME_TIMESTAMP_FILE=" + server.clockOffsetFile(), "FAKETIME_NO_CACHE=1",
+							"FAKETIME_DONT_FAKE_MONOTONIC=1", "FAKETIME_FORCE_MONOTONIC_FIX=0"));
+				}
 				server.startServer();
 				return server;
 			}
@@ -89,6 +119,14 @@ public final class TemporaryPostgres implements AutoCloseable {
 	}
 
 	/**
+	 * Returns the file that holds the offset of a server started with {@link #startWithSteppableClock}.
+	 * @return the file
+	 */
+	public Path clockOffsetFile() {
+		return this.directory.resolve("clock-offset");
+	}
+
+	/**
 	 * Returns the JDBC URL of the {@code postgres} database.
 	 * @return the URL
 	 */
@@ -118,8 +156,15 @@ public final class TemporaryPostgres implements AutoCloseable {
 	 * Starts the stopped server again, which replays its WAL after a crash.
 	 */
 	public void startServer() {
-		pg("pg_ctl", "-D", this.data.toString(), "-l",
-				this.directory.resolve("server.log").toString(), "-w", "-t", "60", "start");
+		List<String> command = new ArrayList<>();
+		if (!this.environment.isEmpty()) {
+			command.add("env");
+			command.addAll(this.environment);
+		}
+		command.addAll(List.of(command.isEmpty() ? "pg_ctl" : BIN.resolve("pg_ctl").toString(), "-D",
+				this.data.toString(), "-l",
+				this.directory.resolve("server.log").toString(), "-w", "-t", "60", "start"));
+		pg(command.toArray(String[]::new));
 	}
 
 	@Override
@@ -165,7 +210,7 @@ public final class TemporaryPostgres implements AutoCloseable {
 		if (isRoot()) {
 			line.addAll(List.of("runuser", "-u", "postgres", "--"));
 		}
-		line.add(BIN.resolve(command[0]).toString());
+		line.add(command[0].equals("env") ? "env" : BIN.resolve(command[0]).toString());
 		line.addAll(List.of(command).subList(1, command.length));
 		run(line, true);
 	}
