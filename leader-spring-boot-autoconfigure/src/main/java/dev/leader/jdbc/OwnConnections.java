@@ -71,7 +71,9 @@ final class OwnConnections {
 		try {
 			Defaults defaults = this.defaults;
 			if (defaults == null) {
-				defaults = probe(connection);
+				synchronized (this) {
+					defaults = (this.defaults != null) ? this.defaults : probe(connection);
+				}
 			}
 			if (!defaults.autoCommit()) {
 				connection.setAutoCommit(true);

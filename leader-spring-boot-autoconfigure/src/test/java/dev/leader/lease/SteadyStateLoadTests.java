@@ -75,6 +75,8 @@ class SteadyStateLoadTests {
 
 	private static final String ACQUIRE = "INSERT INTO leader_leases";
 
+	private static final String PROBE = "SELECT pg_is_in_recovery()";
+
 	private static final String RELEASE = "pg_notify";
 
 	private TestDatabase database;
@@ -147,9 +149,12 @@ class SteadyStateLoadTests {
 				.allMatch((counted) -> counted.executions().stream().filter(Execution.containing(TICK)).count()
 						>= ROUND_TRIPS));
 		for (CountingDataSource counted : followers) {
+			// Besides its round trips and its LISTEN, a store reads the pool's connection defaults once.
+			assertThat(counted.executions()).filteredOn(Execution.containing(PROBE)).hasSize(1);
 			assertThat(counted.executions()).allSatisfy((execution) -> {
 				assertThat(execution.sql()).as("follower statement").satisfiesAnyOf(
-						(sql) -> assertThat(sql).contains(TICK), (sql) -> assertThat(sql).startsWith("LISTEN "));
+						(sql) -> assertThat(sql).contains(TICK), (sql) -> assertThat(sql).startsWith("LISTEN "),
+						(sql) -> assertThat(sql).contains(PROBE));
 				assertThat(execution.failure()).isNull();
 			});
 		}
