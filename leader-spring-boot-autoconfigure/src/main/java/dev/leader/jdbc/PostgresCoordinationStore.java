@@ -1,15 +1,11 @@
 package dev.leader.jdbc;
 
-import java.sql.Array;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.SQLFeatureNotSupportedException;
 import java.sql.Statement;
 import java.time.Duration;
-import java.time.Instant;
-import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.LinkedHashMap;
@@ -39,7 +35,6 @@ import org.jspecify.annotations.Nullable;
 import org.postgresql.PGNotification;
 
 import org.springframework.dao.DuplicateKeyException;
-
 
 /**
  * {@link CoordinationStore} on PostgreSQL. Every transition is one statement, and every time comparison uses

@@ -1,6 +1,5 @@
 package dev.leader.jdbc;
 
-import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -8,10 +7,6 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
-import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.LinkedHashSet;
-import java.util.List;
 import java.util.function.Consumer;
 
 import javax.sql.DataSource;
@@ -22,9 +17,7 @@ import dev.leader.daemon.AssignmentState;
 import dev.leader.daemon.DaemonRequest;
 import dev.leader.daemon.DaemonSnapshot;
 import dev.leader.daemon.DaemonStore;
-import dev.leader.daemon.Member;
 import org.jspecify.annotations.Nullable;
-
 
 /**
  * {@link DaemonStore} on PostgreSQL. Each transition is one statement that compares and sets the daemon's generation

@@ -1,8 +1,6 @@
 package dev.leader.jdbc;
 
-import java.sql.PreparedStatement;
 import java.sql.ResultSet;
-import java.sql.SQLException;
 import java.time.Duration;
 
 import javax.sql.DataSource;
@@ -10,7 +8,6 @@ import javax.sql.DataSource;
 import dev.leader.FencingToken;
 import dev.leader.fencing.FencingStore;
 import org.jspecify.annotations.Nullable;
-
 
 /**
  * {@link FencingStore} on PostgreSQL, on the connection of the Spring-managed transaction bound to the data source.

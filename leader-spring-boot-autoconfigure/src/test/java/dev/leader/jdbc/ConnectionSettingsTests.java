@@ -18,8 +18,6 @@ import dev.leader.lease.CoordinationStore.AcquireResult;
 import dev.leader.node.NodeRegistration;
 import dev.leader.test.TemporaryPostgres;
 import dev.leader.test.TestDatabase;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 
