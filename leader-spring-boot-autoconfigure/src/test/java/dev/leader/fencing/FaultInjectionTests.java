@@ -38,8 +38,12 @@ import static org.awaitility.Awaitility.await;
  * Fault injection in the manner of Jepsen (guarantees G1 to G3, and G5 and G6 of the design): three node processes
  * make fenced writes to a log table while they lead, and random faults hit them, mostly the leader: SIGSTOP and
  * SIGCONT, SIGKILL and a restart, {@code pg_terminate_backend} of their sessions, and network stalls through a
- * {@link StallingProxy} each. One node runs with its wall clock five hours ahead under libfaketime, with the monotonic
- * clock left alone. At the end {@link FaultHistory.Checks} checks the history and the table.
+ * {@link StallingProxy} each. While it leads, each node also runs guarded-write load: {@value #LOAD_THREADS} threads
+ * of back-to-back transactions that guard the lease and stay open for {@link #LOAD_HOLD}, so that the lease rows are
+ * share-locked nearly all the time, as under an application's load, and the leader's renewals must pass them. One
+ * node runs with its wall clock five hours ahead under libfaketime, with the monotonic clock left alone. At the end
+ * {@link FaultHistory.Checks} checks the history and the tables, including that terms changed only when a fault hit
+ * the leader.
  * <p>
  * The normal suite runs a few dozen episodes. The long run is
  * {@code ./mvnw -pl leader-spring-boot-autoconfigure verify -Dtest=FaultInjectionTests -Dsurefire.failIfNoSpecifiedTests=false -Dfault.episodes=1000}
@@ -76,6 +80,16 @@ class FaultInjectionTests {
 	private static final Duration WRITE_RESUME_BOUND = Duration.ofSeconds(2);
 
 	private static final int DEFAULT_EPISODES = 50;
+
+	private static final int LOAD_THREADS = 4;
+
+	private static final Duration LOAD_HOLD = Duration.ofMillis(100);
+
+	/**
+	 * Connections a node needs besides its load: two that the engine's store keeps, one for the fenced writer, and
+	 * one to spare, so that the load never makes the engine or the writer wait for the pool.
+	 */
+	private static final int POOL_SIZE_WITHOUT_LOAD = 4;
 
 	@RegisterExtension
 	final Cluster cluster = new Cluster(FAST, ALPHA, BETA);
@@ -173,7 +187,8 @@ class FaultInjectionTests {
 	private Incarnation startNode(String nodeId) {
 		long number = this.incarnations.incrementAndGet();
 		List<String> arguments = List.of("--url=" + proxiedUrl(nodeId), "--writer=true", "--incarnation=" + number,
-				"--pool-size=4");
+				"--load-threads=" + LOAD_THREADS, "--load-hold=" + LOAD_HOLD,
+				"--pool-size=" + (POOL_SIZE_WITHOUT_LOAD + LOAD_THREADS));
 		Map<String, String> environment = nodeId.equals(FAKED_NODE) ? fakedClock() : Map.of();
 		Incarnation incarnation = this.history.started(number,
 				this.cluster.start(nodeId, arguments, environment));
@@ -286,7 +301,8 @@ class FaultInjectionTests {
 		for (Incarnation incarnation : this.history.incarnations()) {
 			assertWallClock(incarnation.process());
 		}
-		return this.history.check(FaultHistory.readWrites(this.cluster.dataSource()));
+		return this.history.check(FaultHistory.readWrites(this.cluster.dataSource()),
+				FaultHistory.readLoad(this.cluster.dataSource()));
 	}
 
 	private void assertWallClock(NodeProcess process) {

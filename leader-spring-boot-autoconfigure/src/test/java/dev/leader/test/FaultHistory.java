@@ -27,11 +27,12 @@ import dev.leader.test.NodeEvent.Type;
 /**
  * The history of a fault-injection run, and the checkers over it. The history is what the test did (the
  * {@link Episode episodes}, with when each fault began and was lifted, and when each process was frozen or each
- * node's network stalled), what every node incarnation printed, and the rows that the {@link FencedWriter fenced
- * writers} committed to the log table. Every time is {@link System#nanoTime()}: one monotonic clock on one machine,
+ * node's network stalled), what every node incarnation printed, the rows that the {@link FencedWriter fenced
+ * writers} committed to the log table, and those that the {@link GuardedLoad guarded-write load} committed to the
+ * load table. Every time is {@link System#nanoTime()}: one monotonic clock on one machine,
  * shared by the test and every node.
  * <p>
- * {@link #check()} runs every checker and returns every violation found, each naming the episode it happened in; a
+ * {@link #check} runs every checker and returns every violation found, each naming the episode it happened in; a
  * run is correct when there are none. See {@link Checks} for what each checker asserts.
  */
 public final class FaultHistory {
@@ -40,6 +41,11 @@ public final class FaultHistory {
 	 * The log table the writers append to; create it with {@link #createLogTable} before the nodes start.
 	 */
 	public static final String LOG_TABLE = "fault_log";
+
+	/**
+	 * The table the guarded-write load appends to; {@link #createLogTable} creates it too.
+	 */
+	public static final String LOAD_TABLE = "fault_load";
 
 	private final LeaseSettings settings;
 
@@ -68,10 +74,15 @@ public final class FaultHistory {
 	}
 
 	/**
-	 * Creates the log table that {@link FencedWriter} appends to.
+	 * Creates the log table that {@link FencedWriter} appends to, and the load table of {@link GuardedLoad}.
 	 * @param dataSource a data source on the test's schema
 	 */
 	public static void createLogTable(DataSource dataSource) {
+		createTable(dataSource, LOG_TABLE);
+		createTable(dataSource, LOAD_TABLE);
+	}
+
+	private static void createTable(DataSource dataSource, String table) {
 		try (Connection connection = dataSource.getConnection(); Statement statement = connection.createStatement()) {
 			statement.execute("""
 					CREATE TABLE %s (
@@ -83,21 +94,34 @@ public final class FaultHistory {
 					    seq         BIGINT       NOT NULL,
 					    stamp_nanos BIGINT       NOT NULL
 					)
-					""".formatted(LOG_TABLE));
+					""".formatted(table));
 		}
 		catch (SQLException ex) {
-			throw new IllegalStateException("Could not create " + LOG_TABLE, ex);
+			throw new IllegalStateException("Could not create " + table, ex);
 		}
 	}
 
 	/**
-	 * Reads every committed write, in id order.
+	 * Reads every committed write of the fenced writers, in id order.
 	 * @param dataSource a data source on the test's schema
 	 * @return the rows
 	 */
 	public static List<Write> readWrites(DataSource dataSource) {
+		return readRows(dataSource, LOG_TABLE);
+	}
+
+	/**
+	 * Reads every committed transaction of the guarded-write load, in id order.
+	 * @param dataSource a data source on the test's schema
+	 * @return the rows
+	 */
+	public static List<Write> readLoad(DataSource dataSource) {
+		return readRows(dataSource, LOAD_TABLE);
+	}
+
+	private static List<Write> readRows(DataSource dataSource, String table) {
 		String sql = "SELECT id, group_name, term, node, incarnation, seq, stamp_nanos FROM %s ORDER BY id"
-			.formatted(LOG_TABLE);
+			.formatted(table);
 		List<Write> writes = new ArrayList<>();
 		try (Connection connection = dataSource.getConnection();
 				PreparedStatement statement = connection.prepareStatement(sql);
@@ -108,7 +132,7 @@ public final class FaultHistory {
 			}
 		}
 		catch (SQLException ex) {
-			throw new IllegalStateException("Could not read " + LOG_TABLE, ex);
+			throw new IllegalStateException("Could not read " + table, ex);
 		}
 		return writes;
 	}
@@ -205,13 +229,14 @@ public final class FaultHistory {
 	}
 
 	/**
-	 * Runs every checker over the history and the given writes. Call it once every surviving node has been stopped
+	 * Runs every checker over the history and the given rows. Call it once every surviving node has been stopped
 	 * gracefully, so that every leadership they had has ended.
-	 * @param writes the committed writes, in id order
+	 * @param writes the committed writes of the fenced writers, in id order
+	 * @param load the committed transactions of the guarded-write load, in id order
 	 * @return the outcome
 	 */
-	public Checks check(List<Write> writes) {
-		return new Checks(writes);
+	public Checks check(List<Write> writes, List<Write> load) {
+		return new Checks(writes, load);
 	}
 
 	/**
@@ -422,7 +447,7 @@ public final class FaultHistory {
 	 * it draws a later value from the sequence (which hands out rising values in the order they are drawn). Within a
 	 * term, one writer thread commits one transaction after another.</li>
 	 * <li><b>One writer per term.</b> The committed writes of a term come from one node, and from an incarnation that
-	 * was granted that term.</li>
+	 * was granted that term; so do the committed transactions of the guarded-write load.</li>
 	 * <li><b>Grants and revokes pair up.</b> Per incarnation and group, the lines alternate grant, revoke, grant, ...
 	 * with the same term in each pair; only an incarnation killed with SIGKILL may end on a grant. Grants in time order
 	 * carry rising terms; the same term twice only when a killed node id was restarted within its lease, which the
@@ -430,11 +455,17 @@ public final class FaultHistory {
 	 * <li><b>Overlaps only while paused, and never a stale commit.</b> Two windows of different terms overlap only
 	 * when the earlier holder was frozen or stalled at the later grant, or thawed at most a second before it, and its
 	 * window ended at most a second after it was thawed.
-	 * Whether or not windows overlap, no committed write of a term is stamped after a grant of a higher term.</li>
+	 * Whether or not windows overlap, no committed write or load transaction of a term is stamped after a grant of a
+	 * higher term.</li>
 	 * <li><b>Failover.</b> After every fault on a leader, a node that is not frozen leads each group it led within the
 	 * lease plus 0.5 s of the fault, and keeps leading for at least a renew interval (or until the next fault, or the
 	 * end of the run); and after every fault, a write
 	 * of each group commits within the write-resume bound of the moment the fault was lifted and a leader existed.</li>
+	 * <li><b>Terms change only on faults on the leader.</b> Every grant of a new term after a group's first has a
+	 * cause: a fault hit the node that held the term before while it still believed it led, and the new term was
+	 * granted between the start of the fault and the failover bound (lease plus 0.5 s) after the node was back (lifted,
+	 * or for a kill, the next incarnation ready); or the harness had begun to stop every node gracefully. A leader that
+	 * loses its lease on its own, for example because guarded transactions held up its renewal, fails this check.</li>
 	 * </ol>
 	 */
 	public final class Checks {
@@ -442,6 +473,8 @@ public final class FaultHistory {
 		private static final long THAW_TOLERANCE_NANOS = Duration.ofSeconds(1).toNanos();
 
 		private final List<Write> writes;
+
+		private final List<Write> load;
 
 		private final List<String> violations = new ArrayList<>();
 
@@ -459,14 +492,23 @@ public final class FaultHistory {
 
 		private int sameTermRegrants;
 
-		Checks(List<Write> writes) {
+		private int termChanges;
+
+		private int termChangesWithoutFault;
+
+		Checks(List<Write> writes, List<Write> load) {
 			this.writes = writes;
+			this.load = load;
 			for (String group : FaultHistory.this.groups) {
 				this.windows.put(group, pairGrantsAndRevokes(group));
 				checkTermsInCommitOrder(group);
-				checkOneWriterPerTerm(group);
-				checkOverlapsAndStaleCommits(group);
+				checkOneWriterPerTerm(group, this.writes, "writes");
+				checkOneWriterPerTerm(group, this.load, "load transactions");
+				checkOverlaps(group);
+				checkNoStaleCommit(group, this.writes, "write");
+				checkNoStaleCommit(group, this.load, "load transaction");
 				checkFailover(group);
+				checkTermsChangeOnlyOnFaultsOnTheLeader(group);
 			}
 		}
 
@@ -505,11 +547,15 @@ public final class FaultHistory {
 			return String.format(
 					"Fault run: seed=%d episodes=%d faults=%s on-leader=%d violations=%d writes-committed=%d "
 							+ "writes-rejected=%d (stale attempts after a takeover=%d) writes-failed=%d "
+							+ "load-committed=%d load-rejected=%d load-failed=%d term-changes=%d "
+							+ "(without a fault on the leader=%d) "
 							+ "overlapping-windows=%d same-term-regrants=%d failover-max=%dms failover-p50=%dms "
 							+ "failover-p99=%dms (n=%d, bound %dms) failover-max-by-fault-ms=%s write-resume-max=%dms "
 							+ "elapsed=%ds",
 					seed, FaultHistory.this.episodes.size(), kinds, onLeaders, this.violations.size(),
-					this.writes.size(), rejected, this.staleAttemptsRejected, failed, this.overlaps,
+					this.writes.size(), rejected, this.staleAttemptsRejected, failed, this.load.size(),
+					countEvents(Type.LOAD_REJECTED), countEvents(Type.LOAD_FAILED), this.termChanges,
+					this.termChangesWithoutFault, this.overlaps,
 					this.sameTermRegrants, percentile(this.failovers, 100), percentile(this.failovers, 50),
 					percentile(this.failovers, 99), this.failovers.size(), failoverBound() / 1_000_000,
 					this.maxFailoverByKind, percentile(this.writeResumes, 100), elapsed.toSeconds());
@@ -589,28 +635,28 @@ public final class FaultHistory {
 			}
 		}
 
-		private void checkOneWriterPerTerm(String group) {
+		private void checkOneWriterPerTerm(String group, List<Write> writes, String what) {
 			Map<Long, Write> firstByTerm = new TreeMap<>();
 			Set<String> granted = new HashSet<>();
 			this.windows.get(group)
 				.forEach((window) -> granted.add(window.node() + "#" + window.incarnation().number() + "@" + window.term()));
-			for (Write write : this.writes) {
+			for (Write write : writes) {
 				if (!write.group().equals(group)) {
 					continue;
 				}
 				Write first = firstByTerm.putIfAbsent(write.term(), write);
 				if (first != null && !first.node().equals(write.node())) {
 					violation(write.stampNanos(), "Term " + write.term() + " of " + group
-							+ " has committed writes of two nodes: " + first + " and " + write);
+							+ " has committed " + what + " of two nodes: " + first + " and " + write);
 				}
 				if (!granted.contains(write.node() + "#" + write.incarnation() + "@" + write.term())) {
-					violation(write.stampNanos(), "Write " + write + " was committed under a term that its incarnation "
-							+ "was never granted");
+					violation(write.stampNanos(), "Row " + write + " of the " + what + " was committed under a term "
+							+ "that its incarnation was never granted");
 				}
 			}
 		}
 
-		private void checkOverlapsAndStaleCommits(String group) {
+		private void checkOverlaps(String group) {
 			List<Window> windows = this.windows.get(group);
 			for (int i = 0; i < windows.size(); i++) {
 				for (int j = i + 1; j < windows.size(); j++) {
@@ -633,8 +679,12 @@ public final class FaultHistory {
 					}
 				}
 			}
+		}
+
+		private void checkNoStaleCommit(String group, List<Write> writes, String what) {
+			List<Window> windows = this.windows.get(group);
 			Map<Long, Long> firstHigherGrant = new HashMap<>();
-			for (Write write : this.writes) {
+			for (Write write : writes) {
 				if (!write.group().equals(group)) {
 					continue;
 				}
@@ -644,7 +694,7 @@ public final class FaultHistory {
 				if (write.stampNanos() - nextGrant > 0) {
 					Window taker = windows.stream().filter((window) -> window.grantedAt() == nextGrant).findFirst()
 						.orElseThrow();
-					violation(write.stampNanos(), "A stale write committed: " + write + " was stamped "
+					violation(write.stampNanos(), "A stale " + what + " committed: " + write + " was stamped "
 							+ (write.stampNanos() - nextGrant) / 1_000_000 + " ms after " + taker + " was granted");
 				}
 			}
@@ -713,6 +763,74 @@ public final class FaultHistory {
 					this.writeResumes.add(resumed.getAsLong() - from);
 				}
 			}
+		}
+
+		private void checkTermsChangeOnlyOnFaultsOnTheLeader(String group) {
+			List<Window> windows = this.windows.get(group);
+			for (int i = 1; i < windows.size(); i++) {
+				Window before = windows.get(i - 1);
+				Window after = windows.get(i);
+				if (after.term() <= before.term()) {
+					continue; // a same-term regrant, or a violation that pairGrantsAndRevokes reports
+				}
+				this.termChanges++;
+				boolean stopping = FaultHistory.this.endedAt != Long.MAX_VALUE
+						&& after.grantedAt() - FaultHistory.this.endedAt >= 0;
+				if (stopping || faultOnHolder(before, after.grantedAt()).isPresent()) {
+					continue;
+				}
+				this.termChangesWithoutFault++;
+				violation(after.grantedAt(), "Terms changed without a fault on the leader: " + before
+						+ " (revoked " + revokeReason(before) + ") then " + after + "; faults on " + before.node()
+						+ " nearby: " + FaultHistory.this.episodes.stream()
+							.filter((episode) -> episode.node().equals(before.node())
+									&& Math.abs(episode.startedAt() - after.grantedAt()) < 10 * failoverBound())
+							.map((episode) -> episode + " at " + millis(episode.startedAt()) + " ms")
+							.toList());
+			}
+		}
+
+		/**
+		 * Finds the fault that explains why a term ended and another was granted at the given time: it hit the node of
+		 * the earlier term before that node's window closed, and the grant came after the fault began and at most the
+		 * failover bound after the node was back.
+		 */
+		private Optional<Episode> faultOnHolder(Window holder, long grantedAt) {
+			return FaultHistory.this.episodes.stream()
+				.filter((episode) -> episode.node().equals(holder.node()))
+				.filter((episode) -> episode.startedAt() - holder.endedAt() < 0)
+				.filter((episode) -> grantedAt - episode.startedAt() >= 0
+						&& grantedAt - (backAt(episode) + failoverBound()) <= 0)
+				.findFirst();
+		}
+
+		/**
+		 * Returns when the node hit by a fault was back: when the fault was lifted or, after a kill, when the next
+		 * incarnation of the node was ready.
+		 */
+		private long backAt(Episode episode) {
+			if (episode.kind() != FaultKind.KILL) {
+				return episode.liftedAt();
+			}
+			return FaultHistory.this.incarnations.stream()
+				.filter((incarnation) -> incarnation.process.nodeId().equals(episode.node()))
+				.flatMap((incarnation) -> incarnation.process.firstEvent((event) -> event.type() == Type.READY)
+					.stream())
+				.mapToLong(NodeEvent::nanoTime)
+				.filter((ready) -> ready - episode.startedAt() >= 0)
+				.min()
+				.orElse(episode.liftedAt());
+		}
+
+		private String revokeReason(Window window) {
+			if (!window.revoked()) {
+				return "never, killed";
+			}
+			return window.incarnation().process.events().stream()
+				.filter((event) -> event.is(Type.REVOKED, window.group()) && event.term() == window.term())
+				.map(NodeEvent::reason)
+				.findFirst()
+				.orElse("?");
 		}
 
 		private static OptionalLong firstAtOrAfter(long[] sorted, long time) {

@@ -21,6 +21,8 @@ import org.jspecify.annotations.Nullable;
  * CLOCK   node millis        the node's wall clock, System.currentTimeMillis(), at the nanoTime of the line
  * REJECTED group term node   a fenced write under that term was rejected as stale (writer nodes)
  * FAILED  group term node    a fenced write under that term failed otherwise, for example on a lost session
+ * LOAD_REJECTED group term node  a transaction of the guarded-write load was rejected as stale
+ * LOAD_FAILED   group term node  a transaction of the guarded-write load failed otherwise
  * </pre>
  *
  * @param nanoTime when the node printed the line
@@ -59,7 +61,8 @@ public record NodeEvent(long nanoTime, Type type, @Nullable String group, long t
 				case REVOKED -> new NodeEvent(nanoTime, type, parts[3], Long.parseLong(parts[4]), parts[5], parts[6]);
 				case CHANGED -> new NodeEvent(nanoTime, type, parts[3], Long.parseLong(parts[4]),
 						NONE.equals(parts[5]) ? null : parts[5], null);
-				case REJECTED, FAILED -> new NodeEvent(nanoTime, type, parts[3], Long.parseLong(parts[4]), parts[5], null);
+				case REJECTED, FAILED, LOAD_REJECTED, LOAD_FAILED -> new NodeEvent(nanoTime, type, parts[3],
+						Long.parseLong(parts[4]), parts[5], null);
 				case CLOCK -> new NodeEvent(nanoTime, type, null, Long.parseLong(parts[4]), parts[3], null);
 				case READY, JOINED, LEFT, STOPPED -> new NodeEvent(nanoTime, type, null, 0, parts[3], null);
 			});
@@ -75,7 +78,7 @@ public record NodeEvent(long nanoTime, Type type, @Nullable String group, long t
 	 */
 	public String format() {
 		String fields = switch (this.type) {
-			case GRANTED, REJECTED, FAILED -> this.group + " " + this.term + " " + this.node;
+			case GRANTED, REJECTED, FAILED, LOAD_REJECTED, LOAD_FAILED -> this.group + " " + this.term + " " + this.node;
 			case CLOCK -> this.node + " " + this.term;
 			case REVOKED -> this.group + " " + this.term + " " + this.node + " " + this.reason;
 			case CHANGED -> this.group + " " + this.term + " " + ((this.node != null) ? this.node : NONE);
@@ -161,7 +164,17 @@ public record NodeEvent(long nanoTime, Type type, @Nullable String group, long t
 		/**
 		 * A fenced write failed for another reason than a stale term, and rolled back.
 		 */
-		FAILED(3);
+		FAILED(3),
+
+		/**
+		 * A transaction of the guarded-write load was rejected because its term no longer leads.
+		 */
+		LOAD_REJECTED(3),
+
+		/**
+		 * A transaction of the guarded-write load failed for another reason than a stale term, and rolled back.
+		 */
+		LOAD_FAILED(3);
 
 		private final int fields;
 

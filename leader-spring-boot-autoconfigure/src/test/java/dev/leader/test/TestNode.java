@@ -51,6 +51,10 @@ import org.jspecify.annotations.Nullable;
  * <li>{@code writer} ({@code false}): whether the node makes fenced writes, see {@link FencedWriter}, with
  * {@code writer-table} ({@code fault_log}), {@code writer-interval} (30 ms), {@code writer-max-attempts} (1,000,000)
  * and {@code incarnation} (1), a number that tells the processes of one node id apart</li>
+ * <li>{@code load-threads} (0): how many threads run guarded-write load while the node leads, see
+ * {@link GuardedLoad}, with {@code load-table} ({@code fault_load}), {@code load-hold} (100 ms), how long each
+ * transaction stays open after its guard, and {@code load-max-transactions} (10,000,000); give the pool a connection
+ * per load thread on top of the others</li>
  * </ul>
  * At {@code READY} the node also prints {@code CLOCK} with its wall clock, so that a test can check a faked one.
  */
@@ -80,9 +84,17 @@ public final class TestNode {
 				Arrays.asList(arguments.required("groups").split(",")), (event) -> print(events, toNodeEvent(event)));
 		FencedWriter writer = Boolean.parseBoolean(arguments.get("writer", "false"))
 				? writer(engine, dataSource, arguments, (event) -> print(events, event)) : null;
+		int loadThreads = Integer.parseInt(arguments.get("load-threads", "0"));
+		GuardedLoad load = (loadThreads > 0)
+				? load(engine, dataSource, arguments, loadThreads, (event) -> print(events, event)) : null;
 		CountDownLatch stopped = new CountDownLatch(1);
 		Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+			// The engine first: its revokes empty the tokens, so the load stops guarding and the releases wait only
+			// for the transactions under way, as an application's would.
 			engine.stop();
+			if (load != null) {
+				load.stop();
+			}
 			if (writer != null) {
 				writer.stop();
 			}
@@ -95,6 +107,9 @@ public final class TestNode {
 		engine.start();
 		if (writer != null) {
 			writer.start();
+		}
+		if (load != null) {
+			load.start();
 		}
 		print(events, new NodeEvent(System.nanoTime(), Type.READY, null, 0, nodeId, null));
 		print(events, new NodeEvent(System.nanoTime(), Type.CLOCK, null, System.currentTimeMillis(), nodeId, null));
@@ -139,6 +154,15 @@ public final class TestNode {
 				Long.parseLong(arguments.get("incarnation", "1")),
 				arguments.duration("writer-interval", Duration.ofMillis(30)),
 				Long.parseLong(arguments.get("writer-max-attempts", "1000000")), events);
+	}
+
+	private static GuardedLoad load(LeaderEngine engine, HikariDataSource dataSource, Arguments arguments, int threads,
+			Consumer<NodeEvent> events) {
+		return new GuardedLoad(engine, dataSource, new TablePrefix(arguments.get("table-prefix", "leader_")),
+				arguments.duration("query-timeout", Duration.ofSeconds(1)), settings(arguments).safeWindow(),
+				arguments.get("load-table", "fault_load"), Long.parseLong(arguments.get("incarnation", "1")), threads,
+				arguments.duration("load-hold", Duration.ofMillis(100)),
+				Long.parseLong(arguments.get("load-max-transactions", "10000000")), events);
 	}
 
 	private static LeaseSettings settings(Arguments arguments) {
