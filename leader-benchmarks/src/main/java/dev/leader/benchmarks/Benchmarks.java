@@ -8,7 +8,9 @@ import java.sql.DriverManager;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -16,6 +18,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
+import dev.leader.LeadershipRevokedEvent;
 import dev.leader.lease.LeaseSettings;
 import org.openjdk.jmh.results.Result;
 import org.openjdk.jmh.results.RunResult;
@@ -29,9 +32,11 @@ import org.openjdk.jmh.util.Statistics;
  * Runs the benchmarks and prints every figure as min / median / p99 / max. Started by
  * {@code ./mvnw -Pbenchmarks -pl leader-benchmarks -am -DskipTests verify}; see {@code leader-benchmarks/README.md}.
  * <p>
- * Arguments, all optional: {@code --only=handover,failover,load,daemons,jmh}, {@code --rounds=30} (hand-overs and
- * failovers), {@code --load=3x1,100x1000} (idle clusters, nodes x groups), {@code --load-window=PT10S} and
+ * Arguments, all optional: {@code --only=handover,failover,load,daemons,guarded,jmh}, {@code --rounds=30} (hand-overs
+ * and failovers), {@code --load=3x1,100x1000} (idle clusters, nodes x groups), {@code --load-window=PT10S} and
  * {@code --load-windows=6}, {@code --daemons=3x7} (nodes x daemons) and {@code --daemon-rounds=5} (kills),
+ * {@code --guarded-threads=1,4,16} and {@code --guarded-window=PT20S} (writer threads, and how long each
+ * count runs guarded and plain),
  * {@code --database=leader_bench} (the database created for the run, dropped first if it exists),
  * {@code --server-log=<path>} (the server's log file when {@code pg_current_logfile()}
  * does not name it). The server comes from {@code LEADER_BENCH_JDBC_URL} (default
@@ -53,7 +58,8 @@ public final class Benchmarks {
 
 	public static void main(String[] args) throws Exception {
 		Map<String, String> options = parse(args);
-		Set<String> only = Set.of(options.getOrDefault("only", "handover,failover,load,daemons,jmh").split(","));
+		Set<String> only = Set.of(options.getOrDefault("only", "handover,failover,load,daemons,guarded,jmh")
+			.split(","));
 		int rounds = Integer.parseInt(options.getOrDefault("rounds", "30"));
 		String url = env("LEADER_BENCH_JDBC_URL", "jdbc:postgresql://127.0.0.1:5432/postgres");
 		String user = env("LEADER_BENCH_JDBC_USER", "postgres");
@@ -149,6 +155,13 @@ public final class Benchmarks {
 							result.perNode().format("ms"), load);
 				}
 			}
+			if (only.contains("guarded")) {
+				// Last, as it loads the machine for minutes; on a quiet machine and a checkpointed database, as the
+				// JMH writes.
+				awaitQuietMachine(0.5, Duration.ofMinutes(3));
+				database.settle();
+				runGuardedLoad(database, options);
+			}
 		}
 	}
 
@@ -197,6 +210,47 @@ public final class Benchmarks {
 					String.format(Locale.ROOT, "%.2fx", medians.get("guardedWrite") / medians.get("plainWrite")),
 					load);
 		}
+	}
+
+	private static void runGuardedLoad(BenchDatabase database, Map<String, String> options) throws Exception {
+		List<Integer> threadCounts = Arrays.stream(options.getOrDefault("guarded-threads", "1,4,16").split(","))
+			.map(Integer::valueOf)
+			.toList();
+		Duration window = Duration.parse(options.getOrDefault("guarded-window", "PT20S"));
+		String settings = String.format(Locale.ROOT, "lease %d s, renew %d ms",
+				GuardedWriteLoad.SETTINGS.duration().toSeconds(), GuardedWriteLoad.SETTINGS.renewInterval().toMillis());
+		String first = loadAverage();
+		try (GuardedWriteLoad guarded = GuardedWriteLoad.start(database, Collections.max(threadCounts))) {
+			report("leader's renewal round trip, no writers (" + settings + ")",
+					guarded.renewals(window).format("ms"), first);
+			for (int threads : threadCounts) {
+				String load = loadAverage();
+				GuardedWriteLoad.Comparison run = guarded.run(threads, window);
+				report(String.format(Locale.ROOT, "guarded writes, %d threads: guard + 1-row UPDATE + commit, tx/s per "
+						+ "1 s turn", threads), throughput(run.guarded()), load);
+				report(String.format(Locale.ROOT, "  plain writes, %d threads: 1-row UPDATE + commit, in the turns "
+						+ "between", threads), throughput(run.plain()), load);
+				report("  guarded / plain throughput, means", String.format(Locale.ROOT, "%.2fx",
+						run.guarded().mean() / run.plain().mean()), load);
+				report(String.format(Locale.ROOT, "  leader's renewal round trip during the guarded turns, %d threads",
+						threads), run.guarded().renewals().format("ms"), load);
+				report(String.format(Locale.ROOT, "  leader's renewal round trip during the plain turns, %d threads",
+						threads), run.plain().renewals().format("ms"), load);
+			}
+			List<LeadershipRevokedEvent> revocations = guarded.revocations();
+			long termAfter = guarded.termNow();
+			report("leader's lease through the writes", String.format(Locale.ROOT,
+					"%d revocations, %d heartbeats that did not renew, term %d -> %d", revocations.size(),
+					guarded.notRenewed(), guarded.termBefore(), termAfter), first);
+			if (!revocations.isEmpty() || guarded.notRenewed() > 0 || termAfter != guarded.termBefore()) {
+				throw new IllegalStateException("The leader lost its lease under the guarded writes: " + revocations);
+			}
+		}
+	}
+
+	private static String throughput(GuardedWriteLoad.Window window) {
+		return window.perSecond().format("tx/s") + String.format(Locale.ROOT, "; mean %.1f tx/s; %d failed",
+				window.mean(), window.failures());
 	}
 
 	private static void report(String what, String figures, String loadBefore) {
