@@ -389,7 +389,9 @@ class DaemonOperationsTests {
 			await().atMost(WAIT).until(() -> leader.getBean(Leadership.class).isLeader("default"));
 			node("working", slow).withBean("quick", DaemonAgent.class, Waiter::new).run((worker) -> {
 				await().atMost(Duration.ofSeconds(15)).until(() -> worker.getBean(Events.class).started("quick") == 1);
-				assertThat(placement("quick")).hasValue("working ACTIVE 1");
+				// The agent's thread publishes its start while the coordinator's thread acknowledges.
+				await().atMost(Duration.ofSeconds(2))
+					.untilAsserted(() -> assertThat(placement("quick")).hasValue("working ACTIVE 1"));
 				long ackMillis = jdbc()
 					.sql("SELECT (extract(epoch from (acked_at - assigned_at)) * 1000)::bigint "
 							+ "FROM leader_assignments WHERE daemon_name = 'quick'")
