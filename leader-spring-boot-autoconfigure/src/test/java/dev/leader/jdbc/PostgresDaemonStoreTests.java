@@ -220,6 +220,29 @@ class PostgresDaemonStoreTests {
 	}
 
 	@Test
+	void statementBlockedInsideATransactionThatGuardedTheAssignmentHoldsTheReclaimUpOnlyUntilTheHoldLimit()
+			throws Exception {
+		this.store.assign(this.leader, "leader", "outbox", "node-a", 0);
+		PostgresDaemonStore limited = new PostgresDaemonStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
+				Duration.ofMillis(800));
+		TransactionTemplate transactions = new TransactionTemplate(new DataSourceTransactionManager(this.dataSource));
+		CountDownLatch locked = new CountDownLatch(1);
+		CompletableFuture<Void> guarded = CompletableFuture.runAsync(() -> transactions.executeWithoutResult((status) -> {
+			limited.lock("outbox");
+			locked.countDown();
+			JdbcClient.create(this.dataSource).sql("SELECT pg_sleep(10)").query().singleRow();
+		}));
+		assertThat(locked.await(10, TimeUnit.SECONDS)).isTrue();
+		long start = System.nanoTime();
+		assertThat(CompletableFuture.supplyAsync(() -> this.store.reclaim(this.leader, "leader", "outbox", 1))
+			.get(5, TimeUnit.SECONDS)).isTrue();
+		assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(3));
+		assertThatExceptionOfType(java.util.concurrent.ExecutionException.class)
+			.isThrownBy(() -> guarded.get(5, TimeUnit.SECONDS))
+			.withMessageContaining("statement timeout");
+	}
+
+	@Test
 	void lockNeedsATransaction() {
 		assertThatExceptionOfType(IllegalTransactionStateException.class).isThrownBy(() -> this.store.lock("outbox"))
 			.withMessageContaining("DaemonContext.guard()");
