@@ -13,7 +13,6 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -21,7 +20,6 @@ import java.util.concurrent.Future;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -51,6 +49,7 @@ import dev.leader.daemon.AssignmentPlanner.ReclaimCause;
 import dev.leader.daemon.AssignmentPlanner.Revoke;
 import dev.leader.lease.LeaderEngine;
 import dev.leader.node.Names;
+import dev.leader.node.OwnThreads;
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationRegistry;
 import org.apache.commons.logging.Log;
@@ -145,7 +144,7 @@ public final class DaemonCoordinator implements SmartLifecycle {
 
 	private volatile ExecutorService events;
 
-	private final List<Thread> threads = new CopyOnWriteArrayList<>();
+	private final OwnThreads threads = new OwnThreads();
 
 	private volatile boolean running;
 
@@ -302,7 +301,7 @@ public final class DaemonCoordinator implements SmartLifecycle {
 			}
 			this.cycles.shutdownNow();
 			this.events.shutdown();
-			awaitThreads();
+			this.threads.awaitEnd();
 		}
 		finally {
 			this.threadsLock.unlock();
@@ -936,43 +935,15 @@ public final class DaemonCoordinator implements SmartLifecycle {
 	}
 
 	private void createThreads() {
-		this.cycles = Executors.newSingleThreadScheduledExecutor(named("leader-daemons"));
-		this.watchdog = Executors.newSingleThreadScheduledExecutor(named("leader-daemons-watchdog"));
-		this.events = Executors.newSingleThreadExecutor(named("leader-daemon-events"));
-	}
-
-	/**
-	 * Waits, up to 5 s in all, until the threads of this run have ended: an executor counts as terminated just before
-	 * its thread ends. A listener that stops this on the events thread does not wait for itself.
-	 */
-	private void awaitThreads() {
-		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-		try {
-			for (Thread thread : this.threads) {
-				if (thread != Thread.currentThread()) {
-					thread.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
-				}
-			}
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-		}
-		this.threads.clear();
+		this.cycles = Executors.newSingleThreadScheduledExecutor(this.threads.named("leader-daemons"));
+		this.watchdog = Executors.newSingleThreadScheduledExecutor(this.threads.named("leader-daemons-watchdog"));
+		this.events = Executors.newSingleThreadExecutor(this.threads.named("leader-daemon-events"));
 	}
 
 	private static void cancel(@Nullable Future<?> future) {
 		if (future != null) {
 			future.cancel(false);
 		}
-	}
-
-	private ThreadFactory named(String name) {
-		return (runnable) -> {
-			Thread thread = new Thread(runnable, name);
-			thread.setDaemon(true);
-			this.threads.add(thread);
-			return thread;
-		};
 	}
 
 	/**

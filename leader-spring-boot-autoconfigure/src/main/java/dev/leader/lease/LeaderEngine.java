@@ -20,7 +20,6 @@ import java.util.concurrent.Future;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -43,6 +42,7 @@ import dev.leader.lease.CoordinationStore.Tick;
 import dev.leader.node.Membership;
 import dev.leader.node.Names;
 import dev.leader.node.NodeRegistration;
+import dev.leader.node.OwnThreads;
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationRegistry;
 import org.apache.commons.logging.Log;
@@ -138,7 +138,7 @@ public final class LeaderEngine implements Leadership {
 
 	private volatile ExecutorService events;
 
-	private final List<Thread> threads = new CopyOnWriteArrayList<>();
+	private final OwnThreads threads = new OwnThreads();
 
 	private volatile boolean running;
 
@@ -296,7 +296,7 @@ public final class LeaderEngine implements Leadership {
 			this.store.disconnect();
 			this.watchdog.shutdownNow();
 			this.events.shutdown();
-			awaitThreads();
+			this.threads.awaitEnd();
 		}
 		finally {
 			this.threadsLock.unlock();
@@ -433,28 +433,9 @@ public final class LeaderEngine implements Leadership {
 	}
 
 	private void createThreads() {
-		this.io = Executors.newSingleThreadScheduledExecutor(named("leader-io"));
-		this.watchdog = Executors.newSingleThreadScheduledExecutor(named("leader-watchdog"));
-		this.events = Executors.newSingleThreadExecutor(named("leader-events"));
-	}
-
-	/**
-	 * Waits, up to 5 s in all, until the threads of this run have ended: an executor counts as terminated just before
-	 * its thread ends. A listener that stops this on the events thread does not wait for itself.
-	 */
-	private void awaitThreads() {
-		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-		try {
-			for (Thread thread : this.threads) {
-				if (thread != Thread.currentThread()) {
-					thread.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
-				}
-			}
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-		}
-		this.threads.clear();
+		this.io = Executors.newSingleThreadScheduledExecutor(this.threads.named("leader-io"));
+		this.watchdog = Executors.newSingleThreadScheduledExecutor(this.threads.named("leader-watchdog"));
+		this.events = Executors.newSingleThreadExecutor(this.threads.named("leader-events"));
 	}
 
 	private Group group(String name) {
@@ -1046,15 +1027,6 @@ public final class LeaderEngine implements Leadership {
 				logger.debug("Could not stop release notifications: " + ex);
 			}
 		}
-	}
-
-	private ThreadFactory named(String name) {
-		return (runnable) -> {
-			Thread thread = new Thread(runnable, name);
-			thread.setDaemon(true);
-			this.threads.add(thread);
-			return thread;
-		};
 	}
 
 	/**

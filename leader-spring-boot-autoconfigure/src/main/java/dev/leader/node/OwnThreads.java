@@ -1,0 +1,50 @@
+package dev.leader.node;
+
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The named daemon threads of a lifecycle component, kept so that its stop can wait until they have ended: an
+ * executor counts as terminated just before its thread ends, and a stopped component must leave no thread behind.
+ * Thread-safe.
+ */
+public final class OwnThreads {
+
+	private final List<Thread> threads = new CopyOnWriteArrayList<>();
+
+	/**
+	 * Returns a factory of daemon threads with the given name, each kept until {@link #awaitEnd()}.
+	 * @param name the name of the threads, {@code leader-…}
+	 * @return the factory
+	 */
+	public ThreadFactory named(String name) {
+		return (runnable) -> {
+			Thread thread = new Thread(runnable, name);
+			thread.setDaemon(true);
+			this.threads.add(thread);
+			return thread;
+		};
+	}
+
+	/**
+	 * Waits, up to 5 s in all, until every thread made so far has ended, then forgets them. A thread of the component
+	 * that calls this does not wait for itself.
+	 */
+	public void awaitEnd() {
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+		try {
+			for (Thread thread : this.threads) {
+				if (thread != Thread.currentThread()) {
+					thread.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
+				}
+			}
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+		this.threads.clear();
+	}
+
+}
