@@ -393,20 +393,6 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 		if (connection != null) {
 			this.connections.giveBack(connection);
 		}
-	}
-
-	/**
-	 * Checks that the data source leads to a writable primary, as the store's statements need.
-	 * @throws IllegalStateException if its connections are read-only, or lead to a standby or a read-only database
-	 * @throws org.springframework.dao.DataAccessException if the database cannot be reached
-	 */
-	public void requireWritablePrimary() {
-		try {
-			this.connections.requireWritablePrimary();
-		}
-		catch (SQLException ex) {
-			throw Statements.translate("check the database", ex);
-		}
 		List<Listener> stopped;
 		synchronized (this.subscribers) {
 			stopped = List.copyOf(this.stopping);
@@ -420,6 +406,20 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 				Thread.currentThread().interrupt();
 				return;
 			}
+		}
+	}
+
+	/**
+	 * Checks that the data source leads to a writable primary, as the store's statements need.
+	 * @throws IllegalStateException if its connections are read-only, or lead to a standby or a read-only database
+	 * @throws org.springframework.dao.DataAccessException if the database cannot be reached
+	 */
+	public void requireWritablePrimary() {
+		try {
+			this.connections.requireWritablePrimary();
+		}
+		catch (SQLException ex) {
+			throw Statements.translate("check the database", ex);
 		}
 	}
 
