@@ -22,6 +22,7 @@ import dev.leader.fencing.FencedCallAdvisor;
 import dev.leader.fencing.Fencing;
 import dev.leader.fencing.FencingStore;
 import dev.leader.jdbc.LeaderSchemaMigration;
+import dev.leader.jdbc.Notifications;
 import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.jdbc.PostgresDaemonStore;
 import dev.leader.jdbc.PostgresFencingStore;
@@ -51,6 +52,7 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandi
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceProperties;
 import org.springframework.boot.sql.init.dependency.DatabaseInitializationDependencyConfigurer;
 import org.springframework.boot.sql.init.dependency.DependsOnDatabaseInitialization;
 import org.springframework.context.ApplicationEventPublisher;
@@ -63,6 +65,7 @@ import org.springframework.context.annotation.Role;
 import org.springframework.core.env.Environment;
 import org.springframework.core.type.AnnotationMetadata;
 import org.springframework.dao.DataAccessException;
+import org.springframework.jdbc.datasource.SimpleDriverDataSource;
 
 /**
  * Auto-configuration of leader election on the application's PostgreSQL {@link DataSource}.
@@ -103,8 +106,9 @@ public final class LeaderAutoConfiguration {
 	@Bean(destroyMethod = "disconnect")
 	@ConditionalOnMissingBean
 	CoordinationStore leaderCoordinationStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
-			ObjectProvider<LeaderSchemaMigration> migration) {
-		PostgresCoordinationStore store = new PostgresCoordinationStore(dataSource, prefix, queryTimeout(properties));
+			ObjectProvider<LeaderSchemaMigration> migration, ObjectProvider<DataSourceProperties> dataSourceProperties) {
+		PostgresCoordinationStore store = new PostgresCoordinationStore(dataSource, prefix, queryTimeout(properties),
+				notifications(properties.getJdbc().getNotifications(), dataSourceProperties.getIfAvailable()));
 		if (migration.getIfAvailable() == null) {
 			// The migration checks the database before it runs; without it, the store does.
 			try {
@@ -116,6 +120,31 @@ public final class LeaderAutoConfiguration {
 			}
 		}
 		return store;
+	}
+
+	private static Notifications notifications(LeaderProperties.Jdbc.Notifications notifications,
+			@Nullable DataSourceProperties dataSource) {
+		String url = notifications.getUrl();
+		if (!notifications.isEnabled()) {
+			return Notifications.off();
+		}
+		if (url == null || url.isBlank()) {
+			return Notifications.pooled();
+		}
+		if (!url.startsWith("jdbc:postgresql:")) {
+			int query = url.indexOf('?');
+			throw new IllegalArgumentException("leader.jdbc.notifications.url must be a PostgreSQL JDBC URL "
+					+ "(jdbc:postgresql://host:port/database), was " + ((query < 0) ? url : url.substring(0, query)));
+		}
+		String username = notifications.getUsername();
+		String password = notifications.getPassword();
+		if (username == null && dataSource != null) {
+			username = dataSource.getUsername();
+		}
+		if (password == null && dataSource != null) {
+			password = dataSource.getPassword();
+		}
+		return Notifications.direct(new SimpleDriverDataSource(new org.postgresql.Driver(), url, username, password));
 	}
 
 	@Bean

@@ -208,6 +208,12 @@ public class LeaderProperties {
 		 */
 		private Duration queryTimeout = Duration.ofSeconds(3);
 
+		private final Notifications notifications = new Notifications();
+
+		public Notifications getNotifications() {
+			return this.notifications;
+		}
+
 		public String getTablePrefix() {
 			return this.tablePrefix;
 		}
@@ -230,6 +236,66 @@ public class LeaderProperties {
 
 		public void setQueryTimeout(Duration queryTimeout) {
 			this.queryTimeout = queryTimeout;
+		}
+
+		public static class Notifications {
+
+			/**
+			 * Whether to follow the notifications of released leases and daemon changes (LISTEN), which let a
+			 * follower take over at once. Without them, a follower takes over on its next round trip, within the
+			 * renew interval. Followed on a connection of the application's DataSource unless 'url' is set; behind
+			 * a pooler in transaction mode, found at startup, none are followed.
+			 */
+			private boolean enabled = true;
+
+			/**
+			 * JDBC URL of a connection of its own for the notifications, for example straight to the PostgreSQL
+			 * server when the DataSource goes through PgBouncer in transaction mode.
+			 */
+			private @Nullable String url;
+
+			/**
+			 * Login user of that connection. Defaults to spring.datasource.username.
+			 */
+			private @Nullable String username;
+
+			/**
+			 * Login password of that connection. Defaults to spring.datasource.password.
+			 */
+			private @Nullable String password;
+
+			public boolean isEnabled() {
+				return this.enabled;
+			}
+
+			public void setEnabled(boolean enabled) {
+				this.enabled = enabled;
+			}
+
+			public @Nullable String getUrl() {
+				return this.url;
+			}
+
+			public void setUrl(@Nullable String url) {
+				this.url = url;
+			}
+
+			public @Nullable String getUsername() {
+				return this.username;
+			}
+
+			public void setUsername(@Nullable String username) {
+				this.username = username;
+			}
+
+			public @Nullable String getPassword() {
+				return this.password;
+			}
+
+			public void setPassword(@Nullable String password) {
+				this.password = password;
+			}
+
 		}
 
 	}

@@ -10,6 +10,7 @@ import javax.sql.DataSource;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
+import org.postgresql.PGConnection;
 
 /**
  * Lends the starter's stores connections of the application's pool with the settings their statements need,
@@ -108,6 +109,63 @@ final class OwnConnections {
 			logger.debug("Could not restore a connection's settings; the pool resets or retires it: " + ex);
 		}
 		closeQuietly(connection);
+	}
+
+	/**
+	 * Tells whether consecutive transactions of one connection of the pool may run in different server sessions, as
+	 * they do behind a pooler in transaction mode (PgBouncer's {@code pool_mode = transaction}). While a second
+	 * connection holds a transaction open, the first one runs a transaction before and after: behind such a
+	 * pooler, the second one is lent the server session that the first one just used, or the first one moves to
+	 * another. Behind a session pooler or none, a connection keeps its session and no other connection ever gets it,
+	 * so the answer is never {@code true} there. A transaction pooler that lends sessions round-robin may go unseen.
+	 * @return whether the pool's connections share server sessions
+	 * @throws SQLException if the database cannot be reached
+	 */
+	boolean sharesSessions() throws SQLException {
+		Connection first = borrow();
+		try {
+			int before = backend(first);
+			Connection second = borrow();
+			try {
+				second.setAutoCommit(false);
+				int held = backend(second);
+				int after = backend(first);
+				second.rollback();
+				second.setAutoCommit(true);
+				return held == before || after != before;
+			}
+			finally {
+				giveBack(second);
+			}
+		}
+		finally {
+			giveBack(first);
+		}
+	}
+
+	/**
+	 * Tells whether the pool's connections name statements on the server after a few executions (pgjdbc's
+	 * {@code prepareThreshold}), which fails behind a pooler in transaction mode unless it keeps prepared statements
+	 * itself (PgBouncer 1.21 and later, with {@code max_prepared_statements}).
+	 * @return whether the threshold is above zero
+	 * @throws SQLException if the database cannot be reached
+	 */
+	boolean preparesOnServer() throws SQLException {
+		Connection connection = borrow();
+		try {
+			return connection.unwrap(PGConnection.class).getPrepareThreshold() > 0;
+		}
+		finally {
+			giveBack(connection);
+		}
+	}
+
+	private static int backend(Connection connection) throws SQLException {
+		try (Statement statement = connection.createStatement();
+				ResultSet row = statement.executeQuery("SELECT pg_backend_pid()")) {
+			row.next();
+			return row.getInt(1);
+		}
 	}
 
 	private Defaults probe(Connection connection) throws SQLException {

@@ -18,6 +18,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 
@@ -70,6 +71,9 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 
 	private static final String PROCESS = Long.toHexString(new java.security.SecureRandom().nextLong());
 
+	private static final String UNHEARD = "a follower takes over a released lease on its next round trip, within "
+			+ "leader.lease.renew-interval, and daemon changes reach their nodes the same way.";
+
 	private static final String REMAINING = "(extract(epoch from (%s - clock_timestamp())) * 1000)::bigint";
 
 	// Grants and renewals must survive a crash of the database, whatever its default: a lost term increment could
@@ -114,6 +118,13 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	// The channels the listening connection follows now; guarded by itself.
 	private final Set<String> listening = new HashSet<>();
 
+	private final Notifications notifications;
+
+	// Set once this node follows no notifications: turned off, or found behind a pooler in transaction mode.
+	private volatile boolean unheard;
+
+	private final AtomicBoolean announced = new AtomicBoolean();
+
 	/**
 	 * Creates a store.
 	 * @param dataSource the PostgreSQL data source
@@ -121,6 +132,20 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	 * @param queryTimeout the longest a statement may run; rounded up to whole seconds
 	 */
 	public PostgresCoordinationStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout) {
+		this(dataSource, tablePrefix, queryTimeout, Notifications.pooled());
+	}
+
+	/**
+	 * Creates a store.
+	 * @param dataSource the PostgreSQL data source
+	 * @param tablePrefix the prefix of the starter's tables
+	 * @param queryTimeout the longest a statement may run; rounded up to whole seconds
+	 * @param notifications where to follow notifications
+	 */
+	public PostgresCoordinationStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
+			Notifications notifications) {
+		this.notifications = notifications;
+		this.unheard = !notifications.enabled();
 		this.connections = new OwnConnections(dataSource);
 		this.statements = new Statements(queryTimeout);
 		this.networkTimeoutMillis = 2 * this.statements.timeoutSeconds() * 1000;
@@ -445,9 +470,12 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	 * @return a handle that stops following the channel for this subscriber
 	 */
 	AutoCloseable subscribe(String channel, Consumer<String> subscriber) {
+		if (!this.notifications.enabled() && this.announced.compareAndSet(false, true)) {
+			logger.info("Notifications are off (leader.jdbc.notifications.enabled=false): " + UNHEARD);
+		}
 		synchronized (this.subscribers) {
 			this.subscribers.computeIfAbsent(channel, (key) -> new CopyOnWriteArrayList<>()).add(subscriber);
-			if (this.listener == null) {
+			if (this.listener == null && !this.unheard) {
 				this.listener = new Listener();
 				this.listener.start();
 			}
@@ -477,7 +505,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	private void awaitListening(String channel, Duration timeout) {
 		long deadline = System.nanoTime() + timeout.toNanos();
 		synchronized (this.listening) {
-			while (!this.listening.contains(channel)) {
+			while (!this.listening.contains(channel) && !this.unheard) {
 				long left = deadline - System.nanoTime();
 				if (left <= 0) {
 					return;
@@ -490,6 +518,16 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 					return;
 				}
 			}
+		}
+	}
+
+	/**
+	 * Leaves notifications for good, and lets every subscriber that waits for them go on without.
+	 */
+	private void leaveUnheard() {
+		synchronized (this.listening) {
+			this.unheard = true;
+			this.listening.notifyAll();
 		}
 	}
 
@@ -577,11 +615,15 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 
 		@Override
 		public void run() {
+			if (!announce()) {
+				leaveUnheard();
+				return;
+			}
 			while (!isStopped()) {
 				Set<String> listening = new HashSet<>();
 				Connection connection = null;
 				try {
-					connection = PostgresCoordinationStore.this.connections.borrow();
+					connection = open();
 					Statement statement = connection.createStatement();
 					PGConnection notifications = connection.unwrap(PGConnection.class);
 					PromptNotifications prompt = PromptNotifications.enable(connection);
@@ -614,9 +656,68 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 				}
 				finally {
 					if (connection != null) {
-						PostgresCoordinationStore.this.connections.giveBack(connection);
+						close(connection);
 					}
 				}
+			}
+		}
+
+		/**
+		 * Says once, at the first listening connection, where this node follows notifications, and checks that a
+		 * pooled connection can follow them at all.
+		 * @return whether to listen
+		 */
+		private boolean announce() {
+			if (PostgresCoordinationStore.this.announced.get()) {
+				return true;
+			}
+			DataSource direct = PostgresCoordinationStore.this.notifications.direct();
+			if (direct != null) {
+				PostgresCoordinationStore.this.announced.set(true);
+				logger.info("Notifications follow a connection of their own (leader.jdbc.notifications.url)");
+				return true;
+			}
+			try {
+				boolean shared = PostgresCoordinationStore.this.connections.sharesSessions();
+				PostgresCoordinationStore.this.announced.set(true);
+				if (shared) {
+					logger.warn("The DataSource reaches PostgreSQL through a pooler in transaction mode: consecutive "
+							+ "transactions of one connection ran in different server sessions. LISTEN does not "
+							+ "follow a client there, so this node follows no notifications: " + UNHEARD
+							+ " Set leader.jdbc.notifications.url to a direct connection to the server, or to a pool "
+							+ "in session mode, for hand-overs within milliseconds.");
+					if (PostgresCoordinationStore.this.connections.preparesOnServer()) {
+						logger.warn("The DataSource's connections prepare statements on the server after a few "
+								+ "executions, which fails behind a pooler in transaction mode unless it keeps them "
+								+ "itself (PgBouncer 1.21 and later, with max_prepared_statements): add "
+								+ "prepareThreshold=0 to spring.datasource.url");
+					}
+					return false;
+				}
+				logger.info("Notifications follow a LISTEN connection of the application's DataSource");
+			}
+			catch (SQLException | RuntimeException ex) {
+				logger.debug("Could not check how the DataSource reaches PostgreSQL; listening on it: " + ex);
+			}
+			return true;
+		}
+
+		private Connection open() throws SQLException {
+			DataSource direct = PostgresCoordinationStore.this.notifications.direct();
+			if (direct == null) {
+				return PostgresCoordinationStore.this.connections.borrow();
+			}
+			Connection connection = direct.getConnection();
+			connection.setAutoCommit(true);
+			return connection;
+		}
+
+		private void close(Connection connection) {
+			if (PostgresCoordinationStore.this.notifications.direct() == null) {
+				PostgresCoordinationStore.this.connections.giveBack(connection);
+			}
+			else {
+				OwnConnections.closeQuietly(connection);
 			}
 		}
 

@@ -1,0 +1,166 @@
+package dev.leader.test;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A PgBouncer of the test's own, from Debian's {@code pgbouncer} package, in a temporary directory on a free loopback
+ * port, in front of a PostgreSQL server on loopback. Every database of the server is reached under its own name, as
+ * {@code postgres} without a password. As root, it runs as the {@code postgres} user. {@link #close()} stops it and
+ * removes the directory.
+ */
+public final class TemporaryPgBouncer implements AutoCloseable {
+
+	private static final Path BINARY = Path.of(System.getenv().getOrDefault("LEADER_TEST_PGBOUNCER",
+			"/usr/sbin/pgbouncer"));
+
+	private final Path directory;
+
+	private final int port;
+
+	private TemporaryPgBouncer(Path directory, int port) {
+		this.directory = directory;
+		this.port = port;
+	}
+
+	/**
+	 * Starts a PgBouncer.
+	 * @param serverPort the loopback port of the PostgreSQL server
+	 * @param poolMode {@code session} or {@code transaction}
+	 * @return the running PgBouncer
+	 */
+	public static TemporaryPgBouncer start(int serverPort, String poolMode) {
+		if (!Files.isExecutable(BINARY)) {
+			throw new IllegalStateException("This test runs the starter through PgBouncer and needs " + BINARY
+					+ ": install Debian's pgbouncer package (apt-get install pgbouncer), or set LEADER_TEST_PGBOUNCER "
+					+ "to the binary");
+		}
+		try {
+			Path directory = Files.createTempDirectory("leader-pgbouncer-");
+			TemporaryPgBouncer bouncer = new TemporaryPgBouncer(directory, freePort());
+			try {
+				Files.writeString(directory.resolve("users.txt"), "\"postgres\" \"\"\n");
+				Files.writeString(directory.resolve("pgbouncer.ini"), String.join("\n", "[databases]",
+						"* = host=127.0.0.1 port=" + serverPort, "[pgbouncer]", "listen_addr = 127.0.0.1",
+						"listen_port = " + bouncer.port, "unix_socket_dir =", "auth_type = trust",
+						"auth_file = " + directory.resolve("users.txt"), "pool_mode = " + poolMode,
+						"max_client_conn = 200", "default_pool_size = 20",
+						// pgjdbc sends extra_float_digits at login; PgBouncer refuses parameters it does not know.
+						"ignore_startup_parameters = extra_float_digits",
+						"logfile = " + directory.resolve("pgbouncer.log"),
+						"pidfile = " + directory.resolve("pgbouncer.pid"), ""));
+				run(List.of("chmod", "-R", "a+rwX", directory.toString()));
+				List<String> command = new ArrayList<>();
+				if ("root".equals(System.getProperty("user.name"))) {
+					command.addAll(List.of("runuser", "-u", "postgres", "--"));
+				}
+				command.addAll(List.of(BINARY.toString(), "-d", directory.resolve("pgbouncer.ini").toString()));
+				run(command);
+				bouncer.awaitListening();
+				return bouncer;
+			}
+			catch (RuntimeException ex) {
+				bouncer.close();
+				throw ex;
+			}
+		}
+		catch (IOException ex) {
+			throw new IllegalStateException("Could not start a temporary PgBouncer", ex);
+		}
+	}
+
+	/**
+	 * Returns a JDBC URL of a database through this PgBouncer.
+	 * @param database the database
+	 * @param parameters URL parameters, for example {@code prepareThreshold=0}, or empty
+	 * @return the URL
+	 */
+	public String url(String database, String parameters) {
+		return "jdbc:postgresql://127.0.0.1:" + this.port + "/" + database
+				+ (parameters.isEmpty() ? "" : "?" + parameters);
+	}
+
+	@Override
+	public void close() {
+		Path pidFile = this.directory.resolve("pgbouncer.pid");
+		try {
+			if (Files.exists(pidFile)) {
+				long pid = Long.parseLong(Files.readString(pidFile).trim());
+				ProcessHandle.of(pid).ifPresent((process) -> {
+					process.destroy();
+					try {
+						process.onExit().get(5, TimeUnit.SECONDS);
+					}
+					catch (Exception ex) {
+						process.destroyForcibly();
+					}
+				});
+			}
+		}
+		catch (IOException | RuntimeException ex) {
+			// Removing the directory below still goes ahead.
+		}
+		try {
+			run(List.of("rm", "-rf", this.directory.toString()));
+		}
+		catch (RuntimeException ex) {
+			// A temporary directory left behind is removed with the machine's.
+		}
+	}
+
+	private void awaitListening() {
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+		while (System.nanoTime() < deadline) {
+			try (Socket socket = new Socket()) {
+				socket.connect(new InetSocketAddress("127.0.0.1", this.port), 200);
+				return;
+			}
+			catch (IOException ex) {
+				try {
+					Thread.sleep(50);
+				}
+				catch (InterruptedException interrupted) {
+					Thread.currentThread().interrupt();
+					break;
+				}
+			}
+		}
+		throw new IllegalStateException("PgBouncer did not listen on 127.0.0.1:" + this.port + " within 10 s; see "
+				+ this.directory.resolve("pgbouncer.log"));
+	}
+
+	private static void run(List<String> command) {
+		try {
+			Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+			String output = new String(process.getInputStream().readAllBytes());
+			if (!process.waitFor(30, TimeUnit.SECONDS)) {
+				process.destroyForcibly();
+				throw new IllegalStateException("Timed out: " + command);
+			}
+			if (process.exitValue() != 0) {
+				throw new IllegalStateException("Failed (" + process.exitValue() + "): " + command + "\n" + output);
+			}
+		}
+		catch (IOException ex) {
+			throw new IllegalStateException("Could not run " + command, ex);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new IllegalStateException("Interrupted: " + command, ex);
+		}
+	}
+
+	private static int freePort() throws IOException {
+		try (ServerSocket socket = new ServerSocket(0)) {
+			return socket.getLocalPort();
+		}
+	}
+
+}
