@@ -77,6 +77,8 @@ class SteadyStateLoadTests {
 
 	private static final String PROBE = "SELECT pg_is_in_recovery()";
 
+	private static final String SESSION = "SELECT pg_backend_pid()";
+
 	private static final String RELEASE = "pg_notify";
 
 	private TestDatabase database;
@@ -149,12 +151,14 @@ class SteadyStateLoadTests {
 				.allMatch((counted) -> counted.executions().stream().filter(Execution.containing(TICK)).count()
 						>= ROUND_TRIPS));
 		for (CountingDataSource counted : followers) {
-			// Besides its round trips and its LISTEN, a store reads the pool's connection defaults once.
+			// Besides its round trips and its LISTEN, a store reads the pool's connection defaults once, and checks
+			// once, with three reads of the server session, that its pool is no pooler in transaction mode.
 			assertThat(counted.executions()).filteredOn(Execution.containing(PROBE)).hasSize(1);
+			assertThat(counted.executions()).filteredOn(Execution.containing(SESSION)).hasSize(3);
 			assertThat(counted.executions()).allSatisfy((execution) -> {
 				assertThat(execution.sql()).as("follower statement").satisfiesAnyOf(
 						(sql) -> assertThat(sql).contains(TICK), (sql) -> assertThat(sql).startsWith("LISTEN "),
-						(sql) -> assertThat(sql).contains(PROBE));
+						(sql) -> assertThat(sql).contains(PROBE), (sql) -> assertThat(sql).isEqualTo(SESSION));
 				assertThat(execution.failure()).isNull();
 			});
 		}
