@@ -156,8 +156,9 @@ class PostgresHighAvailabilityTests {
 		assertThat(Duration.ofNanos(revoked.nanoTime() - cut)).as("step-down after the cut")
 			.isLessThan(FAST.duration().plus(FAST.renewInterval()).plusSeconds(1));
 		assertThat(this.cluster.leaders(ALPHA)).as("leaders while commits cannot reach the standby").isEmpty();
+		long highestBefore = highestGrantedTerm();
 		long promoted = this.servers.failover();
-		Failover failover = measure("synchronous primary cut off from its standby", promoted, highestGrantedTerm());
+		Failover failover = measure("synchronous primary cut off from its standby", promoted, highestBefore);
 		assertThat(failover.leader().term()).isGreaterThan(EPOCH);
 		checkHistory();
 	}
