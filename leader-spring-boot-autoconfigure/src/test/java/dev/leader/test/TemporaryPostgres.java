@@ -22,7 +22,8 @@ import org.awaitility.core.ConditionTimeoutException;
  * A PostgreSQL server of the test's own, from the binaries on the machine ({@code initdb}, {@code pg_ctl}), in a
  * temporary directory on a free loopback port, for tests that stop, crash or reconfigure the server. PostgreSQL
  * refuses to run as root, so as root the binaries run as the {@code postgres} user. {@link #close()} stops the
- * server and removes the directory.
+ * server and removes the directory. A server can make streaming standbys of itself ({@link #standbyOn}), which can
+ * stop streaming and be promoted; {@link ReplicatedPostgres} keeps such a pair for a test.
  */
 public final class TemporaryPostgres implements AutoCloseable {
 
