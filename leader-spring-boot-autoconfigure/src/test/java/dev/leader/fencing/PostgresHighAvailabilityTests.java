@@ -313,6 +313,7 @@ class PostgresHighAvailabilityTests {
 	private Failover measure(String kind, long promoted, long highestBefore) {
 		NodeEvent leader = awaitStableLeader(highestBefore, promoted);
 		long firstWrite = awaitWritesSince(promoted);
+		awaitEveryNodeListening();
 		Failover failover = new Failover(leader, Duration.ofNanos(Math.max(0, leader.nanoTime() - promoted)),
 				Duration.ofNanos(firstWrite - promoted));
 		String line = String.format("Failover (%s): promotion to stable leader %d ms (term %d, by %s), to fenced "
@@ -328,6 +329,30 @@ class PostgresHighAvailabilityTests {
 			System.err.println("Could not record the figures: " + ex);
 		}
 		return failover;
+	}
+
+	/**
+	 * Waits until every running node has its listening connection on the primary again, subscribed: its
+	 * {@code leader-listen} session's last statement is a {@code LISTEN}.
+	 */
+	private void awaitEveryNodeListening() {
+		List<String> nodes = this.running.values().stream().filter(NodeProcess::isAlive).map(NodeProcess::nodeId)
+			.toList();
+		String sql = "SELECT count(DISTINCT application_name) FROM pg_stat_activity WHERE query LIKE 'LISTEN %' "
+				+ "AND application_name = ANY (?)";
+		await("every running node LISTENs on the promoted server").atMost(RECOVERY_TIMEOUT)
+			.pollInterval(Duration.ofMillis(50))
+			.ignoreExceptions()
+			.until(() -> {
+				try (java.sql.Connection connection = this.cluster.dataSource().getConnection();
+						java.sql.PreparedStatement statement = connection.prepareStatement(sql)) {
+					statement.setArray(1, connection.createArrayOf("varchar", nodes.toArray()));
+					try (java.sql.ResultSet row = statement.executeQuery()) {
+						row.next();
+						return row.getInt(1) == nodes.size();
+					}
+				}
+			});
 	}
 
 	private long awaitWritesSince(long since) {
