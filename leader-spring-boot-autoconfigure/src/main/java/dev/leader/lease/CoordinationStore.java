@@ -33,7 +33,9 @@ public interface CoordinationStore {
 	AcquireResult acquire(String group, String nodeId, Duration duration);
 
 	/**
-	 * The steady-state round trip of a node: registers or heartbeats the node, renews every lease it holds, forgets
+	 * The steady-state round trip of a node: registers or heartbeats the node, renews every lease it holds (but one
+	 * granted in an earlier epoch of the coordinator, such as before a PostgreSQL promotion: its holder steps down and
+	 * acquires it again, under a term of the current epoch), forgets
 	 * nodes that have been dead for longer than the node expiry, and reads the leases of the given groups and the
 	 * member list. The node's registration belongs to one process: while another process that registered the same id
 	 * has heartbeated within the node expiry, nothing is registered or renewed.
