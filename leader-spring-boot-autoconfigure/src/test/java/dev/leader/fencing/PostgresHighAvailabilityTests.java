@@ -22,8 +22,10 @@ import dev.leader.LeadershipGrantedEvent;
 import dev.leader.StaleLeadershipException;
 import dev.leader.actuate.LeadershipHealthIndicator;
 import dev.leader.jdbc.PostgresCoordinationStore;
+import dev.leader.jdbc.PostgresDaemonStore;
 import dev.leader.jdbc.PostgresFencingStore;
 import dev.leader.jdbc.TablePrefix;
+import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseSettings;
 import dev.leader.node.NodeRegistration;
@@ -194,6 +196,54 @@ class PostgresHighAvailabilityTests {
 		}
 		finally {
 			nodes.forEach(InProcessNode::close);
+		}
+	}
+
+	@Test
+	void everyStatementThatGrantsOrChecksATokenMovesToTheNewEpochAfterAPromotion() {
+		// Synchronous, so that everything below is on the standby when it is promoted.
+		this.servers.replicateSynchronously(true);
+		HikariConfig config = new HikariConfig();
+		config.setJdbcUrl(this.cluster.url());
+		config.setUsername("postgres");
+		config.setMaximumPoolSize(3);
+		config.setConnectionTimeout(1000);
+		try (HikariDataSource dataSource = new HikariDataSource(config)) {
+			PostgresCoordinationStore leases = new PostgresCoordinationStore(dataSource, PREFIX, Duration.ofSeconds(1));
+			PostgresDaemonStore daemons = new PostgresDaemonStore(dataSource, PREFIX, Duration.ofSeconds(1),
+					Duration.ofSeconds(10));
+			Fencing fencing = new Fencing(new PostgresFencingStore(dataSource, PREFIX, Duration.ofSeconds(1),
+					Duration.ofSeconds(2)), "leader");
+			TransactionTemplate transactions = new TransactionTemplate(new DataSourceTransactionManager(dataSource));
+			NodeRegistration leader = new NodeRegistration("leader", "leader", "localhost", 1);
+			Duration lease = Duration.ofMinutes(1);
+			FencingToken old = new FencingToken(ALPHA, leases.acquire(ALPHA, "leader", lease).lease().term());
+			assertThat(old.term()).isEqualTo(1);
+			assertThat(daemons.assign(old, "leader", "outbox", "leader", 0)).isEqualTo(1);
+			assertThat(daemons.revoke(old, "leader", "outbox", 1)).isTrue();
+			assertThat(daemons.release("leader", "outbox", 1)).isTrue();
+			this.servers.failover();
+			// The pool's connections died with the old primary; the first round trips fail until it has new ones.
+			CoordinationStore.Tick tick = await().atMost(RECOVERY_TIMEOUT).ignoreExceptions()
+				.until(() -> leases.tick(leader, Map.of(ALPHA, old.term()), List.of(ALPHA), lease, lease),
+						(result) -> true);
+			assertThat(tick.renewed()).as("renewed under the old epoch's term").isEmpty();
+			assertThat(tick.leases().get(ALPHA).holder()).as("the lease, unexpired").isEqualTo("leader");
+			assertThatExceptionOfType(StaleLeadershipException.class).as("a guard of the old epoch's term")
+				.isThrownBy(() -> transactions.executeWithoutResult((status) -> fencing.guard(old)))
+				.withMessageContaining("promotion");
+			assertThat(daemons.assign(old, "leader", "outbox", "leader", 1)).as("an assignment under the old term")
+				.isZero();
+			FencingToken renewed = new FencingToken(ALPHA, leases.acquire(ALPHA, "leader", lease).lease().term());
+			assertThat(renewed.term()).as("the holder's term after acquiring again").isEqualTo(EPOCH + 1);
+			assertThat(leases.acquire("beta", "leader", lease).lease().term()).as("a new group's first term")
+				.isEqualTo(EPOCH + 1);
+			transactions.executeWithoutResult((status) -> fencing.guard(renewed));
+			assertThat(daemons.assign(renewed, "leader", "outbox", "leader", 1)).as("the next generation")
+				.isEqualTo(EPOCH + 1);
+			assertThat(leases.tick(leader, Map.of(ALPHA, renewed.term()), List.of(ALPHA), lease, lease).renewed())
+				.containsKey(ALPHA);
+			leases.disconnect();
 		}
 	}
 
