@@ -1,9 +1,13 @@
 package dev.leader.fencing;
 
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -375,7 +379,7 @@ class PostgresHighAvailabilityTests {
 			Files.writeString(Path.of("target", "failover-figures.txt"), line + System.lineSeparator(),
 					StandardCharsets.UTF_8, StandardOpenOption.CREATE, StandardOpenOption.APPEND);
 		}
-		catch (java.io.IOException ex) {
+		catch (IOException ex) {
 			System.err.println("Could not record the figures: " + ex);
 		}
 		return failover;
@@ -394,10 +398,10 @@ class PostgresHighAvailabilityTests {
 			.pollInterval(Duration.ofMillis(50))
 			.ignoreExceptions()
 			.until(() -> {
-				try (java.sql.Connection connection = this.cluster.dataSource().getConnection();
-						java.sql.PreparedStatement statement = connection.prepareStatement(sql)) {
+				try (Connection connection = this.cluster.dataSource().getConnection();
+						PreparedStatement statement = connection.prepareStatement(sql)) {
 					statement.setArray(1, connection.createArrayOf("varchar", nodes.toArray()));
-					try (java.sql.ResultSet row = statement.executeQuery()) {
+					try (ResultSet row = statement.executeQuery()) {
 						row.next();
 						return row.getInt(1) == nodes.size();
 					}
