@@ -67,7 +67,8 @@ public final class Fencing {
 			problem = "the term was released";
 		}
 		else if (!lease.unexpired()) {
-			problem = "the term has expired by the database clock";
+			problem = "the term has expired by the database clock, or was granted before the database's last "
+					+ "promotion (a failover)";
 		}
 		else {
 			problem = "the lease changed hands while this guard waited for it";

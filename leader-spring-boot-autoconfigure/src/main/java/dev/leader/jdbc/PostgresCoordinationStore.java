@@ -160,6 +160,8 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 		// lease is free, expired or this node's by the snapshot: an attempt on a lease that another node holds
 		// inserts nothing and locks nothing. The update is allowed only where the lock was taken, so a row that
 		// appeared after the snapshot is never taken over unlocked: that attempt is refused, and retried.
+		// A grant's term is at least the first of the server's epoch (Statements.EPOCH_BASE), so that terms keep
+		// rising across a promotion even when the old primary's last grants were lost with it.
 		this.acquireSql = """
 				WITH takeover AS (
 				  SELECT group_name FROM %1$sleases
@@ -167,11 +169,13 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 				  FOR UPDATE
 				), attempt AS (
 				  INSERT INTO %1$sleases AS l (group_name, holder, term, acquired_at, renewed_at, expires_at)
-				  SELECT ?, ?, 1, clock_timestamp(), clock_timestamp(), clock_timestamp() + ? * interval '1 millisecond'
-				  FROM (SELECT %3$s) AS durable LEFT JOIN takeover ON true
+				  SELECT ?, ?, epoch.base + 1, clock_timestamp(), clock_timestamp(),
+				    clock_timestamp() + ? * interval '1 millisecond'
+				  FROM (SELECT %3$s) AS durable CROSS JOIN (SELECT %4$s AS base) AS epoch LEFT JOIN takeover ON true
 				  WHERE takeover.group_name IS NOT NULL
 				     OR NOT EXISTS (SELECT 1 FROM %1$sleases WHERE group_name = ?)
-				  ON CONFLICT (group_name) DO UPDATE SET term = l.term + 1, holder = excluded.holder,
+				  ON CONFLICT (group_name) DO UPDATE SET term = greatest(l.term + 1, excluded.term),
+				    holder = excluded.holder,
 				    acquired_at = clock_timestamp(), renewed_at = clock_timestamp(), expires_at = excluded.expires_at
 				  WHERE EXISTS (SELECT 1 FROM takeover)
 				  RETURNING l.group_name, l.holder, l.term, l.expires_at
@@ -180,7 +184,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 				UNION ALL
 				SELECT false, group_name, holder, term, expires_at, %2$s FROM %1$sleases
 				WHERE group_name = ? AND NOT EXISTS (SELECT 1 FROM attempt)
-				""".formatted(p, remaining, DURABLE);
+				""".formatted(p, remaining, DURABLE, Statements.EPOCH_BASE);
 		// Kinds of rows: R = renewed lease, L = lease as it stood, N = member, D = the live registration of another
 		// process under this node's id. Lease rows carry group, holder, term, expiry and time left in columns 2 to 6;
 		// member rows carry id, name, pid, start, heartbeat age, host, heartbeat, daemons and drained. The node's own
@@ -189,6 +193,9 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 		// The node's row belongs to one incarnation, a process: another process with the same id takes it over only
 		// once it has gone silent for the node expiry. Until then the upsert changes nothing, nothing is renewed, and
 		// the other registration comes back as D.
+		// A lease granted before the server's last promotion is not renewed: its holder steps down and acquires it
+		// again, under a term of the new epoch, so that no node goes on leading under a term that is lower than one
+		// that may have been granted, and seen by other systems, on the old primary.
 		this.tickSql = """
 				WITH me AS (
 				  INSERT INTO %1$snodes AS n (node_id, name, host, pid, incarnation, started_at, heartbeat_at, daemons)
@@ -211,6 +218,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 				  FROM unnest(?::varchar[], ?::bigint[]) AS h(group_name, term)
 				  WHERE l.group_name = h.group_name AND l.term = h.term AND l.holder = ?
 				    AND l.expires_at > clock_timestamp() AND EXISTS (SELECT 1 FROM me)
+				    AND l.term > (SELECT %4$s)
 				  RETURNING l.group_name, l.holder, l.term, l.expires_at
 				)
 				SELECT 'R', group_name, holder, term, expires_at, %2$s, NULL, NULL::timestamptz, NULL::varchar[],
@@ -226,7 +234,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 				       (extract(epoch from (clock_timestamp() - heartbeat_at)) * 1000)::bigint, host, heartbeat_at,
 				       daemons, drained
 				FROM %1$snodes WHERE node_id <> ? OR NOT EXISTS (SELECT 1 FROM me)
-				""".formatted(p, remaining, DURABLE);
+				""".formatted(p, remaining, DURABLE, Statements.EPOCH_BASE);
 		this.tickWithDaemonsSql = this.tickSql + "UNION ALL\n" + DaemonRows.assignmentsRequestsAndClock(p);
 		// A release is a change of holder: it locks the rows FOR UPDATE, in a fixed order, before it changes them, so
 		// that it waits for the guarded transactions of the terms it ends.
@@ -281,6 +289,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 			statement.setString(6, group);
 			statement.setString(7, group);
 			try (ResultSet rows = statement.executeQuery()) {
+				Statements.requireDurable(statement);
 				if (!rows.next()) {
 					return new AcquireResult(false, null);
 				}
@@ -317,6 +326,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 			Map<String, LeaseState> leases = new LinkedHashMap<>();
 			List<NodeInfo> members = new ArrayList<>();
 			try (ResultSet rows = statement.executeQuery()) {
+				Statements.requireDurable(statement);
 				while (rows.next()) {
 					switch (rows.getString(1)) {
 						case "R" -> renewed.put(rows.getString(2), lease(rows, 2));

@@ -118,17 +118,21 @@ public final class PostgresDaemonStore implements DaemonStore {
 				WITH lease AS (
 				  SELECT 1 FROM %1$sleases
 				  WHERE group_name = ? AND holder = ? AND term = ? AND expires_at > clock_timestamp()
+				    AND term > (SELECT %2$s)
 				  FOR KEY SHARE
 				)
-				""".formatted(p);
+				""".formatted(p, Statements.EPOCH_BASE);
 		// The move request an assignment carries out is deleted in the same statement, only if the assignment was made.
+		// A generation is a fencing token too: like a term, it is at least the first of the server's epoch, so that it
+		// rises across a promotion that lost the old primary's last assignments.
 		this.assignSql = lease + """
 				, assigned AS (
 				  INSERT INTO %1$sassignments AS a (daemon_name, node_id, state, generation, term, assigned_at,
 				    state_since)
-				  SELECT ?, ?, 'ASSIGNING', 1, ?, clock_timestamp(), clock_timestamp() FROM lease
+				  SELECT ?, ?, 'ASSIGNING', (SELECT %2$s) + 1, ?, clock_timestamp(), clock_timestamp() FROM lease
 				  ON CONFLICT (daemon_name) DO UPDATE SET node_id = excluded.node_id, state = 'ASSIGNING',
-				    generation = a.generation + 1, term = excluded.term, assigned_at = excluded.assigned_at,
+				    generation = greatest(a.generation + 1, excluded.generation), term = excluded.term,
+				    assigned_at = excluded.assigned_at,
 				    acked_at = NULL, revoking_at = NULL, deleted_at = NULL, state_since = excluded.state_since
 				  WHERE a.state = 'DELETED' AND a.generation = ?
 				  RETURNING a.generation, a.node_id
@@ -138,7 +142,7 @@ public final class PostgresDaemonStore implements DaemonStore {
 				    AND EXISTS (SELECT 1 FROM assigned)
 				)
 				SELECT generation, pg_notify(?, node_id) FROM assigned
-				""".formatted(p);
+				""".formatted(p, Statements.EPOCH_BASE);
 		this.revokeSql = lease + """
 				, changed AS (
 				  UPDATE %1$sassignments SET state = 'REVOKING', term = ?, revoking_at = clock_timestamp(),

@@ -44,17 +44,21 @@ public final class PostgresFencingStore implements FencingStore {
 		// Only a row that this holder still holds with this term, unexpired, is locked, and FOR KEY SHARE is taken:
 		// it conflicts with the FOR UPDATE that a takeover and a release take, never with the holder's renewal, an
 		// UPDATE that changes no key. A guard that finds nothing to lock reads the row as it stands, for the message.
+		// A term of an epoch before the server's last promotion guards nothing: a higher term may have been granted
+		// on the old primary, with its writes lost, and every write after the promotion must come under a higher one.
 		this.lockLeaseSql = """
 				WITH locked AS (
 				  SELECT holder, term FROM %1$sleases
 				  WHERE group_name = ? AND holder = ? AND term = ? AND expires_at > clock_timestamp()
+				    AND term > (SELECT %4$s)
 				  FOR KEY SHARE
 				)
 				SELECT true, holder, term, true, %2$s FROM locked, %3$s
 				UNION ALL
-				SELECT false, holder, term, expires_at > clock_timestamp(), NULL FROM %1$sleases
+				SELECT false, holder, term, expires_at > clock_timestamp() AND term > (SELECT %4$s), NULL
+				FROM %1$sleases
 				WHERE group_name = ? AND NOT EXISTS (SELECT 1 FROM locked)
-				""".formatted(p, Statements.HOLD_LIMITS, Statements.HOLD);
+				""".formatted(p, Statements.HOLD_LIMITS, Statements.HOLD, Statements.EPOCH_BASE);
 		// A conflicting row is locked even when the WHERE clause keeps it unchanged; the fallback SELECT then reads
 		// it from the statement's snapshot, and finds nothing only if it was created concurrently: that fails closed.
 		this.advanceSql = """

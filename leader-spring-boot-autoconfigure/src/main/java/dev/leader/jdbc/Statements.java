@@ -4,6 +4,8 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.SQLWarning;
+import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
@@ -38,6 +40,17 @@ final class Statements {
 	 */
 	static final String HOLD_LIMITS = limit("statement_timeout") + " || ' ' || "
 			+ limit("idle_in_transaction_session_timeout");
+
+	/**
+	 * An expression for the first term of the server's fencing epoch, {@code (timeline - 1) << 32}: every promotion of
+	 * a standby starts a new PostgreSQL timeline, so a term granted after it, no lower than this base plus one, is
+	 * higher than every term granted before it, including grants that were lost with the old primary. The timeline is
+	 * the one WAL is inserted on, from the name of the current WAL file; it is the new one from the moment a promotion
+	 * completes, unlike the one that {@code pg_control_checkpoint()} shows until the next checkpoint. A server that was
+	 * never promoted is on timeline 1, epoch base 0. Needs no privilege; fails on a standby, where nothing is granted.
+	 */
+	static final String EPOCH_BASE = "((('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint"
+			+ " - 1) << 32)";
 
 	private final int timeoutSeconds;
 
@@ -88,6 +101,27 @@ final class Statements {
 		}
 		finally {
 			DataSourceUtils.releaseConnection(connection, dataSource);
+		}
+	}
+
+	/**
+	 * Fails a grant or renewal that PostgreSQL committed with a warning. The one these statements can meet is
+	 * {@code canceling wait for synchronous replication}: a commit that waited for a synchronous standby was
+	 * cancelled (by {@code pg_cancel_backend} or a driver's cancel request), and PostgreSQL then reports success for
+	 * a commit that is on this server alone, such as an old primary cut off from its standby, which a failover is
+	 * about to replace. Counted as a success, it would keep a node leading under a lease that the promoted standby
+	 * lets expire; counted as a failure, the node steps down when its safe window closes. (A wait that is not
+	 * cancelled simply hangs, since {@code statement_timeout} does not apply to the commit; the engine's watchdog
+	 * closes the safe window then.)
+	 * @throws SQLException carrying the warning
+	 */
+	static void requireDurable(Statement statement) throws SQLException {
+		for (SQLWarning warning = statement.getWarnings(); warning != null; warning = warning.getNextWarning()) {
+			// Class 01 is a warning; a notice (00000) is information.
+			if (warning.getSQLState() != null && warning.getSQLState().startsWith("01")) {
+				throw new SQLException("The commit is not known to be durable, PostgreSQL warned: "
+						+ warning.getMessage(), "08000", warning);
+			}
 		}
 	}
 

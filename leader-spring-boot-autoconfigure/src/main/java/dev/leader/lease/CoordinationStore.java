@@ -18,11 +18,13 @@ import dev.leader.node.NodeRegistration;
 public interface CoordinationStore {
 
 	/**
-	 * Takes the group's lease for the node if it is free, expired, or already held by that node. The term rises by one
-	 * on every grant, including a grant to the node that held a valid lease: a node asks for a lease only when it does
+	 * Takes the group's lease for the node if it is free, expired, or already held by that node. The term rises on
+	 * every grant, including a grant to the node that held a valid lease: a node asks for a lease only when it does
 	 * not hold it, so a valid lease under its id belongs to an earlier leadership it stepped down from, or to another
-	 * process started with the same id, and a term must never serve two of them. The lease is created with term 1
-	 * when the group has none. A change of holder or term waits for the transactions that guard the old term.
+	 * process started with the same id, and a term must never serve two of them. The term rises by one, or to the
+	 * first term of the coordinator's epoch if that is higher (on PostgreSQL, after a promotion; the first epoch starts
+	 * at 1), and the lease is created with that first term when the group has none. A change of holder or term waits
+	 * for the transactions that guard the old term.
 	 * @param group the group
 	 * @param nodeId the node asking
 	 * @param duration the lease duration
@@ -31,7 +33,9 @@ public interface CoordinationStore {
 	AcquireResult acquire(String group, String nodeId, Duration duration);
 
 	/**
-	 * The steady-state round trip of a node: registers or heartbeats the node, renews every lease it holds, forgets
+	 * The steady-state round trip of a node: registers or heartbeats the node, renews every lease it holds (but one
+	 * granted in an earlier epoch of the coordinator, such as before a PostgreSQL promotion: its holder steps down and
+	 * acquires it again, under a term of the current epoch), forgets
 	 * nodes that have been dead for longer than the node expiry, and reads the leases of the given groups and the
 	 * member list. The node's registration belongs to one process: while another process that registered the same id
 	 * has heartbeated within the node expiry, nothing is registered or renewed.

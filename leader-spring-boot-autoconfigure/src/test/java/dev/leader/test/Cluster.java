@@ -21,6 +21,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.jdbc.LeaderSchemaMigration;
@@ -53,6 +54,8 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 
 	private final LeaseSettings settings;
 
+	private final Supplier<TestDatabase> schemas;
+
 	private final List<String> groups;
 
 	private final List<NodeProcess> nodes = new CopyOnWriteArrayList<>();
@@ -71,13 +74,25 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 * @param groups the groups
 	 */
 	public Cluster(LeaseSettings settings, String... groups) {
+		this(settings, TestDatabase::createSchema, groups);
+	}
+
+	/**
+	 * Creates a cluster on a database of the test's own, for example a {@link ReplicatedPostgres} pair; register its
+	 * extension before this one, so that the servers run before the schema is created and until it is dropped.
+	 * @param settings the settings of every node
+	 * @param schemas creates the schema of each test
+	 * @param groups the groups
+	 */
+	public Cluster(LeaseSettings settings, Supplier<TestDatabase> schemas, String... groups) {
 		this.settings = settings;
+		this.schemas = schemas;
 		this.groups = List.of(groups);
 	}
 
 	@Override
 	public void beforeEach(ExtensionContext context) {
-		this.database = TestDatabase.createSchema();
+		this.database = this.schemas.get();
 		this.dataSource = this.database.dataSource(2);
 		new LeaderSchemaMigration(this.dataSource, PREFIX).migrate();
 	}

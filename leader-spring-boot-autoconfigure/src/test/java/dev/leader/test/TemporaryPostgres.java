@@ -7,16 +7,23 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.sql.Connection;
 import java.sql.DriverManager;
+import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+
+import org.awaitility.Awaitility;
+import org.awaitility.core.ConditionTimeoutException;
 
 /**
  * A PostgreSQL server of the test's own, from the binaries on the machine ({@code initdb}, {@code pg_ctl}), in a
  * temporary directory on a free loopback port, for tests that stop, crash or reconfigure the server. PostgreSQL
  * refuses to run as root, so as root the binaries run as the {@code postgres} user. {@link #close()} stops the
- * server and removes the directory.
+ * server and removes the directory. A server can make streaming standbys of itself ({@link #standbyOn}), which can
+ * stop streaming and be promoted; {@link ReplicatedPostgres} keeps such a pair for a test.
  */
 public final class TemporaryPostgres implements AutoCloseable {
 
@@ -63,14 +70,34 @@ public final class TemporaryPostgres implements AutoCloseable {
 		return start(List.of(settings), false);
 	}
 
+	/**
+	 * Creates a cluster and starts it on the given loopback port, for a pair whose servers keep their ports across
+	 * failovers, so that one multi-host URL leads to whichever is the primary.
+	 * @param port a free port, see {@link #freePort()}
+	 * @param settings lines for {@code postgresql.conf}
+	 * @return the running server
+	 */
+	public static TemporaryPostgres startOn(int port, String... settings) {
+		return start(List.of(settings), false, port);
+	}
+
 	private static TemporaryPostgres start(List<String> settings, boolean steppableClock) {
+		try {
+			return start(settings, steppableClock, freePort());
+		}
+		catch (IOException ex) {
+			throw new IllegalStateException("Could not find a free port", ex);
+		}
+	}
+
+	private static TemporaryPostgres start(List<String> settings, boolean steppableClock, int port) {
 		if (!Files.isExecutable(BIN.resolve("initdb")) || !Files.isExecutable(BIN.resolve("pg_ctl"))) {
 			throw new IllegalStateException("This test starts a PostgreSQL server of its own and needs initdb and "
 					+ "pg_ctl in " + BIN + ": install Debian's postgresql-15 package (apt-get install postgresql-15), "
 					+ "or set LEADER_TEST_PG_BIN to the directory that holds them");
 		}
 		try {
-			TemporaryPostgres server = new TemporaryPostgres(prepareDirectory(), freePort());
+			TemporaryPostgres server = new TemporaryPostgres(prepareDirectory(), port);
 			try {
 				server.pg("initdb", "-D", server.data.toString(), "-A", "trust", "-U", "postgres", "--no-sync");
 				server.configure(settings);
@@ -100,11 +127,28 @@ public final class TemporaryPostgres implements AutoCloseable {
 	 */
 	public TemporaryPostgres standby() {
 		try {
-			TemporaryPostgres standby = new TemporaryPostgres(prepareDirectory(), freePort());
+			return standbyOn(freePort());
+		}
+		catch (IOException ex) {
+			throw new IllegalStateException("Could not find a free port", ex);
+		}
+	}
+
+	/**
+	 * Creates a streaming standby of this server with {@code pg_basebackup} and starts it on the given port. It
+	 * connects with {@code application_name} {@code standby}, and runs with {@code synchronous_standby_names}
+	 * cleared whatever the primary had, so that it needs no standby of its own once promoted.
+	 * @param port a free port, see {@link #freePort()}
+	 * @return the running standby
+	 */
+	public TemporaryPostgres standbyOn(int port) {
+		try {
+			TemporaryPostgres standby = new TemporaryPostgres(prepareDirectory(), port);
 			try {
 				pg("pg_basebackup", "-h", "127.0.0.1", "-p", Integer.toString(this.port), "-U", "postgres", "-D",
-						standby.data.toString(), "-R", "-X", "stream", "--no-sync");
-				standby.configure(List.of());
+						standby.data.toString(), "-R", "-X", "stream", "--no-sync", "-d",
+						"application_name=standby");
+				standby.configure(List.of("synchronous_standby_names = ''"));
 				standby.startServer();
 				return standby;
 			}
@@ -115,6 +159,93 @@ public final class TemporaryPostgres implements AutoCloseable {
 		}
 		catch (IOException ex) {
 			throw new IllegalStateException("Could not create a temporary standby", ex);
+		}
+	}
+
+	/**
+	 * Promotes this standby to a primary, which starts a new timeline, and waits until it accepts writes.
+	 */
+	public void promote() {
+		pg("pg_ctl", "-D", this.data.toString(), "-w", "-t", "60", "promote");
+	}
+
+	/**
+	 * Makes this standby stop streaming from its primary, as a standby that fell behind or lost its network does:
+	 * it stays up and readable, and whatever the primary commits from now on is missing from it. Waits until its WAL
+	 * receiver has stopped.
+	 */
+	public void stopStreaming() {
+		execute("ALTER SYSTEM SET primary_conninfo = ''", "SELECT pg_reload_conf()");
+		awaitQuery("SELECT NOT EXISTS (SELECT 1 FROM pg_stat_wal_receiver)", "the WAL receiver to stop");
+	}
+
+	/**
+	 * Makes commits on this primary wait for a standby's flush ({@code synchronous_standby_names = '*'}), or no longer,
+	 * and waits until a standby streams synchronously.
+	 * @param synchronous whether commits wait for the standby
+	 */
+	public void replicateSynchronously(boolean synchronous) {
+		execute("ALTER SYSTEM SET synchronous_standby_names = '" + (synchronous ? "*" : "") + "'",
+				"SELECT pg_reload_conf()");
+		awaitQuery(synchronous ? "SELECT EXISTS (SELECT 1 FROM pg_stat_replication WHERE sync_state = 'sync')"
+				: "SELECT current_setting('synchronous_standby_names') = ''", "synchronous replication to be "
+						+ (synchronous ? "on" : "off"));
+	}
+
+	/**
+	 * Waits until a standby streams from this primary.
+	 */
+	public void awaitStandbyStreaming() {
+		awaitQuery("SELECT EXISTS (SELECT 1 FROM pg_stat_replication WHERE state = 'streaming')",
+				"a standby to stream");
+	}
+
+	/**
+	 * Returns the timeline this primary writes WAL on.
+	 * @return the timeline, 1 until the first promotion
+	 */
+	public long timeline() {
+		try (Connection connection = connect(); Statement statement = connection.createStatement();
+				ResultSet row = statement
+					.executeQuery("SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint")) {
+			row.next();
+			return row.getLong(1);
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException("Could not read the timeline of " + url(), ex);
+		}
+	}
+
+	/**
+	 * Returns the port.
+	 * @return the port
+	 */
+	public int port() {
+		return this.port;
+	}
+
+	private void execute(String... statements) {
+		try (Connection connection = connect(); Statement statement = connection.createStatement()) {
+			for (String sql : statements) {
+				statement.execute(sql);
+			}
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException("Could not run " + List.of(statements) + " on " + url(), ex);
+		}
+	}
+
+	private void awaitQuery(String condition, String what) {
+		try {
+			Awaitility.await(what).atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).until(() -> {
+				try (Connection connection = connect(); Statement statement = connection.createStatement();
+						ResultSet row = statement.executeQuery(condition)) {
+					return row.next() && row.getBoolean(1);
+				}
+			});
+		}
+		catch (ConditionTimeoutException ex) {
+			throw new IllegalStateException("Timed out waiting for " + what + " on " + url(), ex);
 		}
 	}
 
@@ -244,7 +375,12 @@ public final class TemporaryPostgres implements AutoCloseable {
 		return "root".equals(System.getProperty("user.name"));
 	}
 
-	private static int freePort() throws IOException {
+	/**
+	 * Returns a loopback port that is free now.
+	 * @return the port
+	 * @throws IOException if no port can be found
+	 */
+	public static int freePort() throws IOException {
 		try (ServerSocket socket = new ServerSocket(0)) {
 			return socket.getLocalPort();
 		}

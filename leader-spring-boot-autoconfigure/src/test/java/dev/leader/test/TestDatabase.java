@@ -24,9 +24,12 @@ public final class TestDatabase {
 
 	private static Server server;
 
+	private final Server on;
+
 	private final String schema;
 
-	private TestDatabase(String schema) {
+	private TestDatabase(Server on, String schema) {
+		this.on = on;
 		this.schema = schema;
 	}
 
@@ -35,14 +38,29 @@ public final class TestDatabase {
 	 * @return the database
 	 */
 	public static TestDatabase createSchema() {
+		return createSchema(server());
+	}
+
+	/**
+	 * Creates a new, empty schema on another server than the tests' own, a {@link TemporaryPostgres} for example.
+	 * @param url the JDBC URL of the server's database, which may name several hosts
+	 * @param user the user, who may create schemas and roles
+	 * @param password the password
+	 * @return the database
+	 */
+	public static TestDatabase createSchema(String url, String user, String password) {
+		return createSchema(new Server(url, user, password));
+	}
+
+	private static TestDatabase createSchema(Server on) {
 		String schema = "t_" + UUID.randomUUID().toString().replace("-", "").substring(0, 16).toLowerCase(Locale.ROOT);
-		try (Connection connection = server().connect(null); Statement statement = connection.createStatement()) {
+		try (Connection connection = on.connect(null); Statement statement = connection.createStatement()) {
 			statement.execute("CREATE SCHEMA " + schema);
 		}
 		catch (SQLException ex) {
-			throw new IllegalStateException("Could not create test schema on " + server().url(), ex);
+			throw new IllegalStateException("Could not create test schema on " + on.url(), ex);
 		}
-		return new TestDatabase(schema);
+		return new TestDatabase(on, schema);
 	}
 
 	/**
@@ -58,7 +76,7 @@ public final class TestDatabase {
 	 * @return the URL
 	 */
 	public String url() {
-		String url = server().url();
+		String url = this.on.url();
 		return url + (url.contains("?") ? "&" : "?") + "currentSchema=" + this.schema;
 	}
 
@@ -67,7 +85,7 @@ public final class TestDatabase {
 	 * @return the user
 	 */
 	public String user() {
-		return server().user();
+		return this.on.user();
 	}
 
 	/**
@@ -75,7 +93,7 @@ public final class TestDatabase {
 	 * @return the password
 	 */
 	public String password() {
-		return server().password();
+		return this.on.password();
 	}
 
 	/**
@@ -99,14 +117,14 @@ public final class TestDatabase {
 	 * @throws SQLException if the connection fails
 	 */
 	public Connection connect() throws SQLException {
-		return server().connect(this.schema);
+		return this.on.connect(this.schema);
 	}
 
 	/**
 	 * Drops the schema and everything in it.
 	 */
 	public void drop() {
-		try (Connection connection = server().connect(null); Statement statement = connection.createStatement()) {
+		try (Connection connection = this.on.connect(null); Statement statement = connection.createStatement()) {
 			statement.execute("DROP SCHEMA IF EXISTS " + this.schema + " CASCADE");
 		}
 		catch (SQLException ex) {

@@ -1,0 +1,163 @@
+package dev.leader.test;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.util.Optional;
+
+import org.jspecify.annotations.Nullable;
+import org.junit.jupiter.api.extension.AfterEachCallback;
+import org.junit.jupiter.api.extension.BeforeEachCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
+
+/**
+ * A PostgreSQL primary and a streaming standby of the test's own ({@link TemporaryPostgres}), on two loopback ports
+ * that the pair keeps across failovers, so that one multi-host URL ({@link #url()}, with
+ * {@code targetServerType=primary}) leads to whichever server is the primary, as an application configures it. As a
+ * JUnit extension, register it with {@code @RegisterExtension} before a {@link Cluster} on {@link #createSchema}: it
+ * starts the pair before each test, asynchronous, and stops and removes both servers after it.
+ * <p>
+ * The faults are real: {@link #failover()} crashes the primary ({@code pg_ctl stop -m immediate}) and promotes the
+ * standby, which starts a new timeline; {@link #restart(String)} stops the primary in a mode and starts it again.
+ * Not thread-safe: one thread injects the faults.
+ */
+public final class ReplicatedPostgres implements BeforeEachCallback, AfterEachCallback {
+
+	private static final String PARAMETERS = "targetServerType=primary&hostRecheckSeconds=1&connectTimeout=2"
+			+ "&loginTimeout=3";
+
+	private int firstPort;
+
+	private int secondPort;
+
+	private @Nullable TemporaryPostgres primary;
+
+	private @Nullable TemporaryPostgres standby;
+
+	private boolean synchronous;
+
+	@Override
+	public void beforeEach(ExtensionContext context) throws IOException {
+		this.firstPort = TemporaryPostgres.freePort();
+		this.secondPort = TemporaryPostgres.freePort();
+		while (this.secondPort == this.firstPort) {
+			this.secondPort = TemporaryPostgres.freePort();
+		}
+		this.primary = TemporaryPostgres.startOn(this.firstPort, "wal_keep_size = '256MB'");
+		this.standby = this.primary.standbyOn(this.secondPort);
+		this.primary.awaitStandbyStreaming();
+	}
+
+	@Override
+	public void afterEach(ExtensionContext context) {
+		if (this.standby != null) {
+			this.standby.close();
+			this.standby = null;
+		}
+		if (this.primary != null) {
+			this.primary.close();
+			this.primary = null;
+		}
+	}
+
+	/**
+	 * Returns the URL of the {@code postgres} database that names both servers and connects to the primary.
+	 * @return the URL
+	 */
+	public String url() {
+		return "jdbc:postgresql://127.0.0.1:" + this.firstPort + ",127.0.0.1:" + this.secondPort + "/postgres?"
+				+ PARAMETERS;
+	}
+
+	/**
+	 * Creates a fresh schema on the pair, for a {@link Cluster}.
+	 * @return the schema
+	 */
+	public TestDatabase createSchema() {
+		return TestDatabase.createSchema(url(), "postgres", "");
+	}
+
+	/**
+	 * Returns the primary.
+	 * @return the primary
+	 */
+	public TemporaryPostgres primary() {
+		if (this.primary == null) {
+			throw new IllegalStateException("No primary: register the extension with @RegisterExtension");
+		}
+		return this.primary;
+	}
+
+	/**
+	 * Returns the standby.
+	 * @return the standby, empty between a failover and {@link #replaceStandby()}
+	 */
+	public Optional<TemporaryPostgres> standby() {
+		return Optional.ofNullable(this.standby);
+	}
+
+	/**
+	 * Makes commits wait for the standby's flush, or no longer, as {@code synchronous_standby_names} does; stays so
+	 * across failovers once the next standby streams.
+	 * @param synchronous whether commits wait for the standby
+	 */
+	public void replicateSynchronously(boolean synchronous) {
+		this.synchronous = synchronous;
+		primary().replicateSynchronously(synchronous);
+	}
+
+	/**
+	 * Returns whether commits wait for the standby.
+	 * @return whether replication is synchronous
+	 */
+	public boolean isSynchronous() {
+		return this.synchronous;
+	}
+
+	/**
+	 * Crashes the primary and promotes the standby, as a failover tool does once the primary is gone. The old
+	 * primary is removed; the new one runs without a standby, so commits do not wait, until {@link #replaceStandby()}.
+	 * @return when the promoted server accepted writes ({@link System#nanoTime()})
+	 */
+	public long failover() {
+		TemporaryPostgres standby = this.standby;
+		if (standby == null) {
+			throw new IllegalStateException("No standby to promote: call replaceStandby() after a failover");
+		}
+		primary().stop("immediate");
+		standby.promote();
+		long promoted = System.nanoTime();
+		// Its settings came with the base backup; without a standby of its own, commits must not wait for one.
+		standby.replicateSynchronously(false);
+		primary().close();
+		this.primary = standby;
+		this.standby = null;
+		return promoted;
+	}
+
+	/**
+	 * Creates a new standby of the primary, on the port the old primary had, and makes replication synchronous again
+	 * if it was.
+	 */
+	public void replaceStandby() {
+		int port = (primary().port() == this.firstPort) ? this.secondPort : this.firstPort;
+		this.standby = primary().standbyOn(port);
+		primary().awaitStandbyStreaming();
+		if (this.synchronous) {
+			primary().replicateSynchronously(true);
+		}
+	}
+
+	/**
+	 * Stops the primary in the given mode, keeps it down for a while, and starts it again.
+	 * @param mode {@code fast} (a clean shutdown) or {@code immediate} (a crash)
+	 * @param down how long the server stays down
+	 * @return when the server accepted connections again ({@link System#nanoTime()})
+	 */
+	public long restart(String mode, Duration down) {
+		primary().stop(mode);
+		FaultHistory.sleepAsFault(down);
+		primary().startServer();
+		return System.nanoTime();
+	}
+
+}
