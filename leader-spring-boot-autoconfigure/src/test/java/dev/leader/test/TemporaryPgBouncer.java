@@ -2,7 +2,6 @@ package dev.leader.test;
 
 import java.io.IOException;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -44,7 +43,7 @@ public final class TemporaryPgBouncer implements AutoCloseable {
 		}
 		try {
 			Path directory = Files.createTempDirectory("leader-pgbouncer-");
-			TemporaryPgBouncer bouncer = new TemporaryPgBouncer(directory, freePort());
+			TemporaryPgBouncer bouncer = new TemporaryPgBouncer(directory, TemporaryPostgres.freePort());
 			try {
 				Files.writeString(directory.resolve("users.txt"), "\"postgres\" \"\"\n");
 				Files.writeString(directory.resolve("pgbouncer.ini"), String.join("\n", "[databases]",
@@ -56,13 +55,13 @@ public final class TemporaryPgBouncer implements AutoCloseable {
 						"ignore_startup_parameters = extra_float_digits",
 						"logfile = " + directory.resolve("pgbouncer.log"),
 						"pidfile = " + directory.resolve("pgbouncer.pid"), ""));
-				run(List.of("chmod", "-R", "a+rwX", directory.toString()));
+				TemporaryPostgres.run(List.of("chmod", "-R", "a+rwX", directory.toString()), false);
 				List<String> command = new ArrayList<>();
-				if ("root".equals(System.getProperty("user.name"))) {
+				if (TemporaryPostgres.isRoot()) {
 					command.addAll(List.of("runuser", "-u", "postgres", "--"));
 				}
 				command.addAll(List.of(BINARY.toString(), "-d", directory.resolve("pgbouncer.ini").toString()));
-				run(command);
+				TemporaryPostgres.run(command, false);
 				bouncer.awaitListening();
 				return bouncer;
 			}
@@ -108,7 +107,7 @@ public final class TemporaryPgBouncer implements AutoCloseable {
 			// Removing the directory below still goes ahead.
 		}
 		try {
-			run(List.of("rm", "-rf", this.directory.toString()));
+			TemporaryPostgres.run(List.of("rm", "-rf", this.directory.toString()), false);
 		}
 		catch (RuntimeException ex) {
 			// A temporary directory left behind is removed with the machine's.
@@ -134,33 +133,6 @@ public final class TemporaryPgBouncer implements AutoCloseable {
 		}
 		throw new IllegalStateException("PgBouncer did not listen on 127.0.0.1:" + this.port + " within 10 s; see "
 				+ this.directory.resolve("pgbouncer.log"));
-	}
-
-	private static void run(List<String> command) {
-		try {
-			Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
-			String output = new String(process.getInputStream().readAllBytes());
-			if (!process.waitFor(30, TimeUnit.SECONDS)) {
-				process.destroyForcibly();
-				throw new IllegalStateException("Timed out: " + command);
-			}
-			if (process.exitValue() != 0) {
-				throw new IllegalStateException("Failed (" + process.exitValue() + "): " + command + "\n" + output);
-			}
-		}
-		catch (IOException ex) {
-			throw new IllegalStateException("Could not run " + command, ex);
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new IllegalStateException("Interrupted: " + command, ex);
-		}
-	}
-
-	private static int freePort() throws IOException {
-		try (ServerSocket socket = new ServerSocket(0)) {
-			return socket.getLocalPort();
-		}
 	}
 
 }

@@ -206,8 +206,8 @@ public final class TemporaryPostgres implements AutoCloseable {
 	 */
 	public long timeline() {
 		try (Connection connection = connect(); Statement statement = connection.createStatement();
-				ResultSet row = statement
-					.executeQuery("SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint")) {
+				ResultSet row = statement.executeQuery(
+						"SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint")) {
 			row.next();
 			return row.getLong(1);
 		}
@@ -346,7 +346,12 @@ public final class TemporaryPostgres implements AutoCloseable {
 		run(line, true);
 	}
 
-	private static void run(List<String> command, boolean inTemp) {
+	/**
+	 * Runs a command and waits for it, failing with its output unless it exits with 0.
+	 * @param command the command and its arguments
+	 * @param inTemp whether to run it in {@code /tmp}, where the {@code postgres} user may read the working directory
+	 */
+	static void run(List<String> command, boolean inTemp) {
 		try {
 			ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
 			if (inTemp) {
@@ -371,7 +376,7 @@ public final class TemporaryPostgres implements AutoCloseable {
 		}
 	}
 
-	private static boolean isRoot() {
+	static boolean isRoot() {
 		return "root".equals(System.getProperty("user.name"));
 	}
 
