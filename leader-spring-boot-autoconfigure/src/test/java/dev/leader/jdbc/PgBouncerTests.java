@@ -1,13 +1,17 @@
 package dev.leader.jdbc;
 
 import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.UUID;
 import java.util.stream.Stream;
 
@@ -66,7 +70,7 @@ class PgBouncerTests {
 
 	private static TemporaryPostgres server;
 
-	private static final Map<String, TemporaryPgBouncer> bouncers = new java.util.HashMap<>();
+	private static final Map<String, TemporaryPgBouncer> bouncers = new HashMap<>();
 
 	private final List<ConfigurableApplicationContext> nodes = new ArrayList<>();
 
@@ -75,9 +79,8 @@ class PgBouncerTests {
 	@BeforeAll
 	static void startServers() {
 		server = TemporaryPostgres.start("max_connections = 100");
-		int port = Integer.parseInt(server.url().replaceAll(".*:(\\d+)/.*", "$1"));
 		for (String mode : List.of("session", "transaction")) {
-			bouncers.put(mode, TemporaryPgBouncer.start(port, mode));
+			bouncers.put(mode, TemporaryPgBouncer.start(server.port(), mode));
 		}
 	}
 
@@ -118,15 +121,20 @@ class PgBouncerTests {
 		ConfigurableApplicationContext second = start("node-b", mode, direct);
 		await().atMost(WAIT).until(() -> leaders(first, second).size() == 1);
 		assertThat(output).contains(announced);
+		// Beyond the log line: each node LISTENs on a server session of its own, or, through a transaction pooler
+		// without a connection of its own for them, has sent no LISTEN at all.
+		int listening = (mode.equals("transaction") && !direct) ? 0 : 2;
+		await().atMost(WAIT).until(() -> listeningSessions() == listening);
 		assertThat(output).doesNotContain("prepareThreshold=0 to spring.datasource.url");
 		ConfigurableApplicationContext leader = leaders(first, second).get(0);
 		ConfigurableApplicationContext follower = (leader == first) ? second : first;
 		FencingToken token = leader.getBean(Leadership.class).token("default").orElseThrow();
 
-		// Renewals: the lease outlives its duration under the same term, held by the same node.
-		sleep(LEASE.plusSeconds(1));
-		assertThat(leader.getBean(Leadership.class).token("default")).contains(token);
-		assertThat(follower.getBean(Leadership.class).isLeader("default")).isFalse();
+		// Renewals: the lease outlives its duration under the same term, held by the same node throughout.
+		await("the same leader and term for longer than the lease").during(LEASE.plusSeconds(1))
+			.atMost(LEASE.plusSeconds(5))
+			.until(() -> leader.getBean(Leadership.class).token("default").equals(Optional.of(token))
+					&& !follower.getBean(Leadership.class).isLeader("default"));
 
 		// Guards: the leader's guarded write commits, the follower's is rejected.
 		JdbcClient.create(leader.getBean(DataSource.class)).sql("CREATE TABLE fenced_log (term bigint)").update();
@@ -157,7 +165,8 @@ class PgBouncerTests {
 	void notificationUrlOfAnotherDatabaseIsRejectedWithoutItsCredentials() {
 		new ApplicationContextRunner()
 			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class))
-			.withPropertyValues("spring.datasource.url=" + bouncers.get("transaction").url(this.database, "prepareThreshold=0"),
+			.withPropertyValues(
+					"spring.datasource.url=" + bouncers.get("transaction").url(this.database, "prepareThreshold=0"),
 					"spring.datasource.username=postgres",
 					"leader.jdbc.notifications.url=jdbc:mysql://127.0.0.1/app?password=secret")
 			.run((context) -> assertThat(context).hasFailed()
@@ -177,8 +186,8 @@ class PgBouncerTests {
 				"leader.lease.renew-interval=300ms", "leader.lease.retry-interval=300ms",
 				"leader.daemons.settle-window=0s"));
 		if (direct) {
-			properties.add("leader.jdbc.notifications.url=jdbc:postgresql://127.0.0.1:"
-					+ server.url().replaceAll(".*:(\\d+)/.*", "$1") + "/" + this.database);
+			properties.add("leader.jdbc.notifications.url=jdbc:postgresql://127.0.0.1:" + server.port() + "/"
+					+ this.database);
 		}
 		ConfigurableApplicationContext context = new SpringApplicationBuilder(Node.class)
 			.web(WebApplicationType.NONE)
@@ -186,6 +195,17 @@ class PgBouncerTests {
 			.run();
 		this.nodes.add(context);
 		return context;
+	}
+
+	private int listeningSessions() throws SQLException {
+		try (Connection connection = server.connect(); PreparedStatement statement = connection.prepareStatement(
+				"SELECT count(*) FROM pg_stat_activity WHERE datname = ? AND query LIKE 'LISTEN %'")) {
+			statement.setString(1, this.database);
+			try (ResultSet row = statement.executeQuery()) {
+				row.next();
+				return row.getInt(1);
+			}
+		}
 	}
 
 	private static List<ConfigurableApplicationContext> leaders(ConfigurableApplicationContext... nodes) {
@@ -202,16 +222,6 @@ class PgBouncerTests {
 			node.getBean(Fencing.class).guard(token);
 			JdbcClient.create(dataSource).sql("INSERT INTO fenced_log VALUES (?)").param(token.term()).update();
 		});
-	}
-
-	private static void sleep(Duration duration) {
-		try {
-			Thread.sleep(duration.toMillis());
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new IllegalStateException(ex);
-		}
 	}
 
 	@Configuration(proxyBeanMethods = false)
