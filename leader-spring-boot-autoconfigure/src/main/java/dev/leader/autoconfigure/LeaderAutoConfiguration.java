@@ -106,7 +106,8 @@ public final class LeaderAutoConfiguration {
 	@Bean(destroyMethod = "disconnect")
 	@ConditionalOnMissingBean
 	CoordinationStore leaderCoordinationStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
-			ObjectProvider<LeaderSchemaMigration> migration, ObjectProvider<DataSourceProperties> dataSourceProperties) {
+			ObjectProvider<LeaderSchemaMigration> migration,
+			ObjectProvider<DataSourceProperties> dataSourceProperties) {
 		PostgresCoordinationStore store = new PostgresCoordinationStore(dataSource, prefix, queryTimeout(properties),
 				notifications(properties.getJdbc().getNotifications(), dataSourceProperties.getIfAvailable()));
 		if (migration.getIfAvailable() == null) {

@@ -718,8 +718,14 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 				return PostgresCoordinationStore.this.connections.borrow();
 			}
 			Connection connection = direct.getConnection();
-			connection.setAutoCommit(true);
-			return connection;
+			try {
+				connection.setAutoCommit(true);
+				return connection;
+			}
+			catch (SQLException | RuntimeException ex) {
+				OwnConnections.closeQuietly(connection);
+				throw ex;
+			}
 		}
 
 		private void close(Connection connection) {
