@@ -137,7 +137,9 @@ public final class TemporaryPostgres implements AutoCloseable {
 	/**
 	 * Creates a streaming standby of this server with {@code pg_basebackup} and starts it on the given port. It
 	 * connects with {@code application_name} {@code standby}, and runs with {@code synchronous_standby_names}
-	 * cleared whatever the primary had, so that it needs no standby of its own once promoted.
+	 * cleared in {@code postgresql.conf}; a value that the primary set with {@code ALTER SYSTEM}
+	 * ({@link #replicateSynchronously}) comes along in {@code postgresql.auto.conf}, which wins, so clear it again
+	 * once the standby is promoted.
 	 * @param port a free port, see {@link #freePort()}
 	 * @return the running standby
 	 */
