@@ -12,7 +12,8 @@ public enum RevokeReason {
 
 	/**
 	 * The safe window closed before a renewal answered, for example because the coordinator was slow or this process
-	 * was paused.
+	 * was paused; or a renewal found the lease still under this node's id and term but could not renew it: expired by
+	 * the coordinator's clock, or granted before the coordinator's last failover (a PostgreSQL promotion).
 	 */
 	EXPIRED,
 
