@@ -46,6 +46,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.health.contributor.Status;
+import org.springframework.dao.DataAccessException;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
@@ -254,6 +255,31 @@ class PostgresHighAvailabilityTests {
 			assertThat(leases.tick(leader, Map.of(ALPHA, renewed.term()), List.of(ALPHA), lease, lease).renewed())
 				.containsKey(ALPHA);
 			leases.disconnect();
+		}
+	}
+
+	@Test
+	void grantWhoseWaitForASynchronousStandbyIsCancelledFailsThoughThePrimaryCommittedIt() {
+		this.servers.replicateSynchronously(true);
+		this.servers.standby().orElseThrow().stopStreaming();
+		HikariConfig config = new HikariConfig();
+		config.setJdbcUrl(this.cluster.url());
+		config.setUsername("postgres");
+		config.setMaximumPoolSize(2);
+		try (HikariDataSource dataSource = new HikariDataSource(config)) {
+			PostgresCoordinationStore leases = new PostgresCoordinationStore(dataSource, PREFIX, Duration.ofSeconds(1));
+			// The driver's query timeout cancels the commit's wait for the standby after a second, and PostgreSQL
+			// then reports the commit, which is on the primary alone, with a warning.
+			assertThatExceptionOfType(DataAccessException.class)
+				.isThrownBy(() -> leases.acquire(ALPHA, "leader", Duration.ofMinutes(1)))
+				.withStackTraceContaining("canceling wait for synchronous replication");
+			assertThat(this.cluster.lease(ALPHA)).as("the grant, committed on the primary alone")
+				.hasValueSatisfying((lease) -> assertThat(lease.term()).isEqualTo(1));
+			leases.disconnect();
+		}
+		finally {
+			// Dropping the schema must not wait for the standby either.
+			this.servers.replicateSynchronously(false);
 		}
 	}
 
