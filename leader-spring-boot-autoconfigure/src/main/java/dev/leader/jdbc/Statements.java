@@ -107,9 +107,9 @@ final class Statements {
 	/**
 	 * Fails a grant or renewal that PostgreSQL committed with a warning. The one these statements can meet is
 	 * {@code canceling wait for synchronous replication}: a commit that waited for a synchronous standby was
-	 * cancelled (by {@code pg_cancel_backend} or a driver's cancel request), and PostgreSQL then reports success for
-	 * a commit that is on this server alone, such as an old primary cut off from its standby, which a failover is
-	 * about to replace. Counted as a success, it would keep a node leading under a lease that the promoted standby
+	 * cancelled (by {@code pg_cancel_backend} or a driver's cancel request, such as the one the query timeout
+	 * sends), and PostgreSQL then reports success for a commit that is on this server alone, such as an old primary
+	 * cut off from its standby, which a failover is about to replace. Counted as a success, it would keep a node leading under a lease that the promoted standby
 	 * lets expire; counted as a failure, the node steps down when its safe window closes. (A wait that is not
 	 * cancelled simply hangs, since {@code statement_timeout} does not apply to the commit; the engine's watchdog
 	 * closes the safe window then.)
