@@ -159,9 +159,9 @@ class PostgresHighAvailabilityTests {
 		NodeProcess leader = this.running.get(first.node());
 		long cut = System.nanoTime();
 		this.servers.standby().orElseThrow().stopStreaming();
-		// Commits now wait for a standby that is gone: renewals hang (statement_timeout does not end a commit's wait
-		// for the standby), or, if their wait is cancelled, come back with a warning that the node counts as a
-		// failure; either way the safe window closes.
+		// Commits now wait for a standby that is gone: the driver's query timeout cancels a renewal's wait, and the
+		// renewal comes back with a warning that the node counts as a failure (statement_timeout alone would not
+		// end the wait: it would hang); either way the safe window closes.
 		NodeEvent revoked = leader.awaitEvent("REVOKED " + ALPHA + " " + first.term(),
 				(event) -> event.is(Type.REVOKED, ALPHA) && event.term() == first.term(),
 				FAST.duration().plusSeconds(2));
