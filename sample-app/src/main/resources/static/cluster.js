@@ -174,7 +174,8 @@
       now[node.name] = node;
       var before = processes[node.name];
       if (!before || before.pid !== node.pid) {
-        record(node.name + ' started (pid ' + node.pid + ', port ' + node.port + ')', 'fault');
+        record(node.name + ' ' + (before ? 'restarted' : PROCESS_CHANGES[node.state]) + ' (pid ' + node.pid
+          + ', port ' + node.port + ')', 'fault');
       }
       else if (before.state !== node.state) {
         var text = (before.state === 'PAUSED' && node.state === 'RUNNING') ? 'resumed (SIGCONT)'
