@@ -361,14 +361,17 @@
   function show(answer) {
     var view = answer;
     var cluster = null;
+    var current = null;
     if (demo) {
       cluster = answer;
       view = merge(cluster);
-      diffRejections(cluster);
+      current = diffProcesses(cluster);
     }
+    // Against the processes as they were, so that a takeover is put down to the fault that caused it.
     diff(view);
     if (demo) {
-      processes = diffProcesses(cluster);
+      processes = current;
+      diffRejections(cluster);
     }
     previous = view;
     Object.keys(view.groups).forEach(function (name) {

@@ -51,8 +51,7 @@ class InvoiceRun {
 	@Scheduled(fixedDelayString = "${sample.invoices.step:500ms}")
 	void step() {
 		if (this.token == null) {
-			this.token = this.leadership.token(GROUP).orElse(null);
-			this.step = 0;
+			begin();
 			if (this.token == null) {
 				return;
 			}
@@ -69,13 +68,19 @@ class InvoiceRun {
 		}
 		catch (StaleLeadershipException ex) {
 			this.rejectedWrites.record("invoice-run", ex);
-			this.token = null;
+			begin();
 			return;
 		}
 		this.step = next;
 		if (next == STEPS) {
-			this.token = null;
+			// The next run begins at once, so that a leader always has a run under way, as a busy one would.
+			begin();
 		}
+	}
+
+	private void begin() {
+		this.token = this.leadership.token(GROUP).orElse(null);
+		this.step = 0;
 	}
 
 }

@@ -5,10 +5,15 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DatabaseMetaData;
+import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.jar.JarFile;
 import java.util.jar.Manifest;
+
+import javax.sql.DataSource;
 
 import dev.leader.autoconfigure.LeaderAutoConfiguration;
 
@@ -28,12 +33,8 @@ import org.springframework.core.env.Environment;
 class DemoLauncher {
 
 	@Bean
-	NodeProcesses demoNodeProcesses(DemoProperties properties, Environment environment) {
-		// The launcher's own DataSource leads to the database the nodes share.
-		String url = environment.getRequiredProperty("spring.datasource.url");
-		List<String> database = List.of("--spring.datasource.url=" + url,
-				"--spring.datasource.username=" + environment.getProperty("spring.datasource.username", ""),
-				"--spring.datasource.password=" + environment.getProperty("spring.datasource.password", ""));
+	NodeProcesses demoNodeProcesses(DemoProperties properties, Environment environment, DataSource dataSource) {
+		List<String> database = nodeDatabase(environment, dataSource);
 		Path logs = logDirectory();
 		List<DemoNode> nodes = new ArrayList<>();
 		for (int i = 0; i < properties.nodePorts().size(); i++) {
@@ -48,6 +49,28 @@ class DemoLauncher {
 			nodes.add(new DemoNode(number, name, port, command, logs.resolve(name + ".log")));
 		}
 		return new NodeProcesses(nodes, properties.stopTimeout());
+	}
+
+	/**
+	 * Returns the arguments that lead a node to the launcher's own database: the one that {@code demo.database.url}
+	 * named, else the embedded server, whose URL its connections tell.
+	 */
+	private static List<String> nodeDatabase(Environment environment, DataSource dataSource) {
+		String url = environment.getProperty("spring.datasource.url");
+		String username = environment.getProperty("spring.datasource.username", "");
+		String password = environment.getProperty("spring.datasource.password", "");
+		if (url == null) {
+			try (Connection connection = dataSource.getConnection()) {
+				DatabaseMetaData metaData = connection.getMetaData();
+				url = metaData.getURL();
+				username = metaData.getUserName();
+			}
+			catch (SQLException ex) {
+				throw new IllegalStateException("Could not read the URL of the demo's database", ex);
+			}
+		}
+		return List.of("--spring.datasource.url=" + url, "--spring.datasource.username=" + username,
+				"--spring.datasource.password=" + password);
 	}
 
 	/**
