@@ -38,7 +38,7 @@ class ExitWithLauncher {
 		catch (IOException ex) {
 			// An unreadable standard input means the launcher is gone as well.
 		}
-		logger.info("The demo launcher is gone; stopping this node");
+		logger.info("Standard input closed: the demo launcher is stopping this node, or is gone");
 		System.exit(0);
 	}
 

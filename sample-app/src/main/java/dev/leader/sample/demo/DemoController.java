@@ -35,7 +35,7 @@ import org.springframework.web.server.ResponseStatusException;
 @RequestMapping("/demo")
 class DemoController {
 
-	private static final Duration PROBE_TIMEOUT = Duration.ofMillis(800);
+	private static final Duration PROBE_TIMEOUT = Duration.ofMillis(1500);
 
 	private final NodeProcesses nodes;
 
