@@ -21,6 +21,7 @@ import dev.leader.test.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.openqa.selenium.JavascriptExecutor;
 import org.openqa.selenium.OutputType;
 import org.openqa.selenium.TakesScreenshot;
@@ -46,7 +47,7 @@ import static org.awaitility.Awaitility.await;
  * nodes' own endpoints, and every node process must be gone once the launcher is closed.
  * <p>
  * The database is a fresh schema of {@code LEADER_TEST_JDBC_URL} when set, given to the launcher as
- * {@code demo.database.url}; else the launcher's embedded one. Never skipped: without Debian's {@code chromium} and
+ * {@code demo.database.url}; else the launcher's embedded one, in a temporary directory. Never skipped: without Debian's {@code chromium} and
  * {@code chromium-driver} it fails, saying how to install them. Its screenshot, {@code target/demo-after-pause.png},
  * is the README's {@code docs/demo-after-pause.png}.
  */
@@ -71,6 +72,9 @@ class DemoClusterViewBrowserTests {
 
 	private WebDriver browser;
 
+	@TempDir
+	private Path embeddedData;
+
 	@BeforeEach
 	void startDemoAndBrowser() throws IOException {
 		assertThat(Files.isExecutable(CHROMIUM) && Files.isExecutable(CHROMEDRIVER))
@@ -90,6 +94,9 @@ class DemoClusterViewBrowserTests {
 			args.addAll(List.of("--demo.database.url=" + this.database.url(),
 					"--demo.database.username=" + this.database.user(),
 					"--demo.database.password=" + this.database.password()));
+		}
+		else {
+			args.add("--leader.embedded-postgres.data-directory=" + this.embeddedData);
 		}
 		this.launcher = SampleApplication.application().run(args.toArray(String[]::new));
 		ChromeDriverService service = new ChromeDriverService.Builder().usingDriverExecutable(CHROMEDRIVER.toFile())

@@ -5,27 +5,25 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.sql.Connection;
-import java.sql.DatabaseMetaData;
-import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Objects;
 import java.util.jar.JarFile;
 import java.util.jar.Manifest;
-
-import javax.sql.DataSource;
 
 import dev.leader.autoconfigure.LeaderAutoConfiguration;
 
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.jdbc.autoconfigure.JdbcConnectionDetails;
 import org.springframework.context.annotation.Bean;
-import org.springframework.core.env.Environment;
 
 /**
- * The demo's launcher: no node itself (it leaves leadership out), it owns the database and three nodes of the sample,
- * each a JVM of its own started from this one's class path or jar, and serves the cluster view of them with controls
- * to kill, pause, resume, stop and restart each. {@link DemoMode} chooses it when no {@code spring.datasource.url} is
+ * The demo's launcher: no node itself (it leaves leadership out), it owns the database (the embedded PostgreSQL of
+ * {@code leader-spring-boot-embedded-postgres}, stopped with this context after the nodes) and three nodes of the
+ * sample, each a JVM of its own started from this one's class path or jar, and serves the cluster view of them with
+ * controls to kill, pause, resume, stop and restart each. {@link DemoMode} chooses it when no {@code spring.datasource.url} is
  * set, and binds it to 127.0.0.1.
  */
 @SpringBootApplication(exclude = LeaderAutoConfiguration.class)
@@ -33,8 +31,12 @@ import org.springframework.core.env.Environment;
 class DemoLauncher {
 
 	@Bean
-	NodeProcesses demoNodeProcesses(DemoProperties properties, Environment environment, DataSource dataSource) {
-		List<String> database = nodeDatabase(environment, dataSource);
+	NodeProcesses demoNodeProcesses(DemoProperties properties, JdbcConnectionDetails database) {
+		List<String> databaseArguments = List.of("--spring.datasource.url=" + database.getJdbcUrl(),
+				"--spring.datasource.username=" + Objects.toString(database.getUsername(), ""));
+		// In the environment rather than on the command line, where ps would show it.
+		Map<String, String> environment = Map.of("SPRING_DATASOURCE_PASSWORD",
+				Objects.toString(database.getPassword(), ""));
 		Path logs = logDirectory();
 		List<DemoNode> nodes = new ArrayList<>();
 		for (int i = 0; i < properties.nodePorts().size(); i++) {
@@ -42,35 +44,13 @@ class DemoLauncher {
 			int port = properties.nodePorts().get(i);
 			String name = "node-" + number;
 			List<String> command = new ArrayList<>(javaCommand());
-			command.addAll(database);
+			command.addAll(databaseArguments);
 			command.addAll(List.of("--server.port=" + port, "--server.address=127.0.0.1", "--leader.node.name=" + name,
 					"--sample.exit-with-launcher=true"));
 			command.addAll(properties.nodeArguments());
-			nodes.add(new DemoNode(number, name, port, command, logs.resolve(name + ".log")));
+			nodes.add(new DemoNode(number, name, port, command, environment, logs.resolve(name + ".log")));
 		}
 		return new NodeProcesses(nodes, properties.stopTimeout());
-	}
-
-	/**
-	 * Returns the arguments that lead a node to the launcher's own database: the one that {@code demo.database.url}
-	 * named, else the embedded server, whose URL its connections tell.
-	 */
-	private static List<String> nodeDatabase(Environment environment, DataSource dataSource) {
-		String url = environment.getProperty("spring.datasource.url");
-		String username = environment.getProperty("spring.datasource.username", "");
-		String password = environment.getProperty("spring.datasource.password", "");
-		if (url == null) {
-			try (Connection connection = dataSource.getConnection()) {
-				DatabaseMetaData metaData = connection.getMetaData();
-				url = metaData.getURL();
-				username = metaData.getUserName();
-			}
-			catch (SQLException ex) {
-				throw new IllegalStateException("Could not read the URL of the demo's database", ex);
-			}
-		}
-		return List.of("--spring.datasource.url=" + url, "--spring.datasource.username=" + username,
-				"--spring.datasource.password=" + password);
 	}
 
 	/**

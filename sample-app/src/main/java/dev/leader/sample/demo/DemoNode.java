@@ -5,6 +5,7 @@ import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.commons.logging.Log;
@@ -52,17 +53,20 @@ final class DemoNode {
 
 	private final List<String> command;
 
+	private final Map<String, String> environment;
+
 	private final Path log;
 
 	private @Nullable Process process;
 
 	private State state = State.STOPPED;
 
-	DemoNode(int number, String name, int port, List<String> command, Path log) {
+	DemoNode(int number, String name, int port, List<String> command, Map<String, String> environment, Path log) {
 		this.number = number;
 		this.name = name;
 		this.port = port;
 		this.command = List.copyOf(command);
+		this.environment = Map.copyOf(environment);
 		this.log = log;
 	}
 
@@ -100,9 +104,10 @@ final class DemoNode {
 		}
 		try {
 			// Standard input stays a pipe from the launcher: the node exits when it closes (ExitWithLauncher).
-			this.process = new ProcessBuilder(this.command).redirectErrorStream(true)
-				.redirectOutput(ProcessBuilder.Redirect.appendTo(this.log.toFile()))
-				.start();
+			ProcessBuilder builder = new ProcessBuilder(this.command).redirectErrorStream(true)
+				.redirectOutput(ProcessBuilder.Redirect.appendTo(this.log.toFile()));
+			builder.environment().putAll(this.environment);
+			this.process = builder.start();
 		}
 		catch (IOException ex) {
 			throw new UncheckedIOException("Could not start " + this.name, ex);
