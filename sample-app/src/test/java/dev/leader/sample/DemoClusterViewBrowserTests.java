@@ -47,9 +47,9 @@ import static org.awaitility.Awaitility.await;
  * nodes' own endpoints, and every node process must be gone once the launcher is closed.
  * <p>
  * The database is a fresh schema of {@code LEADER_TEST_JDBC_URL} when set, given to the launcher as
- * {@code demo.database.url}; else the launcher's embedded one, in a temporary directory. Never skipped: without Debian's {@code chromium} and
- * {@code chromium-driver} it fails, saying how to install them. Its screenshot, {@code target/demo-after-pause.png},
- * is the README's {@code docs/demo-after-pause.png}.
+ * {@code demo.database.url}; else the launcher's embedded one, in a temporary directory. Never skipped: without
+ * Debian's {@code chromium} and {@code chromium-driver} it fails, saying how to install them. Its screenshot,
+ * {@code target/demo-after-pause.png}, is the README's {@code docs/demo-after-pause.png}.
  */
 class DemoClusterViewBrowserTests {
 

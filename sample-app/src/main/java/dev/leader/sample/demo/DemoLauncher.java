@@ -23,8 +23,8 @@ import org.springframework.context.annotation.Bean;
  * The demo's launcher: no node itself (it leaves leadership out), it owns the database (the embedded PostgreSQL of
  * {@code leader-spring-boot-embedded-postgres}, stopped with this context after the nodes) and three nodes of the
  * sample, each a JVM of its own started from this one's class path or jar, and serves the cluster view of them with
- * controls to kill, pause, resume, stop and restart each. {@link DemoMode} chooses it when no {@code spring.datasource.url} is
- * set, and binds it to 127.0.0.1.
+ * controls to kill, pause, resume, stop and restart each. {@link DemoMode} chooses it when no
+ * {@code spring.datasource.url} is set, and binds it to 127.0.0.1.
  */
 @SpringBootApplication(exclude = LeaderAutoConfiguration.class)
 @EnableConfigurationProperties(DemoProperties.class)
