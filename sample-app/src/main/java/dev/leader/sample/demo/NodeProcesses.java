@@ -45,8 +45,11 @@ final class NodeProcesses implements SmartLifecycle {
 	@Override
 	public void stop() {
 		for (DemoNode node : this.nodes) {
-			if (node.isAlive()) {
+			try {
 				node.stop();
+			}
+			catch (IllegalStateException ex) {
+				// Not running, or exited meanwhile: nothing to stop.
 			}
 		}
 		this.nodes.forEach((node) -> node.awaitExit(this.stopTimeout));
