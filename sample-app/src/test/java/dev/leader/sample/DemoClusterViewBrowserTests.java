@@ -130,7 +130,8 @@ class DemoClusterViewBrowserTests {
 	}
 
 	@Test
-	void pausingTheLeaderShowsTheTakeoverAndResumingItShowsItsFencedWritesRejected() throws IOException {
+	void pausingTheLeaderShowsTheTakeoverAndResumingItShowsItsFencedWritesRejected()
+			throws IOException, InterruptedException {
 		int launcherPort = ((WebServerApplicationContext) this.launcher).getWebServer().getPort();
 		this.browser.get("http://127.0.0.1:" + launcherPort + "/cluster.html");
 		// Three JVMs start on a shared machine: give them time.
@@ -144,6 +145,13 @@ class DemoClusterViewBrowserTests {
 		JsonNode billing = get(port(leader), "/actuator/leadership/billing");
 		assertThat(billing.get("role").asString()).isEqualTo("LEADER");
 		assertThat(billing.get("term").asLong()).isEqualTo(term);
+
+		HttpResponse<String> crossSite = this.http.send(HttpRequest
+			.newBuilder(URI.create("http://127.0.0.1:" + launcherPort + "/demo/nodes/" + leader.substring(5) + "/kill"))
+			.header("Origin", "http://example.com")
+			.POST(HttpRequest.BodyPublishers.noBody())
+			.build(), HttpResponse.BodyHandlers.ofString());
+		assertThat(crossSite.statusCode()).isEqualTo(403);
 
 		press(leader, "pause");
 		WebDriverWait wait = new WebDriverWait(this.browser, Duration.ofSeconds(30));

@@ -6,6 +6,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 
 import com.fasterxml.jackson.annotation.JsonRawValue;
@@ -17,6 +18,7 @@ import org.springframework.web.bind.annotation.ExceptionHandler;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.RequestHeader;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
 import org.springframework.web.server.ResponseStatusException;
@@ -28,12 +30,15 @@ import org.springframework.web.server.ResponseStatusException;
  * {@code /rejected-writes} answer now ({@code null} when it does not answer in time, as when paused);</li>
  * <li>{@code POST /demo/nodes/{number}/{action}}, with {@code kill} (SIGKILL), {@code pause} (SIGSTOP),
  * {@code resume} (SIGCONT), {@code stop} (SIGTERM) or {@code restart}: acts on that node's process and answers its
- * state; 404 for an unknown node or action, 409 when the process is not in a state for it.</li>
+ * state; 404 for an unknown node or action, 409 when the process is not in a state for it, 403 when a page of
+ * another origin asks, or the request names the launcher other than by a loopback name.</li>
  * </ul>
  */
 @RestController
 @RequestMapping("/demo")
 class DemoController {
+
+	private static final Set<String> LOOPBACK_NAMES = Set.of("127.0.0.1", "localhost", "[::1]");
 
 	private static final Duration PROBE_TIMEOUT = Duration.ofMillis(1500);
 
@@ -55,7 +60,9 @@ class DemoController {
 	}
 
 	@PostMapping("/nodes/{number}/{action}")
-	NodeStatus act(@PathVariable int number, @PathVariable String action) {
+	NodeStatus act(@PathVariable int number, @PathVariable String action, @RequestHeader("Host") String host,
+			@RequestHeader(name = "Origin", required = false) @Nullable String origin) {
+		requireLocal(host, origin);
 		DemoNode node = this.nodes.node(number)
 			.orElseThrow(() -> new ResponseStatusException(HttpStatus.NOT_FOUND, "No node " + number));
 		switch (action) {
@@ -67,6 +74,19 @@ class DemoController {
 			default -> throw new ResponseStatusException(HttpStatus.NOT_FOUND, "No action '" + action + "'");
 		}
 		return status(node, null, null);
+	}
+
+	/**
+	 * Refuses a request that a page of another site makes a browser send (a cross-site POST needs no preflight), or
+	 * that reaches the launcher through a name other than the loopback's (DNS rebinding).
+	 */
+	private static void requireLocal(String host, @Nullable String origin) {
+		String name = host.substring(0, host.lastIndexOf(':') > host.lastIndexOf(']') ? host.lastIndexOf(':')
+				: host.length());
+		if (!LOOPBACK_NAMES.contains(name) || (origin != null && !origin.equals("http://" + host))) {
+			throw new ResponseStatusException(HttpStatus.FORBIDDEN,
+					"The demo's fault controls answer only to pages of the launcher itself, on the loopback");
+		}
 	}
 
 	@ExceptionHandler(IllegalStateException.class)
