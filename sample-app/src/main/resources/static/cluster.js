@@ -361,16 +361,15 @@
   function show(answer) {
     var view = answer;
     var cluster = null;
-    var current = null;
     if (demo) {
       cluster = answer;
       view = merge(cluster);
-      current = diffProcesses(cluster);
+      // Before the leases are compared, so that a change of leader is put down to the fault that caused it even when
+      // it follows in the same second, as a hand-over does.
+      processes = diffProcesses(cluster);
     }
-    // Against the processes as they were, so that a takeover is put down to the fault that caused it.
     diff(view);
     if (demo) {
-      processes = current;
       diffRejections(cluster);
     }
     previous = view;

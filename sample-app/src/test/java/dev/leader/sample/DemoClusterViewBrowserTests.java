@@ -43,8 +43,9 @@ import static org.awaitility.Awaitility.await;
  * The demo in a real headless Chromium: {@link SampleApplication#main}'s application without
  * {@code spring.datasource.url}, so the demo's launcher, in this JVM, with its three nodes as processes of their own.
  * The test presses pause on the leader of {@code billing}, sees the takeover with its new term in the timeline, presses
- * resume, and sees the resumed node's writes under its old term rejected. What the page shows is checked against the
- * nodes' own endpoints, and every node process must be gone once the launcher is closed.
+ * resume, and sees the resumed node's writes under its old term rejected; then it stops the new leader gracefully and
+ * sees it hand over. What the page shows is checked against the nodes' own endpoints, and every node process must be
+ * gone once the launcher is closed.
  * <p>
  * The database is a fresh schema of {@code LEADER_TEST_JDBC_URL} when set, given to the launcher as
  * {@code demo.database.url}; else the launcher's embedded one, in a temporary directory. Never skipped: without
@@ -71,6 +72,8 @@ class DemoClusterViewBrowserTests {
 	private final List<Integer> nodePorts = new ArrayList<>();
 
 	private WebDriver browser;
+
+	private final List<ProcessHandle> startedNodes = new ArrayList<>();
 
 	@TempDir
 	private Path embeddedData;
@@ -114,15 +117,12 @@ class DemoClusterViewBrowserTests {
 			this.browser.quit();
 		}
 		if (this.launcher != null) {
-			List<ProcessHandle> nodes = ProcessHandle.current()
-				.children()
-				.filter(DemoClusterViewBrowserTests::isNode)
-				.toList();
+			List<ProcessHandle> nodes = new ArrayList<>(this.startedNodes);
+			ProcessHandle.current().children().filter(DemoClusterViewBrowserTests::isNode).forEach(nodes::add);
 			this.launcher.close();
-			assertThat(nodes).hasSize(3)
-				.allSatisfy((node) -> assertThat(node.isAlive())
-					.withFailMessage("Node process %d outlived the launcher", node.pid())
-					.isFalse());
+			assertThat(nodes).allSatisfy((node) -> assertThat(node.isAlive())
+				.withFailMessage("Node process %d outlived the launcher", node.pid())
+				.isFalse());
 		}
 		if (this.database != null) {
 			this.database.drop();
@@ -140,6 +140,8 @@ class DemoClusterViewBrowserTests {
 				List.of("RUNNING", "RUNNING", "RUNNING"))
 				&& read("#nodes tr[data-node]", "element.dataset.node").size() == 3
 				&& !text("#groups tr[data-group='billing'] .leader").isEmpty());
+		ProcessHandle.current().children().filter(DemoClusterViewBrowserTests::isNode).forEach(this.startedNodes::add);
+		assertThat(this.startedNodes).hasSize(3);
 		String leader = text("#groups tr[data-group='billing'] .leader");
 		long term = Long.parseLong(text("#groups tr[data-group='billing'] .term"));
 		JsonNode billing = get(port(leader), "/actuator/leadership/billing");
@@ -184,6 +186,18 @@ class DemoClusterViewBrowserTests {
 			});
 		Path screenshot = ((TakesScreenshot) this.browser).getScreenshotAs(OutputType.FILE).toPath();
 		Files.copy(screenshot, Paths.get("target", "demo-after-pause.png"), StandardCopyOption.REPLACE_EXISTING);
+
+		// A graceful stop of the new leader hands billing over at once, without waiting for its lease to run out.
+		press(successor, "stop");
+		Pattern handOver = Pattern.compile("billing: leader (node-\\d) \\(term (\\d+)\\), was " + successor
+				+ " \\(term " + newTerm + "\\) \u2014 hand-over");
+		Matcher stop = wait.until((browser) -> {
+			Matcher matcher = handOver.matcher(text("#timeline"));
+			return matcher.find() ? matcher : null;
+		});
+		assertThat(stop.group(1)).isNotEqualTo(successor);
+		assertThat(Long.parseLong(stop.group(2))).isGreaterThan(newTerm);
+		wait.until((browser) -> texts("#nodes tr[data-name='" + successor + "'] .process").equals(List.of("STOPPED")));
 	}
 
 	/**
