@@ -5,6 +5,7 @@ import java.time.Duration;
 import dev.leader.DaemonAgent;
 import dev.leader.DaemonContext;
 import dev.leader.Leadership;
+import dev.leader.StaleLeadershipException;
 
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.jdbc.core.simple.JdbcClient;
@@ -25,27 +26,36 @@ class OutboxDispatcher implements DaemonAgent {
 
 	private final Leadership leadership;
 
+	private final RejectedWrites rejectedWrites;
+
 	private final Duration interval;
 
 	OutboxDispatcher(JdbcClient jdbc, TransactionTemplate transactions, Leadership leadership,
-			@Value("${sample.outbox.interval:1s}") Duration interval) {
+			RejectedWrites rejectedWrites, @Value("${sample.outbox.interval:1s}") Duration interval) {
 		this.jdbc = jdbc;
 		this.transactions = transactions;
 		this.leadership = leadership;
+		this.rejectedWrites = rejectedWrites;
 		this.interval = interval;
 	}
 
 	@Override
 	public void run(DaemonContext context) throws InterruptedException {
 		while (!context.isCancelled()) {
-			this.transactions.executeWithoutResult((status) -> {
-				context.guard();
-				this.jdbc.sql("""
-						UPDATE outbox SET dispatched_at = clock_timestamp(), dispatched_by = ?, generation = ?
-						WHERE id IN (SELECT id FROM outbox WHERE dispatched_at IS NULL ORDER BY id LIMIT 100
-						             FOR UPDATE SKIP LOCKED)
-						""").params(this.leadership.nodeId(), context.generation()).update();
-			});
+			try {
+				this.transactions.executeWithoutResult((status) -> {
+					context.guard();
+					this.jdbc.sql("""
+							UPDATE outbox SET dispatched_at = clock_timestamp(), dispatched_by = ?, generation = ?
+							WHERE id IN (SELECT id FROM outbox WHERE dispatched_at IS NULL ORDER BY id LIMIT 100
+							             FOR UPDATE SKIP LOCKED)
+							""").params(this.leadership.nodeId(), context.generation()).update();
+				});
+			}
+			catch (StaleLeadershipException ex) {
+				this.rejectedWrites.record("outbox-dispatcher", ex);
+				throw ex;
+			}
 			context.awaitCancellation(this.interval);
 		}
 	}

@@ -5,6 +5,7 @@ import java.time.Duration;
 import dev.leader.DaemonAgent;
 import dev.leader.DaemonContext;
 import dev.leader.Leadership;
+import dev.leader.StaleLeadershipException;
 
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.jdbc.core.simple.JdbcClient;
@@ -24,26 +25,35 @@ class ReportBuilder implements DaemonAgent {
 
 	private final Leadership leadership;
 
+	private final RejectedWrites rejectedWrites;
+
 	private final Duration interval;
 
 	ReportBuilder(JdbcClient jdbc, TransactionTemplate transactions, Leadership leadership,
-			@Value("${sample.reports.interval:5s}") Duration interval) {
+			RejectedWrites rejectedWrites, @Value("${sample.reports.interval:5s}") Duration interval) {
 		this.jdbc = jdbc;
 		this.transactions = transactions;
 		this.leadership = leadership;
+		this.rejectedWrites = rejectedWrites;
 		this.interval = interval;
 	}
 
 	@Override
 	public void run(DaemonContext context) throws InterruptedException {
 		while (!context.isCancelled()) {
-			this.transactions.executeWithoutResult((status) -> {
-				context.guard();
-				this.jdbc.sql("""
-						INSERT INTO reports (node_id, generation, dispatched)
-						SELECT ?, ?, count(*) FROM outbox WHERE dispatched_at IS NOT NULL
-						""").params(this.leadership.nodeId(), context.generation()).update();
-			});
+			try {
+				this.transactions.executeWithoutResult((status) -> {
+					context.guard();
+					this.jdbc.sql("""
+							INSERT INTO reports (node_id, generation, dispatched)
+							SELECT ?, ?, count(*) FROM outbox WHERE dispatched_at IS NOT NULL
+							""").params(this.leadership.nodeId(), context.generation()).update();
+				});
+			}
+			catch (StaleLeadershipException ex) {
+				this.rejectedWrites.record("report-builder", ex);
+				throw ex;
+			}
 			context.awaitCancellation(this.interval);
 		}
 	}

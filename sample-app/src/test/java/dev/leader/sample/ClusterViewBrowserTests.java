@@ -33,9 +33,9 @@ import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.resttestclient.autoconfigure.AutoConfigureRestTestClient;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.context.SpringBootTest.WebEnvironment;
-import org.springframework.boot.test.context.TestConfiguration;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Import;
 import org.springframework.http.MediaType;
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.test.annotation.DirtiesContext;
@@ -57,6 +57,7 @@ import static org.hamcrest.Matchers.equalTo;
  * Never skipped: without Debian's {@code chromium} and {@code chromium-driver} packages it fails, saying how to install
  * them. The screenshot it takes is {@code target/cluster-view.png}, copied to the README's {@code docs/} by hand.
  */
+@Import(ClusterViewBrowserTests.SchemaConfiguration.class)
 @SpringBootTest(webEnvironment = WebEnvironment.RANDOM_PORT,
 		properties = { "leader.lease.duration=2s", "leader.lease.renew-interval=500ms",
 				"leader.lease.retry-interval=500ms", "leader.lease.safety-margin=100ms", "leader.node.expiry=2s",
@@ -104,7 +105,8 @@ class ClusterViewBrowserTests {
 		registry.add("spring.datasource.password", database::password);
 	}
 
-	@TestConfiguration(proxyBeanMethods = false)
+	// Imported, not a @TestConfiguration: the demo's test starts nodes with this class path, and their component scan
+	// must not find it.
 	static class SchemaConfiguration {
 
 		@Bean

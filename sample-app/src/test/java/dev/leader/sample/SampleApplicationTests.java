@@ -23,8 +23,8 @@ import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.resttestclient.autoconfigure.AutoConfigureRestTestClient;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.context.SpringBootTest.WebEnvironment;
-import org.springframework.boot.test.context.TestConfiguration;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Import;
 import org.springframework.http.HttpStatus;
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.test.annotation.DirtiesContext;
@@ -45,6 +45,7 @@ import static org.hamcrest.Matchers.equalTo;
  * endpoint and health component as a leader and as a follower, and the settlement batch running only on the leader
  * of {@code billing}. A second node, when a test needs one, is a bare engine in the test's JVM.
  */
+@Import(SampleApplicationTests.SchemaConfiguration.class)
 @SpringBootTest(webEnvironment = WebEnvironment.RANDOM_PORT,
 		properties = { "leader.lease.duration=2s", "leader.lease.renew-interval=500ms",
 				"leader.lease.retry-interval=500ms", "leader.lease.safety-margin=100ms", "leader.node.expiry=2s",
@@ -79,7 +80,8 @@ class SampleApplicationTests {
 		registry.add("spring.datasource.password", database::password);
 	}
 
-	@TestConfiguration(proxyBeanMethods = false)
+	// Imported, not a @TestConfiguration: the demo's test starts nodes with this class path, and their component scan
+	// must not find it.
 	static class SchemaConfiguration {
 
 		// Dropped with the context (closed after this class by @DirtiesContext), after the lifecycle beans have

@@ -11,8 +11,8 @@ import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.resttestclient.autoconfigure.AutoConfigureRestTestClient;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.context.SpringBootTest.WebEnvironment;
-import org.springframework.boot.test.context.TestConfiguration;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Import;
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
@@ -28,6 +28,7 @@ import static org.awaitility.Awaitility.await;
  * The sample application's daemons on a single node, against a fresh PostgreSQL schema: both run here, show in
  * {@code /actuator/leadership}, and write under their assignment's generation.
  */
+@Import(SampleDaemonsTests.SchemaConfiguration.class)
 @SpringBootTest(webEnvironment = WebEnvironment.RANDOM_PORT,
 		properties = { "leader.lease.renew-interval=200ms", "sample.outbox.interval=100ms",
 				"sample.reports.interval=200ms", "sample.settlement.interval=1h" })
@@ -56,7 +57,8 @@ class SampleDaemonsTests {
 		registry.add("spring.datasource.password", database::password);
 	}
 
-	@TestConfiguration(proxyBeanMethods = false)
+	// Imported, not a @TestConfiguration: the demo's test starts nodes with this class path, and their component scan
+	// must not find it.
 	static class SchemaConfiguration {
 
 		@Bean
