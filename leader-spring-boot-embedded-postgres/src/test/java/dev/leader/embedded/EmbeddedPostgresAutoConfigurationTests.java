@@ -22,6 +22,7 @@ import org.postgresql.ds.PGSimpleDataSource;
 
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
+import org.springframework.boot.jdbc.autoconfigure.JdbcConnectionDetails;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -76,6 +77,15 @@ class EmbeddedPostgresAutoConfigurationTests {
 		this.runner.withUserConfiguration(OwnDataSource.class).run((context) -> {
 			assertThat(context).doesNotHaveBean(EmbeddedPostgresServer.class);
 			assertThat(context).getBean(DataSource.class).isSameAs(context.getBean(OwnDataSource.class).dataSource);
+		});
+	}
+
+	@Test
+	void applicationWithConnectionDetailsGetsNoEmbeddedServer() {
+		this.runner.withUserConfiguration(OwnConnectionDetails.class).run((context) -> {
+			assertThat(context).doesNotHaveBean(EmbeddedPostgresServer.class);
+			assertThat(context.getBean(HikariDataSource.class).getJdbcUrl())
+				.isEqualTo("jdbc:postgresql://127.0.0.1:1/details");
 		});
 	}
 
@@ -184,6 +194,34 @@ class EmbeddedPostgresAutoConfigurationTests {
 		try (ServerSocket socket = new ServerSocket(0)) {
 			return socket.getLocalPort();
 		}
+	}
+
+	// As a Testcontainers or Docker Compose service connection registers it.
+	@Configuration(proxyBeanMethods = false)
+	static class OwnConnectionDetails {
+
+		@Bean
+		JdbcConnectionDetails connectionDetails() {
+			return new JdbcConnectionDetails() {
+
+				@Override
+				public String getUsername() {
+					return "owner";
+				}
+
+				@Override
+				public String getPassword() {
+					return "";
+				}
+
+				@Override
+				public String getJdbcUrl() {
+					return "jdbc:postgresql://127.0.0.1:1/details";
+				}
+
+			};
+		}
+
 	}
 
 	@Configuration(proxyBeanMethods = false)
