@@ -13,6 +13,7 @@ import java.sql.DriverManager;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterEach;
@@ -20,6 +21,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
 
 class EmbeddedPostgresServerTests {
 
@@ -27,23 +29,26 @@ class EmbeddedPostgresServerTests {
 	Path data;
 
 	@AfterEach
-	void stopAnyServerLeftOnTheDirectory() throws IOException {
+	void stopAnyServerLeftOnTheDirectory() throws Exception {
 		Path pidFile = this.data.resolve("postmaster.pid");
 		if (Files.exists(pidFile)) {
-			ProcessHandle.of(Long.parseLong(Files.readAllLines(pidFile).get(0).trim())).ifPresent(ProcessHandle::destroy);
+			Optional<ProcessHandle> server = ProcessHandle.of(Long.parseLong(Files.readAllLines(pidFile).get(0).trim()));
+			if (server.isPresent()) {
+				// Gone before the temporary directory is deleted under it.
+				server.get().destroy();
+				server.get().onExit().get(30, TimeUnit.SECONDS);
+			}
 		}
 	}
 
 	@Test
 	void serverLeftRunningByAKilledJvmIsStoppedWhenTheNextOneStartsOnItsDirectory() throws Exception {
-		Process child = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-cp",
-				System.getProperty("java.class.path"), StartServer.class.getName(), this.data.toString())
-			.redirectErrorStream(true)
-			.start();
+		Process child = startServerInChildJvm();
 		int orphanPort;
-		try (BufferedReader output = new BufferedReader(
-				new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8))) {
+		try (BufferedReader output = output(child)) {
 			orphanPort = readPort(output);
+		}
+		finally {
 			child.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
 		}
 		assertThat(accepts(orphanPort)).as("the killed JVM's server still runs").isTrue();
@@ -57,6 +62,32 @@ class EmbeddedPostgresServerTests {
 				assertThat(result.getInt(1)).isEqualTo(1);
 			}
 		}
+	}
+
+	@Test
+	void serverOfAnApplicationThatStillRunsIsLeftRunningAndTheNextOneFailsToStart() throws Exception {
+		Process child = startServerInChildJvm();
+		try (BufferedReader output = output(child)) {
+			int port = readPort(output);
+			assertThatIllegalStateException().isThrownBy(() -> EmbeddedPostgresServer.start(this.data, 0))
+				.withMessageContaining("Another application's embedded PostgreSQL server runs on")
+				.withMessageContaining("leader.embedded-postgres.data-directory");
+			assertThat(accepts(port)).as("the running application's server on port %d", port).isTrue();
+		}
+		finally {
+			child.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
+		}
+	}
+
+	private Process startServerInChildJvm() throws IOException {
+		return new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-cp",
+				System.getProperty("java.class.path"), StartServer.class.getName(), this.data.toString())
+			.redirectErrorStream(true)
+			.start();
+	}
+
+	private static BufferedReader output(Process child) {
+		return new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
 	}
 
 	private static int readPort(BufferedReader output) throws IOException {
