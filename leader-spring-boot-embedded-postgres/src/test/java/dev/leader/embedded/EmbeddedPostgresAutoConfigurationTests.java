@@ -1,9 +1,7 @@
 package dev.leader.embedded;
 
 import java.io.IOException;
-import java.net.InetSocketAddress;
 import java.net.ServerSocket;
-import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -116,9 +114,10 @@ class EmbeddedPostgresAutoConfigurationTests {
 		int[] port = new int[1];
 		this.runner.withPropertyValues("leader.embedded-postgres.data-directory=" + this.temp).run((context) -> {
 			port[0] = context.getBean(EmbeddedPostgresServer.class).port();
-			assertThat(accepts(port[0])).isTrue();
+			assertThat(EmbeddedPostgresServerTests.accepts(port[0])).isTrue();
 		});
-		assertThat(accepts(port[0])).as("port %d after the context closed", port[0]).isFalse();
+		assertThat(EmbeddedPostgresServerTests.accepts(port[0])).as("port %d after the context closed", port[0])
+			.isFalse();
 		assertThat(this.temp.resolve("postmaster.pid")).doesNotExist();
 	}
 
@@ -177,16 +176,6 @@ class EmbeddedPostgresAutoConfigurationTests {
 	private static void execute(DataSource dataSource, String sql) throws SQLException {
 		try (Connection connection = dataSource.getConnection(); Statement statement = connection.createStatement()) {
 			statement.execute(sql);
-		}
-	}
-
-	private static boolean accepts(int port) {
-		try (Socket socket = new Socket()) {
-			socket.connect(new InetSocketAddress("127.0.0.1", port), 1000);
-			return true;
-		}
-		catch (IOException ex) {
-			return false;
 		}
 	}
 

@@ -101,7 +101,10 @@ class EmbeddedPostgresServerTests {
 		throw new AssertionError("The child JVM ended without starting its server:\n" + String.join("\n", seen));
 	}
 
-	private static boolean accepts(int port) {
+	/**
+	 * Returns whether a server listens on the loopback port.
+	 */
+	static boolean accepts(int port) {
 		try (Socket socket = new Socket()) {
 			socket.connect(new InetSocketAddress("127.0.0.1", port), 1000);
 			return true;
