@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 class EmbeddedPostgresServerTests {
 
@@ -69,10 +69,11 @@ class EmbeddedPostgresServerTests {
 		Process child = startServerInChildJvm();
 		try (BufferedReader output = output(child)) {
 			int port = readPort(output);
-			assertThatIllegalStateException().isThrownBy(() -> EmbeddedPostgresServer.start(this.data, 0))
-				.withMessageContaining("Another application's embedded PostgreSQL server runs on")
-				.withMessageContaining("leader.embedded-postgres.data-directory");
+			Throwable failure = catchThrowable(() -> EmbeddedPostgresServer.start(this.data, 0));
 			assertThat(accepts(port)).as("the running application's server on port %d", port).isTrue();
+			assertThat(failure).isInstanceOf(IllegalStateException.class)
+				.hasMessageContaining("Another application's embedded PostgreSQL server runs on")
+				.hasMessageContaining("leader.embedded-postgres.data-directory");
 		}
 		finally {
 			child.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
