@@ -2,11 +2,17 @@ package dev.leader.embedded;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
@@ -20,7 +26,8 @@ import org.apache.commons.logging.LogFactory;
  * <p>
  * PostgreSQL refuses to run as root; as root, the server runs in a user namespace ({@code unshare -U}), where it is
  * an unprivileged user. {@link #close()} stops the server and keeps its data. A server left running by a JVM that
- * was killed is stopped before a new one starts on the same directory.
+ * was killed is stopped before a new one starts on the same directory; one whose application still runs is not, and
+ * the new one fails to start.
  */
 public final class EmbeddedPostgresServer implements AutoCloseable {
 
@@ -29,6 +36,10 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
 	private static final String HOST = "127.0.0.1";
 
 	private static final Duration STARTUP_WAIT = Duration.ofSeconds(60);
+
+	private static final String LIBRARY_LOCK_FILE = "epg-lock";
+
+	private static final Set<Path> RUNNING_HERE = ConcurrentHashMap.newKeySet();
 
 	private final EmbeddedPostgres postgres;
 
@@ -65,6 +76,7 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
 				.setServerConfig("synchronous_commit", "on")
 				.setServerConfig("fsync", "on")
 				.start();
+			RUNNING_HERE.add(directory);
 			return new EmbeddedPostgresServer(postgres, directory);
 		}
 		catch (IOException | RuntimeException ex) {
@@ -118,6 +130,9 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
 		catch (IOException ex) {
 			throw new UncheckedIOException(ex);
 		}
+		finally {
+			RUNNING_HERE.remove(this.dataDirectory);
+		}
 	}
 
 	// postmaster.pid's first line is the server's pid. A server whose JVM was killed keeps running and would make
@@ -126,6 +141,9 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
 		Path pidFile = directory.resolve("postmaster.pid");
 		if (!Files.isReadable(pidFile)) {
 			return;
+		}
+		if (heldByARunningApplication(directory)) {
+			throw new IllegalStateException("Another application's embedded PostgreSQL server runs on " + directory);
 		}
 		List<String> lines = Files.readAllLines(pidFile);
 		Optional<ProcessHandle> server = lines.isEmpty() ? Optional.empty() : parsePid(lines.get(0))
@@ -149,6 +167,27 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
 		catch (Exception ex) {
 			throw new IllegalStateException("The PostgreSQL server (pid " + server.get().pid()
 					+ ") left running on " + directory + " did not stop within 30 s; stop it and start again", ex);
+		}
+	}
+
+	// The library locks this file for as long as its server runs, and the lock goes with the process that took it: a
+	// server whose application still runs is no orphan, and stopping it would pull the database from under that
+	// application.
+	private static boolean heldByARunningApplication(Path directory) throws IOException {
+		Path lockFile = directory.resolve(LIBRARY_LOCK_FILE);
+		if (!Files.exists(lockFile)) {
+			return false;
+		}
+		// Not tried for a server of this JVM: closing any channel on the file would drop that server's lock.
+		if (RUNNING_HERE.contains(directory)) {
+			return true;
+		}
+		try (FileChannel channel = FileChannel.open(lockFile, StandardOpenOption.WRITE);
+				FileLock lock = channel.tryLock()) {
+			return lock == null;
+		}
+		catch (OverlappingFileLockException ex) {
+			return true;
 		}
 	}
 

@@ -1,9 +1,7 @@
 package dev.leader.embedded;
 
 import java.io.IOException;
-import java.net.InetSocketAddress;
 import java.net.ServerSocket;
-import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -22,6 +20,7 @@ import org.postgresql.ds.PGSimpleDataSource;
 
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
+import org.springframework.boot.jdbc.autoconfigure.JdbcConnectionDetails;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -80,6 +79,15 @@ class EmbeddedPostgresAutoConfigurationTests {
 	}
 
 	@Test
+	void applicationWithConnectionDetailsGetsNoEmbeddedServer() {
+		this.runner.withUserConfiguration(OwnConnectionDetails.class).run((context) -> {
+			assertThat(context).doesNotHaveBean(EmbeddedPostgresServer.class);
+			assertThat(context.getBean(HikariDataSource.class).getJdbcUrl())
+				.isEqualTo("jdbc:postgresql://127.0.0.1:1/details");
+		});
+	}
+
+	@Test
 	void applicationWithADataSourceUrlGetsNoEmbeddedServer() {
 		this.runner.withPropertyValues("spring.datasource.url=jdbc:postgresql://127.0.0.1:1/elsewhere")
 			.run((context) -> {
@@ -106,9 +114,10 @@ class EmbeddedPostgresAutoConfigurationTests {
 		int[] port = new int[1];
 		this.runner.withPropertyValues("leader.embedded-postgres.data-directory=" + this.temp).run((context) -> {
 			port[0] = context.getBean(EmbeddedPostgresServer.class).port();
-			assertThat(accepts(port[0])).isTrue();
+			assertThat(EmbeddedPostgresServerTests.accepts(port[0])).isTrue();
 		});
-		assertThat(accepts(port[0])).as("port %d after the context closed", port[0]).isFalse();
+		assertThat(EmbeddedPostgresServerTests.accepts(port[0])).as("port %d after the context closed", port[0])
+			.isFalse();
 		assertThat(this.temp.resolve("postmaster.pid")).doesNotExist();
 	}
 
@@ -170,20 +179,38 @@ class EmbeddedPostgresAutoConfigurationTests {
 		}
 	}
 
-	private static boolean accepts(int port) {
-		try (Socket socket = new Socket()) {
-			socket.connect(new InetSocketAddress("127.0.0.1", port), 1000);
-			return true;
-		}
-		catch (IOException ex) {
-			return false;
-		}
-	}
-
 	private static int freePort() throws IOException {
 		try (ServerSocket socket = new ServerSocket(0)) {
 			return socket.getLocalPort();
 		}
+	}
+
+	// As a Testcontainers or Docker Compose service connection registers it.
+	@Configuration(proxyBeanMethods = false)
+	static class OwnConnectionDetails {
+
+		@Bean
+		JdbcConnectionDetails connectionDetails() {
+			return new JdbcConnectionDetails() {
+
+				@Override
+				public String getUsername() {
+					return "owner";
+				}
+
+				@Override
+				public String getPassword() {
+					return "";
+				}
+
+				@Override
+				public String getJdbcUrl() {
+					return "jdbc:postgresql://127.0.0.1:1/details";
+				}
+
+			};
+		}
+
 	}
 
 	@Configuration(proxyBeanMethods = false)

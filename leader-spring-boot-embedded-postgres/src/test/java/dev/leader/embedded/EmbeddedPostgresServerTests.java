@@ -13,6 +13,7 @@ import java.sql.DriverManager;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterEach;
@@ -20,6 +21,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 class EmbeddedPostgresServerTests {
 
@@ -27,23 +29,26 @@ class EmbeddedPostgresServerTests {
 	Path data;
 
 	@AfterEach
-	void stopAnyServerLeftOnTheDirectory() throws IOException {
+	void stopAnyServerLeftOnTheDirectory() throws Exception {
 		Path pidFile = this.data.resolve("postmaster.pid");
 		if (Files.exists(pidFile)) {
-			ProcessHandle.of(Long.parseLong(Files.readAllLines(pidFile).get(0).trim())).ifPresent(ProcessHandle::destroy);
+			Optional<ProcessHandle> server = ProcessHandle.of(Long.parseLong(Files.readAllLines(pidFile).get(0).trim()));
+			if (server.isPresent()) {
+				// Gone before the temporary directory is deleted under it.
+				server.get().destroy();
+				server.get().onExit().get(30, TimeUnit.SECONDS);
+			}
 		}
 	}
 
 	@Test
 	void serverLeftRunningByAKilledJvmIsStoppedWhenTheNextOneStartsOnItsDirectory() throws Exception {
-		Process child = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-cp",
-				System.getProperty("java.class.path"), StartServer.class.getName(), this.data.toString())
-			.redirectErrorStream(true)
-			.start();
+		Process child = startServerInChildJvm();
 		int orphanPort;
-		try (BufferedReader output = new BufferedReader(
-				new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8))) {
+		try (BufferedReader output = output(child)) {
 			orphanPort = readPort(output);
+		}
+		finally {
 			child.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
 		}
 		assertThat(accepts(orphanPort)).as("the killed JVM's server still runs").isTrue();
@@ -59,6 +64,33 @@ class EmbeddedPostgresServerTests {
 		}
 	}
 
+	@Test
+	void serverOfAnApplicationThatStillRunsIsLeftRunningAndTheNextOneFailsToStart() throws Exception {
+		Process child = startServerInChildJvm();
+		try (BufferedReader output = output(child)) {
+			int port = readPort(output);
+			Throwable failure = catchThrowable(() -> EmbeddedPostgresServer.start(this.data, 0));
+			assertThat(accepts(port)).as("the running application's server on port %d", port).isTrue();
+			assertThat(failure).isInstanceOf(IllegalStateException.class)
+				.hasMessageContaining("Another application's embedded PostgreSQL server runs on")
+				.hasMessageContaining("leader.embedded-postgres.data-directory");
+		}
+		finally {
+			child.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
+		}
+	}
+
+	private Process startServerInChildJvm() throws IOException {
+		return new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-cp",
+				System.getProperty("java.class.path"), StartServer.class.getName(), this.data.toString())
+			.redirectErrorStream(true)
+			.start();
+	}
+
+	private static BufferedReader output(Process child) {
+		return new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+	}
+
 	private static int readPort(BufferedReader output) throws IOException {
 		List<String> seen = new java.util.ArrayList<>();
 		for (String line = output.readLine(); line != null; line = output.readLine()) {
@@ -70,7 +102,10 @@ class EmbeddedPostgresServerTests {
 		throw new AssertionError("The child JVM ended without starting its server:\n" + String.join("\n", seen));
 	}
 
-	private static boolean accepts(int port) {
+	/**
+	 * Returns whether a server listens on the loopback port.
+	 */
+	static boolean accepts(int port) {
 		try (Socket socket = new Socket()) {
 			socket.connect(new InetSocketAddress("127.0.0.1", port), 1000);
 			return true;

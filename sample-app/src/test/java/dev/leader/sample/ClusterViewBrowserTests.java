@@ -1,10 +1,6 @@
 package dev.leader.sample;
 
 import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.Paths;
-import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -19,13 +15,6 @@ import dev.leader.test.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.openqa.selenium.JavascriptExecutor;
-import org.openqa.selenium.OutputType;
-import org.openqa.selenium.TakesScreenshot;
-import org.openqa.selenium.WebDriver;
-import org.openqa.selenium.chrome.ChromeDriver;
-import org.openqa.selenium.chrome.ChromeDriverService;
-import org.openqa.selenium.chrome.ChromeOptions;
 import org.openqa.selenium.support.ui.WebDriverWait;
 
 import org.springframework.beans.factory.DisposableBean;
@@ -69,10 +58,6 @@ class ClusterViewBrowserTests {
 
 	private static final List<String> DAEMONS = List.of("outbox-dispatcher", "report-builder");
 
-	private static final Path CHROMIUM = Paths.get("/usr/bin/chromium");
-
-	private static final Path CHROMEDRIVER = Paths.get("/usr/bin/chromedriver");
-
 	private static TestDatabase database;
 
 	@LocalServerPort
@@ -95,7 +80,7 @@ class ClusterViewBrowserTests {
 
 	private OtherNode other;
 
-	private WebDriver browser;
+	private HeadlessChromium browser;
 
 	@DynamicPropertySource
 	static void useFreshSchema(DynamicPropertyRegistry registry) {
@@ -118,26 +103,16 @@ class ClusterViewBrowserTests {
 
 	@BeforeEach
 	void startBrowserAndSecondNode() {
-		assertThat(Files.isExecutable(CHROMIUM) && Files.isExecutable(CHROMEDRIVER))
-			.withFailMessage("The cluster view test needs Debian's Chromium and its driver at %s and %s; install them "
-					+ "with: apt-get install -y chromium chromium-driver", CHROMIUM, CHROMEDRIVER)
-			.isTrue();
 		await().atMost(Duration.ofSeconds(10)).until(() -> this.leadership.isLeader("billing"));
 		this.other = OtherNode.startWithDaemons(database, this.settings, this.daemonSettings, DAEMONS, "default",
 				"billing");
-		ChromeDriverService service = new ChromeDriverService.Builder().usingDriverExecutable(CHROMEDRIVER.toFile())
-			.usingAnyFreePort()
-			.build();
-		ChromeOptions options = new ChromeOptions().setBinary(CHROMIUM.toFile())
-			.addArguments("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-					"--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1100,920");
-		this.browser = new ChromeDriver(service, options);
+		this.browser = HeadlessChromium.start("The cluster view test", 1100, 920);
 	}
 
 	@AfterEach
 	void stopBrowserAndSecondNode() {
 		if (this.browser != null) {
-			this.browser.quit();
+			this.browser.close();
 		}
 		if (this.other != null) {
 			this.other.close();
@@ -148,14 +123,14 @@ class ClusterViewBrowserTests {
 	void pageShowsLeadersAndDaemonsAndFollowsAYieldAndADaemonMove() throws IOException {
 		String node = this.leadership.nodeId();
 		long term = this.leadership.token("billing").orElseThrow().term();
-		this.browser.get("http://localhost:" + this.port + "/cluster.html");
-		WebDriverWait wait = new WebDriverWait(this.browser, Duration.ofSeconds(10));
-		wait.until((browser) -> text("#node").equals(node));
-		wait.until((browser) -> groupCell("billing", "leader").equals(node)
+		this.browser.open("http://localhost:" + this.port + "/cluster.html");
+		WebDriverWait wait = this.browser.waitUpTo(Duration.ofSeconds(10));
+		wait.until((page) -> this.browser.text("#node").equals(node));
+		wait.until((page) -> groupCell("billing", "leader").equals(node)
 				&& groupCell("billing", "term").equals(Long.toString(term)));
-		wait.until((browser) -> nodeIds().containsAll(List.of(node, OtherNode.ID)));
+		wait.until((page) -> nodeIds().containsAll(List.of(node, OtherNode.ID)));
 		assertThat(groupCell("default", "leader")).isEqualTo(node);
-		assertThat(text("#nodes tr[data-node='" + OtherNode.ID + "'] .badge")).isEqualTo("ALIVE");
+		assertThat(this.browser.text("#nodes tr[data-node='" + OtherNode.ID + "'] .badge")).isEqualTo("ALIVE");
 
 		// The other node waits for this node's release once it has read its lease, so the hand-over is immediate.
 		await().atMost(Duration.ofSeconds(5))
@@ -171,19 +146,19 @@ class ClusterViewBrowserTests {
 		await().atMost(Duration.ofSeconds(5)).until(() -> this.other.engine().isLeader("billing"));
 		long otherTerm = this.other.engine().token("billing").orElseThrow().term();
 		assertThat(otherTerm).isGreaterThan(term);
-		wait.until((browser) -> groupCell("billing", "leader").equals(OtherNode.ID)
+		wait.until((page) -> groupCell("billing", "leader").equals(OtherNode.ID)
 				&& groupCell("billing", "term").equals(Long.toString(otherTerm)));
-		assertThat(text("#groups tr[data-group='billing'] .badge")).isEqualTo("FOLLOWER");
-		wait.until((browser) -> text("#timeline")
+		assertThat(this.browser.text("#groups tr[data-group='billing'] .badge")).isEqualTo("FOLLOWER");
+		wait.until((page) -> this.browser.text("#timeline")
 			.contains("billing: leader " + OtherNode.ID + " (term " + otherTerm + "), was " + node + " (term " + term
 					+ ")"));
 
 		await().atMost(Duration.ofSeconds(10)).until(() -> activeAssignments().keySet().containsAll(DAEMONS));
 		Map<String, Placement> placed = activeAssignments();
-		wait.until((browser) -> DAEMONS.stream().allMatch((daemon) -> placed.get(daemon).equals(daemonRow(daemon))));
+		wait.until((page) -> DAEMONS.stream().allMatch((daemon) -> placed.get(daemon).equals(daemonRow(daemon))));
 		for (String daemon : DAEMONS) {
 			assertThat(List.of(node, OtherNode.ID)).contains(placed.get(daemon).node());
-			assertThat(text("#nodes tr[data-node='" + placed.get(daemon).node() + "']")).contains(daemon);
+			assertThat(this.browser.text("#nodes tr[data-node='" + placed.get(daemon).node() + "']")).contains(daemon);
 		}
 
 		Placement before = placed.get("outbox-dispatcher");
@@ -203,12 +178,11 @@ class ClusterViewBrowserTests {
 					(after) -> after != null && after.node().equals(target));
 		Placement after = activeAssignments().get("outbox-dispatcher");
 		assertThat(after.generation()).isGreaterThan(before.generation());
-		wait.until((browser) -> after.equals(daemonRow("outbox-dispatcher")));
-		assertThat(text("#timeline")).contains(
+		wait.until((page) -> after.equals(daemonRow("outbox-dispatcher")));
+		assertThat(this.browser.text("#timeline")).contains(
 				"outbox-dispatcher: " + before.node() + " \u2192 " + target + " (generation " + after.generation() + ")");
 		assertThat(daemonRow("report-builder")).isEqualTo(placed.get("report-builder"));
-		Path screenshot = ((TakesScreenshot) this.browser).getScreenshotAs(OutputType.FILE).toPath();
-		Files.copy(screenshot, Paths.get("target", "cluster-view.png"), StandardCopyOption.REPLACE_EXISTING);
+		this.browser.screenshot("cluster-view.png");
 	}
 
 	/**
@@ -227,37 +201,17 @@ class ClusterViewBrowserTests {
 	}
 
 	private Placement daemonRow(String daemon) {
-		List<String> cells = texts("#daemons tr[data-daemon='" + daemon + "'] td");
+		List<String> cells = this.browser.texts("#daemons tr[data-daemon='" + daemon + "'] td");
 		return (cells.size() < 4) ? new Placement("", "", 0)
 				: new Placement(cells.get(1), cells.get(2), Long.parseLong(cells.get(3)));
 	}
 
 	private String groupCell(String group, String cell) {
-		return text("#groups tr[data-group='" + group + "'] ." + cell);
+		return this.browser.text("#groups tr[data-group='" + group + "'] ." + cell);
 	}
 
 	private List<String> nodeIds() {
-		return read("#nodes tr[data-node]", "element.dataset.node");
-	}
-
-	private String text(String selector) {
-		List<String> found = texts(selector);
-		return found.isEmpty() ? "" : found.get(0);
-	}
-
-	private List<String> texts(String selector) {
-		return read(selector, "element.innerText");
-	}
-
-	/**
-	 * Evaluates an expression of {@code element} for every element the selector matches, in one script: the page
-	 * re-renders every second, and a script cannot see it half re-rendered or hold an element that it replaced.
-	 */
-	private List<String> read(String selector, String expression) {
-		Object values = ((JavascriptExecutor) this.browser).executeScript(
-				"return Array.from(document.querySelectorAll(arguments[0]), (element) => " + expression + ");",
-				selector);
-		return ((List<?>) values).stream().map(String::valueOf).toList();
+		return this.browser.read("#nodes tr[data-node]", "element.dataset.node");
 	}
 
 	private record Placement(String node, String state, long generation) {

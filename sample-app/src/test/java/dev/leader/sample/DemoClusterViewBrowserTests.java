@@ -6,10 +6,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
-import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -22,13 +19,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.openqa.selenium.JavascriptExecutor;
-import org.openqa.selenium.OutputType;
-import org.openqa.selenium.TakesScreenshot;
-import org.openqa.selenium.WebDriver;
-import org.openqa.selenium.chrome.ChromeDriver;
-import org.openqa.selenium.chrome.ChromeDriverService;
-import org.openqa.selenium.chrome.ChromeOptions;
 import org.openqa.selenium.support.ui.WebDriverWait;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
@@ -54,10 +44,6 @@ import static org.awaitility.Awaitility.await;
  */
 class DemoClusterViewBrowserTests {
 
-	private static final Path CHROMIUM = Paths.get("/usr/bin/chromium");
-
-	private static final Path CHROMEDRIVER = Paths.get("/usr/bin/chromedriver");
-
 	private static final Pattern TAKEOVER = Pattern
 		.compile("billing: leader (node-\\d) \\(term (\\d+)\\), was (node-\\d) \\(term (\\d+)\\) \u2014 takeover");
 
@@ -71,7 +57,7 @@ class DemoClusterViewBrowserTests {
 
 	private final List<Integer> nodePorts = new ArrayList<>();
 
-	private WebDriver browser;
+	private HeadlessChromium browser;
 
 	private final List<ProcessHandle> startedNodes = new ArrayList<>();
 
@@ -80,10 +66,6 @@ class DemoClusterViewBrowserTests {
 
 	@BeforeEach
 	void startDemoAndBrowser() throws IOException {
-		assertThat(Files.isExecutable(CHROMIUM) && Files.isExecutable(CHROMEDRIVER))
-			.withFailMessage("The demo's browser test needs Debian's Chromium and its driver at %s and %s; install them "
-					+ "with: apt-get install -y chromium chromium-driver", CHROMIUM, CHROMEDRIVER)
-			.isTrue();
 		for (int i = 0; i < 3; i++) {
 			try (ServerSocket socket = new ServerSocket(0)) {
 				this.nodePorts.add(socket.getLocalPort());
@@ -102,19 +84,13 @@ class DemoClusterViewBrowserTests {
 			args.add("--leader.embedded-postgres.data-directory=" + this.embeddedData);
 		}
 		this.launcher = SampleApplication.application().run(args.toArray(String[]::new));
-		ChromeDriverService service = new ChromeDriverService.Builder().usingDriverExecutable(CHROMEDRIVER.toFile())
-			.usingAnyFreePort()
-			.build();
-		ChromeOptions options = new ChromeOptions().setBinary(CHROMIUM.toFile())
-			.addArguments("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-					"--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1200,1150");
-		this.browser = new ChromeDriver(service, options);
+		this.browser = HeadlessChromium.start("The demo's browser test", 1200, 1150);
 	}
 
 	@AfterEach
 	void stopEverything() {
 		if (this.browser != null) {
-			this.browser.quit();
+			this.browser.close();
 		}
 		if (this.launcher != null) {
 			List<ProcessHandle> nodes = new ArrayList<>(this.startedNodes);
@@ -133,17 +109,17 @@ class DemoClusterViewBrowserTests {
 	void pausingTheLeaderShowsTheTakeoverAndResumingItShowsItsFencedWritesRejected()
 			throws IOException, InterruptedException {
 		int launcherPort = ((WebServerApplicationContext) this.launcher).getWebServer().getPort();
-		this.browser.get("http://127.0.0.1:" + launcherPort + "/cluster.html");
+		this.browser.open("http://127.0.0.1:" + launcherPort + "/cluster.html");
 		// Three JVMs start on a shared machine: give them time.
-		WebDriverWait startup = new WebDriverWait(this.browser, Duration.ofSeconds(120));
-		startup.until((browser) -> texts("#nodes tr[data-name] .process").equals(
+		WebDriverWait startup = this.browser.waitUpTo(Duration.ofSeconds(120));
+		startup.until((page) -> this.browser.texts("#nodes tr[data-name] .process").equals(
 				List.of("RUNNING", "RUNNING", "RUNNING"))
-				&& read("#nodes tr[data-node]", "element.dataset.node").size() == 3
-				&& !text("#groups tr[data-group='billing'] .leader").isEmpty());
+				&& this.browser.read("#nodes tr[data-node]", "element.dataset.node").size() == 3
+				&& !this.browser.text("#groups tr[data-group='billing'] .leader").isEmpty());
 		ProcessHandle.current().children().filter(DemoClusterViewBrowserTests::isNode).forEach(this.startedNodes::add);
 		assertThat(this.startedNodes).hasSize(3);
-		String leader = text("#groups tr[data-group='billing'] .leader");
-		long term = Long.parseLong(text("#groups tr[data-group='billing'] .term"));
+		String leader = this.browser.text("#groups tr[data-group='billing'] .leader");
+		long term = Long.parseLong(this.browser.text("#groups tr[data-group='billing'] .term"));
 		JsonNode billing = get(port(leader), "/actuator/leadership/billing");
 		assertThat(billing.get("role").asString()).isEqualTo("LEADER");
 		assertThat(billing.get("term").asLong()).isEqualTo(term);
@@ -156,9 +132,9 @@ class DemoClusterViewBrowserTests {
 		assertThat(crossSite.statusCode()).isEqualTo(403);
 
 		press(leader, "pause");
-		WebDriverWait wait = new WebDriverWait(this.browser, Duration.ofSeconds(30));
-		Matcher takeover = wait.until((browser) -> {
-			Matcher matcher = TAKEOVER.matcher(text("#timeline"));
+		WebDriverWait wait = this.browser.waitUpTo(Duration.ofSeconds(30));
+		Matcher takeover = wait.until((page) -> {
+			Matcher matcher = TAKEOVER.matcher(this.browser.text("#timeline"));
 			return matcher.find() ? matcher : null;
 		});
 		assertThat(takeover.group(3)).isEqualTo(leader);
@@ -167,15 +143,15 @@ class DemoClusterViewBrowserTests {
 		long newTerm = Long.parseLong(takeover.group(2));
 		assertThat(successor).isNotEqualTo(leader);
 		assertThat(newTerm).isGreaterThan(term);
-		assertThat(texts("#nodes tr[data-name='" + leader + "'] .process")).containsExactly("PAUSED");
+		assertThat(this.browser.texts("#nodes tr[data-name='" + leader + "'] .process")).containsExactly("PAUSED");
 		JsonNode successorBilling = get(port(successor), "/actuator/leadership/billing");
 		assertThat(successorBilling.get("role").asString()).isEqualTo("LEADER");
 		assertThat(successorBilling.get("term").asLong()).isEqualTo(newTerm);
 
 		press(leader, "resume");
 		String rejected = leader + ": rejected write of invoice-run under billing term " + term + ";";
-		wait.until((browser) -> text("#timeline").contains(rejected));
-		assertThat(text("#timeline")).contains(leader + " resumed (SIGCONT)");
+		wait.until((page) -> this.browser.text("#timeline").contains(rejected));
+		assertThat(this.browser.text("#timeline")).contains(leader + " resumed (SIGCONT)");
 		JsonNode rejections = get(port(leader), "/rejected-writes");
 		assertThat(rejections.valueStream()
 			.filter((write) -> write.get("writer").asString().equals("invoice-run"))
@@ -184,20 +160,20 @@ class DemoClusterViewBrowserTests {
 				assertThat(write.get("group").asString()).isEqualTo("billing");
 				assertThat(write.get("currentTerm").asLong()).isGreaterThanOrEqualTo(newTerm);
 			});
-		Path screenshot = ((TakesScreenshot) this.browser).getScreenshotAs(OutputType.FILE).toPath();
-		Files.copy(screenshot, Paths.get("target", "demo-after-pause.png"), StandardCopyOption.REPLACE_EXISTING);
+		this.browser.screenshot("demo-after-pause.png");
 
 		// A graceful stop of the new leader hands billing over at once, without waiting for its lease to run out.
 		press(successor, "stop");
 		Pattern handOver = Pattern.compile("billing: leader (node-\\d) \\(term (\\d+)\\), was " + successor
 				+ " \\(term " + newTerm + "\\) \u2014 hand-over");
-		Matcher stop = wait.until((browser) -> {
-			Matcher matcher = handOver.matcher(text("#timeline"));
+		Matcher stop = wait.until((page) -> {
+			Matcher matcher = handOver.matcher(this.browser.text("#timeline"));
 			return matcher.find() ? matcher : null;
 		});
 		assertThat(stop.group(1)).isNotEqualTo(successor);
 		assertThat(Long.parseLong(stop.group(2))).isGreaterThan(newTerm);
-		wait.until((browser) -> texts("#nodes tr[data-name='" + successor + "'] .process").equals(List.of("STOPPED")));
+		wait.until((page) -> this.browser.texts("#nodes tr[data-name='" + successor + "'] .process")
+			.equals(List.of("STOPPED")));
 	}
 
 	/**
@@ -226,33 +202,13 @@ class DemoClusterViewBrowserTests {
 	 * Clicks a node's button, found and clicked in one script, since the page replaces its buttons every second.
 	 */
 	private void press(String node, String action) {
-		Object pressed = ((JavascriptExecutor) this.browser).executeScript("""
+		Object pressed = this.browser.script("""
 				const button = document.querySelector(arguments[0]);
 				if (!button || button.disabled) { return false; }
 				button.click();
 				return true;
 				""", "#nodes tr[data-name='" + node + "'] button[data-action='" + action + "']");
 		assertThat(pressed).withFailMessage("No enabled %s button for %s", action, node).isEqualTo(true);
-	}
-
-	private String text(String selector) {
-		List<String> found = texts(selector);
-		return found.isEmpty() ? "" : found.get(0);
-	}
-
-	private List<String> texts(String selector) {
-		return read(selector, "element.innerText");
-	}
-
-	/**
-	 * Evaluates an expression of {@code element} for every element the selector matches, in one script, since the
-	 * page re-renders every second.
-	 */
-	private List<String> read(String selector, String expression) {
-		Object values = ((JavascriptExecutor) this.browser).executeScript(
-				"return Array.from(document.querySelectorAll(arguments[0]), (element) => " + expression + ");",
-				selector);
-		return ((List<?>) values).stream().map(String::valueOf).toList();
 	}
 
 }

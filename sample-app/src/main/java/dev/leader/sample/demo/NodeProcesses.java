@@ -38,7 +38,15 @@ final class NodeProcesses implements SmartLifecycle {
 
 	@Override
 	public void start() {
-		this.nodes.forEach(DemoNode::start);
+		try {
+			this.nodes.forEach(DemoNode::start);
+		}
+		catch (RuntimeException ex) {
+			// The context stops only components that report running, and then stops the database: stop the nodes
+			// already started here, which would otherwise outlive it.
+			stop();
+			throw ex;
+		}
 		this.running = true;
 	}
 
