@@ -5,9 +5,13 @@ import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+
+import org.awaitility.Awaitility;
+import org.awaitility.core.ConditionTimeoutException;
 
 /**
  * A PgBouncer of the test's own, from Debian's {@code pgbouncer} package, in a temporary directory on a free loopback
@@ -115,24 +119,23 @@ public final class TemporaryPgBouncer implements AutoCloseable {
 	}
 
 	private void awaitListening() {
-		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-		while (System.nanoTime() < deadline) {
-			try (Socket socket = new Socket()) {
-				socket.connect(new InetSocketAddress("127.0.0.1", this.port), 200);
-				return;
-			}
-			catch (IOException ex) {
-				try {
-					Thread.sleep(50);
-				}
-				catch (InterruptedException interrupted) {
-					Thread.currentThread().interrupt();
-					break;
-				}
-			}
+		try {
+			Awaitility.await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(50)).until(this::accepts);
 		}
-		throw new IllegalStateException("PgBouncer did not listen on 127.0.0.1:" + this.port + " within 10 s; see "
-				+ this.directory.resolve("pgbouncer.log"));
+		catch (ConditionTimeoutException ex) {
+			throw new IllegalStateException("PgBouncer did not listen on 127.0.0.1:" + this.port + " within 10 s; see "
+					+ this.directory.resolve("pgbouncer.log"), ex);
+		}
+	}
+
+	private boolean accepts() {
+		try (Socket socket = new Socket()) {
+			socket.connect(new InetSocketAddress("127.0.0.1", this.port), 200);
+			return true;
+		}
+		catch (IOException ex) {
+			return false;
+		}
 	}
 
 }
