@@ -54,7 +54,6 @@ import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceProperties;
 import org.springframework.boot.sql.init.dependency.DatabaseInitializationDependencyConfigurer;
-import org.springframework.boot.sql.init.dependency.DependsOnDatabaseInitialization;
 import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.context.annotation.Bean;
@@ -177,9 +176,7 @@ public final class LeaderAutoConfiguration {
 	@ConditionalOnMissingBean
 	@ConditionalOnBooleanProperty(name = "leader.daemons.enabled", matchIfMissing = true)
 	DaemonStore leaderDaemonStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
-			LeaseSettings settings, ObjectProvider<LeaderSchemaMigration> migration,
-			ObjectProvider<CoordinationStore> coordinationStore) {
-		migration.ifAvailable((available) -> { /* created, so the tables exist */ });
+			LeaseSettings settings, ObjectProvider<CoordinationStore> coordinationStore) {
 		// Assignment notifications share the coordination store's listening connection when it is ours.
 		PostgresCoordinationStore notifications = (coordinationStore
 			.getIfAvailable() instanceof PostgresCoordinationStore postgres) ? postgres : null;
@@ -341,7 +338,6 @@ public final class LeaderAutoConfiguration {
 
 		@Bean
 		@ConditionalOnMissingBean
-		@DependsOnDatabaseInitialization
 		LeaderSchemaMigration leaderSchemaMigration(DataSource dataSource, TablePrefix prefix, LeaseSettings settings,
 				LeaderProperties properties, Environment environment, ObjectProvider<DaemonSettings> daemonSettings,
 				ListableBeanFactory beanFactory) {
@@ -430,15 +426,15 @@ public final class LeaderAutoConfiguration {
 	}
 
 	/**
-	 * Makes sure an auto-proxy creator exists, with class-based proxies, so that {@code @LeaderOnly} applies even
-	 * without spring-aop's AspectJ support; the application's own proxy configuration wins when it has one.
+	 * Makes sure an auto-proxy creator exists, so that {@code @LeaderOnly} applies even without Spring Boot's AOP
+	 * auto-configuration, as {@code @EnableTransactionManagement} does. Whether proxies are class-based stays the
+	 * application's choice ({@code spring.aop.proxy-target-class}, {@code true} by default).
 	 */
 	static final class ProxyCreatorRegistrar implements ImportBeanDefinitionRegistrar {
 
 		@Override
 		public void registerBeanDefinitions(AnnotationMetadata metadata, BeanDefinitionRegistry registry) {
 			AopConfigUtils.registerAutoProxyCreatorIfNecessary(registry);
-			AopConfigUtils.forceAutoProxyCreatorToUseClassProxying(registry);
 		}
 
 	}

@@ -1,0 +1,1 @@
+CREATE TABLE application_table (id int PRIMARY KEY);
