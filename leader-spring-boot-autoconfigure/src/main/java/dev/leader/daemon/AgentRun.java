@@ -208,7 +208,8 @@ final class AgentRun implements DaemonContext {
 			}
 			else {
 				logger.warn(String.format("Daemon daemon=%s node=%s action=returned generation=%d while not "
-						+ "cancelled; restarting in %d ms", this.daemon, this.nodeId, this.generation, wait.toMillis()));
+						+ "cancelled; restarting in %d ms", this.daemon, this.nodeId, this.generation,
+						wait.toMillis()));
 			}
 			this.events.accept(new DaemonStoppedEvent(this.daemon, this.generation, this.nodeId, outcome, failure));
 			try {

@@ -56,9 +56,9 @@ import org.springframework.context.event.EventListener;
  * its daemons once the node expiry minus the safety margin has passed since it sent its last heartbeat that succeeded
  * (counted from the send on {@link System#nanoTime()}, as the safe window is: the database wrote that heartbeat no
  * earlier, so other nodes cannot declare this one dead sooner, however late the reply came), and the writes its agents
- * guard with {@link dev.leader.DaemonContext#guard()} commit only while that assignment is current. A graceful {@link #stop()}
- * drains the daemons (up to the drain timeout) and hands them back, so the leader reassigns them without waiting for
- * the node expiry.
+ * guard with {@link dev.leader.DaemonContext#guard()} commit only while that assignment is current. A graceful
+ * {@link #stop()} drains the daemons (up to the drain timeout) and hands them back, so the leader reassigns them
+ * without waiting for the node expiry.
  * <p>
  * <b>Operations.</b> {@link #requestRebalance()}, {@link #requestMove(String, String)} and
  * {@link #drain(String, boolean)} may be called on any node: they check their input against a fresh read, record
