@@ -1,0 +1,320 @@
+package dev.leader.daemon;
+
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+
+import dev.leader.DaemonAgent;
+import dev.leader.DaemonAssignedEvent;
+import dev.leader.DaemonRevokedEvent;
+import dev.leader.DaemonStoppedEvent.Reason;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+
+/**
+ * The node's side of daemon assignment: makes the daemons running on this node follow its assignments as read.
+ * <ul>
+ * <li>An assignment ASSIGNING to this node is started, then acknowledged (ACTIVE); a failed acknowledgement is sent
+ * again each cycle while the assignment is still ASSIGNING to this node with that generation, so that one failed
+ * statement does not move a healthy daemon at the ack timeout.</li>
+ * <li>A REVOKING one is cancelled and, once its agent returned or the drain timeout passed, handed back
+ * (DELETED).</li>
+ * <li>A running daemon whose assignment is gone, on another node or of another generation is stopped at once.</li>
+ * <li>An assignment of this node that it does not run (after a restart with the same node id, or a daemon it does
+ * not have) is handed back at once.</li>
+ * </ul>
+ * A daemon is started only while {@link LocalNode#heartbeatIsRecent() the last heartbeat is recent}, and the
+ * {@linkplain #checkHeartbeat() watchdog} stops them all once it is not (G4). {@link #reconcile}, {@link #handOver()}
+ * and {@link #undrainAfterStop()} run on the {@code leader-daemons} thread, {@link #checkHeartbeat()} on
+ * {@code leader-daemons-watchdog}, and {@link #running()} on any thread; see the package documentation.
+ */
+final class NodeReconciler {
+
+	// The coordinator's category, which operators' logging configuration and alerts already name.
+	private static final Log logger = LogFactory.getLog(DaemonCoordinator.class);
+
+	private final LocalNode node;
+
+	private final String nodeId;
+
+	private final DaemonStore store;
+
+	private final DaemonSettings settings;
+
+	private final Map<String, DaemonAgent> agents;
+
+	private final Consumer<Object> events;
+
+	private final Runnable runEnded;
+
+	private final AgentRun.Backoff backoff;
+
+	// Written by the leader-daemons thread and by the watchdog's stops; removals name the run, so that a late stop of
+	// an old run never removes its successor.
+	private final Map<String, AgentRun> runs = new ConcurrentHashMap<>();
+
+	// Set when the last stop marked this node drained, which the next start undoes.
+	private volatile boolean drainedByStop;
+
+	/**
+	 * Creates a reconciler.
+	 * @param node this node
+	 * @param store the store
+	 * @param settings the settings
+	 * @param agents the agents this node can run, by daemon name
+	 * @param events receives the daemon events, to publish in order
+	 * @param runEnded called on an agent's thread once it has returned after a cancellation
+	 * @param backoff the back-off of agents that fail or return
+	 */
+	NodeReconciler(LocalNode node, DaemonStore store, DaemonSettings settings, Map<String, DaemonAgent> agents,
+			Consumer<Object> events, Runnable runEnded, AgentRun.Backoff backoff) {
+		this.node = node;
+		this.nodeId = node.id();
+		this.store = store;
+		this.settings = settings;
+		this.agents = agents;
+		this.events = events;
+		this.runEnded = runEnded;
+		this.backoff = backoff;
+	}
+
+	/**
+	 * Returns the daemons running on this node, with their generations.
+	 * @return the generations, by daemon name
+	 */
+	Map<String, Long> running() {
+		Map<String, Long> running = new TreeMap<>();
+		this.runs.values().forEach((run) -> running.put(run.name(), run.generation()));
+		return running;
+	}
+
+	/**
+	 * Makes the daemons of this node follow the assignments read.
+	 * @param snapshot the assignments, as read in this cycle
+	 */
+	void reconcile(DaemonSnapshot snapshot) {
+		for (AgentRun run : List.copyOf(this.runs.values())) {
+			Assignment assignment = snapshot.assignment(run.name()).orElse(null);
+			if (assignment == null || !assignment.isLive() || !this.nodeId.equals(assignment.node())
+					|| assignment.generation() != run.generation()) {
+				stopAtOnce(run, Reason.TAKEN_OVER);
+			}
+			else if (assignment.state() == AssignmentState.REVOKING) {
+				drain(run, Reason.REVOKED);
+			}
+			else if (!run.acknowledged && assignment.state() == AssignmentState.ASSIGNING) {
+				retryAcknowledge(run);
+			}
+			else if (!run.acknowledged) {
+				// A failed acknowledgement that committed before its connection broke.
+				run.acknowledged = true;
+				logger.info(String.format("Daemon daemon=%s node=%s action=started generation=%d ack-failures=%d",
+						run.name(), this.nodeId, run.generation(), run.acknowledgeFailures));
+			}
+		}
+		for (Assignment assignment : snapshot.assignments()) {
+			if (assignment.isLive() && this.nodeId.equals(assignment.node()) && !isRunning(assignment)) {
+				take(assignment);
+			}
+		}
+		for (AgentRun run : List.copyOf(this.runs.values())) {
+			if (run.draining) {
+				finishDrain(run);
+			}
+		}
+	}
+
+	/**
+	 * Marks this node drained, so that the leader does not give the daemons straight back, cancels every daemon,
+	 * waits up to the drain timeout for the agents to return and hands the daemons back.
+	 */
+	void handOver() {
+		try {
+			// Still alive and now the least loaded: without the flag the leader would give the daemons straight back.
+			this.drainedByStop = this.store.drain(this.nodeId, true);
+		}
+		catch (RuntimeException ex) {
+			logger.warn("Daemon node " + this.nodeId + " could not mark itself drained before handing over: " + ex);
+		}
+		List<AgentRun> draining = List.copyOf(this.runs.values());
+		draining.forEach((run) -> drain(run, Reason.SHUTDOWN));
+		for (AgentRun run : draining) {
+			long left = run.drainDeadline - System.nanoTime();
+			try {
+				run.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+			}
+			run.drainDeadline = System.nanoTime();
+			try {
+				finishDrain(run);
+			}
+			catch (RuntimeException ex) {
+				logger.warn("Daemon node " + this.nodeId + " could not hand " + run.name() + " back; the leader "
+						+ "reclaims it once this node is gone: " + ex);
+			}
+		}
+		logger.info(String.format("Daemon node %s stopped, handed back %s", this.nodeId,
+				draining.stream().map(AgentRun::name).toList()));
+	}
+
+	/**
+	 * Undoes the drain of the last {@link #handOver()}, if it marked this node drained.
+	 */
+	void undrainAfterStop() {
+		if (!this.drainedByStop) {
+			return;
+		}
+		this.drainedByStop = false;
+		try {
+			// False when the engine deregistered the node on its own stop: it registers again undrained.
+			if (this.store.drain(this.nodeId, false)) {
+				logger.info(String.format("Daemon node=%s action=undrained by=%s", this.nodeId, this.nodeId));
+			}
+		}
+		catch (RuntimeException ex) {
+			logger.warn("Daemon node " + this.nodeId + " could not undo the drain of its last stop; it gets no "
+					+ "daemons until undrained: " + ex);
+		}
+	}
+
+	/**
+	 * Stops every daemon at once if this node's last heartbeat is not recent, since other nodes may then declare it
+	 * dead and take its daemons over. Runs on the {@code leader-daemons-watchdog} thread.
+	 */
+	void checkHeartbeat() {
+		if (this.runs.isEmpty() || this.node.heartbeatIsRecent()) {
+			return;
+		}
+		logger.warn("Daemon node " + this.nodeId + " sent its last heartbeat that succeeded more than "
+				+ this.node.heartbeatLimit() + " ago (node expiry minus safety margin); stopping its daemons, other "
+				+ "nodes may take them over");
+		List.copyOf(this.runs.values()).forEach((run) -> stopAtOnce(run, Reason.CONTACT_LOST));
+	}
+
+	private boolean isRunning(Assignment assignment) {
+		AgentRun run = this.runs.get(assignment.daemon());
+		return run != null && run.generation() == assignment.generation();
+	}
+
+	private void take(Assignment assignment) {
+		DaemonAgent agent = this.agents.get(assignment.daemon());
+		if (assignment.state() != AssignmentState.ASSIGNING || agent == null) {
+			// Not started by this process: it restarted with the same node id, or lacks the daemon. Handing it back
+			// lets the leader reassign it now rather than after a timeout.
+			if (this.store.release(this.nodeId, assignment.daemon(), assignment.generation())) {
+				logger.info(String.format("Daemon daemon=%s node=%s action=handed-back generation=%d state=%s",
+						assignment.daemon(), this.nodeId, assignment.generation(), assignment.state()));
+			}
+			return;
+		}
+		if (!this.node.heartbeatIsRecent() || this.runs.containsKey(assignment.daemon())) {
+			return;
+		}
+		this.events.accept(new DaemonAssignedEvent(assignment.daemon(), assignment.generation(), this.nodeId));
+		AgentRun run = new AgentRun(assignment.daemon(), assignment.generation(), agent, this.nodeId, this.store,
+				this.events, this.runEnded, this.backoff);
+		this.runs.put(run.name(), run);
+		run.start();
+		try {
+			if (!acknowledge(run)) {
+				// Changed since it was read: only this node's acknowledgement takes its assignment out of ASSIGNING.
+				stopAtOnce(run, Reason.TAKEN_OVER);
+			}
+		}
+		catch (RuntimeException ex) {
+			acknowledgeFailed(run, ex);
+		}
+	}
+
+	/**
+	 * Sends again an acknowledgement that failed, for a run whose assignment was read ASSIGNING to this node with its
+	 * generation. Nothing changing means the read is outdated: the failed acknowledgement may have committed before
+	 * its connection broke, or the leader may have taken the daemon back. The next cycle's read tells, and stops the
+	 * run in the second case.
+	 */
+	private void retryAcknowledge(AgentRun run) {
+		try {
+			if (!acknowledge(run)) {
+				logger.debug(String.format("Daemon daemon=%s node=%s generation=%d: the acknowledgement changed "
+						+ "nothing, the assignment was read before it changed", run.name(), this.nodeId,
+						run.generation()));
+			}
+		}
+		catch (RuntimeException ex) {
+			acknowledgeFailed(run, ex);
+		}
+	}
+
+	/**
+	 * Marks the run's assignment ACTIVE, if it is still ASSIGNING to this node with the run's generation.
+	 * @return whether it changed
+	 */
+	private boolean acknowledge(AgentRun run) {
+		if (!this.store.acknowledge(this.nodeId, run.name(), run.generation())) {
+			return false;
+		}
+		run.acknowledged = true;
+		logger.info(String.format("Daemon daemon=%s node=%s action=started generation=%d%s", run.name(), this.nodeId,
+				run.generation(), (run.acknowledgeFailures > 0) ? " ack-failures=" + run.acknowledgeFailures : ""));
+		return true;
+	}
+
+	private void acknowledgeFailed(AgentRun run, RuntimeException ex) {
+		run.acknowledgeFailures++;
+		logger.warn(String.format("Daemon daemon=%s node=%s action=ack-failed generation=%d; retrying next cycle, "
+				+ "the ack timeout is %s: %s", run.name(), this.nodeId, run.generation(), this.settings.ackTimeout(),
+				ex));
+	}
+
+	private void drain(AgentRun run, Reason reason) {
+		if (run.draining) {
+			return;
+		}
+		run.draining = true;
+		run.drainDeadline = System.nanoTime() + this.settings.drainTimeout().toNanos();
+		if (reason == Reason.REVOKED) {
+			this.events.accept(new DaemonRevokedEvent(run.name(), run.generation(), this.nodeId));
+		}
+		run.cancel(reason);
+		logger.info(String.format("Daemon daemon=%s node=%s action=draining generation=%d reason=%s", run.name(),
+				this.nodeId, run.generation(), reason));
+	}
+
+	private void finishDrain(AgentRun run) {
+		boolean returned = !run.isAlive();
+		if (!returned && System.nanoTime() - run.drainDeadline < 0) {
+			return;
+		}
+		if (!returned) {
+			run.interrupt();
+			run.end(Reason.DRAIN_TIMEOUT);
+			logger.warn(String.format("Daemon daemon=%s node=%s action=forced generation=%d: the agent did not "
+					+ "return within leader.daemons.drain-timeout (%s); its thread was interrupted and its guarded "
+					+ "writes are rejected from now on", run.name(), this.nodeId, run.generation(),
+					this.settings.drainTimeout()));
+		}
+		this.runs.remove(run.name(), run);
+		if (this.store.release(this.nodeId, run.name(), run.generation())) {
+			logger.info(String.format("Daemon daemon=%s node=%s action=released generation=%d", run.name(),
+					this.nodeId, run.generation()));
+		}
+	}
+
+	// Called from the leader-daemons and leader-daemons-watchdog threads.
+
+	private void stopAtOnce(AgentRun run, Reason reason) {
+		run.cancel(reason);
+		run.interrupt();
+		run.end(reason);
+		if (this.runs.remove(run.name(), run)) {
+			logger.warn(String.format("Daemon daemon=%s node=%s action=stopped generation=%d reason=%s", run.name(),
+					this.nodeId, run.generation(), reason));
+		}
+	}
+
+}

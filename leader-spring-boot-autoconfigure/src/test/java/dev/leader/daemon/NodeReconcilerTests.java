@@ -1,0 +1,191 @@
+package dev.leader.daemon;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import dev.leader.DaemonAgent;
+import dev.leader.DaemonAssignedEvent;
+import dev.leader.DaemonRevokedEvent;
+import dev.leader.DaemonStartedEvent;
+import dev.leader.DaemonStoppedEvent;
+import dev.leader.DaemonStoppedEvent.Reason;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Tests for {@link NodeReconciler} against an {@link InMemoryDaemonStore}: the test thread plays the
+ * {@code leader-daemons} thread, and each cycle is a {@link #reconcile()} on a fresh read. No database.
+ */
+class NodeReconcilerTests {
+
+	private static final DaemonSettings SETTINGS = new DaemonSettings("default", Duration.ofSeconds(30),
+			Duration.ofMillis(300), 2, Duration.ZERO);
+
+	private final InMemoryDaemonStore store = new InMemoryDaemonStore().member(new Member("a", Set.of("d1"), true));
+
+	private final TestLocalNode node = new TestLocalNode("a");
+
+	private final List<Object> events = new CopyOnWriteArrayList<>();
+
+	private final AtomicInteger calls = new AtomicInteger();
+
+	private final AtomicInteger runsEnded = new AtomicInteger();
+
+	private final CountDownLatch stuck = new CountDownLatch(1);
+
+	private DaemonAgent agent = (context) -> {
+		this.calls.incrementAndGet();
+		context.awaitCancellation(Duration.ofMinutes(1));
+	};
+
+	private NodeReconciler reconciler;
+
+	@AfterEach
+	void handOver() {
+		this.stuck.countDown();
+		if (this.reconciler != null) {
+			this.reconciler.handOver();
+		}
+	}
+
+	@Test
+	void assignmentAssigningToThisNodeIsStartedThenAcknowledged() {
+		this.store.assignment("d1", "a", AssignmentState.ASSIGNING, 1);
+		reconcile();
+		assertThat(this.store.assignment("d1")).get().extracting(Assignment::state).isEqualTo(AssignmentState.ACTIVE);
+		assertThat(this.reconciler.running()).containsExactly(Map.entry("d1", 1L));
+		awaitStarted();
+		assertThat(this.events).containsExactly(new DaemonAssignedEvent("d1", 1, "a"),
+				new DaemonStartedEvent("d1", 1, "a"));
+	}
+
+	@Test
+	void failedAcknowledgementIsSentAgainNextCycleWhileTheDaemonKeepsRunning() {
+		this.store.assignment("d1", "a", AssignmentState.ASSIGNING, 1);
+		this.store.failAcknowledgements(1);
+		reconcile();
+		assertThat(this.store.assignment("d1")).get()
+			.extracting(Assignment::state)
+			.isEqualTo(AssignmentState.ASSIGNING);
+		assertThat(this.reconciler.running()).containsExactly(Map.entry("d1", 1L));
+		reconcile();
+		assertThat(this.store.assignment("d1")).get().extracting(Assignment::state).isEqualTo(AssignmentState.ACTIVE);
+		awaitStarted();
+		assertThat(this.calls).as("calls of the agent").hasValue(1);
+	}
+
+	@Test
+	void revokedDaemonIsCancelledAndHandedBackOnceItsAgentReturned() {
+		this.store.assignment("d1", "a", AssignmentState.ASSIGNING, 1);
+		reconcile();
+		awaitStarted();
+		this.store.assignment("d1", "a", AssignmentState.REVOKING, 1);
+		reconcile();
+		await().atMost(Duration.ofSeconds(5)).until(() -> this.runsEnded.get() == 1);
+		reconcile();
+		assertThat(this.store.assignment("d1")).get().extracting(Assignment::state).isEqualTo(AssignmentState.DELETED);
+		assertThat(this.reconciler.running()).isEmpty();
+		assertThat(this.events).containsSubsequence(new DaemonRevokedEvent("d1", 1, "a"),
+				new DaemonStoppedEvent("d1", 1, "a", Reason.REVOKED, null));
+	}
+
+	@Test
+	void revokedDaemonWhoseAgentIgnoresCancellationIsInterruptedAndHandedBackAtTheDrainTimeout() {
+		this.agent = (context) -> this.stuck.await();
+		this.store.assignment("d1", "a", AssignmentState.ASSIGNING, 1);
+		reconcile();
+		awaitStarted();
+		this.store.assignment("d1", "a", AssignmentState.REVOKING, 1);
+		reconcile();
+		await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(50)).until(() -> {
+			reconcile();
+			return this.reconciler.running().isEmpty();
+		});
+		assertThat(this.store.assignment("d1")).get().extracting(Assignment::state).isEqualTo(AssignmentState.DELETED);
+		assertThat(this.events).contains(new DaemonStoppedEvent("d1", 1, "a", Reason.DRAIN_TIMEOUT, null));
+	}
+
+	@Test
+	void daemonWhoseAssignmentMovedToAnotherNodeIsStoppedAtOnce() {
+		this.store.assignment("d1", "a", AssignmentState.ASSIGNING, 1);
+		reconcile();
+		awaitStarted();
+		this.store.assignment("d1", "b", AssignmentState.ASSIGNING, 2);
+		reconcile();
+		assertThat(this.reconciler.running()).isEmpty();
+		assertThat(this.events).contains(new DaemonStoppedEvent("d1", 1, "a", Reason.TAKEN_OVER, null));
+		assertThat(this.store.assignment("d1")).get().extracting(Assignment::node).isEqualTo("b");
+	}
+
+	@Test
+	void assignmentThisNodeDoesNotRunIsHandedBackAtOnce() {
+		this.store.assignment("d1", "a", AssignmentState.ACTIVE, 4).assignment("d9", "a", AssignmentState.ASSIGNING, 1);
+		reconcile();
+		assertThat(this.store.applied()).containsExactlyInAnyOrder("release d1 a 4", "release d9 a 1");
+		assertThat(this.reconciler.running()).isEmpty();
+		assertThat(this.calls).hasValue(0);
+	}
+
+	@Test
+	void nothingStartsWhileTheLastHeartbeatThatSucceededIsOlderThanTheNodeExpiryMinusTheMargin() {
+		this.node.heartbeated(Duration.ofSeconds(3));
+		this.store.assignment("d1", "a", AssignmentState.ASSIGNING, 1);
+		reconcile();
+		assertThat(this.reconciler.running()).isEmpty();
+		assertThat(this.store.assignment("d1")).get()
+			.extracting(Assignment::state)
+			.isEqualTo(AssignmentState.ASSIGNING);
+		this.node.heartbeated(null);
+		reconcile();
+		assertThat(this.reconciler.running()).as("before the first heartbeat").isEmpty();
+	}
+
+	@Test
+	void watchdogStopsEveryDaemonOnceTheLastHeartbeatIsTooOld() {
+		this.store.assignment("d1", "a", AssignmentState.ASSIGNING, 1);
+		reconcile();
+		awaitStarted();
+		this.reconciler.checkHeartbeat();
+		assertThat(this.reconciler.running()).containsKey("d1");
+		this.node.heartbeated(Duration.ofSeconds(3));
+		this.reconciler.checkHeartbeat();
+		assertThat(this.reconciler.running()).isEmpty();
+		assertThat(this.events).contains(new DaemonStoppedEvent("d1", 1, "a", Reason.CONTACT_LOST, null));
+	}
+
+	@Test
+	void handOverDrainsTheNodeHandsEveryDaemonBackAndTheNextStartUndrains() {
+		this.store.assignment("d1", "a", AssignmentState.ASSIGNING, 1);
+		reconcile();
+		awaitStarted();
+		this.reconciler.handOver();
+		assertThat(this.store.applied()).containsSubsequence("drain a", "release d1 a 1");
+		assertThat(this.reconciler.running()).isEmpty();
+		assertThat(this.events).contains(new DaemonStoppedEvent("d1", 1, "a", Reason.SHUTDOWN, null));
+		this.reconciler.undrainAfterStop();
+		this.reconciler.undrainAfterStop();
+		assertThat(this.store.applied()).endsWith("release d1 a 1", "undrain a");
+	}
+
+	private void reconcile() {
+		if (this.reconciler == null) {
+			this.reconciler = new NodeReconciler(this.node, this.store, SETTINGS, Map.of("d1", this.agent),
+					this.events::add, this.runsEnded::incrementAndGet, AgentRun.Backoff.DEFAULT);
+		}
+		this.reconciler.reconcile(this.store.read(Duration.ofSeconds(4)));
+	}
+
+	private void awaitStarted() {
+		await().atMost(Duration.ofSeconds(5))
+			.until(() -> this.events.stream().anyMatch(DaemonStartedEvent.class::isInstance));
+	}
+
+}
