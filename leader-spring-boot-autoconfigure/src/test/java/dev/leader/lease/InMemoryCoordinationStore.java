@@ -25,10 +25,10 @@ import org.springframework.dao.DuplicateKeyException;
 
 /**
  * A {@link CoordinationStore} in this JVM's memory, for tests that need no database: one fair lock serializes every
- * call, as the coordinator's row locks do, and its clock (the "database clock") is this JVM's monotonic clock, so that
- * expiry is decided by the store alone. Releases are announced to each listener on its own thread, in release order.
- * It passes the store contract suite; on top, a test can {@linkplain #setReachable(boolean) cut it off} so that every
- * call fails as an unreachable database does.
+ * call, as the coordinator's row locks do, and its clock (the "database clock") is this JVM's monotonic clock, so
+ * that expiry is decided by the store alone. Releases are announced to each listener on its own thread, in release
+ * order. It passes the store contract suite; on top, a test can {@linkplain #setReachable(boolean) cut it off} so
+ * that every call fails as an unreachable database does.
  */
 class InMemoryCoordinationStore implements CoordinationStore {
 
