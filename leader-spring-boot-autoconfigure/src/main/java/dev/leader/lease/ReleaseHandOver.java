@@ -1,0 +1,237 @@
+package dev.leader.lease;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import dev.leader.RevokeReason;
+import dev.leader.node.OrderedEvents;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The hand-over of a lease from a node that gives it up to the next: the leaving side (a yield, a stop) steps down,
+ * releases once its revoked events have reached their listeners, and the taking side acquires when the store
+ * announces the release. The path is latency-sensitive: it takes no thread hand-off that it can spare and links its
+ * lambdas when the engine is created.
+ */
+final class ReleaseHandOver {
+
+	private static final Log logger = LogFactory.getLog(LeaderEngine.class);
+
+	private static final Duration REVOKE_DELIVERY_TIMEOUT = Duration.ofSeconds(1);
+
+	/**
+	 * How long a follower waits before it acquires a released lease when the store named another node to try first.
+	 */
+	private static final long RELEASE_STAGGER_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
+
+	private final CoordinationStore store;
+
+	private final String nodeId;
+
+	private final LeaseSettings settings;
+
+	private final MonotonicClock clock;
+
+	private final GroupLeases groups;
+
+	private final RoundTrips roundTrips;
+
+	private final OrderedEvents events;
+
+	ReleaseHandOver(CoordinationStore store, String nodeId, LeaseSettings settings, MonotonicClock clock,
+			GroupLeases groups, RoundTrips roundTrips, OrderedEvents events) {
+		this.store = store;
+		this.nodeId = nodeId;
+		this.settings = settings;
+		this.clock = clock;
+		this.groups = groups;
+		this.roundTrips = roundTrips;
+		this.events = events;
+		// A JVM links a lambda the first time it creates it, and a node releases on a hand-over's path, often once in
+		// its life: link it now, as the tasks of each group are.
+		releaseOnce(Map.of(), new AtomicBoolean(true));
+	}
+
+	/**
+	 * Steps down from the group, releases it and stays out for the yield cooldown; on {@code leader-io}, after the
+	 * round trip under way.
+	 * @param group the group
+	 * @return whether this node held it
+	 * @throws ExecutionException if the yield failed
+	 * @throws InterruptedException if the caller was interrupted while waiting
+	 */
+	boolean yield(GroupLease group) throws ExecutionException, InterruptedException {
+		return this.roundTrips.submit(() -> yieldWithRoundTripsHeld(group)).get();
+	}
+
+	private boolean yieldWithRoundTripsHeld(GroupLease group) {
+		this.roundTrips.lock().lock();
+		try {
+			long term = this.groups.yield(group);
+			if (term < 0) {
+				return false;
+			}
+			long sent = this.clock.nanoTime();
+			releaseAfterRevokes(Map.of(group.name(), term));
+			if (logger.isDebugEnabled()) {
+				logger.debug(String.format("Leader group=%s node=%s action=released term=%d latency=%dms", group.name(),
+						this.nodeId, term, TimeUnit.NANOSECONDS.toMillis(this.clock.nanoTime() - sent)));
+			}
+			this.roundTrips.scheduleWake(group, this.settings.yieldCooldown().toNanos());
+			return true;
+		}
+		finally {
+			this.roundTrips.lock().unlock();
+		}
+	}
+
+	/**
+	 * Ends every leadership, releases the leases and deregisters, on the calling thread once no round trip is under
+	 * way, which spares a stopping leader's hand-over the wake-up of {@code leader-io}.
+	 * @return whether it could, that is, whether a round trip in flight ended within 10 s
+	 */
+	boolean shutdown() {
+		try {
+			if (!this.roundTrips.lock().tryLock(10, TimeUnit.SECONDS)) {
+				return false;
+			}
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			return false;
+		}
+		try {
+			this.roundTrips.cancelTick();
+			Map<String, Long> held = this.groups.stepDownAll(RevokeReason.SHUTDOWN);
+			releaseAfterRevokes(held);
+			try {
+				this.store.deregister(this.nodeId);
+			}
+			catch (RuntimeException ex) {
+				logger.warn("Leader node " + this.nodeId + " could not deregister: " + ex);
+			}
+			GroupLeases.info("Leader node %s stopped, released %s", this.nodeId, held.keySet());
+			return true;
+		}
+		finally {
+			this.roundTrips.lock().unlock();
+		}
+	}
+
+	/**
+	 * Acquires a released lease: at once if the store named this node, or none, to try first, on the notifying thread
+	 * unless a round trip is under way; otherwise after {@link #RELEASE_STAGGER_NANOS}, so that the successor's acquire
+	 * neither queues behind this node's on the lease's row nor competes with it for the machine.
+	 * @param name the group released
+	 * @param successor the node that should try first, or {@code null}
+	 */
+	void onReleased(String name, @Nullable String successor) {
+		GroupLease group = this.groups.find(name);
+		if (group != null && this.roundTrips.isRunning()) {
+			if (successor == null || successor.equals(this.nodeId)) {
+				if (this.roundTrips.lock().tryLock()) {
+					try {
+						this.roundTrips.attemptAcquire(group);
+					}
+					finally {
+						this.roundTrips.lock().unlock();
+					}
+				}
+				else {
+					this.roundTrips.execute(group.acquireAfterRelease());
+				}
+			}
+			else {
+				this.roundTrips.schedule(group.acquireAfterRelease(), RELEASE_STAGGER_NANOS);
+			}
+		}
+	}
+
+	/**
+	 * Releases the leases once the revoked events published so far have reached their listeners, so that running
+	 * {@code @LeaderOnly} calls are interrupted before another node can be granted a lease. The release runs on
+	 * {@code leader-events} right after those deliveries, which spares the hand-over a thread hand-off. If they take
+	 * longer than {@link #REVOKE_DELIVERY_TIMEOUT} (a listener that blocks, or one that stops the engine on that
+	 * thread), this thread releases instead. Returns once the release is done.
+	 */
+	private void releaseAfterRevokes(Map<String, Long> held) {
+		if (held.isEmpty()) {
+			return;
+		}
+		AtomicBoolean taken = new AtomicBoolean();
+		Runnable release = releaseOnce(held, taken);
+		Future<?> released;
+		try {
+			released = this.events.afterDelivered(release);
+		}
+		catch (RejectedExecutionException ex) {
+			release.run();
+			return;
+		}
+		try {
+			released.get(REVOKE_DELIVERY_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+		}
+		catch (TimeoutException ex) {
+			if (taken.compareAndSet(false, true)) {
+				logger.warn("Leader node " + this.nodeId + " releases " + held.keySet()
+						+ " before its revoked events were delivered: they took more than "
+						+ REVOKE_DELIVERY_TIMEOUT.toMillis() + " ms");
+				releaseQuietly(held);
+			}
+			else {
+				awaitQuietly(released); // the release is under way on leader-events
+			}
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+		catch (ExecutionException ex) {
+			// releaseQuietly logs its failures and throws nothing
+		}
+	}
+
+	/**
+	 * Returns a task that releases the leases unless the flag shows that another thread took them over.
+	 */
+	private Runnable releaseOnce(Map<String, Long> held, AtomicBoolean taken) {
+		return () -> {
+			if (taken.compareAndSet(false, true)) {
+				releaseQuietly(held);
+			}
+		};
+	}
+
+	private void releaseQuietly(Map<String, Long> held) {
+		if (held.isEmpty()) {
+			return;
+		}
+		try {
+			this.store.release(this.nodeId, held);
+		}
+		catch (RuntimeException ex) {
+			logger.warn("Leader node " + this.nodeId + " could not release " + held.keySet()
+					+ "; other nodes take over when the lease expires: " + ex);
+		}
+	}
+
+	private static void awaitQuietly(Future<?> future) {
+		try {
+			future.get();
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+		catch (ExecutionException ex) {
+			// the task logged its failure
+		}
+	}
+
+}
