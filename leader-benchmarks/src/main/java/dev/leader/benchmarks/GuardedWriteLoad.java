@@ -17,7 +17,7 @@ import java.util.concurrent.atomic.LongAdder;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.FencingToken;
 import dev.leader.LeadershipRevokedEvent;
-import dev.leader.actuate.LeaderMeters;
+import dev.leader.lease.LeaseObservations;
 import dev.leader.fencing.Fencing;
 import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.jdbc.PostgresFencingStore;
@@ -365,12 +365,12 @@ final class GuardedWriteLoad implements AutoCloseable {
 		public void onStop(Observation.Context context) {
 			long stopped = System.nanoTime();
 			Long started = context.get(STARTED);
-			KeyValue role = context.getLowCardinalityKeyValue(LeaderMeters.Tag.ROLE.getKey());
-			if (started == null || !LeaderMeters.HEARTBEAT.getName().equals(context.getName()) || role == null
+			KeyValue role = context.getLowCardinalityKeyValue(LeaseObservations.HeartbeatKeyNames.ROLE.asString());
+			if (started == null || !LeaseObservations.HEARTBEAT.getName().equals(context.getName()) || role == null
 					|| !"leader".equals(role.getValue())) {
 				return;
 			}
-			KeyValue outcome = context.getLowCardinalityKeyValue(LeaderMeters.Tag.OUTCOME.getKey());
+			KeyValue outcome = context.getLowCardinalityKeyValue(LeaseObservations.HeartbeatKeyNames.OUTCOME.asString());
 			if (outcome == null || !"success".equals(outcome.getValue())) {
 				this.notRenewed.incrementAndGet();
 			}

@@ -3,28 +3,16 @@ package dev.leader.actuate;
 import java.util.List;
 
 /**
- * Every metric and observation of the starter: its name, what it measures and its tags. This is the one place that
- * names them; dashboards and alerts can rely on these names and on the tag values listed in {@link Tag}.
+ * Every meter that {@link LeaderMetrics} registers: its name, what it measures and its tags. This is the one place
+ * that names them; dashboards and alerts can rely on these names and on the tag values listed in {@link Tag}. Every
+ * tag has a small, fixed set of values, apart from {@code group}, whose values are the configured group names.
  * <p>
- * Entries of kind {@link Kind#OBSERVATION} are Micrometer {@code Observation}s: tracing users see them as spans, and
+ * The starter's observations are documented next to the code that makes them: {@code LeaseObservations}
+ * ({@code leader.acquire}, {@code leader.heartbeat}) and {@code DaemonObservations} ({@code leader.daemon.cycle}).
  * Spring Boot's observation support records each as a timer of the same name (with the extra tag {@code error}) and a
- * long task timer {@code <name>.active}. The other entries are meters registered by {@link LeaderMetrics}. Every tag
- * has a small, fixed set of values, apart from {@code group}, whose values are the configured group names.
+ * long task timer {@code <name>.active}.
  */
 public enum LeaderMeters {
-
-	/**
-	 * One attempt to acquire a group's lease, a round trip to the coordinator. Its count by outcome is the number of
-	 * acquisitions; a follower only attempts when the lease it read runs out or is released, so refusals are rare.
-	 */
-	ACQUIRE("leader.acquire", Kind.OBSERVATION, "Attempt to acquire a group's lease", Tag.GROUP, Tag.OUTCOME),
-
-	/**
-	 * The steady-state round trip of a node, which heartbeats it and renews every lease it holds at once. With
-	 * {@code role=leader} the node held at least one lease, so this is the renewal latency; outcome {@code lost}
-	 * means at least one of those leases was not renewed.
-	 */
-	HEARTBEAT("leader.heartbeat", Kind.OBSERVATION, "Heartbeat and lease renewal round trip", Tag.ROLE, Tag.OUTCOME),
 
 	/**
 	 * Whether this node leads the group, inside its safe window: 1 or 0.
@@ -78,13 +66,6 @@ public enum LeaderMeters {
 	NODES("leader.nodes", Kind.GAUGE, "Members of the cluster as last read by this node", Tag.STATE),
 
 	/**
-	 * One daemon assignment cycle of this node: a read of the nodes and assignments, the leader's plan and its
-	 * guarded writes when this node leads the daemons group ({@code role=leader}), and the starts, acknowledgements
-	 * and drains of this node's own daemons.
-	 */
-	DAEMON_CYCLE("leader.daemon.cycle", Kind.OBSERVATION, "Daemon assignment cycle of this node", Tag.ROLE),
-
-	/**
 	 * Daemon assignments by state, as last read by this node: every node reads them each cycle, so any node can be
 	 * scraped. {@code deleted} counts daemons that run nowhere now.
 	 */
@@ -116,7 +97,7 @@ public enum LeaderMeters {
 	}
 
 	/**
-	 * Returns the name of the meter or observation.
+	 * Returns the name of the meter.
 	 * @return the name
 	 */
 	public String getName() {
@@ -140,7 +121,7 @@ public enum LeaderMeters {
 	}
 
 	/**
-	 * Returns the tags, or the low-cardinality keys of an observation.
+	 * Returns the tags.
 	 * @return the tags
 	 */
 	public List<Tag> getTags() {
@@ -151,11 +132,6 @@ public enum LeaderMeters {
 	 * The kinds of meter.
 	 */
 	public enum Kind {
-
-		/**
-		 * A Micrometer observation, recorded as a timer by Spring Boot.
-		 */
-		OBSERVATION,
 
 		/**
 		 * A gauge.
@@ -183,19 +159,6 @@ public enum LeaderMeters {
 		 * The group name.
 		 */
 		GROUP("group"),
-
-		/**
-		 * Of {@code leader.acquire}: {@code granted}, {@code refused} or {@code error}. Of {@code leader.heartbeat}:
-		 * {@code success}, {@code lost} (a held lease was not renewed) or {@code error}.
-		 */
-		OUTCOME("outcome"),
-
-		/**
-		 * Of {@code leader.heartbeat}: {@code leader} if the node held at least one lease when the round trip started,
-		 * else {@code follower}. Of {@code leader.daemon.cycle}: {@code leader} if the node led the daemons group when
-		 * the cycle started, else {@code node}.
-		 */
-		ROLE("role"),
 
 		/**
 		 * {@code granted} or {@code revoked}.

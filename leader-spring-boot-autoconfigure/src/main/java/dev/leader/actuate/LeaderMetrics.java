@@ -4,15 +4,16 @@ import java.time.Duration;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 
+import dev.leader.Leadership;
 import dev.leader.Leadership.LeadershipListener;
 import dev.leader.LeadershipGrantedEvent;
 import dev.leader.LeadershipRevokedEvent;
 import dev.leader.daemon.AssignmentState;
-import dev.leader.daemon.DaemonCoordinator;
+import dev.leader.daemon.DaemonStatus;
 import dev.leader.fencing.Fencing;
-import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseMonitor;
 import dev.leader.lease.LeaseState;
+import dev.leader.lease.LeaseStatus;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
@@ -23,61 +24,59 @@ import io.micrometer.core.instrument.binder.MeterBinder;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Registers the meters of {@link LeaderMeters} that are not observations: per group whether this node leads, the
- * term, the time left in the safe window, the transitions and the time without a leader; the members by state; and
- * the fencing rejections; and, with daemon assignment, the assignments by state and the leader's moves. Gauges and
- * function counters read the engine and the coordinator when the registry is scraped; counters and timers are updated
- * on {@code leader-events} and on the threads that make the engine's round trips, usually {@code leader-io}.
+ * Registers the meters of {@link LeaderMeters}: per group whether this node leads, the term, the time left in the
+ * safe window, the transitions and the time without a leader; the members by state; and the fencing rejections; and,
+ * with daemon assignment, the assignments by state and the leader's moves. Gauges and function counters read the
+ * read-only views when the registry is scraped; counters and timers are updated on {@code leader-events} and, as the
+ * engine's {@link LeaseMonitor}, on the threads that make its round trips, usually {@code leader-io}.
  */
-public class LeaderMetrics implements MeterBinder {
+public class LeaderMetrics implements MeterBinder, LeaseMonitor {
 
-	private final LeaderEngine engine;
+	private final LeaseStatus leases;
+
+	private final Leadership leadership;
 
 	private final @Nullable Fencing fencing;
 
-	private final @Nullable DaemonCoordinator daemons;
+	private final @Nullable DaemonStatus daemons;
+
+	private volatile @Nullable MeterRegistry registry;
 
 	/**
 	 * Creates the metrics.
-	 * @param engine the engine to measure
+	 * @param leases this node's leases
+	 * @param leadership the leadership whose transitions to count
 	 * @param fencing the fencing facade whose rejections to count, or {@code null} if there is none
+	 * @param daemons daemon assignment on this node, or {@code null} if it is off
 	 */
-	public LeaderMetrics(LeaderEngine engine, @Nullable Fencing fencing) {
-		this(engine, fencing, null);
-	}
-
-	/**
-	 * Creates the metrics, daemon assignment included.
-	 * @param engine the engine to measure
-	 * @param fencing the fencing facade whose rejections to count, or {@code null} if there is none
-	 * @param daemons the daemon coordinator to measure, or {@code null} if daemon assignment is off
-	 */
-	public LeaderMetrics(LeaderEngine engine, @Nullable Fencing fencing, @Nullable DaemonCoordinator daemons) {
-		this.engine = engine;
+	public LeaderMetrics(LeaseStatus leases, Leadership leadership, @Nullable Fencing fencing,
+			@Nullable DaemonStatus daemons) {
+		this.leases = leases;
+		this.leadership = leadership;
 		this.fencing = fencing;
 		this.daemons = daemons;
 	}
 
 	@Override
 	public void bindTo(MeterRegistry registry) {
-		for (String group : this.engine.groups()) {
-			Gauge.builder(LeaderMeters.LEADER.getName(), this.engine, (engine) -> engine.isLeader(group) ? 1 : 0)
+		for (String group : this.leases.groups()) {
+			Gauge.builder(LeaderMeters.LEADER.getName(), this.leases, (engine) -> engine.isLeader(group) ? 1 : 0)
 				.description(LeaderMeters.LEADER.getDescription())
 				.tag(key(LeaderMeters.Tag.GROUP), group)
 				.register(registry);
-			Gauge.builder(LeaderMeters.TERM.getName(), this.engine,
+			Gauge.builder(LeaderMeters.TERM.getName(), this.leases,
 					(engine) -> engine.lease(group).map(LeaseState::term).orElse(0L))
 				.description(LeaderMeters.TERM.getDescription())
 				.tag(key(LeaderMeters.Tag.GROUP), group)
 				.register(registry);
 			TimeGauge
-				.builder(LeaderMeters.LEASE_REMAINING.getName(), this.engine, TimeUnit.NANOSECONDS,
+				.builder(LeaderMeters.LEASE_REMAINING.getName(), this.leases, TimeUnit.NANOSECONDS,
 						(engine) -> engine.safeWindowRemaining(group).map(Duration::toNanos).orElse(0L))
 				.description(LeaderMeters.LEASE_REMAINING.getDescription())
 				.tag(key(LeaderMeters.Tag.GROUP), group)
 				.register(registry);
 			Counter granted = transitions(registry, group, "granted", "none");
-			this.engine.addListener(group, new LeadershipListener() {
+			this.leadership.addListener(group, new LeadershipListener() {
 
 				@Override
 				public void granted(LeadershipGrantedEvent event) {
@@ -92,16 +91,16 @@ public class LeaderMetrics implements MeterBinder {
 
 			});
 		}
-		this.engine.setMonitor(leaderless(registry));
+		this.registry = registry;
 		for (String state : new String[] { "alive", "dead" }) {
 			boolean alive = state.equals("alive");
-			Gauge.builder(LeaderMeters.NODES.getName(), this.engine,
+			Gauge.builder(LeaderMeters.NODES.getName(), this.leases,
 					(engine) -> engine.members().stream().filter((node) -> node.alive() == alive).count())
 				.description(LeaderMeters.NODES.getDescription())
 				.tag(key(LeaderMeters.Tag.STATE), state)
 				.register(registry);
 		}
-		FunctionCounter.builder(LeaderMeters.DATABASE_CLOCK_STEPS.getName(), this.engine, LeaderEngine::databaseClockSteps)
+		FunctionCounter.builder(LeaderMeters.DATABASE_CLOCK_STEPS.getName(), this.leases, LeaseStatus::databaseClockSteps)
 			.description(LeaderMeters.DATABASE_CLOCK_STEPS.getDescription())
 			.register(registry);
 		if (this.fencing != null) {
@@ -114,7 +113,7 @@ public class LeaderMetrics implements MeterBinder {
 		}
 	}
 
-	private static void bindDaemons(MeterRegistry registry, DaemonCoordinator daemons) {
+	private static void bindDaemons(MeterRegistry registry, DaemonStatus daemons) {
 		for (AssignmentState state : AssignmentState.values()) {
 			Gauge.builder(LeaderMeters.ASSIGNMENTS.getName(), daemons,
 					(coordinator) -> coordinator.assignments()
@@ -125,7 +124,7 @@ public class LeaderMetrics implements MeterBinder {
 				.tag(key(LeaderMeters.Tag.STATE), state.name().toLowerCase(Locale.ROOT))
 				.register(registry);
 		}
-		for (String cause : DaemonCoordinator.moveCauses()) {
+		for (String cause : DaemonStatus.moveCauses()) {
 			FunctionCounter
 				.builder(LeaderMeters.DAEMON_MOVES.getName(), daemons,
 						(coordinator) -> coordinator.moves().getOrDefault(cause, 0L))
@@ -135,12 +134,20 @@ public class LeaderMetrics implements MeterBinder {
 		}
 	}
 
-	private static LeaseMonitor leaderless(MeterRegistry registry) {
-		return (group, duration) -> Timer.builder(LeaderMeters.LEADERLESS.getName())
-			.description(LeaderMeters.LEADERLESS.getDescription())
-			.tag(key(LeaderMeters.Tag.GROUP), group)
-			.register(registry)
-			.record(duration);
+	/**
+	 * Records the time a group went without a leader, once the meters are bound; set on the engine as its
+	 * {@link LeaseMonitor}.
+	 */
+	@Override
+	public void leaderless(String group, Duration duration) {
+		MeterRegistry registry = this.registry;
+		if (registry != null) {
+			Timer.builder(LeaderMeters.LEADERLESS.getName())
+				.description(LeaderMeters.LEADERLESS.getDescription())
+				.tag(key(LeaderMeters.Tag.GROUP), group)
+				.register(registry)
+				.record(duration);
+		}
 	}
 
 	private static Counter transitions(MeterRegistry registry, String group, String action, String reason) {

@@ -6,12 +6,14 @@ import java.util.Map;
 import java.util.NoSuchElementException;
 import java.util.TreeMap;
 
+import dev.leader.Leadership;
 import dev.leader.NodeInfo;
 import dev.leader.daemon.Assignment;
-import dev.leader.daemon.DaemonCoordinator;
+import dev.leader.daemon.DaemonCommands;
 import dev.leader.daemon.DaemonRequest;
-import dev.leader.lease.LeaderEngine;
+import dev.leader.daemon.DaemonStatus;
 import dev.leader.lease.LeaseState;
+import dev.leader.lease.LeaseStatus;
 import dev.leader.node.Names;
 import org.jspecify.annotations.Nullable;
 
@@ -46,26 +48,36 @@ import org.springframework.boot.actuate.endpoint.annotation.WriteOperation;
 @Endpoint(id = "leadership", defaultAccess = Access.READ_ONLY)
 public class LeadershipEndpoint {
 
-	private final LeaderEngine engine;
+	private final Leadership leadership;
 
-	private final @Nullable DaemonCoordinator daemons;
+	private final LeaseStatus leases;
+
+	private final @Nullable DaemonStatus daemons;
+
+	private final @Nullable DaemonCommands commands;
 
 	/**
 	 * Creates an endpoint.
-	 * @param engine the engine to describe
+	 * @param leadership the leadership to yield
+	 * @param leases this node's leases
 	 */
-	public LeadershipEndpoint(LeaderEngine engine) {
-		this(engine, null);
+	public LeadershipEndpoint(Leadership leadership, LeaseStatus leases) {
+		this(leadership, leases, null, null);
 	}
 
 	/**
-	 * Creates an endpoint that also shows the daemon assignments.
-	 * @param engine the engine to describe
-	 * @param daemons the daemon coordinator, or {@code null} if daemon assignment is off
+	 * Creates an endpoint that also shows the daemon assignments and takes the daemon commands.
+	 * @param leadership the leadership to yield
+	 * @param leases this node's leases
+	 * @param daemons daemon assignment on this node, or {@code null} if it is off
+	 * @param commands the daemon commands, or {@code null} if daemon assignment is off
 	 */
-	public LeadershipEndpoint(LeaderEngine engine, @Nullable DaemonCoordinator daemons) {
-		this.engine = engine;
+	public LeadershipEndpoint(Leadership leadership, LeaseStatus leases, @Nullable DaemonStatus daemons,
+			@Nullable DaemonCommands commands) {
+		this.leadership = leadership;
+		this.leases = leases;
 		this.daemons = daemons;
+		this.commands = commands;
 	}
 
 	/**
@@ -75,8 +87,8 @@ public class LeadershipEndpoint {
 	@ReadOperation
 	public LeadershipDescriptor leadership() {
 		Map<String, GroupDescriptor> groups = new TreeMap<>();
-		this.engine.groups().forEach((group) -> groups.put(group, describe(group)));
-		List<MemberDescriptor> members = this.engine.members()
+		this.leases.groups().forEach((group) -> groups.put(group, describe(group)));
+		List<MemberDescriptor> members = this.leases.members()
 			.stream()
 			.map(MemberDescriptor::new)
 			.toList();
@@ -84,7 +96,7 @@ public class LeadershipEndpoint {
 			.stream()
 			.map(AssignmentDescriptor::new)
 			.toList() : List.of();
-		return new LeadershipDescriptor(this.engine.nodeId(), groups, members, assignments);
+		return new LeadershipDescriptor(this.leases.nodeId(), groups, members, assignments);
 	}
 
 	/**
@@ -94,7 +106,7 @@ public class LeadershipEndpoint {
 	 */
 	@ReadOperation
 	public @Nullable GroupDescriptor group(@Selector String group) {
-		return this.engine.groups().contains(group) ? describe(group) : null;
+		return this.leases.groups().contains(group) ? describe(group) : null;
 	}
 
 	/**
@@ -105,11 +117,11 @@ public class LeadershipEndpoint {
 	 */
 	@WriteOperation
 	public @Nullable YieldDescriptor yieldGroup(@Selector String group) {
-		if (!this.engine.groups().contains(group)) {
+		if (!this.leases.groups().contains(group)) {
 			return null;
 		}
-		boolean yielded = this.engine.yield(group);
-		return new YieldDescriptor(group, yielded, yielded ? this.engine.settings().yieldCooldown().toMillis() : 0);
+		boolean yielded = this.leadership.yield(group);
+		return new YieldDescriptor(group, yielded, yielded ? this.leases.settings().yieldCooldown().toMillis() : 0);
 	}
 
 	/**
@@ -119,10 +131,11 @@ public class LeadershipEndpoint {
 	 */
 	@WriteOperation
 	public @Nullable RequestDescriptor rebalance() {
-		if (this.daemons == null) {
+		DaemonCommands commands = this.commands;
+		if (commands == null) {
 			return null;
 		}
-		return new RequestDescriptor(this.daemons.requestRebalance());
+		return new RequestDescriptor(commands.requestRebalance());
 	}
 
 	/**
@@ -138,7 +151,8 @@ public class LeadershipEndpoint {
 	@WriteOperation
 	public @Nullable Object daemonOperation(@Selector String kind, @Selector String name, @Nullable String node,
 			@Nullable Boolean drained) {
-		if (this.daemons == null) {
+		DaemonCommands commands = this.commands;
+		if (commands == null) {
 			return null;
 		}
 		try {
@@ -150,14 +164,14 @@ public class LeadershipEndpoint {
 					// Before the daemon is looked up: a malformed body is refused whatever its target.
 					Names.requireValid("target node id", node);
 				}
-				return new RequestDescriptor(this.daemons.requestMove(name, node));
+				return new RequestDescriptor(commands.requestMove(name, node));
 			}
 			if (kind.equals("nodes")) {
 				if (node != null) {
 					throw invalid("'node' applies to daemons, not to nodes");
 				}
 				boolean drain = (drained == null) || drained;
-				return new DrainDescriptor(name, drain, this.daemons.drain(name, drain));
+				return new DrainDescriptor(name, drain, commands.drain(name, drain));
 			}
 			return null;
 		}
@@ -174,8 +188,8 @@ public class LeadershipEndpoint {
 	}
 
 	private GroupDescriptor describe(String group) {
-		boolean leader = this.engine.isLeader(group);
-		LeaseState lease = this.engine.lease(group).orElse(null);
+		boolean leader = this.leases.isLeader(group);
+		LeaseState lease = this.leases.lease(group).orElse(null);
 		if (lease == null) {
 			return new GroupDescriptor(group, leader ? Role.LEADER : Role.FOLLOWER, 0, null, null, null);
 		}

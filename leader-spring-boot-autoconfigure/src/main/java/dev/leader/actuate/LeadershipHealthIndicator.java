@@ -5,9 +5,9 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.TreeMap;
 
-import dev.leader.daemon.DaemonCoordinator;
-import dev.leader.lease.LeaderEngine;
+import dev.leader.daemon.DaemonStatus;
 import dev.leader.lease.LeaseState;
+import dev.leader.lease.LeaseStatus;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.boot.health.contributor.AbstractHealthIndicator;
@@ -25,7 +25,7 @@ import org.springframework.boot.health.contributor.Status;
  * node that cannot reach the database should not take traffic that needs leadership decisions.
  * <p>
  * On the leader of the daemons group, daemons that stay unassigned or stuck past their timeouts (see
- * {@link DaemonCoordinator#stuck()}) turn a reachable coordinator's status to {@link #DEGRADED}, with a {@code reason}
+ * {@link DaemonStatus#stuck()}) turn a reachable coordinator's status to {@link #DEGRADED}, with a {@code reason}
  * and the daemons in {@code daemons}. {@code DEGRADED} is not in Spring Boot's default status order, so it does not
  * change the aggregate status or the HTTP status of a health group unless the application lists it in
  * {@code management.endpoint.health.status.order}: a cluster-wide problem with placing daemons is no reason to take
@@ -40,26 +40,26 @@ public class LeadershipHealthIndicator extends AbstractHealthIndicator {
 	public static final Status DEGRADED = new Status("DEGRADED",
 			"Daemons are unassigned or stuck past their timeouts");
 
-	private final LeaderEngine engine;
+	private final LeaseStatus leases;
 
-	private final @Nullable DaemonCoordinator daemons;
+	private final @Nullable DaemonStatus daemons;
 
 	/**
 	 * Creates an indicator.
-	 * @param engine the engine
+	 * @param leases this node's leases
 	 */
-	public LeadershipHealthIndicator(LeaderEngine engine) {
-		this(engine, null);
+	public LeadershipHealthIndicator(LeaseStatus leases) {
+		this(leases, null);
 	}
 
 	/**
 	 * Creates an indicator that also reports stuck daemons.
-	 * @param engine the engine
-	 * @param daemons the daemon coordinator, or {@code null} if daemon assignment is off
+	 * @param leases this node's leases
+	 * @param daemons daemon assignment on this node, or {@code null} if it is off
 	 */
-	public LeadershipHealthIndicator(LeaderEngine engine, @Nullable DaemonCoordinator daemons) {
+	public LeadershipHealthIndicator(LeaseStatus leases, @Nullable DaemonStatus daemons) {
 		super("Leadership health check failed");
-		this.engine = engine;
+		this.leases = leases;
 		this.daemons = daemons;
 	}
 
@@ -67,13 +67,13 @@ public class LeadershipHealthIndicator extends AbstractHealthIndicator {
 	protected void doHealthCheck(Health.Builder builder) {
 		Map<String, String> roles = new TreeMap<>();
 		Map<String, Map<String, Object>> groups = new TreeMap<>();
-		for (String group : this.engine.groups()) {
-			boolean leader = this.engine.isLeader(group);
+		for (String group : this.leases.groups()) {
+			boolean leader = this.leases.isLeader(group);
 			roles.put(group, leader ? "LEADER" : "FOLLOWER");
 			groups.put(group, describe(group, leader));
 		}
-		Duration expiry = this.engine.settings().nodeExpiry();
-		Duration since = this.engine.sinceLastHeartbeat().orElse(null);
+		Duration expiry = this.leases.settings().nodeExpiry();
+		Duration since = this.leases.sinceLastHeartbeat().orElse(null);
 		Map<String, String> stuck = (this.daemons != null) ? this.daemons.stuck() : Map.of();
 		if (since != null && since.compareTo(expiry) < 0 && !stuck.isEmpty()) {
 			builder.status(DEGRADED)
@@ -92,18 +92,18 @@ public class LeadershipHealthIndicator extends AbstractHealthIndicator {
 								+ expiry.toMillis() + " ms"
 						: "coordinator not reached yet");
 		}
-		builder.withDetail("node", this.engine.nodeId()).withDetail("roles", roles).withDetail("groups", groups);
+		builder.withDetail("node", this.leases.nodeId()).withDetail("roles", roles).withDetail("groups", groups);
 	}
 
 	private Map<String, Object> describe(String group, boolean leader) {
 		Map<String, Object> details = new LinkedHashMap<>();
 		details.put("role", leader ? "LEADER" : "FOLLOWER");
-		LeaseState lease = this.engine.lease(group).orElse(null);
+		LeaseState lease = this.leases.lease(group).orElse(null);
 		details.put("term", (lease != null) ? lease.term() : 0L);
 		if (lease != null && lease.isHeld()) {
 			details.put("leader", lease.holder());
 		}
-		Duration left = leader ? this.engine.safeWindowRemaining(group).orElse(Duration.ZERO)
+		Duration left = leader ? this.leases.safeWindowRemaining(group).orElse(Duration.ZERO)
 				: ((lease != null && lease.isHeld()) ? lease.remaining() : Duration.ZERO);
 		details.put("leaseRemainingMillis", left.toMillis());
 		return details;

@@ -4,6 +4,7 @@ import dev.leader.actuate.LeadershipEndpoint;
 import dev.leader.actuate.LeadershipEndpointWebExtension;
 import dev.leader.actuate.LeadershipHealthIndicator;
 import dev.leader.daemon.DaemonCoordinator;
+import dev.leader.daemon.DaemonStatus;
 import dev.leader.lease.LeaderEngine;
 
 import org.springframework.beans.factory.ObjectProvider;
@@ -34,7 +35,8 @@ public final class LeaderEndpointAutoConfiguration {
 		@Bean
 		@ConditionalOnMissingBean
 		LeadershipEndpoint leadershipEndpoint(LeaderEngine engine, ObjectProvider<DaemonCoordinator> daemons) {
-			return new LeadershipEndpoint(engine, daemons.getIfAvailable());
+			DaemonCoordinator coordinator = daemons.getIfAvailable();
+			return new LeadershipEndpoint(engine, engine, coordinator, coordinator);
 		}
 
 		@Bean
@@ -55,7 +57,7 @@ public final class LeaderEndpointAutoConfiguration {
 		@Bean
 		@ConditionalOnMissingBean(name = "leadershipHealthIndicator")
 		LeadershipHealthIndicator leadershipHealthIndicator(LeaderEngine engine,
-				ObjectProvider<DaemonCoordinator> daemons) {
+				ObjectProvider<DaemonStatus> daemons) {
 			return new LeadershipHealthIndicator(engine, daemons.getIfAvailable());
 		}
 

@@ -1,7 +1,7 @@
 package dev.leader.autoconfigure;
 
 import dev.leader.actuate.LeaderMetrics;
-import dev.leader.daemon.DaemonCoordinator;
+import dev.leader.daemon.DaemonStatus;
 import dev.leader.fencing.Fencing;
 import dev.leader.lease.LeaderEngine;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -28,8 +28,10 @@ public final class LeaderMetricsAutoConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	LeaderMetrics leaderMetrics(LeaderEngine engine, ObjectProvider<Fencing> fencing,
-			ObjectProvider<DaemonCoordinator> daemons) {
-		return new LeaderMetrics(engine, fencing.getIfAvailable(), daemons.getIfAvailable());
+			ObjectProvider<DaemonStatus> daemons) {
+		LeaderMetrics metrics = new LeaderMetrics(engine, engine, fencing.getIfAvailable(), daemons.getIfAvailable());
+		engine.setMonitor(metrics);
+		return metrics;
 	}
 
 }

@@ -76,7 +76,7 @@ import org.springframework.context.event.EventListener;
  * Which thread runs what, and which lock guards which field, is stated in the {@linkplain dev.leader.daemon package
  * documentation}. A failing listener is logged and the loops go on.
  */
-public final class DaemonCoordinator implements SmartLifecycle, DaemonStatus {
+public final class DaemonCoordinator implements SmartLifecycle, DaemonStatus, DaemonCommands {
 
 	private static final Log logger = LogFactory.getLog(DaemonCoordinator.class);
 
@@ -248,40 +248,17 @@ public final class DaemonCoordinator implements SmartLifecycle, DaemonStatus {
 		this.cycles.setObservationRegistry(observationRegistry);
 	}
 
-	/**
-	 * Asks the leader to rebalance at its next cycle with nothing in flight, without waiting for the settle window.
-	 * May be called on any node.
-	 * @return the request as recorded
-	 */
+	@Override
 	public DaemonRequest requestRebalance() {
 		return this.operations.requestRebalance();
 	}
 
-	/**
-	 * Asks the leader to move a daemon: it revokes the daemon and, once drained, assigns it to the given node, or to
-	 * the least-loaded other node that can run it. May be called on any node. A daemon that runs nowhere now is
-	 * assigned accordingly when it is next assigned.
-	 * @param daemon the daemon
-	 * @param node the node to move it to, or {@code null} for the least-loaded other node
-	 * @return the request as recorded
-	 * @throws NoSuchElementException if no node advertises the daemon and it was never assigned
-	 * @throws IllegalArgumentException if the node is unknown, dead, drained or lacks the daemon, or if no other node
-	 * can run the daemon; nothing is recorded then
-	 */
+	@Override
 	public DaemonRequest requestMove(String daemon, @Nullable String node) {
 		return this.operations.requestMove(daemon, node);
 	}
 
-	/**
-	 * Drains a node, or undrains it. The leader gives a drained node no daemons and moves each of its daemons that
-	 * another node can run away from it, without waiting for the settle window and regardless of the move cap. The
-	 * node stays drained until it is undrained or its node id starts again: in another process, or in this one once
-	 * its engine was stopped and started. May be called on any node.
-	 * @param node the node
-	 * @param drained whether to drain it
-	 * @return the daemons assigned to the node as last read
-	 * @throws NoSuchElementException if the coordinator does not know the node
-	 */
+	@Override
 	public List<String> drain(String node, boolean drained) {
 		return this.operations.drain(node, drained);
 	}

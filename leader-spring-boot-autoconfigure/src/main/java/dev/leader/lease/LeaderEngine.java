@@ -69,7 +69,7 @@ import org.jspecify.annotations.Nullable;
  * {@link LeaseMonitor} receives the time groups go without a leader. Each transition is logged once at INFO with
  * group, node, action, term and latency; the steady-state round trip only at DEBUG.
  */
-public final class LeaderEngine implements Leadership {
+public final class LeaderEngine implements Leadership, LeaseStatus {
 
 	private static final Log logger = LogFactory.getLog(LeaderEngine.class);
 
@@ -285,56 +285,32 @@ public final class LeaderEngine implements Leadership {
 		return () -> target.listeners().remove(listener);
 	}
 
-	/**
-	 * Returns the members as last read.
-	 * @return the members
-	 */
+	@Override
 	public List<NodeInfo> members() {
 		return this.groups.members();
 	}
 
-	/**
-	 * Returns the lease of a group as last read by this node.
-	 * @param group the group
-	 * @return the lease, or empty if none was read yet
-	 */
+	@Override
 	public Optional<LeaseState> lease(String group) {
 		return Optional.ofNullable(this.groups.get(group).view());
 	}
 
-	/**
-	 * Returns the time left in this node's safe window for the group, on the local monotonic clock: the node steps
-	 * down when it runs out without a renewal.
-	 * @param group the group
-	 * @return the time left, or empty when this node does not lead the group
-	 */
+	@Override
 	public Optional<Duration> safeWindowRemaining(String group) {
 		return this.groups.get(group).safeWindowRemaining();
 	}
 
-	/**
-	 * Returns how long ago, on the local monotonic clock, this node sent the last heartbeat that succeeded. The time
-	 * counts from the send, not the reply, as the safe window does: the coordinator wrote the heartbeat no earlier,
-	 * so it cannot have counted this node dead before this time reaches the node expiry, however long the reply took.
-	 * @return the time since that heartbeat was sent, or empty if no heartbeat has succeeded yet
-	 */
+	@Override
 	public Optional<Duration> sinceLastHeartbeat() {
 		return this.roundTrips.sinceLastHeartbeat();
 	}
 
-	/**
-	 * Returns the settings.
-	 * @return the settings
-	 */
+	@Override
 	public LeaseSettings settings() {
 		return this.settings;
 	}
 
-	/**
-	 * Returns how often this node saw the database clock step forward by more than the safety margin between two
-	 * heartbeats.
-	 * @return the number of steps seen since the engine was created
-	 */
+	@Override
 	public long databaseClockSteps() {
 		return this.roundTrips.databaseClockSteps();
 	}

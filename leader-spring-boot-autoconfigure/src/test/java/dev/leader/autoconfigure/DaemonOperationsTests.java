@@ -21,6 +21,7 @@ import dev.leader.actuate.LeadershipEndpoint;
 import dev.leader.actuate.LeadershipEndpoint.DrainDescriptor;
 import dev.leader.actuate.LeadershipEndpoint.RequestDescriptor;
 import dev.leader.actuate.LeadershipHealthIndicator;
+import dev.leader.daemon.DaemonObservations;
 import dev.leader.test.TestDatabase;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.jspecify.annotations.Nullable;
@@ -347,10 +348,10 @@ class DaemonOperationsTests {
 					.isEqualTo(1);
 				assertThat(registry.get(LeaderMeters.ASSIGNMENTS.getName()).tag("state", "revoking").gauge().value())
 					.isZero();
-				assertThat(registry.get(LeaderMeters.DAEMON_CYCLE.getName()).tag("role", "leader").timer().count())
+				assertThat(registry.get(DaemonObservations.CYCLE.getName()).tag("role", "leader").timer().count())
 					.isPositive();
 				assertThat(b.getBean(MeterRegistry.class)
-					.get(LeaderMeters.DAEMON_CYCLE.getName())
+					.get(DaemonObservations.CYCLE.getName())
 					.tag("role", "node")
 					.timer()
 					.count()).isPositive();

@@ -14,6 +14,7 @@ import dev.leader.jdbc.LeaderSchemaMigration;
 import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.LeaderEngine;
+import dev.leader.lease.LeaseObservations;
 import dev.leader.test.TestDatabase;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
@@ -85,7 +86,7 @@ class LeaderMetricsAutoConfigurationTests {
 			assertThat(gauge(registry, LeaderMeters.NODES, "state", "dead")).isZero();
 			await().atMost(Duration.ofSeconds(2))
 				.until(() -> transitions(registry, "granted", "none"), (count) -> count == 1);
-			Timer acquired = registry.get(LeaderMeters.ACQUIRE.getName())
+			Timer acquired = registry.get(LeaseObservations.ACQUIRE.getName())
 				.tag("group", "default")
 				.tag("outcome", "granted")
 				.timer();
@@ -160,7 +161,8 @@ class LeaderMetricsAutoConfigurationTests {
 	void metricsBackOffWhenTheApplicationDefinesItsOwn() {
 		this.contextRunner
 			.withBean("customLeaderMetrics", LeaderMetrics.class,
-					() -> new LeaderMetrics(org.mockito.Mockito.mock(LeaderEngine.class), null))
+					() -> new LeaderMetrics(org.mockito.Mockito.mock(LeaderEngine.class),
+							org.mockito.Mockito.mock(LeaderEngine.class), null, null))
 			.run((context) -> assertThat(context).getBean(LeaderMetrics.class)
 				.isSameAs(context.getBean("customLeaderMetrics")));
 	}
@@ -208,7 +210,7 @@ class LeaderMetricsAutoConfigurationTests {
 	}
 
 	private static long heartbeats(MeterRegistry registry, String role, String outcome) {
-		Timer timer = registry.find(LeaderMeters.HEARTBEAT.getName()).tag("role", role).tag("outcome", outcome).timer();
+		Timer timer = registry.find(LeaseObservations.HEARTBEAT.getName()).tag("role", role).tag("outcome", outcome).timer();
 		return (timer != null) ? timer.count() : 0;
 	}
 
