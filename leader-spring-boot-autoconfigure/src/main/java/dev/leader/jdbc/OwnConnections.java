@@ -162,9 +162,9 @@ final class OwnConnections {
 
 	private static int backend(Connection connection) throws SQLException {
 		try (Statement statement = connection.createStatement();
-				ResultSet row = statement.executeQuery("SELECT pg_backend_pid() AS pid")) {
+				ResultSet row = statement.executeQuery("SELECT pg_backend_pid()")) {
 			row.next();
-			return row.getInt("pid");
+			return row.getInt("pg_backend_pid");
 		}
 	}
 

@@ -1,6 +1,5 @@
 package dev.leader.jdbc;
 
-import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
