@@ -18,18 +18,43 @@ import dev.leader.daemon.Member;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The rows of a {@link DaemonSnapshot}, in the column layout of the heartbeat statement of
+ * The rows of a {@link DaemonSnapshot}, in the row layout of the heartbeat statement of
  * {@link PostgresCoordinationStore}, so that the snapshot can be read in that statement as well as on its own by
- * {@link PostgresDaemonStore#read}. Columns, by kind of row in column 1:
+ * {@link PostgresDaemonStore#read}. Each row has a {@code kind}, and every column of the layout, {@code NULL} where
+ * the kind has no value; the first branch of the statement's {@code UNION ALL} names and types them all. This class
+ * reads, by kind:
  * <ul>
- * <li>{@code N}, a node: id (2), heartbeat age in milliseconds (6), daemons (9), drained (10);</li>
- * <li>{@code A}, an assignment: daemon (2), node (3), generation (4), since (5), term (6), state (7);</li>
- * <li>{@code Q}, a request: daemon (2), node (3), requested at (5), kind (7);</li>
- * <li>{@code T}, the database clock (5), once.</li>
+ * <li>{@code N}, a node: {@code node_id}, {@code heartbeat_age_ms}, {@code daemons}, {@code drained};</li>
+ * <li>{@code A}, an assignment: {@code daemon_name}, {@code node_id}, {@code state}, {@code generation},
+ * {@code term}, {@code state_since};</li>
+ * <li>{@code Q}, a request: {@code request_kind}, {@code daemon_name}, {@code node_id}, {@code requested_at};</li>
+ * <li>{@code T}, the database clock {@code db_now}, once.</li>
  * </ul>
  * Rows of other kinds are the heartbeat's own, and are ignored.
  */
 final class DaemonRows {
+
+	/**
+	 * The assignment, request and clock rows, to follow a {@code UNION ALL} whose first branch names the columns;
+	 * the node rows are the caller's. Columns: kind, group_name, holder, term, expires_at, remaining_ms, node_id, name,
+	 * host, pid, started_at, heartbeat_at, heartbeat_age_ms, daemons, drained, daemon_name, state, generation,
+	 * state_since, request_kind, requested_at, db_now.
+	 */
+	static final String ASSIGNMENTS_REQUESTS_AND_CLOCK = """
+			SELECT 'A', NULL, NULL, term, NULL, NULL,
+			       node_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+			       daemon_name, state, generation, state_since, NULL, NULL, NULL
+			FROM ${prefix}assignments
+			UNION ALL
+			SELECT 'Q', NULL, NULL, NULL, NULL, NULL,
+			       node_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+			       daemon_name, NULL, NULL, NULL, kind, requested_at, NULL
+			FROM ${prefix}daemon_requests
+			UNION ALL
+			SELECT 'T', NULL, NULL, NULL, NULL, NULL,
+			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+			       NULL, NULL, NULL, NULL, NULL, NULL, clock_timestamp()
+			""";
 
 	private final Duration nodeExpiry;
 
@@ -45,36 +70,17 @@ final class DaemonRows {
 		this.nodeExpiry = nodeExpiry;
 	}
 
-	/**
-	 * Returns the assignment, request and clock rows, to follow a {@code UNION ALL}; the node rows are the caller's.
-	 * @param prefix the validated table prefix
-	 * @return the SQL
-	 */
-	static String assignmentsRequestsAndClock(String prefix) {
-		return """
-				SELECT 'A', daemon_name, node_id, generation, state_since, term, state, NULL::timestamptz,
-				       NULL::varchar[], NULL::boolean
-				FROM %1$sassignments
-				UNION ALL
-				SELECT 'Q', daemon_name, node_id, NULL::bigint, requested_at, NULL::bigint, kind, NULL::timestamptz,
-				       NULL::varchar[], NULL::boolean
-				FROM %1$sdaemon_requests
-				UNION ALL
-				SELECT 'T', NULL::varchar, NULL::varchar, NULL::bigint, clock_timestamp(), NULL::bigint, NULL::varchar,
-				       NULL::timestamptz, NULL::varchar[], NULL::boolean
-				""".formatted(prefix);
-	}
-
 	void add(ResultSet rows) throws SQLException {
-		switch (rows.getString(1)) {
-			case "N" -> this.members.add(new Member(rows.getString(2), daemons(rows.getArray(9)),
-					rows.getLong(6) < this.nodeExpiry.toMillis(), rows.getBoolean(10)));
-			case "A" -> this.assignments.add(new Assignment(rows.getString(2), rows.getString(3),
-					AssignmentState.valueOf(rows.getString(7)), rows.getLong(4), rows.getLong(6),
-					Statements.instant(rows, 5)));
-			case "Q" -> this.requests.add(new DaemonRequest(DaemonRequest.Kind.valueOf(rows.getString(7)),
-					rows.getString(2), rows.getString(3), Statements.instant(rows, 5)));
-			case "T" -> this.now = Statements.instant(rows, 5);
+		switch (rows.getString("kind")) {
+			case "N" -> this.members.add(new Member(rows.getString("node_id"), daemons(rows.getArray("daemons")),
+					rows.getLong("heartbeat_age_ms") < this.nodeExpiry.toMillis(), rows.getBoolean("drained")));
+			case "A" -> this.assignments.add(new Assignment(rows.getString("daemon_name"), rows.getString("node_id"),
+					AssignmentState.valueOf(rows.getString("state")), rows.getLong("generation"),
+					rows.getLong("term"), Statements.instant(rows, "state_since")));
+			case "Q" -> this.requests.add(new DaemonRequest(
+					DaemonRequest.Kind.valueOf(rows.getString("request_kind")), rows.getString("daemon_name"),
+					rows.getString("node_id"), Statements.instant(rows, "requested_at")));
+			case "T" -> this.now = Statements.instant(rows, "db_now");
 			default -> {
 			}
 		}

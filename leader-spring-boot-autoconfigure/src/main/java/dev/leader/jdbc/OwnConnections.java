@@ -164,17 +164,18 @@ final class OwnConnections {
 		try (Statement statement = connection.createStatement();
 				ResultSet row = statement.executeQuery("SELECT pg_backend_pid()")) {
 			row.next();
-			return row.getInt(1);
+			return row.getInt("pg_backend_pid");
 		}
 	}
 
 	private Defaults probe(Connection connection) throws SQLException {
 		try (Statement statement = connection.createStatement();
-				ResultSet row = statement.executeQuery("SELECT pg_is_in_recovery(), "
-						+ "current_setting('transaction_isolation'), current_setting('default_transaction_read_only')")) {
+				ResultSet row = statement.executeQuery("""
+						SELECT pg_is_in_recovery() AS standby, current_setting('transaction_isolation') AS isolation,
+						       current_setting('default_transaction_read_only') AS read_only""")) {
 			row.next();
-			Defaults defaults = new Defaults(connection.getAutoCommit(), isolation(row.getString(2)),
-					connection.isReadOnly(), row.getBoolean(1), "on".equals(row.getString(3)));
+			Defaults defaults = new Defaults(connection.getAutoCommit(), isolation(row.getString("isolation")),
+					connection.isReadOnly(), row.getBoolean("standby"), "on".equals(row.getString("read_only")));
 			if (!connection.getAutoCommit()) {
 				// The probe's own transaction must not outlive it.
 				connection.rollback();

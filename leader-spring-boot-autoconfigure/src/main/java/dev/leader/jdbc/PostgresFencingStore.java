@@ -14,6 +14,46 @@ import org.jspecify.annotations.Nullable;
  */
 public final class PostgresFencingStore implements FencingStore {
 
+	/**
+	 * The lease guard. Only a row that this holder still holds with this term, unexpired, is locked, and FOR KEY SHARE
+	 * is taken: it conflicts with the FOR UPDATE that a takeover and a release take, never with the holder's renewal,
+	 * an UPDATE that changes no key. A guard that finds nothing to lock reads the row as it stands, for the message.
+	 * A term of an epoch before the server's last promotion guards nothing: a higher term may have been granted on the
+	 * old primary, with its writes lost, and every write after the promotion must come under a higher one.
+	 */
+	private static final String LOCK_LEASE = """
+			WITH locked AS (
+			  SELECT holder, term FROM ${prefix}leases
+			  WHERE group_name = ? AND holder = ? AND term = ? AND expires_at > clock_timestamp()
+			    AND term > (SELECT ${epoch_base})
+			  FOR KEY SHARE
+			)
+			SELECT true AS locked, holder, term, true AS valid, ${hold_limits} AS limits FROM locked, ${hold}
+			UNION ALL
+			SELECT false, holder, term, expires_at > clock_timestamp() AND term > (SELECT ${epoch_base}), NULL
+			FROM ${prefix}leases
+			WHERE group_name = ? AND NOT EXISTS (SELECT 1 FROM locked)
+			""";
+
+	/**
+	 * Advances a fence. A conflicting row is locked even when the WHERE clause keeps it unchanged; the fallback SELECT
+	 * then reads it from the statement's snapshot, and finds nothing only if it was created concurrently: that fails
+	 * closed.
+	 */
+	private static final String ADVANCE = """
+			WITH advanced AS (
+			  INSERT INTO ${prefix}fences AS f (resource, group_name, term, updated_at)
+			  VALUES (?, ?, ?, clock_timestamp())
+			  ON CONFLICT (resource) DO UPDATE SET term = excluded.term, updated_at = clock_timestamp()
+			  WHERE f.group_name = excluded.group_name AND f.term <= excluded.term
+			  RETURNING f.group_name, f.term
+			)
+			SELECT true AS advanced, group_name, term, ${hold_limits} AS limits FROM advanced, ${hold}
+			UNION ALL
+			SELECT false, group_name, term, NULL FROM ${prefix}fences
+			WHERE resource = ? AND NOT EXISTS (SELECT 1 FROM advanced)
+			""";
+
 	private final DataSource dataSource;
 
 	private final Statements statements;
@@ -40,40 +80,8 @@ public final class PostgresFencingStore implements FencingStore {
 		this.dataSource = dataSource;
 		this.statements = new Statements(queryTimeout);
 		this.holdLimitMillis = Math.max(1, holdLimit.toMillis());
-		String p = tablePrefix.value();
-		// Only a row that this holder still holds with this term, unexpired, is locked, and FOR KEY SHARE is taken:
-		// it conflicts with the FOR UPDATE that a takeover and a release take, never with the holder's renewal, an
-		// UPDATE that changes no key. A guard that finds nothing to lock reads the row as it stands, for the message.
-		// A term of an epoch before the server's last promotion guards nothing: a higher term may have been granted
-		// on the old primary, with its writes lost, and every write after the promotion must come under a higher one.
-		this.lockLeaseSql = """
-				WITH locked AS (
-				  SELECT holder, term FROM %1$sleases
-				  WHERE group_name = ? AND holder = ? AND term = ? AND expires_at > clock_timestamp()
-				    AND term > (SELECT %4$s)
-				  FOR KEY SHARE
-				)
-				SELECT true, holder, term, true, %2$s FROM locked, %3$s
-				UNION ALL
-				SELECT false, holder, term, expires_at > clock_timestamp() AND term > (SELECT %4$s), NULL
-				FROM %1$sleases
-				WHERE group_name = ? AND NOT EXISTS (SELECT 1 FROM locked)
-				""".formatted(p, Statements.HOLD_LIMITS, Statements.HOLD, Statements.EPOCH_BASE);
-		// A conflicting row is locked even when the WHERE clause keeps it unchanged; the fallback SELECT then reads
-		// it from the statement's snapshot, and finds nothing only if it was created concurrently: that fails closed.
-		this.advanceSql = """
-				WITH advanced AS (
-				  INSERT INTO %1$sfences AS f (resource, group_name, term, updated_at)
-				  VALUES (?, ?, ?, clock_timestamp())
-				  ON CONFLICT (resource) DO UPDATE SET term = excluded.term, updated_at = clock_timestamp()
-				  WHERE f.group_name = excluded.group_name AND f.term <= excluded.term
-				  RETURNING f.group_name, f.term
-				)
-				SELECT true, group_name, term, %2$s FROM advanced, %3$s
-				UNION ALL
-				SELECT false, group_name, term, NULL FROM %1$sfences
-				WHERE resource = ? AND NOT EXISTS (SELECT 1 FROM advanced)
-				""".formatted(p, Statements.HOLD_LIMITS, Statements.HOLD);
+		this.lockLeaseSql = tablePrefix.render(LOCK_LEASE);
+		this.advanceSql = tablePrefix.render(ADVANCE);
 	}
 
 	@Override
@@ -85,8 +93,8 @@ public final class PostgresFencingStore implements FencingStore {
 			statement.setLong(4, this.holdLimitMillis);
 			statement.setString(5, token.group());
 			try (ResultSet rows = statement.executeQuery()) {
-				return rows.next() ? new LeaseLock(rows.getBoolean(1), rows.getString(2), rows.getLong(3),
-						rows.getBoolean(4)) : null;
+				return rows.next() ? new LeaseLock(rows.getBoolean("locked"), rows.getString("holder"),
+						rows.getLong("term"), rows.getBoolean("valid")) : null;
 			}
 		});
 	}
@@ -100,7 +108,8 @@ public final class PostgresFencingStore implements FencingStore {
 			statement.setLong(4, this.holdLimitMillis);
 			statement.setString(5, resource);
 			try (ResultSet rows = statement.executeQuery()) {
-				return rows.next() ? new Fence(rows.getBoolean(1), rows.getString(2), rows.getLong(3)) : null;
+				return rows.next() ? new Fence(rows.getBoolean("advanced"), rows.getString("group_name"),
+						rows.getLong("term")) : null;
 			}
 		});
 	}

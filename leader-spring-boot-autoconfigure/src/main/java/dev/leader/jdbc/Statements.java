@@ -9,6 +9,7 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
+import java.util.Map;
 
 import javax.sql.DataSource;
 
@@ -51,6 +52,32 @@ final class Statements {
 	 */
 	static final String EPOCH_BASE = "((('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint"
 			+ " - 1) << 32)";
+
+	/**
+	 * An expression that makes the commit of the statement's own transaction durable, whatever the database's
+	 * default: a {@code synchronous_commit} of {@code off} or {@code local} is raised to {@code on}; a stronger one
+	 * ({@code remote_write}, {@code remote_apply}) is kept. Grants and renewals need it, since a lost term increment
+	 * could give two holders one term.
+	 */
+	static final String DURABLE = """
+			set_config('synchronous_commit', CASE WHEN current_setting('synchronous_commit') IN ('off', 'local')
+			  THEN 'on' ELSE current_setting('synchronous_commit') END, true)""";
+
+	/**
+	 * An expression for the milliseconds a lease row has left, by the database clock; negative once it has expired.
+	 */
+	static final String REMAINING_MS = "(extract(epoch from (expires_at - clock_timestamp())) * 1000)::bigint";
+
+	/**
+	 * An expression for the milliseconds since a node row's last heartbeat, by the database clock.
+	 */
+	static final String HEARTBEAT_AGE_MS = "(extract(epoch from (clock_timestamp() - heartbeat_at)) * 1000)::bigint";
+
+	/**
+	 * The fragments that SQL templates name besides {@code ${prefix}} ({@link TablePrefix#render}): all constant.
+	 */
+	static final Map<String, String> FRAGMENTS = Map.of("hold", HOLD, "hold_limits", HOLD_LIMITS, "epoch_base",
+			EPOCH_BASE, "durable", DURABLE, "remaining_ms", REMAINING_MS, "heartbeat_age_ms", HEARTBEAT_AGE_MS);
 
 	private final int timeoutSeconds;
 
@@ -126,13 +153,13 @@ final class Statements {
 	}
 
 	private static String limit(String setting) {
-		String current = "current_setting('" + setting + "')";
 		return """
-				set_config('%1$s', CASE WHEN %2$s::interval > interval '0' AND %2$s::interval <= h.hold THEN %2$s
-				  ELSE (extract(epoch FROM h.hold) * 1000)::bigint || 'ms' END, true)""".formatted(setting, current);
+				set_config('${setting}', CASE WHEN current_setting('${setting}')::interval > interval '0'
+				    AND current_setting('${setting}')::interval <= h.hold THEN current_setting('${setting}')
+				  ELSE (extract(epoch FROM h.hold) * 1000)::bigint || 'ms' END, true)""".replace("${setting}", setting);
 	}
 
-	static Instant instant(ResultSet rows, int column) throws SQLException {
+	static Instant instant(ResultSet rows, String column) throws SQLException {
 		return rows.getObject(column, OffsetDateTime.class).toInstant();
 	}
 
