@@ -26,6 +26,7 @@ import dev.leader.test.NodeEvent;
 import dev.leader.test.NodeEvent.Type;
 import dev.leader.test.NodeProcess;
 import dev.leader.test.StallingProxy;
+import dev.leader.test.TestNode;
 import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -92,7 +93,7 @@ class FaultInjectionTests {
 	private static final int POOL_SIZE_WITHOUT_LOAD = 4;
 
 	@RegisterExtension
-	final Cluster cluster = new Cluster(FAST, ALPHA, BETA);
+	final Cluster cluster = TestNode.cluster(FAST, ALPHA, BETA);
 
 	private final FaultHistory history = new FaultHistory(FAST, GROUPS, WRITE_RESUME_BOUND);
 

@@ -1,9 +1,11 @@
 package dev.leader.test;
 
+import java.io.IOException;
 import java.io.PrintStream;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -13,6 +15,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
@@ -63,6 +66,41 @@ public final class TestNode {
 	private static final Object printLock = new Object();
 
 	private TestNode() {
+	}
+
+	/**
+	 * Creates a cluster of test nodes on a fresh schema of the {@link TestDatabase}.
+	 * @param settings the settings of every node
+	 * @param groups the groups every node takes part in
+	 * @return the cluster, to register with {@code @RegisterExtension}
+	 */
+	public static Cluster cluster(LeaseSettings settings, String... groups) {
+		return cluster(settings, TestDatabase::createSchema, groups);
+	}
+
+	/**
+	 * Creates a cluster of test nodes on a database of the test's own, for example a {@link ReplicatedPostgres} pair;
+	 * register its extension before the cluster, so that the servers run before the schema is created and until it
+	 * is dropped.
+	 * @param settings the settings of every node
+	 * @param schemas creates the schema of each test
+	 * @param groups the groups every node takes part in
+	 * @return the cluster, to register with {@code @RegisterExtension}
+	 */
+	public static Cluster cluster(LeaseSettings settings, Supplier<TestDatabase> schemas, String... groups) {
+		return new Cluster(new Launcher(settings, List.of(groups)), schemas);
+	}
+
+	/**
+	 * Starts a test node outside a cluster.
+	 * @param nodeId the node id
+	 * @param arguments the other arguments, see the class description
+	 * @param stderr the file that receives the node's standard error
+	 * @return the running node
+	 * @throws IOException if the process cannot be started
+	 */
+	public static NodeProcess start(String nodeId, List<String> arguments, Path stderr) throws IOException {
+		return NodeProcess.start(TestNode.class, nodeId, arguments, Map.of(), stderr);
 	}
 
 	/**
@@ -262,6 +300,47 @@ public final class TestNode {
 		Duration duration(String name, Duration fallback) {
 			String value = this.values.get(name);
 			return (value != null) ? Duration.parse(value) : fallback;
+		}
+
+	}
+
+	/**
+	 * Starts the test nodes of a {@link Cluster}, each with its own role on the cluster's schema, and not through a
+	 * proxy: the fault tests put their own {@link StallingProxy} in front of the nodes that need one.
+	 */
+	private record Launcher(LeaseSettings settings, List<String> groups) implements Cluster.Launcher {
+
+		private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(20);
+
+		@Override
+		public Class<?> main() {
+			return TestNode.class;
+		}
+
+		@Override
+		public List<String> arguments(String nodeId, String url, String user, String password) {
+			List<String> arguments = new ArrayList<>(TestNode.arguments(this.settings));
+			arguments.add("--url=" + url);
+			arguments.add("--user=" + user);
+			arguments.add("--password=" + password);
+			arguments.add("--groups=" + String.join(",", this.groups));
+			return arguments;
+		}
+
+		@Override
+		public NodeProcess launch(Class<?> main, String nodeId, List<String> arguments,
+				Map<String, String> environment, Path output) throws IOException {
+			return NodeProcess.start(main, nodeId, arguments, environment, output);
+		}
+
+		@Override
+		public Duration startupTimeout() {
+			return STARTUP_TIMEOUT;
+		}
+
+		@Override
+		public boolean proxied() {
+			return false;
 		}
 
 	}

@@ -2,6 +2,7 @@ package dev.leader.test;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -13,6 +14,7 @@ import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -26,7 +28,6 @@ import java.util.function.Supplier;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.jdbc.LeaderSchemaMigration;
 import dev.leader.jdbc.TablePrefix;
-import dev.leader.lease.LeaseSettings;
 import dev.leader.test.NodeProcess.Tenure;
 import org.awaitility.core.ConditionTimeoutException;
 import org.jspecify.annotations.Nullable;
@@ -37,26 +38,49 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 import static org.awaitility.Awaitility.await;
 
 /**
- * A cluster of {@link NodeProcess nodes} on a fresh schema, as a JUnit extension: register it with
+ * A cluster of nodes, each a JVM of its own, on a fresh schema, as a JUnit extension: register it with
  * {@code @RegisterExtension} on an instance field. Before each test it creates the schema and runs the starter's
- * migrations; after each test it kills every node it started, prints their events and standard error if the test
- * failed, and drops the schema and the nodes' roles.
+ * migrations; after each test it kills every node it started, prints their events and output if the test failed,
+ * and drops the schema and the nodes' roles.
  * <p>
- * Every node logs in with a database role of its own, and its sessions carry the node id as
- * {@code application_name}, so that database faults can hit one node alone: see {@link #terminateSessions} and
- * {@link #refuseConnections}. The cluster also reads the coordinator's view of the leases.
+ * {@link #of(Class)} makes a cluster of the application's own Spring Boot nodes: each node runs the application's
+ * main class, on the test's class path, with {@code spring.datasource.*} and {@code leader.node.id} set for it and
+ * {@code server.port=0}, and prints a {@link NodeEvent} line for every leadership and membership event, which
+ * {@link NodeProcess} reads; see {@link #withProperty}. For example:
+ * <pre class="code">
+ * &#64;RegisterExtension
+ * final Cluster cluster = Cluster.of(MyApplication.class).withProperty("leader.groups", "billing");
+ *
+ * &#64;Test
+ * void followerTakesOverAfterTheLeaderIsKilled() {
+ *     this.cluster.startAll("a", "b", "c");
+ *     NodeProcess leader = this.cluster.awaitSingleLeader("billing", Duration.ofSeconds(30));
+ *     NodeEvent granted = leader.lastEvent((event) -&gt; event.is(NodeEvent.Type.GRANTED, "billing")).orElseThrow();
+ *     leader.kill9();
+ *     this.cluster.awaitGrant("billing", granted.term(), Duration.ofSeconds(30));
+ * }
+ * </pre>
+ * <p>
+ * The faults: {@link NodeProcess#sigstop()} and {@link NodeProcess#sigcont()} pause and resume a node,
+ * {@link NodeProcess#kill9()} kills it and {@link NodeProcess#sigterm()} stops it gracefully; {@link #start} a node
+ * id again to restart it. {@link #terminateSessions} ends a node's database sessions and {@link #refuseConnections}
+ * refuses new ones: every node logs in with a database role of its own, and every session sets the cluster's shared
+ * role, which owns what the nodes create, so the nodes share their tables while database faults hit one node alone.
+ * {@link #stallNetwork} stalls the connections of an application node, which reaches the database through a
+ * {@link StallingProxy} of its own; {@link #clockOffset} runs a node with its wall clock off, under libfaketime.
+ * The cluster also reads the coordinator's view of the leases ({@link #lease}).
+ * <p>
+ * Not for parallel tests: one test at a time uses a cluster.
  */
 public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 
-	private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(20);
+	private static final Path LIBFAKETIME = Path.of("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1");
 
-	private static final TablePrefix PREFIX = new TablePrefix("leader_");
-
-	private final LeaseSettings settings;
+	private final Launcher launcher;
 
 	private final Supplier<TestDatabase> schemas;
 
-	private final List<String> groups;
+	private final Map<String, String> properties = new LinkedHashMap<>();
 
 	private final List<NodeProcess> nodes = new CopyOnWriteArrayList<>();
 
@@ -64,37 +88,82 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 
 	private final Map<String, Role> roles = new ConcurrentHashMap<>();
 
+	private final Map<String, StallingProxy> proxies = new ConcurrentHashMap<>();
+
 	private @Nullable TestDatabase database;
 
 	private @Nullable HikariDataSource dataSource;
 
-	/**
-	 * Creates a cluster whose nodes use the given settings and take part in the given groups.
-	 * @param settings the settings of every node
-	 * @param groups the groups
-	 */
-	public Cluster(LeaseSettings settings, String... groups) {
-		this(settings, TestDatabase::createSchema, groups);
+	private @Nullable String sharedRole;
+
+	Cluster(Launcher launcher, Supplier<TestDatabase> schemas) {
+		this.launcher = launcher;
+		this.schemas = schemas;
 	}
 
 	/**
-	 * Creates a cluster on a database of the test's own, for example a {@link ReplicatedPostgres} pair; register its
-	 * extension before this one, so that the servers run before the schema is created and until it is dropped.
-	 * @param settings the settings of every node
-	 * @param schemas creates the schema of each test
-	 * @param groups the groups
+	 * Creates a cluster of the application's nodes on a fresh schema of the {@link TestDatabase}.
+	 * @param application the application's main class: a class with a {@code main} method that runs a
+	 * {@link org.springframework.boot.SpringApplication}
+	 * @return the cluster
 	 */
-	public Cluster(LeaseSettings settings, Supplier<TestDatabase> schemas, String... groups) {
-		this.settings = settings;
-		this.schemas = schemas;
-		this.groups = List.of(groups);
+	public static Cluster of(Class<?> application) {
+		return of(application, TestDatabase::createSchema);
+	}
+
+	/**
+	 * Creates a cluster of the application's nodes on a database of the test's own; register that database's
+	 * extension, if it is one, before this one, so that the server runs before the schema is created and until it is
+	 * dropped.
+	 * @param application the application's main class
+	 * @param schemas creates the schema of each test
+	 * @return the cluster
+	 */
+	public static Cluster of(Class<?> application, Supplier<TestDatabase> schemas) {
+		return new Cluster(new ApplicationLauncher(application), schemas);
+	}
+
+	/**
+	 * Sets a property of every node started from now on, as a command-line argument {@code --name=value}: for an
+	 * application cluster, a Spring Boot property, which overrides the application's own configuration. A property
+	 * given to {@link #start(String, Map)} overrides it for that node.
+	 * @param name the property name, for example {@code leader.lease.duration}
+	 * @param value the value
+	 * @return this cluster
+	 */
+	public Cluster withProperty(String name, String value) {
+		this.properties.put(name, value);
+		return this;
+	}
+
+	/**
+	 * Returns the environment that makes a node's wall clock run the given offset off the machine's, through
+	 * Debian's libfaketime, for {@link #start(String, List, Map)}. The monotonic clock stays real: the engine's safe
+	 * window runs on it, and the database's clock decides expiry.
+	 * @param offset how far ahead (or behind, if negative) the node's wall clock is, in whole seconds
+	 * @return the environment variables
+	 * @throws AssertionError if libfaketime is not installed, with the command that installs it
+	 */
+	public static Map<String, String> clockOffset(Duration offset) {
+		if (!Files.isReadable(LIBFAKETIME)) {
+			throw new AssertionError("libfaketime is missing (" + LIBFAKETIME + "): a node with its wall clock off "
+					+ "needs Debian's faketime package. Install it with 'apt-get install faketime'");
+		}
+		String seconds = ((offset.isNegative()) ? "-" : "+") + offset.abs().toSeconds() + "s";
+		// libfaketime's "monotonic fix" would freeze CLOCK_MONOTONIC readers such as the JVM's timed waits.
+		return Map.of("LD_PRELOAD", LIBFAKETIME.toString(), "FAKETIME", seconds, "FAKETIME_DONT_FAKE_MONOTONIC", "1",
+				"FAKETIME_FORCE_MONOTONIC_FIX", "0");
 	}
 
 	@Override
 	public void beforeEach(ExtensionContext context) {
 		this.database = this.schemas.get();
 		this.dataSource = this.database.dataSource(2);
-		new LeaderSchemaMigration(this.dataSource, PREFIX).migrate();
+		new LeaderSchemaMigration(this.dataSource, prefix()).migrate();
+		// Nodes create tables, such as the application's migrations, as this role, so that every node may use them.
+		this.sharedRole = this.database.schema() + "_nodes";
+		execute("CREATE ROLE " + this.sharedRole + " NOLOGIN");
+		execute("GRANT USAGE, CREATE ON SCHEMA " + this.database.schema() + " TO " + this.sharedRole);
 	}
 
 	@Override
@@ -105,12 +174,19 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 			}
 			this.nodes.clear();
 		}, () -> {
+			this.proxies.values().forEach(StallingProxy::close);
+			this.proxies.clear();
+		}, () -> {
 			if (this.database != null) {
 				this.database.drop();
 			}
 		}, () -> {
 			this.roles.values().forEach((role) -> execute("DROP ROLE IF EXISTS " + role.name()));
 			this.roles.clear();
+			if (this.sharedRole != null) {
+				execute("DROP ROLE IF EXISTS " + this.sharedRole);
+				this.sharedRole = null;
+			}
 		}, () -> {
 			if (this.dataSource != null) {
 				this.dataSource.close();
@@ -119,28 +195,30 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	}
 
 	/**
-	 * Returns the settings of every node.
-	 * @return the settings
-	 */
-	public LeaseSettings settings() {
-		return this.settings;
-	}
-
-	/**
-	 * Starts a node; it may not be ready yet.
+	 * Starts a node; it may not be ready yet. A node id that was started before logs in with the same role again,
+	 * so this also restarts a killed node.
 	 * @param nodeId the node id
 	 * @return the node
 	 */
 	public NodeProcess start(String nodeId) {
-		return start(nodeId, TestNode.class, List.of(), Map.of());
+		return start(nodeId, this.launcher.main(), List.of(), Map.of());
 	}
 
 	/**
-	 * Starts a node with another main class, see {@link NodeProcess#start(Class, String, List, Map, Path)}; it may
-	 * not be ready yet.
+	 * Starts a node with properties of its own; it may not be ready yet.
 	 * @param nodeId the node id
-	 * @param main the main class
-	 * @param extraArguments arguments added to the cluster's
+	 * @param properties properties that override the cluster's for this node, see {@link #withProperty}
+	 * @return the node
+	 */
+	public NodeProcess start(String nodeId, Map<String, String> properties) {
+		return start(nodeId, this.launcher.main(), arguments(properties), Map.of());
+	}
+
+	/**
+	 * Starts a node with another main class; it may not be ready yet.
+	 * @param nodeId the node id
+	 * @param main the main class, which takes the same arguments as the cluster's
+	 * @param extraArguments arguments added to the cluster's; they override them
 	 * @return the node
 	 */
 	public NodeProcess start(String nodeId, Class<?> main, List<String> extraArguments) {
@@ -148,22 +226,22 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	}
 
 	/**
-	 * Starts a {@link TestNode} with extra arguments and environment variables; it may not be ready yet.
+	 * Starts a node with extra arguments and environment variables; it may not be ready yet.
 	 * @param nodeId the node id
-	 * @param extraArguments more {@link TestNode} arguments; they override the cluster's, {@code --url} for example
-	 * @param environment variables added to the node's environment
+	 * @param extraArguments arguments {@code --name=value} added to the cluster's; they override them
+	 * @param environment variables added to the node's environment, for example {@link #clockOffset}
 	 * @return the node
 	 */
 	public NodeProcess start(String nodeId, List<String> extraArguments, Map<String, String> environment) {
-		return start(nodeId, TestNode.class, extraArguments, environment);
+		return start(nodeId, this.launcher.main(), extraArguments, environment);
 	}
 
 	/**
 	 * Starts a node with a main class, extra arguments and environment variables; it may not be ready yet. A node id
 	 * that was started before logs in with the same role again, so this also restarts a killed node.
 	 * @param nodeId the node id
-	 * @param main the main class, which takes the {@link TestNode} arguments
-	 * @param extraArguments arguments added to the cluster's; they override them, {@code --url} for example
+	 * @param main the main class, which takes the same arguments as the cluster's
+	 * @param extraArguments arguments added to the cluster's; they override them
 	 * @param environment variables added to the node's environment
 	 * @return the node
 	 */
@@ -172,15 +250,20 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 		TestDatabase database = database();
 		int count = this.started.incrementAndGet();
 		Role role = this.roles.computeIfAbsent(nodeId, (id) -> createRole(database.schema() + "_n" + count));
-		List<String> arguments = new ArrayList<>(TestNode.arguments(this.settings));
-		arguments.add("--url=" + database.url());
-		arguments.add("--user=" + role.name());
-		arguments.add("--password=" + role.password());
-		arguments.add("--groups=" + String.join(",", this.groups));
+		// Tables the test created since the last start: every node may use them.
+		execute("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA " + database.schema() + " TO "
+				+ this.sharedRole);
+		execute("GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA " + database.schema() + " TO " + this.sharedRole);
+		String url = database.url();
+		if (this.launcher.proxied()) {
+			url = this.proxies.computeIfAbsent(nodeId, (id) -> StallingProxy.inFrontOf(id, database.url())).jdbcUrl();
+		}
+		List<String> arguments = new ArrayList<>(this.launcher.arguments(nodeId, url, role.name(), role.password()));
+		arguments.addAll(arguments(this.properties));
 		arguments.addAll(extraArguments);
-		Path stderr = Path.of("target", "node-logs", database.schema(), nodeId + "-" + count + ".log");
+		Path output = Path.of("target", "node-logs", database.schema(), nodeId + "-" + count + ".log");
 		try {
-			NodeProcess node = NodeProcess.start(main, nodeId, arguments, environment, stderr);
+			NodeProcess node = this.launcher.launch(main, nodeId, arguments, environment, output);
 			this.nodes.add(node);
 			return node;
 		}
@@ -200,14 +283,30 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 		for (String nodeId : nodeIds) {
 			started.add(start(nodeId));
 		}
-		started.forEach((node) -> node.awaitReady(STARTUP_TIMEOUT));
+		Duration timeout = this.launcher.startupTimeout();
+		started.forEach((node) -> node.awaitReady(timeout));
 		for (NodeProcess node : started) {
 			for (String member : nodeIds) {
 				node.awaitEvent("JOINED " + member,
-						(event) -> event.type() == NodeEvent.Type.JOINED && member.equals(event.node()), STARTUP_TIMEOUT);
+						(event) -> event.type() == NodeEvent.Type.JOINED && member.equals(event.node()), timeout);
 			}
 		}
 		return started;
+	}
+
+	/**
+	 * Stalls the network between a node and the database for a while, from now; returns at once. Only nodes of an
+	 * {@linkplain #of(Class) application cluster} go through a proxy.
+	 * @param nodeId the node
+	 * @param duration how long nothing goes through in either direction
+	 * @see StallingProxy#stall(Duration)
+	 */
+	public void stallNetwork(String nodeId, Duration duration) {
+		StallingProxy proxy = this.proxies.get(nodeId);
+		if (proxy == null) {
+			throw new IllegalArgumentException("Node " + nodeId + " was not started behind a proxy");
+		}
+		proxy.stall(duration);
 	}
 
 	/**
@@ -335,7 +434,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 		String sql = """
 				SELECT holder, term, renewed_at, expires_at, clock_timestamp()
 				FROM %sleases WHERE group_name = ?
-				""".formatted(PREFIX.value());
+				""".formatted(prefix().value());
 		try (Connection connection = dataSource().getConnection();
 				PreparedStatement statement = connection.prepareStatement(sql)) {
 			statement.setString(1, group);
@@ -404,12 +503,20 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 
 	private Role createRole(String name) {
 		Role role = new Role(name, UUID.randomUUID().toString().replace("-", ""));
-		String schema = database().schema();
-		execute("CREATE ROLE " + role.name() + " LOGIN PASSWORD '" + role.password() + "'");
-		execute("GRANT USAGE ON SCHEMA " + schema + " TO " + role.name());
-		execute("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA " + schema + " TO " + role.name());
-		execute("GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA " + schema + " TO " + role.name());
+		execute("CREATE ROLE " + role.name() + " LOGIN PASSWORD '" + role.password() + "' IN ROLE " + this.sharedRole);
+		// Sessions take the shared role at once: what one node creates, the others may use.
+		execute("ALTER ROLE " + role.name() + " SET role = '" + this.sharedRole + "'");
 		return role;
+	}
+
+	private TablePrefix prefix() {
+		return new TablePrefix(this.properties.getOrDefault("leader.jdbc.table-prefix", "leader_"));
+	}
+
+	private static List<String> arguments(Map<String, String> properties) {
+		List<String> arguments = new ArrayList<>();
+		properties.forEach((name, value) -> arguments.add("--" + name + "=" + value));
+		return arguments;
 	}
 
 	private void execute(String sql) {
@@ -506,6 +613,54 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 		public long toNanoTime(Instant instant) {
 			return this.readAt - Duration.between(instant, this.databaseNow).toNanos();
 		}
+
+	}
+
+	/**
+	 * How the nodes of a cluster are started: their main class, their arguments, and their process.
+	 */
+	interface Launcher {
+
+		/**
+		 * Returns the main class of the nodes.
+		 * @return the main class
+		 */
+		Class<?> main();
+
+		/**
+		 * Returns the arguments that give a node its id and its database.
+		 * @param nodeId the node id
+		 * @param url the JDBC URL
+		 * @param user the database user
+		 * @param password the password
+		 * @return the arguments
+		 */
+		List<String> arguments(String nodeId, String url, String user, String password);
+
+		/**
+		 * Starts a node.
+		 * @param main the main class
+		 * @param nodeId the node id
+		 * @param arguments the arguments, later ones overriding earlier ones
+		 * @param environment variables added to the node's environment
+		 * @param output the file that receives the node's output
+		 * @return the running node
+		 * @throws IOException if the process cannot be started
+		 */
+		NodeProcess launch(Class<?> main, String nodeId, List<String> arguments, Map<String, String> environment,
+				Path output) throws IOException;
+
+		/**
+		 * Returns how long a node may take to be ready and to see the others join.
+		 * @return the timeout
+		 */
+		Duration startupTimeout();
+
+		/**
+		 * Returns whether each node reaches the database through a {@link StallingProxy} of its own.
+		 * @return whether nodes are proxied
+		 */
+		boolean proxied();
 
 	}
 

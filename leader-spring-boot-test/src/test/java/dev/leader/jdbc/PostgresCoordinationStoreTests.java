@@ -11,9 +11,9 @@ import java.util.Map;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
-import dev.leader.lease.AbstractCoordinationStoreContractTests;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.node.NodeRegistration;
+import dev.leader.test.AbstractCoordinationStoreContractTests;
 import dev.leader.test.TestDatabase;
 import org.junit.jupiter.api.Test;
 import org.postgresql.PGConnection;

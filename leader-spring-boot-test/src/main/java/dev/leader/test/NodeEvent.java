@@ -5,7 +5,7 @@ import java.util.Optional;
 import org.jspecify.annotations.Nullable;
 
 /**
- * One line of a {@link TestNode}'s standard output: what happened, and the {@link System#nanoTime()} at which the
+ * One line of a cluster node's standard output: what happened, and the {@link System#nanoTime()} at which the
  * node printed it. Every process on one Linux machine reads the same monotonic clock, so the times of different
  * nodes, and of the test itself, can be compared and subtracted.
  * <p>

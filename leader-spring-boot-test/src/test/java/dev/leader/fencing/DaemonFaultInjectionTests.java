@@ -23,6 +23,7 @@ import dev.leader.test.FaultHistory.FaultKind;
 import dev.leader.test.FaultHistory.Incarnation;
 import dev.leader.test.NodeProcess;
 import dev.leader.test.StallingProxy;
+import dev.leader.test.TestNode;
 import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -101,7 +102,7 @@ class DaemonFaultInjectionTests {
 	 * The nodes also take part in a group of their own, as in {@code MultiProcessDaemonTests}.
 	 */
 	@RegisterExtension
-	final Cluster cluster = new Cluster(FAST, "aux");
+	final Cluster cluster = TestNode.cluster(FAST, "aux");
 
 	private final FaultHistory history = new FaultHistory(FAST, List.of(), REASSIGNMENT_BOUND);
 

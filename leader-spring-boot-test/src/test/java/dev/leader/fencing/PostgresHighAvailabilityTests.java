@@ -40,6 +40,7 @@ import dev.leader.test.NodeEvent;
 import dev.leader.test.NodeEvent.Type;
 import dev.leader.test.NodeProcess;
 import dev.leader.test.ReplicatedPostgres;
+import dev.leader.test.TestNode;
 import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
@@ -96,7 +97,7 @@ class PostgresHighAvailabilityTests {
 
 	@RegisterExtension
 	@Order(2)
-	final Cluster cluster = new Cluster(FAST, this.servers::createSchema, ALPHA);
+	final Cluster cluster = TestNode.cluster(FAST, this.servers::createSchema, ALPHA);
 
 	private final Map<String, NodeProcess> running = new LinkedHashMap<>();
 

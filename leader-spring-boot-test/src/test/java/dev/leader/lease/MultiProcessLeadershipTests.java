@@ -13,6 +13,7 @@ import dev.leader.test.NodeEvent;
 import dev.leader.test.NodeEvent.Type;
 import dev.leader.test.NodeProcess;
 import dev.leader.test.RepeatedFault;
+import dev.leader.test.TestNode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -49,7 +50,7 @@ class MultiProcessLeadershipTests {
 	private static final Duration STEP_DOWN_TOLERANCE = Duration.ofMillis(200);
 
 	@RegisterExtension
-	final Cluster cluster = new Cluster(FAST, ALPHA, BETA);
+	final Cluster cluster = TestNode.cluster(FAST, ALPHA, BETA);
 
 	@Test
 	void threeNodesElectExactlyOneLeaderPerGroup() {

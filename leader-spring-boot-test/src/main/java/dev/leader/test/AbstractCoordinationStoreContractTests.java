@@ -1,4 +1,4 @@
-package dev.leader.lease;
+package dev.leader.test;
 
 import java.time.Duration;
 import java.time.Instant;
@@ -23,6 +23,8 @@ import java.util.stream.Collectors;
 import java.util.stream.LongStream;
 
 import dev.leader.NodeInfo;
+import dev.leader.lease.CoordinationStore;
+import dev.leader.lease.LeaseState;
 import dev.leader.lease.CoordinationStore.AcquireResult;
 import dev.leader.lease.CoordinationStore.Tick;
 import dev.leader.node.NodeRegistration;

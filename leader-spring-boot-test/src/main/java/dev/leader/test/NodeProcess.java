@@ -26,9 +26,9 @@ import org.jspecify.annotations.Nullable;
 import static org.awaitility.Awaitility.await;
 
 /**
- * A {@link TestNode} running in a JVM of its own, started with the test JVM's {@code java} binary and class path.
- * Its standard output is read on a thread of its own into {@link #events()}; its standard error goes to a file, see
- * {@link #describe()}.
+ * A cluster node running in a JVM of its own, started with the test JVM's {@code java} binary and class path,
+ * usually by a {@link Cluster}. Its standard output is read on a thread of its own: the {@link NodeEvent} lines into
+ * {@link #events()}, the last of the other lines for {@link #describe()}; its standard error goes to a file.
  * <p>
  * The signals: {@link #sigterm()} stops the node gracefully, {@link #kill9()} kills it outright, and
  * {@link #sigstop()} and {@link #sigcont()} freeze and thaw it. {@link #close()} kills it for sure; every process is
@@ -41,6 +41,8 @@ public final class NodeProcess implements AutoCloseable {
 	private static final Duration POLL_INTERVAL = Duration.ofMillis(5);
 
 	private static final int STDERR_TAIL_LINES = 60;
+
+	private static final int OTHER_OUTPUT_LINES = 200;
 
 	private static final Set<Process> running = ConcurrentHashMap.newKeySet();
 
@@ -74,40 +76,37 @@ public final class NodeProcess implements AutoCloseable {
 	}
 
 	/**
-	 * Starts a {@link TestNode}.
-	 * @param nodeId the node id, passed on as {@code --node}
-	 * @param arguments the other {@link TestNode} arguments
-	 * @param stderr the file that receives the node's standard error
-	 * @return the running node
-	 * @throws IOException if the process cannot be started
-	 */
-	public static NodeProcess start(String nodeId, List<String> arguments, Path stderr) throws IOException {
-		return start(TestNode.class, nodeId, arguments, Map.of(), stderr);
-	}
-
-	/**
-	 * Starts a node with another main class that takes the {@link TestNode} arguments and prints {@link NodeEvent}s,
-	 * and with extra environment variables, for example to preload libfaketime.
+	 * Starts a node in a small JVM on the test JVM's class path: a main class that takes {@code --node=<id>} and the
+	 * given arguments, and prints {@link NodeEvent} lines.
 	 * @param main the main class
 	 * @param nodeId the node id, passed on as {@code --node}
 	 * @param arguments the other arguments
-	 * @param environment variables added to the test JVM's environment
+	 * @param environment variables added to the test JVM's environment, for example to preload libfaketime
 	 * @param stderr the file that receives the node's standard error
 	 * @return the running node
 	 * @throws IOException if the process cannot be started
 	 */
 	public static NodeProcess start(Class<?> main, String nodeId, List<String> arguments,
 			Map<String, String> environment, Path stderr) throws IOException {
+		// Small, quick-starting JVMs: several of them share the machine with PostgreSQL and the test.
+		List<String> options = List.of("-Xmx64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
+		List<String> allArguments = new ArrayList<>();
+		allArguments.add("--node=" + nodeId);
+		allArguments.addAll(arguments);
+		return start(nodeId, options, main.getName(), allArguments, environment, stderr);
+	}
+
+	/**
+	 * Starts a JVM on the test JVM's class path.
+	 */
+	static NodeProcess start(String nodeId, List<String> options, String main, List<String> arguments,
+			Map<String, String> environment, Path stderr) throws IOException {
 		List<String> command = new ArrayList<>();
 		command.add(ProcessHandle.current().info().command().orElseThrow());
-		// Small, quick-starting JVMs: several of them share the machine with PostgreSQL and the test.
-		command.add("-Xmx64m");
-		command.add("-XX:+UseSerialGC");
-		command.add("-XX:TieredStopAtLevel=1");
+		command.addAll(options);
 		command.add("-cp");
 		command.add(System.getProperty("java.class.path"));
-		command.add(main.getName());
-		command.add("--node=" + nodeId);
+		command.add(main);
 		command.addAll(arguments);
 		Files.createDirectories(stderr.toAbsolutePath().getParent());
 		ProcessBuilder builder = new ProcessBuilder(command).redirectError(stderr.toFile());
@@ -361,7 +360,12 @@ public final class NodeProcess implements AutoCloseable {
 			String line;
 			while ((line = reader.readLine()) != null) {
 				String read = line;
-				NodeEvent.parse(read).ifPresentOrElse(this.events::add, () -> this.otherOutput.add(read));
+				NodeEvent.parse(read).ifPresentOrElse(this.events::add, () -> {
+					this.otherOutput.add(read);
+					if (this.otherOutput.size() > OTHER_OUTPUT_LINES) {
+						this.otherOutput.remove(0);
+					}
+				});
 			}
 		}
 		catch (IOException ex) {

@@ -16,6 +16,7 @@ import dev.leader.lease.LeaseSettings;
 import dev.leader.test.Cluster;
 import dev.leader.test.DaemonTestNode;
 import dev.leader.test.NodeProcess;
+import dev.leader.test.TestNode;
 import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -53,7 +54,7 @@ class MultiProcessDaemonTests {
 	 * coordinator never leads the daemons group.
 	 */
 	@RegisterExtension
-	final Cluster cluster = new Cluster(FAST, "aux");
+	final Cluster cluster = TestNode.cluster(FAST, "aux");
 
 	private JdbcClient jdbc;
 
