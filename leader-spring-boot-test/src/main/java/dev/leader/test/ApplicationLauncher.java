@@ -52,6 +52,11 @@ final class ApplicationLauncher implements Cluster.Launcher {
 	}
 
 	@Override
+	public boolean createsTables() {
+		return false;
+	}
+
+	@Override
 	public boolean proxied() {
 		return true;
 	}

@@ -39,8 +39,9 @@ import static org.awaitility.Awaitility.await;
 
 /**
  * A cluster of nodes, each a JVM of its own, on a fresh schema, as a JUnit extension: register it with
- * {@code @RegisterExtension} on an instance field. Before each test it creates the schema and runs the starter's
- * migrations; after each test it kills every node it started, prints their events and output if the test failed,
+ * {@code @RegisterExtension} on an instance field. Before each test it creates the schema (and, for the starter's
+ * own test nodes, its tables; the application's nodes run their migrations themselves); after each test it kills
+ * every node it started, prints their events and output if the test failed,
  * and drops the schema and the nodes' roles.
  * <p>
  * {@link #of(Class)} makes a cluster of the application's own Spring Boot nodes: each node runs the application's
@@ -73,6 +74,8 @@ import static org.awaitility.Awaitility.await;
  * Not for parallel tests: one test at a time uses a cluster.
  */
 public final class Cluster implements BeforeEachCallback, AfterEachCallback {
+
+	private static final String UNDEFINED_TABLE = "42P01";
 
 	private static final Path LIBFAKETIME = Path.of("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1");
 
@@ -159,7 +162,9 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	public void beforeEach(ExtensionContext context) {
 		this.database = this.schemas.get();
 		this.dataSource = this.database.dataSource(2);
-		new LeaderSchemaMigration(this.dataSource, prefix()).migrate();
+		if (this.launcher.createsTables()) {
+			new LeaderSchemaMigration(this.dataSource, prefix()).migrate();
+		}
 		// Nodes create tables, such as the application's migrations, as this role, so that every node may use them.
 		this.sharedRole = this.database.schema() + "_nodes";
 		execute("CREATE ROLE " + this.sharedRole + " NOLOGIN");
@@ -428,7 +433,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	/**
 	 * Reads a group's lease from the coordinator.
 	 * @param group the group
-	 * @return the lease, or empty if the group has none yet
+	 * @return the lease, or empty if the group has none yet, or no node has created the starter's tables
 	 */
 	public Optional<Lease> lease(String group) {
 		String sql = """
@@ -448,6 +453,10 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 			}
 		}
 		catch (SQLException ex) {
+			if (UNDEFINED_TABLE.equals(ex.getSQLState())) {
+				// No node has created the starter's tables yet.
+				return Optional.empty();
+			}
 			throw new IllegalStateException("Could not read the lease of " + group, ex);
 		}
 	}
@@ -655,6 +664,13 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 		 * @return the timeout
 		 */
 		Duration startupTimeout();
+
+		/**
+		 * Returns whether the cluster creates the starter's tables before the first node starts; if not, the nodes
+		 * create them, as an application's migrations do.
+		 * @return whether the cluster creates the tables
+		 */
+		boolean createsTables();
 
 		/**
 		 * Returns whether each node reaches the database through a {@link StallingProxy} of its own.

@@ -173,16 +173,18 @@ public final class NodeProcess implements AutoCloseable {
 	 */
 	public NodeEvent awaitEvent(String description, Predicate<NodeEvent> predicate, Duration timeout) {
 		try {
-			return await().atMost(timeout)
+			await().atMost(timeout)
 				.pollDelay(Duration.ZERO)
 				.pollInterval(POLL_INTERVAL)
-				.until(() -> firstEvent(predicate), Optional::isPresent)
-				.orElseThrow();
+				.until(() -> firstEvent(predicate).isPresent() || !this.reader.isAlive());
 		}
 		catch (ConditionTimeoutException ex) {
 			throw new AssertionError("Node " + this.nodeId + " did not print " + description + " within " + timeout
 					+ "\n" + describe(), ex);
 		}
+		// The reader ends when the process has exited and its last lines are read: no use waiting longer.
+		return firstEvent(predicate).orElseThrow(() -> new AssertionError(
+				"Node " + this.nodeId + " exited without printing " + description + "\n" + describe()));
 	}
 
 	/**

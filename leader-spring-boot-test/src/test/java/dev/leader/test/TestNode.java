@@ -339,6 +339,11 @@ public final class TestNode {
 		}
 
 		@Override
+		public boolean createsTables() {
+			return true;
+		}
+
+		@Override
 		public boolean proxied() {
 			return false;
 		}
