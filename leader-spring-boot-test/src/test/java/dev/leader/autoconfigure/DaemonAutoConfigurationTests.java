@@ -23,13 +23,10 @@ import dev.leader.actuate.LeadershipEndpoint.AssignmentDescriptor;
 import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.daemon.DaemonSettings;
 import dev.leader.lease.LeaderEngine;
-import dev.leader.test.TestDatabase;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
-import org.springframework.boot.autoconfigure.AutoConfigurations;
-import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.ApplicationListener;
 import org.springframework.context.PayloadApplicationEvent;
@@ -47,35 +44,21 @@ class DaemonAutoConfigurationTests {
 
 	private static final Duration WAIT = Duration.ofSeconds(10);
 
-	private TestDatabase database;
+	@RegisterExtension
+	final SchemaContextRunners schema = new SchemaContextRunners();
 
 	private ApplicationContextRunner contextRunner;
 
 	@BeforeEach
-	void createSchema() {
-		this.database = TestDatabase.createSchema();
-		this.contextRunner = new ApplicationContextRunner()
-			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class,
-					LeaderEndpointAutoConfiguration.class))
-			.withPropertyValues("spring.datasource.url=" + this.database.url(),
-					"spring.datasource.username=" + this.database.user(),
-					"spring.datasource.password=" + this.database.password(), "leader.node.id=test-node",
-					"leader.lease.renew-interval=200ms", "leader.daemons.settle-window=0s",
-					"management.endpoints.web.exposure.include=leadership");
-	}
-
-	@AfterEach
-	void dropSchema() {
-		this.database.drop();
+	void createRunner() {
+		this.contextRunner = this.schema.runner(LeaderEndpointAutoConfiguration.class)
+			.withPropertyValues("leader.node.id=test-node", "leader.lease.renew-interval=200ms",
+					"leader.daemons.settle-window=0s", "management.endpoints.web.exposure.include=leadership");
 	}
 
 	@Test
 	void defaultsGiveACoordinatorWithTheDocumentedSettings() {
-		new ApplicationContextRunner()
-			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class))
-			.withPropertyValues("spring.datasource.url=" + this.database.url(),
-					"spring.datasource.username=" + this.database.user(),
-					"spring.datasource.password=" + this.database.password())
+		this.schema.runner()
 			.run((context) -> {
 				assertThat(context).hasSingleBean(DaemonCoordinator.class);
 				assertThat(context.getBean(DaemonSettings.class)).isEqualTo(DaemonSettings.defaults());
@@ -146,7 +129,7 @@ class DaemonAutoConfigurationTests {
 					.optional(), (state) -> state.equals(java.util.Optional.of("ACTIVE")));
 		});
 		// This node was the only one, and the leader: only its own hand-over can have deleted the assignment.
-		try (var dataSource = this.database.dataSource(1)) {
+		try (var dataSource = this.schema.database().dataSource(1)) {
 			JdbcClient client = JdbcClient.create(dataSource);
 			assertThat(client.sql("SELECT state FROM leader_assignments WHERE daemon_name = 'steady'")
 				.query(String.class)
@@ -157,11 +140,12 @@ class DaemonAutoConfigurationTests {
 
 	@Test
 	void contextStoppedAndStartedTwentyTimesLeadsAndRunsItsDaemonAgainAndKeepsNoThreadOrConnectionWhileStopped() {
-		String applicationName = "restart-" + this.database.schema();
+		String applicationName = "restart-" + this.schema.database().schema();
 		Set<Thread> threadsBefore = leaderThreads();
 		AtomicInteger runs = new AtomicInteger();
 		this.contextRunner
-			.withPropertyValues("spring.datasource.url=" + this.database.url() + "&ApplicationName=" + applicationName)
+			.withPropertyValues(
+					"spring.datasource.url=" + this.schema.database().url() + "&ApplicationName=" + applicationName)
 			.withBean("steady", DaemonAgent.class, () -> (context) -> {
 				runs.incrementAndGet();
 				context.awaitCancellation(Duration.ofMinutes(1));
@@ -266,7 +250,7 @@ class DaemonAutoConfigurationTests {
 	}
 
 	private long sessions(String applicationName) throws SQLException {
-		try (Connection connection = this.database.connect();
+		try (Connection connection = this.schema.database().connect();
 				PreparedStatement statement = connection
 					.prepareStatement("SELECT count(*) FROM pg_stat_activity WHERE application_name = ?")) {
 			statement.setString(1, applicationName);

@@ -21,12 +21,12 @@ import dev.leader.actuate.LeadershipEndpoint;
 import dev.leader.actuate.LeadershipEndpoint.DrainDescriptor;
 import dev.leader.actuate.LeadershipEndpoint.RequestDescriptor;
 import dev.leader.actuate.LeadershipHealthIndicator;
-import dev.leader.test.TestDatabase;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -49,7 +49,6 @@ import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.Status;
 import org.springframework.boot.http.converter.autoconfigure.HttpMessageConvertersAutoConfiguration;
 import org.springframework.boot.jackson.autoconfigure.JacksonAutoConfiguration;
-import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration;
 import org.springframework.boot.micrometer.metrics.autoconfigure.MetricsAutoConfiguration;
 import org.springframework.boot.micrometer.metrics.autoconfigure.export.simple.SimpleMetricsExportAutoConfiguration;
@@ -83,22 +82,21 @@ class DaemonOperationsTests {
 
 	private static final HttpClient HTTP = HttpClient.newHttpClient();
 
-	private TestDatabase database;
+	@RegisterExtension
+	final SchemaContextRunners schema = new SchemaContextRunners();
 
 	private JdbcClient jdbc;
 
 	private com.zaxxer.hikari.HikariDataSource dataSource;
 
 	@BeforeEach
-	void createSchema() {
-		this.database = TestDatabase.createSchema();
-		this.dataSource = this.database.dataSource(2);
+	void openPool() {
+		this.dataSource = this.schema.database().dataSource(2);
 	}
 
 	@AfterEach
-	void dropSchema() {
+	void closePool() {
 		this.dataSource.close();
-		this.database.drop();
 	}
 
 	private ApplicationContextRunner node(String id, String... properties) {
@@ -119,15 +117,11 @@ class DaemonOperationsTests {
 	}
 
 	private <R extends AbstractApplicationContextRunner<R, ?, ?>> R node(R runner, String id, String... properties) {
-		return runner
-			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class,
-					LeaderEndpointAutoConfiguration.class, ObservationAutoConfiguration.class,
+		return this.schema
+			.on(runner, LeaderEndpointAutoConfiguration.class, ObservationAutoConfiguration.class,
 					MetricsAutoConfiguration.class, CompositeMeterRegistryAutoConfiguration.class,
-					SimpleMetricsExportAutoConfiguration.class, LeaderMetricsAutoConfiguration.class))
-			.withPropertyValues("spring.datasource.url=" + this.database.url(),
-					"spring.datasource.username=" + this.database.user(),
-					"spring.datasource.password=" + this.database.password(),
-					"spring.datasource.hikari.maximum-pool-size=4", "leader.node.id=" + id,
+					SimpleMetricsExportAutoConfiguration.class, LeaderMetricsAutoConfiguration.class)
+			.withPropertyValues("spring.datasource.hikari.maximum-pool-size=4", "leader.node.id=" + id,
 					"leader.lease.duration=2s", "leader.lease.renew-interval=300ms",
 					"leader.lease.retry-interval=300ms", "leader.lease.safety-margin=100ms", "leader.node.expiry=2s",
 					"leader.daemons.settle-window=0s",
@@ -155,13 +149,9 @@ class DaemonOperationsTests {
 
 	@Test
 	void daemonWriteOperationsAreAbsentWithTheDefaultAccessAndPresentWhenGranted() {
-		ApplicationContextRunner web = new ApplicationContextRunner()
-			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class,
-					LeaderEndpointAutoConfiguration.class, EndpointAutoConfiguration.class))
-			.withPropertyValues("spring.datasource.url=" + this.database.url(),
-					"spring.datasource.username=" + this.database.user(),
-					"spring.datasource.password=" + this.database.password(), "leader.node.id=web-node",
-					"management.endpoints.web.exposure.include=leadership");
+		ApplicationContextRunner web = this.schema
+			.runner(LeaderEndpointAutoConfiguration.class, EndpointAutoConfiguration.class)
+			.withPropertyValues("leader.node.id=web-node", "management.endpoints.web.exposure.include=leadership");
 		web.run((context) -> assertThat(operations(context))
 			.containsExactlyInAnyOrder("GET leadership", "GET leadership/{group}"));
 		web.withPropertyValues("management.endpoint.leadership.access=UNRESTRICTED")

@@ -29,15 +29,12 @@ import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseSettings;
 import dev.leader.lease.LeaseState;
 import dev.leader.node.NodeRegistration;
-import dev.leader.test.TestDatabase;
 import org.jspecify.annotations.Nullable;
 import org.assertj.core.api.AbstractThrowableAssert;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
-import org.springframework.boot.autoconfigure.AutoConfigurations;
-import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.test.context.assertj.AssertableApplicationContext;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Bean;
@@ -54,23 +51,15 @@ class LeaderAutoConfigurationTests {
 
 	private static final Duration WAIT = Duration.ofSeconds(10);
 
-	private TestDatabase database;
+	@RegisterExtension
+	final SchemaContextRunners schema = new SchemaContextRunners();
 
 	private ApplicationContextRunner contextRunner;
 
 	@BeforeEach
-	void createSchema() {
-		this.database = TestDatabase.createSchema();
-		this.contextRunner = new ApplicationContextRunner()
-			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class))
-			.withPropertyValues("spring.datasource.url=" + this.database.url(),
-					"spring.datasource.username=" + this.database.user(),
-					"spring.datasource.password=" + this.database.password(), "leader.node.id=test-node");
-	}
-
-	@AfterEach
-	void dropSchema() {
-		this.database.drop();
+	void createRunner() {
+		this.contextRunner = this.schema.runner()
+			.withPropertyValues("leader.node.id=test-node");
 	}
 
 	@Test
@@ -286,7 +275,8 @@ class LeaderAutoConfigurationTests {
 
 	@Test
 	void hostileTablePrefixIsRejectedBeforeAnythingIsCreated() throws SQLException {
-		try (Connection connection = this.database.connect(); Statement statement = connection.createStatement()) {
+		try (Connection connection = this.schema.database().connect();
+				Statement statement = connection.createStatement()) {
 			statement.execute("CREATE TABLE y (id INT)");
 		}
 		this.contextRunner.withPropertyValues("leader.jdbc.table-prefix=x; drop table y").run((context) -> {
@@ -310,10 +300,10 @@ class LeaderAutoConfigurationTests {
 
 	private Set<String> tables() throws SQLException {
 		Set<String> tables = new TreeSet<>();
-		try (Connection connection = this.database.connect();
+		try (Connection connection = this.schema.database().connect();
 				PreparedStatement statement = connection
 					.prepareStatement("SELECT table_name FROM information_schema.tables WHERE table_schema = ?")) {
-			statement.setString(1, this.database.schema());
+			statement.setString(1, this.schema.database().schema());
 			try (ResultSet rows = statement.executeQuery()) {
 				while (rows.next()) {
 					tables.add(rows.getString(1));
@@ -324,8 +314,8 @@ class LeaderAutoConfigurationTests {
 	}
 
 	private void leaseHeldByAnotherNode(String group) throws SQLException {
-		new LeaderSchemaMigration(this.database.unpooled(), new TablePrefix("leader_")).migrate();
-		try (Connection connection = this.database.connect();
+		new LeaderSchemaMigration(this.schema.database().unpooled(), new TablePrefix("leader_")).migrate();
+		try (Connection connection = this.schema.database().connect();
 				PreparedStatement statement = connection.prepareStatement("""
 						INSERT INTO leader_leases (group_name, holder, term, acquired_at, renewed_at, expires_at)
 						VALUES (?, 'other-node', 4, clock_timestamp(), clock_timestamp(),

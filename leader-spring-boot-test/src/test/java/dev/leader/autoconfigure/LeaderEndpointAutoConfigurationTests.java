@@ -10,18 +10,15 @@ import dev.leader.actuate.LeadershipEndpoint.Role;
 import dev.leader.actuate.LeadershipEndpoint.YieldDescriptor;
 import dev.leader.actuate.LeadershipEndpointWebExtension;
 import dev.leader.actuate.LeadershipHealthIndicator;
-import dev.leader.test.TestDatabase;
 import org.assertj.core.api.InstanceOfAssertFactories;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
-import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.HealthIndicator;
 import org.springframework.boot.health.contributor.Status;
-import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 
@@ -33,24 +30,15 @@ import static org.awaitility.Awaitility.await;
  */
 class LeaderEndpointAutoConfigurationTests {
 
-	private TestDatabase database;
+	@RegisterExtension
+	final SchemaContextRunners schema = new SchemaContextRunners();
 
 	private ApplicationContextRunner contextRunner;
 
 	@BeforeEach
-	void createSchema() {
-		this.database = TestDatabase.createSchema();
-		this.contextRunner = new ApplicationContextRunner()
-			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class,
-					LeaderEndpointAutoConfiguration.class))
-			.withPropertyValues("spring.datasource.url=" + this.database.url(),
-					"spring.datasource.username=" + this.database.user(),
-					"spring.datasource.password=" + this.database.password(), "leader.node.id=test-node");
-	}
-
-	@AfterEach
-	void dropSchema() {
-		this.database.drop();
+	void createRunner() {
+		this.contextRunner = this.schema.runner(LeaderEndpointAutoConfiguration.class)
+			.withPropertyValues("leader.node.id=test-node");
 	}
 
 	@Test

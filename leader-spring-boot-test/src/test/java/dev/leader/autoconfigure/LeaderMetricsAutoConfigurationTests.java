@@ -14,16 +14,13 @@ import dev.leader.jdbc.LeaderSchemaMigration;
 import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.LeaderEngine;
-import dev.leader.test.TestDatabase;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
-import org.springframework.boot.autoconfigure.AutoConfigurations;
-import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration;
 import org.springframework.boot.micrometer.metrics.autoconfigure.MetricsAutoConfiguration;
 import org.springframework.boot.micrometer.metrics.autoconfigure.export.simple.SimpleMetricsExportAutoConfiguration;
@@ -43,29 +40,19 @@ import static org.awaitility.Awaitility.await;
  */
 class LeaderMetricsAutoConfigurationTests {
 
-	private TestDatabase database;
+	@RegisterExtension
+	final SchemaContextRunners schema = new SchemaContextRunners();
 
 	private ApplicationContextRunner contextRunner;
 
 	@BeforeEach
-	void createSchema() {
-		this.database = TestDatabase.createSchema();
-		this.contextRunner = new ApplicationContextRunner()
-			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class,
-					ObservationAutoConfiguration.class, MetricsAutoConfiguration.class,
+	void createRunner() {
+		this.contextRunner = this.schema.runner(ObservationAutoConfiguration.class, MetricsAutoConfiguration.class,
 					CompositeMeterRegistryAutoConfiguration.class, SimpleMetricsExportAutoConfiguration.class,
-					LeaderMetricsAutoConfiguration.class))
-			.withPropertyValues("spring.datasource.url=" + this.database.url(),
-					"spring.datasource.username=" + this.database.user(),
-					"spring.datasource.password=" + this.database.password(), "leader.node.id=metrics-node",
-					"leader.lease.duration=2s", "leader.lease.renew-interval=300ms",
-					"leader.lease.retry-interval=300ms", "leader.lease.safety-margin=100ms", "leader.node.expiry=2s",
-					"leader.lease.yield-cooldown=5s");
-	}
-
-	@AfterEach
-	void dropSchema() {
-		this.database.drop();
+					LeaderMetricsAutoConfiguration.class)
+			.withPropertyValues("leader.node.id=metrics-node", "leader.lease.duration=2s",
+					"leader.lease.renew-interval=300ms", "leader.lease.retry-interval=300ms",
+					"leader.lease.safety-margin=100ms", "leader.node.expiry=2s", "leader.lease.yield-cooldown=5s");
 	}
 
 	@Test
@@ -109,7 +96,7 @@ class LeaderMetricsAutoConfigurationTests {
 	@Test
 	void leaderlessTimerMeasuresTheGapBetweenACrashedLeadersLeaseAndTheNextTerm() {
 		// A node that crashed while holding the lease: it will never renew nor release it.
-		HikariDataSource dataSource = this.database.dataSource(3);
+		HikariDataSource dataSource = this.schema.database().dataSource(3);
 		try {
 			new LeaderSchemaMigration(dataSource, new TablePrefix("leader_")).migrate();
 			new PostgresCoordinationStore(dataSource, new TablePrefix("leader_"), Duration.ofSeconds(2))
@@ -186,12 +173,7 @@ class LeaderMetricsAutoConfigurationTests {
 	}
 
 	private ApplicationContextRunner leaderOnly() {
-		return new ApplicationContextRunner()
-			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class,
-					LeaderMetricsAutoConfiguration.class))
-			.withPropertyValues("spring.datasource.url=" + this.database.url(),
-					"spring.datasource.username=" + this.database.user(),
-					"spring.datasource.password=" + this.database.password());
+		return this.schema.runner(LeaderMetricsAutoConfiguration.class);
 	}
 
 	private static double gauge(MeterRegistry registry, LeaderMeters meter, String tag, String value) {

@@ -17,16 +17,13 @@ import dev.leader.NodeInfo;
 import dev.leader.daemon.DaemonStore;
 import dev.leader.fencing.Fencing;
 import dev.leader.lease.LeaderEngine;
-import dev.leader.test.TestDatabase;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
-import org.springframework.boot.autoconfigure.AutoConfigurations;
-import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
@@ -43,23 +40,15 @@ class LeaderSettingsValidationTests {
 
 	private static final Duration WAIT = Duration.ofSeconds(10);
 
-	private TestDatabase database;
+	@RegisterExtension
+	final SchemaContextRunners schema = new SchemaContextRunners();
 
 	private ApplicationContextRunner contextRunner;
 
 	@BeforeEach
-	void createSchema() {
-		this.database = TestDatabase.createSchema();
-		this.contextRunner = new ApplicationContextRunner()
-			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class))
-			.withPropertyValues("spring.datasource.url=" + this.database.url(),
-					"spring.datasource.username=" + this.database.user(),
-					"spring.datasource.password=" + this.database.password(), "leader.node.id=test-node");
-	}
-
-	@AfterEach
-	void dropSchema() {
-		this.database.drop();
+	void createRunner() {
+		this.contextRunner = this.schema.runner()
+			.withPropertyValues("leader.node.id=test-node");
 	}
 
 	static Stream<Arguments> invalidSettings() {
@@ -220,10 +209,10 @@ class LeaderSettingsValidationTests {
 
 	private Set<String> tables() throws SQLException {
 		Set<String> tables = new TreeSet<>();
-		try (Connection connection = this.database.connect();
+		try (Connection connection = this.schema.database().connect();
 				PreparedStatement statement = connection
 					.prepareStatement("SELECT table_name FROM information_schema.tables WHERE table_schema = ?")) {
-			statement.setString(1, this.database.schema());
+			statement.setString(1, this.schema.database().schema());
 			try (ResultSet rows = statement.executeQuery()) {
 				while (rows.next()) {
 					tables.add(rows.getString(1));
