@@ -21,6 +21,7 @@ import dev.leader.lease.LeaseSettings;
 import dev.leader.test.NodeEvent;
 import dev.leader.test.NodeEvent.Type;
 import dev.leader.test.NodeProcess;
+import dev.leader.test.TestNode;
 
 import static org.awaitility.Awaitility.await;
 
@@ -167,7 +168,7 @@ final class LeadershipTimings {
 		String nodeId = "node-" + (++this.started);
 		List<String> arguments = new ArrayList<>(nodeArguments(this.database, settings));
 		arguments.add("--groups=" + GROUP);
-		return NodeProcess.start(nodeId, arguments, this.logs.resolve(nodeId + ".log"));
+		return TestNode.start(nodeId, arguments, this.logs.resolve(nodeId + ".log"));
 	}
 
 	static List<String> nodeArguments(BenchDatabase database, LeaseSettings settings) {

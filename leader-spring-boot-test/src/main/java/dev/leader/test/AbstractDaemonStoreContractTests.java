@@ -1,0 +1,259 @@
+package dev.leader.test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.LongStream;
+
+import dev.leader.FencingToken;
+import dev.leader.daemon.Assignment;
+import dev.leader.daemon.AssignmentState;
+import dev.leader.daemon.DaemonStore;
+import dev.leader.lease.CoordinationStore;
+import dev.leader.node.NodeRegistration;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.transaction.IllegalTransactionStateException;
+import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.support.TransactionTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+
+/**
+ * The behaviour every {@link DaemonStore} must show, run against the real coordinator. A store passes this suite
+ * through a small subclass whose {@link #createStores()} gives, on an empty coordinator, the daemon store under test,
+ * the {@link CoordinationStore} of the same coordinator (the suite registers nodes and takes the leader's lease with
+ * it), and the transaction manager whose transactions {@link DaemonStore#lock} runs in; {@link #destroyStores}
+ * removes them again.
+ * <p>
+ * Every transition is a compare-and-set on the daemon's generation, and the leader's writes change nothing unless its
+ * token still holds the lease. The concurrency fuzz test races nodes that assign a daemon to themselves, acknowledge
+ * and hand it back, and checks exactly that every generation went to one node and that generations were handed out
+ * one by one.
+ */
+public abstract class AbstractDaemonStoreContractTests {
+
+	private static final String GROUP = "default";
+
+	private static final String LEADER = "leader";
+
+	private static final Duration LEASE = Duration.ofSeconds(30);
+
+	private static final Duration EXPIRY = Duration.ofSeconds(10);
+
+	private Stores stores;
+
+	private FencingToken leader;
+
+	/**
+	 * Creates the stores under test on an empty coordinator: no leases, nodes or assignments. Called before each test.
+	 * @return the stores
+	 * @throws Exception if the coordinator cannot be prepared
+	 */
+	protected abstract Stores createStores() throws Exception;
+
+	/**
+	 * Removes what {@link #createStores()} set up. Called after each test.
+	 * @param stores the stores of the test
+	 * @throws Exception if the coordinator cannot be cleaned up
+	 */
+	protected void destroyStores(Stores stores) throws Exception {
+	}
+
+	@BeforeEach
+	void prepareStores() throws Exception {
+		this.stores = createStores();
+		heartbeat(LEADER, Set.of());
+		CoordinationStore.AcquireResult result = coordination().acquire(GROUP, LEADER, LEASE);
+		assertThat(result.granted()).isTrue();
+		this.leader = new FencingToken(GROUP, result.lease().term());
+	}
+
+	@AfterEach
+	void cleanUpStores() throws Exception {
+		destroyStores(this.stores);
+	}
+
+	@Test
+	void readShowsTheDaemonsEachNodeAdvertisesAndWhetherItIsAlive() {
+		heartbeat("node-a", Set.of("outbox", "reports"));
+		assertThat(daemons().read(EXPIRY).member("node-a")).hasValueSatisfying((member) -> {
+			assertThat(member.daemons()).containsExactlyInAnyOrder("outbox", "reports");
+			assertThat(member.alive()).isTrue();
+		});
+		assertThat(daemons().read(EXPIRY).assignments()).isEmpty();
+	}
+
+	@Test
+	void assignmentGoesThroughItsStatesAndTheNextOneGetsTheNextGeneration() {
+		heartbeat("node-a", Set.of("outbox"));
+		assertThat(daemons().assign(this.leader, LEADER, "outbox", "node-a", 0)).isEqualTo(1);
+		assertThat(assignment("outbox")).extracting(Assignment::node, Assignment::state, Assignment::generation,
+				Assignment::term)
+			.containsExactly("node-a", AssignmentState.ASSIGNING, 1L, this.leader.term());
+		assertThat(daemons().acknowledge("node-a", "outbox", 1)).isTrue();
+		assertThat(assignment("outbox").state()).isEqualTo(AssignmentState.ACTIVE);
+		assertThat(daemons().revoke(this.leader, LEADER, "outbox", 1)).isTrue();
+		assertThat(assignment("outbox").state()).isEqualTo(AssignmentState.REVOKING);
+		assertThat(daemons().release("node-a", "outbox", 1)).isTrue();
+		assertThat(assignment("outbox")).extracting(Assignment::state, Assignment::isLive)
+			.containsExactly(AssignmentState.DELETED, false);
+		assertThat(daemons().assign(this.leader, LEADER, "outbox", "node-a", 1)).isEqualTo(2);
+		assertThat(daemons().reclaim(this.leader, LEADER, "outbox", 2)).isTrue();
+		assertThat(assignment("outbox")).extracting(Assignment::state, Assignment::generation)
+			.containsExactly(AssignmentState.DELETED, 2L);
+	}
+
+	@Test
+	void daemonWithALiveAssignmentCannotBeAssignedAgain() {
+		assertThat(daemons().assign(this.leader, LEADER, "outbox", "node-a", 0)).isEqualTo(1);
+		assertThat(daemons().assign(this.leader, LEADER, "outbox", "node-b", 0)).isZero();
+		assertThat(daemons().assign(this.leader, LEADER, "outbox", "node-b", 1)).isZero();
+		assertThat(assignment("outbox")).extracting(Assignment::node, Assignment::generation)
+			.containsExactly("node-a", 1L);
+	}
+
+	@Test
+	void transitionsWithAnotherGenerationOrNodeChangeNothing() {
+		daemons().assign(this.leader, LEADER, "outbox", "node-a", 0);
+		assertThat(daemons().acknowledge("node-a", "outbox", 2)).isFalse();
+		assertThat(daemons().acknowledge("node-b", "outbox", 1)).isFalse();
+		assertThat(daemons().revoke(this.leader, LEADER, "outbox", 2)).isFalse();
+		assertThat(daemons().reclaim(this.leader, LEADER, "outbox", 0)).isFalse();
+		assertThat(daemons().release("node-b", "outbox", 1)).isFalse();
+		assertThat(daemons().release("node-a", "outbox", 2)).isFalse();
+		assertThat(daemons().acknowledge("node-a", "never-assigned", 1)).isFalse();
+		assertThat(assignment("outbox")).extracting(Assignment::node, Assignment::state, Assignment::generation)
+			.containsExactly("node-a", AssignmentState.ASSIGNING, 1L);
+	}
+
+	@Test
+	void deposedLeaderCannotChangeAssignments() {
+		daemons().assign(this.leader, LEADER, "outbox", "node-a", 0);
+		coordination().release(LEADER, Map.of(GROUP, this.leader.term()));
+		assertThat(coordination().acquire(GROUP, "successor", LEASE).granted()).isTrue();
+		assertThat(daemons().assign(this.leader, LEADER, "reports", "node-a", 0)).isZero();
+		assertThat(daemons().revoke(this.leader, LEADER, "outbox", 1)).isFalse();
+		assertThat(daemons().reclaim(this.leader, LEADER, "outbox", 1)).isFalse();
+		assertThat(daemons().read(EXPIRY).assignments()).singleElement()
+			.extracting(Assignment::daemon, Assignment::state)
+			.containsExactly("outbox", AssignmentState.ASSIGNING);
+	}
+
+	@Test
+	void drainingAnUnknownNodeReportsThatTheCoordinatorDoesNotKnowIt() {
+		heartbeat("node-a", Set.of("outbox"));
+		assertThat(daemons().drain("node-a", true)).isTrue();
+		assertThat(daemons().drain("unknown", true)).isFalse();
+	}
+
+	@Test
+	void lockReadsTheAssignmentInATransactionAndRefusesToRunWithoutOne() {
+		daemons().assign(this.leader, LEADER, "outbox", "node-a", 0);
+		TransactionTemplate transactions = new TransactionTemplate(this.stores.transactions());
+		Assignment locked = transactions.execute((status) -> daemons().lock("outbox"));
+		assertThat(locked).extracting(Assignment::node, Assignment::generation).containsExactly("node-a", 1L);
+		Assignment none = transactions.execute((status) -> daemons().lock("never-assigned"));
+		assertThat(none).isNull();
+		assertThatExceptionOfType(IllegalTransactionStateException.class).isThrownBy(() -> daemons().lock("outbox"));
+	}
+
+	/**
+	 * Nodes race for one daemon: each reads the assignment, asks the leader's token to assign the daemon to itself
+	 * when it has no live assignment, and then acknowledges and hands back what it got, sometimes leaving it for
+	 * another node to find live. Every generation must have gone to exactly one node, and the generations handed out
+	 * must be exactly 1 to the last one the store shows.
+	 */
+	@Test
+	void racingAssignmentsGiveEachGenerationToOneNodeAndHandGenerationsOutOneByOne() throws Exception {
+		int nodes = 6;
+		CyclicBarrier start = new CyclicBarrier(nodes);
+		Map<Long, Set<String>> holders = new ConcurrentHashMap<>();
+		ExecutorService executor = Executors.newFixedThreadPool(nodes);
+		try {
+			List<Future<?>> races = new ArrayList<>();
+			for (int i = 0; i < nodes; i++) {
+				String node = "racer-" + i;
+				heartbeat(node, Set.of("solo"));
+				Random random = new Random(i);
+				races.add(executor.submit(() -> {
+					start.await(10, TimeUnit.SECONDS);
+					for (int attempt = 0; attempt < 60; attempt++) {
+						Assignment current = daemons().read(EXPIRY).assignment("solo").orElse(null);
+						if (current != null && current.isLive()) {
+							if (random.nextInt(4) == 0) {
+								daemons().reclaim(this.leader, LEADER, "solo", current.generation());
+							}
+							continue;
+						}
+						long deleted = (current != null) ? current.generation() : 0;
+						long generation = daemons().assign(this.leader, LEADER, "solo", node, deleted);
+						if (generation == 0) {
+							continue;
+						}
+						holders.computeIfAbsent(generation, (key) -> ConcurrentHashMap.newKeySet()).add(node);
+						daemons().acknowledge(node, "solo", generation);
+						if (random.nextBoolean()) {
+							daemons().release(node, "solo", generation);
+						}
+					}
+					return null;
+				}));
+			}
+			for (Future<?> race : races) {
+				race.get(60, TimeUnit.SECONDS);
+			}
+		}
+		finally {
+			executor.shutdownNow();
+		}
+		Map<Long, Set<String>> sorted = new TreeMap<>(holders);
+		assertThat(sorted).allSatisfy((generation, nodesOfGeneration) -> assertThat(nodesOfGeneration)
+			.as("nodes assigned generation " + generation)
+			.hasSize(1));
+		long last = assignment("solo").generation();
+		assertThat(sorted.keySet()).as("generations handed out")
+			.containsExactlyElementsOf(LongStream.rangeClosed(1, last).boxed().toList());
+		assertThat(last).as("generations").isGreaterThan(nodes);
+	}
+
+	private void heartbeat(String node, Set<String> daemons) {
+		coordination().tick(new NodeRegistration(node, node, "host", 1, daemons), Map.of(), List.of(), LEASE, EXPIRY);
+	}
+
+	private Assignment assignment(String daemon) {
+		return daemons().read(EXPIRY).assignment(daemon).orElseThrow();
+	}
+
+	private DaemonStore daemons() {
+		return this.stores.daemons();
+	}
+
+	private CoordinationStore coordination() {
+		return this.stores.coordination();
+	}
+
+	/**
+	 * The stores of one test, on one coordinator.
+	 *
+	 * @param coordination the coordination store, which the suite registers nodes and takes the leader's lease with
+	 * @param daemons the daemon store under test
+	 * @param transactions the transaction manager whose transactions {@link DaemonStore#lock} runs in
+	 */
+	public record Stores(CoordinationStore coordination, DaemonStore daemons, PlatformTransactionManager transactions) {
+	}
+
+}

@@ -1,0 +1,433 @@
+package dev.leader.test;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
+
+import dev.leader.test.NodeEvent.Type;
+import org.awaitility.core.ConditionTimeoutException;
+import org.jspecify.annotations.Nullable;
+
+import static org.awaitility.Awaitility.await;
+
+/**
+ * A cluster node running in a JVM of its own, started with the test JVM's {@code java} binary and class path,
+ * usually by a {@link Cluster}. Its standard output is read on a thread of its own: the {@link NodeEvent} lines into
+ * {@link #events()}, the last of the other lines for {@link #describe()}; its standard error goes to a file.
+ * <p>
+ * The signals: {@link #sigterm()} stops the node gracefully, {@link #kill9()} kills it outright, and
+ * {@link #sigstop()} and {@link #sigcont()} freeze and thaw it. {@link #close()} kills it for sure; every process is
+ * also killed when the test JVM shuts down.
+ */
+public final class NodeProcess implements AutoCloseable {
+
+	private static final Duration EXIT_TIMEOUT = Duration.ofSeconds(10);
+
+	private static final Duration POLL_INTERVAL = Duration.ofMillis(5);
+
+	private static final int STDERR_TAIL_LINES = 60;
+
+	private static final int OTHER_OUTPUT_LINES = 200;
+
+	private static final Set<Process> running = ConcurrentHashMap.newKeySet();
+
+	static {
+		Runtime.getRuntime()
+			.addShutdownHook(new Thread(() -> running.forEach(Process::destroyForcibly), "node-process-reaper"));
+	}
+
+	private final String nodeId;
+
+	private final Process process;
+
+	private final Path stderr;
+
+	private final List<NodeEvent> events = new CopyOnWriteArrayList<>();
+
+	private final List<String> otherOutput = new CopyOnWriteArrayList<>();
+
+	private final Thread reader;
+
+	private volatile long exitedAt;
+
+	private NodeProcess(String nodeId, Process process, Path stderr) {
+		this.nodeId = nodeId;
+		this.process = process;
+		this.stderr = stderr;
+		this.reader = new Thread(this::readEvents, "node-" + nodeId + "-stdout");
+		this.reader.setDaemon(true);
+		this.reader.start();
+		process.onExit().thenRun(() -> this.exitedAt = System.nanoTime());
+	}
+
+	/**
+	 * Starts a node in a small JVM on the test JVM's class path: a main class that takes {@code --node=<id>} and the
+	 * given arguments, and prints {@link NodeEvent} lines.
+	 * @param main the main class
+	 * @param nodeId the node id, passed on as {@code --node}
+	 * @param arguments the other arguments
+	 * @param environment variables added to the test JVM's environment, for example to preload libfaketime
+	 * @param stderr the file that receives the node's standard error
+	 * @return the running node
+	 * @throws IOException if the process cannot be started
+	 */
+	public static NodeProcess start(Class<?> main, String nodeId, List<String> arguments,
+			Map<String, String> environment, Path stderr) throws IOException {
+		// Small, quick-starting JVMs: several of them share the machine with PostgreSQL and the test.
+		List<String> options = List.of("-Xmx64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
+		List<String> allArguments = new ArrayList<>();
+		allArguments.add("--node=" + nodeId);
+		allArguments.addAll(arguments);
+		return start(nodeId, options, main.getName(), allArguments, environment, stderr);
+	}
+
+	/**
+	 * Starts a JVM on the test JVM's class path.
+	 */
+	static NodeProcess start(String nodeId, List<String> options, String main, List<String> arguments,
+			Map<String, String> environment, Path stderr) throws IOException {
+		List<String> command = new ArrayList<>();
+		command.add(ProcessHandle.current().info().command().orElseThrow());
+		command.addAll(options);
+		command.add("-cp");
+		command.add(System.getProperty("java.class.path"));
+		command.add(main);
+		command.addAll(arguments);
+		Files.createDirectories(stderr.toAbsolutePath().getParent());
+		ProcessBuilder builder = new ProcessBuilder(command).redirectError(stderr.toFile());
+		builder.environment().putAll(environment);
+		Process process = builder.start();
+		running.add(process);
+		return new NodeProcess(nodeId, process, stderr);
+	}
+
+	/**
+	 * Returns the node id.
+	 * @return the node id
+	 */
+	public String nodeId() {
+		return this.nodeId;
+	}
+
+	/**
+	 * Returns the process id.
+	 * @return the pid
+	 */
+	public long pid() {
+		return this.process.pid();
+	}
+
+	/**
+	 * Returns the events printed so far, in order.
+	 * @return a snapshot of the events
+	 */
+	public List<NodeEvent> events() {
+		return List.copyOf(this.events);
+	}
+
+	/**
+	 * Returns the first event printed so far that matches.
+	 * @param predicate the events to look for
+	 * @return the first match, or empty
+	 */
+	public Optional<NodeEvent> firstEvent(Predicate<NodeEvent> predicate) {
+		return this.events.stream().filter(predicate).findFirst();
+	}
+
+	/**
+	 * Returns the last event printed so far that matches.
+	 * @param predicate the events to look for
+	 * @return the last match, or empty
+	 */
+	public Optional<NodeEvent> lastEvent(Predicate<NodeEvent> predicate) {
+		List<NodeEvent> snapshot = events();
+		for (int i = snapshot.size() - 1; i >= 0; i--) {
+			if (predicate.test(snapshot.get(i))) {
+				return Optional.of(snapshot.get(i));
+			}
+		}
+		return Optional.empty();
+	}
+
+	/**
+	 * Waits until the node has printed a matching event, or fails with the node's output.
+	 * @param description what is awaited, for the failure message
+	 * @param predicate the events to look for
+	 * @param timeout how long to wait at most
+	 * @return the first matching event
+	 */
+	public NodeEvent awaitEvent(String description, Predicate<NodeEvent> predicate, Duration timeout) {
+		try {
+			await().atMost(timeout)
+				.pollDelay(Duration.ZERO)
+				.pollInterval(POLL_INTERVAL)
+				.until(() -> firstEvent(predicate).isPresent() || !this.reader.isAlive());
+		}
+		catch (ConditionTimeoutException ex) {
+			throw new AssertionError("Node " + this.nodeId + " did not print " + description + " within " + timeout
+					+ "\n" + describe(), ex);
+		}
+		// The reader ends when the process has exited and its last lines are read: no use waiting longer.
+		return firstEvent(predicate).orElseThrow(() -> new AssertionError(
+				"Node " + this.nodeId + " exited without printing " + description + "\n" + describe()));
+	}
+
+	/**
+	 * Waits until the node has printed {@code READY}.
+	 * @param timeout how long to wait at most
+	 * @return this node
+	 */
+	public NodeProcess awaitReady(Duration timeout) {
+		awaitEvent("READY", (event) -> event.type() == Type.READY, timeout);
+		return this;
+	}
+
+	/**
+	 * Returns whether the node believes it leads the group, as far as its output tells: its last grant or revoke of
+	 * the group is a grant, and the process has not exited.
+	 * @param group the group
+	 * @return whether it leads
+	 */
+	public boolean isLeader(String group) {
+		return this.process.isAlive()
+				&& lastEvent((event) -> event.isLeadershipOf(group)).map((event) -> event.type() == Type.GRANTED)
+					.orElse(false);
+	}
+
+	/**
+	 * Returns the terms this node led the group for, each with when it began and ended.
+	 * @param group the group
+	 * @return the tenures, in the order they began
+	 * @throws AssertionError if the node printed a grant while it led, or a revoke that ends no grant of its term
+	 */
+	public List<Tenure> tenures(String group) {
+		List<Tenure> tenures = new ArrayList<>();
+		NodeEvent open = null;
+		for (NodeEvent event : events()) {
+			if (event.is(Type.GRANTED, group)) {
+				if (open != null) {
+					throw new AssertionError(this.nodeId + " was granted " + event + " while still leading " + open);
+				}
+				open = event;
+			}
+			else if (event.is(Type.REVOKED, group)) {
+				if (open == null || open.term() != event.term()) {
+					throw new AssertionError(this.nodeId + " printed " + event + " without a grant of that term");
+				}
+				tenures.add(new Tenure(this.nodeId, group, open.term(), open.nanoTime(),
+						OptionalLong.of(event.nanoTime()), event.reason()));
+				open = null;
+			}
+		}
+		if (open != null) {
+			OptionalLong ended = OptionalLong.empty();
+			if (!this.process.isAlive()) {
+				// Seen exiting, or now if the exit callback has not run yet: either is no earlier than the death.
+				long exited = this.exitedAt;
+				ended = OptionalLong.of((exited != 0) ? exited : System.nanoTime());
+			}
+			tenures.add(new Tenure(this.nodeId, group, open.term(), open.nanoTime(), ended, null));
+		}
+		return tenures;
+	}
+
+	/**
+	 * Sends SIGTERM, which makes the node stop gracefully; returns at once.
+	 */
+	public void sigterm() {
+		// Through the handle: Process.destroy() would also close the pipe, losing the lines printed on the way out.
+		this.process.toHandle().destroy();
+	}
+
+	/**
+	 * Sends SIGKILL and waits until the process is gone.
+	 */
+	public void kill9() {
+		this.process.toHandle().destroyForcibly();
+		awaitExit(EXIT_TIMEOUT);
+	}
+
+	/**
+	 * Freezes the process with SIGSTOP.
+	 */
+	public void sigstop() {
+		signal("STOP");
+	}
+
+	/**
+	 * Thaws a frozen process with SIGCONT.
+	 */
+	public void sigcont() {
+		signal("CONT");
+	}
+
+	/**
+	 * Waits for the process to exit.
+	 * @param timeout how long to wait at most
+	 * @return the exit code
+	 * @throws AssertionError if it is still running after the timeout
+	 */
+	public int awaitExit(Duration timeout) {
+		try {
+			if (!this.process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+				throw new AssertionError("Node " + this.nodeId + " did not exit within " + timeout + "\n" + describe());
+			}
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new AssertionError("Interrupted while waiting for node " + this.nodeId + " to exit", ex);
+		}
+		// The exit callback and the last lines of output arrive after waitFor returns.
+		await().atMost(EXIT_TIMEOUT).pollInterval(POLL_INTERVAL)
+			.until(() -> this.exitedAt != 0 && !this.reader.isAlive());
+		return this.process.exitValue();
+	}
+
+	/**
+	 * Returns whether the process is running (a frozen process is running).
+	 * @return whether it runs
+	 */
+	public boolean isAlive() {
+		return this.process.isAlive();
+	}
+
+	/**
+	 * Returns the {@link System#nanoTime()} at which the test JVM saw the process exit.
+	 * @return the time, or empty while it runs
+	 */
+	public OptionalLong exitedAt() {
+		long exited = this.exitedAt;
+		return (exited != 0) ? OptionalLong.of(exited) : OptionalLong.empty();
+	}
+
+	/**
+	 * Returns the file that receives the node's standard error.
+	 * @return the file
+	 */
+	public Path stderr() {
+		return this.stderr;
+	}
+
+	/**
+	 * Describes the node for a failure message: its state, its events, and the end of its standard error.
+	 * @return the description
+	 */
+	public String describe() {
+		StringBuilder description = new StringBuilder();
+		description.append("--- node ").append(this.nodeId).append(" pid ").append(pid());
+		description.append(this.process.isAlive() ? " running" : " exited with " + this.process.exitValue());
+		description.append(", stderr in ").append(this.stderr.toAbsolutePath()).append('\n');
+		this.events.forEach((event) -> description.append(event.format()).append('\n'));
+		this.otherOutput.forEach((line) -> description.append("stdout: ").append(line).append('\n'));
+		description.append("--- last lines of stderr:\n");
+		stderrTail().forEach((line) -> description.append(line).append('\n'));
+		return description.toString();
+	}
+
+	/**
+	 * Kills the process with SIGKILL, which ends a frozen process too, and waits until it is gone.
+	 */
+	@Override
+	public void close() {
+		if (this.process.isAlive()) {
+			this.process.toHandle().destroyForcibly();
+		}
+		try {
+			this.process.waitFor(EXIT_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+		running.remove(this.process);
+	}
+
+	private void readEvents() {
+		try (BufferedReader reader = new BufferedReader(
+				new InputStreamReader(this.process.getInputStream(), StandardCharsets.UTF_8))) {
+			String line;
+			while ((line = reader.readLine()) != null) {
+				String read = line;
+				NodeEvent.parse(read).ifPresentOrElse(this.events::add, () -> {
+					this.otherOutput.add(read);
+					if (this.otherOutput.size() > OTHER_OUTPUT_LINES) {
+						this.otherOutput.remove(0);
+					}
+				});
+			}
+		}
+		catch (IOException ex) {
+			this.otherOutput.add("(stdout could not be read: " + ex + ")");
+		}
+	}
+
+	private void signal(String signal) {
+		try {
+			Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(pid())).redirectErrorStream(true)
+				.start();
+			if (!kill.waitFor(EXIT_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS) || kill.exitValue() != 0) {
+				kill.destroyForcibly();
+				throw new IllegalStateException("kill -" + signal + " " + pid() + " failed: "
+						+ new String(kill.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+			}
+		}
+		catch (IOException ex) {
+			throw new UncheckedIOException(ex);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new IllegalStateException("Interrupted while sending SIG" + signal + " to " + pid(), ex);
+		}
+	}
+
+	private List<String> stderrTail() {
+		try {
+			List<String> lines = Files.readAllLines(this.stderr, StandardCharsets.UTF_8);
+			return lines.subList(Math.max(0, lines.size() - STDERR_TAIL_LINES), lines.size());
+		}
+		catch (IOException ex) {
+			return List.of("(could not read " + this.stderr + ": " + ex + ")");
+		}
+	}
+
+	/**
+	 * One term for which a node led a group, as its output tells.
+	 *
+	 * @param node the node
+	 * @param group the group
+	 * @param term the term
+	 * @param grantedAt when the node printed the grant
+	 * @param endedAt when the node printed the revoke or, if it printed none, when the process was seen to exit;
+	 * empty while it leads
+	 * @param reason the revoke reason, or {@code null} if the node printed no revoke
+	 */
+	public record Tenure(String node, String group, long term, long grantedAt, OptionalLong endedAt,
+			@Nullable String reason) {
+
+		/**
+		 * Returns whether this tenure and another one overlap in time.
+		 * @param other the other tenure
+		 * @return whether both nodes believed they led at the same instant
+		 */
+		public boolean overlaps(Tenure other) {
+			return this.grantedAt < other.endedAt.orElse(Long.MAX_VALUE)
+					&& other.grantedAt < this.endedAt.orElse(Long.MAX_VALUE);
+		}
+
+	}
+
+}

@@ -1,0 +1,147 @@
+package dev.leader.autoconfigure;
+
+import java.time.Duration;
+import java.util.Map;
+
+import dev.leader.Leadership;
+import dev.leader.actuate.LeadershipEndpoint;
+import dev.leader.actuate.LeadershipEndpoint.LeadershipDescriptor;
+import dev.leader.actuate.LeadershipEndpoint.Role;
+import dev.leader.actuate.LeadershipEndpoint.YieldDescriptor;
+import dev.leader.actuate.LeadershipEndpointWebExtension;
+import dev.leader.actuate.LeadershipHealthIndicator;
+import org.assertj.core.api.InstanceOfAssertFactories;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
+import org.springframework.boot.health.contributor.Health;
+import org.springframework.boot.health.contributor.HealthIndicator;
+import org.springframework.boot.health.contributor.Status;
+import org.springframework.boot.test.context.FilteredClassLoader;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Tests for {@link LeaderEndpointAutoConfiguration}, each against a fresh PostgreSQL schema.
+ */
+class LeaderEndpointAutoConfigurationTests {
+
+	@RegisterExtension
+	final SchemaContextRunners schema = new SchemaContextRunners();
+
+	private ApplicationContextRunner contextRunner;
+
+	@BeforeEach
+	void createRunner() {
+		this.contextRunner = this.schema.runner(LeaderEndpointAutoConfiguration.class)
+			.withPropertyValues("leader.node.id=test-node");
+	}
+
+	@Test
+	void endpointIsAutoConfiguredWhenExposed() {
+		this.contextRunner.withPropertyValues("management.endpoints.web.exposure.include=leadership")
+			.run((context) -> {
+				assertThat(context).hasSingleBean(LeadershipEndpoint.class)
+					.hasSingleBean(LeadershipEndpointWebExtension.class);
+				LeadershipDescriptor descriptor = context.getBean(LeadershipEndpoint.class).leadership();
+				assertThat(descriptor.node()).isEqualTo("test-node");
+				assertThat(descriptor.groups()).containsOnlyKeys("default");
+			});
+	}
+
+	@Test
+	void webExtensionIsNotAutoConfiguredWhenTheEndpointIsExposedOverJmxOnly() {
+		this.contextRunner
+			.withPropertyValues("spring.jmx.enabled=true", "management.endpoints.jmx.exposure.include=leadership")
+			.run((context) -> assertThat(context).hasSingleBean(LeadershipEndpoint.class)
+				.doesNotHaveBean(LeadershipEndpointWebExtension.class));
+	}
+
+	@Test
+	void yieldOperationMakesThisNodeStepDownForTheCooldown() {
+		this.contextRunner.withPropertyValues("management.endpoints.web.exposure.include=leadership")
+			.run((context) -> {
+				Leadership leadership = context.getBean(Leadership.class);
+				LeadershipEndpoint endpoint = context.getBean(LeadershipEndpoint.class);
+				await().atMost(Duration.ofSeconds(10)).until(() -> leadership.isLeader("default"));
+				assertThat(endpoint.yieldGroup("default")).isEqualTo(new YieldDescriptor("default", true, 10_000));
+				assertThat(leadership.isLeader("default")).isFalse();
+				assertThat(endpoint.group("default").role()).isEqualTo(Role.FOLLOWER);
+				assertThat(endpoint.yieldGroup("default")).isEqualTo(new YieldDescriptor("default", false, 0));
+				assertThat(endpoint.yieldGroup("unknown")).isNull();
+			});
+	}
+
+	@Test
+	void endpointIsNotAutoConfiguredWhenNotExposed() {
+		this.contextRunner.run((context) -> assertThat(context).hasSingleBean(Leadership.class)
+			.doesNotHaveBean(LeadershipEndpoint.class));
+	}
+
+	@Test
+	void endpointIsNotAutoConfiguredWhenItsAccessIsNone() {
+		// Upper case: the runner's environment lacks the lenient enum conversion that SpringApplication installs.
+		this.contextRunner
+			.withPropertyValues("management.endpoints.web.exposure.include=leadership",
+					"management.endpoint.leadership.access=NONE")
+			.run((context) -> assertThat(context).hasSingleBean(Leadership.class)
+				.doesNotHaveBean(LeadershipEndpoint.class));
+	}
+
+	@Test
+	void endpointIsNotAutoConfiguredWithoutActuatorEndpointsOnTheClasspath() {
+		this.contextRunner.withClassLoader(new FilteredClassLoader(Endpoint.class))
+			.withPropertyValues("management.endpoints.web.exposure.include=leadership")
+			.run((context) -> assertThat(context).hasSingleBean(Leadership.class)
+				.doesNotHaveBean(LeadershipEndpoint.class));
+	}
+
+	@Test
+	void healthIndicatorIsAutoConfiguredAndReportsUpOnceTheDatabaseIsReached() {
+		this.contextRunner.run((context) -> {
+			assertThat(context).hasSingleBean(LeadershipHealthIndicator.class);
+			HealthIndicator indicator = context.getBean(LeadershipHealthIndicator.class);
+			Health health = await().atMost(Duration.ofSeconds(10))
+				.until(() -> indicator.health(true), (candidate) -> candidate.getStatus().equals(Status.UP));
+			assertThat(health.getDetails()).containsEntry("node", "test-node")
+				.containsEntry("coordinator", "reachable")
+				.containsEntry("roles", Map.of("default", "LEADER"));
+			assertThat(health.getDetails().get("groups")).asInstanceOf(InstanceOfAssertFactories.MAP)
+				.extractingByKey("default", InstanceOfAssertFactories.MAP)
+				.containsEntry("role", "LEADER")
+				.containsEntry("leader", "test-node")
+				.containsEntry("term", context.getBean(Leadership.class).token("default").orElseThrow().term())
+				.hasEntrySatisfying("leaseRemainingMillis",
+						(left) -> assertThat((long) left).isPositive().isLessThanOrEqualTo(9_800));
+		});
+	}
+
+	@Test
+	void healthIndicatorCanBeDisabled() {
+		this.contextRunner.withPropertyValues("management.health.leadership.enabled=false")
+			.run((context) -> assertThat(context).hasSingleBean(Leadership.class)
+				.doesNotHaveBean(LeadershipHealthIndicator.class));
+	}
+
+	@Test
+	void healthIndicatorIsNotAutoConfiguredWithoutHealthOnTheClasspath() {
+		this.contextRunner.withClassLoader(new FilteredClassLoader(HealthIndicator.class))
+			.run((context) -> assertThat(context).hasSingleBean(Leadership.class)
+				.doesNotHaveBean(LeadershipHealthIndicator.class));
+	}
+
+	@Test
+	void endpointAndHealthIndicatorAreAbsentWhenLeaderIsDisabled() {
+		this.contextRunner
+			.withPropertyValues("leader.enabled=false", "management.endpoints.web.exposure.include=leadership")
+			.run((context) -> assertThat(context).hasNotFailed()
+				.doesNotHaveBean(Leadership.class)
+				.doesNotHaveBean(LeadershipEndpoint.class)
+				.doesNotHaveBean(LeadershipHealthIndicator.class));
+	}
+
+}

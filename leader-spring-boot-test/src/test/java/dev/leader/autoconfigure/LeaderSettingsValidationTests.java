@@ -1,0 +1,225 @@
+package dev.leader.autoconfigure;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.stream.Stream;
+
+import javax.sql.DataSource;
+
+import dev.leader.DaemonAgent;
+import dev.leader.FencingToken;
+import dev.leader.NodeInfo;
+import dev.leader.daemon.DaemonStore;
+import dev.leader.fencing.Fencing;
+import dev.leader.lease.LeaderEngine;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.transaction.support.TransactionTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Tests for the startup checks of every {@code leader.*} range and relation: zero, negative, huge and overflowing
+ * durations, names too long for their columns, and timings that break the engine, each against a fresh PostgreSQL
+ * schema.
+ */
+class LeaderSettingsValidationTests {
+
+	private static final Duration WAIT = Duration.ofSeconds(10);
+
+	@RegisterExtension
+	final SchemaContextRunners schema = new SchemaContextRunners();
+
+	private ApplicationContextRunner contextRunner;
+
+	@BeforeEach
+	void createRunner() {
+		this.contextRunner = this.schema.runner()
+			.withPropertyValues("leader.node.id=test-node");
+	}
+
+	static Stream<Arguments> invalidSettings() {
+		String atMost24Days = " must be at most 24 days (PT576H), was ";
+		return Stream.of(
+				// Ranges of the lease's durations.
+				invalid("leader.lease.duration must be positive, was PT0S", "leader.lease.duration=0s"),
+				invalid("leader.lease.duration must be positive, was PT-10S", "leader.lease.duration=-10s"),
+				invalid("leader.lease.duration" + atMost24Days + "PT720H", "leader.lease.duration=30d"),
+				invalid("leader.lease.duration" + atMost24Days + "PT576H0.001S", "leader.lease.duration=PT576H0.001S"),
+				invalid("leader.lease.duration" + atMost24Days + "PT239999976H", "leader.lease.duration=9999999d"),
+				invalid("leader.lease.renew-interval must be positive, was PT0S", "leader.lease.renew-interval=0ms"),
+				invalid("leader.lease.renew-interval must be positive, was PT-1S", "leader.lease.renew-interval=-1s"),
+				invalid("leader.lease.renew-interval" + atMost24Days + "PT720H", "leader.lease.renew-interval=30d"),
+				invalid("leader.lease.retry-interval must be positive, was PT0S", "leader.lease.retry-interval=0s"),
+				invalid("leader.lease.retry-interval" + atMost24Days + "PT239999976H",
+						"leader.lease.retry-interval=9999999d"),
+				invalid("leader.lease.safety-margin must not be negative, was PT-0.001S",
+						"leader.lease.safety-margin=-1ms"),
+				invalid("leader.lease.safety-margin" + atMost24Days + "PT720H", "leader.lease.safety-margin=30d"),
+				invalid("leader.lease.yield-cooldown must not be negative, was PT-1S",
+						"leader.lease.yield-cooldown=-1s"),
+				invalid("leader.lease.yield-cooldown" + atMost24Days + "PT239999976H",
+						"leader.lease.yield-cooldown=9999999d"),
+				invalid("leader.node.expiry must be positive, was PT0S", "leader.node.expiry=0s"),
+				invalid("leader.node.expiry" + atMost24Days + "PT720H", "leader.node.expiry=30d"),
+				// Ranges of the daemon settings.
+				invalid("leader.daemons.ack-timeout must be positive, was PT0S", "leader.daemons.ack-timeout=0s"),
+				invalid("leader.daemons.ack-timeout" + atMost24Days + "PT720H", "leader.daemons.ack-timeout=30d"),
+				invalid("leader.daemons.drain-timeout must be positive, was PT-1S", "leader.daemons.drain-timeout=-1s"),
+				invalid("leader.daemons.drain-timeout" + atMost24Days + "PT239999976H",
+						"leader.daemons.drain-timeout=9999999d"),
+				invalid("leader.daemons.settle-window must not be negative, was PT-0.001S",
+						"leader.daemons.settle-window=-1ms"),
+				invalid("leader.daemons.settle-window" + atMost24Days + "PT720H", "leader.daemons.settle-window=30d"),
+				invalid("leader.daemons.max-moves-per-cycle must be at least 1, was 0",
+						"leader.daemons.max-moves-per-cycle=0"),
+				invalid("leader.daemons.max-moves-per-cycle must be at least 1, was -2147483648",
+						"leader.daemons.max-moves-per-cycle=-2147483648"),
+				// The query timeout, twice which is the network timeout in int milliseconds.
+				invalid("leader.jdbc.query-timeout must be positive, was PT-1S", "leader.jdbc.query-timeout=-1s"),
+				invalid("leader.jdbc.query-timeout must be at most 12 days (PT288H), was PT288H0.001S",
+						"leader.jdbc.query-timeout=PT288H0.001S"),
+				invalid("leader.jdbc.query-timeout must be at most 12 days (PT288H), was PT720H",
+						"leader.jdbc.query-timeout=30d"),
+				invalid("leader.jdbc.query-timeout must be at most 12 days (PT288H), was PT239999976H",
+						"leader.jdbc.query-timeout=9999999d"),
+				// Names longer than their columns, or that PostgreSQL would reject.
+				invalid("leader.node.name: Invalid node name", "leader.node.name=" + "n".repeat(201)),
+				invalid("leader.node.name: Invalid node name", "leader.node.name=   "),
+				invalid("leader.node.name: Invalid node name", "leader.node.name=a\u0000b"),
+				invalid("spring.application.name, the default of leader.node.name: Invalid node name",
+						"spring.application.name=" + "a".repeat(201)),
+				invalid("leader.node.id: Invalid node id", "leader.node.id=" + "i".repeat(121)),
+				invalid("leader.groups: Invalid group name", "leader.groups=default," + "g".repeat(121)),
+				invalid("leader.daemons.group: Invalid group name", "leader.daemons.group=" + "g".repeat(121)),
+				// Relations.
+				invalid("leader.lease.renew-interval (PT5S) must be less than half of leader.lease.duration (PT10S)",
+						"leader.lease.renew-interval=5s"),
+				invalid("leader.lease.renew-interval (PT3S) plus leader.lease.retry-interval (PT6.8S) plus "
+						+ "leader.lease.safety-margin (PT0.2S) must be less than leader.lease.duration (PT10S)",
+						"leader.lease.retry-interval=6800ms"),
+				invalid("leader.lease.renew-interval (PT3S) plus leader.lease.retry-interval (PT2S) plus "
+						+ "leader.lease.safety-margin (PT5S) must be less than leader.lease.duration (PT10S)",
+						"leader.lease.safety-margin=5s"),
+				invalid("leader.node.expiry (PT5S) must be at least twice leader.lease.renew-interval (PT3S)",
+						"leader.node.expiry=5s"),
+				invalid("leader.lease.renew-interval (PT3S) plus leader.lease.retry-interval (PT2S) plus "
+						+ "leader.lease.safety-margin (PT10S) must be less than leader.node.expiry (PT10S)",
+						"leader.lease.duration=60s", "leader.lease.safety-margin=10s"),
+				invalid("leader.lease.renew-interval (PT3S) plus leader.lease.retry-interval (PT4S) plus "
+						+ "leader.lease.safety-margin (PT0.2S) must be less than leader.node.expiry (PT7S)",
+						"leader.lease.duration=60s", "leader.lease.retry-interval=4s", "leader.node.expiry=7s"));
+	}
+
+	private static Arguments invalid(String message, String... properties) {
+		return Arguments.of(message, properties);
+	}
+
+	@ParameterizedTest(name = "{1}")
+	@MethodSource("invalidSettings")
+	void invalidSettingFailsStartupNamingThePropertyBeforeAnythingIsCreated(String message, String[] properties) {
+		this.contextRunner.withPropertyValues(properties).run((context) -> {
+			assertThat(context).hasFailed().getFailure().rootCause().hasMessageContaining(message);
+			assertThat(tables()).isEmpty();
+		});
+	}
+
+	@Test
+	void ackTimeoutThatAllowsNoPollFailsStartupOfANodeWithAgentsBeforeAnythingIsCreated() {
+		this.contextRunner.withPropertyValues("leader.daemons.ack-timeout=6s")
+			.withBean("waiter", DaemonAgent.class, () -> (context) -> {
+			})
+			.run((context) -> {
+				assertThat(context).hasFailed()
+					.getFailure()
+					.rootCause()
+					.hasMessageContaining("leader.daemons.ack-timeout (PT6S) must be more than twice "
+							+ "leader.lease.renew-interval (PT3S)");
+				assertThat(tables()).isEmpty();
+			});
+	}
+
+	static Stream<Arguments> settingsJustInsideTheLimits() {
+		return Stream.of(Arguments.of((Object) new String[] { "leader.lease.duration=24d", "leader.node.expiry=24d",
+				"leader.lease.yield-cooldown=24d", "leader.daemons.ack-timeout=24d",
+				"leader.daemons.drain-timeout=24d", "leader.daemons.settle-window=24d" }),
+				Arguments.of((Object) new String[] { "leader.jdbc.query-timeout=12d" }),
+				Arguments.of((Object) new String[] { "leader.lease.safety-margin=0s", "leader.lease.yield-cooldown=0s",
+						"leader.daemons.settle-window=0s", "leader.daemons.max-moves-per-cycle=2147483647" }),
+				// 3 s + 6.799 s + 200 ms is 1 ms short of both the lease duration and the node expiry.
+				Arguments.of((Object) new String[] { "leader.lease.retry-interval=6799ms" }),
+				Arguments.of((Object) new String[] { "leader.lease.renew-interval=4999ms",
+						"leader.lease.retry-interval=1ms", "leader.node.expiry=9998ms" }),
+				Arguments.of((Object) new String[] { "leader.node.id=" + "i".repeat(120),
+						"leader.node.name=" + "n".repeat(200), "leader.groups=" + "g".repeat(120),
+						"leader.daemons.group=" + "d".repeat(120) }),
+				Arguments.of((Object) new String[] { "spring.application.name=" + "\u00e9".repeat(200) }));
+	}
+
+	@ParameterizedTest(name = "{0}")
+	@MethodSource("settingsJustInsideTheLimits")
+	void settingsJustInsideTheLimitsStartAndGuardTransactions(String[] properties) {
+		this.contextRunner.withPropertyValues(properties).run((context) -> {
+			assertThat(context).hasNotFailed();
+			LeaderEngine engine = context.getBean(LeaderEngine.class);
+			String group = engine.groups().iterator().next();
+			await().atMost(WAIT).until(() -> engine.isLeader(group));
+			await().atMost(WAIT)
+				.until(() -> engine.members().stream().map(NodeInfo::id).anyMatch(engine.nodeId()::equals));
+			NodeInfo self = engine.members()
+				.stream()
+				.filter((member) -> member.id().equals(engine.nodeId()))
+				.findFirst()
+				.orElseThrow();
+			assertThat(self.name()).isEqualTo(expectedName(properties));
+			// Both guards hand PostgreSQL an idle timeout derived from the lease or the node expiry.
+			TransactionTemplate transactions = new TransactionTemplate(
+					new DataSourceTransactionManager(context.getBean(DataSource.class)));
+			FencingToken token = engine.token(group).orElseThrow();
+			transactions.executeWithoutResult((status) -> {
+				context.getBean(Fencing.class).guard(token);
+				assertThat(context.getBean(DaemonStore.class).lock("never-assigned")).isNull();
+			});
+		});
+	}
+
+	private static String expectedName(String[] properties) {
+		for (String prefix : new String[] { "leader.node.name=", "spring.application.name=" }) {
+			for (String property : properties) {
+				if (property.startsWith(prefix)) {
+					return property.substring(prefix.length());
+				}
+			}
+		}
+		return "application";
+	}
+
+	private Set<String> tables() throws SQLException {
+		Set<String> tables = new TreeSet<>();
+		try (Connection connection = this.schema.database().connect();
+				PreparedStatement statement = connection
+					.prepareStatement("SELECT table_name FROM information_schema.tables WHERE table_schema = ?")) {
+			statement.setString(1, this.schema.database().schema());
+			try (ResultSet rows = statement.executeQuery()) {
+				while (rows.next()) {
+					tables.add(rows.getString(1));
+				}
+			}
+		}
+		return tables;
+	}
+
+}

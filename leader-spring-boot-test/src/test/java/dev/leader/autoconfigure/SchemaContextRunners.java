@@ -1,0 +1,78 @@
+package dev.leader.autoconfigure;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import dev.leader.test.TestDatabase;
+import org.jspecify.annotations.Nullable;
+import org.junit.jupiter.api.extension.AfterEachCallback;
+import org.junit.jupiter.api.extension.BeforeEachCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
+
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
+import org.springframework.boot.test.context.runner.AbstractApplicationContextRunner;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+
+/**
+ * The setup that the auto-configuration tests share, as a JUnit extension: a fresh schema of the
+ * {@link TestDatabase} for each test, dropped after it, and context runners with {@link DataSourceAutoConfiguration}
+ * and {@link LeaderAutoConfiguration} on that schema. A test class registers it with {@code @RegisterExtension} and
+ * adds only what differs: more auto-configurations and properties.
+ */
+final class SchemaContextRunners implements BeforeEachCallback, AfterEachCallback {
+
+	private @Nullable TestDatabase database;
+
+	@Override
+	public void beforeEach(ExtensionContext context) {
+		this.database = TestDatabase.createSchema();
+	}
+
+	@Override
+	public void afterEach(ExtensionContext context) {
+		if (this.database != null) {
+			this.database.drop();
+			this.database = null;
+		}
+	}
+
+	/**
+	 * Returns the schema of the running test.
+	 * @return the database
+	 */
+	TestDatabase database() {
+		if (this.database == null) {
+			throw new IllegalStateException("No schema outside a test; register the extension with @RegisterExtension");
+		}
+		return this.database;
+	}
+
+	/**
+	 * Returns a runner of the data source and the starter's auto-configuration, and the given ones, on the test's
+	 * schema.
+	 * @param autoConfigurations more auto-configurations
+	 * @return the runner
+	 */
+	ApplicationContextRunner runner(Class<?>... autoConfigurations) {
+		return on(new ApplicationContextRunner(), autoConfigurations);
+	}
+
+	/**
+	 * Adds the data source and the starter's auto-configuration, the given ones, and the test's schema to a runner.
+	 * @param <R> the type of runner
+	 * @param runner the runner
+	 * @param autoConfigurations more auto-configurations
+	 * @return the runner
+	 */
+	<R extends AbstractApplicationContextRunner<R, ?, ?>> R on(R runner, Class<?>... autoConfigurations) {
+		List<Class<?>> classes = new ArrayList<>(List.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class));
+		classes.addAll(List.of(autoConfigurations));
+		TestDatabase database = database();
+		return runner.withConfiguration(AutoConfigurations.of(classes.toArray(Class<?>[]::new)))
+			.withPropertyValues("spring.datasource.url=" + database.url(),
+					"spring.datasource.username=" + database.user(),
+					"spring.datasource.password=" + database.password());
+	}
+
+}

@@ -1,0 +1,353 @@
+package dev.leader.test;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.leader.LeaderChangedEvent;
+import dev.leader.LeadershipGrantedEvent;
+import dev.leader.LeadershipRevokedEvent;
+import dev.leader.NodeJoinedEvent;
+import dev.leader.NodeLeftEvent;
+import dev.leader.RevokeReason;
+import dev.leader.jdbc.PostgresCoordinationStore;
+import dev.leader.jdbc.TablePrefix;
+import dev.leader.lease.LeaderEngine;
+import dev.leader.lease.LeaseSettings;
+import dev.leader.node.NodeRegistration;
+import dev.leader.test.NodeEvent.Type;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * One cluster node in a process of its own: a {@link LeaderEngine} without a Spring context, on a small Hikari pool
+ * whose PostgreSQL sessions carry the node id as {@code application_name}, so that a test can find and terminate
+ * them. Started by {@link NodeProcess}.
+ * <p>
+ * Standard output carries only {@link NodeEvent} lines, one per event; logging goes to standard error. SIGTERM
+ * stops the engine gracefully (it releases its leases and prints {@code REVOKED ... SHUTDOWN} and then
+ * {@code STOPPED}); SIGKILL does not. The node also stops when the process that started it is gone, so that a
+ * crashed test run leaves no nodes behind.
+ * <p>
+ * Arguments are {@code --name=value}, with durations in ISO-8601 ({@code PT0.5S}):
+ * <ul>
+ * <li>{@code url}, {@code user}, {@code password}: the database</li>
+ * <li>{@code node}: the node id; {@code groups}: comma-separated group names</li>
+ * <li>{@code lease}, {@code renew}, {@code retry}, {@code margin}, {@code node-expiry}, {@code yield-cooldown}: the
+ * {@link LeaseSettings}, by default its defaults</li>
+ * <li>{@code table-prefix} ({@code leader_}), {@code query-timeout} (1 s), {@code connection-timeout} (1 s),
+ * {@code pool-size} (3)</li>
+ * <li>{@code writer} ({@code false}): whether the node makes fenced writes, see {@link FencedWriter}, with
+ * {@code writer-table} ({@code fault_log}), {@code writer-interval} (30 ms), {@code writer-max-attempts} (1,000,000)
+ * and {@code incarnation} (1), a number that tells the processes of one node id apart</li>
+ * <li>{@code load-threads} (0): how many threads run guarded-write load while the node leads, see
+ * {@link GuardedLoad}, with {@code load-table} ({@code fault_load}), {@code load-hold} (100 ms), how long each
+ * transaction stays open after its guard, and {@code load-max-transactions} (10,000,000); give the pool a connection
+ * per load thread on top of the others</li>
+ * </ul>
+ * At {@code READY} the node also prints {@code CLOCK} with its wall clock, so that a test can check a faked one.
+ */
+public final class TestNode {
+
+	private static final Object printLock = new Object();
+
+	private TestNode() {
+	}
+
+	/**
+	 * Creates a cluster of test nodes on a fresh schema of the {@link TestDatabase}.
+	 * @param settings the settings of every node
+	 * @param groups the groups every node takes part in
+	 * @return the cluster, to register with {@code @RegisterExtension}
+	 */
+	public static Cluster cluster(LeaseSettings settings, String... groups) {
+		return cluster(settings, TestDatabase::createSchema, groups);
+	}
+
+	/**
+	 * Creates a cluster of test nodes on a database of the test's own, for example a {@link ReplicatedPostgres} pair;
+	 * register its extension before the cluster, so that the servers run before the schema is created and until it
+	 * is dropped.
+	 * @param settings the settings of every node
+	 * @param schemas creates the schema of each test
+	 * @param groups the groups every node takes part in
+	 * @return the cluster, to register with {@code @RegisterExtension}
+	 */
+	public static Cluster cluster(LeaseSettings settings, Supplier<TestDatabase> schemas, String... groups) {
+		return new Cluster(new Launcher(settings, List.of(groups)), schemas);
+	}
+
+	/**
+	 * Starts a test node outside a cluster.
+	 * @param nodeId the node id
+	 * @param arguments the other arguments, see the class description
+	 * @param stderr the file that receives the node's standard error
+	 * @return the running node
+	 * @throws IOException if the process cannot be started
+	 */
+	public static NodeProcess start(String nodeId, List<String> arguments, Path stderr) throws IOException {
+		return NodeProcess.start(TestNode.class, nodeId, arguments, Map.of(), stderr);
+	}
+
+	/**
+	 * Runs the node until SIGTERM, SIGKILL, or the end of the process that started it.
+	 * @param args the arguments, see the class description
+	 * @throws Exception if the node cannot start
+	 */
+	public static void main(String[] args) throws Exception {
+		PrintStream events = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+		// Whatever else writes to standard output (a logging backend) must not mix with the event lines.
+		System.setOut(System.err);
+		Arguments arguments = Arguments.parse(args);
+		String nodeId = arguments.required("node");
+		HikariDataSource dataSource = dataSource(arguments, nodeId);
+		LeaderEngine engine = new LeaderEngine(
+				new PostgresCoordinationStore(dataSource, new TablePrefix(arguments.get("table-prefix", "leader_")),
+						arguments.duration("query-timeout", Duration.ofSeconds(1))),
+				settings(arguments), new NodeRegistration(nodeId, nodeId, host(), ProcessHandle.current().pid()),
+				Arrays.asList(arguments.required("groups").split(",")), (event) -> print(events, toNodeEvent(event)));
+		FencedWriter writer = Boolean.parseBoolean(arguments.get("writer", "false"))
+				? writer(engine, dataSource, arguments, (event) -> print(events, event)) : null;
+		int loadThreads = Integer.parseInt(arguments.get("load-threads", "0"));
+		GuardedLoad load = (loadThreads > 0)
+				? load(engine, dataSource, arguments, loadThreads, (event) -> print(events, event)) : null;
+		CountDownLatch stopped = new CountDownLatch(1);
+		Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+			// The engine first: its revokes empty the tokens, so the load stops guarding and the releases wait only
+			// for the transactions under way, as an application's would.
+			engine.stop();
+			if (load != null) {
+				load.stop();
+			}
+			if (writer != null) {
+				writer.stop();
+			}
+			print(events, new NodeEvent(System.nanoTime(), Type.STOPPED, null, 0, nodeId, null));
+			dataSource.close();
+			stopped.countDown();
+		}, "test-node-shutdown"));
+		ProcessHandle.current().parent().ifPresent((parent) -> parent.onExit().thenRun(() -> System.exit(1)));
+		warmUpEventLines(nodeId);
+		engine.start();
+		if (writer != null) {
+			writer.start();
+		}
+		if (load != null) {
+			load.start();
+		}
+		print(events, new NodeEvent(System.nanoTime(), Type.READY, null, 0, nodeId, null));
+		print(events, new NodeEvent(System.nanoTime(), Type.CLOCK, null, System.currentTimeMillis(), nodeId, null));
+		// The engine's threads are daemons: keep the JVM up until a signal ends it.
+		stopped.await();
+	}
+
+	/**
+	 * Formats one line of each leadership type without printing it, so that the first grant or revoke a node prints
+	 * does not pay for loading and linking this harness's own code: the benchmarks time hand-overs up to these lines,
+	 * and should time the engine.
+	 */
+	private static void warmUpEventLines(String nodeId) {
+		for (Object event : List.of(new LeadershipGrantedEvent("-", 1, nodeId),
+				new LeadershipRevokedEvent("-", 1, nodeId, RevokeReason.SHUTDOWN),
+				new LeaderChangedEvent("-", nodeId, 1, Instant.EPOCH))) {
+			NodeEvent line = toNodeEvent(event);
+			if (line != null) {
+				NodeEvent.parse(line.format());
+			}
+		}
+	}
+
+	private static HikariDataSource dataSource(Arguments arguments, String nodeId) {
+		HikariConfig config = new HikariConfig();
+		config.setPoolName("node-" + nodeId);
+		config.setJdbcUrl(arguments.required("url"));
+		config.setUsername(arguments.required("user"));
+		config.setPassword(arguments.get("password", ""));
+		config.setMaximumPoolSize(Integer.parseInt(arguments.get("pool-size", "3")));
+		config.setConnectionTimeout(arguments.duration("connection-timeout", Duration.ofSeconds(1)).toMillis());
+		config.setValidationTimeout(250);
+		config.addDataSourceProperty("ApplicationName", nodeId);
+		return new HikariDataSource(config);
+	}
+
+	private static FencedWriter writer(LeaderEngine engine, HikariDataSource dataSource, Arguments arguments,
+			Consumer<NodeEvent> events) {
+		return new FencedWriter(engine, dataSource, new TablePrefix(arguments.get("table-prefix", "leader_")),
+				arguments.duration("query-timeout", Duration.ofSeconds(1)), settings(arguments).safeWindow(),
+				arguments.get("writer-table", "fault_log"),
+				Long.parseLong(arguments.get("incarnation", "1")),
+				arguments.duration("writer-interval", Duration.ofMillis(30)),
+				Long.parseLong(arguments.get("writer-max-attempts", "1000000")), events);
+	}
+
+	private static GuardedLoad load(LeaderEngine engine, HikariDataSource dataSource, Arguments arguments, int threads,
+			Consumer<NodeEvent> events) {
+		return new GuardedLoad(engine, dataSource, new TablePrefix(arguments.get("table-prefix", "leader_")),
+				arguments.duration("query-timeout", Duration.ofSeconds(1)), settings(arguments).safeWindow(),
+				arguments.get("load-table", "fault_load"), Long.parseLong(arguments.get("incarnation", "1")), threads,
+				arguments.duration("load-hold", Duration.ofMillis(100)),
+				Long.parseLong(arguments.get("load-max-transactions", "10000000")), events);
+	}
+
+	private static LeaseSettings settings(Arguments arguments) {
+		LeaseSettings defaults = LeaseSettings.defaults();
+		return new LeaseSettings(arguments.duration("lease", defaults.duration()),
+				arguments.duration("renew", defaults.renewInterval()),
+				arguments.duration("retry", defaults.retryInterval()),
+				arguments.duration("margin", defaults.safetyMargin()),
+				arguments.duration("node-expiry", defaults.nodeExpiry()),
+				arguments.duration("yield-cooldown", defaults.yieldCooldown()));
+	}
+
+	/**
+	 * Returns the arguments that make a {@link TestNode} run with the given settings.
+	 * @param settings the settings
+	 * @return the arguments
+	 */
+	static List<String> arguments(LeaseSettings settings) {
+		List<String> arguments = new ArrayList<>();
+		arguments.add("--lease=" + settings.duration());
+		arguments.add("--renew=" + settings.renewInterval());
+		arguments.add("--retry=" + settings.retryInterval());
+		arguments.add("--margin=" + settings.safetyMargin());
+		arguments.add("--node-expiry=" + settings.nodeExpiry());
+		arguments.add("--yield-cooldown=" + settings.yieldCooldown());
+		return arguments;
+	}
+
+	private static @Nullable NodeEvent toNodeEvent(Object event) {
+		long now = System.nanoTime();
+		if (event instanceof LeadershipGrantedEvent granted) {
+			return new NodeEvent(now, Type.GRANTED, granted.group(), granted.term(), granted.nodeId(), null);
+		}
+		if (event instanceof LeadershipRevokedEvent revoked) {
+			return new NodeEvent(now, Type.REVOKED, revoked.group(), revoked.term(), revoked.nodeId(),
+					revoked.reason().name());
+		}
+		if (event instanceof LeaderChangedEvent changed) {
+			return new NodeEvent(now, Type.CHANGED, changed.group(), changed.term(), changed.leaderNodeId(), null);
+		}
+		if (event instanceof NodeJoinedEvent joined) {
+			return new NodeEvent(now, Type.JOINED, null, 0, joined.node().id(), null);
+		}
+		if (event instanceof NodeLeftEvent left) {
+			return new NodeEvent(now, Type.LEFT, null, 0, left.node().id(), null);
+		}
+		return null;
+	}
+
+	private static void print(PrintStream events, @Nullable NodeEvent event) {
+		if (event != null) {
+			synchronized (printLock) {
+				events.println(event.format());
+			}
+		}
+	}
+
+	private static String host() {
+		try {
+			return InetAddress.getLocalHost().getHostName();
+		}
+		catch (UnknownHostException ex) {
+			return "localhost";
+		}
+	}
+
+	private record Arguments(Map<String, String> values) {
+
+		static Arguments parse(String[] args) {
+			Map<String, String> values = new LinkedHashMap<>();
+			for (String arg : args) {
+				int equals = arg.indexOf('=');
+				if (!arg.startsWith("--") || equals < 0) {
+					throw new IllegalArgumentException("Expected --name=value but got '" + arg + "'");
+				}
+				values.put(arg.substring(2, equals), arg.substring(equals + 1));
+			}
+			return new Arguments(values);
+		}
+
+		String required(String name) {
+			String value = this.values.get(name);
+			if (value == null) {
+				throw new IllegalArgumentException("Missing --" + name + "=...");
+			}
+			return value;
+		}
+
+		@Nullable String optional(String name) {
+			return this.values.get(name);
+		}
+
+		String get(String name, String fallback) {
+			return this.values.getOrDefault(name, fallback);
+		}
+
+		Duration duration(String name, Duration fallback) {
+			String value = this.values.get(name);
+			return (value != null) ? Duration.parse(value) : fallback;
+		}
+
+	}
+
+	/**
+	 * Starts the test nodes of a {@link Cluster}, each with its own role on the cluster's schema, and not through a
+	 * proxy: the fault tests put their own {@link StallingProxy} in front of the nodes that need one.
+	 */
+	private record Launcher(LeaseSettings settings, List<String> groups) implements Cluster.Launcher {
+
+		private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(20);
+
+		@Override
+		public Class<?> main() {
+			return TestNode.class;
+		}
+
+		@Override
+		public List<String> arguments(String nodeId, String url, String user, String password) {
+			List<String> arguments = new ArrayList<>(TestNode.arguments(this.settings));
+			arguments.add("--url=" + url);
+			arguments.add("--user=" + user);
+			arguments.add("--password=" + password);
+			arguments.add("--groups=" + String.join(",", this.groups));
+			return arguments;
+		}
+
+		@Override
+		public NodeProcess launch(Class<?> main, String nodeId, List<String> arguments,
+				Map<String, String> environment, Path output) throws IOException {
+			return NodeProcess.start(main, nodeId, arguments, environment, output);
+		}
+
+		@Override
+		public Duration startupTimeout() {
+			return STARTUP_TIMEOUT;
+		}
+
+		@Override
+		public boolean createsTables() {
+			return true;
+		}
+
+		@Override
+		public boolean proxied() {
+			return false;
+		}
+
+	}
+
+}
