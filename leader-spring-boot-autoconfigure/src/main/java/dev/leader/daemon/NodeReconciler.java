@@ -291,8 +291,9 @@ final class NodeReconciler {
 			return;
 		}
 		if (!returned) {
-			run.interrupt();
+			// Reported before the interrupt: the agent's thread would otherwise report the drain's own reason.
 			run.end(Reason.DRAIN_TIMEOUT);
+			run.interrupt();
 			logger.warn(String.format("Daemon daemon=%s node=%s action=forced generation=%d: the agent did not "
 					+ "return within leader.daemons.drain-timeout (%s); its thread was interrupted and its guarded "
 					+ "writes are rejected from now on", run.name(), this.nodeId, run.generation(),
