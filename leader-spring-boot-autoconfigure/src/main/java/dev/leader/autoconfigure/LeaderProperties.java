@@ -10,6 +10,10 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
 
 /**
  * Configuration properties of leader-spring-boot-starter.
+ * <p>
+ * Longer than the starter's other classes because its nested groups document every key for the configuration
+ * processor's metadata, one field and its accessors per key; splitting it would scatter the {@code leader.*}
+ * reference.
  */
 @ConfigurationProperties("leader")
 public class LeaderProperties {
