@@ -55,6 +55,12 @@ import org.springframework.core.type.AnnotationMetadata;
 
 /**
  * Auto-configuration of leader election on the application's PostgreSQL {@link DataSource}.
+ * <p>
+ * Each feature whose implementation is package-private is wired from its own package: the stores from
+ * {@link PostgresStoresConfiguration}, the {@code @LeaderOnly} advice from {@link LeaderOnlyConfiguration}. They are
+ * imported before this class's own beans are registered, so that the conditions here see the stores. This class
+ * builds the engine and the daemon coordinator, and runs the schema migration only once every setting has been
+ * checked.
  */
 @AutoConfiguration(after = DataSourceAutoConfiguration.class,
 		afterName = { "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration",
