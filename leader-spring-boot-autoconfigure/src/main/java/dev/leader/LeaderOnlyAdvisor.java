@@ -13,9 +13,9 @@ import org.springframework.core.Ordered;
 /**
  * Applies {@link LeaderOnlyInterceptor} to methods annotated with {@link LeaderOnly} and to the methods of annotated
  * types. Ordered before transaction advice, so that a skipped call never opens a transaction; the fence check of
- * {@code fenced} calls runs inside the transaction, see {@link dev.leader.fencing.FencedCallAdvisor}.
+ * {@code fenced} calls runs inside the transaction, see {@link FencedCallAdvisor}.
  */
-public final class LeaderOnlyAdvisor extends AbstractPointcutAdvisor {
+final class LeaderOnlyAdvisor extends AbstractPointcutAdvisor {
 
 	private final LeaderOnlyInterceptor interceptor;
 
@@ -33,7 +33,7 @@ public final class LeaderOnlyAdvisor extends AbstractPointcutAdvisor {
 	 * Creates an advisor.
 	 * @param interceptor the interceptor to apply
 	 */
-	public LeaderOnlyAdvisor(LeaderOnlyInterceptor interceptor) {
+	LeaderOnlyAdvisor(LeaderOnlyInterceptor interceptor) {
 		this.interceptor = interceptor;
 		setOrder(Ordered.HIGHEST_PRECEDENCE + 100);
 	}

@@ -17,7 +17,7 @@ import org.springframework.core.annotation.AnnotatedElementUtils;
  * Runs {@link LeaderOnly} methods only on the leader of their group, binds the {@link FencingToken} of the running
  * call, and interrupts the call's thread when that leadership ends.
  */
-public final class LeaderOnlyInterceptor implements MethodInterceptor {
+final class LeaderOnlyInterceptor implements MethodInterceptor {
 
 	private final Leadership leadership;
 
@@ -31,7 +31,7 @@ public final class LeaderOnlyInterceptor implements MethodInterceptor {
 	 * @param throwWhenNotLeader whether a skipped call always throws {@link NotLeaderException}
 	 * @param interruptOnRevoke whether to interrupt a running call whose leadership ends
 	 */
-	public LeaderOnlyInterceptor(Leadership leadership, boolean throwWhenNotLeader, boolean interruptOnRevoke) {
+	LeaderOnlyInterceptor(Leadership leadership, boolean throwWhenNotLeader, boolean interruptOnRevoke) {
 		this.leadership = leadership;
 		this.throwWhenNotLeader = throwWhenNotLeader;
 		this.interruptOnRevoke = interruptOnRevoke;
@@ -43,7 +43,7 @@ public final class LeaderOnlyInterceptor implements MethodInterceptor {
 	 * @param targetClass the class it is called on
 	 * @return the annotation, or {@code null} if neither is annotated
 	 */
-	public static @Nullable LeaderOnly annotationOf(Method method, @Nullable Class<?> targetClass) {
+	static @Nullable LeaderOnly annotationOf(Method method, @Nullable Class<?> targetClass) {
 		Method specific = AopUtils.getMostSpecificMethod(method, targetClass);
 		LeaderOnly annotation = AnnotatedElementUtils.findMergedAnnotation(specific, LeaderOnly.class);
 		return (annotation != null) ? annotation

@@ -2,7 +2,6 @@ package dev.leader.autoconfigure;
 
 import java.net.InetAddress;
 import java.net.UnknownHostException;
-import java.time.Duration;
 import java.util.LinkedHashSet;
 import java.util.Map;
 import java.util.Set;
@@ -11,21 +10,15 @@ import java.util.concurrent.ThreadLocalRandom;
 import javax.sql.DataSource;
 
 import dev.leader.DaemonAgent;
-import dev.leader.LeaderOnlyAdvisor;
-import dev.leader.LeaderOnlyInterceptor;
+import dev.leader.LeaderOnlyConfiguration;
 import dev.leader.Leadership;
-import dev.leader.autoconfigure.LeaderProperties.WhenNotLeader;
 import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.daemon.DaemonSettings;
 import dev.leader.daemon.DaemonStore;
-import dev.leader.fencing.FencedCallAdvisor;
 import dev.leader.fencing.Fencing;
 import dev.leader.fencing.FencingStore;
 import dev.leader.jdbc.LeaderSchemaMigration;
-import dev.leader.jdbc.Notifications;
-import dev.leader.jdbc.PostgresCoordinationStore;
-import dev.leader.jdbc.PostgresDaemonStore;
-import dev.leader.jdbc.PostgresFencingStore;
+import dev.leader.jdbc.PostgresStoresConfiguration;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaderEngine;
@@ -33,8 +26,6 @@ import dev.leader.lease.LeaseSettings;
 import dev.leader.node.Names;
 import dev.leader.node.NodeRegistration;
 import io.micrometer.observation.ObservationRegistry;
-import org.apache.commons.logging.Log;
-import org.apache.commons.logging.LogFactory;
 import org.flywaydb.core.Flyway;
 import org.jspecify.annotations.Nullable;
 
@@ -50,9 +41,7 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
-import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
-import org.springframework.boot.jdbc.autoconfigure.DataSourceProperties;
 import org.springframework.boot.sql.init.dependency.DatabaseInitializationDependencyConfigurer;
 import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.context.SmartLifecycle;
@@ -63,11 +52,15 @@ import org.springframework.context.annotation.ImportBeanDefinitionRegistrar;
 import org.springframework.context.annotation.Role;
 import org.springframework.core.env.Environment;
 import org.springframework.core.type.AnnotationMetadata;
-import org.springframework.dao.DataAccessException;
-import org.springframework.jdbc.datasource.SimpleDriverDataSource;
 
 /**
  * Auto-configuration of leader election on the application's PostgreSQL {@link DataSource}.
+ * <p>
+ * Each feature whose implementation is package-private is wired from its own package: the stores from
+ * {@link PostgresStoresConfiguration}, the {@code @LeaderOnly} advice from {@link LeaderOnlyConfiguration}. They are
+ * imported before this class's own beans are registered, so that the conditions here see the stores. This class
+ * builds the engine and the daemon coordinator, and runs the schema migration only once every setting has been
+ * checked.
  */
 @AutoConfiguration(after = DataSourceAutoConfiguration.class,
 		afterName = { "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration",
@@ -79,19 +72,9 @@ import org.springframework.jdbc.datasource.SimpleDriverDataSource;
 @ConditionalOnClass({ DataSource.class, org.postgresql.Driver.class })
 @ConditionalOnSingleCandidate(DataSource.class)
 @EnableConfigurationProperties(LeaderProperties.class)
-@Import({ DatabaseInitializationDependencyConfigurer.class, LeaderAutoConfiguration.ProxyCreatorRegistrar.class })
+@Import({ DatabaseInitializationDependencyConfigurer.class, LeaderAutoConfiguration.ProxyCreatorRegistrar.class,
+		PostgresStoresConfiguration.class, LeaderOnlyConfiguration.class })
 public final class LeaderAutoConfiguration {
-
-	private static final Log logger = LogFactory.getLog(LeaderAutoConfiguration.class);
-
-	// Twice this, the network timeout, in milliseconds, still fits an int.
-	private static final Duration MAX_QUERY_TIMEOUT = Duration.ofDays(12);
-
-	@Bean
-	@ConditionalOnMissingBean
-	TablePrefix leaderTablePrefix(LeaderProperties properties) {
-		return new TablePrefix(properties.getJdbc().getTablePrefix());
-	}
 
 	@Bean
 	@ConditionalOnMissingBean
@@ -99,52 +82,6 @@ public final class LeaderAutoConfiguration {
 		LeaderProperties.Lease lease = properties.getLease();
 		return new LeaseSettings(lease.getDuration(), lease.getRenewInterval(), lease.getRetryInterval(),
 				lease.getSafetyMargin(), properties.getNode().getExpiry(), lease.getYieldCooldown());
-	}
-
-	// The engine gives the store's connection back when it stops; the context does it too, for any other caller.
-	@Bean(destroyMethod = "disconnect")
-	@ConditionalOnMissingBean
-	CoordinationStore leaderCoordinationStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
-			ObjectProvider<LeaderSchemaMigration> migration,
-			ObjectProvider<DataSourceProperties> dataSourceProperties) {
-		PostgresCoordinationStore store = new PostgresCoordinationStore(dataSource, prefix, queryTimeout(properties),
-				notifications(properties.getJdbc().getNotifications(), dataSourceProperties.getIfAvailable()));
-		if (migration.getIfAvailable() == null) {
-			// The migration checks the database before it runs; without it, the store does.
-			try {
-				store.requireWritablePrimary();
-			}
-			catch (DataAccessException ex) {
-				logger.warn("Could not check that the DataSource leads to a writable primary; leadership starts "
-						+ "once the database answers: " + ex.getMessage());
-			}
-		}
-		return store;
-	}
-
-	private static Notifications notifications(LeaderProperties.Jdbc.Notifications notifications,
-			@Nullable DataSourceProperties dataSource) {
-		String url = notifications.getUrl();
-		if (!notifications.isEnabled()) {
-			return Notifications.off();
-		}
-		if (url == null || url.isBlank()) {
-			return Notifications.pooled();
-		}
-		if (!url.startsWith("jdbc:postgresql:")) {
-			int query = url.indexOf('?');
-			throw new IllegalArgumentException("leader.jdbc.notifications.url must be a PostgreSQL JDBC URL "
-					+ "(jdbc:postgresql://host:port/database), was " + ((query < 0) ? url : url.substring(0, query)));
-		}
-		String username = notifications.getUsername();
-		String password = notifications.getPassword();
-		if (username == null && dataSource != null) {
-			username = dataSource.getUsername();
-		}
-		if (password == null && dataSource != null) {
-			password = dataSource.getPassword();
-		}
-		return Notifications.direct(new SimpleDriverDataSource(new org.postgresql.Driver(), url, username, password));
 	}
 
 	@Bean
@@ -175,19 +112,6 @@ public final class LeaderAutoConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	@ConditionalOnBooleanProperty(name = "leader.daemons.enabled", matchIfMissing = true)
-	DaemonStore leaderDaemonStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
-			LeaseSettings settings, ObjectProvider<CoordinationStore> coordinationStore) {
-		// Assignment notifications share the coordination store's listening connection when it is ours.
-		PostgresCoordinationStore notifications = (coordinationStore
-			.getIfAvailable() instanceof PostgresCoordinationStore postgres) ? postgres : null;
-		// A guarded daemon transaction ends before its node can be declared dead and the daemon reclaimed.
-		return new PostgresDaemonStore(dataSource, prefix, queryTimeout(properties),
-				settings.nodeExpiry().minus(settings.safetyMargin()), notifications);
-	}
-
-	@Bean
-	@ConditionalOnMissingBean
-	@ConditionalOnBooleanProperty(name = "leader.daemons.enabled", matchIfMissing = true)
 	DaemonSettings leaderDaemonSettings(LeaderProperties properties) {
 		LeaderProperties.Daemons daemons = properties.getDaemons();
 		return new DaemonSettings(daemons.getGroup(), daemons.getAckTimeout(), daemons.getDrainTimeout(),
@@ -213,14 +137,6 @@ public final class LeaderAutoConfiguration {
 
 	@Bean
 	@ConditionalOnMissingBean
-	FencingStore leaderFencingStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
-			LeaseSettings settings) {
-		// A guarded transaction cannot usefully outlast the holder's own belief in its leadership.
-		return new PostgresFencingStore(dataSource, prefix, queryTimeout(properties), settings.safeWindow());
-	}
-
-	@Bean
-	@ConditionalOnMissingBean
 	Fencing leaderFencing(FencingStore store, Leadership leadership) {
 		return new Fencing(store, leadership.nodeId());
 	}
@@ -228,26 +144,8 @@ public final class LeaderAutoConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
-	static FencedCallAdvisor leaderFencedCallAdvisor(ObjectProvider<Fencing> fencing) {
-		return new FencedCallAdvisor(fencing::getObject);
-	}
-
-	@Bean
-	@ConditionalOnMissingBean
-	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
 	static LeaderOnlyGroups leaderOnlyGroups() {
 		return new LeaderOnlyGroups();
-	}
-
-	@Bean
-	@ConditionalOnMissingBean
-	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
-	static LeaderOnlyAdvisor leaderOnlyAdvisor(ObjectProvider<Leadership> leadership, Environment environment) {
-		// Bound directly: the advisor is created while post-processors register, too early for the properties bean.
-		LeaderProperties.LeaderOnly leaderOnly = Binder.get(environment)
-			.bindOrCreate("leader.leader-only", LeaderProperties.LeaderOnly.class);
-		return new LeaderOnlyAdvisor(new LeaderOnlyInterceptor(new LazyLeadership(leadership),
-				leaderOnly.getWhenNotLeader() == WhenNotLeader.THROW, leaderOnly.isInterruptOnRevoke()));
 	}
 
 	private static String requireValidName(String property, String what, String name) {
@@ -285,26 +183,13 @@ public final class LeaderAutoConfiguration {
 		}
 	}
 
-	private static Duration queryTimeout(LeaderProperties properties) {
-		Duration queryTimeout = properties.getJdbc().getQueryTimeout();
-		if (queryTimeout == null || queryTimeout.isZero() || queryTimeout.isNegative()) {
-			throw new IllegalArgumentException("leader.jdbc.query-timeout must be positive, was " + queryTimeout);
-		}
-		if (queryTimeout.compareTo(MAX_QUERY_TIMEOUT) > 0) {
-			throw new IllegalArgumentException("leader.jdbc.query-timeout must be at most 12 days (PT288H), was "
-					+ queryTimeout + ": the connection's network timeout, twice the query timeout, is an int of "
-					+ "milliseconds, which ends at 24.8 days");
-		}
-		return queryTimeout;
-	}
-
 	/**
 	 * Checks every setting that the beans check when they are created, for the migration to run only with valid
 	 * ones: the beans that check them may be created after it.
 	 */
 	private static void checkSettings(LeaderProperties properties, Environment environment, LeaseSettings lease,
 			@Nullable DaemonSettings daemons, ListableBeanFactory beanFactory) {
-		queryTimeout(properties);
+		properties.getJdbc().determineQueryTimeout();
 		groups(properties);
 		configuredId(properties);
 		nodeName(properties, environment);
@@ -374,53 +259,6 @@ public final class LeaderAutoConfiguration {
 		@Override
 		public boolean isRunning() {
 			return this.engine.isRunning();
-		}
-
-	}
-
-	/**
-	 * Lets the advisor, an infrastructure bean created early, reach the leadership bean only when first used.
-	 */
-	private record LazyLeadership(ObjectProvider<Leadership> provider) implements Leadership {
-
-		@Override
-		public String nodeId() {
-			return this.provider.getObject().nodeId();
-		}
-
-		@Override
-		public Set<String> groups() {
-			return this.provider.getObject().groups();
-		}
-
-		@Override
-		public boolean isLeader(String group) {
-			return this.provider.getObject().isLeader(group);
-		}
-
-		@Override
-		public java.util.Optional<dev.leader.FencingToken> token(String group) {
-			return this.provider.getObject().token(group);
-		}
-
-		@Override
-		public java.util.Optional<dev.leader.LeaderInfo> leader(String group) {
-			return this.provider.getObject().leader(group);
-		}
-
-		@Override
-		public boolean yield(String group) {
-			return this.provider.getObject().yield(group);
-		}
-
-		@Override
-		public boolean awaitLeadership(String group, Duration timeout) throws InterruptedException {
-			return this.provider.getObject().awaitLeadership(group, timeout);
-		}
-
-		@Override
-		public Registration addListener(String group, LeadershipListener listener) {
-			return this.provider.getObject().addListener(group, listener);
 		}
 
 	}

@@ -10,6 +10,10 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
 
 /**
  * Configuration properties of leader-spring-boot-starter.
+ * <p>
+ * Longer than the starter's other classes because its nested groups document every key for the configuration
+ * processor's metadata, one field and its accessors per key; splitting it would scatter the {@code leader.*}
+ * reference.
  */
 @ConfigurationProperties("leader")
 public class LeaderProperties {
@@ -192,6 +196,9 @@ public class LeaderProperties {
 
 	public static class Jdbc {
 
+		// Twice this, the network timeout, in milliseconds, still fits an int.
+		private static final Duration MAX_QUERY_TIMEOUT = Duration.ofDays(12);
+
 		/**
 		 * Prefix of the starter's table names. Lower-case letters, digits and underscores only.
 		 */
@@ -236,6 +243,25 @@ public class LeaderProperties {
 
 		public void setQueryTimeout(Duration queryTimeout) {
 			this.queryTimeout = queryTimeout;
+		}
+
+		/**
+		 * Returns the query timeout after checking it, for the stores and for the check that runs before the schema
+		 * migration writes anything.
+		 * @return the query timeout, positive and at most 12 days
+		 * @throws IllegalArgumentException naming the property to change if the timeout is out of range
+		 */
+		public Duration determineQueryTimeout() {
+			Duration queryTimeout = this.queryTimeout;
+			if (queryTimeout == null || queryTimeout.isZero() || queryTimeout.isNegative()) {
+				throw new IllegalArgumentException("leader.jdbc.query-timeout must be positive, was " + queryTimeout);
+			}
+			if (queryTimeout.compareTo(MAX_QUERY_TIMEOUT) > 0) {
+				throw new IllegalArgumentException("leader.jdbc.query-timeout must be at most 12 days (PT288H), was "
+						+ queryTimeout + ": the connection's network timeout, twice the query timeout, is an int of "
+						+ "milliseconds, which ends at 24.8 days");
+			}
+			return queryTimeout;
 		}
 
 		public static class Notifications {

@@ -38,7 +38,7 @@ import org.jspecify.annotations.Nullable;
  * that cannot be carried out (no other node can run the daemon) is deleted. A rebalance request lifts the settle
  * window once, at the first cycle with nothing in flight. Drained nodes neither give nor take in a rebalance.
  */
-public final class AssignmentPlanner {
+final class AssignmentPlanner {
 
 	private static final Comparator<String> BY_NAME = Comparator.naturalOrder();
 

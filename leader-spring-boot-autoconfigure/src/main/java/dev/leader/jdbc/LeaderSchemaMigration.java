@@ -10,6 +10,9 @@ import org.flywaydb.core.Flyway;
  * Creates and upgrades the starter's tables with its own Flyway migrations from
  * {@code classpath:db/leader/postgresql}, recorded in their own history table {@code <prefix>schema_history}, so
  * that they never mix with the application's migrations.
+ * <p>
+ * Run by the auto-configuration at startup, after it checked the settings, unless {@code leader.jdbc.migrate} is
+ * {@code false}. Public for the test kit and for nodes built without a Spring context.
  */
 public final class LeaderSchemaMigration {
 

@@ -13,14 +13,14 @@ import org.jspecify.annotations.Nullable;
  * @param direct a data source of its own for the listening connection, or {@code null} for a connection of the
  * application's pool
  */
-public record Notifications(boolean enabled, @Nullable DataSource direct) {
+record Notifications(boolean enabled, @Nullable DataSource direct) {
 
 	/**
 	 * Follows notifications on a connection of the application's pool, unless that pool turns out to reach
 	 * PostgreSQL through a pooler in transaction mode, where {@code LISTEN} does not follow a client.
 	 * @return the setting
 	 */
-	public static Notifications pooled() {
+	static Notifications pooled() {
 		return new Notifications(true, null);
 	}
 
@@ -30,7 +30,7 @@ public record Notifications(boolean enabled, @Nullable DataSource direct) {
 	 * @param direct the data source; each connection it gives is used for as long as it works, then closed
 	 * @return the setting
 	 */
-	public static Notifications direct(DataSource direct) {
+	static Notifications direct(DataSource direct) {
 		return new Notifications(true, direct);
 	}
 
@@ -38,7 +38,7 @@ public record Notifications(boolean enabled, @Nullable DataSource direct) {
 	 * Follows no notifications.
 	 * @return the setting
 	 */
-	public static Notifications off() {
+	static Notifications off() {
 		return new Notifications(false, null);
 	}
 

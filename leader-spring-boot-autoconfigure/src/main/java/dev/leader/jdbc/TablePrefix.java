@@ -4,7 +4,8 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * The prefix of the starter's table names, validated so that it can be placed into SQL text safely.
+ * The prefix of the starter's table names, validated so that it can be placed into SQL text safely. A bean of this
+ * type that the application defines replaces the one built from {@code leader.jdbc.table-prefix}.
  *
  * @param value the prefix, for example {@code leader_}
  */

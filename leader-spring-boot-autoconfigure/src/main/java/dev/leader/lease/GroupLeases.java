@@ -19,7 +19,6 @@ import dev.leader.NodeInfo;
 import dev.leader.RevokeReason;
 import dev.leader.lease.CoordinationStore.AcquireResult;
 import dev.leader.lease.CoordinationStore.Tick;
-import dev.leader.node.Membership;
 import dev.leader.node.OrderedEvents;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;

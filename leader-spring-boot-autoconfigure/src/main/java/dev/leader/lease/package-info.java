@@ -7,7 +7,7 @@
  * machine on a {@code MonotonicClock}, {@code GroupLeases} applies the transitions of all groups under one lock and
  * publishes their events, {@code RoundTrips} schedules and makes the round trips to the
  * {@link dev.leader.lease.CoordinationStore}, {@code ReleaseHandOver} gives a lease up and takes one over on a
- * release, {@code SafeWindowWatchdog} closes safe windows on time, and {@link dev.leader.lease.LeaseObservations}
+ * release, {@code Membership} derives the member list and its joined/left events from what a heartbeat reads, {@code SafeWindowWatchdog} closes safe windows on time, and {@link dev.leader.lease.LeaseObservations}
  * names what is observed.
  */
 @NullMarked

@@ -5,6 +5,8 @@ import java.util.regex.Pattern;
 /**
  * Validation of the names users choose: node ids, group names and the readable node names. Each fits the column it is
  * stored in.
+ * <p>
+ * Internal, not for application use: public only because the starter's packages share it.
  */
 public final class Names {
 

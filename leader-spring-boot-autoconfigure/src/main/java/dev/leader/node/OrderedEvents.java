@@ -14,6 +14,8 @@ import org.jspecify.annotations.Nullable;
  * Delivers a component's events one at a time, in the order they were published, on a thread of its own, so that a
  * slow listener never holds up a round trip. A listener that throws is logged and delivery goes on with the next
  * one. The thread is replaced when the component starts again after a stop. Thread-safe.
+ * <p>
+ * Internal, not for application use: public only because the {@code lease} and {@code daemon} packages share it.
  */
 public final class OrderedEvents {
 

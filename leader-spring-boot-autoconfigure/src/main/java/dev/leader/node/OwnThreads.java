@@ -9,6 +9,8 @@ import java.util.concurrent.TimeUnit;
  * The named daemon threads of a lifecycle component, kept so that its stop can wait until they have ended: an
  * executor counts as terminated just before its thread ends, and a stopped component must leave no thread behind.
  * Thread-safe.
+ * <p>
+ * Internal, not for application use: public only because the {@code lease} and {@code daemon} packages share it.
  */
 public final class OwnThreads {
 

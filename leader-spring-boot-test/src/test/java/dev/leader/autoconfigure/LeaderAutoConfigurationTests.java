@@ -17,7 +17,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import dev.leader.FencingToken;
 import dev.leader.LeaderInfo;
 import dev.leader.LeaderOnly;
-import dev.leader.LeaderOnlyAdvisor;
 import dev.leader.Leadership;
 import dev.leader.NotLeaderException;
 import dev.leader.autoconfigure.LeaderAutoConfiguration.LeaderEngineLifecycle;
@@ -39,6 +38,7 @@ import org.springframework.boot.test.context.assertj.AssertableApplicationContex
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.util.ClassUtils;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
@@ -50,6 +50,10 @@ import static org.awaitility.Awaitility.await;
 class LeaderAutoConfigurationTests {
 
 	private static final Duration WAIT = Duration.ofSeconds(10);
+
+	// Package-private next to @LeaderOnly, so named here.
+	private static final Class<?> LEADER_ONLY_ADVISOR = ClassUtils.resolveClassName("dev.leader.LeaderOnlyAdvisor",
+			null);
 
 	@RegisterExtension
 	final SchemaContextRunners schema = new SchemaContextRunners();
@@ -70,7 +74,7 @@ class LeaderAutoConfigurationTests {
 				.hasSingleBean(CoordinationStore.class)
 				.hasSingleBean(Leadership.class)
 				.hasSingleBean(LeaderEngineLifecycle.class)
-				.hasSingleBean(LeaderOnlyAdvisor.class)
+				.hasSingleBean(LEADER_ONLY_ADVISOR)
 				.hasSingleBean(LeaderSchemaMigration.class);
 			assertThat(context.getBean(TablePrefix.class)).isEqualTo(new TablePrefix("leader_"));
 			assertThat(context.getBean(LeaseSettings.class)).isEqualTo(new LeaseSettings(Duration.ofSeconds(10),
@@ -228,7 +232,7 @@ class LeaderAutoConfigurationTests {
 					.doesNotHaveBean(Leadership.class)
 					.doesNotHaveBean(CoordinationStore.class)
 					.doesNotHaveBean(LeaderSchemaMigration.class)
-					.doesNotHaveBean(LeaderOnlyAdvisor.class)
+					.doesNotHaveBean(LEADER_ONLY_ADVISOR)
 					.doesNotHaveBean(LeaderProperties.class);
 				assertThat(tables()).isEmpty();
 			});

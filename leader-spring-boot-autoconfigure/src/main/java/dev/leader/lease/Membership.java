@@ -1,4 +1,4 @@
-package dev.leader.node;
+package dev.leader.lease;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -13,7 +13,7 @@ import dev.leader.NodeLeftEvent;
  * The member list one node derives from what it reads, and the joined/left events that the changes imply. Not
  * thread-safe: the engine calls it from its I/O thread only.
  */
-public final class Membership {
+final class Membership {
 
 	private final Map<String, NodeInfo> alive = new HashMap<>();
 
@@ -24,7 +24,7 @@ public final class Membership {
 	 * @param read the members, dead ones included
 	 * @return the {@link NodeJoinedEvent}s and {@link NodeLeftEvent}s, joins first
 	 */
-	public List<Object> update(List<NodeInfo> read) {
+	List<Object> update(List<NodeInfo> read) {
 		List<Object> joined = new ArrayList<>();
 		Map<String, NodeInfo> stillAlive = new HashMap<>();
 		for (NodeInfo node : read) {
@@ -54,7 +54,7 @@ public final class Membership {
 	 * Returns the members as last read, dead ones included until the coordinator forgets them.
 	 * @return the members
 	 */
-	public List<NodeInfo> members() {
+	List<NodeInfo> members() {
 		return this.members;
 	}
 

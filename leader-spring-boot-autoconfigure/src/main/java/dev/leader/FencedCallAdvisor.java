@@ -1,11 +1,9 @@
-package dev.leader.fencing;
+package dev.leader;
 
 import java.lang.reflect.Method;
 import java.util.function.Supplier;
 
-import dev.leader.FencingToken;
-import dev.leader.LeaderOnly;
-import dev.leader.LeaderOnlyInterceptor;
+import dev.leader.fencing.Fencing;
 import org.aopalliance.aop.Advice;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.jspecify.annotations.Nullable;
@@ -20,7 +18,7 @@ import org.springframework.core.Ordered;
  * runs inside the call's transaction advice, as the transaction's first step, while the {@link LeaderOnly} check
  * itself runs outside it and a skipped call opens no transaction.
  */
-public final class FencedCallAdvisor extends AbstractPointcutAdvisor {
+final class FencedCallAdvisor extends AbstractPointcutAdvisor {
 
 	private final Pointcut pointcut = new StaticMethodMatcherPointcut() {
 
@@ -38,7 +36,7 @@ public final class FencedCallAdvisor extends AbstractPointcutAdvisor {
 	 * Creates an advisor.
 	 * @param fencing supplies the fencing facade on first use, since advisors are created before most beans
 	 */
-	public FencedCallAdvisor(Supplier<Fencing> fencing) {
+	FencedCallAdvisor(Supplier<Fencing> fencing) {
 		this.interceptor = (invocation) -> {
 			fencing.get().guard(FencingToken.current());
 			return invocation.proceed();

@@ -1,0 +1,111 @@
+package dev.leader.jdbc;
+
+import javax.sql.DataSource;
+
+import dev.leader.autoconfigure.LeaderAutoConfiguration;
+import dev.leader.autoconfigure.LeaderProperties;
+import dev.leader.daemon.DaemonStore;
+import dev.leader.fencing.FencingStore;
+import dev.leader.lease.CoordinationStore;
+import dev.leader.lease.LeaseSettings;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceProperties;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.dao.DataAccessException;
+import org.springframework.jdbc.datasource.SimpleDriverDataSource;
+
+/**
+ * Configuration of the PostgreSQL stores on the application's {@link DataSource}: the {@link CoordinationStore}, the
+ * {@link DaemonStore} and the {@link FencingStore}, each replaceable by a bean of the application's, and the
+ * {@link TablePrefix} they share. Imported by {@link LeaderAutoConfiguration}, which it relies on for its conditions
+ * and for the schema migration; public only for that import, not for application use.
+ */
+@Configuration(proxyBeanMethods = false)
+public final class PostgresStoresConfiguration {
+
+	// Logged under the auto-configuration's name, where applications already look for the starter's startup lines.
+	private static final Log logger = LogFactory.getLog(LeaderAutoConfiguration.class);
+
+	@Bean
+	@ConditionalOnMissingBean
+	TablePrefix leaderTablePrefix(LeaderProperties properties) {
+		return new TablePrefix(properties.getJdbc().getTablePrefix());
+	}
+
+	// The engine gives the store's connection back when it stops; the context does it too, for any other caller.
+	@Bean(destroyMethod = "disconnect")
+	@ConditionalOnMissingBean
+	CoordinationStore leaderCoordinationStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
+			ObjectProvider<LeaderSchemaMigration> migration,
+			ObjectProvider<DataSourceProperties> dataSourceProperties) {
+		PostgresCoordinationStore store = new PostgresCoordinationStore(dataSource, prefix,
+				properties.getJdbc().determineQueryTimeout(),
+				notifications(properties.getJdbc().getNotifications(), dataSourceProperties.getIfAvailable()));
+		if (migration.getIfAvailable() == null) {
+			// The migration checks the database before it runs; without it, the store does.
+			try {
+				store.requireWritablePrimary();
+			}
+			catch (DataAccessException ex) {
+				logger.warn("Could not check that the DataSource leads to a writable primary; leadership starts "
+						+ "once the database answers: " + ex.getMessage());
+			}
+		}
+		return store;
+	}
+
+	private static Notifications notifications(LeaderProperties.Jdbc.Notifications notifications,
+			@Nullable DataSourceProperties dataSource) {
+		String url = notifications.getUrl();
+		if (!notifications.isEnabled()) {
+			return Notifications.off();
+		}
+		if (url == null || url.isBlank()) {
+			return Notifications.pooled();
+		}
+		if (!url.startsWith("jdbc:postgresql:")) {
+			int query = url.indexOf('?');
+			throw new IllegalArgumentException("leader.jdbc.notifications.url must be a PostgreSQL JDBC URL "
+					+ "(jdbc:postgresql://host:port/database), was " + ((query < 0) ? url : url.substring(0, query)));
+		}
+		String username = notifications.getUsername();
+		String password = notifications.getPassword();
+		if (username == null && dataSource != null) {
+			username = dataSource.getUsername();
+		}
+		if (password == null && dataSource != null) {
+			password = dataSource.getPassword();
+		}
+		return Notifications.direct(new SimpleDriverDataSource(new org.postgresql.Driver(), url, username, password));
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	@ConditionalOnBooleanProperty(name = "leader.daemons.enabled", matchIfMissing = true)
+	DaemonStore leaderDaemonStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
+			LeaseSettings settings, ObjectProvider<CoordinationStore> coordinationStore) {
+		// Assignment notifications share the coordination store's listening connection when it is ours.
+		PostgresCoordinationStore notifications = (coordinationStore
+			.getIfAvailable() instanceof PostgresCoordinationStore postgres) ? postgres : null;
+		// A guarded daemon transaction ends before its node can be declared dead and the daemon reclaimed.
+		return new PostgresDaemonStore(dataSource, prefix, properties.getJdbc().determineQueryTimeout(),
+				settings.nodeExpiry().minus(settings.safetyMargin()), notifications);
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	FencingStore leaderFencingStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
+			LeaseSettings settings) {
+		// A guarded transaction cannot usefully outlast the holder's own belief in its leadership.
+		return new PostgresFencingStore(dataSource, prefix, properties.getJdbc().determineQueryTimeout(),
+				settings.safeWindow());
+	}
+
+}
