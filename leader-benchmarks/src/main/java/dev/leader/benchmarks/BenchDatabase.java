@@ -6,6 +6,7 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.regex.Matcher;
@@ -254,6 +255,17 @@ final class BenchDatabase implements AutoCloseable {
 			}
 		}
 		return names;
+	}
+
+	/**
+	 * Samples this database's sessions from the maintenance database, until the returned sampler is closed: every
+	 * statement that starts in a session is seen as a new {@code query_start}, empty queries too, which the server log
+	 * leaves out. A session that sends two statements between two samples shows the last one only.
+	 * @param interval the time between two samples
+	 * @return the sampler, running
+	 */
+	SessionSampler sampleSessions(Duration interval) throws SQLException {
+		return new SessionSampler(maintenance(), this.name, interval);
 	}
 
 	private @Nullable String serverLog() {

@@ -242,13 +242,8 @@ public final class Benchmarks {
 							result.rollbacks(),
 							(result.errorLines() >= 0) ? Long.toString(result.errorLines()) : "unreadable"),
 					load);
-			for (SampleAppTimings.StatementRate statement : result.statements()) {
-				StringBuilder nodes = new StringBuilder();
-				statement.perNode().forEach((node, rate) -> nodes.append(nodes.isEmpty() ? "" : ", ")
-					.append(String.format(Locale.ROOT, "%s %.2f", node, rate)));
-				System.out.printf(Locale.ROOT, "STATEMENT %6.2f/s [%s] %s%n", statement.perSecond(), nodes,
-						statement.text());
-			}
+			printStatements("STATEMENT (server log)", result.statements());
+			printStatements("STATEMENT (pg_stat_activity every 100 ms)", result.sampled());
 		}
 	}
 
@@ -332,6 +327,16 @@ public final class Benchmarks {
 			if (!revocations.isEmpty() || guarded.notRenewed() > 0 || termAfter != guarded.termBefore()) {
 				throw new IllegalStateException("The leader lost its lease under the guarded writes: " + revocations);
 			}
+		}
+	}
+
+	private static void printStatements(String source, List<SampleAppTimings.StatementRate> statements) {
+		for (SampleAppTimings.StatementRate statement : statements) {
+			StringBuilder nodes = new StringBuilder();
+			statement.perNode().forEach((node, rate) -> nodes.append(nodes.isEmpty() ? "" : ", ")
+				.append(String.format(Locale.ROOT, "%s %.2f", node, rate)));
+			System.out.printf(Locale.ROOT, "%s %6.2f/s [%s] %s%n", source, statement.perSecond(), nodes,
+					statement.text());
 		}
 	}
 

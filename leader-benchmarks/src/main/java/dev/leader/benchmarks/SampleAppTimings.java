@@ -239,6 +239,7 @@ final class SampleAppTimings {
 			}
 			sleep(warmUp);
 			long logFrom = this.database.serverLogSize();
+			SessionSampler sampler = this.database.sampleSessions(Duration.ofMillis(100));
 			long[] start = this.database.transactions();
 			long[] previous = start;
 			long began = System.nanoTime();
@@ -251,11 +252,14 @@ final class SampleAppTimings {
 				previous = now;
 			}
 			double seconds = (System.nanoTime() - began) / 1e9;
+			Map<String, Map<String, Integer>> sampled = sampler.stop();
+			sampler.close();
 			Map<Integer, String> sessions = this.database.applicationNames();
 			String log = logged ? this.database.serverLogSince(logFrom) : null;
 			long errors = this.database.errorLines(logFrom);
 			return new IdleResult(Stats.of(rates), (previous[0] - start[0]) / seconds, previous[1] - start[1], errors,
-					(log != null) ? statements(log, sessions, leader, seconds) : List.of());
+					(log != null) ? statements(log, sessions, leader, seconds) : List.of(),
+					rates(sampled, leader, seconds));
 		}
 		finally {
 			closeNodes();
@@ -289,19 +293,33 @@ final class SampleAppTimings {
 		for (Map.Entry<Integer, String> record : records) {
 			Matcher statement = LOGGED_STATEMENT.matcher(record.getValue());
 			String node = sessions.get(record.getKey());
-			if (!statement.matches() || node == null || !node.startsWith("node-")) {
+			if (!statement.matches() || node == null) {
 				continue;
 			}
 			String text = statement.group(1).replaceAll("\\s+", " ").trim();
 			text = text.isEmpty() ? "(empty query)" : text.substring(0, Math.min(text.length(), 120));
-			String role = node.equals(leader) ? node + " (leader)" : node;
-			counts.computeIfAbsent(text, (key) -> new TreeMap<>()).merge(role, 1, Integer::sum);
+			counts.computeIfAbsent(text, (key) -> new TreeMap<>()).merge(node, 1, Integer::sum);
 		}
+		return rates(counts, leader, seconds);
+	}
+
+	/**
+	 * Turns counts by statement and node into rates, the nodes' statements only, most frequent first.
+	 */
+	private static List<StatementRate> rates(Map<String, Map<String, Integer>> counts, String leader,
+			double seconds) {
 		List<StatementRate> rates = new ArrayList<>();
 		counts.forEach((text, byNode) -> {
 			Map<String, Double> perNode = new TreeMap<>();
-			byNode.forEach((node, count) -> perNode.put(node, count / seconds));
-			rates.add(new StatementRate(text, byNode.values().stream().mapToInt(Integer::intValue).sum() / seconds,
+			byNode.forEach((node, count) -> {
+				if (node.startsWith("node-")) {
+					perNode.put(node.equals(leader) ? node + " (leader)" : node, count / seconds);
+				}
+			});
+			if (perNode.isEmpty()) {
+				return;
+			}
+			rates.add(new StatementRate(text, perNode.values().stream().mapToDouble(Double::doubleValue).sum(),
 					perNode));
 		});
 		rates.sort((a, b) -> Double.compare(b.perSecond(), a.perSecond()));
@@ -400,9 +418,11 @@ final class SampleAppTimings {
 	 * @param mean transactions per second over all windows
 	 * @param rollbacks transactions rolled back
 	 * @param errorLines ERROR/FATAL lines of the database in the server log, -1 if unreadable
-	 * @param statements each distinct statement of the nodes, most frequent first
+	 * @param statements each distinct statement of the nodes in the server log, most frequent first
+	 * @param sampled each distinct statement of the nodes seen in {@code pg_stat_activity}, empty queries too
 	 */
-	record IdleResult(Stats perWindow, double mean, long rollbacks, long errorLines, List<StatementRate> statements) {
+	record IdleResult(Stats perWindow, double mean, long rollbacks, long errorLines, List<StatementRate> statements,
+			List<StatementRate> sampled) {
 	}
 
 	/**

@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.util.LinkedHashSet;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ThreadLocalRandom;
 
 import javax.sql.DataSource;
@@ -55,6 +56,9 @@ import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceProperties;
 import org.springframework.boot.sql.init.dependency.DatabaseInitializationDependencyConfigurer;
 import org.springframework.boot.sql.init.dependency.DependsOnDatabaseInitialization;
+import org.springframework.context.ApplicationContext;
+import org.springframework.context.ApplicationContextAware;
+import org.springframework.context.ApplicationEvent;
 import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.context.annotation.Bean;
@@ -62,6 +66,10 @@ import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
 import org.springframework.context.annotation.ImportBeanDefinitionRegistrar;
 import org.springframework.context.annotation.Role;
+import org.springframework.context.event.ContextClosedEvent;
+import org.springframework.context.event.GenericApplicationListener;
+import org.springframework.core.Ordered;
+import org.springframework.core.ResolvableType;
 import org.springframework.core.env.Environment;
 import org.springframework.core.type.AnnotationMetadata;
 import org.springframework.dao.DataAccessException;
@@ -355,24 +363,120 @@ public final class LeaderAutoConfiguration {
 	}
 
 	/**
-	 * Starts the engine after the context is refreshed and stops it, releasing the leases, early during shutdown.
+	 * Starts the engine after the context is refreshed, and stops it, releasing the leases, as early during shutdown
+	 * as the revoked events can still reach their listeners: on a signal, in a JVM shutdown hook of its own, which
+	 * starts with the application's hook rather than after it, and otherwise when the context publishes its
+	 * {@link ContextClosedEvent}, before any lifecycle phase stops; the context waits there until the release is
+	 * done, so that the revoked events reach an active context. Either comes before the daemon coordinator drains
+	 * the daemons in the first lifecycle phase, which takes as long as the slowest agent takes to return: the daemons'
+	 * assignments are fenced by their generation, so the next leader can plan at once while they drain. A context
+	 * that is only stopped, not closed, stops the engine in the first lifecycle phase, after the coordinator.
 	 */
-	static final class LeaderEngineLifecycle implements SmartLifecycle {
+	static final class LeaderEngineLifecycle implements SmartLifecycle, GenericApplicationListener,
+			ApplicationContextAware {
 
 		private final LeaderEngine engine;
+
+		private final Object lock = new Object();
+
+		private @Nullable ApplicationContext context;
+
+		private @Nullable CompletableFuture<Void> stopping;
+
+		private @Nullable Thread shutdownHook;
 
 		LeaderEngineLifecycle(LeaderEngine engine) {
 			this.engine = engine;
 		}
 
 		@Override
+		public void setApplicationContext(ApplicationContext context) {
+			this.context = context;
+		}
+
+		@Override
+		public boolean supportsEventType(ResolvableType eventType) {
+			return ContextClosedEvent.class.isAssignableFrom(eventType.toClass());
+		}
+
+		@Override
+		public void onApplicationEvent(ApplicationEvent event) {
+			// A child context's closed event reaches this context's listeners too.
+			if (event instanceof ContextClosedEvent closed && closed.getApplicationContext() == this.context) {
+				stopOnce();
+				removeShutdownHook();
+			}
+		}
+
+		@Override
+		public int getOrder() {
+			return Ordered.HIGHEST_PRECEDENCE;
+		}
+
+		@Override
 		public void start() {
+			synchronized (this.lock) {
+				this.stopping = null;
+			}
 			this.engine.start();
+			Thread hook = new Thread(this::stopOnce, "leader-shutdown");
+			try {
+				Runtime.getRuntime().addShutdownHook(hook);
+				synchronized (this.lock) {
+					this.shutdownHook = hook;
+				}
+			}
+			catch (IllegalStateException ex) {
+				// The JVM is shutting down already; the context's close stops the engine.
+			}
 		}
 
 		@Override
 		public void stop() {
-			this.engine.stop();
+			stopOnce();
+			removeShutdownHook();
+		}
+
+		/**
+		 * Stops the engine once, whichever thread asks first; the others wait until it is stopped.
+		 */
+		private void stopOnce() {
+			CompletableFuture<Void> stopped;
+			boolean first = false;
+			synchronized (this.lock) {
+				if (this.stopping == null) {
+					this.stopping = new CompletableFuture<>();
+					first = true;
+				}
+				stopped = this.stopping;
+			}
+			if (first) {
+				try {
+					this.engine.stop();
+				}
+				finally {
+					stopped.complete(null);
+				}
+			}
+			else {
+				stopped.join();
+			}
+		}
+
+		private void removeShutdownHook() {
+			Thread hook;
+			synchronized (this.lock) {
+				hook = this.shutdownHook;
+				this.shutdownHook = null;
+			}
+			if (hook != null && hook != Thread.currentThread()) {
+				try {
+					Runtime.getRuntime().removeShutdownHook(hook);
+				}
+				catch (IllegalStateException ex) {
+					// The JVM is shutting down: the hook runs, or ran, and stops nothing twice.
+				}
+			}
 		}
 
 		@Override
