@@ -33,12 +33,16 @@ import org.openjdk.jmh.util.Statistics;
  * Runs the benchmarks and prints every figure as min / median / p99 / max. Started by
  * {@code ./mvnw -Pbenchmarks -pl leader-benchmarks -am -DskipTests verify}; see {@code leader-benchmarks/README.md}.
  * <p>
- * Arguments, all optional: {@code --only=handover,failover,load,daemons,guarded,jmh}, {@code --rounds=30} (hand-overs
- * and failovers), {@code --load=3x1,100x1000} (idle clusters, nodes x groups), {@code --load-window=PT10S} and
- * {@code --load-windows=6}, {@code --daemons=3x7} (nodes x daemons) and {@code --daemon-rounds=5} (kills),
+ * Arguments, all optional: {@code --only=handover,failover,load,daemons,guarded,jmh,app-handover,app-idle},
+ * {@code --rounds=30} (hand-overs, on the bare engine and on the sample app, and failovers),
+ * {@code --load=3x1,100x1000} (idle clusters, nodes x groups), {@code --load-window=PT10S} and {@code --load-windows=6},
+ * {@code --daemons=3x7} (nodes x daemons) and {@code --daemon-rounds=5} (kills),
  * {@code --guarded-threads=1,4,16} and {@code --guarded-window=PT20S} (writer threads, and how long each
  * count runs guarded and plain),
- * {@code --database=leader_bench} (the database created for the run, dropped first if it exists),
+ * {@code --database=leader_bench} (the database created for the run, dropped first if it exists, and
+ * {@code <database>_app} for the sample app's nodes), {@code --app-handover=daemons,no-daemons},
+ * {@code --app-idle=default,no-validation}, {@code --app-settle=PT4S} and {@code --quiet-wait=PT3M} (the sample app:
+ * see {@link SampleAppTimings}),
  * {@code --server-log=<path>} (the server's log file when {@code pg_current_logfile()}
  * does not name it). The server comes from {@code LEADER_BENCH_JDBC_URL} (default
  * {@code jdbc:postgresql://127.0.0.1:5432/postgres}), {@code LEADER_BENCH_JDBC_USER} ({@code postgres}) and

@@ -153,6 +153,13 @@ final class SampleAppNode implements AutoCloseable {
 	}
 
 	/**
+	 * Kills the node at once (SIGKILL), as the harness exits.
+	 */
+	void kill() {
+		this.process.destroyForcibly();
+	}
+
+	/**
 	 * Stops the node gracefully, and kills it if it has not exited within 20 s.
 	 */
 	@Override

@@ -18,6 +18,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -58,7 +59,7 @@ final class SampleAppTimings {
 
 	private final Path jar;
 
-	private final List<SampleAppNode> nodes = new ArrayList<>();
+	private final List<SampleAppNode> nodes = new CopyOnWriteArrayList<>();
 
 	private int started;
 
@@ -66,6 +67,9 @@ final class SampleAppTimings {
 		this.database = database;
 		this.logs = logs;
 		this.jar = jar;
+		// The nodes do not watch the harness: if it is stopped, it stops them first, so that none outlives it.
+		Runtime.getRuntime().addShutdownHook(new Thread(() -> this.nodes.forEach(SampleAppNode::kill),
+				"sample-nodes-shutdown"));
 	}
 
 	/**
