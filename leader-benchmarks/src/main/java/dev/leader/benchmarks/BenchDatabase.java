@@ -6,6 +6,9 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -47,15 +50,68 @@ final class BenchDatabase implements AutoCloseable {
 	 */
 	static BenchDatabase create(String serverUrl, String user, String password, String name,
 			@Nullable String serverLog) throws SQLException {
+		BenchDatabase database = createEmpty(serverUrl, user, password, name, serverLog);
+		try (HikariDataSource dataSource = database.dataSource("bench-migrate", 2)) {
+			new LeaderSchemaMigration(dataSource, PREFIX).migrate();
+		}
+		return database;
+	}
+
+	/**
+	 * Creates the database on the server of the given URL, empty, for applications that run their own migrations.
+	 */
+	static BenchDatabase createEmpty(String serverUrl, String user, String password, String name,
+			@Nullable String serverLog) throws SQLException {
 		BenchDatabase database = new BenchDatabase(serverUrl, user, password, name, serverLog);
 		try (Connection connection = database.maintenance(); Statement statement = connection.createStatement()) {
 			statement.execute("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
 			statement.execute("CREATE DATABASE " + name);
 		}
-		try (HikariDataSource dataSource = database.dataSource("bench-migrate", 2)) {
-			new LeaderSchemaMigration(dataSource, PREFIX).migrate();
-		}
 		return database;
+	}
+
+	/**
+	 * Makes the server log every statement of this database's new sessions with its duration
+	 * ({@code log_min_duration_statement = 0}), empty queries included, so that {@link #serverLogSince(long)} can
+	 * list them. Needs a superuser.
+	 * @return whether the setting was made
+	 */
+	boolean logStatements() {
+		try (Connection connection = maintenance(); Statement statement = connection.createStatement()) {
+			statement.execute("ALTER DATABASE " + this.name + " SET log_min_duration_statement = 0");
+			return true;
+		}
+		catch (SQLException ex) {
+			System.out.println("NOTE statements of " + this.name + " not logged: " + ex.getMessage());
+			return false;
+		}
+	}
+
+	/**
+	 * Returns what the server wrote to its log after the given size.
+	 * @param fromSize a size returned by {@link #serverLogSize()}
+	 * @return the text, or {@code null} if the log cannot be read
+	 */
+	@Nullable String serverLogSince(long fromSize) {
+		String log = serverLog();
+		if (log == null || fromSize < 0) {
+			return null;
+		}
+		try (Connection connection = maintenance();
+				PreparedStatement statement = connection.prepareStatement(
+						"SELECT pg_read_file(?, ?, greatest((SELECT size FROM pg_stat_file(?)) - ?, 0))")) {
+			statement.setString(1, log);
+			statement.setLong(2, fromSize);
+			statement.setString(3, log);
+			statement.setLong(4, fromSize);
+			try (ResultSet row = statement.executeQuery()) {
+				row.next();
+				return row.getString(1);
+			}
+		}
+		catch (SQLException ex) {
+			return null;
+		}
 	}
 
 	String url() {
@@ -180,6 +236,36 @@ final class BenchDatabase implements AutoCloseable {
 		catch (SQLException ex) {
 			return -1;
 		}
+	}
+
+	/**
+	 * Returns the {@code application_name} of every session of this database, by backend process id, read from the
+	 * maintenance database so that the reading adds nothing to this one.
+	 */
+	Map<Integer, String> applicationNames() throws SQLException {
+		Map<Integer, String> names = new HashMap<>();
+		try (Connection connection = maintenance();
+				PreparedStatement statement = connection
+					.prepareStatement("SELECT pid, application_name FROM pg_stat_activity WHERE datname = ?")) {
+			statement.setString(1, this.name);
+			try (ResultSet rows = statement.executeQuery()) {
+				while (rows.next()) {
+					names.put(rows.getInt(1), rows.getString(2));
+				}
+			}
+		}
+		return names;
+	}
+
+	/**
+	 * Samples this database's sessions from the maintenance database, until the returned sampler is closed: every
+	 * statement that starts in a session is seen as a new {@code query_start}, empty queries too, which the server log
+	 * leaves out. A session that sends two statements between two samples shows the last one only.
+	 * @param interval the time between two samples
+	 * @return the sampler, running
+	 */
+	SessionSampler sampleSessions(Duration interval) throws SQLException {
+		return new SessionSampler(maintenance(), this.name, interval);
 	}
 
 	private @Nullable String serverLog() {

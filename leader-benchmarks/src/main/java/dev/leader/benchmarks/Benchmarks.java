@@ -8,6 +8,7 @@ import java.sql.DriverManager;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.Collections;
@@ -32,12 +33,16 @@ import org.openjdk.jmh.util.Statistics;
  * Runs the benchmarks and prints every figure as min / median / p99 / max. Started by
  * {@code ./mvnw -Pbenchmarks -pl leader-benchmarks -am -DskipTests verify}; see {@code leader-benchmarks/README.md}.
  * <p>
- * Arguments, all optional: {@code --only=handover,failover,load,daemons,guarded,jmh}, {@code --rounds=30} (hand-overs
- * and failovers), {@code --load=3x1,100x1000} (idle clusters, nodes x groups), {@code --load-window=PT10S} and
- * {@code --load-windows=6}, {@code --daemons=3x7} (nodes x daemons) and {@code --daemon-rounds=5} (kills),
+ * Arguments, all optional: {@code --only=handover,failover,load,daemons,guarded,jmh,app-handover,app-idle},
+ * {@code --rounds=30} (hand-overs, on the bare engine and on the sample app, and failovers),
+ * {@code --load=3x1,100x1000} (idle clusters, nodes x groups), {@code --load-window=PT10S} and {@code --load-windows=6},
+ * {@code --daemons=3x7} (nodes x daemons) and {@code --daemon-rounds=5} (kills),
  * {@code --guarded-threads=1,4,16} and {@code --guarded-window=PT20S} (writer threads, and how long each
  * count runs guarded and plain),
- * {@code --database=leader_bench} (the database created for the run, dropped first if it exists),
+ * {@code --database=leader_bench} (the database created for the run, dropped first if it exists, and
+ * {@code <database>_app} for the sample app's nodes), {@code --app-handover=daemons,no-daemons},
+ * {@code --app-idle=default,no-validation}, {@code --app-settle=PT4S} and {@code --quiet-wait=PT3M} (the sample app:
+ * see {@link SampleAppTimings}),
  * {@code --server-log=<path>} (the server's log file when {@code pg_current_logfile()}
  * does not name it). The server comes from {@code LEADER_BENCH_JDBC_URL} (default
  * {@code jdbc:postgresql://127.0.0.1:5432/postgres}), {@code LEADER_BENCH_JDBC_USER} ({@code postgres}) and
@@ -58,7 +63,8 @@ public final class Benchmarks {
 
 	public static void main(String[] args) throws Exception {
 		Map<String, String> options = parse(args);
-		Set<String> only = Set.of(options.getOrDefault("only", "handover,failover,load,daemons,guarded,jmh")
+		Set<String> only = Set.of(options
+			.getOrDefault("only", "handover,failover,load,daemons,guarded,jmh,app-handover,app-idle")
 			.split(","));
 		int rounds = Integer.parseInt(options.getOrDefault("rounds", "30"));
 		String url = env("LEADER_BENCH_JDBC_URL", "jdbc:postgresql://127.0.0.1:5432/postgres");
@@ -70,6 +76,7 @@ public final class Benchmarks {
 		if (!name.matches("[a-z][a-z0-9_]{0,62}")) {
 			throw new IllegalArgumentException("--database must be lower-case letters, digits and _, was " + name);
 		}
+		double engineHandOver = Double.NaN;
 		try (BenchDatabase database = BenchDatabase.create(url, user, password, name,
 				options.get("server-log"))) {
 			LeadershipTimings timings = new LeadershipTimings(database, logs);
@@ -88,6 +95,7 @@ public final class Benchmarks {
 				// since it started, as in a cluster that has run for a while.
 				List<List<Double>> handOvers = timings.handOver(LeaseSettings.defaults(), rounds,
 						Duration.ofSeconds(4));
+				engineHandOver = Stats.of(handOvers.get(0)).median();
 				report("graceful hand-over, SIGTERM -> successor's grant (3 nodes, defaults)",
 						Stats.of(handOvers.get(0)).format("ms"), load);
 				report("  SIGTERM -> leader's revoke delivered (shutdown hook, stop, revoked event)",
@@ -162,6 +170,84 @@ public final class Benchmarks {
 				database.settle();
 				runGuardedLoad(database, options);
 			}
+		}
+		if (only.contains("app-handover") || only.contains("app-idle")) {
+			// A database of its own, empty: the sample's nodes migrate it themselves, its tables and the starter's.
+			try (BenchDatabase database = BenchDatabase.createEmpty(url, user, password, name + "_app",
+					options.get("server-log"))) {
+				SampleAppTimings app = new SampleAppTimings(database, logs, SampleAppTimings.sampleAppJar());
+				if (only.contains("app-handover")) {
+					runSampleAppHandOver(app, options, rounds, engineHandOver);
+				}
+				if (only.contains("app-idle")) {
+					runSampleAppIdle(app, options);
+				}
+			}
+		}
+	}
+
+	/**
+	 * The hand-over on three sample-app nodes: {@code --app-handover=daemons,no-daemons} (the sample's two daemons
+	 * placed by the coordinator, or daemon assignment off), {@code --app-settle=PT4S}, and {@code --quiet-wait=PT3M},
+	 * how long to wait at most for a quiet machine first.
+	 */
+	private static void runSampleAppHandOver(SampleAppTimings app, Map<String, String> options, int rounds,
+			double engineHandOver) throws Exception {
+		Duration settle = Duration.parse(options.getOrDefault("app-settle", "PT4S"));
+		for (String variant : options.getOrDefault("app-handover", "daemons").split(",")) {
+			boolean daemons = !variant.equals("no-daemons");
+			List<String> arguments = daemons ? List.of() : List.of("--leader.daemons.enabled=false");
+			awaitQuietMachine(0.5, Duration.parse(options.getOrDefault("quiet-wait", "PT3M")));
+			String load = loadAverage();
+			List<SampleAppTimings.Round> results = app.handOver(arguments, daemons, rounds, settle);
+			String what = "sample app: graceful hand-over, SIGTERM -> successor's grant of billing, database clock "
+					+ "(3 nodes, jobs paused, " + (daemons ? "2 daemons" : "no daemons") + ")";
+			Stats all = Stats.of(results.stream().map(SampleAppTimings.Round::groupGrant).toList());
+			report(what, all.format("ms") + (Double.isNaN(engineHandOver) ? ""
+					: String.format(Locale.ROOT, "; %.1fx the bare engine's median", all.median() / engineHandOver)),
+					load);
+			if (daemons) {
+				report("  rounds with a daemon on the leader", Stats.of(results.stream()
+					.filter((round) -> round.daemonsOnLeader() > 0)
+					.map(SampleAppTimings.Round::groupGrant)
+					.toList()).format("ms"), load);
+				report("  rounds without a daemon on the leader", Stats.of(results.stream()
+					.filter((round) -> round.daemonsOnLeader() == 0)
+					.map(SampleAppTimings.Round::groupGrant)
+					.toList()).format("ms"), load);
+			}
+			report("  SIGTERM -> the last of the leader's groups granted (default, billing)",
+					Stats.of(results.stream().map(SampleAppTimings.Round::lastGrant).toList()).format("ms"), load);
+			Map<String, List<Double>> steps = new LinkedHashMap<>();
+			results.forEach((round) -> round.steps()
+				.forEach((step, ms) -> steps.computeIfAbsent(step, (key) -> new ArrayList<>()).add(ms)));
+			steps.forEach((step, samples) -> report("  SIGTERM -> " + step + " (monotonic clock)",
+					Stats.of(samples).format("ms"), load));
+		}
+	}
+
+	/**
+	 * The idle load of three sample-app nodes: {@code --app-idle=default,no-validation} (Hikari's defaults, or pool
+	 * validation skipped for a minute of idleness), with {@code --load-window} and {@code --load-windows}.
+	 */
+	private static void runSampleAppIdle(SampleAppTimings app, Map<String, String> options) throws Exception {
+		Duration window = Duration.parse(options.getOrDefault("load-window", "PT10S"));
+		int windows = Integer.parseInt(options.getOrDefault("load-windows", "6"));
+		for (String variant : options.getOrDefault("app-idle", "default,no-validation").split(",")) {
+			List<String> arguments = variant.equals("no-validation")
+					? List.of("-Dcom.zaxxer.hikari.aliveBypassWindowMs=60000") : List.of();
+			String load = loadAverage();
+			SampleAppTimings.IdleResult result = app.idle(arguments, true, Duration.ofSeconds(15), window, windows);
+			report(String.format(Locale.ROOT,
+					"sample app: idle load, 3 nodes, jobs paused, 2 daemons (%s), tx/s per %d s window", variant,
+					window.toSeconds()),
+					result.perWindow().format("tx/s") + String.format(Locale.ROOT,
+							"; mean %.2f tx/s; %d rolled back, %s server error lines", result.mean(),
+							result.rollbacks(),
+							(result.errorLines() >= 0) ? Long.toString(result.errorLines()) : "unreadable"),
+					load);
+			printStatements("STATEMENT (server log)", result.statements());
+			printStatements("STATEMENT (pg_stat_activity every 100 ms)", result.sampled());
 		}
 	}
 
@@ -248,12 +334,22 @@ public final class Benchmarks {
 		}
 	}
 
+	private static void printStatements(String source, List<SampleAppTimings.StatementRate> statements) {
+		for (SampleAppTimings.StatementRate statement : statements) {
+			StringBuilder nodes = new StringBuilder();
+			statement.perNode().forEach((node, rate) -> nodes.append(nodes.isEmpty() ? "" : ", ")
+				.append(String.format(Locale.ROOT, "%s %.2f", node, rate)));
+			System.out.printf(Locale.ROOT, "%s %6.2f/s [%s] %s%n", source, statement.perSecond(), nodes,
+					statement.text());
+		}
+	}
+
 	private static String throughput(GuardedWriteLoad.Window window) {
 		return window.perSecond().format("tx/s") + String.format(Locale.ROOT, "; mean %.1f tx/s; %d failed",
 				window.mean(), window.failures());
 	}
 
-	private static void report(String what, String figures, String loadBefore) {
+	static void report(String what, String figures, String loadBefore) {
 		System.out.printf("RESULT %-95s %s  [load %s -> %s]%n", what, figures, loadBefore, loadAverage());
 	}
 
@@ -261,7 +357,7 @@ public final class Benchmarks {
 	 * Waits, for a bounded time, until the 1-minute load average is below the threshold; a pause, never a
 	 * synchronisation. Prints how long it waited and the load it ended at.
 	 */
-	private static void awaitQuietMachine(double threshold, Duration atMost) throws InterruptedException {
+	static void awaitQuietMachine(double threshold, Duration atMost) throws InterruptedException {
 		long start = System.nanoTime();
 		double load = ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage();
 		while (load >= threshold && System.nanoTime() - start < atMost.toNanos()) {
@@ -272,7 +368,7 @@ public final class Benchmarks {
 				TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start), threshold, load);
 	}
 
-	private static String loadAverage() {
+	static String loadAverage() {
 		try {
 			String[] loads = Files.readString(Path.of("/proc/loadavg")).split(" ");
 			return loads[0] + " " + loads[1] + " " + loads[2];

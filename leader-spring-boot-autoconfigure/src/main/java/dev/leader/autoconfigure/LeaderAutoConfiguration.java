@@ -43,6 +43,9 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandi
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.sql.init.dependency.DatabaseInitializationDependencyConfigurer;
+import org.springframework.context.ApplicationContext;
+import org.springframework.context.ApplicationContextAware;
+import org.springframework.context.ApplicationEvent;
 import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.context.annotation.Bean;
@@ -50,6 +53,10 @@ import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
 import org.springframework.context.annotation.ImportBeanDefinitionRegistrar;
 import org.springframework.context.annotation.Role;
+import org.springframework.context.event.ContextClosedEvent;
+import org.springframework.context.event.GenericApplicationListener;
+import org.springframework.core.Ordered;
+import org.springframework.core.ResolvableType;
 import org.springframework.core.env.Environment;
 import org.springframework.core.type.AnnotationMetadata;
 
@@ -120,7 +127,8 @@ public final class LeaderAutoConfiguration {
 
 	/**
 	 * The coordinator takes the engine's lifecycle as a dependency, so that the context starts it after the engine
-	 * and stops it, handing its daemons over, before the engine releases the leases and deregisters the node.
+	 * and stops it, handing its daemons over on a live node, before the engine deregisters the node. On a context's
+	 * close the leases are given up before either stops, see {@link LeaderEngineLifecycle}.
 	 */
 	@Bean
 	@ConditionalOnMissingBean
@@ -236,24 +244,89 @@ public final class LeaderAutoConfiguration {
 	}
 
 	/**
-	 * Starts the engine after the context is refreshed and stops it, releasing the leases, early during shutdown.
+	 * Starts the engine after the context is refreshed. On shutdown it first gives up the leases, as early as the
+	 * revoked events can still reach their listeners: on a signal, in a JVM shutdown hook of its own, which starts
+	 * with the application's hook rather than after it, and otherwise when the context publishes its
+	 * {@link ContextClosedEvent}, before any lifecycle phase stops; the context waits there until the release is
+	 * done. The node stays registered and keeps heartbeating, so that the daemon coordinator, stopped next, drains its
+	 * daemons on a live node and hands them back, while another node already leads; the engine stops, deregistering
+	 * the node, after the coordinator. A context that is only stopped, not closed, gives up the leases when it stops
+	 * the engine.
 	 */
-	static final class LeaderEngineLifecycle implements SmartLifecycle {
+	static final class LeaderEngineLifecycle implements SmartLifecycle, GenericApplicationListener,
+			ApplicationContextAware {
 
 		private final LeaderEngine engine;
+
+		private final Object lock = new Object();
+
+		private @Nullable ApplicationContext context;
+
+		private @Nullable Thread shutdownHook;
 
 		LeaderEngineLifecycle(LeaderEngine engine) {
 			this.engine = engine;
 		}
 
 		@Override
+		public void setApplicationContext(ApplicationContext context) {
+			this.context = context;
+		}
+
+		@Override
+		public boolean supportsEventType(ResolvableType eventType) {
+			return ContextClosedEvent.class.isAssignableFrom(eventType.toClass());
+		}
+
+		@Override
+		public void onApplicationEvent(ApplicationEvent event) {
+			// A child context's closed event reaches this context's listeners too.
+			if (event instanceof ContextClosedEvent closed && closed.getApplicationContext() == this.context) {
+				this.engine.relinquish();
+				removeShutdownHook();
+			}
+		}
+
+		@Override
+		public int getOrder() {
+			return Ordered.HIGHEST_PRECEDENCE;
+		}
+
+		@Override
 		public void start() {
 			this.engine.start();
+			Thread hook = new Thread(this.engine::relinquish, "leader-shutdown");
+			try {
+				Runtime.getRuntime().addShutdownHook(hook);
+				synchronized (this.lock) {
+					this.shutdownHook = hook;
+				}
+			}
+			catch (IllegalStateException ex) {
+				// The JVM is shutting down already; the context's close gives the leases up.
+			}
 		}
 
 		@Override
 		public void stop() {
+			removeShutdownHook();
 			this.engine.stop();
+		}
+
+		private void removeShutdownHook() {
+			Thread hook;
+			synchronized (this.lock) {
+				hook = this.shutdownHook;
+				this.shutdownHook = null;
+			}
+			if (hook != null && hook != Thread.currentThread()) {
+				try {
+					Runtime.getRuntime().removeShutdownHook(hook);
+				}
+				catch (IllegalStateException ex) {
+					// The JVM is shutting down: the hook runs, or ran, and releases nothing twice.
+				}
+			}
 		}
 
 		@Override

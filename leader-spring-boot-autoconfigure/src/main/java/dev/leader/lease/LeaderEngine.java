@@ -211,6 +211,18 @@ public final class LeaderEngine implements Leadership, LeaseStatus {
 	}
 
 	/**
+	 * Gives up leadership ahead of a {@link #stop()}: ends every leadership of this node with reason
+	 * {@link RevokeReason#SHUTDOWN} and releases the leases, so that other nodes take over at once, while the node
+	 * stays registered and heartbeats on, for its daemons to drain on a live node. Asks for no lease until the engine
+	 * is started again. Does nothing on an engine that is not running. Blocks until the leases are released.
+	 */
+	public void relinquish() {
+		if (isRunning()) {
+			this.handOver.relinquish();
+		}
+	}
+
+	/**
 	 * Returns whether the engine is running.
 	 * @return whether it runs
 	 */

@@ -98,6 +98,34 @@ final class ReleaseHandOver {
 	 * way, which spares a stopping leader's hand-over the wake-up of {@code leader-io}.
 	 * @return whether it could, that is, whether a round trip in flight ended within 10 s
 	 */
+	/**
+	 * Ends every leadership of this node with {@link RevokeReason#SHUTDOWN} and releases the leases once the revokes
+	 * are delivered, as {@link #shutdown()} does, but keeps the node registered: it heartbeats on and asks for no
+	 * lease until the engine starts again. Waits up to 10 s for a round trip in flight.
+	 */
+	void relinquish() {
+		this.roundTrips.leave();
+		try {
+			if (!this.roundTrips.lock().tryLock(10, TimeUnit.SECONDS)) {
+				return;
+			}
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			return;
+		}
+		try {
+			Map<String, Long> held = this.groups.stepDownAll(RevokeReason.SHUTDOWN);
+			releaseAfterRevokes(held);
+			if (!held.isEmpty()) {
+				GroupLeases.info("Leader node %s is stopping, released %s", this.nodeId, held.keySet());
+			}
+		}
+		finally {
+			this.roundTrips.lock().unlock();
+		}
+	}
+
 	boolean shutdown() {
 		try {
 			if (!this.roundTrips.lock().tryLock(10, TimeUnit.SECONDS)) {

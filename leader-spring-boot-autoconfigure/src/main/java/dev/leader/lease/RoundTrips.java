@@ -80,6 +80,9 @@ final class RoundTrips {
 
 	private volatile boolean heartbeated;
 
+	// Set once the node gives up its leases before it stops: it heartbeats on but asks for no lease.
+	private volatile boolean leaving;
+
 	// Whether the last heartbeat found this node's id registered by another live process, and whether one since the
 	// start registered this process: it asks for no lease before.
 	private boolean duplicate;
@@ -132,6 +135,7 @@ final class RoundTrips {
 		if (this.io.isShutdown()) {
 			this.io = newExecutor();
 		}
+		this.leaving = false;
 		this.lock.lock();
 		try {
 			this.registered = false;
@@ -147,6 +151,13 @@ final class RoundTrips {
 	 */
 	void firstTick() {
 		this.io.execute(this.tick);
+	}
+
+	/**
+	 * Asks for no lease from now on, until the next start; heartbeats and renewals go on.
+	 */
+	void leave() {
+		this.leaving = true;
 	}
 
 	/**
@@ -198,7 +209,7 @@ final class RoundTrips {
 	void attemptAcquire(GroupLease group) {
 		this.lock.lock();
 		try {
-			if (this.running.get() && this.registered && group.heldTerm() < 0) {
+			if (this.running.get() && !this.leaving && this.registered && group.heldTerm() < 0) {
 				acquire(group);
 			}
 		}

@@ -6,6 +6,7 @@ import dev.leader.StaleLeadershipException;
 import dev.leader.fencing.Fencing;
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.scheduling.annotation.Scheduled;
 import org.springframework.stereotype.Component;
@@ -16,9 +17,11 @@ import org.springframework.transaction.support.TransactionTemplate;
  * writes one invoice per step, {@value #STEPS} steps in all, under that token, without asking again whether this node
  * still leads. It trusts the fence instead, as a batch must whose node can be paused at any instant (a long GC, a
  * SIGSTOP): when another node took over meanwhile, the database rejects the next write, the run ends, and
- * {@link RejectedWrites} keeps the rejection. Steps run on the application's scheduler, one at a time.
+ * {@link RejectedWrites} keeps the rejection. Steps run on the application's scheduler, one at a time. Not scheduled
+ * with {@code sample.jobs.enabled=false}.
  */
 @Component
+@ConditionalOnBooleanProperty(name = "sample.jobs.enabled", matchIfMissing = true)
 class InvoiceRun {
 
 	static final String GROUP = "billing";

@@ -16,6 +16,7 @@ import org.springframework.transaction.support.TransactionTemplate;
  * A daemon that dispatches the outbox: one node of the cluster at a time marks pending messages as dispatched, in
  * small batches. Each batch is fenced by the assignment's generation, so a node that lost the daemon (paused, cut
  * off, or too slow to drain) cannot dispatch a message again after another node took over.
+ * With {@code sample.jobs.enabled=false} it holds its assignment and writes nothing.
  */
 @Component("outbox-dispatcher")
 class OutboxDispatcher implements DaemonAgent {
@@ -30,17 +31,28 @@ class OutboxDispatcher implements DaemonAgent {
 
 	private final Duration interval;
 
+	private final boolean writes;
+
 	OutboxDispatcher(JdbcClient jdbc, TransactionTemplate transactions, Leadership leadership,
-			RejectedWrites rejectedWrites, @Value("${sample.outbox.interval:1s}") Duration interval) {
+			RejectedWrites rejectedWrites, @Value("${sample.outbox.interval:1s}") Duration interval,
+			@Value("${sample.jobs.enabled:true}") boolean writes) {
 		this.jdbc = jdbc;
 		this.transactions = transactions;
 		this.leadership = leadership;
 		this.rejectedWrites = rejectedWrites;
 		this.interval = interval;
+		this.writes = writes;
 	}
 
 	@Override
 	public void run(DaemonContext context) throws InterruptedException {
+		if (!this.writes) {
+			// Paused: holds its assignment and writes nothing, until it is cancelled.
+			while (!context.awaitCancellation(Duration.ofHours(1))) {
+				// still assigned
+			}
+			return;
+		}
 		while (!context.isCancelled()) {
 			try {
 				this.transactions.executeWithoutResult((status) -> {

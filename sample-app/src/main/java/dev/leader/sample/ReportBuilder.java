@@ -15,6 +15,7 @@ import org.springframework.transaction.support.TransactionTemplate;
 /**
  * A daemon that builds a report of the dispatched messages on one node of the cluster at a time. Each report records
  * the node and the generation it was built under, and is fenced by that generation.
+ * With {@code sample.jobs.enabled=false} it holds its assignment and writes nothing.
  */
 @Component("report-builder")
 class ReportBuilder implements DaemonAgent {
@@ -29,17 +30,28 @@ class ReportBuilder implements DaemonAgent {
 
 	private final Duration interval;
 
+	private final boolean writes;
+
 	ReportBuilder(JdbcClient jdbc, TransactionTemplate transactions, Leadership leadership,
-			RejectedWrites rejectedWrites, @Value("${sample.reports.interval:5s}") Duration interval) {
+			RejectedWrites rejectedWrites, @Value("${sample.reports.interval:5s}") Duration interval,
+			@Value("${sample.jobs.enabled:true}") boolean writes) {
 		this.jdbc = jdbc;
 		this.transactions = transactions;
 		this.leadership = leadership;
 		this.rejectedWrites = rejectedWrites;
 		this.interval = interval;
+		this.writes = writes;
 	}
 
 	@Override
 	public void run(DaemonContext context) throws InterruptedException {
+		if (!this.writes) {
+			// Paused: holds its assignment and writes nothing, until it is cancelled.
+			while (!context.awaitCancellation(Duration.ofHours(1))) {
+				// still assigned
+			}
+			return;
+		}
 		while (!context.isCancelled()) {
 			try {
 				this.transactions.executeWithoutResult((status) -> {

@@ -1,0 +1,198 @@
+package dev.leader.benchmarks;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintWriter;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
+
+/**
+ * One node of the sample application ({@code sample-app}'s executable jar) in a JVM of its own, as it runs in
+ * production: the sample's own jobs paused ({@code sample.jobs.enabled=false}), so that only leadership and daemon
+ * assignment touch the database, and its timings printed ({@code sample.timings=true}). A thread copies the node's
+ * output to its log file and keeps the {@code TIMING} lines, each a step and the {@link System#nanoTime()} at which
+ * the node reached it.
+ */
+final class SampleAppNode implements AutoCloseable {
+
+	private final String name;
+
+	private final Process process;
+
+	private final List<Timing> timings = new CopyOnWriteArrayList<>();
+
+	private SampleAppNode(String name, Process process) {
+		this.name = name;
+		this.process = process;
+	}
+
+	/**
+	 * Starts a node.
+	 * @param jar the sample application's executable jar
+	 * @param database the database, empty or migrated by earlier nodes
+	 * @param name the node's name, also its connections' {@code application_name}
+	 * @param arguments further arguments of the application, and JVM options ({@code -D…}, {@code -X…})
+	 * @param log the file for the node's output
+	 * @return the node, starting
+	 */
+	static SampleAppNode start(Path jar, BenchDatabase database, String name, List<String> arguments, Path log)
+			throws IOException {
+		List<String> command = new ArrayList<>();
+		command.add(ProcessHandle.current().info().command().orElseThrow());
+		command.add("-Xmx256m");
+		command.add("-XX:+UseSerialGC");
+		arguments.stream().filter(SampleAppNode::isJvmOption).forEach(command::add);
+		command.add("-jar");
+		command.add(jar.toString());
+		command.add("--spring.datasource.url=" + database.url());
+		command.add("--spring.datasource.username=" + database.user());
+		command.add("--spring.datasource.hikari.data-source-properties.ApplicationName=" + name);
+		command.add("--server.address=127.0.0.1");
+		command.add("--server.port=" + freePort());
+		command.add("--leader.node.name=" + name);
+		command.add("--sample.jobs.enabled=false");
+		command.add("--sample.timings=true");
+		arguments.stream().filter((argument) -> !isJvmOption(argument)).forEach(command::add);
+		ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+		// In the environment rather than on the command line, where ps would show it.
+		builder.environment().put("SPRING_DATASOURCE_PASSWORD", database.password());
+		SampleAppNode node = new SampleAppNode(name, builder.start());
+		node.follow(log);
+		return node;
+	}
+
+	private static boolean isJvmOption(String argument) {
+		return argument.startsWith("-D") || argument.startsWith("-X");
+	}
+
+	private static int freePort() throws IOException {
+		try (ServerSocket socket = new ServerSocket(0)) {
+			return socket.getLocalPort();
+		}
+	}
+
+	private void follow(Path log) throws IOException {
+		PrintWriter out = new PrintWriter(Files.newBufferedWriter(log, StandardCharsets.UTF_8), true);
+		BufferedReader reader = new BufferedReader(
+				new InputStreamReader(this.process.getInputStream(), StandardCharsets.UTF_8));
+		Thread follower = new Thread(() -> {
+			try (out; reader) {
+				String line;
+				while ((line = reader.readLine()) != null) {
+					out.println(line);
+					if (line.startsWith("TIMING ")) {
+						String[] parts = line.split(" ", 4);
+						this.timings.add(new Timing(parts[1], Long.parseLong(parts[2]),
+								(parts.length > 3) ? parts[3] : ""));
+					}
+				}
+			}
+			catch (IOException | RuntimeException ex) {
+				// the node is gone
+			}
+		}, "sample-" + this.name + "-output");
+		follower.setDaemon(true);
+		follower.start();
+	}
+
+	String name() {
+		return this.name;
+	}
+
+	long pid() {
+		return this.process.pid();
+	}
+
+	boolean isAlive() {
+		return this.process.isAlive();
+	}
+
+	/**
+	 * Waits until the application is ready, or fails.
+	 */
+	SampleAppNode awaitReady(long timeoutSeconds) throws InterruptedException {
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSeconds);
+		while (first((timing) -> timing.step().equals("ready")).isEmpty()) {
+			if (!this.process.isAlive()) {
+				throw new IllegalStateException("Sample node " + this.name + " exited, see its log");
+			}
+			if (System.nanoTime() - deadline > 0) {
+				throw new IllegalStateException("Sample node " + this.name + " not ready within " + timeoutSeconds
+						+ " s, see its log");
+			}
+			TimeUnit.MILLISECONDS.sleep(100);
+		}
+		return this;
+	}
+
+	/**
+	 * Sends SIGTERM.
+	 */
+	void sigterm() {
+		this.process.toHandle().destroy();
+	}
+
+	boolean awaitExit(long timeoutSeconds) throws InterruptedException {
+		return this.process.waitFor(timeoutSeconds, TimeUnit.SECONDS);
+	}
+
+	/**
+	 * Returns the first step that matches, in the order the node printed them.
+	 */
+	Optional<Timing> first(Predicate<Timing> matching) {
+		return this.timings.stream().filter(matching).findFirst();
+	}
+
+	/**
+	 * Kills the node at once (SIGKILL), as the harness exits.
+	 */
+	void kill() {
+		this.process.destroyForcibly();
+	}
+
+	/**
+	 * Stops the node gracefully, and kills it if it has not exited within 20 s.
+	 */
+	@Override
+	public void close() {
+		if (!this.process.isAlive()) {
+			return;
+		}
+		sigterm();
+		try {
+			if (!this.process.waitFor(20, TimeUnit.SECONDS)) {
+				this.process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+			}
+		}
+		catch (InterruptedException ex) {
+			this.process.destroyForcibly();
+			Thread.currentThread().interrupt();
+		}
+	}
+
+	/**
+	 * A step the node printed.
+	 *
+	 * @param step what it reached: {@code ready}, {@code hook}, {@code closed}, {@code phase}, {@code granted},
+	 * {@code revoked}, {@code daemon-started}, {@code daemon-stopped}
+	 * @param nanoTime when, on the machine's monotonic clock
+	 * @param details the phase, the group and term, or the daemon
+	 */
+	record Timing(String step, long nanoTime, String details) {
+
+		boolean is(String step, String details) {
+			return this.step.equals(step) && this.details.equals(details);
+		}
+
+	}
+
+}

@@ -1,0 +1,442 @@
+package dev.leader.benchmarks;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.time.OffsetDateTime;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.TreeMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Hand-over and idle load of three nodes of the sample application, each a Spring Boot application in a JVM of its
+ * own ({@link SampleAppNode}), with the sample's own jobs paused, so that only leadership and daemon assignment touch
+ * the database. The bare-engine figures of {@link LeadershipTimings} and {@link IdleLoad} leave out what a Spring
+ * Boot application adds: its shutdown hook and lifecycle phases, the daemon coordinator, the connection pool's
+ * validation, the actuator.
+ * <p>
+ * A hand-over is timed on the database clock: from the signal, as the harness reads {@code clock_timestamp()} just
+ * before it sends SIGTERM to the leader of {@code billing}, to the {@code acquired_at} of the successor's lease. The
+ * steps in between come from the {@code TIMING} lines the nodes print on the machine's monotonic clock.
+ */
+final class SampleAppTimings {
+
+	private static final String GROUP = "billing";
+
+	private static final List<String> GROUPS = List.of("default", GROUP);
+
+	private static final int DAEMONS = 2;
+
+	private static final long START_TIMEOUT_SECONDS = 180;
+
+	private static final Pattern LOG_RECORD = Pattern
+		.compile("^\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d\\.\\d+ \\S+ \\[(\\d+)\\] (\\S*)@(\\S*) (.*)$");
+
+	private static final Pattern LOGGED_STATEMENT = Pattern
+		.compile("LOG:  duration: [0-9.]+ ms  (?:statement|execute [^:]*): (.*)", Pattern.DOTALL);
+
+	private final BenchDatabase database;
+
+	private final Path logs;
+
+	private final Path jar;
+
+	private final List<SampleAppNode> nodes = new CopyOnWriteArrayList<>();
+
+	private int started;
+
+	SampleAppTimings(BenchDatabase database, Path logs, Path jar) {
+		this.database = database;
+		this.logs = logs;
+		this.jar = jar;
+		// The nodes do not watch the harness: if it is stopped, it stops them first, so that none outlives it.
+		Runtime.getRuntime().addShutdownHook(new Thread(() -> this.nodes.forEach(SampleAppNode::kill),
+				"sample-nodes-shutdown"));
+	}
+
+	/**
+	 * Finds the sample application's executable jar: the {@code bench.sample-app.jar} system property, which the
+	 * benchmarks' build sets, or {@code sample-app/target} beside the working directory.
+	 */
+	static Path sampleAppJar() throws Exception {
+		String configured = System.getProperty("bench.sample-app.jar");
+		if (configured != null && Files.isRegularFile(Path.of(configured))) {
+			return Path.of(configured);
+		}
+		for (Path target : List.of(Path.of("..", "sample-app", "target"), Path.of("sample-app", "target"))) {
+			if (Files.isDirectory(target)) {
+				try (Stream<Path> files = Files.list(target)) {
+					Optional<Path> jar = files
+						.filter((file) -> file.getFileName().toString().matches("sample-app-.*\\.jar"))
+						.findFirst();
+					if (jar.isPresent()) {
+						return jar.get();
+					}
+				}
+			}
+		}
+		throw new IllegalStateException("No sample-app jar: build it with ./mvnw -Pbenchmarks -pl leader-benchmarks "
+				+ "-am -DskipTests verify, or set -Dbench.sample-app.jar");
+	}
+
+	/**
+	 * SIGTERM to the leader of {@code billing}, then a new node in its place, round after round.
+	 * @param arguments further arguments of every node
+	 * @param daemons whether the nodes run the sample's daemons
+	 * @param rounds how many hand-overs
+	 * @param settle how long the cluster idles before each round, once it is complete
+	 * @return every round
+	 */
+	List<Round> handOver(List<String> arguments, boolean daemons, int rounds, Duration settle) throws Exception {
+		List<Round> results = new ArrayList<>();
+		try (Connection connection = connect()) {
+			startNodes(arguments);
+			for (int round = 0; round < rounds; round++) {
+				awaitSettled(connection, daemons);
+				sleep(settle);
+				results.add(handOverOnce(connection, arguments));
+			}
+		}
+		finally {
+			closeNodes();
+		}
+		return results;
+	}
+
+	private Round handOverOnce(Connection connection, List<String> arguments) throws Exception {
+		String holder = queryString(connection, "SELECT holder FROM leader_leases WHERE group_name = '" + GROUP + "'");
+		long pid = queryLong(connection, "SELECT pid FROM leader_nodes WHERE node_id = '" + holder + "'");
+		Map<String, Long> held = new TreeMap<>();
+		try (Statement statement = connection.createStatement();
+				ResultSet rows = statement
+					.executeQuery("SELECT group_name, term FROM leader_leases WHERE holder = '" + holder + "'")) {
+			while (rows.next()) {
+				held.put(rows.getString(1), rows.getLong(2));
+			}
+		}
+		long daemonsOnLeader = queryLong(connection, "SELECT count(*) FROM leader_assignments WHERE node_id = '"
+				+ holder + "' AND state IN ('ASSIGNING', 'ACTIVE')");
+		SampleAppNode leader = this.nodes.stream()
+			.filter((node) -> node.pid() == pid)
+			.findFirst()
+			.orElseThrow(() -> new IllegalStateException("The leader " + holder + " is not a node of the benchmark"));
+		// The signal on the database clock: the server read its clock between sent and received.
+		long sent = System.nanoTime();
+		OffsetDateTime databaseNow;
+		try (Statement statement = connection.createStatement();
+				ResultSet row = statement.executeQuery("SELECT clock_timestamp()")) {
+			row.next();
+			databaseNow = row.getObject(1, OffsetDateTime.class);
+		}
+		long received = System.nanoTime();
+		long signalledAt = System.nanoTime();
+		leader.sigterm();
+		OffsetDateTime signalOnDatabase = databaseNow.plusNanos(signalledAt - (sent + received) / 2);
+		if (!leader.awaitExit(60)) {
+			throw new IllegalStateException(leader.name() + " did not exit within 60 s of SIGTERM");
+		}
+		Map<String, OffsetDateTime> grants = awaitGrants(connection, held);
+		String successor = queryString(connection,
+				"SELECT holder FROM leader_leases WHERE group_name = '" + GROUP + "'");
+		long successorPid = queryLong(connection, "SELECT pid FROM leader_nodes WHERE node_id = '" + successor + "'");
+		double first = Double.MAX_VALUE;
+		double last = 0;
+		for (OffsetDateTime grant : grants.values()) {
+			double ms = ChronoUnit.MICROS.between(signalOnDatabase, grant) / 1e3;
+			first = Math.min(first, ms);
+			last = Math.max(last, ms);
+		}
+		Map<String, Double> steps = new LinkedHashMap<>();
+		step(steps, "shutdown hook", leader.first((t) -> t.step().equals("hook")), signalledAt);
+		step(steps, "context closed event", leader.first((t) -> t.step().equals("closed")), signalledAt);
+		step(steps, "first lifecycle phase", leader.first((t) -> t.is("phase", Integer.toString(Integer.MAX_VALUE))),
+				signalledAt);
+		step(steps, "first daemon stopped", leader.first((t) -> t.step().equals("daemon-stopped")), signalledAt);
+		step(steps, "revoke delivered",
+				leader.first((t) -> t.is("revoked", GROUP + " " + held.get(GROUP))), signalledAt);
+		step(steps, "first phase ended",
+				leader.first((t) -> t.is("phase", Integer.toString(Integer.MAX_VALUE - 1))), signalledAt);
+		this.nodes.stream()
+			.filter((node) -> node.pid() == successorPid)
+			.findFirst()
+			.ifPresent((node) -> step(steps, "successor's granted event",
+					node.first((t) -> t.step().equals("granted") && t.details().startsWith(GROUP + " ")
+							&& Long.parseLong(t.details().substring(GROUP.length() + 1)) > held.get(GROUP)),
+					signalledAt));
+		replace(leader, arguments);
+		return new Round(daemonsOnLeader, held.size(), first, last,
+				ChronoUnit.MICROS.between(signalOnDatabase, grants.get(GROUP)) / 1e3, steps);
+	}
+
+	private static void step(Map<String, Double> steps, String name, Optional<SampleAppNode.Timing> timing,
+			long signalledAt) {
+		timing.ifPresent((reached) -> steps.put(name, (reached.nanoTime() - signalledAt) / 1e6));
+	}
+
+	/**
+	 * Waits for a later term of every group the stopped leader held; polls seldom, after the leader exited, so that
+	 * the polls take no core from the nodes during the hand-over.
+	 */
+	private Map<String, OffsetDateTime> awaitGrants(Connection connection, Map<String, Long> held) throws Exception {
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+		while (true) {
+			Map<String, OffsetDateTime> grants = new TreeMap<>();
+			try (PreparedStatement statement = connection.prepareStatement(
+					"SELECT group_name, term, acquired_at FROM leader_leases WHERE group_name = ANY (?)")) {
+				Array groups = connection.createArrayOf("varchar", held.keySet().toArray());
+				statement.setArray(1, groups);
+				try (ResultSet rows = statement.executeQuery()) {
+					while (rows.next()) {
+						if (rows.getLong(2) > held.get(rows.getString(1))) {
+							grants.put(rows.getString(1), rows.getObject(3, OffsetDateTime.class));
+						}
+					}
+				}
+			}
+			if (grants.size() == held.size()) {
+				return grants;
+			}
+			if (System.nanoTime() - deadline > 0) {
+				throw new IllegalStateException("No successor took " + held + " within 60 s");
+			}
+			TimeUnit.MILLISECONDS.sleep(50);
+		}
+	}
+
+	/**
+	 * The database load of three idle nodes, with every statement the server logged for them.
+	 * @param arguments further arguments of every node
+	 * @param daemons whether the nodes run the sample's daemons
+	 * @param warmUp how long to wait once the cluster is complete, before measuring
+	 * @param window the length of one measuring window
+	 * @param windows how many windows
+	 * @return the load
+	 */
+	IdleResult idle(List<String> arguments, boolean daemons, Duration warmUp, Duration window, int windows)
+			throws Exception {
+		boolean logged = this.database.logStatements();
+		try {
+			String leader;
+			try (Connection connection = connect()) {
+				startNodes(arguments);
+				awaitSettled(connection, daemons);
+				leader = queryString(connection, "SELECT name FROM leader_nodes n JOIN leader_leases l "
+						+ "ON l.holder = n.node_id WHERE l.group_name = '" + GROUP + "'");
+			}
+			sleep(warmUp);
+			long logFrom = this.database.serverLogSize();
+			SessionSampler sampler = this.database.sampleSessions(Duration.ofMillis(100));
+			long[] start = this.database.transactions();
+			long[] previous = start;
+			long began = System.nanoTime();
+			List<Double> rates = new ArrayList<>();
+			for (int i = 0; i < windows; i++) {
+				long windowStart = System.nanoTime();
+				sleep(window);
+				long[] now = this.database.transactions();
+				rates.add((now[0] - previous[0]) / ((System.nanoTime() - windowStart) / 1e9));
+				previous = now;
+			}
+			double seconds = (System.nanoTime() - began) / 1e9;
+			Map<String, Map<String, Integer>> sampled = sampler.stop();
+			sampler.close();
+			Map<Integer, String> sessions = this.database.applicationNames();
+			String log = logged ? this.database.serverLogSince(logFrom) : null;
+			long errors = this.database.errorLines(logFrom);
+			return new IdleResult(Stats.of(rates), (previous[0] - start[0]) / seconds, previous[1] - start[1], errors,
+					(log != null) ? statements(log, sessions, leader, seconds) : List.of(),
+					rates(sampled, leader, seconds));
+		}
+		finally {
+			closeNodes();
+		}
+	}
+
+	/**
+	 * Groups the statements the server logged for the nodes' sessions by their text, with their rates per node.
+	 */
+	private List<StatementRate> statements(String log, Map<Integer, String> sessions, String leader, double seconds) {
+		Map<String, Map<String, Integer>> counts = new TreeMap<>();
+		Integer pid = null;
+		StringBuilder message = null;
+		List<Map.Entry<Integer, String>> records = new ArrayList<>();
+		for (String line : log.split("\n")) {
+			Matcher record = LOG_RECORD.matcher(line);
+			if (record.matches()) {
+				if (pid != null) {
+					records.add(Map.entry(pid, message.toString()));
+				}
+				pid = this.database.name().equals(record.group(3)) ? Integer.valueOf(record.group(1)) : null;
+				message = new StringBuilder(record.group(4));
+			}
+			else if (pid != null) {
+				message.append('\n').append(line);
+			}
+		}
+		if (pid != null) {
+			records.add(Map.entry(pid, message.toString()));
+		}
+		for (Map.Entry<Integer, String> record : records) {
+			Matcher statement = LOGGED_STATEMENT.matcher(record.getValue());
+			String node = sessions.get(record.getKey());
+			if (!statement.matches() || node == null) {
+				continue;
+			}
+			String text = statement.group(1).replaceAll("\\s+", " ").trim();
+			text = text.isEmpty() ? "(empty query)" : text.substring(0, Math.min(text.length(), 120));
+			counts.computeIfAbsent(text, (key) -> new TreeMap<>()).merge(node, 1, Integer::sum);
+		}
+		return rates(counts, leader, seconds);
+	}
+
+	/**
+	 * Turns counts by statement and node into rates, the nodes' statements only, most frequent first.
+	 */
+	private static List<StatementRate> rates(Map<String, Map<String, Integer>> counts, String leader,
+			double seconds) {
+		List<StatementRate> rates = new ArrayList<>();
+		counts.forEach((text, byNode) -> {
+			Map<String, Double> perNode = new TreeMap<>();
+			byNode.forEach((node, count) -> {
+				if (node.startsWith("node-")) {
+					perNode.put(node.equals(leader) ? node + " (leader)" : node, count / seconds);
+				}
+			});
+			if (perNode.isEmpty()) {
+				return;
+			}
+			rates.add(new StatementRate(text, perNode.values().stream().mapToDouble(Double::doubleValue).sum(),
+					perNode));
+		});
+		rates.sort((a, b) -> Double.compare(b.perSecond(), a.perSecond()));
+		return rates;
+	}
+
+	private void startNodes(List<String> arguments) throws Exception {
+		// The first node migrates the schema alone, and leads; the other two start together.
+		this.nodes.add(start(arguments).awaitReady(START_TIMEOUT_SECONDS));
+		List<SampleAppNode> others = List.of(start(arguments), start(arguments));
+		this.nodes.addAll(others);
+		for (SampleAppNode node : others) {
+			node.awaitReady(START_TIMEOUT_SECONDS);
+		}
+	}
+
+	private SampleAppNode start(List<String> arguments) throws Exception {
+		String name = "node-" + (++this.started);
+		return SampleAppNode.start(this.jar, this.database, name, arguments, this.logs.resolve("sample-" + name
+				+ ".log"));
+	}
+
+	private void replace(SampleAppNode stopped, List<String> arguments) throws Exception {
+		stopped.close();
+		this.nodes.remove(stopped);
+		this.nodes.add(start(arguments).awaitReady(START_TIMEOUT_SECONDS));
+	}
+
+	/**
+	 * Waits until the cluster is complete: three live nodes, every group held, and with daemons each of them active.
+	 */
+	private void awaitSettled(Connection connection, boolean daemons) throws Exception {
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+		while (true) {
+			boolean settled = queryLong(connection, "SELECT count(*) FROM leader_nodes") == this.nodes.size()
+					&& queryLong(connection, "SELECT count(*) FROM leader_leases l JOIN leader_nodes n "
+							+ "ON n.node_id = l.holder WHERE l.expires_at > clock_timestamp()") == GROUPS.size()
+					&& (!daemons || queryLong(connection, "SELECT count(*) FROM leader_assignments a "
+							+ "JOIN leader_nodes n ON n.node_id = a.node_id WHERE a.state = 'ACTIVE'") == DAEMONS);
+			if (settled) {
+				return;
+			}
+			if (System.nanoTime() - deadline > 0) {
+				throw new IllegalStateException("The sample nodes did not settle within 120 s");
+			}
+			TimeUnit.MILLISECONDS.sleep(250);
+		}
+	}
+
+	private Connection connect() throws SQLException {
+		return DriverManager.getConnection(this.database.url(), this.database.user(), this.database.password());
+	}
+
+	private static long queryLong(Connection connection, String sql) throws SQLException {
+		try (Statement statement = connection.createStatement(); ResultSet row = statement.executeQuery(sql)) {
+			return row.next() ? row.getLong(1) : -1;
+		}
+	}
+
+	private static @Nullable String queryString(Connection connection, String sql) throws SQLException {
+		try (Statement statement = connection.createStatement(); ResultSet row = statement.executeQuery(sql)) {
+			return row.next() ? row.getString(1) : null;
+		}
+	}
+
+	private void closeNodes() {
+		this.nodes.forEach(SampleAppNode::close);
+		this.nodes.clear();
+	}
+
+	/**
+	 * Lets the cluster idle; a pause in the benchmark's schedule, never a synchronisation.
+	 */
+	private static void sleep(Duration duration) throws InterruptedException {
+		TimeUnit.NANOSECONDS.sleep(duration.toNanos());
+	}
+
+	/**
+	 * One hand-over.
+	 *
+	 * @param daemonsOnLeader how many daemons the leader ran when it was signalled
+	 * @param groups how many groups it led
+	 * @param firstGrant signal to the first grant of one of its groups, database clock, ms
+	 * @param lastGrant signal to the grant of the last of its groups, ms
+	 * @param groupGrant signal to the grant of {@code billing}, ms
+	 * @param steps the signal to each step the nodes printed, monotonic clock, ms
+	 */
+	record Round(long daemonsOnLeader, int groups, double firstGrant, double lastGrant, double groupGrant,
+			Map<String, Double> steps) {
+	}
+
+	/**
+	 * Three idle nodes.
+	 *
+	 * @param perWindow transactions per second in each window
+	 * @param mean transactions per second over all windows
+	 * @param rollbacks transactions rolled back
+	 * @param errorLines ERROR/FATAL lines of the database in the server log, -1 if unreadable
+	 * @param statements each distinct statement of the nodes in the server log, most frequent first
+	 * @param sampled each distinct statement of the nodes seen in {@code pg_stat_activity}, empty queries too
+	 */
+	record IdleResult(Stats perWindow, double mean, long rollbacks, long errorLines, List<StatementRate> statements,
+			List<StatementRate> sampled) {
+	}
+
+	/**
+	 * A statement and how often the nodes sent it.
+	 *
+	 * @param text the statement, whitespace collapsed, cut at 120 characters
+	 * @param perSecond all nodes together
+	 * @param perNode by node name
+	 */
+	record StatementRate(String text, double perSecond, Map<String, Double> perNode) {
+	}
+
+}
