@@ -18,6 +18,7 @@ import dev.leader.DaemonStartedEvent;
 import dev.leader.DaemonStoppedEvent;
 import dev.leader.DaemonStoppedEvent.Reason;
 import dev.leader.FencingToken;
+import dev.leader.Leadership;
 import dev.leader.actuate.LeadershipEndpoint;
 import dev.leader.actuate.LeadershipEndpoint.AssignmentDescriptor;
 import dev.leader.daemon.DaemonCoordinator;
@@ -136,6 +137,32 @@ class DaemonAutoConfigurationTests {
 				.single()).isEqualTo("DELETED");
 			assertThat(client.sql("SELECT count(*) FROM leader_nodes").query(Long.class).single()).isZero();
 		}
+	}
+
+	@Test
+	void closingTheLeaderHandsItsLeaseOverBeforeItsDaemonDrainsAndTheDaemonNeverRunsOnTwoNodes() {
+		ApplicationContextRunner nodes = this.contextRunner.withUserConfiguration(SlowToDrainConfiguration.class)
+			.withPropertyValues("leader.daemons.drain-timeout=5s");
+		nodes.withPropertyValues("leader.node.id=a").run((a) -> {
+			Leadership leaderA = a.getBean(Leadership.class);
+			SlowToDrainAgent agentA = a.getBean(SlowToDrainAgent.class);
+			await().atMost(WAIT).until(() -> leaderA.isLeader("default") && agentA.startedAt != 0);
+			nodes.withPropertyValues("leader.node.id=b").run((b) -> {
+				Leadership leaderB = b.getBean(Leadership.class);
+				SlowToDrainAgent agentB = b.getBean(SlowToDrainAgent.class);
+				await().atMost(WAIT).until(() -> leaderB.leader("default").isPresent());
+				Thread closing = new Thread(a::close, "close-a");
+				closing.start();
+				await().atMost(WAIT).until(() -> leaderB.isLeader("default"));
+				long ledAt = System.nanoTime();
+				await().atMost(WAIT).until(() -> agentB.startedAt != 0);
+				closing.join(WAIT.toMillis());
+				assertThat(agentA.returnedAt).as("a's agent returned").isNotZero();
+				assertThat(ledAt).as("b leads before a's daemon drained").isLessThan(agentA.returnedAt);
+				assertThat(agentB.startedAt).as("the daemon starts on b after it returned on a")
+					.isGreaterThan(agentA.returnedAt);
+			});
+		});
 	}
 
 	@Test
@@ -281,6 +308,41 @@ class DaemonAutoConfigurationTests {
 		@Bean
 		Events events() {
 			return new Events();
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class SlowToDrainConfiguration {
+
+		@Bean
+		SlowToDrainAgent slow() {
+			return new SlowToDrainAgent();
+		}
+
+	}
+
+	/**
+	 * Runs until cancelled, then takes 1.5 s to finish its work, within the drain timeout as an agent that honours
+	 * its context does; records the {@link System#nanoTime()} of its start and of its return.
+	 */
+	static class SlowToDrainAgent implements DaemonAgent {
+
+		volatile long startedAt;
+
+		volatile long returnedAt;
+
+		@Override
+		public void run(dev.leader.DaemonContext context) throws Exception {
+			this.startedAt = System.nanoTime();
+			context.awaitCancellation(Duration.ofMinutes(1));
+			Thread.sleep(1500);
+			this.returnedAt = System.nanoTime();
+		}
+
+		@Override
+		public java.util.Optional<String> daemonName() {
+			return java.util.Optional.of("slow");
 		}
 
 	}
