@@ -1,7 +1,8 @@
 package dev.leader;
 
 /**
- * Published on a node when it receives an assignment of a daemon, just before it starts the agent.
+ * Published on a node when it receives an assignment of a daemon, just before it starts
+ * the agent.
  *
  * @param daemon the daemon
  * @param generation the assignment's generation

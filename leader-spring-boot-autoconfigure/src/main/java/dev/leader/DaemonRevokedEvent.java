@@ -1,8 +1,9 @@
 package dev.leader;
 
 /**
- * Published on a node when the leader revokes one of its daemons, for example to rebalance; the node cancels the
- * agent and waits for it to drain before it hands the daemon over.
+ * Published on a node when the leader revokes one of its daemons, for example to
+ * rebalance; the node cancels the agent and waits for it to drain before it hands the
+ * daemon over.
  *
  * @param daemon the daemon
  * @param generation the assignment's generation

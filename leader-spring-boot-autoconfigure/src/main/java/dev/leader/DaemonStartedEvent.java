@@ -1,7 +1,8 @@
 package dev.leader;
 
 /**
- * Published on a node each time it calls a {@link DaemonAgent}, restarts after failures included.
+ * Published on a node each time it calls a {@link DaemonAgent}, restarts after failures
+ * included.
  *
  * @param daemon the daemon
  * @param generation the assignment's generation

@@ -3,7 +3,8 @@ package dev.leader;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Published on a node when a run of a {@link DaemonAgent} ends, once per {@link DaemonStartedEvent}.
+ * Published on a node when a run of a {@link DaemonAgent} ends, once per
+ * {@link DaemonStartedEvent}.
  *
  * @param daemon the daemon
  * @param generation the assignment's generation
@@ -20,23 +21,26 @@ public record DaemonStoppedEvent(String daemon, long generation, String nodeId, 
 	public enum Reason {
 
 		/**
-		 * The leader revoked the assignment and the agent drained within the drain timeout.
+		 * The leader revoked the assignment and the agent drained within the drain
+		 * timeout.
 		 */
 		REVOKED,
 
 		/**
-		 * The leader revoked the assignment and the agent did not return within the drain timeout; it was interrupted
-		 * and the daemon handed over regardless.
+		 * The leader revoked the assignment and the agent did not return within the drain
+		 * timeout; it was interrupted and the daemon handed over regardless.
 		 */
 		DRAIN_TIMEOUT,
 
 		/**
-		 * The assignment was deleted, moved to another node or given a newer generation; the agent was stopped at once.
+		 * The assignment was deleted, moved to another node or given a newer generation;
+		 * the agent was stopped at once.
 		 */
 		TAKEN_OVER,
 
 		/**
-		 * This node could not heartbeat within the node expiry, so other nodes may take the daemon over.
+		 * This node could not heartbeat within the node expiry, so other nodes may take
+		 * the daemon over.
 		 */
 		CONTACT_LOST,
 
@@ -51,7 +55,8 @@ public record DaemonStoppedEvent(String daemon, long generation, String nodeId, 
 		FAILED,
 
 		/**
-		 * The agent returned although it was not cancelled; it is called again after a back-off.
+		 * The agent returned although it was not cancelled; it is called again after a
+		 * back-off.
 		 */
 		COMPLETED
 

@@ -14,8 +14,9 @@ import org.springframework.aop.support.StaticMethodMatcherPointcut;
 import org.springframework.core.Ordered;
 
 /**
- * Guards {@code @LeaderOnly(fenced = true)} calls with {@link Fencing#guard(FencingToken)}. Ordered last, so that it
- * runs inside the call's transaction advice, as the transaction's first step, while the {@link LeaderOnly} check
+ * Guards {@code @LeaderOnly(fenced = true)} calls with
+ * {@link Fencing#guard(FencingToken)}. Ordered last, so that it runs inside the call's
+ * transaction advice, as the transaction's first step, while the {@link LeaderOnly} check
  * itself runs outside it and a skipped call opens no transaction.
  */
 final class FencedCallAdvisor extends AbstractPointcutAdvisor {
@@ -34,7 +35,8 @@ final class FencedCallAdvisor extends AbstractPointcutAdvisor {
 
 	/**
 	 * Creates an advisor.
-	 * @param fencing supplies the fencing facade on first use, since advisors are created before most beans
+	 * @param fencing supplies the fencing facade on first use, since advisors are created
+	 * before most beans
 	 */
 	FencedCallAdvisor(Supplier<Fencing> fencing) {
 		this.interceptor = (invocation) -> {

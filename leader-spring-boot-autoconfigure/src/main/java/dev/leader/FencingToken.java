@@ -3,10 +3,12 @@ package dev.leader;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Proof of leadership of a group for one term. Terms strictly increase with every new holder, so a resource that
- * remembers the highest term it has seen can reject writes from a deposed leader, whose token carries a lower term.
+ * Proof of leadership of a group for one term. Terms strictly increase with every new
+ * holder, so a resource that remembers the highest term it has seen can reject writes
+ * from a deposed leader, whose token carries a lower term.
  * <p>
- * Inside a method annotated with {@link LeaderOnly}, {@link #current()} returns the token of the running call.
+ * Inside a method annotated with {@link LeaderOnly}, {@link #current()} returns the token
+ * of the running call.
  *
  * @param group the group
  * @param term the term of the lease this token was issued for

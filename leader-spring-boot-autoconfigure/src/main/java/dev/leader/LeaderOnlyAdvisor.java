@@ -11,9 +11,10 @@ import org.springframework.aop.support.StaticMethodMatcherPointcut;
 import org.springframework.core.Ordered;
 
 /**
- * Applies {@link LeaderOnlyInterceptor} to methods annotated with {@link LeaderOnly} and to the methods of annotated
- * types. Ordered before transaction advice, so that a skipped call never opens a transaction; the fence check of
- * {@code fenced} calls runs inside the transaction, see {@link FencedCallAdvisor}.
+ * Applies {@link LeaderOnlyInterceptor} to methods annotated with {@link LeaderOnly} and
+ * to the methods of annotated types. Ordered before transaction advice, so that a skipped
+ * call never opens a transaction; the fence check of {@code fenced} calls runs inside the
+ * transaction, see {@link FencedCallAdvisor}.
  */
 final class LeaderOnlyAdvisor extends AbstractPointcutAdvisor {
 

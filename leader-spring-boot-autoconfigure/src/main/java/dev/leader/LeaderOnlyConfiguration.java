@@ -19,9 +19,10 @@ import org.springframework.context.annotation.Role;
 import org.springframework.core.env.Environment;
 
 /**
- * Configuration of the {@link LeaderOnly} advice: the advisor that runs annotated methods only on the leader, and the
- * one that guards {@code fenced} calls inside their transaction. Imported by {@link LeaderAutoConfiguration}, which
- * makes sure an auto-proxy creator exists; public only for that import, not for application use.
+ * Configuration of the {@link LeaderOnly} advice: the advisor that runs annotated methods
+ * only on the leader, and the one that guards {@code fenced} calls inside their
+ * transaction. Imported by {@link LeaderAutoConfiguration}, which makes sure an
+ * auto-proxy creator exists; public only for that import, not for application use.
  */
 @Configuration(proxyBeanMethods = false)
 public final class LeaderOnlyConfiguration {
@@ -37,7 +38,8 @@ public final class LeaderOnlyConfiguration {
 	@ConditionalOnMissingBean
 	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
 	static LeaderOnlyAdvisor leaderOnlyAdvisor(ObjectProvider<Leadership> leadership, Environment environment) {
-		// Bound directly: the advisor is created while post-processors register, too early for the properties bean.
+		// Bound directly: the advisor is created while post-processors register, too
+		// early for the properties bean.
 		LeaderProperties.LeaderOnly leaderOnly = Binder.get(environment)
 			.bindOrCreate("leader.leader-only", LeaderProperties.LeaderOnly.class);
 		return new LeaderOnlyAdvisor(new LeaderOnlyInterceptor(new LazyLeadership(leadership),
@@ -45,7 +47,8 @@ public final class LeaderOnlyConfiguration {
 	}
 
 	/**
-	 * Lets the advisor, an infrastructure bean created early, reach the leadership bean only when first used.
+	 * Lets the advisor, an infrastructure bean created early, reach the leadership bean
+	 * only when first used.
 	 */
 	private record LazyLeadership(ObjectProvider<Leadership> provider) implements Leadership {
 

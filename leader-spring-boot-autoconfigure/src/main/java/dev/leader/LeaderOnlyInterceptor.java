@@ -14,8 +14,9 @@ import org.springframework.aop.support.AopUtils;
 import org.springframework.core.annotation.AnnotatedElementUtils;
 
 /**
- * Runs {@link LeaderOnly} methods only on the leader of their group, binds the {@link FencingToken} of the running
- * call, and interrupts the call's thread when that leadership ends.
+ * Runs {@link LeaderOnly} methods only on the leader of their group, binds the
+ * {@link FencingToken} of the running call, and interrupts the call's thread when that
+ * leadership ends.
  */
 final class LeaderOnlyInterceptor implements MethodInterceptor {
 
@@ -28,7 +29,8 @@ final class LeaderOnlyInterceptor implements MethodInterceptor {
 	/**
 	 * Creates an interceptor.
 	 * @param leadership the leadership to check
-	 * @param throwWhenNotLeader whether a skipped call always throws {@link NotLeaderException}
+	 * @param throwWhenNotLeader whether a skipped call always throws
+	 * {@link NotLeaderException}
 	 * @param interruptOnRevoke whether to interrupt a running call whose leadership ends
 	 */
 	LeaderOnlyInterceptor(Leadership leadership, boolean throwWhenNotLeader, boolean interruptOnRevoke) {
@@ -66,7 +68,8 @@ final class LeaderOnlyInterceptor implements MethodInterceptor {
 		CallGuard guard = this.interruptOnRevoke ? new CallGuard(token.get().term()) : null;
 		Leadership.Registration registration = (guard != null) ? this.leadership.addListener(group, guard) : null;
 		if (registration != null && !token.equals(this.leadership.token(group))) {
-			// Revoked between the check and the registration, so the guard may have missed it.
+			// Revoked between the check and the registration, so the guard may have
+			// missed it.
 			registration.close();
 			return notLeader(group, invocation.getMethod());
 		}
@@ -107,7 +110,8 @@ final class LeaderOnlyInterceptor implements MethodInterceptor {
 	}
 
 	/**
-	 * Interrupts the calling thread when the call's term is revoked, but never after the call has finished.
+	 * Interrupts the calling thread when the call's term is revoked, but never after the
+	 * call has finished.
 	 */
 	private static final class CallGuard implements Leadership.LeadershipListener {
 
@@ -134,7 +138,8 @@ final class LeaderOnlyInterceptor implements MethodInterceptor {
 		synchronized void finish() {
 			this.finished = true;
 			if (this.interrupted) {
-				// The interrupt was ours; do not leak it to whatever the thread runs next.
+				// The interrupt was ours; do not leak it to whatever the thread runs
+				// next.
 				Thread.interrupted();
 			}
 		}

@@ -1,8 +1,8 @@
 package dev.leader;
 
 /**
- * Published when this node becomes the leader of a group. Exactly one {@link LeadershipRevokedEvent} with the same
- * group and term follows.
+ * Published when this node becomes the leader of a group. Exactly one
+ * {@link LeadershipRevokedEvent} with the same group and term follows.
  *
  * @param group the group
  * @param term the term of the granted lease

@@ -1,7 +1,8 @@
 package dev.leader;
 
 /**
- * Published on every node when it sees a live node it did not see before, itself included.
+ * Published on every node when it sees a live node it did not see before, itself
+ * included.
  *
  * @param node the node
  */

@@ -1,8 +1,8 @@
 package dev.leader;
 
 /**
- * Thrown when a {@link LeaderOnly} method is called on a node that does not lead its group and the call cannot be
- * skipped silently.
+ * Thrown when a {@link LeaderOnly} method is called on a node that does not lead its
+ * group and the call cannot be skipped silently.
  */
 public class NotLeaderException extends RuntimeException {
 

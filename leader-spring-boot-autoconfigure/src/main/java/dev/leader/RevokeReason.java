@@ -11,9 +11,10 @@ public enum RevokeReason {
 	RELEASED,
 
 	/**
-	 * The safe window closed before a renewal answered, for example because the coordinator was slow or this process
-	 * was paused; or a renewal found the lease still under this node's id and term but could not renew it: expired by
-	 * the coordinator's clock, or granted before the coordinator's last failover (a PostgreSQL promotion).
+	 * The safe window closed before a renewal answered, for example because the
+	 * coordinator was slow or this process was paused; or a renewal found the lease still
+	 * under this node's id and term but could not renew it: expired by the coordinator's
+	 * clock, or granted before the coordinator's last failover (a PostgreSQL promotion).
 	 */
 	EXPIRED,
 
@@ -33,7 +34,8 @@ public enum RevokeReason {
 	SHUTDOWN,
 
 	/**
-	 * The safe window closed after renewals failed with errors, for example because the coordinator was unreachable.
+	 * The safe window closed after renewals failed with errors, for example because the
+	 * coordinator was unreachable.
 	 */
 	ERROR
 

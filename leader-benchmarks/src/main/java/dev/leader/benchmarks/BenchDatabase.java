@@ -19,9 +19,10 @@ import dev.leader.jdbc.TablePrefix;
 import org.jspecify.annotations.Nullable;
 
 /**
- * A PostgreSQL database of the benchmarks' own, so that {@code pg_stat_database} and the server log count the
- * benchmarked nodes and nothing else: created (dropped first if left over) on start, dropped on {@link #close()}.
- * The monitoring queries run on the server's maintenance database, never on this one.
+ * A PostgreSQL database of the benchmarks' own, so that {@code pg_stat_database} and the
+ * server log count the benchmarked nodes and nothing else: created (dropped first if left
+ * over) on start, dropped on {@link #close()}. The monitoring queries run on the server's
+ * maintenance database, never on this one.
  */
 final class BenchDatabase implements AutoCloseable {
 
@@ -46,10 +47,11 @@ final class BenchDatabase implements AutoCloseable {
 	}
 
 	/**
-	 * Creates the database on the server of the given URL, and runs the starter's migrations in it.
+	 * Creates the database on the server of the given URL, and runs the starter's
+	 * migrations in it.
 	 */
-	static BenchDatabase create(String serverUrl, String user, String password, String name,
-			@Nullable String serverLog) throws SQLException {
+	static BenchDatabase create(String serverUrl, String user, String password, String name, @Nullable String serverLog)
+			throws SQLException {
 		BenchDatabase database = createEmpty(serverUrl, user, password, name, serverLog);
 		try (HikariDataSource dataSource = database.dataSource("bench-migrate", 2)) {
 			new LeaderSchemaMigration(dataSource, PREFIX).migrate();
@@ -58,7 +60,8 @@ final class BenchDatabase implements AutoCloseable {
 	}
 
 	/**
-	 * Creates the database on the server of the given URL, empty, for applications that run their own migrations.
+	 * Creates the database on the server of the given URL, empty, for applications that
+	 * run their own migrations.
 	 */
 	static BenchDatabase createEmpty(String serverUrl, String user, String password, String name,
 			@Nullable String serverLog) throws SQLException {
@@ -71,9 +74,9 @@ final class BenchDatabase implements AutoCloseable {
 	}
 
 	/**
-	 * Makes the server log every statement of this database's new sessions with its duration
-	 * ({@code log_min_duration_statement = 0}), empty queries included, so that {@link #serverLogSince(long)} can
-	 * list them. Needs a superuser.
+	 * Makes the server log every statement of this database's new sessions with its
+	 * duration ({@code log_min_duration_statement = 0}), empty queries included, so that
+	 * {@link #serverLogSince(long)} can list them. Needs a superuser.
 	 * @return whether the setting was made
 	 */
 	boolean logStatements() {
@@ -151,15 +154,16 @@ final class BenchDatabase implements AutoCloseable {
 	void reset() throws SQLException {
 		try (Connection connection = DriverManager.getConnection(url(), this.user, this.password);
 				Statement statement = connection.createStatement()) {
-			statement.execute("TRUNCATE " + PREFIX.value() + "leases, " + PREFIX.value() + "nodes, " + PREFIX.value()
-					+ "fences");
+			statement.execute(
+					"TRUNCATE " + PREFIX.value() + "leases, " + PREFIX.value() + "nodes, " + PREFIX.value() + "fences");
 		}
 	}
 
 	/**
-	 * Empties the starter's tables, and finishes the checkpoint that the writes of earlier benchmarks started, so
-	 * that its disk writes do not slow down whichever benchmark runs first after them. Without the right to
-	 * checkpoint (a superuser, or {@code pg_checkpoint}), only empties the tables, and says so.
+	 * Empties the starter's tables, and finishes the checkpoint that the writes of
+	 * earlier benchmarks started, so that its disk writes do not slow down whichever
+	 * benchmark runs first after them. Without the right to checkpoint (a superuser, or
+	 * {@code pg_checkpoint}), only empties the tables, and says so.
 	 */
 	void settle() throws SQLException {
 		reset();
@@ -172,7 +176,8 @@ final class BenchDatabase implements AutoCloseable {
 	}
 
 	/**
-	 * Reads the database's transaction counters, committed plus rolled back, and rolled back alone.
+	 * Reads the database's transaction counters, committed plus rolled back, and rolled
+	 * back alone.
 	 */
 	long[] transactions() throws SQLException {
 		try (Connection connection = maintenance();
@@ -187,7 +192,8 @@ final class BenchDatabase implements AutoCloseable {
 	}
 
 	/**
-	 * Returns the size of the server log, to count the lines written after it with {@link #errorLines(long)}.
+	 * Returns the size of the server log, to count the lines written after it with
+	 * {@link #errorLines(long)}.
 	 * @return the size, or -1 if the log cannot be read
 	 */
 	long serverLogSize() {
@@ -209,7 +215,8 @@ final class BenchDatabase implements AutoCloseable {
 	}
 
 	/**
-	 * Counts the ERROR, FATAL and PANIC lines of this database written to the server log after the given size.
+	 * Counts the ERROR, FATAL and PANIC lines of this database written to the server log
+	 * after the given size.
 	 * @return the count, or -1 if the log cannot be read
 	 */
 	long errorLines(long fromSize) {
@@ -217,12 +224,11 @@ final class BenchDatabase implements AutoCloseable {
 		if (log == null || fromSize < 0) {
 			return -1;
 		}
-		try (Connection connection = maintenance();
-				PreparedStatement statement = connection.prepareStatement("""
-						SELECT count(*) FROM regexp_split_to_table(
-						  pg_read_file(?, ?, greatest((SELECT size FROM pg_stat_file(?)) - ?, 0)), E'\\n') AS line
-						WHERE line LIKE ? AND line ~ '(ERROR|FATAL|PANIC):'
-						""")) {
+		try (Connection connection = maintenance(); PreparedStatement statement = connection.prepareStatement("""
+				SELECT count(*) FROM regexp_split_to_table(
+				  pg_read_file(?, ?, greatest((SELECT size FROM pg_stat_file(?)) - ?, 0)), E'\\n') AS line
+				WHERE line LIKE ? AND line ~ '(ERROR|FATAL|PANIC):'
+				""")) {
 			statement.setString(1, log);
 			statement.setLong(2, fromSize);
 			statement.setString(3, log);
@@ -239,8 +245,9 @@ final class BenchDatabase implements AutoCloseable {
 	}
 
 	/**
-	 * Returns the {@code application_name} of every session of this database, by backend process id, read from the
-	 * maintenance database so that the reading adds nothing to this one.
+	 * Returns the {@code application_name} of every session of this database, by backend
+	 * process id, read from the maintenance database so that the reading adds nothing to
+	 * this one.
 	 */
 	Map<Integer, String> applicationNames() throws SQLException {
 		Map<Integer, String> names = new HashMap<>();
@@ -258,9 +265,10 @@ final class BenchDatabase implements AutoCloseable {
 	}
 
 	/**
-	 * Samples this database's sessions from the maintenance database, until the returned sampler is closed: every
-	 * statement that starts in a session is seen as a new {@code query_start}, empty queries too, which the server log
-	 * leaves out. A session that sends two statements between two samples shows the last one only.
+	 * Samples this database's sessions from the maintenance database, until the returned
+	 * sampler is closed: every statement that starts in a session is seen as a new
+	 * {@code query_start}, empty queries too, which the server log leaves out. A session
+	 * that sends two statements between two samples shows the last one only.
 	 * @param interval the time between two samples
 	 * @return the sampler, running
 	 */
@@ -283,11 +291,11 @@ final class BenchDatabase implements AutoCloseable {
 				if (file != null) {
 					return file.startsWith("/") ? file : dataDirectory + "/" + file;
 				}
-				// Debian and Ubuntu clusters log to /var/log/postgresql/postgresql-<version>-<cluster>.log
-				Matcher debian = Pattern
-					.compile("/var/lib/postgresql/([^/]+)/([^/]+)/?").matcher(dataDirectory);
-				return debian.matches() ? "/var/log/postgresql/postgresql-" + debian.group(1) + "-"
-						+ debian.group(2) + ".log" : null;
+				// Debian and Ubuntu clusters log to
+				// /var/log/postgresql/postgresql-<version>-<cluster>.log
+				Matcher debian = Pattern.compile("/var/lib/postgresql/([^/]+)/([^/]+)/?").matcher(dataDirectory);
+				return debian.matches()
+						? "/var/log/postgresql/postgresql-" + debian.group(1) + "-" + debian.group(2) + ".log" : null;
 			}
 		}
 		catch (SQLException ex) {

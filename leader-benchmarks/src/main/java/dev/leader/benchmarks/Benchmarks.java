@@ -31,29 +31,33 @@ import org.openjdk.jmh.util.Statistics;
 
 /**
  * Runs the benchmarks and prints every figure as min / median / p99 / max. Started by
- * {@code ./mvnw -Pbenchmarks -pl leader-benchmarks -am -DskipTests verify}; see {@code leader-benchmarks/README.md}.
+ * {@code ./mvnw -Pbenchmarks -pl leader-benchmarks -am -DskipTests verify}; see
+ * {@code leader-benchmarks/README.md}.
  * <p>
- * Arguments, all optional: {@code --only=handover,failover,load,daemons,guarded,jmh,app-handover,app-idle},
- * {@code --rounds=30} (hand-overs, on the bare engine and on the sample app, and failovers),
- * {@code --load=3x1,100x1000} (idle clusters, nodes x groups), {@code --load-window=PT10S} and {@code --load-windows=6},
- * {@code --daemons=3x7} (nodes x daemons) and {@code --daemon-rounds=5} (kills),
- * {@code --guarded-threads=1,4,16} and {@code --guarded-window=PT20S} (writer threads, and how long each
- * count runs guarded and plain),
- * {@code --database=leader_bench} (the database created for the run, dropped first if it exists, and
- * {@code <database>_app} for the sample app's nodes), {@code --app-handover=daemons,no-daemons},
- * {@code --app-idle=default,no-validation}, {@code --app-settle=PT4S} and {@code --quiet-wait=PT3M} (the sample app:
- * see {@link SampleAppTimings}),
- * {@code --server-log=<path>} (the server's log file when {@code pg_current_logfile()}
- * does not name it). The server comes from {@code LEADER_BENCH_JDBC_URL} (default
- * {@code jdbc:postgresql://127.0.0.1:5432/postgres}), {@code LEADER_BENCH_JDBC_USER} ({@code postgres}) and
- * {@code LEADER_BENCH_JDBC_PASSWORD}; the user must be allowed to create databases, and to read the server log
- * ({@code pg_read_server_files}) for the error-line count.
+ * Arguments, all optional:
+ * {@code --only=handover,failover,load,daemons,guarded,jmh,app-handover,app-idle},
+ * {@code --rounds=30} (hand-overs, on the bare engine and on the sample app, and
+ * failovers), {@code --load=3x1,100x1000} (idle clusters, nodes x groups),
+ * {@code --load-window=PT10S} and {@code --load-windows=6}, {@code --daemons=3x7} (nodes
+ * x daemons) and {@code --daemon-rounds=5} (kills), {@code --guarded-threads=1,4,16} and
+ * {@code --guarded-window=PT20S} (writer threads, and how long each count runs guarded
+ * and plain), {@code --database=leader_bench} (the database created for the run, dropped
+ * first if it exists, and {@code <database>_app} for the sample app's nodes),
+ * {@code --app-handover=daemons,no-daemons}, {@code --app-idle=default,no-validation},
+ * {@code --app-settle=PT4S} and {@code --quiet-wait=PT3M} (the sample app: see
+ * {@link SampleAppTimings}), {@code --server-log=<path>} (the server's log file when
+ * {@code pg_current_logfile()} does not name it). The server comes from
+ * {@code LEADER_BENCH_JDBC_URL} (default
+ * {@code jdbc:postgresql://127.0.0.1:5432/postgres}), {@code LEADER_BENCH_JDBC_USER}
+ * ({@code postgres}) and {@code LEADER_BENCH_JDBC_PASSWORD}; the user must be allowed to
+ * create databases, and to read the server log ({@code pg_read_server_files}) for the
+ * error-line count.
  */
 public final class Benchmarks {
 
 	/**
-	 * Fast timings for the failover rounds: the lag after expiry does not depend on the lease duration, and a
-	 * two-second lease keeps a round short.
+	 * Fast timings for the failover rounds: the lag after expiry does not depend on the
+	 * lease duration, and a two-second lease keeps a round short.
 	 */
 	private static final LeaseSettings FAILOVER = new LeaseSettings(Duration.ofSeconds(2), Duration.ofMillis(500),
 			Duration.ofMillis(500), Duration.ofMillis(300), Duration.ofSeconds(2), Duration.ofSeconds(3));
@@ -63,9 +67,9 @@ public final class Benchmarks {
 
 	public static void main(String[] args) throws Exception {
 		Map<String, String> options = parse(args);
-		Set<String> only = Set.of(options
-			.getOrDefault("only", "handover,failover,load,daemons,guarded,jmh,app-handover,app-idle")
-			.split(","));
+		Set<String> only = Set
+			.of(options.getOrDefault("only", "handover,failover,load,daemons,guarded,jmh,app-handover,app-idle")
+				.split(","));
 		int rounds = Integer.parseInt(options.getOrDefault("rounds", "30"));
 		String url = env("LEADER_BENCH_JDBC_URL", "jdbc:postgresql://127.0.0.1:5432/postgres");
 		String user = env("LEADER_BENCH_JDBC_USER", "postgres");
@@ -77,13 +81,15 @@ public final class Benchmarks {
 			throw new IllegalArgumentException("--database must be lower-case letters, digits and _, was " + name);
 		}
 		double engineHandOver = Double.NaN;
-		try (BenchDatabase database = BenchDatabase.create(url, user, password, name,
-				options.get("server-log"))) {
+		try (BenchDatabase database = BenchDatabase.create(url, user, password, name, options.get("server-log"))) {
 			LeadershipTimings timings = new LeadershipTimings(database, logs);
 			if (only.contains("jmh")) {
-				// JMH runs first, on a quiet machine, and the guarded writes before the plain ones: after the build or
-				// the cluster benchmarks the machine stays slower for minutes (the CPU-only leader check too), and
-				// whatever is left for the server to write would slow down the guarded writes and not the plain ones.
+				// JMH runs first, on a quiet machine, and the guarded writes before the
+				// plain ones: after the build or
+				// the cluster benchmarks the machine stays slower for minutes (the
+				// CPU-only leader check too), and
+				// whatever is left for the server to write would slow down the guarded
+				// writes and not the plain ones.
 				awaitQuietMachine(0.5, Duration.ofMinutes(3));
 				database.settle();
 				runJmh(database);
@@ -91,7 +97,8 @@ public final class Benchmarks {
 			if (only.contains("handover")) {
 				awaitQuietMachine(0.5, Duration.ofMinutes(3));
 				String load = loadAverage();
-				// Each round starts after more than a renew interval, so that every follower has made a round trip
+				// Each round starts after more than a renew interval, so that every
+				// follower has made a round trip
 				// since it started, as in a cluster that has run for a while.
 				List<List<Double>> handOvers = timings.handOver(LeaseSettings.defaults(), rounds,
 						Duration.ofSeconds(4));
@@ -120,8 +127,10 @@ public final class Benchmarks {
 				Duration window = Duration.parse(options.getOrDefault("load-window", "PT10S"));
 				int windows = Integer.parseInt(options.getOrDefault("load-windows", "6"));
 				for (String cluster : options.getOrDefault("load", "3x1,100x1000").split(",")) {
-					// "3x1" runs the nodes with Hikari's defaults; "3x1v" with pool validation skipped for a minute
-					// of idleness, which separates the engine's statements from the pool's validation queries.
+					// "3x1" runs the nodes with Hikari's defaults; "3x1v" with pool
+					// validation skipped for a minute
+					// of idleness, which separates the engine's statements from the
+					// pool's validation queries.
 					boolean skipValidation = cluster.endsWith("v");
 					String[] size = cluster.replace("v", "").split("x");
 					List<String> jvmOptions = skipValidation ? List.of("-Dcom.zaxxer.hikari.aliveBypassWindowMs=60000")
@@ -129,12 +138,13 @@ public final class Benchmarks {
 					String load = loadAverage();
 					IdleLoad.Result result = idle.measure(Integer.parseInt(size[0]), Integer.parseInt(size[1]),
 							jvmOptions, Duration.ofSeconds(10), window, windows);
-					report(String.format(Locale.ROOT, "idle load, %d nodes x %d groups (defaults%s), tx/s per %d s window",
-							result.nodes(), result.groups(), skipValidation ? ", no pool validation" : "",
-							window.toSeconds()),
+					report(String.format(Locale.ROOT,
+							"idle load, %d nodes x %d groups (defaults%s), tx/s per %d s window", result.nodes(),
+							result.groups(), skipValidation ? ", no pool validation" : "", window.toSeconds()),
 							result.perWindow().format("tx/s") + String.format(Locale.ROOT,
 									"; mean %.2f tx/s; engines sent %.2f statements/s; %d rolled back, %s server error "
-											+ "lines", result.mean(), result.statements(), result.rollbacks(),
+											+ "lines",
+									result.mean(), result.statements(), result.rollbacks(),
 									(result.errorLines() >= 0) ? Long.toString(result.errorLines()) : "unreadable"),
 							load);
 				}
@@ -147,8 +157,8 @@ public final class Benchmarks {
 				for (String cluster : options.getOrDefault("daemons", "3x7").split(",")) {
 					String[] size = cluster.split("x");
 					String load = loadAverage();
-					DaemonTimings.Result result = daemons.measure(Integer.parseInt(size[0]),
-							Integer.parseInt(size[1]), Duration.ofSeconds(10), window, windows, kills);
+					DaemonTimings.Result result = daemons.measure(Integer.parseInt(size[0]), Integer.parseInt(size[1]),
+							Duration.ofSeconds(10), window, windows, kills);
 					report(String.format(Locale.ROOT,
 							"idle load, %d nodes x 1 group x %d daemons (defaults), tx/s per %d s window",
 							result.nodes(), result.daemons(), window.toSeconds()),
@@ -164,7 +174,8 @@ public final class Benchmarks {
 				}
 			}
 			if (only.contains("guarded")) {
-				// Last, as it loads the machine for minutes; on a quiet machine and a checkpointed database, as the
+				// Last, as it loads the machine for minutes; on a quiet machine and a
+				// checkpointed database, as the
 				// JMH writes.
 				awaitQuietMachine(0.5, Duration.ofMinutes(3));
 				database.settle();
@@ -172,7 +183,8 @@ public final class Benchmarks {
 			}
 		}
 		if (only.contains("app-handover") || only.contains("app-idle")) {
-			// A database of its own, empty: the sample's nodes migrate it themselves, its tables and the starter's.
+			// A database of its own, empty: the sample's nodes migrate it themselves, its
+			// tables and the starter's.
 			try (BenchDatabase database = BenchDatabase.createEmpty(url, user, password, name + "_app",
 					options.get("server-log"))) {
 				SampleAppTimings app = new SampleAppTimings(database, logs, SampleAppTimings.sampleAppJar());
@@ -187,9 +199,10 @@ public final class Benchmarks {
 	}
 
 	/**
-	 * The hand-over on three sample-app nodes: {@code --app-handover=daemons,no-daemons} (the sample's two daemons
-	 * placed by the coordinator, or daemon assignment off), {@code --app-settle=PT4S}, and {@code --quiet-wait=PT3M},
-	 * how long to wait at most for a quiet machine first.
+	 * The hand-over on three sample-app nodes: {@code --app-handover=daemons,no-daemons}
+	 * (the sample's two daemons placed by the coordinator, or daemon assignment off),
+	 * {@code --app-settle=PT4S}, and {@code --quiet-wait=PT3M}, how long to wait at most
+	 * for a quiet machine first.
 	 */
 	private static void runSampleAppHandOver(SampleAppTimings app, Map<String, String> options, int rounds,
 			double engineHandOver) throws Exception {
@@ -207,14 +220,22 @@ public final class Benchmarks {
 					: String.format(Locale.ROOT, "; %.1fx the bare engine's median", all.median() / engineHandOver)),
 					load);
 			if (daemons) {
-				report("  rounds with a daemon on the leader", Stats.of(results.stream()
-					.filter((round) -> round.daemonsOnLeader() > 0)
-					.map(SampleAppTimings.Round::groupGrant)
-					.toList()).format("ms"), load);
-				report("  rounds without a daemon on the leader", Stats.of(results.stream()
-					.filter((round) -> round.daemonsOnLeader() == 0)
-					.map(SampleAppTimings.Round::groupGrant)
-					.toList()).format("ms"), load);
+				report("  rounds with a daemon on the leader",
+						Stats
+							.of(results.stream()
+								.filter((round) -> round.daemonsOnLeader() > 0)
+								.map(SampleAppTimings.Round::groupGrant)
+								.toList())
+							.format("ms"),
+						load);
+				report("  rounds without a daemon on the leader",
+						Stats
+							.of(results.stream()
+								.filter((round) -> round.daemonsOnLeader() == 0)
+								.map(SampleAppTimings.Round::groupGrant)
+								.toList())
+							.format("ms"),
+						load);
 			}
 			report("  SIGTERM -> the last of the leader's groups granted (default, billing)",
 					Stats.of(results.stream().map(SampleAppTimings.Round::lastGrant).toList()).format("ms"), load);
@@ -227,8 +248,9 @@ public final class Benchmarks {
 	}
 
 	/**
-	 * The idle load of three sample-app nodes: {@code --app-idle=default,no-validation} (Hikari's defaults, or pool
-	 * validation skipped for a minute of idleness), with {@code --load-window} and {@code --load-windows}.
+	 * The idle load of three sample-app nodes: {@code --app-idle=default,no-validation}
+	 * (Hikari's defaults, or pool validation skipped for a minute of idleness), with
+	 * {@code --load-window} and {@code --load-windows}.
 	 */
 	private static void runSampleAppIdle(SampleAppTimings app, Map<String, String> options) throws Exception {
 		Duration window = Duration.parse(options.getOrDefault("load-window", "PT10S"));
@@ -241,10 +263,10 @@ public final class Benchmarks {
 			report(String.format(Locale.ROOT,
 					"sample app: idle load, 3 nodes, jobs paused, 2 daemons (%s), tx/s per %d s window", variant,
 					window.toSeconds()),
-					result.perWindow().format("tx/s") + String.format(Locale.ROOT,
-							"; mean %.2f tx/s; %d rolled back, %s server error lines", result.mean(),
-							result.rollbacks(),
-							(result.errorLines() >= 0) ? Long.toString(result.errorLines()) : "unreadable"),
+					result.perWindow().format("tx/s")
+							+ String.format(Locale.ROOT, "; mean %.2f tx/s; %d rolled back, %s server error lines",
+									result.mean(), result.rollbacks(),
+									(result.errorLines() >= 0) ? Long.toString(result.errorLines()) : "unreadable"),
 					load);
 			printStatements("STATEMENT (server log)", result.statements());
 			printStatements("STATEMENT (pg_stat_activity every 100 ms)", result.sampled());
@@ -293,8 +315,7 @@ public final class Benchmarks {
 		}
 		if (medians.containsKey("guardedWrite") && medians.containsKey("plainWrite")) {
 			report("guarded / plain write, medians",
-					String.format(Locale.ROOT, "%.2fx", medians.get("guardedWrite") / medians.get("plainWrite")),
-					load);
+					String.format(Locale.ROOT, "%.2fx", medians.get("guardedWrite") / medians.get("plainWrite")), load);
 		}
 	}
 
@@ -307,17 +328,19 @@ public final class Benchmarks {
 				GuardedWriteLoad.SETTINGS.duration().toSeconds(), GuardedWriteLoad.SETTINGS.renewInterval().toMillis());
 		String first = loadAverage();
 		try (GuardedWriteLoad guarded = GuardedWriteLoad.start(database, Collections.max(threadCounts))) {
-			report("leader's renewal round trip, no writers (" + settings + ")",
-					guarded.renewals(window).format("ms"), first);
+			report("leader's renewal round trip, no writers (" + settings + ")", guarded.renewals(window).format("ms"),
+					first);
 			for (int threads : threadCounts) {
 				String load = loadAverage();
 				GuardedWriteLoad.Comparison run = guarded.run(threads, window);
-				report(String.format(Locale.ROOT, "guarded writes, %d threads: guard + 1-row UPDATE + commit, tx/s per "
-						+ "1 s turn", threads), throughput(run.guarded()), load);
-				report(String.format(Locale.ROOT, "  plain writes, %d threads: 1-row UPDATE + commit, in the turns "
-						+ "between", threads), throughput(run.plain()), load);
-				report("  guarded / plain throughput, means", String.format(Locale.ROOT, "%.2fx",
-						run.guarded().mean() / run.plain().mean()), load);
+				report(String.format(Locale.ROOT,
+						"guarded writes, %d threads: guard + 1-row UPDATE + commit, tx/s per " + "1 s turn", threads),
+						throughput(run.guarded()), load);
+				report(String.format(Locale.ROOT,
+						"  plain writes, %d threads: 1-row UPDATE + commit, in the turns " + "between", threads),
+						throughput(run.plain()), load);
+				report("  guarded / plain throughput, means",
+						String.format(Locale.ROOT, "%.2fx", run.guarded().mean() / run.plain().mean()), load);
 				report(String.format(Locale.ROOT, "  leader's renewal round trip during the guarded turns, %d threads",
 						threads), run.guarded().renewals().format("ms"), load);
 				report(String.format(Locale.ROOT, "  leader's renewal round trip during the plain turns, %d threads",
@@ -325,9 +348,10 @@ public final class Benchmarks {
 			}
 			List<LeadershipRevokedEvent> revocations = guarded.revocations();
 			long termAfter = guarded.termNow();
-			report("leader's lease through the writes", String.format(Locale.ROOT,
-					"%d revocations, %d heartbeats that did not renew, term %d -> %d", revocations.size(),
-					guarded.notRenewed(), guarded.termBefore(), termAfter), first);
+			report("leader's lease through the writes",
+					String.format(Locale.ROOT, "%d revocations, %d heartbeats that did not renew, term %d -> %d",
+							revocations.size(), guarded.notRenewed(), guarded.termBefore(), termAfter),
+					first);
 			if (!revocations.isEmpty() || guarded.notRenewed() > 0 || termAfter != guarded.termBefore()) {
 				throw new IllegalStateException("The leader lost its lease under the guarded writes: " + revocations);
 			}
@@ -337,16 +361,17 @@ public final class Benchmarks {
 	private static void printStatements(String source, List<SampleAppTimings.StatementRate> statements) {
 		for (SampleAppTimings.StatementRate statement : statements) {
 			StringBuilder nodes = new StringBuilder();
-			statement.perNode().forEach((node, rate) -> nodes.append(nodes.isEmpty() ? "" : ", ")
-				.append(String.format(Locale.ROOT, "%s %.2f", node, rate)));
+			statement.perNode()
+				.forEach((node, rate) -> nodes.append(nodes.isEmpty() ? "" : ", ")
+					.append(String.format(Locale.ROOT, "%s %.2f", node, rate)));
 			System.out.printf(Locale.ROOT, "%s %6.2f/s [%s] %s%n", source, statement.perSecond(), nodes,
 					statement.text());
 		}
 	}
 
 	private static String throughput(GuardedWriteLoad.Window window) {
-		return window.perSecond().format("tx/s") + String.format(Locale.ROOT, "; mean %.1f tx/s; %d failed",
-				window.mean(), window.failures());
+		return window.perSecond().format("tx/s")
+				+ String.format(Locale.ROOT, "; mean %.1f tx/s; %d failed", window.mean(), window.failures());
 	}
 
 	static void report(String what, String figures, String loadBefore) {
@@ -354,8 +379,9 @@ public final class Benchmarks {
 	}
 
 	/**
-	 * Waits, for a bounded time, until the 1-minute load average is below the threshold; a pause, never a
-	 * synchronisation. Prints how long it waited and the load it ended at.
+	 * Waits, for a bounded time, until the 1-minute load average is below the threshold;
+	 * a pause, never a synchronisation. Prints how long it waited and the load it ended
+	 * at.
 	 */
 	static void awaitQuietMachine(double threshold, Duration atMost) throws InterruptedException {
 		long start = System.nanoTime();

@@ -28,13 +28,16 @@ import dev.leader.test.NodeProcess;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Daemons on a cluster of {@link DaemonTestNode} processes (a {@code LeaderEngine} and a {@code DaemonCoordinator}
- * each, on a Hikari pool, no Spring context), every node able to run every daemon, default settings. Each agent makes
- * one fenced write into {@code daemon_writes} when it starts and then idles, so the agents add no load of their own.
+ * Daemons on a cluster of {@link DaemonTestNode} processes (a {@code LeaderEngine} and a
+ * {@code DaemonCoordinator} each, on a Hikari pool, no Spring context), every node able
+ * to run every daemon, default settings. Each agent makes one fenced write into
+ * {@code daemon_writes} when it starts and then idles, so the agents add no load of their
+ * own.
  * <p>
- * Measures the idle load of the balanced cluster, as {@link IdleLoad} does, and then, round after round, the time
- * from {@code kill -9} of a node that runs daemons (never the leader, so that the figure is the reassignment alone) to
- * each of its daemons' first fenced write on another node, on the database clock. The killed node is replaced by a
+ * Measures the idle load of the balanced cluster, as {@link IdleLoad} does, and then,
+ * round after round, the time from {@code kill -9} of a node that runs daemons (never the
+ * leader, so that the figure is the reassignment alone) to each of its daemons' first
+ * fenced write on another node, on the database clock. The killed node is replaced by a
  * fresh one and the cluster rebalanced before the next round.
  */
 final class DaemonTimings {
@@ -102,7 +105,8 @@ final class DaemonTimings {
 			List<Double> perNode = new ArrayList<>();
 			for (int round = 0; round < rounds; round++) {
 				String leader = query("SELECT holder FROM " + BenchDatabase.PREFIX.value()
-						+ "leases WHERE group_name = '" + GROUP + "'").get(0);
+						+ "leases WHERE group_name = '" + GROUP + "'")
+					.get(0);
 				Map<String, Long> lost = new TreeMap<>();
 				String victim = assignments().entrySet()
 					.stream()
@@ -145,14 +149,13 @@ final class DaemonTimings {
 
 	private NodeProcess start(String daemons) throws Exception {
 		String nodeId = "daemon-node-" + (++this.started);
-		List<String> arguments = new ArrayList<>(LeadershipTimings.nodeArguments(this.database,
-				LeaseSettings.defaults()));
+		List<String> arguments = new ArrayList<>(
+				LeadershipTimings.nodeArguments(this.database, LeaseSettings.defaults()));
 		arguments.add("--groups=" + GROUP);
 		arguments.add("--daemons=" + daemons);
 		// One write when an agent starts, which marks it running, and none after.
 		arguments.add("--write-interval=PT1H");
-		return NodeProcess.start(DaemonTestNode.class, nodeId, arguments, Map.of(),
-				this.logs.resolve(nodeId + ".log"));
+		return NodeProcess.start(DaemonTestNode.class, nodeId, arguments, Map.of(), this.logs.resolve(nodeId + ".log"));
 	}
 
 	private NodeProcess node(String nodeId) {
@@ -160,7 +163,8 @@ final class DaemonTimings {
 	}
 
 	/**
-	 * Waits until every daemon is ACTIVE on a running node and the loads of the running nodes differ by one at most.
+	 * Waits until every daemon is ACTIVE on a running node and the loads of the running
+	 * nodes differ by one at most.
 	 */
 	private void awaitBalanced(int daemonCount) {
 		await().atMost(TIMEOUT).pollInterval(Duration.ofMillis(200)).until(() -> {
@@ -187,7 +191,8 @@ final class DaemonTimings {
 	}
 
 	private Optional<Instant> firstWriteAbove(String daemon, long generation) throws SQLException {
-		try (Connection connection = connect(); Statement statement = connection.createStatement();
+		try (Connection connection = connect();
+				Statement statement = connection.createStatement();
 				ResultSet row = statement.executeQuery("SELECT min(written_at) FROM daemon_writes WHERE kind = 'W' "
 						+ "AND daemon = '" + daemon + "' AND generation > " + generation)) {
 			row.next();
@@ -198,7 +203,8 @@ final class DaemonTimings {
 
 	private Map<String, Assignment> assignments() throws SQLException {
 		Map<String, Assignment> assignments = new TreeMap<>();
-		try (Connection connection = connect(); Statement statement = connection.createStatement();
+		try (Connection connection = connect();
+				Statement statement = connection.createStatement();
 				ResultSet rows = statement.executeQuery("SELECT daemon_name, node_id, state, generation FROM "
 						+ BenchDatabase.PREFIX.value() + "assignments WHERE state <> 'DELETED'")) {
 			while (rows.next()) {
@@ -210,7 +216,8 @@ final class DaemonTimings {
 	}
 
 	private Instant databaseNow() throws SQLException {
-		try (Connection connection = connect(); Statement statement = connection.createStatement();
+		try (Connection connection = connect();
+				Statement statement = connection.createStatement();
 				ResultSet row = statement.executeQuery("SELECT clock_timestamp()")) {
 			row.next();
 			return row.getTimestamp(1).toInstant();
@@ -219,7 +226,8 @@ final class DaemonTimings {
 
 	private List<String> query(String sql) throws SQLException {
 		List<String> values = new ArrayList<>();
-		try (Connection connection = connect(); Statement statement = connection.createStatement();
+		try (Connection connection = connect();
+				Statement statement = connection.createStatement();
 				ResultSet rows = statement.executeQuery(sql)) {
 			while (rows.next()) {
 				values.add(rows.getString(1));
@@ -241,7 +249,8 @@ final class DaemonTimings {
 	}
 
 	/**
-	 * Lets the cluster idle while the server counts; a measuring window, never a synchronisation.
+	 * Lets the cluster idle while the server counts; a measuring window, never a
+	 * synchronisation.
 	 */
 	private static void sleep(Duration duration) throws InterruptedException {
 		TimeUnit.NANOSECONDS.sleep(duration.toNanos());
@@ -258,9 +267,12 @@ final class DaemonTimings {
 	 * @param perWindow transactions per second in each load window
 	 * @param mean transactions per second over all load windows
 	 * @param rollbacks transactions rolled back over the load windows
-	 * @param errorLines ERROR/FATAL lines of the database in the server log over the load windows, -1 if unreadable
-	 * @param perDaemon for each daemon of a killed node, kill to its first fenced write elsewhere, in milliseconds
-	 * @param perNode for each killed node, kill to the last of its daemons' first writes elsewhere, in milliseconds
+	 * @param errorLines ERROR/FATAL lines of the database in the server log over the load
+	 * windows, -1 if unreadable
+	 * @param perDaemon for each daemon of a killed node, kill to its first fenced write
+	 * elsewhere, in milliseconds
+	 * @param perNode for each killed node, kill to the last of its daemons' first writes
+	 * elsewhere, in milliseconds
 	 */
 	record Result(int nodes, int daemons, Stats perWindow, double mean, long rollbacks, long errorLines,
 			Stats perDaemon, Stats perNode) {

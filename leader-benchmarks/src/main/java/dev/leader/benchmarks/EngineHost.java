@@ -21,18 +21,21 @@ import dev.leader.node.NodeRegistration;
 import dev.leader.test.CountingDataSource;
 
 /**
- * A JVM that hosts several lightweight nodes: one {@link LeaderEngine} each, with the default settings, sharing one
- * small pool and one {@code LISTEN} connection, so that a hundred nodes fit in a few processes and within the
- * server's connection limit. Each engine still makes its own round trips, exactly as a node of its own would. They
- * take turns on the store, so that they all run on the connection it keeps, as a node's single {@code leader-io}
- * thread does on its own store; otherwise a round trip that overlapped another would borrow a second connection,
- * which the pool checks first if it has been idle, and the server would count load that separate nodes never cause.
+ * A JVM that hosts several lightweight nodes: one {@link LeaderEngine} each, with the
+ * default settings, sharing one small pool and one {@code LISTEN} connection, so that a
+ * hundred nodes fit in a few processes and within the server's connection limit. Each
+ * engine still makes its own round trips, exactly as a node of its own would. They take
+ * turns on the store, so that they all run on the connection it keeps, as a node's single
+ * {@code leader-io} thread does on its own store; otherwise a round trip that overlapped
+ * another would borrow a second connection, which the pool checks first if it has been
+ * idle, and the server would count load that separate nodes never cause.
  * <p>
- * Arguments: {@code url user password firstNode nodeCount groupCount leadFirst}. With {@code leadFirst} the first
- * engine is started alone and takes every group before the others start, so that the cluster reaches its steady
- * state without a hundred nodes racing for a thousand leases. Prints {@code HOST READY} once every engine runs, then
- * {@code STATEMENTS <n>} every second with the number of statements its engines have sent, and stops them all,
- * releasing their leases, on SIGTERM.
+ * Arguments: {@code url user password firstNode nodeCount groupCount leadFirst}. With
+ * {@code leadFirst} the first engine is started alone and takes every group before the
+ * others start, so that the cluster reaches its steady state without a hundred nodes
+ * racing for a thousand leases. Prints {@code HOST READY} once every engine runs, then
+ * {@code STATEMENTS <n>} every second with the number of statements its engines have
+ * sent, and stops them all, releasing their leases, on SIGTERM.
  */
 public final class EngineHost {
 
@@ -55,7 +58,8 @@ public final class EngineHost {
 		config.setMaximumPoolSize(Math.min(nodeCount, 6) + 1);
 		config.setConnectionTimeout(3000);
 		HikariDataSource dataSource = new HikariDataSource(config);
-		// Counts the engines' own statements, which the server's transaction count mixes with the pool's validation
+		// Counts the engines' own statements, which the server's transaction count mixes
+		// with the pool's validation
 		// queries and with autovacuum.
 		CountingDataSource counted = new CountingDataSource(dataSource);
 		SharedListenStore store = new SharedListenStore(
@@ -92,8 +96,8 @@ public final class EngineHost {
 	}
 
 	/**
-	 * A store whose release notifications come from one {@code LISTEN} connection for all the engines of the JVM,
-	 * and whose round trips take turns, one at a time.
+	 * A store whose release notifications come from one {@code LISTEN} connection for all
+	 * the engines of the JVM, and whose round trips take turns, one at a time.
 	 */
 	private static final class SharedListenStore implements CoordinationStore {
 
@@ -105,8 +109,8 @@ public final class EngineHost {
 
 		SharedListenStore(CoordinationStore delegate) {
 			this.delegate = delegate;
-			this.subscription = delegate.listen(
-					(group, successor) -> this.listeners.forEach((each) -> each.released(group, successor)));
+			this.subscription = delegate
+				.listen((group, successor) -> this.listeners.forEach((each) -> each.released(group, successor)));
 		}
 
 		@Override
@@ -158,8 +162,8 @@ public final class EngineHost {
 
 	}
 
-	static List<String> command(BenchDatabase database, int firstNode, int nodeCount, int groupCount,
-			boolean leadFirst, List<String> jvmOptions) {
+	static List<String> command(BenchDatabase database, int firstNode, int nodeCount, int groupCount, boolean leadFirst,
+			List<String> jvmOptions) {
 		List<String> command = new ArrayList<>();
 		command.add(ProcessHandle.current().info().command().orElseThrow());
 		command.add("-Xmx256m");

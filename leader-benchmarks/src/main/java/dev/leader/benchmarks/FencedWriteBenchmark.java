@@ -23,9 +23,10 @@ import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
- * A single-row write in its own transaction, plain and guarded by the lease ({@link Fencing#guard}: one
- * {@code SELECT … FOR SHARE} of the lease row before the write, in the same transaction). The database comes from
- * the system properties {@code bench.url}, {@code bench.user} and {@code bench.password}, set by
+ * A single-row write in its own transaction, plain and guarded by the lease
+ * ({@link Fencing#guard}: one {@code SELECT … FOR SHARE} of the lease row before the
+ * write, in the same transaction). The database comes from the system properties
+ * {@code bench.url}, {@code bench.user} and {@code bench.password}, set by
  * {@link Benchmarks}; the lease is held by this benchmark's node for as long as it runs.
  */
 @State(Scope.Benchmark)
@@ -57,8 +58,7 @@ public class FencedWriteBenchmark {
 		this.jdbc.execute("DROP TABLE IF EXISTS bench_rows");
 		this.jdbc.execute("CREATE TABLE bench_rows (id INT PRIMARY KEY, v BIGINT NOT NULL)");
 		this.jdbc.update("INSERT INTO bench_rows VALUES (1, 0)");
-		this.jdbc.update("DELETE FROM " + BenchDatabase.PREFIX.value() + "leases WHERE group_name = ?",
-				TOKEN.group());
+		this.jdbc.update("DELETE FROM " + BenchDatabase.PREFIX.value() + "leases WHERE group_name = ?", TOKEN.group());
 		this.jdbc.update("INSERT INTO " + BenchDatabase.PREFIX.value()
 				+ "leases (group_name, holder, term, acquired_at, renewed_at, expires_at) "
 				+ "VALUES (?, ?, ?, clock_timestamp(), clock_timestamp(), clock_timestamp() + interval '1 day')",
@@ -76,8 +76,8 @@ public class FencedWriteBenchmark {
 
 	@Benchmark
 	public void plainWrite() {
-		this.transactions.executeWithoutResult((status) -> this.jdbc.update("UPDATE bench_rows SET v = v + 1 "
-				+ "WHERE id = 1"));
+		this.transactions
+			.executeWithoutResult((status) -> this.jdbc.update("UPDATE bench_rows SET v = v + 1 " + "WHERE id = 1"));
 	}
 
 	@Benchmark

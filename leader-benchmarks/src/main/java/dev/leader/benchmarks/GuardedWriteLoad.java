@@ -35,15 +35,17 @@ import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
- * Guarded writes under load, and what they cost the leader's renewal: one {@link LeaderEngine} holds the lease of one
- * group, and N writer threads run transactions back to back on the engine's own pool, as an application's threads
- * would: each transaction updates a row of its thread's, plain or after {@link Fencing#guard} with the engine's token,
- * and commits, guarded and plain in turns of a second. The engine's heartbeats, the statement that renews its leases,
- * are timed through its {@link ObservationRegistry} ({@code leader.heartbeat} with {@code role=leader}), and its
- * revocations are counted from its events.
+ * Guarded writes under load, and what they cost the leader's renewal: one
+ * {@link LeaderEngine} holds the lease of one group, and N writer threads run
+ * transactions back to back on the engine's own pool, as an application's threads would:
+ * each transaction updates a row of its thread's, plain or after {@link Fencing#guard}
+ * with the engine's token, and commits, guarded and plain in turns of a second. The
+ * engine's heartbeats, the statement that renews its leases, are timed through its
+ * {@link ObservationRegistry} ({@code leader.heartbeat} with {@code role=leader}), and
+ * its revocations are counted from its events.
  * <p>
- * The settings are the defaults but for a 500 ms renew interval, so that 20 s of a mode hold some 40 renewals rather
- * than 7; the renewal statement is the same.
+ * The settings are the defaults but for a 500 ms renew interval, so that 20 s of a mode
+ * hold some 40 renewals rather than 7; the renewal statement is the same.
  */
 final class GuardedWriteLoad implements AutoCloseable {
 
@@ -55,8 +57,8 @@ final class GuardedWriteLoad implements AutoCloseable {
 	private static final String NODE = "bench-leader";
 
 	/**
-	 * Run with the writers before each window, not counted: the pool opens its connections and the JIT compiles the
-	 * loop.
+	 * Run with the writers before each window, not counted: the pool opens its
+	 * connections and the JIT compiles the loop.
 	 */
 	private static final Duration WARM_UP = Duration.ofSeconds(2);
 
@@ -98,8 +100,10 @@ final class GuardedWriteLoad implements AutoCloseable {
 	 * @throws IllegalStateException if the engine does not take the lease within 30 s
 	 */
 	static GuardedWriteLoad start(BenchDatabase database, int maxThreads) throws InterruptedException {
-		// The engine keeps a connection for its round trips and one to LISTEN, and hands the first back to the pool and
-		// borrows it again on every round trip: two more than the writers, so that it never waits behind them.
+		// The engine keeps a connection for its round trips and one to LISTEN, and hands
+		// the first back to the pool and
+		// borrows it again on every round trip: two more than the writers, so that it
+		// never waits behind them.
 		HikariDataSource dataSource = database.dataSource("bench-guarded", maxThreads + 2);
 		JdbcTemplate jdbc = new JdbcTemplate(dataSource);
 		jdbc.execute("DROP TABLE IF EXISTS bench_guarded");
@@ -119,7 +123,8 @@ final class GuardedWriteLoad implements AutoCloseable {
 		HeartbeatTimer heartbeats = new HeartbeatTimer();
 		ObservationRegistry observations = ObservationRegistry.create();
 		observations.observationConfig().observationHandler(heartbeats);
-		// As the auto-configuration builds it: a guard may hold the lease row for the leader's safe window at most.
+		// As the auto-configuration builds it: a guard may hold the lease row for the
+		// leader's safe window at most.
 		Fencing fencing = new Fencing(new PostgresFencingStore(dataSource, BenchDatabase.PREFIX, Duration.ofSeconds(3),
 				SETTINGS.safeWindow()), NODE);
 		engine.setObservationRegistry(observations);
@@ -151,13 +156,15 @@ final class GuardedWriteLoad implements AutoCloseable {
 	}
 
 	/**
-	 * Runs the writers for a warm-up and then for twice the window, guarded and plain in turns of a second, so that
-	 * both see the same machine: on a machine shared with other work, two windows one after the other can differ by
-	 * more than the guard costs. Each transaction counts for the mode it started in; one that straddles a turn counts
-	 * in the next turn of its mode.
+	 * Runs the writers for a warm-up and then for twice the window, guarded and plain in
+	 * turns of a second, so that both see the same machine: on a machine shared with
+	 * other work, two windows one after the other can differ by more than the guard
+	 * costs. Each transaction counts for the mode it started in; one that straddles a
+	 * turn counts in the next turn of its mode.
 	 * @param threads how many writer threads
 	 * @param window how long to count each mode, in whole seconds
-	 * @return the throughput of each mode, and the leader's renewals that started during its turns
+	 * @return the throughput of each mode, and the leader's renewals that started during
+	 * its turns
 	 */
 	Comparison run(int threads, Duration window) throws InterruptedException {
 		long seconds = window.toSeconds();
@@ -223,7 +230,8 @@ final class GuardedWriteLoad implements AutoCloseable {
 	}
 
 	/**
-	 * Returns the revocations of the engine's lease since it was granted, as delivered so far.
+	 * Returns the revocations of the engine's lease since it was granted, as delivered so
+	 * far.
 	 * @return the revocations
 	 */
 	List<LeadershipRevokedEvent> revocations() {
@@ -281,7 +289,8 @@ final class GuardedWriteLoad implements AutoCloseable {
 	 *
 	 * @param perSecond the commits of each second, per second
 	 * @param mean the commits of the window, per second
-	 * @param renewals the leader's renewal round trips that started during the mode's turns, in milliseconds
+	 * @param renewals the leader's renewal round trips that started during the mode's
+	 * turns, in milliseconds
 	 * @param failures the transactions of the mode that failed, warm-up included
 	 */
 	record Window(Stats perSecond, double mean, Stats renewals, long failures) {
@@ -331,8 +340,8 @@ final class GuardedWriteLoad implements AutoCloseable {
 	}
 
 	/**
-	 * Times the leader's heartbeats from the observation's start to its stop, which enclose the round trip alone, and
-	 * counts those that did not renew.
+	 * Times the leader's heartbeats from the observation's start to its stop, which
+	 * enclose the round trip alone, and counts those that did not renew.
 	 */
 	private static final class HeartbeatTimer implements ObservationHandler<Observation.Context> {
 
@@ -370,7 +379,8 @@ final class GuardedWriteLoad implements AutoCloseable {
 					|| !"leader".equals(role.getValue())) {
 				return;
 			}
-			KeyValue outcome = context.getLowCardinalityKeyValue(LeaseObservations.HeartbeatKeyNames.OUTCOME.asString());
+			KeyValue outcome = context
+				.getLowCardinalityKeyValue(LeaseObservations.HeartbeatKeyNames.OUTCOME.asString());
 			if (outcome == null || !"success".equals(outcome.getValue())) {
 				this.notRenewed.incrementAndGet();
 			}

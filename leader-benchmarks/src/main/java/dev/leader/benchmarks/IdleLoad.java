@@ -18,12 +18,14 @@ import java.util.concurrent.atomic.AtomicLong;
 import static org.awaitility.Awaitility.await;
 
 /**
- * The database load of an idle cluster: N nodes with the default settings taking part in G groups, all leases
- * held, nothing changing. Counted by the server in {@code pg_stat_database} (committed plus rolled-back
- * transactions of the benchmark's own database) over consecutive windows, together with the ERROR/FATAL lines of that
+ * The database load of an idle cluster: N nodes with the default settings taking part in
+ * G groups, all leases held, nothing changing. Counted by the server in
+ * {@code pg_stat_database} (committed plus rolled-back transactions of the benchmark's
+ * own database) over consecutive windows, together with the ERROR/FATAL lines of that
  * database in the server log.
  * <p>
- * Up to five nodes run in a JVM each; more run as {@link EngineHost lightweight engines}, 25 per JVM.
+ * Up to five nodes run in a JVM each; more run as {@link EngineHost lightweight engines},
+ * 25 per JVM.
  */
 final class IdleLoad {
 
@@ -58,8 +60,8 @@ final class IdleLoad {
 			int first = 1;
 			while (first <= nodes) {
 				int count = Math.min(perHost, nodes - first + 1);
-				Process host = new ProcessBuilder(EngineHost.command(this.database, first, count, groups, first == 1,
-						jvmOptions))
+				Process host = new ProcessBuilder(
+						EngineHost.command(this.database, first, count, groups, first == 1, jvmOptions))
 					.redirectError(this.logs.resolve("host-" + nodes + "x" + groups + "-" + first + ".log").toFile())
 					.start();
 				hosts.add(host);
@@ -104,7 +106,8 @@ final class IdleLoad {
 	}
 
 	/**
-	 * Waits until the host is ready, then follows its statement count on a thread of its own.
+	 * Waits until the host is ready, then follows its statement count on a thread of its
+	 * own.
 	 */
 	private static AtomicLong followStatements(Process host) throws Exception {
 		BufferedReader reader = new BufferedReader(
@@ -144,7 +147,8 @@ final class IdleLoad {
 
 	private long count(String sql) throws SQLException {
 		try (Connection connection = DriverManager.getConnection(this.database.url(), this.database.user(),
-				this.database.password()); Statement statement = connection.createStatement();
+				this.database.password());
+				Statement statement = connection.createStatement();
 				ResultSet row = statement.executeQuery(sql)) {
 			row.next();
 			return row.getLong(1);
@@ -152,7 +156,8 @@ final class IdleLoad {
 	}
 
 	/**
-	 * Lets the cluster idle while the server counts; a measuring window, never a synchronisation.
+	 * Lets the cluster idle while the server counts; a measuring window, never a
+	 * synchronisation.
 	 */
 	private static void sleep(Duration duration) throws InterruptedException {
 		TimeUnit.NANOSECONDS.sleep(duration.toNanos());
@@ -165,9 +170,11 @@ final class IdleLoad {
 	 * @param groups the number of groups
 	 * @param perWindow transactions per second in each window
 	 * @param mean transactions per second over all windows
-	 * @param statements statements per second the engines sent over all windows, as they counted them
+	 * @param statements statements per second the engines sent over all windows, as they
+	 * counted them
 	 * @param rollbacks transactions rolled back over all windows
-	 * @param errorLines ERROR/FATAL lines of the database in the server log, -1 if the log cannot be read
+	 * @param errorLines ERROR/FATAL lines of the database in the server log, -1 if the
+	 * log cannot be read
 	 */
 	record Result(int nodes, int groups, Stats perWindow, double mean, double statements, long rollbacks,
 			long errorLines) {

@@ -24,9 +24,10 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 
 /**
- * {@code Leadership.isLeader(group)} on a node that leads the group: the check every {@code @LeaderOnly} call makes.
- * The engine runs against an in-memory store that grants every lease, because the check itself never touches the
- * coordinator: it reads the local safe window.
+ * {@code Leadership.isLeader(group)} on a node that leads the group: the check every
+ * {@code @LeaderOnly} call makes. The engine runs against an in-memory store that grants
+ * every lease, because the check itself never touches the coordinator: it reads the local
+ * safe window.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)

@@ -26,11 +26,12 @@ import dev.leader.test.TestNode;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Hand-over and failover of one group among three node processes ({@code TestNode}: a {@code LeaderEngine} on a
- * Hikari pool, without a Spring context), measured on the monotonic clock that every process of the machine shares:
- * from the signal the benchmark sends to the leader, to the {@code GRANTED} line that the successor prints from its
- * listener. After every round the stopped node is replaced by a fresh process, so every hand-over is a node's first
- * and only stop, as in production.
+ * Hand-over and failover of one group among three node processes ({@code TestNode}: a
+ * {@code LeaderEngine} on a Hikari pool, without a Spring context), measured on the
+ * monotonic clock that every process of the machine shares: from the signal the benchmark
+ * sends to the leader, to the {@code GRANTED} line that the successor prints from its
+ * listener. After every round the stopped node is replaced by a fresh process, so every
+ * hand-over is a node's first and only stop, as in production.
  */
 final class LeadershipTimings {
 
@@ -39,7 +40,8 @@ final class LeadershipTimings {
 	private static final Duration TIMEOUT = Duration.ofSeconds(30);
 
 	/**
-	 * How long before the signal the reference round trip is made, so that the nodes idle again before the hand-over.
+	 * How long before the signal the reference round trip is made, so that the nodes idle
+	 * again before the hand-over.
 	 */
 	private static final Duration REFERENCE_LEAD = Duration.ofSeconds(1);
 
@@ -61,8 +63,9 @@ final class LeadershipTimings {
 	 * @param settings the nodes' settings
 	 * @param rounds how many hand-overs
 	 * @param settle how long to let the cluster idle before each round
-	 * @return the hand-over times, the times from the signal to the leader's printed revoke, from that revoke to the
-	 * successor's grant, and the reference round trips (see {@link #idleRoundTrip}), in milliseconds
+	 * @return the hand-over times, the times from the signal to the leader's printed
+	 * revoke, from that revoke to the successor's grant, and the reference round trips
+	 * (see {@link #idleRoundTrip}), in milliseconds
 	 */
 	List<List<Double>> handOver(LeaseSettings settings, int rounds, Duration settle) throws Exception {
 		List<Double> samples = new ArrayList<>();
@@ -83,7 +86,8 @@ final class LeadershipTimings {
 				NodeEvent grant = awaitGrantAbove(term);
 				samples.add((grant.nanoTime() - signalledAt) / 1e6);
 				leader.awaitExit(TIMEOUT);
-				// The leader prints its revoke once the revoke reached its listeners, just before it releases.
+				// The leader prints its revoke once the revoke reached its listeners,
+				// just before it releases.
 				leader.lastEvent((event) -> event.is(Type.REVOKED, GROUP) && event.term() == term)
 					.ifPresent((revoked) -> {
 						toRevoke.add((revoked.nanoTime() - signalledAt) / 1e6);
@@ -99,9 +103,10 @@ final class LeadershipTimings {
 	}
 
 	/**
-	 * Times one {@code SELECT 1} from the harness on a connection that idled since the last round, as the nodes'
-	 * connections did before a hand-over: the time a round trip takes on this machine at that moment, against which a
-	 * hand-over can be read. The machine's speed changes over an hour, and this round trip with it.
+	 * Times one {@code SELECT 1} from the harness on a connection that idled since the
+	 * last round, as the nodes' connections did before a hand-over: the time a round trip
+	 * takes on this machine at that moment, against which a hand-over can be read. The
+	 * machine's speed changes over an hour, and this round trip with it.
 	 */
 	private static double idleRoundTrip(Connection connection) throws SQLException {
 		long sent = System.nanoTime();
@@ -112,12 +117,13 @@ final class LeadershipTimings {
 	}
 
 	/**
-	 * kill -9 of the leader until the successor's grant, and the lag of that grant after the lease's expiry.
+	 * kill -9 of the leader until the successor's grant, and the lag of that grant after
+	 * the lease's expiry.
 	 * @param settings the nodes' settings
 	 * @param rounds how many failovers
 	 * @param settle how long to let the cluster idle before each round
-	 * @return the failover times, the lags after expiry on the database clock, and the lags after expiry of the
-	 * printed grant, in milliseconds
+	 * @return the failover times, the lags after expiry on the database clock, and the
+	 * lags after expiry of the printed grant, in milliseconds
 	 */
 	List<List<Double>> failover(LeaseSettings settings, int rounds, Duration settle) throws Exception {
 		List<Double> failovers = new ArrayList<>();
@@ -187,16 +193,16 @@ final class LeadershipTimings {
 	}
 
 	/**
-	 * Waits for the first grant of a later term. The grant's time is the one its node printed, so the poll only needs
-	 * to find it, and it polls seldom enough not to take the cores from the nodes it measures.
+	 * Waits for the first grant of a later term. The grant's time is the one its node
+	 * printed, so the poll only needs to find it, and it polls seldom enough not to take
+	 * the cores from the nodes it measures.
 	 */
 	private NodeEvent awaitGrantAbove(long term) {
 		return await().atMost(TIMEOUT)
 			.pollDelay(Duration.ZERO)
 			.pollInterval(Duration.ofMillis(10))
 			.until(() -> this.nodes.stream()
-				.flatMap((node) -> node
-					.firstEvent((event) -> event.is(Type.GRANTED, GROUP) && event.term() > term)
+				.flatMap((node) -> node.firstEvent((event) -> event.is(Type.GRANTED, GROUP) && event.term() > term)
 					.stream())
 				.min(Comparator.comparingLong(NodeEvent::nanoTime)), Optional::isPresent)
 			.orElseThrow();
@@ -227,7 +233,8 @@ final class LeadershipTimings {
 	}
 
 	/**
-	 * Lets the cluster idle; a pause in the benchmark's schedule, never a synchronisation.
+	 * Lets the cluster idle; a pause in the benchmark's schedule, never a
+	 * synchronisation.
 	 */
 	private static void sleep(Duration duration) throws InterruptedException {
 		TimeUnit.NANOSECONDS.sleep(duration.toNanos());

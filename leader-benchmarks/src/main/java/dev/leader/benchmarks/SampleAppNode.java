@@ -16,11 +16,12 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 
 /**
- * One node of the sample application ({@code sample-app}'s executable jar) in a JVM of its own, as it runs in
- * production: the sample's own jobs paused ({@code sample.jobs.enabled=false}), so that only leadership and daemon
- * assignment touch the database, and its timings printed ({@code sample.timings=true}). A thread copies the node's
- * output to its log file and keeps the {@code TIMING} lines, each a step and the {@link System#nanoTime()} at which
- * the node reached it.
+ * One node of the sample application ({@code sample-app}'s executable jar) in a JVM of
+ * its own, as it runs in production: the sample's own jobs paused
+ * ({@code sample.jobs.enabled=false}), so that only leadership and daemon assignment
+ * touch the database, and its timings printed ({@code sample.timings=true}). A thread
+ * copies the node's output to its log file and keeps the {@code TIMING} lines, each a
+ * step and the {@link System#nanoTime()} at which the node reached it.
  */
 final class SampleAppNode implements AutoCloseable {
 
@@ -40,7 +41,8 @@ final class SampleAppNode implements AutoCloseable {
 	 * @param jar the sample application's executable jar
 	 * @param database the database, empty or migrated by earlier nodes
 	 * @param name the node's name, also its connections' {@code application_name}
-	 * @param arguments further arguments of the application, and JVM options ({@code -D…}, {@code -X…})
+	 * @param arguments further arguments of the application, and JVM options
+	 * ({@code -D…}, {@code -X…})
 	 * @param log the file for the node's output
 	 * @return the node, starting
 	 */
@@ -91,8 +93,8 @@ final class SampleAppNode implements AutoCloseable {
 					out.println(line);
 					if (line.startsWith("TIMING ")) {
 						String[] parts = line.split(" ", 4);
-						this.timings.add(new Timing(parts[1], Long.parseLong(parts[2]),
-								(parts.length > 3) ? parts[3] : ""));
+						this.timings
+							.add(new Timing(parts[1], Long.parseLong(parts[2]), (parts.length > 3) ? parts[3] : ""));
 					}
 				}
 			}
@@ -126,8 +128,8 @@ final class SampleAppNode implements AutoCloseable {
 				throw new IllegalStateException("Sample node " + this.name + " exited, see its log");
 			}
 			if (System.nanoTime() - deadline > 0) {
-				throw new IllegalStateException("Sample node " + this.name + " not ready within " + timeoutSeconds
-						+ " s, see its log");
+				throw new IllegalStateException(
+						"Sample node " + this.name + " not ready within " + timeoutSeconds + " s, see its log");
 			}
 			TimeUnit.MILLISECONDS.sleep(100);
 		}
@@ -182,8 +184,9 @@ final class SampleAppNode implements AutoCloseable {
 	/**
 	 * A step the node printed.
 	 *
-	 * @param step what it reached: {@code ready}, {@code hook}, {@code closed}, {@code phase}, {@code granted},
-	 * {@code revoked}, {@code daemon-started}, {@code daemon-stopped}
+	 * @param step what it reached: {@code ready}, {@code hook}, {@code closed},
+	 * {@code phase}, {@code granted}, {@code revoked}, {@code daemon-started},
+	 * {@code daemon-stopped}
 	 * @param nanoTime when, on the machine's monotonic clock
 	 * @param details the phase, the group and term, or the daemon
 	 */

@@ -27,15 +27,18 @@ import java.util.stream.Stream;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Hand-over and idle load of three nodes of the sample application, each a Spring Boot application in a JVM of its
- * own ({@link SampleAppNode}), with the sample's own jobs paused, so that only leadership and daemon assignment touch
- * the database. The bare-engine figures of {@link LeadershipTimings} and {@link IdleLoad} leave out what a Spring
- * Boot application adds: its shutdown hook and lifecycle phases, the daemon coordinator, the connection pool's
- * validation, the actuator.
+ * Hand-over and idle load of three nodes of the sample application, each a Spring Boot
+ * application in a JVM of its own ({@link SampleAppNode}), with the sample's own jobs
+ * paused, so that only leadership and daemon assignment touch the database. The
+ * bare-engine figures of {@link LeadershipTimings} and {@link IdleLoad} leave out what a
+ * Spring Boot application adds: its shutdown hook and lifecycle phases, the daemon
+ * coordinator, the connection pool's validation, the actuator.
  * <p>
- * A hand-over is timed on the database clock: from the signal, as the harness reads {@code clock_timestamp()} just
- * before it sends SIGTERM to the leader of {@code billing}, to the {@code acquired_at} of the successor's lease. The
- * steps in between come from the {@code TIMING} lines the nodes print on the machine's monotonic clock.
+ * A hand-over is timed on the database clock: from the signal, as the harness reads
+ * {@code clock_timestamp()} just before it sends SIGTERM to the leader of
+ * {@code billing}, to the {@code acquired_at} of the successor's lease. The steps in
+ * between come from the {@code TIMING} lines the nodes print on the machine's monotonic
+ * clock.
  */
 final class SampleAppTimings {
 
@@ -67,14 +70,16 @@ final class SampleAppTimings {
 		this.database = database;
 		this.logs = logs;
 		this.jar = jar;
-		// The nodes do not watch the harness: if it is stopped, it stops them first, so that none outlives it.
-		Runtime.getRuntime().addShutdownHook(new Thread(() -> this.nodes.forEach(SampleAppNode::kill),
-				"sample-nodes-shutdown"));
+		// The nodes do not watch the harness: if it is stopped, it stops them first, so
+		// that none outlives it.
+		Runtime.getRuntime()
+			.addShutdownHook(new Thread(() -> this.nodes.forEach(SampleAppNode::kill), "sample-nodes-shutdown"));
 	}
 
 	/**
-	 * Finds the sample application's executable jar: the {@code bench.sample-app.jar} system property, which the
-	 * benchmarks' build sets, or {@code sample-app/target} beside the working directory.
+	 * Finds the sample application's executable jar: the {@code bench.sample-app.jar}
+	 * system property, which the benchmarks' build sets, or {@code sample-app/target}
+	 * beside the working directory.
 	 */
 	static Path sampleAppJar() throws Exception {
 		String configured = System.getProperty("bench.sample-app.jar");
@@ -98,7 +103,8 @@ final class SampleAppTimings {
 	}
 
 	/**
-	 * SIGTERM to the leader of {@code billing}, then a new node in its place, round after round.
+	 * SIGTERM to the leader of {@code billing}, then a new node in its place, round after
+	 * round.
 	 * @param arguments further arguments of every node
 	 * @param daemons whether the nodes run the sample's daemons
 	 * @param rounds how many hand-overs
@@ -138,7 +144,8 @@ final class SampleAppTimings {
 			.filter((node) -> node.pid() == pid)
 			.findFirst()
 			.orElseThrow(() -> new IllegalStateException("The leader " + holder + " is not a node of the benchmark"));
-		// The signal on the database clock: the server read its clock between sent and received.
+		// The signal on the database clock: the server read its clock between sent and
+		// received.
 		long sent = System.nanoTime();
 		OffsetDateTime databaseNow;
 		try (Statement statement = connection.createStatement();
@@ -170,10 +177,10 @@ final class SampleAppTimings {
 		step(steps, "first lifecycle phase", leader.first((t) -> t.is("phase", Integer.toString(Integer.MAX_VALUE))),
 				signalledAt);
 		step(steps, "first daemon stopped", leader.first((t) -> t.step().equals("daemon-stopped")), signalledAt);
-		step(steps, "revoke delivered",
-				leader.first((t) -> t.is("revoked", GROUP + " " + held.get(GROUP))), signalledAt);
-		step(steps, "first phase ended",
-				leader.first((t) -> t.is("phase", Integer.toString(Integer.MAX_VALUE - 1))), signalledAt);
+		step(steps, "revoke delivered", leader.first((t) -> t.is("revoked", GROUP + " " + held.get(GROUP))),
+				signalledAt);
+		step(steps, "first phase ended", leader.first((t) -> t.is("phase", Integer.toString(Integer.MAX_VALUE - 1))),
+				signalledAt);
 		this.nodes.stream()
 			.filter((node) -> node.pid() == successorPid)
 			.findFirst()
@@ -192,8 +199,9 @@ final class SampleAppTimings {
 	}
 
 	/**
-	 * Waits for a later term of every group the stopped leader held; polls seldom, after the leader exited, so that
-	 * the polls take no core from the nodes during the hand-over.
+	 * Waits for a later term of every group the stopped leader held; polls seldom, after
+	 * the leader exited, so that the polls take no core from the nodes during the
+	 * hand-over.
 	 */
 	private Map<String, OffsetDateTime> awaitGrants(Connection connection, Map<String, Long> held) throws Exception {
 		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
@@ -222,7 +230,8 @@ final class SampleAppTimings {
 	}
 
 	/**
-	 * The database load of three idle nodes, with every statement the server logged for them.
+	 * The database load of three idle nodes, with every statement the server logged for
+	 * them.
 	 * @param arguments further arguments of every node
 	 * @param daemons whether the nodes run the sample's daemons
 	 * @param warmUp how long to wait once the cluster is complete, before measuring
@@ -271,7 +280,8 @@ final class SampleAppTimings {
 	}
 
 	/**
-	 * Groups the statements the server logged for the nodes' sessions by their text, with their rates per node.
+	 * Groups the statements the server logged for the nodes' sessions by their text, with
+	 * their rates per node.
 	 */
 	private List<StatementRate> statements(String log, Map<Integer, String> sessions, String leader, double seconds) {
 		Map<String, Map<String, Integer>> counts = new TreeMap<>();
@@ -308,10 +318,10 @@ final class SampleAppTimings {
 	}
 
 	/**
-	 * Turns counts by statement and node into rates, the nodes' statements only, most frequent first.
+	 * Turns counts by statement and node into rates, the nodes' statements only, most
+	 * frequent first.
 	 */
-	private static List<StatementRate> rates(Map<String, Map<String, Integer>> counts, String leader,
-			double seconds) {
+	private static List<StatementRate> rates(Map<String, Map<String, Integer>> counts, String leader, double seconds) {
 		List<StatementRate> rates = new ArrayList<>();
 		counts.forEach((text, byNode) -> {
 			Map<String, Double> perNode = new TreeMap<>();
@@ -323,15 +333,16 @@ final class SampleAppTimings {
 			if (perNode.isEmpty()) {
 				return;
 			}
-			rates.add(new StatementRate(text, perNode.values().stream().mapToDouble(Double::doubleValue).sum(),
-					perNode));
+			rates.add(
+					new StatementRate(text, perNode.values().stream().mapToDouble(Double::doubleValue).sum(), perNode));
 		});
 		rates.sort((a, b) -> Double.compare(b.perSecond(), a.perSecond()));
 		return rates;
 	}
 
 	private void startNodes(List<String> arguments) throws Exception {
-		// The first node migrates the schema alone, and leads; the other two start together.
+		// The first node migrates the schema alone, and leads; the other two start
+		// together.
 		this.nodes.add(start(arguments).awaitReady(START_TIMEOUT_SECONDS));
 		List<SampleAppNode> others = List.of(start(arguments), start(arguments));
 		this.nodes.addAll(others);
@@ -342,8 +353,8 @@ final class SampleAppTimings {
 
 	private SampleAppNode start(List<String> arguments) throws Exception {
 		String name = "node-" + (++this.started);
-		return SampleAppNode.start(this.jar, this.database, name, arguments, this.logs.resolve("sample-" + name
-				+ ".log"));
+		return SampleAppNode.start(this.jar, this.database, name, arguments,
+				this.logs.resolve("sample-" + name + ".log"));
 	}
 
 	private void replace(SampleAppNode stopped, List<String> arguments) throws Exception {
@@ -353,14 +364,16 @@ final class SampleAppTimings {
 	}
 
 	/**
-	 * Waits until the cluster is complete: three live nodes, every group held, and with daemons each of them active.
+	 * Waits until the cluster is complete: three live nodes, every group held, and with
+	 * daemons each of them active.
 	 */
 	private void awaitSettled(Connection connection, boolean daemons) throws Exception {
 		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
 		while (true) {
 			boolean settled = queryLong(connection, "SELECT count(*) FROM leader_nodes") == this.nodes.size()
-					&& queryLong(connection, "SELECT count(*) FROM leader_leases l JOIN leader_nodes n "
-							+ "ON n.node_id = l.holder WHERE l.expires_at > clock_timestamp()") == GROUPS.size()
+					&& queryLong(connection,
+							"SELECT count(*) FROM leader_leases l JOIN leader_nodes n "
+									+ "ON n.node_id = l.holder WHERE l.expires_at > clock_timestamp()") == GROUPS.size()
 					&& (!daemons || queryLong(connection, "SELECT count(*) FROM leader_assignments a "
 							+ "JOIN leader_nodes n ON n.node_id = a.node_id WHERE a.state = 'ACTIVE'") == DAEMONS);
 			if (settled) {
@@ -395,7 +408,8 @@ final class SampleAppTimings {
 	}
 
 	/**
-	 * Lets the cluster idle; a pause in the benchmark's schedule, never a synchronisation.
+	 * Lets the cluster idle; a pause in the benchmark's schedule, never a
+	 * synchronisation.
 	 */
 	private static void sleep(Duration duration) throws InterruptedException {
 		TimeUnit.NANOSECONDS.sleep(duration.toNanos());
@@ -406,7 +420,8 @@ final class SampleAppTimings {
 	 *
 	 * @param daemonsOnLeader how many daemons the leader ran when it was signalled
 	 * @param groups how many groups it led
-	 * @param firstGrant signal to the first grant of one of its groups, database clock, ms
+	 * @param firstGrant signal to the first grant of one of its groups, database clock,
+	 * ms
 	 * @param lastGrant signal to the grant of the last of its groups, ms
 	 * @param groupGrant signal to the grant of {@code billing}, ms
 	 * @param steps the signal to each step the nodes printed, monotonic clock, ms
@@ -421,9 +436,12 @@ final class SampleAppTimings {
 	 * @param perWindow transactions per second in each window
 	 * @param mean transactions per second over all windows
 	 * @param rollbacks transactions rolled back
-	 * @param errorLines ERROR/FATAL lines of the database in the server log, -1 if unreadable
-	 * @param statements each distinct statement of the nodes in the server log, most frequent first
-	 * @param sampled each distinct statement of the nodes seen in {@code pg_stat_activity}, empty queries too
+	 * @param errorLines ERROR/FATAL lines of the database in the server log, -1 if
+	 * unreadable
+	 * @param statements each distinct statement of the nodes in the server log, most
+	 * frequent first
+	 * @param sampled each distinct statement of the nodes seen in
+	 * {@code pg_stat_activity}, empty queries too
 	 */
 	record IdleResult(Stats perWindow, double mean, long rollbacks, long errorLines, List<StatementRate> statements,
 			List<StatementRate> sampled) {

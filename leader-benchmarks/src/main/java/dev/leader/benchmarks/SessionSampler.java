@@ -11,10 +11,11 @@ import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Samples {@code pg_stat_activity} for the sessions of one database on a thread of its own, and counts the statements
- * that started in each: one per distinct {@code query_start} of a session, with its text and the session's
- * {@code application_name}. Runs on a connection to another database, so that the database it watches counts none of
- * its transactions.
+ * Samples {@code pg_stat_activity} for the sessions of one database on a thread of its
+ * own, and counts the statements that started in each: one per distinct
+ * {@code query_start} of a session, with its text and the session's
+ * {@code application_name}. Runs on a connection to another database, so that the
+ * database it watches counts none of its transactions.
  */
 final class SessionSampler implements AutoCloseable {
 
@@ -39,7 +40,8 @@ final class SessionSampler implements AutoCloseable {
 						while (rows.next()) {
 							String key = rows.getInt(1) + "@" + rows.getString(3);
 							synchronized (this.seen) {
-								// Statements under way before sampling began are marked, to be left out.
+								// Statements under way before sampling began are marked,
+								// to be left out.
 								this.seen.putIfAbsent(key, first ? "" : rows.getString(2) + "\t" + rows.getString(4));
 							}
 						}
@@ -57,9 +59,9 @@ final class SessionSampler implements AutoCloseable {
 	}
 
 	/**
-	 * Stops sampling, and returns how many statements each application sent, by statement text (whitespace
-	 * collapsed, cut at 120 characters) and then application name. The statements under way at the first sample are
-	 * left out.
+	 * Stops sampling, and returns how many statements each application sent, by statement
+	 * text (whitespace collapsed, cut at 120 characters) and then application name. The
+	 * statements under way at the first sample are left out.
 	 */
 	Map<String, Map<String, Integer>> stop() throws InterruptedException {
 		this.running = false;

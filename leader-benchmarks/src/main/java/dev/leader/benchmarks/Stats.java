@@ -6,9 +6,9 @@ import java.util.List;
 import java.util.Locale;
 
 /**
- * Summary of repeated measurements: minimum, median, 99th percentile (nearest rank) and maximum. With fewer than a
- * hundred samples the 99th percentile is the largest or second-largest sample, and the report says how many there
- * were.
+ * Summary of repeated measurements: minimum, median, 99th percentile (nearest rank) and
+ * maximum. With fewer than a hundred samples the 99th percentile is the largest or
+ * second-largest sample, and the report says how many there were.
  *
  * @param count the number of samples
  * @param min the smallest

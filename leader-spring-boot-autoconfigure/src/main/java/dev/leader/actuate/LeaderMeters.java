@@ -3,14 +3,16 @@ package dev.leader.actuate;
 import java.util.List;
 
 /**
- * Every meter that {@link LeaderMetrics} registers: its name, what it measures and its tags. This is the one place
- * that names them; dashboards and alerts can rely on these names and on the tag values listed in {@link Tag}. Every
- * tag has a small, fixed set of values, apart from {@code group}, whose values are the configured group names.
+ * Every meter that {@link LeaderMetrics} registers: its name, what it measures and its
+ * tags. This is the one place that names them; dashboards and alerts can rely on these
+ * names and on the tag values listed in {@link Tag}. Every tag has a small, fixed set of
+ * values, apart from {@code group}, whose values are the configured group names.
  * <p>
- * The starter's observations are documented next to the code that makes them: {@code LeaseObservations}
- * ({@code leader.acquire}, {@code leader.heartbeat}) and {@code DaemonObservations} ({@code leader.daemon.cycle}).
- * Spring Boot's observation support records each as a timer of the same name (with the extra tag {@code error}) and a
- * long task timer {@code <name>.active}.
+ * The starter's observations are documented next to the code that makes them:
+ * {@code LeaseObservations} ({@code leader.acquire}, {@code leader.heartbeat}) and
+ * {@code DaemonObservations} ({@code leader.daemon.cycle}). Spring Boot's observation
+ * support records each as a timer of the same name (with the extra tag {@code error}) and
+ * a long task timer {@code <name>.active}.
  */
 public enum LeaderMeters {
 
@@ -20,62 +22,69 @@ public enum LeaderMeters {
 	LEADER("leader.group.leader", Kind.GAUGE, "Whether this node leads the group (1) or not (0)", Tag.GROUP),
 
 	/**
-	 * The group's current term as last read by this node, which is the fencing token of its leader.
+	 * The group's current term as last read by this node, which is the fencing token of
+	 * its leader.
 	 */
 	TERM("leader.group.term", Kind.GAUGE, "Current term of the group as last read by this node", Tag.GROUP),
 
 	/**
-	 * On the leader, the time left in its safe window: when it reaches zero without a renewal, the node steps down.
-	 * Zero on a follower.
+	 * On the leader, the time left in its safe window: when it reaches zero without a
+	 * renewal, the node steps down. Zero on a follower.
 	 */
-	LEASE_REMAINING("leader.lease.remaining", Kind.GAUGE, "Time left before this node's leadership of the group "
-			+ "ends unless renewed; zero on a follower", Tag.GROUP),
+	LEASE_REMAINING("leader.lease.remaining", Kind.GAUGE,
+			"Time left before this node's leadership of the group " + "ends unless renewed; zero on a follower",
+			Tag.GROUP),
 
 	/**
-	 * Leadership transitions of this node: granted, or revoked with the reason. A rising rate of revocations is the
-	 * flapping signal.
+	 * Leadership transitions of this node: granted, or revoked with the reason. A rising
+	 * rate of revocations is the flapping signal.
 	 */
 	TRANSITIONS("leader.transitions", Kind.COUNTER, "Leadership transitions of this node", Tag.GROUP, Tag.ACTION,
 			Tag.REASON),
 
 	/**
-	 * Time a group went without a valid lease before a new term was granted, as seen by this node: from the end of
-	 * the previous lease as it last read it to the moment it read the new term. The node that wins the new term sees
-	 * it precisely; the others read leases once per renew interval and may see up to one renew interval more.
+	 * Time a group went without a valid lease before a new term was granted, as seen by
+	 * this node: from the end of the previous lease as it last read it to the moment it
+	 * read the new term. The node that wins the new term sees it precisely; the others
+	 * read leases once per renew interval and may see up to one renew interval more.
 	 */
-	LEADERLESS("leader.leaderless", Kind.TIMER, "Time the group had no valid lease before a new term, as seen by "
-			+ "this node", Tag.GROUP),
+	LEADERLESS("leader.leaderless", Kind.TIMER,
+			"Time the group had no valid lease before a new term, as seen by " + "this node", Tag.GROUP),
 
 	/**
-	 * Fenced writes that this node's checks rejected, see {@code Fencing}. Any sustained rate is worth an alert: each
-	 * one is a stale write that was stopped.
+	 * Fenced writes that this node's checks rejected, see {@code Fencing}. Any sustained
+	 * rate is worth an alert: each one is a stale write that was stopped.
 	 */
 	FENCING_REJECTIONS("leader.fencing.rejections", Kind.COUNTER, "Fenced writes rejected by this node's checks"),
 
 	/**
-	 * Forward steps of the database clock that this node saw: between two of its heartbeats, database time advanced
-	 * by more than the safety margin beyond the time that passed on the node's monotonic clock. Leases are timed by
-	 * the database clock, so a step ends them early while their holders still count on them.
+	 * Forward steps of the database clock that this node saw: between two of its
+	 * heartbeats, database time advanced by more than the safety margin beyond the time
+	 * that passed on the node's monotonic clock. Leases are timed by the database clock,
+	 * so a step ends them early while their holders still count on them.
 	 */
 	DATABASE_CLOCK_STEPS("leader.database.clock.steps", Kind.COUNTER,
 			"Forward steps of the database clock beyond the safety margin seen by this node"),
 
 	/**
-	 * Members as last read by this node, by state. A dead node is listed until it is forgotten.
+	 * Members as last read by this node, by state. A dead node is listed until it is
+	 * forgotten.
 	 */
 	NODES("leader.nodes", Kind.GAUGE, "Members of the cluster as last read by this node", Tag.STATE),
 
 	/**
-	 * Daemon assignments by state, as last read by this node: every node reads them each cycle, so any node can be
-	 * scraped. {@code deleted} counts daemons that run nowhere now.
+	 * Daemon assignments by state, as last read by this node: every node reads them each
+	 * cycle, so any node can be scraped. {@code deleted} counts daemons that run nowhere
+	 * now.
 	 */
 	ASSIGNMENTS("leader.daemon.assignments", Kind.GAUGE, "Daemon assignments by state as last read by this node",
 			Tag.STATE),
 
 	/**
-	 * Daemons the leader took away from a node while this node led the daemons group, by cause: revoked from a node
-	 * that runs them ({@code rebalance}, {@code requested}, {@code drained}), or reclaimed without waiting for the
-	 * node ({@code node_dead}, {@code ack_timeout}, {@code drain_timeout}). Each is followed by an assignment
+	 * Daemons the leader took away from a node while this node led the daemons group, by
+	 * cause: revoked from a node that runs them ({@code rebalance}, {@code requested},
+	 * {@code drained}), or reclaimed without waiting for the node ({@code node_dead},
+	 * {@code ack_timeout}, {@code drain_timeout}). Each is followed by an assignment
 	 * elsewhere.
 	 */
 	DAEMON_MOVES("leader.daemon.moves", Kind.COUNTER, "Daemons taken away from a node by this node as leader",
@@ -166,20 +175,23 @@ public enum LeaderMeters {
 		ACTION("action"),
 
 		/**
-		 * Why a leadership ended, in lower case ({@code released}, {@code expired}, {@code lost}, {@code yielded},
-		 * {@code shutdown}, {@code error}); {@code none} for a grant.
+		 * Why a leadership ended, in lower case ({@code released}, {@code expired},
+		 * {@code lost}, {@code yielded}, {@code shutdown}, {@code error}); {@code none}
+		 * for a grant.
 		 */
 		REASON("reason"),
 
 		/**
-		 * Of {@code leader.nodes}: {@code alive} or {@code dead}. Of {@code leader.daemon.assignments}:
-		 * {@code assigning}, {@code active}, {@code revoking} or {@code deleted}.
+		 * Of {@code leader.nodes}: {@code alive} or {@code dead}. Of
+		 * {@code leader.daemon.assignments}: {@code assigning}, {@code active},
+		 * {@code revoking} or {@code deleted}.
 		 */
 		STATE("state"),
 
 		/**
-		 * Why the leader took a daemon away from a node: {@code rebalance}, {@code requested}, {@code drained},
-		 * {@code node_dead}, {@code ack_timeout} or {@code drain_timeout}.
+		 * Why the leader took a daemon away from a node: {@code rebalance},
+		 * {@code requested}, {@code drained}, {@code node_dead}, {@code ack_timeout} or
+		 * {@code drain_timeout}.
 		 */
 		CAUSE("cause");
 

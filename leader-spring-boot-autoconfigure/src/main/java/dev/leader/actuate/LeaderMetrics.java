@@ -24,11 +24,13 @@ import io.micrometer.core.instrument.binder.MeterBinder;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Registers the meters of {@link LeaderMeters}: per group whether this node leads, the term, the time left in the
- * safe window, the transitions and the time without a leader; the members by state; and the fencing rejections; and,
- * with daemon assignment, the assignments by state and the leader's moves. Gauges and function counters read the
- * read-only views when the registry is scraped; counters and timers are updated on {@code leader-events} and, as the
- * engine's {@link LeaseMonitor}, on the threads that make its round trips, usually {@code leader-io}.
+ * Registers the meters of {@link LeaderMeters}: per group whether this node leads, the
+ * term, the time left in the safe window, the transitions and the time without a leader;
+ * the members by state; and the fencing rejections; and, with daemon assignment, the
+ * assignments by state and the leader's moves. Gauges and function counters read the
+ * read-only views when the registry is scraped; counters and timers are updated on
+ * {@code leader-events} and, as the engine's {@link LeaseMonitor}, on the threads that
+ * make its round trips, usually {@code leader-io}.
  */
 public class LeaderMetrics implements MeterBinder, LeaseMonitor {
 
@@ -46,7 +48,8 @@ public class LeaderMetrics implements MeterBinder, LeaseMonitor {
 	 * Creates the metrics.
 	 * @param leases this node's leases
 	 * @param leadership the leadership whose transitions to count
-	 * @param fencing the fencing facade whose rejections to count, or {@code null} if there is none
+	 * @param fencing the fencing facade whose rejections to count, or {@code null} if
+	 * there is none
 	 * @param daemons daemon assignment on this node, or {@code null} if it is off
 	 */
 	public LeaderMetrics(LeaseStatus leases, Leadership leadership, @Nullable Fencing fencing,
@@ -64,8 +67,9 @@ public class LeaderMetrics implements MeterBinder, LeaseMonitor {
 				.description(LeaderMeters.LEADER.getDescription())
 				.tag(key(LeaderMeters.Tag.GROUP), group)
 				.register(registry);
-			Gauge.builder(LeaderMeters.TERM.getName(), this.leases,
-					(engine) -> engine.lease(group).map(LeaseState::term).orElse(0L))
+			Gauge
+				.builder(LeaderMeters.TERM.getName(), this.leases,
+						(engine) -> engine.lease(group).map(LeaseState::term).orElse(0L))
 				.description(LeaderMeters.TERM.getDescription())
 				.tag(key(LeaderMeters.Tag.GROUP), group)
 				.register(registry);
@@ -85,8 +89,7 @@ public class LeaderMetrics implements MeterBinder, LeaseMonitor {
 
 				@Override
 				public void revoked(LeadershipRevokedEvent event) {
-					transitions(registry, group, "revoked", event.reason().name().toLowerCase(Locale.ROOT))
-						.increment();
+					transitions(registry, group, "revoked", event.reason().name().toLowerCase(Locale.ROOT)).increment();
 				}
 
 			});
@@ -94,13 +97,15 @@ public class LeaderMetrics implements MeterBinder, LeaseMonitor {
 		this.registry = registry;
 		for (String state : new String[] { "alive", "dead" }) {
 			boolean alive = state.equals("alive");
-			Gauge.builder(LeaderMeters.NODES.getName(), this.leases,
-					(engine) -> engine.members().stream().filter((node) -> node.alive() == alive).count())
+			Gauge
+				.builder(LeaderMeters.NODES.getName(), this.leases,
+						(engine) -> engine.members().stream().filter((node) -> node.alive() == alive).count())
 				.description(LeaderMeters.NODES.getDescription())
 				.tag(key(LeaderMeters.Tag.STATE), state)
 				.register(registry);
 		}
-		FunctionCounter.builder(LeaderMeters.DATABASE_CLOCK_STEPS.getName(), this.leases, LeaseStatus::databaseClockSteps)
+		FunctionCounter
+			.builder(LeaderMeters.DATABASE_CLOCK_STEPS.getName(), this.leases, LeaseStatus::databaseClockSteps)
 			.description(LeaderMeters.DATABASE_CLOCK_STEPS.getDescription())
 			.register(registry);
 		if (this.fencing != null) {
@@ -115,11 +120,12 @@ public class LeaderMetrics implements MeterBinder, LeaseMonitor {
 
 	private static void bindDaemons(MeterRegistry registry, DaemonStatus daemons) {
 		for (AssignmentState state : AssignmentState.values()) {
-			Gauge.builder(LeaderMeters.ASSIGNMENTS.getName(), daemons,
-					(coordinator) -> coordinator.assignments()
-						.stream()
-						.filter((assignment) -> assignment.state() == state)
-						.count())
+			Gauge
+				.builder(LeaderMeters.ASSIGNMENTS.getName(), daemons,
+						(coordinator) -> coordinator.assignments()
+							.stream()
+							.filter((assignment) -> assignment.state() == state)
+							.count())
 				.description(LeaderMeters.ASSIGNMENTS.getDescription())
 				.tag(key(LeaderMeters.Tag.STATE), state.name().toLowerCase(Locale.ROOT))
 				.register(registry);
@@ -135,8 +141,8 @@ public class LeaderMetrics implements MeterBinder, LeaseMonitor {
 	}
 
 	/**
-	 * Records the time a group went without a leader, once the meters are bound; set on the engine as its
-	 * {@link LeaseMonitor}.
+	 * Records the time a group went without a leader, once the meters are bound; set on
+	 * the engine as its {@link LeaseMonitor}.
 	 */
 	@Override
 	public void leaderless(String group, Duration duration) {

@@ -25,25 +25,32 @@ import org.springframework.boot.actuate.endpoint.annotation.Selector;
 import org.springframework.boot.actuate.endpoint.annotation.WriteOperation;
 
 /**
- * The {@code leadership} endpoint: this node, every group it takes part in, the members and the daemon assignments;
- * and write operations:
+ * The {@code leadership} endpoint: this node, every group it takes part in, the members
+ * and the daemon assignments; and write operations:
  * <ul>
  * <li>{@code POST /actuator/leadership/{group}} yields a group;</li>
- * <li>{@code POST /actuator/leadership} asks the leader of the daemons group to rebalance now;</li>
- * <li>{@code POST /actuator/leadership/daemons/{daemon}}, with an optional body {@code {"node":"…"}}, asks it to
- * move a daemon to that node, or to the least-loaded other node;</li>
- * <li>{@code POST /actuator/leadership/nodes/{node}}, with an optional body {@code {"drained":false}}, drains a node
- * (moves its daemons away and gives it no new ones) or undrains it.</li>
+ * <li>{@code POST /actuator/leadership} asks the leader of the daemons group to rebalance
+ * now;</li>
+ * <li>{@code POST /actuator/leadership/daemons/{daemon}}, with an optional body
+ * {@code {"node":"…"}}, asks it to move a daemon to that node, or to the least-loaded
+ * other node;</li>
+ * <li>{@code POST /actuator/leadership/nodes/{node}}, with an optional body
+ * {@code {"drained":false}}, drains a node (moves its daemons away and gives it no new
+ * ones) or undrains it.</li>
  * </ul>
- * The daemon operations work on any node: they check their input, record the request in the database and return at
- * once; the leader carries it out under its term. An unknown group, daemon or node in the path gets an empty result,
- * which {@link LeadershipEndpointWebExtension} answers with 404 over HTTP; a body that is not usable (a malformed node
- * id, a parameter of the other kind, an unusable target node) gets an {@link InvalidEndpointRequestException}, 400
- * over HTTP. Nothing is yielded or recorded then.
+ * The daemon operations work on any node: they check their input, record the request in
+ * the database and return at once; the leader carries it out under its term. An unknown
+ * group, daemon or node in the path gets an empty result, which
+ * {@link LeadershipEndpointWebExtension} answers with 404 over HTTP; a body that is not
+ * usable (a malformed node id, a parameter of the other kind, an unusable target node)
+ * gets an {@link InvalidEndpointRequestException}, 400 over HTTP. Nothing is yielded or
+ * recorded then.
  * <p>
- * The endpoint's default access is {@link Access#READ_ONLY}: exposing it shows the reads only. The write operations
- * exist only when the application grants it {@code management.endpoint.leadership.access=unrestricted} (or raises
- * {@code management.endpoints.access.default}), and should then be secured like any other actuator write.
+ * The endpoint's default access is {@link Access#READ_ONLY}: exposing it shows the reads
+ * only. The write operations exist only when the application grants it
+ * {@code management.endpoint.leadership.access=unrestricted} (or raises
+ * {@code management.endpoints.access.default}), and should then be secured like any other
+ * actuator write.
  */
 @Endpoint(id = "leadership", defaultAccess = Access.READ_ONLY)
 public class LeadershipEndpoint {
@@ -66,7 +73,8 @@ public class LeadershipEndpoint {
 	}
 
 	/**
-	 * Creates an endpoint that also shows the daemon assignments and takes the daemon commands.
+	 * Creates an endpoint that also shows the daemon assignments and takes the daemon
+	 * commands.
 	 * @param leadership the leadership to yield
 	 * @param leases this node's leases
 	 * @param daemons daemon assignment on this node, or {@code null} if it is off
@@ -88,21 +96,17 @@ public class LeadershipEndpoint {
 	public LeadershipDescriptor leadership() {
 		Map<String, GroupDescriptor> groups = new TreeMap<>();
 		this.leases.groups().forEach((group) -> groups.put(group, describe(group)));
-		List<MemberDescriptor> members = this.leases.members()
-			.stream()
-			.map(MemberDescriptor::new)
-			.toList();
-		List<AssignmentDescriptor> assignments = (this.daemons != null) ? this.daemons.assignments()
-			.stream()
-			.map(AssignmentDescriptor::new)
-			.toList() : List.of();
+		List<MemberDescriptor> members = this.leases.members().stream().map(MemberDescriptor::new).toList();
+		List<AssignmentDescriptor> assignments = (this.daemons != null)
+				? this.daemons.assignments().stream().map(AssignmentDescriptor::new).toList() : List.of();
 		return new LeadershipDescriptor(this.leases.nodeId(), groups, members, assignments);
 	}
 
 	/**
 	 * Describes one group.
 	 * @param group the group
-	 * @return the description, or {@code null} (404) for a group this node does not take part in
+	 * @return the description, or {@code null} (404) for a group this node does not take
+	 * part in
 	 */
 	@ReadOperation
 	public @Nullable GroupDescriptor group(@Selector String group) {
@@ -110,10 +114,12 @@ public class LeadershipEndpoint {
 	}
 
 	/**
-	 * Makes this node give up the group's leadership, if it holds it, and stay out of the group's election for the
-	 * yield cooldown, so that another node takes over. Blocks until the lease is released.
+	 * Makes this node give up the group's leadership, if it holds it, and stay out of the
+	 * group's election for the yield cooldown, so that another node takes over. Blocks
+	 * until the lease is released.
 	 * @param group the group
-	 * @return the outcome, or {@code null} (404) for a group this node does not take part in
+	 * @return the outcome, or {@code null} (404) for a group this node does not take part
+	 * in
 	 */
 	@WriteOperation
 	public @Nullable YieldDescriptor yieldGroup(@Selector String group) {
@@ -125,8 +131,8 @@ public class LeadershipEndpoint {
 	}
 
 	/**
-	 * Asks the leader of the daemons group to rebalance at its next cycle with nothing in flight, without waiting for
-	 * the settle window.
+	 * Asks the leader of the daemons group to rebalance at its next cycle with nothing in
+	 * flight, without waiting for the settle window.
 	 * @return the request, or {@code null} (404) if daemon assignment is off
 	 */
 	@WriteOperation
@@ -139,14 +145,18 @@ public class LeadershipEndpoint {
 	}
 
 	/**
-	 * Moves a daemon ({@code kind} {@code daemons}) or drains a node ({@code kind} {@code nodes}).
+	 * Moves a daemon ({@code kind} {@code daemons}) or drains a node ({@code kind}
+	 * {@code nodes}).
 	 * @param kind {@code daemons} or {@code nodes}
 	 * @param name the daemon or the node
-	 * @param node for a daemon, the node to move it to; {@code null} for the least-loaded other node
+	 * @param node for a daemon, the node to move it to; {@code null} for the least-loaded
+	 * other node
 	 * @param drained for a node, whether to drain it; {@code null} means {@code true}
-	 * @return the outcome, or {@code null} (404) for an unknown kind, daemon or node, or if daemon assignment is off
-	 * @throws InvalidEndpointRequestException (400) if the target node is not a valid node id or cannot take the
-	 * daemon, no other node can run it, or a parameter does not belong to the kind
+	 * @return the outcome, or {@code null} (404) for an unknown kind, daemon or node, or
+	 * if daemon assignment is off
+	 * @throws InvalidEndpointRequestException (400) if the target node is not a valid
+	 * node id or cannot take the daemon, no other node can run it, or a parameter does
+	 * not belong to the kind
 	 */
 	@WriteOperation
 	public @Nullable Object daemonOperation(@Selector String kind, @Selector String name, @Nullable String node,
@@ -161,7 +171,8 @@ public class LeadershipEndpoint {
 					throw invalid("'drained' applies to nodes, not to daemons");
 				}
 				if (node != null) {
-					// Before the daemon is looked up: a malformed body is refused whatever its target.
+					// Before the daemon is looked up: a malformed body is refused
+					// whatever its target.
 					Names.requireValid("target node id", node);
 				}
 				return new RequestDescriptor(commands.requestMove(name, node));
@@ -222,10 +233,11 @@ public class LeadershipEndpoint {
 	 * @param node this node's id
 	 * @param groups the groups, by name
 	 * @param members the members as last read
-	 * @param assignments the daemon assignments as last read, deleted ones included, by daemon name
+	 * @param assignments the daemon assignments as last read, deleted ones included, by
+	 * daemon name
 	 */
-	public record LeadershipDescriptor(String node, Map<String, GroupDescriptor> groups,
-			List<MemberDescriptor> members, List<AssignmentDescriptor> assignments) {
+	public record LeadershipDescriptor(String node, Map<String, GroupDescriptor> groups, List<MemberDescriptor> members,
+			List<AssignmentDescriptor> assignments) {
 	}
 
 	/**
@@ -246,8 +258,10 @@ public class LeadershipEndpoint {
 	 * Outcome of a yield.
 	 *
 	 * @param group the group
-	 * @param yielded whether this node led the group and stepped down; {@code false} if it did not lead it
-	 * @param cooldownMillis how long this node now stays out of the group's election, in milliseconds
+	 * @param yielded whether this node led the group and stepped down; {@code false} if
+	 * it did not lead it
+	 * @param cooldownMillis how long this node now stays out of the group's election, in
+	 * milliseconds
 	 */
 	public record YieldDescriptor(String group, boolean yielded, long cooldownMillis) {
 	}
@@ -260,8 +274,7 @@ public class LeadershipEndpoint {
 	 * @param node the node to move it to, or {@code null} for the least-loaded other node
 	 * @param requestedAt when it was recorded, in database time
 	 */
-	public record RequestDescriptor(String kind, @Nullable String daemon, @Nullable String node,
-			Instant requestedAt) {
+	public record RequestDescriptor(String kind, @Nullable String daemon, @Nullable String node, Instant requestedAt) {
 
 		RequestDescriptor(DaemonRequest request) {
 			this(request.kind().name(), request.daemon().isEmpty() ? null : request.daemon(), request.node(),
@@ -275,8 +288,8 @@ public class LeadershipEndpoint {
 	 *
 	 * @param node the node
 	 * @param drained whether it is drained now
-	 * @param daemons the daemons assigned to it when the request was recorded; the leader moves those that another
-	 * node can run
+	 * @param daemons the daemons assigned to it when the request was recorded; the leader
+	 * moves those that another node can run
 	 */
 	public record DrainDescriptor(String node, boolean drained, List<String> daemons) {
 	}
@@ -290,7 +303,8 @@ public class LeadershipEndpoint {
 	 * @param pid the process id
 	 * @param startedAt when it registered, in database time
 	 * @param lastHeartbeat its last heartbeat, in database time
-	 * @param state {@code ALIVE}, or {@code DEAD} once its heartbeat is older than the node expiry
+	 * @param state {@code ALIVE}, or {@code DEAD} once its heartbeat is older than the
+	 * node expiry
 	 */
 	public record MemberDescriptor(String id, String name, String host, long pid, Instant startedAt,
 			Instant lastHeartbeat, String state) {

@@ -11,10 +11,12 @@ import org.springframework.boot.actuate.endpoint.web.WebEndpointResponse;
 import org.springframework.boot.actuate.endpoint.web.annotation.EndpointWebExtension;
 
 /**
- * Web extension of the {@link LeadershipEndpoint}, for the status codes of its write operations over HTTP, where an
- * operation's empty result would answer 204: each answers 404 for an unknown group, daemon or node, or when daemon
- * assignment is off, and 400 ({@link InvalidEndpointRequestException}) for a body it cannot use. Nothing is yielded or
- * recorded then. Like the endpoint's own, these operations exist only when the endpoint's access is unrestricted.
+ * Web extension of the {@link LeadershipEndpoint}, for the status codes of its write
+ * operations over HTTP, where an operation's empty result would answer 204: each answers
+ * 404 for an unknown group, daemon or node, or when daemon assignment is off, and 400
+ * ({@link InvalidEndpointRequestException}) for a body it cannot use. Nothing is yielded
+ * or recorded then. Like the endpoint's own, these operations exist only when the
+ * endpoint's access is unrestricted.
  * <p>
  * Called on the web server's request threads.
  */
@@ -32,7 +34,8 @@ public class LeadershipEndpointWebExtension {
 	}
 
 	/**
-	 * Makes this node give up the group, see {@link LeadershipEndpoint#yieldGroup(String)}.
+	 * Makes this node give up the group, see
+	 * {@link LeadershipEndpoint#yieldGroup(String)}.
 	 * @param group the group
 	 * @return the outcome, or 404 for a group this node does not take part in
 	 */
@@ -54,11 +57,13 @@ public class LeadershipEndpointWebExtension {
 	 * Moves a daemon or drains a node, see {@link LeadershipEndpoint#daemonOperation}.
 	 * @param kind {@code daemons} or {@code nodes}
 	 * @param name the daemon or the node
-	 * @param node for a daemon, the node to move it to; {@code null} for the least-loaded other node
+	 * @param node for a daemon, the node to move it to; {@code null} for the least-loaded
+	 * other node
 	 * @param drained for a node, whether to drain it; {@code null} means {@code true}
-	 * @return the outcome, or 404 for an unknown kind, daemon or node, or if daemon assignment is off
-	 * @throws InvalidEndpointRequestException (400) if the body cannot be used or names a node that cannot take the
-	 * daemon
+	 * @return the outcome, or 404 for an unknown kind, daemon or node, or if daemon
+	 * assignment is off
+	 * @throws InvalidEndpointRequestException (400) if the body cannot be used or names a
+	 * node that cannot take the daemon
 	 */
 	@WriteOperation
 	public WebEndpointResponse<Object> daemonOperation(@Selector String kind, @Selector String name,

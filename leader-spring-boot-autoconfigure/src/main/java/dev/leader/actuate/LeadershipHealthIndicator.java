@@ -15,30 +15,33 @@ import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.Status;
 
 /**
- * Health of leadership: UP while this node sent its last heartbeat that succeeded within the node expiry, DOWN once
- * it has not (other nodes may then consider it dead). Details give this node's id, whether the coordinator is
- * reachable, the role per group ({@code roles}), and per group ({@code groups}) the role, the term, the leader as last
- * read and the lease time left in milliseconds: on the leader, the time left in its safe window; on a follower, the
- * time left on the leader's lease when it was last read.
+ * Health of leadership: UP while this node sent its last heartbeat that succeeded within
+ * the node expiry, DOWN once it has not (other nodes may then consider it dead). Details
+ * give this node's id, whether the coordinator is reachable, the role per group
+ * ({@code roles}), and per group ({@code groups}) the role, the term, the leader as last
+ * read and the lease time left in milliseconds: on the leader, the time left in its safe
+ * window; on a follower, the time left on the leader's lease when it was last read.
  * <p>
- * Being a follower is healthy; only losing the coordinator is not. That makes the indicator fit a readiness group: a
- * node that cannot reach the database should not take traffic that needs leadership decisions.
+ * Being a follower is healthy; only losing the coordinator is not. That makes the
+ * indicator fit a readiness group: a node that cannot reach the database should not take
+ * traffic that needs leadership decisions.
  * <p>
- * On the leader of the daemons group, daemons that stay unassigned or stuck past their timeouts (see
- * {@link DaemonStatus#stuck()}) turn a reachable coordinator's status to {@link #DEGRADED}, with a {@code reason}
- * and the daemons in {@code daemons}. {@code DEGRADED} is not in Spring Boot's default status order, so it does not
- * change the aggregate status or the HTTP status of a health group unless the application lists it in
- * {@code management.endpoint.health.status.order}: a cluster-wide problem with placing daemons is no reason to take
- * the leader out of traffic, but it is one to alert on.
+ * On the leader of the daemons group, daemons that stay unassigned or stuck past their
+ * timeouts (see {@link DaemonStatus#stuck()}) turn a reachable coordinator's status to
+ * {@link #DEGRADED}, with a {@code reason} and the daemons in {@code daemons}.
+ * {@code DEGRADED} is not in Spring Boot's default status order, so it does not change
+ * the aggregate status or the HTTP status of a health group unless the application lists
+ * it in {@code management.endpoint.health.status.order}: a cluster-wide problem with
+ * placing daemons is no reason to take the leader out of traffic, but it is one to alert
+ * on.
  */
 public class LeadershipHealthIndicator extends AbstractHealthIndicator {
 
 	/**
-	 * Status of a reachable coordinator when this node leads the daemons group and some daemons are unassigned or
-	 * stuck past their timeouts.
+	 * Status of a reachable coordinator when this node leads the daemons group and some
+	 * daemons are unassigned or stuck past their timeouts.
 	 */
-	public static final Status DEGRADED = new Status("DEGRADED",
-			"Daemons are unassigned or stuck past their timeouts");
+	public static final Status DEGRADED = new Status("DEGRADED", "Daemons are unassigned or stuck past their timeouts");
 
 	private final LeaseStatus leases;
 
@@ -87,10 +90,10 @@ public class LeadershipHealthIndicator extends AbstractHealthIndicator {
 		else {
 			builder.down()
 				.withDetail("coordinator", "unreachable")
-				.withDetail("reason", (since != null)
-						? "coordinator unreachable for " + since.toMillis() + " ms, past the node expiry of "
-								+ expiry.toMillis() + " ms"
-						: "coordinator not reached yet");
+				.withDetail("reason",
+						(since != null) ? "coordinator unreachable for " + since.toMillis()
+								+ " ms, past the node expiry of " + expiry.toMillis() + " ms"
+								: "coordinator not reached yet");
 		}
 		builder.withDetail("node", this.leases.nodeId()).withDetail("roles", roles).withDetail("groups", groups);
 	}

@@ -22,12 +22,14 @@ import org.springframework.util.ClassUtils;
 import org.springframework.util.StringUtils;
 
 /**
- * Turns a startup failure caused by a database that cannot be reached into one paragraph: the URL that was tried
- * (without credentials), the reason, the bean that met it first (Flyway, the starter's writable-primary check,
- * Hikari, ...) and what to set. It recognises, anywhere in the cause chain, an {@link SQLException} of SQLState class
- * {@code 08} (connection exception, as the PostgreSQL driver reports a refused or timed-out connection) and a
- * refused, unroutable, timed-out or unresolvable host; a failure that only says that no connection could be had,
- * such as a wrong password, is left to the other analyzers.
+ * Turns a startup failure caused by a database that cannot be reached into one paragraph:
+ * the URL that was tried (without credentials), the reason, the bean that met it first
+ * (Flyway, the starter's writable-primary check, Hikari, ...) and what to set. It
+ * recognises, anywhere in the cause chain, an {@link SQLException} of SQLState class
+ * {@code 08} (connection exception, as the PostgreSQL driver reports a refused or
+ * timed-out connection) and a refused, unroutable, timed-out or unresolvable host; a
+ * failure that only says that no connection could be had, such as a wrong password, is
+ * left to the other analyzers.
  */
 class DatabaseUnreachableFailureAnalyzer implements FailureAnalyzer {
 
@@ -74,10 +76,12 @@ class DatabaseUnreachableFailureAnalyzer implements FailureAnalyzer {
 		return null;
 	}
 
-	// The driver's message says what it tried; a network exception below it says what the network answered.
+	// The driver's message says what it tried; a network exception below it says what the
+	// network answered.
 	private static String reason(Throwable unreachable) {
 		String reason = sentence(describe(unreachable));
-		for (Throwable cause = unreachable.getCause(); cause != null && cause != unreachable; cause = cause.getCause()) {
+		for (Throwable cause = unreachable.getCause(); cause != null
+				&& cause != unreachable; cause = cause.getCause()) {
 			if (cause instanceof java.io.IOException) {
 				return reason + " (" + describe(cause) + ")";
 			}
@@ -100,7 +104,8 @@ class DatabaseUnreachableFailureAnalyzer implements FailureAnalyzer {
 		return text.endsWith(".") ? text : text + ".";
 	}
 
-	// The innermost bean creation failure names the bean whose own code met the failure, not those that needed it.
+	// The innermost bean creation failure names the bean whose own code met the failure,
+	// not those that needed it.
 	private static @Nullable String firstFailedBean(Throwable failure) {
 		String bean = null;
 		for (Throwable cause = failure; cause != null && cause.getCause() != cause; cause = cause.getCause()) {
@@ -120,7 +125,8 @@ class DatabaseUnreachableFailureAnalyzer implements FailureAnalyzer {
 		return (url != null) ? withoutCredentials(url) : "the URL of the application's DataSource";
 	}
 
-	// Only a connection details bean created already: creating one here could fail the same way.
+	// Only a connection details bean created already: creating one here could fail the
+	// same way.
 	private @Nullable String connectionDetailsUrl() {
 		if (!(this.beanFactory instanceof ListableBeanFactory listable)
 				|| !(this.beanFactory instanceof SingletonBeanRegistry singletons)
@@ -152,7 +158,8 @@ class DatabaseUnreachableFailureAnalyzer implements FailureAnalyzer {
 		static @Nullable String find(ListableBeanFactory beanFactory, SingletonBeanRegistry singletons) {
 			for (String name : beanFactory.getBeanNamesForType(
 					org.springframework.boot.jdbc.autoconfigure.JdbcConnectionDetails.class, false, false)) {
-				if (singletons.getSingleton(name) instanceof org.springframework.boot.jdbc.autoconfigure.JdbcConnectionDetails details) {
+				if (singletons.getSingleton(
+						name) instanceof org.springframework.boot.jdbc.autoconfigure.JdbcConnectionDetails details) {
 					return details.getJdbcUrl();
 				}
 			}

@@ -61,17 +61,20 @@ import org.springframework.core.env.Environment;
 import org.springframework.core.type.AnnotationMetadata;
 
 /**
- * Auto-configuration of leader election on the application's PostgreSQL {@link DataSource}.
+ * Auto-configuration of leader election on the application's PostgreSQL
+ * {@link DataSource}.
  * <p>
- * Each feature whose implementation is package-private is wired from its own package: the stores from
- * {@link PostgresStoresConfiguration}, the {@code @LeaderOnly} advice from {@link LeaderOnlyConfiguration}. They are
- * imported before this class's own beans are registered, so that the conditions here see the stores. This class
- * builds the engine and the daemon coordinator, and runs the schema migration only once every setting has been
- * checked.
+ * Each feature whose implementation is package-private is wired from its own package: the
+ * stores from {@link PostgresStoresConfiguration}, the {@code @LeaderOnly} advice from
+ * {@link LeaderOnlyConfiguration}. They are imported before this class's own beans are
+ * registered, so that the conditions here see the stores. This class builds the engine
+ * and the daemon coordinator, and runs the schema migration only once every setting has
+ * been checked.
  */
 @AutoConfiguration(after = DataSourceAutoConfiguration.class,
 		afterName = { "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration",
-				// Registers the fence advisor after the transaction advisor, so that it runs inside the transaction.
+				// Registers the fence advisor after the transaction advisor, so that it
+				// runs inside the transaction.
 				"org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration",
 				// The engine observes its round trips on the application's registry.
 				"org.springframework.boot.micrometer.observation.autoconfigure.ObservationAutoConfiguration" })
@@ -102,8 +105,7 @@ public final class LeaderAutoConfiguration {
 		String configuredId = configuredId(properties);
 		String id = (configuredId != null) ? configuredId : generatedId(host);
 		LeaderEngine engine = new LeaderEngine(store, settings,
-				new NodeRegistration(id, name, host, ProcessHandle.current().pid()), groups,
-				publisher::publishEvent);
+				new NodeRegistration(id, name, host, ProcessHandle.current().pid()), groups, publisher::publishEvent);
 		leaderOnlyGroups.drainTo(engine::addGroup);
 		observationRegistry.ifUnique(engine::setObservationRegistry);
 		return engine;
@@ -126,9 +128,10 @@ public final class LeaderAutoConfiguration {
 	}
 
 	/**
-	 * The coordinator takes the engine's lifecycle as a dependency, so that the context starts it after the engine
-	 * and stops it, handing its daemons over on a live node, before the engine deregisters the node. On a context's
-	 * close the leases are given up before either stops, see {@link LeaderEngineLifecycle}.
+	 * The coordinator takes the engine's lifecycle as a dependency, so that the context
+	 * starts it after the engine and stops it, handing its daemons over on a live node,
+	 * before the engine deregisters the node. On a context's close the leases are given
+	 * up before either stops, see {@link LeaderEngineLifecycle}.
 	 */
 	@Bean
 	@ConditionalOnMissingBean
@@ -161,7 +164,8 @@ public final class LeaderAutoConfiguration {
 			return Names.requireValid(what, name);
 		}
 		catch (IllegalArgumentException ex) {
-			// Not chained, so that the root cause of the startup failure names the property to change.
+			// Not chained, so that the root cause of the startup failure names the
+			// property to change.
 			throw new IllegalArgumentException(property + ": " + ex.getMessage());
 		}
 	}
@@ -192,8 +196,8 @@ public final class LeaderAutoConfiguration {
 	}
 
 	/**
-	 * Checks every setting that the beans check when they are created, for the migration to run only with valid
-	 * ones: the beans that check them may be created after it.
+	 * Checks every setting that the beans check when they are created, for the migration
+	 * to run only with valid ones: the beans that check them may be created after it.
 	 */
 	private static void checkSettings(LeaderProperties properties, Environment environment, LeaseSettings lease,
 			@Nullable DaemonSettings daemons, ListableBeanFactory beanFactory) {
@@ -244,17 +248,19 @@ public final class LeaderAutoConfiguration {
 	}
 
 	/**
-	 * Starts the engine after the context is refreshed. On shutdown it first gives up the leases, as early as the
-	 * revoked events can still reach their listeners: on a signal, in a JVM shutdown hook of its own, which starts
-	 * with the application's hook rather than after it, and otherwise when the context publishes its
-	 * {@link ContextClosedEvent}, before any lifecycle phase stops; the context waits there until the release is
-	 * done. The node stays registered and keeps heartbeating, so that the daemon coordinator, stopped next, drains its
-	 * daemons on a live node and hands them back, while another node already leads; the engine stops, deregistering
-	 * the node, after the coordinator. A context that is only stopped, not closed, gives up the leases when it stops
-	 * the engine.
+	 * Starts the engine after the context is refreshed. On shutdown it first gives up the
+	 * leases, as early as the revoked events can still reach their listeners: on a
+	 * signal, in a JVM shutdown hook of its own, which starts with the application's hook
+	 * rather than after it, and otherwise when the context publishes its
+	 * {@link ContextClosedEvent}, before any lifecycle phase stops; the context waits
+	 * there until the release is done. The node stays registered and keeps heartbeating,
+	 * so that the daemon coordinator, stopped next, drains its daemons on a live node and
+	 * hands them back, while another node already leads; the engine stops, deregistering
+	 * the node, after the coordinator. A context that is only stopped, not closed, gives
+	 * up the leases when it stops the engine.
 	 */
-	static final class LeaderEngineLifecycle implements SmartLifecycle, GenericApplicationListener,
-			ApplicationContextAware {
+	static final class LeaderEngineLifecycle
+			implements SmartLifecycle, GenericApplicationListener, ApplicationContextAware {
 
 		private final LeaderEngine engine;
 
@@ -303,7 +309,8 @@ public final class LeaderAutoConfiguration {
 				}
 			}
 			catch (IllegalStateException ex) {
-				// The JVM is shutting down already; the context's close gives the leases up.
+				// The JVM is shutting down already; the context's close gives the leases
+				// up.
 			}
 		}
 
@@ -324,7 +331,8 @@ public final class LeaderAutoConfiguration {
 					Runtime.getRuntime().removeShutdownHook(hook);
 				}
 				catch (IllegalStateException ex) {
-					// The JVM is shutting down: the hook runs, or ran, and releases nothing twice.
+					// The JVM is shutting down: the hook runs, or ran, and releases
+					// nothing twice.
 				}
 			}
 		}
@@ -337,9 +345,11 @@ public final class LeaderAutoConfiguration {
 	}
 
 	/**
-	 * Makes sure an auto-proxy creator exists, so that {@code @LeaderOnly} applies even without Spring Boot's AOP
-	 * auto-configuration, as {@code @EnableTransactionManagement} does. Whether proxies are class-based stays the
-	 * application's choice ({@code spring.aop.proxy-target-class}, {@code true} by default).
+	 * Makes sure an auto-proxy creator exists, so that {@code @LeaderOnly} applies even
+	 * without Spring Boot's AOP auto-configuration, as
+	 * {@code @EnableTransactionManagement} does. Whether proxies are class-based stays
+	 * the application's choice ({@code spring.aop.proxy-target-class}, {@code true} by
+	 * default).
 	 */
 	static final class ProxyCreatorRegistrar implements ImportBeanDefinitionRegistrar {
 

@@ -21,7 +21,8 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
 /**
- * Auto-configuration of the {@code leadership} actuator endpoint, its web extension and the health indicator.
+ * Auto-configuration of the {@code leadership} actuator endpoint, its web extension and
+ * the health indicator.
  */
 @AutoConfiguration(after = LeaderAutoConfiguration.class)
 @ConditionalOnBean(LeaderEngine.class)
@@ -56,8 +57,7 @@ public final class LeaderEndpointAutoConfiguration {
 
 		@Bean
 		@ConditionalOnMissingBean(name = "leadershipHealthIndicator")
-		LeadershipHealthIndicator leadershipHealthIndicator(LeaderEngine engine,
-				ObjectProvider<DaemonStatus> daemons) {
+		LeadershipHealthIndicator leadershipHealthIndicator(LeaderEngine engine, ObjectProvider<DaemonStatus> daemons) {
 			return new LeadershipHealthIndicator(engine, daemons.getIfAvailable());
 		}
 

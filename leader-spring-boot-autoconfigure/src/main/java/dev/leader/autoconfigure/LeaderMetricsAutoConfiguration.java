@@ -14,8 +14,9 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean
 import org.springframework.context.annotation.Bean;
 
 /**
- * Auto-configuration of the leadership {@link LeaderMetrics meters}, when Micrometer is on the classpath and the
- * application has a {@link MeterRegistry}. The acquire and heartbeat timers come from the engine's observations, see
+ * Auto-configuration of the leadership {@link LeaderMetrics meters}, when Micrometer is
+ * on the classpath and the application has a {@link MeterRegistry}. The acquire and
+ * heartbeat timers come from the engine's observations, see
  * {@link LeaderAutoConfiguration}.
  */
 @AutoConfiguration(after = LeaderAutoConfiguration.class,

@@ -14,8 +14,8 @@ import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.util.ReflectionUtils;
 
 /**
- * Collects the groups named by {@link LeaderOnly} annotations on beans, so that they take part in the election.
- * Invalid group names fail the bean's creation.
+ * Collects the groups named by {@link LeaderOnly} annotations on beans, so that they take
+ * part in the election. Invalid group names fail the bean's creation.
  */
 final class LeaderOnlyGroups implements BeanPostProcessor {
 

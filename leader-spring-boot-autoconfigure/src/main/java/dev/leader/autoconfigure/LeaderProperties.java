@@ -11,9 +11,9 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
 /**
  * Configuration properties of leader-spring-boot-starter.
  * <p>
- * Longer than the starter's other classes because its nested groups document every key for the configuration
- * processor's metadata, one field and its accessors per key; splitting it would scatter the {@code leader.*}
- * reference.
+ * Longer than the starter's other classes because its nested groups document every key
+ * for the configuration processor's metadata, one field and its accessors per key;
+ * splitting it would scatter the {@code leader.*} reference.
  */
 @ConfigurationProperties("leader")
 public class LeaderProperties {
@@ -77,20 +77,23 @@ public class LeaderProperties {
 	public static class Node {
 
 		/**
-		 * Id of this node, unique in the cluster: 1 to 120 letters, digits, '.', '_', ':' or '-'. Generated once per
-		 * application context from the host name and a random part when not set.
+		 * Id of this node, unique in the cluster: 1 to 120 letters, digits, '.', '_', ':'
+		 * or '-'. Generated once per application context from the host name and a random
+		 * part when not set.
 		 */
 		private @Nullable String id;
 
 		/**
-		 * Readable name of this node, 1 to 200 characters. Defaults to spring.application.name.
+		 * Readable name of this node, 1 to 200 characters. Defaults to
+		 * spring.application.name.
 		 */
 		private @Nullable String name;
 
 		/**
-		 * Time after its last heartbeat after which a node counts as dead. Must be at least twice the renew
-		 * interval, the heartbeat interval, and more than the renew interval plus the retry interval plus the safety
-		 * margin, since a node stops its daemons once it has not heartbeated for the expiry minus the safety margin.
+		 * Time after its last heartbeat after which a node counts as dead. Must be at
+		 * least twice the renew interval, the heartbeat interval, and more than the renew
+		 * interval plus the retry interval plus the safety margin, since a node stops its
+		 * daemons once it has not heartbeated for the expiry minus the safety margin.
 		 */
 		private Duration expiry = Duration.ofSeconds(10);
 
@@ -123,27 +126,29 @@ public class LeaderProperties {
 	public static class Lease {
 
 		/**
-		 * Time a lease lasts after each acquire or renewal, in database time. A crashed leader is replaced within
-		 * this time. At most 24 days, like every duration of the starter.
+		 * Time a lease lasts after each acquire or renewal, in database time. A crashed
+		 * leader is replaced within this time. At most 24 days, like every duration of
+		 * the starter.
 		 */
 		private Duration duration = Duration.ofSeconds(10);
 
 		/**
-		 * Interval between renewals of this node's leases and heartbeat, made in one round trip, which also polls
-		 * the daemon assignments. Must be less than half the lease duration.
+		 * Interval between renewals of this node's leases and heartbeat, made in one
+		 * round trip, which also polls the daemon assignments. Must be less than half the
+		 * lease duration.
 		 */
 		private Duration renewInterval = Duration.ofSeconds(3);
 
 		/**
-		 * Wait before retrying after a failed round trip with the database. The renew interval plus this plus the
-		 * safety margin must be less than the lease duration, so that a failed renewal is retried while the leader
-		 * still leads.
+		 * Wait before retrying after a failed round trip with the database. The renew
+		 * interval plus this plus the safety margin must be less than the lease duration,
+		 * so that a failed renewal is retried while the leader still leads.
 		 */
 		private Duration retryInterval = Duration.ofSeconds(2);
 
 		/**
-		 * Time by which a leader stops believing it leads before its lease expires, to absorb clock-rate drift
-		 * between this node and the database.
+		 * Time by which a leader stops believing it leads before its lease expires, to
+		 * absorb clock-rate drift between this node and the database.
 		 */
 		private Duration safetyMargin = Duration.ofMillis(200);
 
@@ -200,18 +205,20 @@ public class LeaderProperties {
 		private static final Duration MAX_QUERY_TIMEOUT = Duration.ofDays(12);
 
 		/**
-		 * Prefix of the starter's table names. Lower-case letters, digits and underscores only.
+		 * Prefix of the starter's table names. Lower-case letters, digits and underscores
+		 * only.
 		 */
 		private String tablePrefix = "leader_";
 
 		/**
-		 * Whether to create and upgrade the starter's tables with its own Flyway migrations, recorded in the
-		 * <prefix>schema_history table.
+		 * Whether to create and upgrade the starter's tables with its own Flyway
+		 * migrations, recorded in the <prefix>schema_history table.
 		 */
 		private boolean migrate = true;
 
 		/**
-		 * Longest time a statement against the database may run. Rounded up to whole seconds; at most 12 days.
+		 * Longest time a statement against the database may run. Rounded up to whole
+		 * seconds; at most 12 days.
 		 */
 		private Duration queryTimeout = Duration.ofSeconds(3);
 
@@ -246,10 +253,11 @@ public class LeaderProperties {
 		}
 
 		/**
-		 * Returns the query timeout after checking it, for the stores and for the check that runs before the schema
-		 * migration writes anything.
+		 * Returns the query timeout after checking it, for the stores and for the check
+		 * that runs before the schema migration writes anything.
 		 * @return the query timeout, positive and at most 12 days
-		 * @throws IllegalArgumentException naming the property to change if the timeout is out of range
+		 * @throws IllegalArgumentException naming the property to change if the timeout
+		 * is out of range
 		 */
 		public Duration determineQueryTimeout() {
 			Duration queryTimeout = this.queryTimeout;
@@ -267,16 +275,18 @@ public class LeaderProperties {
 		public static class Notifications {
 
 			/**
-			 * Whether to follow the notifications of released leases and daemon changes (LISTEN), which let a
-			 * follower take over at once. Without them, a follower takes over on its next round trip, within the
-			 * renew interval. Followed on a connection of the application's DataSource unless 'url' is set; behind
-			 * a pooler in transaction mode, found at startup, none are followed.
+			 * Whether to follow the notifications of released leases and daemon changes
+			 * (LISTEN), which let a follower take over at once. Without them, a follower
+			 * takes over on its next round trip, within the renew interval. Followed on a
+			 * connection of the application's DataSource unless 'url' is set; behind a
+			 * pooler in transaction mode, found at startup, none are followed.
 			 */
 			private boolean enabled = true;
 
 			/**
-			 * JDBC URL of a connection of its own for the notifications, for example straight to the PostgreSQL
-			 * server when the DataSource goes through PgBouncer in transaction mode.
+			 * JDBC URL of a connection of its own for the notifications, for example
+			 * straight to the PostgreSQL server when the DataSource goes through
+			 * PgBouncer in transaction mode.
 			 */
 			private @Nullable String url;
 
@@ -334,7 +344,8 @@ public class LeaderProperties {
 		private WhenNotLeader whenNotLeader = WhenNotLeader.SKIP;
 
 		/**
-		 * Whether to interrupt the thread of a running @LeaderOnly call when the leadership it runs under ends.
+		 * Whether to interrupt the thread of a running @LeaderOnly call when the
+		 * leadership it runs under ends.
 		 */
 		private boolean interruptOnRevoke = true;
 
@@ -359,26 +370,29 @@ public class LeaderProperties {
 	public static class Daemons {
 
 		/**
-		 * Whether to take part in daemon assignment: run the DaemonAgent beans the leader assigns to this node, and
-		 * assign daemons while this node leads the daemons group.
+		 * Whether to take part in daemon assignment: run the DaemonAgent beans the leader
+		 * assigns to this node, and assign daemons while this node leads the daemons
+		 * group.
 		 */
 		private boolean enabled = true;
 
 		/**
-		 * Group whose leader assigns the daemons. A node with DaemonAgent beans takes part in its election.
+		 * Group whose leader assigns the daemons. A node with DaemonAgent beans takes
+		 * part in its election.
 		 */
 		private String group = "default";
 
 		/**
-		 * Time a node has to acknowledge an assignment before the leader gives the daemon to another node. Must be
-		 * more than twice the renew interval on a node with DaemonAgent beans, since it polls its assignments with
-		 * its heartbeat.
+		 * Time a node has to acknowledge an assignment before the leader gives the daemon
+		 * to another node. Must be more than twice the renew interval on a node with
+		 * DaemonAgent beans, since it polls its assignments with its heartbeat.
 		 */
 		private Duration ackTimeout = Duration.ofSeconds(30);
 
 		/**
-		 * Time a revoked daemon has to return before its node interrupts it and hands it over regardless. The
-		 * leader reclaims it one renew interval later if the node does not.
+		 * Time a revoked daemon has to return before its node interrupts it and hands it
+		 * over regardless. The leader reclaims it one renew interval later if the node
+		 * does not.
 		 */
 		private Duration drainTimeout = Duration.ofSeconds(30);
 
@@ -388,8 +402,9 @@ public class LeaderProperties {
 		private int maxMovesPerCycle = 2;
 
 		/**
-		 * Time after the last change of the live nodes before the leader rebalances, so that a rolling restart does
-		 * not move daemons back and forth. Unassigned daemons are assigned at once.
+		 * Time after the last change of the live nodes before the leader rebalances, so
+		 * that a rolling restart does not move daemons back and forth. Unassigned daemons
+		 * are assigned at once.
 		 */
 		private Duration settleWindow = Duration.ofSeconds(10);
 
@@ -449,8 +464,8 @@ public class LeaderProperties {
 	public enum WhenNotLeader {
 
 		/**
-		 * Skip the call: return nothing for void, an empty Optional for Optional types, and throw NotLeaderException
-		 * for other return types.
+		 * Skip the call: return nothing for void, an empty Optional for Optional types,
+		 * and throw NotLeaderException for other return types.
 		 */
 		SKIP,
 

@@ -16,17 +16,20 @@ import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 
 /**
- * One assignment running on this node, and the context its agent sees. The agent runs on a
- * {@code leader-daemon-<name>} thread of its own, started by {@link #start()}, and is called again after a
- * {@link Backoff back-off} each time it throws or returns while not cancelled, until the run is
- * {@linkplain #cancel(Reason) cancelled}. Each call is published as a {@link DaemonStartedEvent}, and its end as a
- * {@link DaemonStoppedEvent}, exactly once: by the agent's thread for a failure, a return or a cancellation it saw,
- * or by {@link #end(Reason)} for a stop forced from outside. Once the agent has returned after a cancellation, the
- * run calls its {@code ended} callback, so that the node hands the daemon back without waiting for its next poll.
+ * One assignment running on this node, and the context its agent sees. The agent runs on
+ * a {@code leader-daemon-<name>} thread of its own, started by {@link #start()}, and is
+ * called again after a {@link Backoff back-off} each time it throws or returns while not
+ * cancelled, until the run is {@linkplain #cancel(Reason) cancelled}. Each call is
+ * published as a {@link DaemonStartedEvent}, and its end as a {@link DaemonStoppedEvent},
+ * exactly once: by the agent's thread for a failure, a return or a cancellation it saw,
+ * or by {@link #end(Reason)} for a stop forced from outside. Once the agent has returned
+ * after a cancellation, the run calls its {@code ended} callback, so that the node hands
+ * the daemon back without waiting for its next poll.
  */
 final class AgentRun implements DaemonContext {
 
-	// The coordinator's category, which operators' logging configuration and alerts already name.
+	// The coordinator's category, which operators' logging configuration and alerts
+	// already name.
 	private static final Log logger = LogFactory.getLog(DaemonCoordinator.class);
 
 	private final String daemon;
@@ -55,7 +58,8 @@ final class AgentRun implements DaemonContext {
 
 	private volatile boolean started;
 
-	// Owned by the NodeReconciler: written on the leader-daemons thread, read by the watchdog too.
+	// Owned by the NodeReconciler: written on the leader-daemons thread, read by the
+	// watchdog too.
 
 	volatile boolean draining;
 
@@ -75,7 +79,8 @@ final class AgentRun implements DaemonContext {
 	 * @param nodeId this node's id
 	 * @param store the store whose {@link DaemonStore#lock} guards the agent's writes
 	 * @param events receives the run's events
-	 * @param ended called on the agent's thread once the agent has returned after a cancellation
+	 * @param ended called on the agent's thread once the agent has returned after a
+	 * cancellation
 	 * @param backoff the back-off between calls
 	 */
 	AgentRun(String daemon, long generation, DaemonAgent agent, String nodeId, DaemonStore store,
@@ -131,8 +136,9 @@ final class AgentRun implements DaemonContext {
 		else {
 			return;
 		}
-		throw new StaleLeadershipException("Stale daemon assignment of '" + this.daemon + "': this write was "
-				+ "made under generation " + this.generation + " on node " + this.nodeId + ", but " + problem,
+		throw new StaleLeadershipException(
+				"Stale daemon assignment of '" + this.daemon + "': this write was " + "made under generation "
+						+ this.generation + " on node " + this.nodeId + ", but " + problem,
 				this.daemon, this.generation, (assignment != null) ? assignment.generation() : 0,
 				(assignment != null && assignment.isLive()) ? assignment.node() : null);
 	}
@@ -170,8 +176,8 @@ final class AgentRun implements DaemonContext {
 	}
 
 	/**
-	 * Publishes the stop of the current call of the agent, unless it was published already or the agent is between
-	 * calls.
+	 * Publishes the stop of the current call of the agent, unless it was published
+	 * already or the agent is between calls.
 	 * @param reason why it stopped
 	 */
 	void end(Reason reason) {
@@ -203,13 +209,16 @@ final class AgentRun implements DaemonContext {
 			Duration wait = this.backoff.next(waited, Duration.ofNanos(System.nanoTime() - began), failure != null);
 			waited = wait;
 			if (failure != null) {
-				logger.error(String.format("Daemon daemon=%s node=%s action=failed generation=%d; restarting in "
-						+ "%d ms", this.daemon, this.nodeId, this.generation, wait.toMillis()), failure);
+				logger.error(
+						String.format("Daemon daemon=%s node=%s action=failed generation=%d; restarting in " + "%d ms",
+								this.daemon, this.nodeId, this.generation, wait.toMillis()),
+						failure);
 			}
 			else {
-				logger.warn(String.format("Daemon daemon=%s node=%s action=returned generation=%d while not "
-						+ "cancelled; restarting in %d ms", this.daemon, this.nodeId, this.generation,
-						wait.toMillis()));
+				logger.warn(String.format(
+						"Daemon daemon=%s node=%s action=returned generation=%d while not "
+								+ "cancelled; restarting in %d ms",
+						this.daemon, this.nodeId, this.generation, wait.toMillis()));
 			}
 			this.events.accept(new DaemonStoppedEvent(this.daemon, this.generation, this.nodeId, outcome, failure));
 			try {
@@ -228,7 +237,8 @@ final class AgentRun implements DaemonContext {
 	/**
 	 * How long a run waits before it calls its agent again.
 	 *
-	 * @param initial the first wait, and the wait after a call that outlasted the last wait or returned
+	 * @param initial the first wait, and the wait after a call that outlasted the last
+	 * wait or returned
 	 * @param max the longest wait
 	 */
 	record Backoff(Duration initial, Duration max) {
@@ -239,9 +249,9 @@ final class AgentRun implements DaemonContext {
 		static final Backoff DEFAULT = new Backoff(Duration.ofSeconds(1), Duration.ofSeconds(30));
 
 		/**
-		 * Returns the wait after a call. It doubles only while the agent fails sooner than it waited: a call that
-		 * outlasted its back-off was healthy, and a failure long after the last one (a database blip) is retried
-		 * soon.
+		 * Returns the wait after a call. It doubles only while the agent fails sooner
+		 * than it waited: a call that outlasted its back-off was healthy, and a failure
+		 * long after the last one (a database blip) is retried soon.
 		 * @param waited the wait before the call, zero before the first
 		 * @param ran how long the call ran
 		 * @param failed whether it threw, rather than returned

@@ -12,11 +12,11 @@ import java.time.Instant;
  * @param term the term of the leader that last wrote it
  * @param since when it entered its state
  */
-public record Assignment(String daemon, String node, AssignmentState state, long generation, long term,
-		Instant since) {
+public record Assignment(String daemon, String node, AssignmentState state, long generation, long term, Instant since) {
 
 	/**
-	 * Returns whether the daemon is assigned, that is not {@link AssignmentState#DELETED}.
+	 * Returns whether the daemon is assigned, that is not
+	 * {@link AssignmentState#DELETED}.
 	 * @return whether it is live
 	 */
 	public boolean isLive() {

@@ -15,28 +15,33 @@ import java.util.TreeSet;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The leader's decisions for one cycle, as a pure function of what it read: no I/O, no clock but the database's, and
- * the same actions for the same input. The actions are meant to be applied in order, each as a compare-and-set on the
- * generation it names, so an action based on an outdated read changes nothing.
+ * The leader's decisions for one cycle, as a pure function of what it read: no I/O, no
+ * clock but the database's, and the same actions for the same input. The actions are
+ * meant to be applied in order, each as a compare-and-set on the generation it names, so
+ * an action based on an outdated read changes nothing.
  * <ol>
- * <li><b>Reclaim</b> live assignments on dead nodes, ASSIGNING past the acknowledge timeout and REVOKING past the
- * drain timeout plus one poll interval (a responsive node hands a revoked daemon back by itself at its drain timeout,
- * at the latest on its next poll; this reclaim is for nodes that do not). A daemon reclaimed for a timeout is not given back to the same node in the same
- * cycle.</li>
- * <li><b>Assign</b> every daemon that some live node advertises and that has no live assignment, in name order, to the
- * least-loaded live node that advertises it; ties go to the lowest node id. A node's load is its ASSIGNING and
- * ACTIVE assignments.</li>
- * <li><b>Rebalance</b>, only when nothing is in flight (no ASSIGNING or REVOKING, nothing assigned this cycle) and the
- * live nodes have not changed for the settle window: while loads differ by more than one, revoke an ACTIVE daemon
- * of the most-loaded node that a less-loaded node can run, at most the move cap per cycle. It is reassigned once
- * its node has drained it.</li>
+ * <li><b>Reclaim</b> live assignments on dead nodes, ASSIGNING past the acknowledge
+ * timeout and REVOKING past the drain timeout plus one poll interval (a responsive node
+ * hands a revoked daemon back by itself at its drain timeout, at the latest on its next
+ * poll; this reclaim is for nodes that do not). A daemon reclaimed for a timeout is not
+ * given back to the same node in the same cycle.</li>
+ * <li><b>Assign</b> every daemon that some live node advertises and that has no live
+ * assignment, in name order, to the least-loaded live node that advertises it; ties go to
+ * the lowest node id. A node's load is its ASSIGNING and ACTIVE assignments.</li>
+ * <li><b>Rebalance</b>, only when nothing is in flight (no ASSIGNING or REVOKING, nothing
+ * assigned this cycle) and the live nodes have not changed for the settle window: while
+ * loads differ by more than one, revoke an ACTIVE daemon of the most-loaded node that a
+ * less-loaded node can run, at most the move cap per cycle. It is reassigned once its
+ * node has drained it.</li>
  * </ol>
- * Operators steer it through {@link DaemonRequest}s and drained nodes. A drained node gets nothing, and each of its
- * daemons that another node can run is revoked toward the least-loaded such node, ignoring the settle window and the
- * move cap. A move request revokes the daemon toward the requested node, or the least-loaded other node when none was
- * named or the named one no longer takes daemons, and the reassignment that follows deletes the request; a request
- * that cannot be carried out (no other node can run the daemon) is deleted. A rebalance request lifts the settle
- * window once, at the first cycle with nothing in flight. Drained nodes neither give nor take in a rebalance.
+ * Operators steer it through {@link DaemonRequest}s and drained nodes. A drained node
+ * gets nothing, and each of its daemons that another node can run is revoked toward the
+ * least-loaded such node, ignoring the settle window and the move cap. A move request
+ * revokes the daemon toward the requested node, or the least-loaded other node when none
+ * was named or the named one no longer takes daemons, and the reassignment that follows
+ * deletes the request; a request that cannot be carried out (no other node can run the
+ * daemon) is deleted. A rebalance request lifts the settle window once, at the first
+ * cycle with nothing in flight. Drained nodes neither give nor take in a rebalance.
  */
 final class AssignmentPlanner {
 
@@ -48,7 +53,8 @@ final class AssignmentPlanner {
 	/**
 	 * Plans one cycle.
 	 * @param snapshot the nodes and assignments, with the database's clock
-	 * @param membershipChangedAt when the leader last saw the set of live nodes change, in database time
+	 * @param membershipChangedAt when the leader last saw the set of live nodes change,
+	 * in database time
 	 * @param settings the settings
 	 * @param pollInterval how often every node polls its assignments
 	 * @return the actions, to apply in order
@@ -192,9 +198,9 @@ final class AssignmentPlanner {
 	}
 
 	/**
-	 * Chooses where a daemon goes: the requested node if it takes daemons and advertises this one, otherwise (the
-	 * node may have died or been drained since) the least-loaded such node other than the one to avoid, ties to the
-	 * lowest node id.
+	 * Chooses where a daemon goes: the requested node if it takes daemons and advertises
+	 * this one, otherwise (the node may have died or been drained since) the least-loaded
+	 * such node other than the one to avoid, ties to the lowest node id.
 	 */
 	private static @Nullable String target(String daemon, Map<String, Member> takers, Map<String, Integer> load,
 			@Nullable String avoid, @Nullable String requested) {
@@ -301,9 +307,10 @@ final class AssignmentPlanner {
 	 *
 	 * @param daemon the daemon
 	 * @param node the node to run it
-	 * @param deletedGeneration the generation of its DELETED assignment, 0 if it was never assigned
-	 * @param requestedAt when the move request this assignment carries out was recorded, or {@code null}; the store
-	 * deletes that request with the assignment
+	 * @param deletedGeneration the generation of its DELETED assignment, 0 if it was
+	 * never assigned
+	 * @param requestedAt when the move request this assignment carries out was recorded,
+	 * or {@code null}; the store deletes that request with the assignment
 	 */
 	public record Assign(String daemon, String node, long deletedGeneration,
 			@Nullable Instant requestedAt) implements Action {
@@ -312,7 +319,8 @@ final class AssignmentPlanner {
 		 * Assign a daemon that no move request names.
 		 * @param daemon the daemon
 		 * @param node the node to run it
-		 * @param deletedGeneration the generation of its DELETED assignment, 0 if it was never assigned
+		 * @param deletedGeneration the generation of its DELETED assignment, 0 if it was
+		 * never assigned
 		 */
 		public Assign(String daemon, String node, long deletedGeneration) {
 			this(daemon, node, deletedGeneration, null);

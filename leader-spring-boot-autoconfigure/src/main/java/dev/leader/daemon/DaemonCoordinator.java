@@ -32,49 +32,60 @@ import org.springframework.context.SmartLifecycle;
 import org.springframework.context.event.EventListener;
 
 /**
- * Runs daemon assignment on one node: the leader's side when this node leads the daemons group, and the node's side
- * always. Usable without a Spring context: construct it, {@link #start()} it after the engine and {@link #stop()} it
- * before the engine; both can be started again after a stop.
+ * Runs daemon assignment on one node: the leader's side when this node leads the daemons
+ * group, and the node's side always. Usable without a Spring context: construct it,
+ * {@link #start()} it after the engine and {@link #stop()} it before the engine; both can
+ * be started again after a stop.
  * <p>
- * <b>Cycles.</b> Every node runs a cycle with each of its heartbeats (the engine's renew interval), and at once when
- * a node joins or leaves, when this node is granted a lease and when notified (below). Where the store reads the
- * assignments in the heartbeat's own statement ({@link DaemonStore#followHeartbeat}), the heartbeat's cycle uses that
- * snapshot if it agrees with the last one this node read, so that polling costs no statement; a snapshot that
- * differs, possibly because it is older than a read made since, is read again. Every other cycle reads.
+ * <b>Cycles.</b> Every node runs a cycle with each of its heartbeats (the engine's renew
+ * interval), and at once when a node joins or leaves, when this node is granted a lease
+ * and when notified (below). Where the store reads the assignments in the heartbeat's own
+ * statement ({@link DaemonStore#followHeartbeat}), the heartbeat's cycle uses that
+ * snapshot if it agrees with the last one this node read, so that polling costs no
+ * statement; a snapshot that differs, possibly because it is older than a read made
+ * since, is read again. Every other cycle reads.
  * <p>
- * <b>Leader, each cycle:</b> reads the nodes and assignments, plans with {@link AssignmentPlanner}, and applies the
- * plan with writes guarded by its term, so a deposed leader changes nothing.
+ * <b>Leader, each cycle:</b> reads the nodes and assignments, plans with
+ * {@link AssignmentPlanner}, and applies the plan with writes guarded by its term, so a
+ * deposed leader changes nothing.
  * <p>
- * <b>Node, each cycle:</b> an assignment ASSIGNING to this node is started, then acknowledged (ACTIVE), and the
- * acknowledgement is sent again each cycle, while the assignment is still ASSIGNING to this node with that generation,
- * until one succeeds, so that a failed statement does not move a healthy daemon at the ack timeout; a REVOKING one
- * is cancelled and, once its agent returned or the drain timeout passed, handed back (DELETED); a running daemon whose
- * assignment is gone, on another node or of another generation is stopped at once. An assignment of this node that
- * it does not run (after a restart with the same node id, or a daemon it does not have) is handed back at once.
+ * <b>Node, each cycle:</b> an assignment ASSIGNING to this node is started, then
+ * acknowledged (ACTIVE), and the acknowledgement is sent again each cycle, while the
+ * assignment is still ASSIGNING to this node with that generation, until one succeeds, so
+ * that a failed statement does not move a healthy daemon at the ack timeout; a REVOKING
+ * one is cancelled and, once its agent returned or the drain timeout passed, handed back
+ * (DELETED); a running daemon whose assignment is gone, on another node or of another
+ * generation is stopped at once. An assignment of this node that it does not run (after a
+ * restart with the same node id, or a daemon it does not have) is handed back at once.
  * <p>
- * <b>Guarantees (G4).</b> A node runs a daemon only while its assignment names the node and the generation, stops all
- * its daemons once the node expiry minus the safety margin has passed since it sent its last heartbeat that succeeded
- * (counted from the send on {@link System#nanoTime()}, as the safe window is: the database wrote that heartbeat no
- * earlier, so other nodes cannot declare this one dead sooner, however late the reply came), and the writes its agents
- * guard with {@link dev.leader.DaemonContext#guard()} commit only while that assignment is current. A graceful
- * {@link #stop()} drains the daemons (up to the drain timeout) and hands them back, so the leader reassigns them
+ * <b>Guarantees (G4).</b> A node runs a daemon only while its assignment names the node
+ * and the generation, stops all its daemons once the node expiry minus the safety margin
+ * has passed since it sent its last heartbeat that succeeded (counted from the send on
+ * {@link System#nanoTime()}, as the safe window is: the database wrote that heartbeat no
+ * earlier, so other nodes cannot declare this one dead sooner, however late the reply
+ * came), and the writes its agents guard with {@link dev.leader.DaemonContext#guard()}
+ * commit only while that assignment is current. A graceful {@link #stop()} drains the
+ * daemons (up to the drain timeout) and hands them back, so the leader reassigns them
  * without waiting for the node expiry.
  * <p>
- * <b>Operations.</b> {@link #requestRebalance()}, {@link #requestMove(String, String)} and
- * {@link #drain(String, boolean)} may be called on any node: they check their input against a fresh read, record
- * the request in the store and return; the leader carries it out in its next cycle, under its term. The store
- * notifies the leader, so that cycle starts at once where the store supports notifications.
+ * <b>Operations.</b> {@link #requestRebalance()}, {@link #requestMove(String, String)}
+ * and {@link #drain(String, boolean)} may be called on any node: they check their input
+ * against a fresh read, record the request in the store and return; the leader carries it
+ * out in its next cycle, under its term. The store notifies the leader, so that cycle
+ * starts at once where the store supports notifications.
  * <p>
- * <b>Notifications.</b> Where the store supports them ({@link DaemonStore#listen}), a node runs a cycle as soon as
- * the leader changed one of its assignments, and the leader as soon as a node acknowledged or handed back an
- * assignment or an operator recorded a request; the heartbeat's cycle is then only the fallback for lost
- * notifications.
+ * <b>Notifications.</b> Where the store supports them ({@link DaemonStore#listen}), a
+ * node runs a cycle as soon as the leader changed one of its assignments, and the leader
+ * as soon as a node acknowledged or handed back an assignment or an operator recorded a
+ * request; the heartbeat's cycle is then only the fallback for lost notifications.
  * <p>
- * <b>Structure and threads.</b> This class owns the lifecycle and the wiring: {@code DaemonCycles} runs the
- * cycles, {@code LeaderCycle} is the leader's side of one, {@code NodeReconciler} the node's, each agent runs in an
- * {@code AgentRun}, {@code DaemonOperations} serves the operators, and this class is the {@link DaemonStatus} view.
- * Which thread runs what, and which lock guards which field, is stated in the {@linkplain dev.leader.daemon package
- * documentation}. A failing listener is logged and the loops go on.
+ * <b>Structure and threads.</b> This class owns the lifecycle and the wiring:
+ * {@code DaemonCycles} runs the cycles, {@code LeaderCycle} is the leader's side of one,
+ * {@code NodeReconciler} the node's, each agent runs in an {@code AgentRun},
+ * {@code DaemonOperations} serves the operators, and this class is the
+ * {@link DaemonStatus} view. Which thread runs what, and which lock guards which field,
+ * is stated in the {@linkplain dev.leader.daemon package documentation}. A failing
+ * listener is logged and the loops go on.
  */
 public final class DaemonCoordinator implements SmartLifecycle, DaemonStatus, DaemonCommands {
 
@@ -91,8 +102,8 @@ public final class DaemonCoordinator implements SmartLifecycle, DaemonStatus, Da
 	private final Object lifecycleLock = new Object();
 
 	/**
-	 * Held while the threads are created or torn down, so that a start waits until those of the previous run are
-	 * gone.
+	 * Held while the threads are created or torn down, so that a start waits until those
+	 * of the previous run are gone.
 	 */
 	private final ReentrantLock threadsLock = new ReentrantLock();
 
@@ -108,25 +119,29 @@ public final class DaemonCoordinator implements SmartLifecycle, DaemonStatus, Da
 
 	private final DaemonOperations operations;
 
-	// Replaced when the coordinator starts again: a stop shuts it down, so that it leaves no thread behind.
+	// Replaced when the coordinator starts again: a stop shuts it down, so that it leaves
+	// no thread behind.
 	private volatile ScheduledExecutorService watchdog;
 
 	private volatile boolean running;
 
 	/**
-	 * Creates a coordinator. Makes the engine advertise the agents' names and, if there are any, take part in the
-	 * daemons group, so create it before the engine starts.
+	 * Creates a coordinator. Makes the engine advertise the agents' names and, if there
+	 * are any, take part in the daemons group, so create it before the engine starts.
 	 * @param engine the engine of this node
 	 * @param store the store
 	 * @param settings the settings
-	 * @param agents the agents this node can run, by daemon name, see {@link #agentsByName(Map)}
-	 * @param publisher receives every daemon event, on the {@code leader-daemon-events} thread
-	 * @throws IllegalArgumentException if there are agents and the acknowledge timeout is not more than twice the
-	 * engine's renew interval, or if an agent's name is invalid
+	 * @param agents the agents this node can run, by daemon name, see
+	 * {@link #agentsByName(Map)}
+	 * @param publisher receives every daemon event, on the {@code leader-daemon-events}
+	 * thread
+	 * @throws IllegalArgumentException if there are agents and the acknowledge timeout is
+	 * not more than twice the engine's renew interval, or if an agent's name is invalid
 	 */
 	public DaemonCoordinator(LeaderEngine engine, DaemonStore store, DaemonSettings settings,
 			Map<String, DaemonAgent> agents, Consumer<Object> publisher) {
-		// Only a node that runs daemons acknowledges them, at the latest on its next poll.
+		// Only a node that runs daemons acknowledges them, at the latest on its next
+		// poll.
 		if (!agents.isEmpty()) {
 			settings.requireAckTimeoutAllowsAPoll(engine.settings());
 		}
@@ -135,14 +150,14 @@ public final class DaemonCoordinator implements SmartLifecycle, DaemonStatus, Da
 		this.agents = Collections.unmodifiableMap(new TreeMap<>(agents));
 		this.nodeId = engine.nodeId();
 		if (!this.agents.isEmpty()) {
-			// Someone must lead the daemons group for this node's daemons to be assigned. A node without agents
+			// Someone must lead the daemons group for this node's daemons to be assigned.
+			// A node without agents
 			// takes part only if its groups name it; it then plans like any other leader.
 			engine.addGroup(settings.group());
 		}
 		engine.advertiseDaemons(this.agents.keySet());
 		LocalNode node = LocalNode.of(engine, settings.group());
-		this.events = new OrderedEvents(this.threads, "leader-daemon-events", "Daemon node " + this.nodeId,
-				publisher);
+		this.events = new OrderedEvents(this.threads, "leader-daemon-events", "Daemon node " + this.nodeId, publisher);
 		this.leader = new LeaderCycle(node, store, settings);
 		this.reconciler = new NodeReconciler(node, store, settings, this.agents, this.events::publish, this::wake,
 				AgentRun.Backoff.DEFAULT);
@@ -152,7 +167,8 @@ public final class DaemonCoordinator implements SmartLifecycle, DaemonStatus, Da
 	}
 
 	/**
-	 * Names agents by {@link DaemonAgent#daemonName()}, or by their bean name when it is empty.
+	 * Names agents by {@link DaemonAgent#daemonName()}, or by their bean name when it is
+	 * empty.
 	 * @param beans the agents, by bean name
 	 * @return the agents, by daemon name
 	 * @throws IllegalArgumentException if a name is invalid or two agents share one
@@ -180,8 +196,9 @@ public final class DaemonCoordinator implements SmartLifecycle, DaemonStatus, Da
 	}
 
 	/**
-	 * Starts the cycles; returns at once. A coordinator that was stopped starts again with new threads, and first
-	 * undoes the drain of its stop, so that the leader gives this node daemons again.
+	 * Starts the cycles; returns at once. A coordinator that was stopped starts again
+	 * with new threads, and first undoes the drain of its stop, so that the leader gives
+	 * this node daemons again.
 	 */
 	@Override
 	public void start() {
@@ -210,9 +227,10 @@ public final class DaemonCoordinator implements SmartLifecycle, DaemonStatus, Da
 	}
 
 	/**
-	 * Stops: cancels every daemon of this node, waits up to the drain timeout for the agents to return, and hands the
-	 * daemons back so that the leader reassigns them at once. Blocks until then, and until the coordinator's threads
-	 * have ended. The coordinator can be {@linkplain #start() started} again.
+	 * Stops: cancels every daemon of this node, waits up to the drain timeout for the
+	 * agents to return, and hands the daemons back so that the leader reassigns them at
+	 * once. Blocks until then, and until the coordinator's threads have ended. The
+	 * coordinator can be {@linkplain #start() started} again.
 	 */
 	@Override
 	public void stop() {
@@ -241,7 +259,8 @@ public final class DaemonCoordinator implements SmartLifecycle, DaemonStatus, Da
 	}
 
 	/**
-	 * Sets the registry on which each cycle is observed as {@link DaemonObservations#CYCLE}.
+	 * Sets the registry on which each cycle is observed as
+	 * {@link DaemonObservations#CYCLE}.
 	 * @param observationRegistry the registry
 	 */
 	public void setObservationRegistry(ObservationRegistry observationRegistry) {
@@ -283,8 +302,9 @@ public final class DaemonCoordinator implements SmartLifecycle, DaemonStatus, Da
 	}
 
 	/**
-	 * Runs a cycle soon, on the {@code leader-daemons} thread; called when a node joins or leaves and when this node is
-	 * granted a lease. Wake-ups that arrive while one is pending are merged.
+	 * Runs a cycle soon, on the {@code leader-daemons} thread; called when a node joins
+	 * or leaves and when this node is granted a lease. Wake-ups that arrive while one is
+	 * pending are merged.
 	 */
 	@EventListener({ NodeJoinedEvent.class, NodeLeftEvent.class, LeadershipGrantedEvent.class })
 	public void wake() {

@@ -22,17 +22,20 @@ import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The {@code leader-daemons} thread and what triggers its cycles. Each cycle reads the nodes and assignments (or
- * takes the heartbeat's snapshot when it agrees with the last read), lets the {@link LeaderCycle} plan and apply
- * when this node leads the daemons group, reading again if that changed anything, and lets the
- * {@link NodeReconciler} follow the result. A cycle runs with each heartbeat that delivers a snapshot, else once per
- * renew interval on its own schedule; at once on a {@linkplain #wake() wake-up}; and when the store notifies a change
- * this node must act on. Wake-ups and snapshots that arrive while one is pending are merged. A failing cycle is
- * logged and the next one tries again.
+ * The {@code leader-daemons} thread and what triggers its cycles. Each cycle reads the
+ * nodes and assignments (or takes the heartbeat's snapshot when it agrees with the last
+ * read), lets the {@link LeaderCycle} plan and apply when this node leads the daemons
+ * group, reading again if that changed anything, and lets the {@link NodeReconciler}
+ * follow the result. A cycle runs with each heartbeat that delivers a snapshot, else once
+ * per renew interval on its own schedule; at once on a {@linkplain #wake() wake-up}; and
+ * when the store notifies a change this node must act on. Wake-ups and snapshots that
+ * arrive while one is pending are merged. A failing cycle is logged and the next one
+ * tries again.
  */
 final class DaemonCycles {
 
-	// The coordinator's category, which operators' logging configuration and alerts already name.
+	// The coordinator's category, which operators' logging configuration and alerts
+	// already name.
 	private static final Log logger = LogFactory.getLog(DaemonCoordinator.class);
 
 	private final LocalNode node;
@@ -53,7 +56,8 @@ final class DaemonCycles {
 
 	private final AtomicReference<@Nullable DaemonSnapshot> polled = new AtomicReference<>();
 
-	// Replaced when the coordinator starts again: a stop shuts it down, so that it leaves no thread behind.
+	// Replaced when the coordinator starts again: a stop shuts it down, so that it leaves
+	// no thread behind.
 	private volatile ScheduledExecutorService executor;
 
 	private volatile @Nullable DaemonSnapshot lastRead;
@@ -62,7 +66,8 @@ final class DaemonCycles {
 
 	private @Nullable AutoCloseable notifications;
 
-	// Null when the store cannot read the assignments with the heartbeat: the cycles then schedule their own reads.
+	// Null when the store cannot read the assignments with the heartbeat: the cycles then
+	// schedule their own reads.
 	private volatile @Nullable AutoCloseable heartbeats;
 
 	// On the leader-daemons thread only.
@@ -75,7 +80,8 @@ final class DaemonCycles {
 	 * @param leader the leader's side of a cycle
 	 * @param reconciler the node's side of a cycle
 	 * @param threads the coordinator's threads, which its stop waits for
-	 * @param running whether the coordinator runs: no cycle starts, and none is scheduled, while it does not
+	 * @param running whether the coordinator runs: no cycle starts, and none is
+	 * scheduled, while it does not
 	 */
 	DaemonCycles(LocalNode node, DaemonStore store, LeaderCycle leader, NodeReconciler reconciler, OwnThreads threads,
 			BooleanSupplier running) {
@@ -102,21 +108,24 @@ final class DaemonCycles {
 	}
 
 	/**
-	 * Makes ready for a start, with a new thread after a stop. Called before the coordinator counts as running.
+	 * Makes ready for a start, with a new thread after a stop. Called before the
+	 * coordinator counts as running.
 	 */
 	void prepare() {
 		if (this.executor.isShutdown()) {
 			this.executor = newExecutor();
 		}
-		// A wake-up or snapshot pending when the last run stopped was dropped with its thread: without this, the flags
+		// A wake-up or snapshot pending when the last run stopped was dropped with its
+		// thread: without this, the flags
 		// would keep every later one from being scheduled.
 		this.wakePending.set(false);
 		this.polled.set(null);
 	}
 
 	/**
-	 * Follows the store's notifications and heartbeat snapshots, and runs the first cycle, after undoing the drain of
-	 * the last stop. Called once the coordinator counts as running.
+	 * Follows the store's notifications and heartbeat snapshots, and runs the first
+	 * cycle, after undoing the drain of the last stop. Called once the coordinator counts
+	 * as running.
 	 */
 	void start() {
 		this.notifications = this.store.listen(this::notified);
@@ -146,8 +155,8 @@ final class DaemonCycles {
 	}
 
 	/**
-	 * Hands the daemons over on the {@code leader-daemons} thread, after the cycle it may be running, then ends the
-	 * thread.
+	 * Hands the daemons over on the {@code leader-daemons} thread, after the cycle it may
+	 * be running, then ends the thread.
 	 * @param timeout how long to wait for the hand-over
 	 */
 	void handOverAndShutdown(Duration timeout) {
@@ -168,7 +177,8 @@ final class DaemonCycles {
 	}
 
 	/**
-	 * Runs a cycle soon, on the {@code leader-daemons} thread. Wake-ups that arrive while one is pending are merged.
+	 * Runs a cycle soon, on the {@code leader-daemons} thread. Wake-ups that arrive while
+	 * one is pending are merged.
 	 */
 	void wake() {
 		if (!this.running.getAsBoolean() || !this.wakePending.compareAndSet(false, true)) {
@@ -185,7 +195,8 @@ final class DaemonCycles {
 		}
 	}
 
-	// Runs on the thread that sent the heartbeat. Only the newest snapshot waits for the cycles thread.
+	// Runs on the thread that sent the heartbeat. Only the newest snapshot waits for the
+	// cycles thread.
 
 	private void polled(DaemonSnapshot snapshot) {
 		if (!this.running.getAsBoolean() || this.polled.getAndSet(snapshot) != null) {
@@ -208,8 +219,8 @@ final class DaemonCycles {
 	}
 
 	/**
-	 * Runs a cycle on the snapshot read with a heartbeat, or on a fresh read. Runs on the {@code leader-daemons}
-	 * thread.
+	 * Runs a cycle on the snapshot read with a heartbeat, or on a fresh read. Runs on the
+	 * {@code leader-daemons} thread.
 	 * @param polled the heartbeat's snapshot, or {@code null} to read
 	 */
 	private void cycle(@Nullable DaemonSnapshot polled) {

@@ -13,13 +13,15 @@ import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 /**
- * What an operator can ask of daemon assignment from any node, and what they can see is stuck. The requests check
- * their input against a fresh read, record the request in the store and return; the leader carries it out in its
- * next cycle, under its term. Thread-safe: each call is one or two store statements, on the calling thread.
+ * What an operator can ask of daemon assignment from any node, and what they can see is
+ * stuck. The requests check their input against a fresh read, record the request in the
+ * store and return; the leader carries it out in its next cycle, under its term.
+ * Thread-safe: each call is one or two store statements, on the calling thread.
  */
 final class DaemonOperations {
 
-	// The coordinator's category, which operators' logging configuration and alerts already name.
+	// The coordinator's category, which operators' logging configuration and alerts
+	// already name.
 	private static final Log logger = LogFactory.getLog(DaemonCoordinator.class);
 
 	private final LocalNode node;
@@ -63,7 +65,8 @@ final class DaemonOperations {
 			String problem = !target.alive() ? "is dead" : target.drained() ? "is drained"
 					: !target.daemons().contains(daemon) ? "does not have daemon '" + daemon + "'" : null;
 			if (problem != null) {
-				throw new IllegalArgumentException("Cannot move '" + daemon + "' to node '" + node + "': it " + problem);
+				throw new IllegalArgumentException(
+						"Cannot move '" + daemon + "' to node '" + node + "': it " + problem);
 			}
 		}
 		else {
@@ -73,7 +76,8 @@ final class DaemonOperations {
 				.anyMatch((member) -> member.takesDaemons() && member.daemons().contains(daemon)
 						&& !member.id().equals(current));
 			if (!elsewhere) {
-				throw new IllegalArgumentException("Cannot move '" + daemon + "': no other live, undrained node has it");
+				throw new IllegalArgumentException(
+						"Cannot move '" + daemon + "': no other live, undrained node has it");
 			}
 		}
 		DaemonRequest request = this.store.request(DaemonRequest.Kind.MOVE, daemon, node);
@@ -89,8 +93,8 @@ final class DaemonOperations {
 		if (!this.store.drain(node, drained)) {
 			throw new NoSuchElementException("Unknown node '" + node + "'");
 		}
-		logger.info(String.format("Daemon node=%s action=%s by=%s", node, drained ? "drained" : "undrained",
-				this.nodeId));
+		logger.info(
+				String.format("Daemon node=%s action=%s by=%s", node, drained ? "drained" : "undrained", this.nodeId));
 		return this.store.read(this.node.lease().nodeExpiry())
 			.assignments()
 			.stream()
@@ -120,13 +124,14 @@ final class DaemonOperations {
 						assignment.node(), age, ackTimeout));
 			}
 			else if (assignment.state() == AssignmentState.REVOKING && age >= drainTimeout) {
-				stuck.put(assignment.daemon(), String.format("REVOKING on %s for %d ms, past the drain timeout of %d "
-						+ "ms", assignment.node(), age, drainTimeout));
+				stuck.put(assignment.daemon(),
+						String.format("REVOKING on %s for %d ms, past the drain timeout of %d " + "ms",
+								assignment.node(), age, drainTimeout));
 			}
 			else if (!assignment.isLive() && advertised.contains(assignment.daemon())
 					&& age >= this.node.pollInterval().toMillis()) {
-				stuck.put(assignment.daemon(), String.format("unassigned for %d ms: no live, undrained node that "
-						+ "has it", age));
+				stuck.put(assignment.daemon(),
+						String.format("unassigned for %d ms: no live, undrained node that " + "has it", age));
 			}
 		}
 		for (String daemon : advertised) {

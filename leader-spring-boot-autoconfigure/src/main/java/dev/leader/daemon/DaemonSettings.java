@@ -6,14 +6,18 @@ import dev.leader.lease.LeaseSettings;
 import dev.leader.node.Names;
 
 /**
- * The timing of daemon assignment. The range of each value is checked on creation, with messages that name the
- * {@code leader.daemons.*} properties to change.
+ * The timing of daemon assignment. The range of each value is checked on creation, with
+ * messages that name the {@code leader.daemons.*} properties to change.
  *
  * @param group the group whose leader assigns the daemons
- * @param ackTimeout how long an assignment may stay ASSIGNING before the leader gives it to another node
- * @param drainTimeout how long a revoked daemon may take to stop before it is handed over regardless
- * @param maxMovesPerCycle how many daemons the leader revokes at most per cycle to rebalance
- * @param settleWindow how long after the last change of the live nodes the leader waits before it rebalances
+ * @param ackTimeout how long an assignment may stay ASSIGNING before the leader gives it
+ * to another node
+ * @param drainTimeout how long a revoked daemon may take to stop before it is handed over
+ * regardless
+ * @param maxMovesPerCycle how many daemons the leader revokes at most per cycle to
+ * rebalance
+ * @param settleWindow how long after the last change of the live nodes the leader waits
+ * before it rebalances
  */
 public record DaemonSettings(String group, Duration ackTimeout, Duration drainTimeout, int maxMovesPerCycle,
 		Duration settleWindow) {
@@ -44,11 +48,12 @@ public record DaemonSettings(String group, Duration ackTimeout, Duration drainTi
 	}
 
 	/**
-	 * Checks the acknowledge timeout against the renew interval of a node that runs daemons: such a node polls its
-	 * assignments with each heartbeat, so it acknowledges one at its next poll at the latest.
+	 * Checks the acknowledge timeout against the renew interval of a node that runs
+	 * daemons: such a node polls its assignments with each heartbeat, so it acknowledges
+	 * one at its next poll at the latest.
 	 * @param lease the node's lease settings
-	 * @throws IllegalArgumentException naming the properties to change, if the acknowledge timeout is not more than
-	 * twice the renew interval
+	 * @throws IllegalArgumentException naming the properties to change, if the
+	 * acknowledge timeout is not more than twice the renew interval
 	 */
 	public void requireAckTimeoutAllowsAPoll(LeaseSettings lease) {
 		Duration renewInterval = lease.renewInterval();
@@ -60,8 +65,8 @@ public record DaemonSettings(String group, Duration ackTimeout, Duration drainTi
 	}
 
 	/**
-	 * Returns the defaults: group {@code default}, 30 s acknowledge and drain timeouts, 2 moves per cycle and a 10 s
-	 * settle window.
+	 * Returns the defaults: group {@code default}, 30 s acknowledge and drain timeouts, 2
+	 * moves per cycle and a 10 s settle window.
 	 * @return the default settings
 	 */
 	public static DaemonSettings defaults() {
@@ -73,7 +78,8 @@ public record DaemonSettings(String group, Duration ackTimeout, Duration drainTi
 			throw new IllegalArgumentException(
 					property + " must " + (zeroAllowed ? "not be negative" : "be positive") + ", was " + value);
 		}
-		// The same limit as the lease's durations, so that no deadline computed from them overflows.
+		// The same limit as the lease's durations, so that no deadline computed from them
+		// overflows.
 		if (value.compareTo(LeaseSettings.MAX_DURATION) > 0) {
 			throw new IllegalArgumentException(property + " must be at most 24 days (PT576H), was " + value
 					+ ": that is the limit of every leader.* duration");

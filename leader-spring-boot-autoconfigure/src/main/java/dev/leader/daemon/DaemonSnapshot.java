@@ -8,10 +8,12 @@ import java.util.Set;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The nodes and assignments as read in one statement, with the database's clock at the moment of the read.
+ * The nodes and assignments as read in one statement, with the database's clock at the
+ * moment of the read.
  *
  * @param now the database clock
- * @param members the nodes the coordinator still knows, dead ones included until they are forgotten
+ * @param members the nodes the coordinator still knows, dead ones included until they are
+ * forgotten
  * @param assignments the assignments, deleted ones included
  * @param requests the operators' requests not yet carried out
  */
@@ -42,8 +44,8 @@ public record DaemonSnapshot(Instant now, List<Member> members, List<Assignment>
 	}
 
 	/**
-	 * Returns whether another snapshot holds the same members, assignments and requests, whatever their order and
-	 * clock.
+	 * Returns whether another snapshot holds the same members, assignments and requests,
+	 * whatever their order and clock.
 	 * @param other the other snapshot, or {@code null}
 	 * @return whether the two agree
 	 */

@@ -8,13 +8,15 @@ import dev.leader.FencingToken;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The seam between the daemon coordinator and the database. Every method is one atomic statement, every time is the
- * database's, and every transition is a compare-and-set on the daemon's generation, so that a write based on an
- * outdated read changes nothing. Implementations throw {@link org.springframework.dao.DataAccessException} when the
+ * The seam between the daemon coordinator and the database. Every method is one atomic
+ * statement, every time is the database's, and every transition is a compare-and-set on
+ * the daemon's generation, so that a write based on an outdated read changes nothing.
+ * Implementations throw {@link org.springframework.dao.DataAccessException} when the
  * database cannot be reached.
  * <p>
- * The leader's writes take its {@link FencingToken}: they lock the lease row as a guard does and change nothing
- * unless the node still holds the lease with that term, unexpired, so a deposed leader cannot change assignments.
+ * The leader's writes take its {@link FencingToken}: they lock the lease row as a guard
+ * does and change nothing unless the node still holds the lease with that term,
+ * unexpired, so a deposed leader cannot change assignments.
  */
 public interface DaemonStore {
 
@@ -26,12 +28,14 @@ public interface DaemonStore {
 	DaemonSnapshot read(Duration nodeExpiry);
 
 	/**
-	 * Assigns a daemon that has no live assignment to a node: state ASSIGNING, the next generation.
+	 * Assigns a daemon that has no live assignment to a node: state ASSIGNING, the next
+	 * generation.
 	 * @param leader the leader's token
 	 * @param leaderNode the leader's node id
 	 * @param daemon the daemon
 	 * @param node the node to run it
-	 * @param deletedGeneration the generation of the daemon's DELETED assignment, 0 if it was never assigned
+	 * @param deletedGeneration the generation of the daemon's DELETED assignment, 0 if it
+	 * was never assigned
 	 * @return the new generation, or 0 if nothing changed
 	 */
 	default long assign(FencingToken leader, String leaderNode, String daemon, String node, long deletedGeneration) {
@@ -39,14 +43,17 @@ public interface DaemonStore {
 	}
 
 	/**
-	 * Assigns a daemon that has no live assignment to a node: state ASSIGNING, the next generation; and, in the same
-	 * statement, deletes the move request that the assignment carries out, if it is still the one recorded then.
+	 * Assigns a daemon that has no live assignment to a node: state ASSIGNING, the next
+	 * generation; and, in the same statement, deletes the move request that the
+	 * assignment carries out, if it is still the one recorded then.
 	 * @param leader the leader's token
 	 * @param leaderNode the leader's node id
 	 * @param daemon the daemon
 	 * @param node the node to run it
-	 * @param deletedGeneration the generation of the daemon's DELETED assignment, 0 if it was never assigned
-	 * @param requestedAt when the move request this assignment carries out was recorded, or {@code null}
+	 * @param deletedGeneration the generation of the daemon's DELETED assignment, 0 if it
+	 * was never assigned
+	 * @param requestedAt when the move request this assignment carries out was recorded,
+	 * or {@code null}
 	 * @return the new generation, or 0 if nothing changed
 	 */
 	long assign(FencingToken leader, String leaderNode, String daemon, String node, long deletedGeneration,
@@ -63,7 +70,8 @@ public interface DaemonStore {
 	boolean revoke(FencingToken leader, String leaderNode, String daemon, long generation);
 
 	/**
-	 * Deletes an assignment without waiting for its node: the node is dead, did not acknowledge or did not drain.
+	 * Deletes an assignment without waiting for its node: the node is dead, did not
+	 * acknowledge or did not drain.
 	 * @param leader the leader's token
 	 * @param leaderNode the leader's node id
 	 * @param daemon the daemon
@@ -82,8 +90,8 @@ public interface DaemonStore {
 	boolean acknowledge(String node, String daemon, long generation);
 
 	/**
-	 * Hands an assignment back from its node, after its agent stopped or when the node cannot run it: any live state
-	 * to DELETED.
+	 * Hands an assignment back from its node, after its agent stopped or when the node
+	 * cannot run it: any live state to DELETED.
 	 * @param node the node
 	 * @param daemon the daemon
 	 * @param generation the generation
@@ -92,8 +100,8 @@ public interface DaemonStore {
 	boolean release(String node, String daemon, long generation);
 
 	/**
-	 * Records an operator's request for the leader, replacing an older one of the same kind for the same daemon. Any
-	 * node may call it; it changes no assignment.
+	 * Records an operator's request for the leader, replacing an older one of the same
+	 * kind for the same daemon. Any node may call it; it changes no assignment.
 	 * @param kind the kind
 	 * @param daemon the daemon to move, or the empty string for a rebalance
 	 * @param node the node to move it to, or {@code null}
@@ -102,7 +110,8 @@ public interface DaemonStore {
 	DaemonRequest request(DaemonRequest.Kind kind, String daemon, @Nullable String node);
 
 	/**
-	 * Drains or undrains a node. Any node may call it; the leader acts on it in its next cycle.
+	 * Drains or undrains a node. Any node may call it; the leader acts on it in its next
+	 * cycle.
 	 * @param node the node
 	 * @param drained whether the node is to be drained
 	 * @return whether the coordinator knows the node
@@ -110,7 +119,8 @@ public interface DaemonStore {
 	boolean drain(String node, boolean drained);
 
 	/**
-	 * Deletes a request the leader carried out or cannot carry out, if it is still the one recorded then.
+	 * Deletes a request the leader carried out or cannot carry out, if it is still the
+	 * one recorded then.
 	 * @param leader the leader's token
 	 * @param leaderNode the leader's node id
 	 * @param request the request as read
@@ -119,9 +129,10 @@ public interface DaemonStore {
 	boolean forget(FencingToken leader, String leaderNode, DaemonRequest request);
 
 	/**
-	 * Starts delivering notifications of assignment changes, where the store supports them: the id of the node whose
-	 * assignment the leader changed, or the empty string for a change the leader should look at. Delivery is best
-	 * effort; the cycles poll anyway.
+	 * Starts delivering notifications of assignment changes, where the store supports
+	 * them: the id of the node whose assignment the leader changed, or the empty string
+	 * for a change the leader should look at. Delivery is best effort; the cycles poll
+	 * anyway.
 	 * @param listener called on a thread of the store's
 	 * @return a handle that stops the delivery
 	 */
@@ -131,24 +142,29 @@ public interface DaemonStore {
 	}
 
 	/**
-	 * Starts delivering the snapshot that the store reads in the same statement as this node's heartbeat, where it
-	 * can, so that polling the assignments costs no statement of its own. Each snapshot is as of its heartbeat, and
-	 * may be older than one {@link #read} returned meanwhile.
-	 * @param follower called with each snapshot, on the thread that sent the heartbeat; it must return quickly
-	 * @return a handle that stops the delivery, or {@code null} if the store cannot deliver snapshots: the
-	 * coordinator then calls {@link #read} once per heartbeat interval
+	 * Starts delivering the snapshot that the store reads in the same statement as this
+	 * node's heartbeat, where it can, so that polling the assignments costs no statement
+	 * of its own. Each snapshot is as of its heartbeat, and may be older than one
+	 * {@link #read} returned meanwhile.
+	 * @param follower called with each snapshot, on the thread that sent the heartbeat;
+	 * it must return quickly
+	 * @return a handle that stops the delivery, or {@code null} if the store cannot
+	 * deliver snapshots: the coordinator then calls {@link #read} once per heartbeat
+	 * interval
 	 */
 	default @Nullable AutoCloseable followHeartbeat(Consumer<DaemonSnapshot> follower) {
 		return null;
 	}
 
 	/**
-	 * Locks a daemon's assignment row in the transaction active on the calling thread, and reads it. The lock
-	 * conflicts with every transition that ends the assignment (reclaim and release to DELETED, and so the next
-	 * generation), so they wait until the transaction ends; a revoke and an acknowledgement do not wait.
+	 * Locks a daemon's assignment row in the transaction active on the calling thread,
+	 * and reads it. The lock conflicts with every transition that ends the assignment
+	 * (reclaim and release to DELETED, and so the next generation), so they wait until
+	 * the transaction ends; a revoke and an acknowledgement do not wait.
 	 * @param daemon the daemon
 	 * @return the assignment, or {@code null} if the daemon was never assigned
-	 * @throws org.springframework.transaction.IllegalTransactionStateException if no transaction is active
+	 * @throws org.springframework.transaction.IllegalTransactionStateException if no
+	 * transaction is active
 	 */
 	@Nullable Assignment lock(String daemon);
 

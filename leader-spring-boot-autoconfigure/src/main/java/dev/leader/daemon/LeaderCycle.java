@@ -25,16 +25,18 @@ import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The leader's side of a cycle: plans with {@link AssignmentPlanner} and applies the actions in order, each a write
- * guarded by the leader's {@link FencingToken}, so that a deposed leader changes nothing (G3). It stops applying as
- * soon as this node no longer {@linkplain LocalNode#leads() leads}. It remembers when the live nodes last changed
- * under its term, from which the planner counts the settle window, and counts the daemons it took away from a node
- * by cause. {@link #lead} and {@link #notLeading()} run on the {@code leader-daemons} thread, {@link #moves()} on any
- * thread.
+ * The leader's side of a cycle: plans with {@link AssignmentPlanner} and applies the
+ * actions in order, each a write guarded by the leader's {@link FencingToken}, so that a
+ * deposed leader changes nothing (G3). It stops applying as soon as this node no longer
+ * {@linkplain LocalNode#leads() leads}. It remembers when the live nodes last changed
+ * under its term, from which the planner counts the settle window, and counts the daemons
+ * it took away from a node by cause. {@link #lead} and {@link #notLeading()} run on the
+ * {@code leader-daemons} thread, {@link #moves()} on any thread.
  */
 final class LeaderCycle {
 
-	// The coordinator's category, which operators' logging configuration and alerts already name.
+	// The coordinator's category, which operators' logging configuration and alerts
+	// already name.
 	private static final Log logger = LogFactory.getLog(DaemonCoordinator.class);
 
 	private final LocalNode node;
@@ -78,7 +80,8 @@ final class LeaderCycle {
 	}
 
 	/**
-	 * Returns how many daemons the leader took away from a node while this node led, by cause in lower case.
+	 * Returns how many daemons the leader took away from a node while this node led, by
+	 * cause in lower case.
 	 * @return the counts, by cause
 	 */
 	Map<String, Long> moves() {
@@ -91,7 +94,8 @@ final class LeaderCycle {
 	 * Plans on a snapshot and applies the plan under a token.
 	 * @param snapshot the nodes and assignments, read in this cycle
 	 * @param token the token of the daemons group, held when the cycle started
-	 * @return whether any action changed an assignment or request, so that the snapshot is outdated
+	 * @return whether any action changed an assignment or request, so that the snapshot
+	 * is outdated
 	 */
 	boolean lead(DaemonSnapshot snapshot, FencingToken token) {
 		Set<Member> live = snapshot.members().stream().filter(Member::alive).collect(Collectors.toSet());
@@ -113,7 +117,8 @@ final class LeaderCycle {
 	}
 
 	/**
-	 * Notes a cycle in which this node did not lead: the settle window starts again with its next term.
+	 * Notes a cycle in which this node did not lead: the settle window starts again with
+	 * its next term.
 	 */
 	void notLeading() {
 		this.ledTerm = 0;
@@ -158,8 +163,9 @@ final class LeaderCycle {
 					this.nodeId, token.term(), detail, millis));
 		}
 		else {
-			logger.debug(String.format("Daemon daemon=%s leader=%s term=%d not applied (outdated read or lease "
-					+ "lost): %s", action.daemon(), this.nodeId, token.term(), detail));
+			logger.debug(String.format(
+					"Daemon daemon=%s leader=%s term=%d not applied (outdated read or lease " + "lost): %s",
+					action.daemon(), this.nodeId, token.term(), detail));
 		}
 		return applied;
 	}

@@ -8,9 +8,10 @@ import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseSettings;
 
 /**
- * This node as the daemon package sees its {@link LeaderEngine}: its id and timing, whether it leads the daemons
- * group, and when it sent its last heartbeat that succeeded. The helpers of the coordinator depend on this rather than
- * on the engine, so that they can be tested without one. Every method may be called from any thread.
+ * This node as the daemon package sees its {@link LeaderEngine}: its id and timing,
+ * whether it leads the daemons group, and when it sent its last heartbeat that succeeded.
+ * The helpers of the coordinator depend on this rather than on the engine, so that they
+ * can be tested without one. Every method may be called from any thread.
  */
 interface LocalNode {
 
@@ -27,20 +28,22 @@ interface LocalNode {
 	LeaseSettings lease();
 
 	/**
-	 * Returns whether this node leads the daemons group. A node without agents whose groups do not name it takes no
-	 * part in its election, and never leads it.
+	 * Returns whether this node leads the daemons group. A node without agents whose
+	 * groups do not name it takes no part in its election, and never leads it.
 	 * @return whether it leads
 	 */
 	boolean leads();
 
 	/**
-	 * Returns the token of the daemons group while this node {@linkplain #leads() leads} it.
+	 * Returns the token of the daemons group while this node {@linkplain #leads() leads}
+	 * it.
 	 * @return the token, or empty on any other node
 	 */
 	Optional<FencingToken> token();
 
 	/**
-	 * Returns how long ago this node sent its last heartbeat that succeeded, on the monotonic clock.
+	 * Returns how long ago this node sent its last heartbeat that succeeded, on the
+	 * monotonic clock.
 	 * @return the time since the send, or empty if no heartbeat has succeeded yet
 	 */
 	Optional<Duration> sinceLastHeartbeat();
@@ -54,8 +57,8 @@ interface LocalNode {
 	}
 
 	/**
-	 * Returns how long after the send of its last heartbeat that succeeded this node keeps its daemons: the node
-	 * expiry minus the safety margin.
+	 * Returns how long after the send of its last heartbeat that succeeded this node
+	 * keeps its daemons: the node expiry minus the safety margin.
 	 * @return the limit
 	 */
 	default Duration heartbeatLimit() {
@@ -63,9 +66,10 @@ interface LocalNode {
 	}
 
 	/**
-	 * Returns whether this node sent its last heartbeat that succeeded less than {@link #heartbeatLimit()} ago.
-	 * Counted from the send, since the database may have written the heartbeat long before the reply arrived, and
-	 * counts the node dead the node expiry after that write.
+	 * Returns whether this node sent its last heartbeat that succeeded less than
+	 * {@link #heartbeatLimit()} ago. Counted from the send, since the database may have
+	 * written the heartbeat long before the reply arrived, and counts the node dead the
+	 * node expiry after that write.
 	 * @return whether it may run daemons
 	 */
 	default boolean heartbeatIsRecent() {

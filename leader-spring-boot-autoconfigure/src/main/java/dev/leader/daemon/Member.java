@@ -8,7 +8,8 @@ import java.util.Set;
  * @param id the node id
  * @param daemons the daemons it advertises
  * @param alive whether its last heartbeat is within the node expiry, in database time
- * @param drained whether an operator drained it: it gets no daemons, and the ones it has move away
+ * @param drained whether an operator drained it: it gets no daemons, and the ones it has
+ * move away
  */
 public record Member(String id, Set<String> daemons, boolean alive, boolean drained) {
 

@@ -15,25 +15,31 @@ import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 
 /**
- * The node's side of daemon assignment: makes the daemons running on this node follow its assignments as read.
+ * The node's side of daemon assignment: makes the daemons running on this node follow its
+ * assignments as read.
  * <ul>
- * <li>An assignment ASSIGNING to this node is started, then acknowledged (ACTIVE); a failed acknowledgement is sent
- * again each cycle while the assignment is still ASSIGNING to this node with that generation, so that one failed
- * statement does not move a healthy daemon at the ack timeout.</li>
- * <li>A REVOKING one is cancelled and, once its agent returned or the drain timeout passed, handed back
- * (DELETED).</li>
- * <li>A running daemon whose assignment is gone, on another node or of another generation is stopped at once.</li>
- * <li>An assignment of this node that it does not run (after a restart with the same node id, or a daemon it does
- * not have) is handed back at once.</li>
+ * <li>An assignment ASSIGNING to this node is started, then acknowledged (ACTIVE); a
+ * failed acknowledgement is sent again each cycle while the assignment is still ASSIGNING
+ * to this node with that generation, so that one failed statement does not move a healthy
+ * daemon at the ack timeout.</li>
+ * <li>A REVOKING one is cancelled and, once its agent returned or the drain timeout
+ * passed, handed back (DELETED).</li>
+ * <li>A running daemon whose assignment is gone, on another node or of another generation
+ * is stopped at once.</li>
+ * <li>An assignment of this node that it does not run (after a restart with the same node
+ * id, or a daemon it does not have) is handed back at once.</li>
  * </ul>
- * A daemon is started only while {@link LocalNode#heartbeatIsRecent() the last heartbeat is recent}, and the
- * {@linkplain #checkHeartbeat() watchdog} stops them all once it is not (G4). {@link #reconcile}, {@link #handOver()}
- * and {@link #undrainAfterStop()} run on the {@code leader-daemons} thread, {@link #checkHeartbeat()} on
- * {@code leader-daemons-watchdog}, and {@link #running()} on any thread; see the package documentation.
+ * A daemon is started only while {@link LocalNode#heartbeatIsRecent() the last heartbeat
+ * is recent}, and the {@linkplain #checkHeartbeat() watchdog} stops them all once it is
+ * not (G4). {@link #reconcile}, {@link #handOver()} and {@link #undrainAfterStop()} run
+ * on the {@code leader-daemons} thread, {@link #checkHeartbeat()} on
+ * {@code leader-daemons-watchdog}, and {@link #running()} on any thread; see the package
+ * documentation.
  */
 final class NodeReconciler {
 
-	// The coordinator's category, which operators' logging configuration and alerts already name.
+	// The coordinator's category, which operators' logging configuration and alerts
+	// already name.
 	private static final Log logger = LogFactory.getLog(DaemonCoordinator.class);
 
 	private final LocalNode node;
@@ -52,7 +58,8 @@ final class NodeReconciler {
 
 	private final AgentRun.Backoff backoff;
 
-	// Written by the leader-daemons thread and by the watchdog's stops; removals name the run, so that a late stop of
+	// Written by the leader-daemons thread and by the watchdog's stops; removals name the
+	// run, so that a late stop of
 	// an old run never removes its successor.
 	private final Map<String, AgentRun> runs = new ConcurrentHashMap<>();
 
@@ -66,7 +73,8 @@ final class NodeReconciler {
 	 * @param settings the settings
 	 * @param agents the agents this node can run, by daemon name
 	 * @param events receives the daemon events, to publish in order
-	 * @param runEnded called on an agent's thread once it has returned after a cancellation
+	 * @param runEnded called on an agent's thread once it has returned after a
+	 * cancellation
 	 * @param backoff the back-off of agents that fail or return
 	 */
 	NodeReconciler(LocalNode node, DaemonStore store, DaemonSettings settings, Map<String, DaemonAgent> agents,
@@ -128,12 +136,14 @@ final class NodeReconciler {
 	}
 
 	/**
-	 * Marks this node drained, so that the leader does not give the daemons straight back, cancels every daemon,
-	 * waits up to the drain timeout for the agents to return and hands the daemons back.
+	 * Marks this node drained, so that the leader does not give the daemons straight
+	 * back, cancels every daemon, waits up to the drain timeout for the agents to return
+	 * and hands the daemons back.
 	 */
 	void handOver() {
 		try {
-			// Still alive and now the least loaded: without the flag the leader would give the daemons straight back.
+			// Still alive and now the least loaded: without the flag the leader would
+			// give the daemons straight back.
 			this.drainedByStop = this.store.drain(this.nodeId, true);
 		}
 		catch (RuntimeException ex) {
@@ -171,7 +181,8 @@ final class NodeReconciler {
 		}
 		this.drainedByStop = false;
 		try {
-			// False when the engine deregistered the node on its own stop: it registers again undrained.
+			// False when the engine deregistered the node on its own stop: it registers
+			// again undrained.
 			if (this.store.drain(this.nodeId, false)) {
 				logger.info(String.format("Daemon node=%s action=undrained by=%s", this.nodeId, this.nodeId));
 			}
@@ -183,8 +194,9 @@ final class NodeReconciler {
 	}
 
 	/**
-	 * Stops every daemon at once if this node's last heartbeat is not recent, since other nodes may then declare it
-	 * dead and take its daemons over. Runs on the {@code leader-daemons-watchdog} thread.
+	 * Stops every daemon at once if this node's last heartbeat is not recent, since other
+	 * nodes may then declare it dead and take its daemons over. Runs on the
+	 * {@code leader-daemons-watchdog} thread.
 	 */
 	void checkHeartbeat() {
 		if (this.runs.isEmpty() || this.node.heartbeatIsRecent()) {
@@ -204,7 +216,8 @@ final class NodeReconciler {
 	private void take(Assignment assignment) {
 		DaemonAgent agent = this.agents.get(assignment.daemon());
 		if (assignment.state() != AssignmentState.ASSIGNING || agent == null) {
-			// Not started by this process: it restarted with the same node id, or lacks the daemon. Handing it back
+			// Not started by this process: it restarted with the same node id, or lacks
+			// the daemon. Handing it back
 			// lets the leader reassign it now rather than after a timeout.
 			if (this.store.release(this.nodeId, assignment.daemon(), assignment.generation())) {
 				logger.info(String.format("Daemon daemon=%s node=%s action=handed-back generation=%d state=%s",
@@ -222,7 +235,8 @@ final class NodeReconciler {
 		run.start();
 		try {
 			if (!acknowledge(run)) {
-				// Changed since it was read: only this node's acknowledgement takes its assignment out of ASSIGNING.
+				// Changed since it was read: only this node's acknowledgement takes its
+				// assignment out of ASSIGNING.
 				stopAtOnce(run, Reason.TAKEN_OVER);
 			}
 		}
@@ -232,17 +246,19 @@ final class NodeReconciler {
 	}
 
 	/**
-	 * Sends again an acknowledgement that failed, for a run whose assignment was read ASSIGNING to this node with its
-	 * generation. Nothing changing means the read is outdated: the failed acknowledgement may have committed before
-	 * its connection broke, or the leader may have taken the daemon back. The next cycle's read tells, and stops the
-	 * run in the second case.
+	 * Sends again an acknowledgement that failed, for a run whose assignment was read
+	 * ASSIGNING to this node with its generation. Nothing changing means the read is
+	 * outdated: the failed acknowledgement may have committed before its connection
+	 * broke, or the leader may have taken the daemon back. The next cycle's read tells,
+	 * and stops the run in the second case.
 	 */
 	private void retryAcknowledge(AgentRun run) {
 		try {
 			if (!acknowledge(run)) {
-				logger.debug(String.format("Daemon daemon=%s node=%s generation=%d: the acknowledgement changed "
-						+ "nothing, the assignment was read before it changed", run.name(), this.nodeId,
-						run.generation()));
+				logger.debug(String.format(
+						"Daemon daemon=%s node=%s generation=%d: the acknowledgement changed "
+								+ "nothing, the assignment was read before it changed",
+						run.name(), this.nodeId, run.generation()));
 			}
 		}
 		catch (RuntimeException ex) {
@@ -251,7 +267,8 @@ final class NodeReconciler {
 	}
 
 	/**
-	 * Marks the run's assignment ACTIVE, if it is still ASSIGNING to this node with the run's generation.
+	 * Marks the run's assignment ACTIVE, if it is still ASSIGNING to this node with the
+	 * run's generation.
 	 * @return whether it changed
 	 */
 	private boolean acknowledge(AgentRun run) {
@@ -266,9 +283,10 @@ final class NodeReconciler {
 
 	private void acknowledgeFailed(AgentRun run, RuntimeException ex) {
 		run.acknowledgeFailures++;
-		logger.warn(String.format("Daemon daemon=%s node=%s action=ack-failed generation=%d; retrying next cycle, "
-				+ "the ack timeout is %s: %s", run.name(), this.nodeId, run.generation(), this.settings.ackTimeout(),
-				ex));
+		logger.warn(String.format(
+				"Daemon daemon=%s node=%s action=ack-failed generation=%d; retrying next cycle, "
+						+ "the ack timeout is %s: %s",
+				run.name(), this.nodeId, run.generation(), this.settings.ackTimeout(), ex));
 	}
 
 	private void drain(AgentRun run, Reason reason) {
@@ -291,7 +309,8 @@ final class NodeReconciler {
 			return;
 		}
 		if (!returned) {
-			// Reported before the interrupt: the agent's thread would otherwise report the drain's own reason.
+			// Reported before the interrupt: the agent's thread would otherwise report
+			// the drain's own reason.
 			run.end(Reason.DRAIN_TIMEOUT);
 			run.interrupt();
 			logger.warn(String.format("Daemon daemon=%s node=%s action=forced generation=%d: the agent did not "
@@ -301,8 +320,8 @@ final class NodeReconciler {
 		}
 		this.runs.remove(run.name(), run);
 		if (this.store.release(this.nodeId, run.name(), run.generation())) {
-			logger.info(String.format("Daemon daemon=%s node=%s action=released generation=%d", run.name(),
-					this.nodeId, run.generation()));
+			logger.info(String.format("Daemon daemon=%s node=%s action=released generation=%d", run.name(), this.nodeId,
+					run.generation()));
 		}
 	}
 

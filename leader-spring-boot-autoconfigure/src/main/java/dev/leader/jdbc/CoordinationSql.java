@@ -1,10 +1,10 @@
 package dev.leader.jdbc;
 
 /**
- * The statements of {@link PostgresCoordinationStore}, as templates in the placeholder syntax of the migrations
- * ({@code ${prefix}}, see {@link TablePrefix#render}), and rendered once for a store's table prefix. Each is one
- * statement, so one transaction: a transition is atomic, and every time in it is the database's
- * {@code clock_timestamp()}.
+ * The statements of {@link PostgresCoordinationStore}, as templates in the placeholder
+ * syntax of the migrations ({@code ${prefix}}, see {@link TablePrefix#render}), and
+ * rendered once for a store's table prefix. Each is one statement, so one transaction: a
+ * transition is atomic, and every time in it is the database's {@code clock_timestamp()}.
  *
  * @param acquire grants a lease or reads it, see {@link #ACQUIRE}
  * @param tick the heartbeat, see {@link #TICK}
@@ -17,16 +17,20 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 		String leases) {
 
 	/**
-	 * Grants a lease, or reads it as it stands. Every grant is a new term, and locks the row FOR UPDATE first, which
-	 * waits for every transaction that a guard of the old term locked FOR KEY SHARE (G3). That holds for a node that
-	 * asks for a lease it already holds, too: the engine never does while it holds the lease, so such a request comes
-	 * from a node that stepped down, or from another process that was started with the same node id, and the two must
-	 * never share a term. The insert's source joins that lock, so it is taken before the upsert, and only when the
-	 * lease is free, expired or this node's by the snapshot: an attempt on a lease that another node holds inserts
-	 * nothing and locks nothing. The update is allowed only where the lock was taken, so a row that appeared after the
-	 * snapshot is never taken over unlocked: that attempt is refused, and retried. A grant's term is at least the
-	 * first of the server's epoch ({@link Statements#EPOCH_BASE}), so that terms keep rising across a promotion even
-	 * when the old primary's last grants were lost with it. The commit is {@linkplain Statements#DURABLE durable}.
+	 * Grants a lease, or reads it as it stands. Every grant is a new term, and locks the
+	 * row FOR UPDATE first, which waits for every transaction that a guard of the old
+	 * term locked FOR KEY SHARE (G3). That holds for a node that asks for a lease it
+	 * already holds, too: the engine never does while it holds the lease, so such a
+	 * request comes from a node that stepped down, or from another process that was
+	 * started with the same node id, and the two must never share a term. The insert's
+	 * source joins that lock, so it is taken before the upsert, and only when the lease
+	 * is free, expired or this node's by the snapshot: an attempt on a lease that another
+	 * node holds inserts nothing and locks nothing. The update is allowed only where the
+	 * lock was taken, so a row that appeared after the snapshot is never taken over
+	 * unlocked: that attempt is refused, and retried. A grant's term is at least the
+	 * first of the server's epoch ({@link Statements#EPOCH_BASE}), so that terms keep
+	 * rising across a promotion even when the old primary's last grants were lost with
+	 * it. The commit is {@linkplain Statements#DURABLE durable}.
 	 */
 	static final String ACQUIRE = """
 			WITH takeover AS (
@@ -55,18 +59,21 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 			""";
 
 	/**
-	 * The heartbeat: registers the node, renews its leases, and reads the leases it asks about and the members, in
-	 * one durable statement. Kinds of rows: {@code R} = renewed lease, {@code L} = lease as it stood, {@code N} =
-	 * member, {@code D} = the live registration of another process under this node's id. Each row carries every
-	 * column of the layout that {@link DaemonRows} reads too, {@code NULL} where its kind has no value. The node's own
-	 * row comes from the upsert, because the other parts of the statement see the table as it was before the
-	 * statement.
+	 * The heartbeat: registers the node, renews its leases, and reads the leases it asks
+	 * about and the members, in one durable statement. Kinds of rows: {@code R} = renewed
+	 * lease, {@code L} = lease as it stood, {@code N} = member, {@code D} = the live
+	 * registration of another process under this node's id. Each row carries every column
+	 * of the layout that {@link DaemonRows} reads too, {@code NULL} where its kind has no
+	 * value. The node's own row comes from the upsert, because the other parts of the
+	 * statement see the table as it was before the statement.
 	 * <p>
-	 * The node's row belongs to one incarnation, a process: another process with the same id takes it over only once
-	 * it has gone silent for the node expiry. Until then the upsert changes nothing, nothing is renewed, and the other
-	 * registration comes back as {@code D}. A lease granted before the server's last promotion is not renewed: its
-	 * holder steps down and acquires it again, under a term of the new epoch, so that no node goes on leading under a
-	 * term that is lower than one that may have been granted, and seen by other systems, on the old primary.
+	 * The node's row belongs to one incarnation, a process: another process with the same
+	 * id takes it over only once it has gone silent for the node expiry. Until then the
+	 * upsert changes nothing, nothing is renewed, and the other registration comes back
+	 * as {@code D}. A lease granted before the server's last promotion is not renewed:
+	 * its holder steps down and acquires it again, under a term of the new epoch, so that
+	 * no node goes on leading under a term that is lower than one that may have been
+	 * granted, and seen by other systems, on the old primary.
 	 */
 	static final String TICK = """
 			WITH me AS (
@@ -121,18 +128,21 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 			""";
 
 	/**
-	 * Releases leases. A release is a change of holder: it locks the rows FOR UPDATE, in a fixed order, before it
-	 * changes them, so that it waits for the guarded transactions of the terms it ends.
+	 * Releases leases. A release is a change of holder: it locks the rows FOR UPDATE, in
+	 * a fixed order, before it changes them, so that it waits for the guarded
+	 * transactions of the terms it ends.
 	 * <p>
-	 * A release commits without waiting for its WAL to be flushed (synchronous_commit off for its own transaction
-	 * only). A release lost in a crash of the database leaves the lease to its holder until it expires, as a crashed
-	 * holder does: nothing is granted on it, and the term is not changed. Whoever acts on a release acquires in a
-	 * durable commit, which flushes the WAL up to it, release included. Acquire and renewal stay durable, since a lost
-	 * term increment could give two holders one term.
+	 * A release commits without waiting for its WAL to be flushed (synchronous_commit off
+	 * for its own transaction only). A release lost in a crash of the database leaves the
+	 * lease to its holder until it expires, as a crashed holder does: nothing is granted
+	 * on it, and the term is not changed. Whoever acts on a release acquires in a durable
+	 * commit, which flushes the WAL up to it, release included. Acquire and renewal stay
+	 * durable, since a lost term increment could give two holders one term.
 	 * <p>
-	 * The notification names the node that should acquire first: the one that has run longest, other than the
-	 * releasing one, which is likely the warmest. Deregistered nodes are gone; a crashed one is named until it is
-	 * forgotten, and then the others acquire a few milliseconds later.
+	 * The notification names the node that should acquire first: the one that has run
+	 * longest, other than the releasing one, which is likely the warmest. Deregistered
+	 * nodes are gone; a crashed one is named until it is forgotten, and then the others
+	 * acquire a few milliseconds later.
 	 */
 	static final String RELEASE = """
 			WITH locked AS (

@@ -19,15 +19,18 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * The rows of a {@link DaemonSnapshot}, in the row layout of the heartbeat statement of
- * {@link PostgresCoordinationStore}, so that the snapshot can be read in that statement as well as on its own by
- * {@link PostgresDaemonStore#read}. Each row has a {@code kind}, and every column of the layout, {@code NULL} where
- * the kind has no value; the first branch of the statement's {@code UNION ALL} names and types them all. This class
- * reads, by kind:
+ * {@link PostgresCoordinationStore}, so that the snapshot can be read in that statement
+ * as well as on its own by {@link PostgresDaemonStore#read}. Each row has a {@code kind},
+ * and every column of the layout, {@code NULL} where the kind has no value; the first
+ * branch of the statement's {@code UNION ALL} names and types them all. This class reads,
+ * by kind:
  * <ul>
- * <li>{@code N}, a node: {@code node_id}, {@code heartbeat_age_ms}, {@code daemons}, {@code drained};</li>
- * <li>{@code A}, an assignment: {@code daemon_name}, {@code node_id}, {@code state}, {@code generation},
- * {@code term}, {@code state_since};</li>
- * <li>{@code Q}, a request: {@code request_kind}, {@code daemon_name}, {@code node_id}, {@code requested_at};</li>
+ * <li>{@code N}, a node: {@code node_id}, {@code heartbeat_age_ms}, {@code daemons},
+ * {@code drained};</li>
+ * <li>{@code A}, an assignment: {@code daemon_name}, {@code node_id}, {@code state},
+ * {@code generation}, {@code term}, {@code state_since};</li>
+ * <li>{@code Q}, a request: {@code request_kind}, {@code daemon_name}, {@code node_id},
+ * {@code requested_at};</li>
  * <li>{@code T}, the database clock {@code db_now}, once.</li>
  * </ul>
  * Rows of other kinds are the heartbeat's own, and are ignored.
@@ -35,10 +38,11 @@ import org.jspecify.annotations.Nullable;
 final class DaemonRows {
 
 	/**
-	 * The assignment, request and clock rows, to follow a {@code UNION ALL} whose first branch names the columns;
-	 * the node rows are the caller's. Columns: kind, group_name, holder, term, expires_at, remaining_ms, node_id, name,
-	 * host, pid, started_at, heartbeat_at, heartbeat_age_ms, daemons, drained, daemon_name, state, generation,
-	 * state_since, request_kind, requested_at, db_now.
+	 * The assignment, request and clock rows, to follow a {@code UNION ALL} whose first
+	 * branch names the columns; the node rows are the caller's. Columns: kind,
+	 * group_name, holder, term, expires_at, remaining_ms, node_id, name, host, pid,
+	 * started_at, heartbeat_at, heartbeat_age_ms, daemons, drained, daemon_name, state,
+	 * generation, state_since, request_kind, requested_at, db_now.
 	 */
 	static final String ASSIGNMENTS_REQUESTS_AND_CLOCK = """
 			SELECT 'A', NULL, NULL, term, NULL, NULL,
@@ -75,11 +79,11 @@ final class DaemonRows {
 			case "N" -> this.members.add(new Member(rows.getString("node_id"), daemons(rows.getArray("daemons")),
 					rows.getLong("heartbeat_age_ms") < this.nodeExpiry.toMillis(), rows.getBoolean("drained")));
 			case "A" -> this.assignments.add(new Assignment(rows.getString("daemon_name"), rows.getString("node_id"),
-					AssignmentState.valueOf(rows.getString("state")), rows.getLong("generation"),
-					rows.getLong("term"), Statements.instant(rows, "state_since")));
-			case "Q" -> this.requests.add(new DaemonRequest(
-					DaemonRequest.Kind.valueOf(rows.getString("request_kind")), rows.getString("daemon_name"),
-					rows.getString("node_id"), Statements.instant(rows, "requested_at")));
+					AssignmentState.valueOf(rows.getString("state")), rows.getLong("generation"), rows.getLong("term"),
+					Statements.instant(rows, "state_since")));
+			case "Q" -> this.requests.add(new DaemonRequest(DaemonRequest.Kind.valueOf(rows.getString("request_kind")),
+					rows.getString("daemon_name"), rows.getString("node_id"),
+					Statements.instant(rows, "requested_at")));
 			case "T" -> this.now = Statements.instant(rows, "db_now");
 			default -> {
 			}

@@ -1,11 +1,13 @@
 package dev.leader.jdbc;
 
 /**
- * The statements of {@link PostgresDaemonStore}, as templates in the placeholder syntax of the migrations
- * ({@code ${prefix}}, see {@link TablePrefix#render}), and rendered once for a store's table prefix. Each is one
- * statement, so one transaction: a transition is atomic and compares and sets the daemon's generation and state, and
- * every time in it is the database's {@code clock_timestamp()}. Each statement that changes something notifies the
- * assignments channel, its last parameter, in the same statement, so the notification is sent only if it commits.
+ * The statements of {@link PostgresDaemonStore}, as templates in the placeholder syntax
+ * of the migrations ({@code ${prefix}}, see {@link TablePrefix#render}), and rendered
+ * once for a store's table prefix. Each is one statement, so one transaction: a
+ * transition is atomic and compares and sets the daemon's generation and state, and every
+ * time in it is the database's {@code clock_timestamp()}. Each statement that changes
+ * something notifies the assignments channel, its last parameter, in the same statement,
+ * so the notification is sent only if it commits.
  *
  * @param read see {@link #READ}
  * @param assign see {@link #ASSIGN}
@@ -22,7 +24,8 @@ record DaemonSql(String read, String assign, String revoke, String reclaim, Stri
 		String request, String drain, String forget, String lock) {
 
 	/**
-	 * Reads the nodes, assignments and requests, and the database clock, in the row layout of {@link DaemonRows}.
+	 * Reads the nodes, assignments and requests, and the database clock, in the row
+	 * layout of {@link DaemonRows}.
 	 */
 	static final String READ = """
 			SELECT 'N' AS kind, NULL::varchar AS group_name, NULL::varchar AS holder, NULL::bigint AS term,
@@ -38,8 +41,9 @@ record DaemonSql(String read, String assign, String revoke, String reclaim, Stri
 			""" + DaemonRows.ASSIGNMENTS_REQUESTS_AND_CLOCK;
 
 	/**
-	 * The leader's lease, locked as the lease guard locks it: FOR KEY SHARE, which a takeover waits for and the
-	 * leader's own renewal does not. The leader's statements start with it, and change nothing unless it was found.
+	 * The leader's lease, locked as the lease guard locks it: FOR KEY SHARE, which a
+	 * takeover waits for and the leader's own renewal does not. The leader's statements
+	 * start with it, and change nothing unless it was found.
 	 */
 	static final String LEASE = """
 			WITH lease AS (
@@ -51,9 +55,10 @@ record DaemonSql(String read, String assign, String revoke, String reclaim, Stri
 			""";
 
 	/**
-	 * Assigns a daemon. The move request an assignment carries out is deleted in the same statement, only if the
-	 * assignment was made. A generation is a fencing token too: like a term, it is at least the first of the server's
-	 * epoch, so that it rises across a promotion that lost the old primary's last assignments.
+	 * Assigns a daemon. The move request an assignment carries out is deleted in the same
+	 * statement, only if the assignment was made. A generation is a fencing token too:
+	 * like a term, it is at least the first of the server's epoch, so that it rises
+	 * across a promotion that lost the old primary's last assignments.
 	 */
 	static final String ASSIGN = LEASE + """
 			, assigned AS (
@@ -86,9 +91,10 @@ record DaemonSql(String read, String assign, String revoke, String reclaim, Stri
 			""";
 
 	/**
-	 * Ends an assignment on the leader's behalf. Ending an assignment (DELETED) locks its row FOR UPDATE first, which
-	 * waits for the transactions that the daemon guard locked FOR KEY SHARE; a revoke and an acknowledgement change
-	 * neither node nor generation, and wait for nothing.
+	 * Ends an assignment on the leader's behalf. Ending an assignment (DELETED) locks its
+	 * row FOR UPDATE first, which waits for the transactions that the daemon guard locked
+	 * FOR KEY SHARE; a revoke and an acknowledgement change neither node nor generation,
+	 * and wait for nothing.
 	 */
 	static final String RECLAIM = LEASE + """
 			, target AS (
@@ -159,8 +165,9 @@ record DaemonSql(String read, String assign, String revoke, String reclaim, Stri
 			""";
 
 	/**
-	 * The daemon guard: locks the assignment row FOR KEY SHARE in the caller's transaction, and limits the rest of
-	 * that transaction as the lease guard does (see {@link PostgresFencingStore}).
+	 * The daemon guard: locks the assignment row FOR KEY SHARE in the caller's
+	 * transaction, and limits the rest of that transaction as the lease guard does (see
+	 * {@link PostgresFencingStore}).
 	 */
 	static final String LOCK = """
 			SELECT daemon_name, node_id, state, generation, term, state_since, ${hold_limits} AS limits

@@ -7,9 +7,10 @@ import org.springframework.boot.sql.init.dependency.DatabaseInitializerDetector;
 import org.springframework.core.Ordered;
 
 /**
- * A {@link DatabaseInitializerDetector} that tells Spring Boot that the {@link LeaderSchemaMigration} initializes the
- * database. Ordered last, so that the starter's tables are created after the application's own migrations and
- * scripts have run.
+ * A {@link DatabaseInitializerDetector} that tells Spring Boot that the
+ * {@link LeaderSchemaMigration} initializes the database. Ordered last, so that the
+ * starter's tables are created after the application's own migrations and scripts have
+ * run.
  */
 final class LeaderSchemaInitializerDetector extends AbstractBeansOfTypeDatabaseInitializerDetector {
 

@@ -8,11 +8,13 @@ import org.flywaydb.core.Flyway;
 
 /**
  * Creates and upgrades the starter's tables with its own Flyway migrations from
- * {@code classpath:db/leader/postgresql}, recorded in their own history table {@code <prefix>schema_history}, so
- * that they never mix with the application's migrations.
+ * {@code classpath:db/leader/postgresql}, recorded in their own history table
+ * {@code <prefix>schema_history}, so that they never mix with the application's
+ * migrations.
  * <p>
- * Run by the auto-configuration at startup, after it checked the settings, unless {@code leader.jdbc.migrate} is
- * {@code false}. Public for the test kit and for nodes built without a Spring context.
+ * Run by the auto-configuration at startup, after it checked the settings, unless
+ * {@code leader.jdbc.migrate} is {@code false}. Public for the test kit and for nodes
+ * built without a Spring context.
  */
 public final class LeaderSchemaMigration {
 
@@ -32,15 +34,18 @@ public final class LeaderSchemaMigration {
 			.locations("classpath:db/leader/postgresql")
 			.table(prefix.value() + "schema_history")
 			.placeholders(Map.of("prefix", prefix.value()))
-			// The application's schema usually holds tables already; ours start from nothing.
+			// The application's schema usually holds tables already; ours start from
+			// nothing.
 			.baselineOnMigrate(true)
 			.baselineVersion("0")
 			.load();
 	}
 
 	/**
-	 * Applies pending migrations, after checking that the data source leads to a writable primary.
-	 * @throws IllegalStateException if its connections are read-only, or lead to a standby or a read-only database
+	 * Applies pending migrations, after checking that the data source leads to a writable
+	 * primary.
+	 * @throws IllegalStateException if its connections are read-only, or lead to a
+	 * standby or a read-only database
 	 */
 	public void migrate() {
 		try {

@@ -10,8 +10,9 @@ import org.springframework.boot.sql.init.dependency.AbstractBeansOfTypeDependsOn
 import org.springframework.boot.sql.init.dependency.DependsOnDatabaseInitializationDetector;
 
 /**
- * A {@link DependsOnDatabaseInitializationDetector} that makes the starter's stores, its own or the application's,
- * wait for every database initializer, the {@link LeaderSchemaMigration} included, before they are created.
+ * A {@link DependsOnDatabaseInitializationDetector} that makes the starter's stores, its
+ * own or the application's, wait for every database initializer, the
+ * {@link LeaderSchemaMigration} included, before they are created.
  */
 final class LeaderStoresDatabaseInitializationDetector
 		extends AbstractBeansOfTypeDependsOnDatabaseInitializationDetector {

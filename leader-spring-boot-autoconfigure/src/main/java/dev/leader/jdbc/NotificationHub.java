@@ -25,18 +25,21 @@ import org.postgresql.PGConnection;
 import org.postgresql.PGNotification;
 
 /**
- * A node's only listening connection: follows the channels that this package's stores subscribe to with
- * {@code LISTEN}, on the {@code leader-listen} thread, and hands each notification's payload to the channel's
- * subscribers on that thread.
+ * A node's only listening connection: follows the channels that this package's stores
+ * subscribe to with {@code LISTEN}, on the {@code leader-listen} thread, and hands each
+ * notification's payload to the channel's subscribers on that thread.
  * <p>
- * The connection is opened when the first channel is followed, {@code LISTEN}s to every followed channel (a channel
- * followed later is added within half a second), reconnects by itself a second after a failure, and is given back to
- * the pool, after {@code UNLISTEN *}, when none is followed any more; {@link #awaitStopped()} waits for that. It is a
- * connection of the application's pool, unless {@link Notifications#direct()} names a data source of its own.
+ * The connection is opened when the first channel is followed, {@code LISTEN}s to every
+ * followed channel (a channel followed later is added within half a second), reconnects
+ * by itself a second after a failure, and is given back to the pool, after
+ * {@code UNLISTEN *}, when none is followed any more; {@link #awaitStopped()} waits for
+ * that. It is a connection of the application's pool, unless
+ * {@link Notifications#direct()} names a data source of its own.
  * <p>
- * A node follows no notifications at all when they are turned off, or when the pool turns out to reach PostgreSQL
- * through a pooler in transaction mode, where {@code LISTEN} does not follow a client: subscribing then costs nothing
- * and returns at once, and the stores' callers find every change on their next round trip instead. Thread-safe.
+ * A node follows no notifications at all when they are turned off, or when the pool turns
+ * out to reach PostgreSQL through a pooler in transaction mode, where {@code LISTEN} does
+ * not follow a client: subscribing then costs nothing and returns at once, and the
+ * stores' callers find every change on their next round trip instead. Thread-safe.
  */
 final class NotificationHub {
 
@@ -54,20 +57,23 @@ final class NotificationHub {
 	// Guarded by subscribers.
 	private @Nullable Listener listener;
 
-	// Listeners told to stop, which may still hold their connection; guarded by subscribers.
+	// Listeners told to stop, which may still hold their connection; guarded by
+	// subscribers.
 	private final List<Listener> stopping = new ArrayList<>();
 
 	// The channels the listening connection follows now; guarded by itself.
 	private final Set<String> listening = new HashSet<>();
 
-	// Set once this node follows no notifications: turned off, or found behind a pooler in transaction mode.
+	// Set once this node follows no notifications: turned off, or found behind a pooler
+	// in transaction mode.
 	private volatile boolean unheard;
 
 	private final AtomicBoolean announced = new AtomicBoolean();
 
 	/**
 	 * Creates a hub; no connection is opened until a channel is followed.
-	 * @param connections the pool's connections, for the listening connection unless it has a data source of its own
+	 * @param connections the pool's connections, for the listening connection unless it
+	 * has a data source of its own
 	 * @param notifications where to follow notifications
 	 */
 	NotificationHub(OwnConnections connections, Notifications notifications) {
@@ -77,15 +83,17 @@ final class NotificationHub {
 	}
 
 	/**
-	 * Follows a channel on the listening connection, and waits up to 2 s until the connection follows it, so that a
-	 * caller that reads the state after subscribing misses no change: whatever was committed before is in its read,
-	 * whatever comes after is notified. Returns regardless once the time is up (the database may be unreachable);
-	 * the callers' polling covers that.
-	 * @param channel the channel, a prefixed name of this package's stores, never user input
-	 * @param subscriber called with each notification's payload, on the {@code leader-listen} thread; it must
-	 * return quickly
-	 * @return a handle that stops following the channel for this subscriber; it does not wait for the connection to
-	 * be given back
+	 * Follows a channel on the listening connection, and waits up to 2 s until the
+	 * connection follows it, so that a caller that reads the state after subscribing
+	 * misses no change: whatever was committed before is in its read, whatever comes
+	 * after is notified. Returns regardless once the time is up (the database may be
+	 * unreachable); the callers' polling covers that.
+	 * @param channel the channel, a prefixed name of this package's stores, never user
+	 * input
+	 * @param subscriber called with each notification's payload, on the
+	 * {@code leader-listen} thread; it must return quickly
+	 * @return a handle that stops following the channel for this subscriber; it does not
+	 * wait for the connection to be given back
 	 */
 	AutoCloseable subscribe(String channel, Consumer<String> subscriber) {
 		if (!this.notifications.enabled() && this.announced.compareAndSet(false, true)) {
@@ -106,7 +114,8 @@ final class NotificationHub {
 					this.subscribers.remove(channel);
 				}
 				if (this.subscribers.isEmpty() && this.listener != null) {
-					// Not joined here: the engine unfollows before it releases, and a hand-over must not wait.
+					// Not joined here: the engine unfollows before it releases, and a
+					// hand-over must not wait.
 					this.listener.shutdown();
 					this.stopping.add(this.listener);
 					this.listener = null;
@@ -116,8 +125,8 @@ final class NotificationHub {
 	}
 
 	/**
-	 * Waits up to 2 s for each listening connection that no channel is followed on any more to be given back (a
-	 * listener notices within half a second).
+	 * Waits up to 2 s for each listening connection that no channel is followed on any
+	 * more to be given back (a listener notices within half a second).
 	 */
 	void awaitStopped() {
 		List<Listener> stopped;
@@ -156,7 +165,8 @@ final class NotificationHub {
 	}
 
 	/**
-	 * Leaves notifications for good, and lets every subscriber that waits for them go on without.
+	 * Leaves notifications for good, and lets every subscriber that waits for them go on
+	 * without.
 	 */
 	private void leaveUnheard() {
 		synchronized (this.listening) {
@@ -174,8 +184,8 @@ final class NotificationHub {
 	}
 
 	/**
-	 * Says once, at the first listening connection, where this node follows notifications, and checks that a pooled
-	 * connection can follow them at all.
+	 * Says once, at the first listening connection, where this node follows
+	 * notifications, and checks that a pooled connection can follow them at all.
 	 * @return whether to listen
 	 */
 	private boolean announce() {
@@ -237,7 +247,8 @@ final class NotificationHub {
 		}
 	}
 
-	// Channel names are built from the validated table prefix and fixed suffixes, so they are safe to inline.
+	// Channel names are built from the validated table prefix and fixed suffixes, so they
+	// are safe to inline.
 	private void follow(Statement statement, Set<String> listening) throws SQLException {
 		Set<String> wanted = Set.copyOf(this.subscribers.keySet());
 		for (String channel : wanted) {
@@ -267,7 +278,8 @@ final class NotificationHub {
 	}
 
 	/**
-	 * Follows the subscribed channels on a connection of its own, reconnecting after failures.
+	 * Follows the subscribed channels on a connection of its own, reconnecting after
+	 * failures.
 	 */
 	private final class Listener extends Thread {
 
@@ -302,7 +314,8 @@ final class NotificationHub {
 								}
 							}
 						}
-						// The connection goes back to the application's pool: it must not go on listening there.
+						// The connection goes back to the application's pool: it must not
+						// go on listening there.
 						confirmListening(Set.of());
 						statement.execute("UNLISTEN *");
 					}

@@ -13,16 +13,18 @@ import org.jspecify.annotations.Nullable;
 import org.postgresql.PGConnection;
 
 /**
- * Lends the starter's stores connections of the application's pool with the settings their statements need,
- * whatever the pool's defaults, and restores those defaults before a connection goes back: auto-commit on, so that
- * each statement commits by itself (a pool with auto-commit off would otherwise never commit a grant), and
- * {@code READ COMMITTED}, so that a concurrent change of a row makes a statement re-read it rather than fail with a
- * serialization error (a pool at {@code REPEATABLE READ} or {@code SERIALIZABLE}). Durability is the statements'
- * own business: see {@link PostgresCoordinationStore}.
+ * Lends the starter's stores connections of the application's pool with the settings
+ * their statements need, whatever the pool's defaults, and restores those defaults before
+ * a connection goes back: auto-commit on, so that each statement commits by itself (a
+ * pool with auto-commit off would otherwise never commit a grant), and
+ * {@code READ COMMITTED}, so that a concurrent change of a row makes a statement re-read
+ * it rather than fail with a serialization error (a pool at {@code REPEATABLE READ} or
+ * {@code SERIALIZABLE}). Durability is the statements' own business: see
+ * {@link PostgresCoordinationStore}.
  * <p>
- * The pool's defaults are read once, from the first connection: auto-commit costs nothing to switch, the isolation
- * level costs a round trip each way, so a pool that already runs {@code READ COMMITTED}, as PostgreSQL's default
- * does, pays nothing. Thread-safe.
+ * The pool's defaults are read once, from the first connection: auto-commit costs nothing
+ * to switch, the isolation level costs a round trip each way, so a pool that already runs
+ * {@code READ COMMITTED}, as PostgreSQL's default does, pays nothing. Thread-safe.
  */
 final class OwnConnections {
 
@@ -38,7 +40,8 @@ final class OwnConnections {
 
 	/**
 	 * Fails unless the data source leads to a writable primary.
-	 * @throws IllegalStateException if its connections are read-only, or lead to a standby or a read-only database
+	 * @throws IllegalStateException if its connections are read-only, or lead to a
+	 * standby or a read-only database
 	 * @throws SQLException if the database cannot be reached
 	 */
 	void requireWritablePrimary() throws SQLException {
@@ -91,7 +94,8 @@ final class OwnConnections {
 	}
 
 	/**
-	 * Restores the pool's defaults on a connection from {@link #borrow()} and gives it back.
+	 * Restores the pool's defaults on a connection from {@link #borrow()} and gives it
+	 * back.
 	 */
 	void giveBack(Connection connection) {
 		Defaults defaults = this.defaults;
@@ -112,12 +116,15 @@ final class OwnConnections {
 	}
 
 	/**
-	 * Tells whether consecutive transactions of one connection of the pool may run in different server sessions, as
-	 * they do behind a pooler in transaction mode (PgBouncer's {@code pool_mode = transaction}). While a second
-	 * connection holds a transaction open, the first one runs a transaction before and after: behind such a
-	 * pooler, the second one is lent the server session that the first one just used, or the first one moves to
-	 * another. Behind a session pooler or none, a connection keeps its session and no other connection ever gets it,
-	 * so the answer is never {@code true} there. A transaction pooler that lends sessions round-robin may go unseen.
+	 * Tells whether consecutive transactions of one connection of the pool may run in
+	 * different server sessions, as they do behind a pooler in transaction mode
+	 * (PgBouncer's {@code pool_mode = transaction}). While a second connection holds a
+	 * transaction open, the first one runs a transaction before and after: behind such a
+	 * pooler, the second one is lent the server session that the first one just used, or
+	 * the first one moves to another. Behind a session pooler or none, a connection keeps
+	 * its session and no other connection ever gets it, so the answer is never
+	 * {@code true} there. A transaction pooler that lends sessions round-robin may go
+	 * unseen.
 	 * @return whether the pool's connections share server sessions
 	 * @throws SQLException if the database cannot be reached
 	 */
@@ -144,9 +151,10 @@ final class OwnConnections {
 	}
 
 	/**
-	 * Tells whether the pool's connections name statements on the server after a few executions (pgjdbc's
-	 * {@code prepareThreshold}), which fails behind a pooler in transaction mode unless it keeps prepared statements
-	 * itself (PgBouncer 1.21 and later, with {@code max_prepared_statements}).
+	 * Tells whether the pool's connections name statements on the server after a few
+	 * executions (pgjdbc's {@code prepareThreshold}), which fails behind a pooler in
+	 * transaction mode unless it keeps prepared statements itself (PgBouncer 1.21 and
+	 * later, with {@code max_prepared_statements}).
 	 * @return whether the threshold is above zero
 	 * @throws SQLException if the database cannot be reached
 	 */
@@ -169,10 +177,9 @@ final class OwnConnections {
 	}
 
 	private Defaults probe(Connection connection) throws SQLException {
-		try (Statement statement = connection.createStatement();
-				ResultSet row = statement.executeQuery("""
-						SELECT pg_is_in_recovery() AS standby, current_setting('transaction_isolation') AS isolation,
-						       current_setting('default_transaction_read_only') AS read_only""")) {
+		try (Statement statement = connection.createStatement(); ResultSet row = statement.executeQuery("""
+				SELECT pg_is_in_recovery() AS standby, current_setting('transaction_isolation') AS isolation,
+				       current_setting('default_transaction_read_only') AS read_only""")) {
 			row.next();
 			Defaults defaults = new Defaults(connection.getAutoCommit(), isolation(row.getString("isolation")),
 					connection.isReadOnly(), row.getBoolean("standby"), "on".equals(row.getString("read_only")));

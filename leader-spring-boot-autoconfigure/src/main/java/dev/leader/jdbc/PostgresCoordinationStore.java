@@ -27,30 +27,37 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.dao.DuplicateKeyException;
 
 /**
- * {@link CoordinationStore} on PostgreSQL. Every transition is one statement, and every time comparison uses
- * {@code clock_timestamp()}, the database's clock at the moment of the comparison ({@code now()} would be the start of
- * the transaction). Released leases are announced with {@code NOTIFY} on the channel {@code <prefix>released}, which
- * {@link #listen} follows on the node's listening connection ({@link NotificationHub}), which reconnects by itself.
+ * {@link CoordinationStore} on PostgreSQL. Every transition is one statement, and every
+ * time comparison uses {@code clock_timestamp()}, the database's clock at the moment of
+ * the comparison ({@code now()} would be the start of the transaction). Released leases
+ * are announced with {@code NOTIFY} on the channel {@code <prefix>released}, which
+ * {@link #listen} follows on the node's listening connection ({@link NotificationHub}),
+ * which reconnects by itself.
  * <p>
- * That connection is the node's only listening connection: other stores of this package follow their channels on it
- * too (see {@link PostgresDaemonStore#listen}). It is opened when the first channel is followed, and given back to
- * the pool when none is followed any more; {@link #disconnect()} waits for that.
+ * That connection is the node's only listening connection: other stores of this package
+ * follow their channels on it too (see {@link PostgresDaemonStore#listen}). It is opened
+ * when the first channel is followed, and given back to the pool when none is followed
+ * any more; {@link #disconnect()} waits for that.
  * <p>
- * While a {@link PostgresDaemonStore} follows the heartbeat ({@link PostgresDaemonStore#followHeartbeat}), the
- * heartbeat statement also reads the assignments, so that daemons add no statement to a node's steady state.
+ * While a {@link PostgresDaemonStore} follows the heartbeat
+ * ({@link PostgresDaemonStore#followHeartbeat}), the heartbeat statement also reads the
+ * assignments, so that daemons add no statement to a node's steady state.
  * <p>
- * <b>Connection of the round trips.</b> The store keeps the connection of its last round trip for the next one
- * ({@link KeptConnection}) instead of letting it sit idle in the pool, where the pool would check it before lending
- * it, a round trip of its own on every heartbeat and hand-over. So one connection of the pool stays in use between
- * round trips: with the listening connection, a node keeps two. The round trip that first finds a kept connection
- * closed by the server fails, and the engine retries it on a fresh one; a kept connection that hangs is bounded by a
- * network timeout of twice the query timeout. The store is safe for concurrent callers. {@link #disconnect()} gives
- * the kept connection back.
+ * <b>Connection of the round trips.</b> The store keeps the connection of its last round
+ * trip for the next one ({@link KeptConnection}) instead of letting it sit idle in the
+ * pool, where the pool would check it before lending it, a round trip of its own on every
+ * heartbeat and hand-over. So one connection of the pool stays in use between round
+ * trips: with the listening connection, a node keeps two. The round trip that first finds
+ * a kept connection closed by the server fails, and the engine retries it on a fresh one;
+ * a kept connection that hangs is bounded by a network timeout of twice the query
+ * timeout. The store is safe for concurrent callers. {@link #disconnect()} gives the kept
+ * connection back.
  * <p>
  * The statements and why each is written the way it is are in {@link CoordinationSql}.
  * <p>
- * Built by {@link PostgresStoresConfiguration} unless the application defines its own store. Public so that a node can
- * also be built without a Spring context, as the test kit, the benchmarks and the multi-process tests do.
+ * Built by {@link PostgresStoresConfiguration} unless the application defines its own
+ * store. Public so that a node can also be built without a Spring context, as the test
+ * kit, the benchmarks and the multi-process tests do.
  */
 public final class PostgresCoordinationStore implements CoordinationStore {
 
@@ -94,7 +101,8 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 		this.notifications = new NotificationHub(this.connections, notifications);
 		this.channel = tablePrefix.channel("released");
 		this.sql = new CoordinationSql(tablePrefix);
-		// A JVM links a lambda the first time it creates it. A node acquires and releases seldom, each time on a
+		// A JVM links a lambda the first time it creates it. A node acquires and releases
+		// seldom, each time on a
 		// hand-over's path, so their statements' lambdas are linked now.
 		acquireCall("", "", Duration.ZERO);
 		releaseCall("", Map.of(), this.channel);
@@ -187,11 +195,11 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	}
 
 	/**
-	 * Makes every heartbeat statement from now on also read the nodes' daemons, the assignments and the requests,
-	 * and hands each snapshot so read to the follower, so that a node polls its assignments without a statement of
-	 * its own.
-	 * @param follower called with each snapshot, on the thread that sent the heartbeat, after the heartbeat's rows
-	 * were read; it must return quickly
+	 * Makes every heartbeat statement from now on also read the nodes' daemons, the
+	 * assignments and the requests, and hands each snapshot so read to the follower, so
+	 * that a node polls its assignments without a statement of its own.
+	 * @param follower called with each snapshot, on the thread that sent the heartbeat,
+	 * after the heartbeat's rows were read; it must return quickly
 	 * @return a handle that stops the reading and the delivery
 	 */
 	AutoCloseable readDaemonsWithHeartbeat(Consumer<DaemonSnapshot> follower) {
@@ -245,9 +253,10 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	}
 
 	/**
-	 * Gives the kept connection back to the pool, and waits up to 2 s for a listening connection that no channel is
-	 * followed on any more to be given back too (it notices within half a second); the next round trip borrows one
-	 * again. Called by the engine when it stops, and by the application context when it closes.
+	 * Gives the kept connection back to the pool, and waits up to 2 s for a listening
+	 * connection that no channel is followed on any more to be given back too (it notices
+	 * within half a second); the next round trip borrows one again. Called by the engine
+	 * when it stops, and by the application context when it closes.
 	 */
 	@Override
 	public void disconnect() {
@@ -256,9 +265,12 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	}
 
 	/**
-	 * Checks that the data source leads to a writable primary, as the store's statements need.
-	 * @throws IllegalStateException if its connections are read-only, or lead to a standby or a read-only database
-	 * @throws org.springframework.dao.DataAccessException if the database cannot be reached
+	 * Checks that the data source leads to a writable primary, as the store's statements
+	 * need.
+	 * @throws IllegalStateException if its connections are read-only, or lead to a
+	 * standby or a read-only database
+	 * @throws org.springframework.dao.DataAccessException if the database cannot be
+	 * reached
 	 */
 	public void requireWritablePrimary() {
 		try {
@@ -271,7 +283,8 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 
 	@Override
 	public AutoCloseable listen(ReleaseListener listener) {
-		// The payload is the group name, then a space and the successor if there is one; neither name has spaces.
+		// The payload is the group name, then a space and the successor if there is one;
+		// neither name has spaces.
 		return subscribe(this.channel, (payload) -> {
 			int space = payload.indexOf(' ');
 			if (space < 0) {
@@ -285,9 +298,10 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 
 	/**
 	 * Follows a channel on this node's listening connection.
-	 * @param channel the channel, a prefixed name of this package's stores, never user input
-	 * @param subscriber called with each notification's payload, on the {@code leader-listen} thread; it must
-	 * return quickly
+	 * @param channel the channel, a prefixed name of this package's stores, never user
+	 * input
+	 * @param subscriber called with each notification's payload, on the
+	 * {@code leader-listen} thread; it must return quickly
 	 * @return a handle that stops following the channel for this subscriber
 	 * @see NotificationHub#subscribe
 	 */
@@ -302,8 +316,9 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	}
 
 	/**
-	 * Returns the incarnation of a node: its process, told apart from an earlier or another process with the same id
-	 * by the pid, the host and a value drawn once per JVM.
+	 * Returns the incarnation of a node: its process, told apart from an earlier or
+	 * another process with the same id by the pid, the host and a value drawn once per
+	 * JVM.
 	 */
 	private static String incarnation(NodeRegistration node) {
 		return node.pid() + "/" + Integer.toHexString(node.host().hashCode()) + "/" + PROCESS;

@@ -20,25 +20,28 @@ import dev.leader.daemon.DaemonStore;
 import org.jspecify.annotations.Nullable;
 
 /**
- * {@link DaemonStore} on PostgreSQL. Each transition is one statement that compares and sets the daemon's generation
- * and state; the leader's statements also lock the lease row {@code FOR KEY SHARE} and change nothing unless the leader
- * still holds it with its term, unexpired by {@code clock_timestamp()}. A takeover of the lease therefore waits for
- * the statement, and a deposed leader's statement finds no lease to match.
+ * {@link DaemonStore} on PostgreSQL. Each transition is one statement that compares and
+ * sets the daemon's generation and state; the leader's statements also lock the lease row
+ * {@code FOR KEY SHARE} and change nothing unless the leader still holds it with its
+ * term, unexpired by {@code clock_timestamp()}. A takeover of the lease therefore waits
+ * for the statement, and a deposed leader's statement finds no lease to match.
  * <p>
- * Every statement that changes something also sends {@code NOTIFY} on the channel {@code <prefix>assignments}, sent
- * only if it commits: with the node id as payload when the leader changed that node's assignment, and with an empty
- * payload, meant for the leader, when a node acknowledged or handed back an assignment or an operator recorded a
+ * Every statement that changes something also sends {@code NOTIFY} on the channel
+ * {@code <prefix>assignments}, sent only if it commits: with the node id as payload when
+ * the leader changed that node's assignment, and with an empty payload, meant for the
+ * leader, when a node acknowledged or handed back an assignment or an operator recorded a
  * request. {@link #listen} follows the channel on the release-listening connection of a
  * {@link PostgresCoordinationStore}, so a node needs no second connection for it.
  * <p>
- * With that store, polling costs no statement either: {@link #followHeartbeat} makes the node's heartbeat statement
- * read the nodes, assignments and requests too, so a node sends one statement per renew interval whatever its
- * daemons.
+ * With that store, polling costs no statement either: {@link #followHeartbeat} makes the
+ * node's heartbeat statement read the nodes, assignments and requests too, so a node
+ * sends one statement per renew interval whatever its daemons.
  * <p>
  * The statements and why each is written the way it is are in {@link DaemonSql}.
  * <p>
- * Built by {@link PostgresStoresConfiguration} unless the application defines its own store. Public so that a node can
- * also be built without a Spring context, as the test kit, the benchmarks and the multi-process tests do.
+ * Built by {@link PostgresStoresConfiguration} unless the application defines its own
+ * store. Public so that a node can also be built without a Spring context, as the test
+ * kit, the benchmarks and the multi-process tests do.
  */
 public final class PostgresDaemonStore implements DaemonStore {
 
@@ -61,9 +64,9 @@ public final class PostgresDaemonStore implements DaemonStore {
 	 * @param dataSource the PostgreSQL data source
 	 * @param tablePrefix the prefix of the starter's tables
 	 * @param queryTimeout the longest a statement may run; rounded up to whole seconds
-	 * @param holdLimit the longest a transaction guarded by {@link #lock} may stay idle holding the assignment row;
-	 * past it, the database ends the session, so that a node frozen inside the transaction cannot hold up the
-	 * leader's reclaim of the daemon
+	 * @param holdLimit the longest a transaction guarded by {@link #lock} may stay idle
+	 * holding the assignment row; past it, the database ends the session, so that a node
+	 * frozen inside the transaction cannot hold up the leader's reclaim of the daemon
 	 */
 	public PostgresDaemonStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
 			Duration holdLimit) {
@@ -71,15 +74,16 @@ public final class PostgresDaemonStore implements DaemonStore {
 	}
 
 	/**
-	 * Creates a store that works with the node's coordination store: {@link #listen} follows the assignment
-	 * notifications on its listening connection, and {@link #followHeartbeat} reads the snapshot in its heartbeat
-	 * statement.
+	 * Creates a store that works with the node's coordination store: {@link #listen}
+	 * follows the assignment notifications on its listening connection, and
+	 * {@link #followHeartbeat} reads the snapshot in its heartbeat statement.
 	 * @param dataSource the PostgreSQL data source
 	 * @param tablePrefix the prefix of the starter's tables
 	 * @param queryTimeout the longest a statement may run; rounded up to whole seconds
-	 * @param holdLimit the longest a transaction guarded by {@link #lock} may stay idle holding the assignment row
-	 * @param coordination the coordination store of the node's engine, on the same tables, or {@code null} to poll
-	 * with statements of this store's own
+	 * @param holdLimit the longest a transaction guarded by {@link #lock} may stay idle
+	 * holding the assignment row
+	 * @param coordination the coordination store of the node's engine, on the same
+	 * tables, or {@code null} to poll with statements of this store's own
 	 */
 	public PostgresDaemonStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
 			Duration holdLimit, @Nullable PostgresCoordinationStore coordination) {

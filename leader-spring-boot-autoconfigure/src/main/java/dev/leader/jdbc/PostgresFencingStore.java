@@ -10,19 +10,23 @@ import dev.leader.fencing.FencingStore;
 import org.jspecify.annotations.Nullable;
 
 /**
- * {@link FencingStore} on PostgreSQL, on the connection of the Spring-managed transaction bound to the data source.
+ * {@link FencingStore} on PostgreSQL, on the connection of the Spring-managed transaction
+ * bound to the data source.
  * <p>
- * Built by {@link PostgresStoresConfiguration} unless the application defines its own store. Public so that a node can
- * also be built without a Spring context, as the test kit, the benchmarks and the multi-process tests do.
+ * Built by {@link PostgresStoresConfiguration} unless the application defines its own
+ * store. Public so that a node can also be built without a Spring context, as the test
+ * kit, the benchmarks and the multi-process tests do.
  */
 public final class PostgresFencingStore implements FencingStore {
 
 	/**
-	 * The lease guard. Only a row that this holder still holds with this term, unexpired, is locked, and FOR KEY SHARE
-	 * is taken: it conflicts with the FOR UPDATE that a takeover and a release take, never with the holder's renewal,
-	 * an UPDATE that changes no key. A guard that finds nothing to lock reads the row as it stands, for the message.
-	 * A term of an epoch before the server's last promotion guards nothing: a higher term may have been granted on the
-	 * old primary, with its writes lost, and every write after the promotion must come under a higher one.
+	 * The lease guard. Only a row that this holder still holds with this term, unexpired,
+	 * is locked, and FOR KEY SHARE is taken: it conflicts with the FOR UPDATE that a
+	 * takeover and a release take, never with the holder's renewal, an UPDATE that
+	 * changes no key. A guard that finds nothing to lock reads the row as it stands, for
+	 * the message. A term of an epoch before the server's last promotion guards nothing:
+	 * a higher term may have been granted on the old primary, with its writes lost, and
+	 * every write after the promotion must come under a higher one.
 	 */
 	private static final String LOCK_LEASE = """
 			WITH locked AS (
@@ -39,9 +43,9 @@ public final class PostgresFencingStore implements FencingStore {
 			""";
 
 	/**
-	 * Advances a fence. A conflicting row is locked even when the WHERE clause keeps it unchanged; the fallback SELECT
-	 * then reads it from the statement's snapshot, and finds nothing only if it was created concurrently: that fails
-	 * closed.
+	 * Advances a fence. A conflicting row is locked even when the WHERE clause keeps it
+	 * unchanged; the fallback SELECT then reads it from the statement's snapshot, and
+	 * finds nothing only if it was created concurrently: that fails closed.
 	 */
 	private static final String ADVANCE = """
 			WITH advanced AS (
@@ -71,11 +75,12 @@ public final class PostgresFencingStore implements FencingStore {
 	 * Creates a store.
 	 * @param dataSource the data source whose transactions are fenced
 	 * @param tablePrefix the prefix of the starter's tables
-	 * @param queryTimeout the longest a statement may run, including the wait for the row lock; rounded up to whole
-	 * seconds
-	 * @param holdLimit the longest a transaction guarded by the lease or a fence may stay idle, and the longest each of
-	 * its later statements may run, while it holds the row lock (lower settings of the session are kept): past it,
-	 * the database ends the session or cancels the statement, so that a holder frozen or blocked inside the
+	 * @param queryTimeout the longest a statement may run, including the wait for the row
+	 * lock; rounded up to whole seconds
+	 * @param holdLimit the longest a transaction guarded by the lease or a fence may stay
+	 * idle, and the longest each of its later statements may run, while it holds the row
+	 * lock (lower settings of the session are kept): past it, the database ends the
+	 * session or cancels the statement, so that a holder frozen or blocked inside the
 	 * transaction cannot hold a takeover up for longer
 	 */
 	public PostgresFencingStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
@@ -111,8 +116,9 @@ public final class PostgresFencingStore implements FencingStore {
 			statement.setLong(4, this.holdLimitMillis);
 			statement.setString(5, resource);
 			try (ResultSet rows = statement.executeQuery()) {
-				return rows.next() ? new Fence(rows.getBoolean("advanced"), rows.getString("group_name"),
-						rows.getLong("term")) : null;
+				return rows.next()
+						? new Fence(rows.getBoolean("advanced"), rows.getString("group_name"), rows.getLong("term"))
+						: null;
 			}
 		});
 	}

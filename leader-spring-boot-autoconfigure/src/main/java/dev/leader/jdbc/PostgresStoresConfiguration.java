@@ -22,15 +22,17 @@ import org.springframework.dao.DataAccessException;
 import org.springframework.jdbc.datasource.SimpleDriverDataSource;
 
 /**
- * Configuration of the PostgreSQL stores on the application's {@link DataSource}: the {@link CoordinationStore}, the
- * {@link DaemonStore} and the {@link FencingStore}, each replaceable by a bean of the application's, and the
- * {@link TablePrefix} they share. Imported by {@link LeaderAutoConfiguration}, which it relies on for its conditions
- * and for the schema migration; public only for that import, not for application use.
+ * Configuration of the PostgreSQL stores on the application's {@link DataSource}: the
+ * {@link CoordinationStore}, the {@link DaemonStore} and the {@link FencingStore}, each
+ * replaceable by a bean of the application's, and the {@link TablePrefix} they share.
+ * Imported by {@link LeaderAutoConfiguration}, which it relies on for its conditions and
+ * for the schema migration; public only for that import, not for application use.
  */
 @Configuration(proxyBeanMethods = false)
 public final class PostgresStoresConfiguration {
 
-	// Logged under the auto-configuration's name, where applications already look for the starter's startup lines.
+	// Logged under the auto-configuration's name, where applications already look for the
+	// starter's startup lines.
 	private static final Log logger = LogFactory.getLog(LeaderAutoConfiguration.class);
 
 	@Bean
@@ -39,7 +41,8 @@ public final class PostgresStoresConfiguration {
 		return new TablePrefix(properties.getJdbc().getTablePrefix());
 	}
 
-	// The engine gives the store's connection back when it stops; the context does it too, for any other caller.
+	// The engine gives the store's connection back when it stops; the context does it
+	// too, for any other caller.
 	@Bean(destroyMethod = "disconnect")
 	@ConditionalOnMissingBean
 	CoordinationStore leaderCoordinationStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
@@ -49,7 +52,8 @@ public final class PostgresStoresConfiguration {
 				properties.getJdbc().determineQueryTimeout(),
 				notifications(properties.getJdbc().getNotifications(), dataSourceProperties.getIfAvailable()));
 		if (migration.getIfAvailable() == null) {
-			// The migration checks the database before it runs; without it, the store does.
+			// The migration checks the database before it runs; without it, the store
+			// does.
 			try {
 				store.requireWritablePrimary();
 			}
@@ -91,10 +95,12 @@ public final class PostgresStoresConfiguration {
 	@ConditionalOnBooleanProperty(name = "leader.daemons.enabled", matchIfMissing = true)
 	DaemonStore leaderDaemonStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
 			LeaseSettings settings, ObjectProvider<CoordinationStore> coordinationStore) {
-		// Assignment notifications share the coordination store's listening connection when it is ours.
+		// Assignment notifications share the coordination store's listening connection
+		// when it is ours.
 		PostgresCoordinationStore notifications = (coordinationStore
 			.getIfAvailable() instanceof PostgresCoordinationStore postgres) ? postgres : null;
-		// A guarded daemon transaction ends before its node can be declared dead and the daemon reclaimed.
+		// A guarded daemon transaction ends before its node can be declared dead and the
+		// daemon reclaimed.
 		return new PostgresDaemonStore(dataSource, prefix, properties.getJdbc().determineQueryTimeout(),
 				settings.nodeExpiry().minus(settings.safetyMargin()), notifications);
 	}
@@ -103,7 +109,8 @@ public final class PostgresStoresConfiguration {
 	@ConditionalOnMissingBean
 	FencingStore leaderFencingStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
 			LeaseSettings settings) {
-		// A guarded transaction cannot usefully outlast the holder's own belief in its leadership.
+		// A guarded transaction cannot usefully outlast the holder's own belief in its
+		// leadership.
 		return new PostgresFencingStore(dataSource, prefix, properties.getJdbc().determineQueryTimeout(),
 				settings.safeWindow());
 	}

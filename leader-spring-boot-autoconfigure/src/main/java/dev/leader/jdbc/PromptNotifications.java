@@ -12,17 +12,20 @@ import org.postgresql.core.PGStream;
 import org.postgresql.core.QueryExecutorBase;
 
 /**
- * Takes pgjdbc's 1 ms wait out of the delivery of every notification on the listening connection.
+ * Takes pgjdbc's 1 ms wait out of the delivery of every notification on the listening
+ * connection.
  * <p>
- * After each notification, {@code getNotifications} checks whether another one is coming: when nothing is buffered,
- * it reads the socket with a 1 ms timeout. The driver means to do that read at most once a second, but it records
- * the time of a read only when the read finds data, so in practice every notification waits 1 ms before it is handed
- * on (pgjdbc issue 1547). Setting the time of the next check past the end of time leaves only the check of buffered
- * bytes, which on a plain socket sees everything that arrived. On TLS, where buffered bytes may not show, a second
- * notification of the same packet is handed on by the next {@code getNotifications} call instead, at once: none is
- * lost.
+ * After each notification, {@code getNotifications} checks whether another one is coming:
+ * when nothing is buffered, it reads the socket with a 1 ms timeout. The driver means to
+ * do that read at most once a second, but it records the time of a read only when the
+ * read finds data, so in practice every notification waits 1 ms before it is handed on
+ * (pgjdbc issue 1547). Setting the time of the next check past the end of time leaves
+ * only the check of buffered bytes, which on a plain socket sees everything that arrived.
+ * On TLS, where buffered bytes may not show, a second notification of the same packet is
+ * handed on by the next {@code getNotifications} call instead, at once: none is lost.
  * <p>
- * The switch sets a private field of the driver. On a driver without it, nothing changes and the wait stays.
+ * The switch sets a private field of the driver. On a driver without it, nothing changes
+ * and the wait stays.
  */
 final class PromptNotifications {
 
@@ -40,8 +43,8 @@ final class PromptNotifications {
 	/**
 	 * Switches the wait off on the connection.
 	 * @param connection a pgjdbc connection, or a pool's proxy of one
-	 * @return the switch, to {@link #restore()} before the connection goes back to its pool; {@code null} if the
-	 * driver does not have the field
+	 * @return the switch, to {@link #restore()} before the connection goes back to its
+	 * pool; {@code null} if the driver does not have the field
 	 */
 	static @Nullable PromptNotifications enable(Connection connection) {
 		try {

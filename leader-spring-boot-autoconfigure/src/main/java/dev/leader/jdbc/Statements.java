@@ -28,53 +28,62 @@ final class Statements {
 	private static final SQLExceptionTranslator translator = new SQLStateSQLExceptionTranslator();
 
 	/**
-	 * A one-row {@code FROM} item with the hold limit of a guard as the interval {@code h.hold}, from one parameter in
-	 * milliseconds.
+	 * A one-row {@code FROM} item with the hold limit of a guard as the interval
+	 * {@code h.hold}, from one parameter in milliseconds.
 	 */
 	static final String HOLD = "(SELECT ?::bigint * interval '1 millisecond' AS hold) AS h";
 
 	/**
-	 * An expression, over {@link #HOLD}, that limits the rest of the caller's transaction to the hold limit, for a
-	 * guard whose row lock holds a takeover up: each later statement may run, and the transaction may stay idle, that
-	 * long at most. A lower limit of the session is kept. {@code SET LOCAL} in effect, so both end with the transaction.
-	 * PostgreSQL before 17 has no limit on a whole transaction that keeps sending statements.
+	 * An expression, over {@link #HOLD}, that limits the rest of the caller's transaction
+	 * to the hold limit, for a guard whose row lock holds a takeover up: each later
+	 * statement may run, and the transaction may stay idle, that long at most. A lower
+	 * limit of the session is kept. {@code SET LOCAL} in effect, so both end with the
+	 * transaction. PostgreSQL before 17 has no limit on a whole transaction that keeps
+	 * sending statements.
 	 */
 	static final String HOLD_LIMITS = limit("statement_timeout") + " || ' ' || "
 			+ limit("idle_in_transaction_session_timeout");
 
 	/**
-	 * An expression for the first term of the server's fencing epoch, {@code (timeline - 1) << 32}: every promotion of
-	 * a standby starts a new PostgreSQL timeline, so a term granted after it, no lower than this base plus one, is
-	 * higher than every term granted before it, including grants that were lost with the old primary. The timeline is
-	 * the one WAL is inserted on, from the name of the current WAL file; it is the new one from the moment a promotion
-	 * completes, unlike the one that {@code pg_control_checkpoint()} shows until the next checkpoint. A server that was
-	 * never promoted is on timeline 1, epoch base 0. Needs no privilege; fails on a standby, where nothing is granted.
+	 * An expression for the first term of the server's fencing epoch,
+	 * {@code (timeline - 1) << 32}: every promotion of a standby starts a new PostgreSQL
+	 * timeline, so a term granted after it, no lower than this base plus one, is higher
+	 * than every term granted before it, including grants that were lost with the old
+	 * primary. The timeline is the one WAL is inserted on, from the name of the current
+	 * WAL file; it is the new one from the moment a promotion completes, unlike the one
+	 * that {@code pg_control_checkpoint()} shows until the next checkpoint. A server that
+	 * was never promoted is on timeline 1, epoch base 0. Needs no privilege; fails on a
+	 * standby, where nothing is granted.
 	 */
 	static final String EPOCH_BASE = "((('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint"
 			+ " - 1) << 32)";
 
 	/**
-	 * An expression that makes the commit of the statement's own transaction durable, whatever the database's
-	 * default: a {@code synchronous_commit} of {@code off} or {@code local} is raised to {@code on}; a stronger one
-	 * ({@code remote_write}, {@code remote_apply}) is kept. Grants and renewals need it, since a lost term increment
-	 * could give two holders one term.
+	 * An expression that makes the commit of the statement's own transaction durable,
+	 * whatever the database's default: a {@code synchronous_commit} of {@code off} or
+	 * {@code local} is raised to {@code on}; a stronger one ({@code remote_write},
+	 * {@code remote_apply}) is kept. Grants and renewals need it, since a lost term
+	 * increment could give two holders one term.
 	 */
 	static final String DURABLE = """
 			set_config('synchronous_commit', CASE WHEN current_setting('synchronous_commit') IN ('off', 'local')
 			  THEN 'on' ELSE current_setting('synchronous_commit') END, true)""";
 
 	/**
-	 * An expression for the milliseconds a lease row has left, by the database clock; negative once it has expired.
+	 * An expression for the milliseconds a lease row has left, by the database clock;
+	 * negative once it has expired.
 	 */
 	static final String REMAINING_MS = "(extract(epoch from (expires_at - clock_timestamp())) * 1000)::bigint";
 
 	/**
-	 * An expression for the milliseconds since a node row's last heartbeat, by the database clock.
+	 * An expression for the milliseconds since a node row's last heartbeat, by the
+	 * database clock.
 	 */
 	static final String HEARTBEAT_AGE_MS = "(extract(epoch from (clock_timestamp() - heartbeat_at)) * 1000)::bigint";
 
 	/**
-	 * The fragments that SQL templates name besides {@code ${prefix}} ({@link TablePrefix#render}): all constant.
+	 * The fragments that SQL templates name besides {@code ${prefix}}
+	 * ({@link TablePrefix#render}): all constant.
 	 */
 	static final Map<String, String> FRAGMENTS = Map.of("hold", HOLD, "hold_limits", HOLD_LIMITS, "epoch_base",
 			EPOCH_BASE, "durable", DURABLE, "remaining_ms", REMAINING_MS, "heartbeat_age_ms", HEARTBEAT_AGE_MS);
@@ -83,7 +92,8 @@ final class Statements {
 
 	/**
 	 * Creates a runner.
-	 * @param timeout the longest a statement may run; rounded up to whole seconds, as JDBC counts them
+	 * @param timeout the longest a statement may run; rounded up to whole seconds, as
+	 * JDBC counts them
 	 */
 	Statements(Duration timeout) {
 		this.timeoutSeconds = (int) Math.max(1, (timeout.toMillis() + 999) / 1000);
@@ -108,11 +118,12 @@ final class Statements {
 	}
 
 	/**
-	 * Runs a statement on the connection of the transaction that is active on the calling thread, for a check whose
-	 * row lock must last as long as the writes it protects.
+	 * Runs a statement on the connection of the transaction that is active on the calling
+	 * thread, for a check whose row lock must last as long as the writes it protects.
 	 * @param dataSource the data source the transaction is bound to
 	 * @param how what the caller must do to have such a transaction, for the message
-	 * @throws IllegalTransactionStateException if no transaction on the data source is active
+	 * @throws IllegalTransactionStateException if no transaction on the data source is
+	 * active
 	 */
 	<T> T runInTransaction(DataSource dataSource, String how, String task, String sql, Callback<T> callback) {
 		if (!TransactionSynchronizationManager.isActualTransactionActive()
@@ -132,22 +143,25 @@ final class Statements {
 	}
 
 	/**
-	 * Fails a grant or renewal that PostgreSQL committed with a warning. The one these statements can meet is
-	 * {@code canceling wait for synchronous replication}: a commit that waited for a synchronous standby was
-	 * cancelled (by {@code pg_cancel_backend} or a driver's cancel request, such as the one the query timeout
-	 * sends), and PostgreSQL then reports success for a commit that is on this server alone, such as an old primary
-	 * cut off from its standby, which a failover is about to replace. Counted as a success, it would keep a node leading under a lease that the promoted standby
-	 * lets expire; counted as a failure, the node steps down when its safe window closes. (A wait that is not
-	 * cancelled simply hangs, since {@code statement_timeout} does not apply to the commit; the engine's watchdog
-	 * closes the safe window then.)
+	 * Fails a grant or renewal that PostgreSQL committed with a warning. The one these
+	 * statements can meet is {@code canceling wait for synchronous replication}: a commit
+	 * that waited for a synchronous standby was cancelled (by {@code pg_cancel_backend}
+	 * or a driver's cancel request, such as the one the query timeout sends), and
+	 * PostgreSQL then reports success for a commit that is on this server alone, such as
+	 * an old primary cut off from its standby, which a failover is about to replace.
+	 * Counted as a success, it would keep a node leading under a lease that the promoted
+	 * standby lets expire; counted as a failure, the node steps down when its safe window
+	 * closes. (A wait that is not cancelled simply hangs, since {@code statement_timeout}
+	 * does not apply to the commit; the engine's watchdog closes the safe window then.)
 	 * @throws SQLException carrying the warning
 	 */
 	static void requireDurable(Statement statement) throws SQLException {
 		for (SQLWarning warning = statement.getWarnings(); warning != null; warning = warning.getNextWarning()) {
 			// Class 01 is a warning; a notice (00000) is information.
 			if (warning.getSQLState() != null && warning.getSQLState().startsWith("01")) {
-				throw new SQLException("The commit is not known to be durable, PostgreSQL warned: "
-						+ warning.getMessage(), "08000", warning);
+				throw new SQLException(
+						"The commit is not known to be durable, PostgreSQL warned: " + warning.getMessage(), "08000",
+						warning);
 			}
 		}
 	}

@@ -4,8 +4,9 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * The prefix of the starter's table names, validated so that it can be placed into SQL text safely. A bean of this
- * type that the application defines replaces the one built from {@code leader.jdbc.table-prefix}.
+ * The prefix of the starter's table names, validated so that it can be placed into SQL
+ * text safely. A bean of this type that the application defines replaces the one built
+ * from {@code leader.jdbc.table-prefix}.
  *
  * @param value the prefix, for example {@code leader_}
  */
@@ -18,7 +19,8 @@ public record TablePrefix(String value) {
 	/**
 	 * Creates a prefix.
 	 * @param value the prefix
-	 * @throws IllegalArgumentException if the prefix is not a plain lower-case SQL identifier part
+	 * @throws IllegalArgumentException if the prefix is not a plain lower-case SQL
+	 * identifier part
 	 */
 	public TablePrefix {
 		if (value == null || !VALID.matcher(value).matches()) {
@@ -28,9 +30,10 @@ public record TablePrefix(String value) {
 	}
 
 	/**
-	 * Renders a SQL template of this package: {@code ${prefix}} becomes this prefix, as in the Flyway migrations,
-	 * and each other placeholder one of the package's fixed {@linkplain Statements#FRAGMENTS fragments}. Nothing
-	 * that is not validated or constant ever reaches the SQL text.
+	 * Renders a SQL template of this package: {@code ${prefix}} becomes this prefix, as
+	 * in the Flyway migrations, and each other placeholder one of the package's fixed
+	 * {@linkplain Statements#FRAGMENTS fragments}. Nothing that is not validated or
+	 * constant ever reaches the SQL text.
 	 * @param template the template
 	 * @return the SQL
 	 * @throws IllegalArgumentException if the template names an unknown placeholder

@@ -9,22 +9,26 @@ import dev.leader.NodeInfo;
 import dev.leader.node.NodeRegistration;
 
 /**
- * The seam between the election engine and the coordinator. Every method is one atomic round trip whose time
- * comparisons use the coordinator's clock, never the caller's. Implementations throw
- * {@link org.springframework.dao.DataAccessException} when the coordinator cannot be reached or answers with an error.
+ * The seam between the election engine and the coordinator. Every method is one atomic
+ * round trip whose time comparisons use the coordinator's clock, never the caller's.
+ * Implementations throw {@link org.springframework.dao.DataAccessException} when the
+ * coordinator cannot be reached or answers with an error.
  * <p>
- * The contract is pinned by {@code AbstractCoordinationStoreContractTests}; a new store passes that suite.
+ * The contract is pinned by {@code AbstractCoordinationStoreContractTests}; a new store
+ * passes that suite.
  */
 public interface CoordinationStore {
 
 	/**
-	 * Takes the group's lease for the node if it is free, expired, or already held by that node. The term rises on
-	 * every grant, including a grant to the node that held a valid lease: a node asks for a lease only when it does
-	 * not hold it, so a valid lease under its id belongs to an earlier leadership it stepped down from, or to another
-	 * process started with the same id, and a term must never serve two of them. The term rises by one, or to the
-	 * first term of the coordinator's epoch if that is higher (on PostgreSQL, after a promotion; the first epoch starts
-	 * at 1), and the lease is created with that first term when the group has none. A change of holder or term waits
-	 * for the transactions that guard the old term.
+	 * Takes the group's lease for the node if it is free, expired, or already held by
+	 * that node. The term rises on every grant, including a grant to the node that held a
+	 * valid lease: a node asks for a lease only when it does not hold it, so a valid
+	 * lease under its id belongs to an earlier leadership it stepped down from, or to
+	 * another process started with the same id, and a term must never serve two of them.
+	 * The term rises by one, or to the first term of the coordinator's epoch if that is
+	 * higher (on PostgreSQL, after a promotion; the first epoch starts at 1), and the
+	 * lease is created with that first term when the group has none. A change of holder
+	 * or term waits for the transactions that guard the old term.
 	 * @param group the group
 	 * @param nodeId the node asking
 	 * @param duration the lease duration
@@ -33,26 +37,30 @@ public interface CoordinationStore {
 	AcquireResult acquire(String group, String nodeId, Duration duration);
 
 	/**
-	 * The steady-state round trip of a node: registers or heartbeats the node, renews every lease it holds (but one
-	 * granted in an earlier epoch of the coordinator, such as before a PostgreSQL promotion: its holder steps down and
-	 * acquires it again, under a term of the current epoch), forgets
-	 * nodes that have been dead for longer than the node expiry, and reads the leases of the given groups and the
-	 * member list. The node's registration belongs to one process: while another process that registered the same id
-	 * has heartbeated within the node expiry, nothing is registered or renewed.
+	 * The steady-state round trip of a node: registers or heartbeats the node, renews
+	 * every lease it holds (but one granted in an earlier epoch of the coordinator, such
+	 * as before a PostgreSQL promotion: its holder steps down and acquires it again,
+	 * under a term of the current epoch), forgets nodes that have been dead for longer
+	 * than the node expiry, and reads the leases of the given groups and the member list.
+	 * The node's registration belongs to one process: while another process that
+	 * registered the same id has heartbeated within the node expiry, nothing is
+	 * registered or renewed.
 	 * @param node the node
 	 * @param held the terms of the leases the node believes it holds, by group
 	 * @param groups the groups whose leases to read
 	 * @param leaseDuration the lease duration to renew for
 	 * @param nodeExpiry the node expiry
 	 * @return the renewed leases, the leases of the groups, and the members
-	 * @throws org.springframework.dao.DuplicateKeyException if another live process has registered the node's id
+	 * @throws org.springframework.dao.DuplicateKeyException if another live process has
+	 * registered the node's id
 	 */
 	Tick tick(NodeRegistration node, Map<String, Long> held, Collection<String> groups, Duration leaseDuration,
 			Duration nodeExpiry);
 
 	/**
-	 * Releases the given leases if the node still holds them with the given terms: no holder, expiry now, term
-	 * kept. Nodes waiting for one of these groups are woken where the store supports notifications.
+	 * Releases the given leases if the node still holds them with the given terms: no
+	 * holder, expiry now, term kept. Nodes waiting for one of these groups are woken
+	 * where the store supports notifications.
 	 * @param nodeId the node
 	 * @param held the terms to release, by group
 	 * @return the groups actually released
@@ -72,17 +80,19 @@ public interface CoordinationStore {
 	List<LeaseState> leases();
 
 	/**
-	 * Gives back what the store keeps between round trips, such as a connection. The store stays usable: the next
-	 * round trip takes what it needs again. Wake-up deliveries are not affected; their handles stop them, and this
-	 * waits until a stopped delivery has given back what it held too. The engine calls this when it stops, after
-	 * stopping its delivery.
+	 * Gives back what the store keeps between round trips, such as a connection. The
+	 * store stays usable: the next round trip takes what it needs again. Wake-up
+	 * deliveries are not affected; their handles stop them, and this waits until a
+	 * stopped delivery has given back what it held too. The engine calls this when it
+	 * stops, after stopping its delivery.
 	 */
 	default void disconnect() {
 	}
 
 	/**
 	 * Starts delivering wake-ups for released leases, if the store supports them.
-	 * @param listener called with the group name and the node that should try first, on a thread of the store's
+	 * @param listener called with the group name and the node that should try first, on a
+	 * thread of the store's
 	 * @return a handle that stops the delivery
 	 */
 	default AutoCloseable listen(ReleaseListener listener) {
@@ -99,9 +109,10 @@ public interface CoordinationStore {
 		/**
 		 * Called when a group's lease has been released.
 		 * @param group the group
-		 * @param successor the node that should try to acquire first, so that the others do not compete with it: the
-		 * registered node that has run longest, apart from the one that released; {@code null} if the store names
-		 * none, and then every node may try at once
+		 * @param successor the node that should try to acquire first, so that the others
+		 * do not compete with it: the registered node that has run longest, apart from
+		 * the one that released; {@code null} if the store names none, and then every
+		 * node may try at once
 		 */
 		void released(String group, @org.jspecify.annotations.Nullable String successor);
 
@@ -120,7 +131,8 @@ public interface CoordinationStore {
 	 * The outcome of {@link #tick}.
 	 *
 	 * @param renewed the leases renewed, by group
-	 * @param leases the leases of the requested groups, as they stood at the start of the round trip
+	 * @param leases the leases of the requested groups, as they stood at the start of the
+	 * round trip
 	 * @param members the members, dead ones included until they are forgotten
 	 */
 	record Tick(Map<String, LeaseState> renewed, Map<String, LeaseState> leases, List<NodeInfo> members) {

@@ -10,11 +10,12 @@ import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Compares how far the database clock advanced between two heartbeats of this node with how far its monotonic clock
- * did. The database read its clock for each heartbeat between its send and its reply, so it cannot honestly have
- * advanced by more than the time from the earlier send to the later reply; more than that by over the safety margin
- * is a forward step of the database clock, which ends leases early while their holders still count on them. Called
- * by one round trip at a time; {@link #steps()} on any thread.
+ * Compares how far the database clock advanced between two heartbeats of this node with
+ * how far its monotonic clock did. The database read its clock for each heartbeat between
+ * its send and its reply, so it cannot honestly have advanced by more than the time from
+ * the earlier send to the later reply; more than that by over the safety margin is a
+ * forward step of the database clock, which ends leases early while their holders still
+ * count on them. Called by one round trip at a time; {@link #steps()} on any thread.
  */
 final class DatabaseClockWatch {
 

@@ -17,17 +17,21 @@ import dev.leader.RevokeReason;
 import org.jspecify.annotations.Nullable;
 
 /**
- * One group's lease as this node sees it: whether it holds it and until which local monotonic instant its safe window
- * lasts, the lease as last read, and the cooldown after a yield. Each transition changes the state and returns the
- * event it implies, if any; the caller publishes it, so that a transition makes no thread hand-off of its own.
+ * One group's lease as this node sees it: whether it holds it and until which local
+ * monotonic instant its safe window lasts, the lease as last read, and the cooldown after
+ * a yield. Each transition changes the state and returns the event it implies, if any;
+ * the caller publishes it, so that a transition makes no thread hand-off of its own.
  * <p>
- * A node leads the group only while {@link #isLeader()}: between a {@link #grant grant} or {@link #renew renewal} and
- * the end of its safe window, measured on the {@link MonotonicClock} from the moment the successful request was sent.
- * Once the window has closed, {@link #closedWindowReason()} names the revoke reason, and only a {@link #stepDown step
- * down} ends the holding: every grant is followed by exactly one revoke of the same term.
+ * A node leads the group only while {@link #isLeader()}: between a {@link #grant grant}
+ * or {@link #renew renewal} and the end of its safe window, measured on the
+ * {@link MonotonicClock} from the moment the successful request was sent. Once the window
+ * has closed, {@link #closedWindowReason()} names the revoke reason, and only a
+ * {@link #stepDown step down} ends the holding: every grant is followed by exactly one
+ * revoke of the same term.
  * <p>
- * {@link #isLeader()}, {@link #token()}, {@link #safeWindowRemaining()} and {@link #view()} may be called on any
- * thread; the transitions are called under the engine's locks, see {@link LeaderEngine}.
+ * {@link #isLeader()}, {@link #token()}, {@link #safeWindowRemaining()} and
+ * {@link #view()} may be called on any thread; the transitions are called under the
+ * engine's locks, see {@link LeaderEngine}.
  */
 final class GroupLease {
 
@@ -40,12 +44,14 @@ final class GroupLease {
 	private final MonotonicClock clock;
 
 	/**
-	 * Closes the safe window when it runs out; linked when the group is created, since it runs on a hand-over's path.
+	 * Closes the safe window when it runs out; linked when the group is created, since it
+	 * runs on a hand-over's path.
 	 */
 	private final Runnable windowCloser;
 
 	/**
-	 * Attempts to acquire after a release was announced; linked when the group is created.
+	 * Attempts to acquire after a release was announced; linked when the group is
+	 * created.
 	 */
 	private final Runnable acquireAfterRelease;
 
@@ -60,8 +66,8 @@ final class GroupLease {
 	private long cooldownUntil;
 
 	/**
-	 * The local monotonic instant at which the lease last read ends, on which a new term's leaderless time is
-	 * measured.
+	 * The local monotonic instant at which the lease last read ends, on which a new
+	 * term's leaderless time is measured.
 	 */
 	private long previousLeaseEnd;
 
@@ -73,7 +79,8 @@ final class GroupLease {
 	 * Creates the lease of a group that this node does not hold.
 	 * @param name the group
 	 * @param nodeId this node
-	 * @param safeWindow how long a grant or renewal is trusted from the moment its request was sent
+	 * @param safeWindow how long a grant or renewal is trusted from the moment its
+	 * request was sent
 	 * @param clock the local monotonic clock
 	 * @param closeWindow called with this lease when its safe window may have closed
 	 * @param acquire called with this lease to attempt to acquire it after a release
@@ -162,8 +169,8 @@ final class GroupLease {
 	}
 
 	/**
-	 * Returns whether this node still holds the given term: a renewal of a term the watchdog revoked while the
-	 * renewal was in flight changes nothing.
+	 * Returns whether this node still holds the given term: a renewal of a term the
+	 * watchdog revoked while the renewal was in flight changes nothing.
 	 * @param term the term renewed
 	 * @return whether it is the term held
 	 */
@@ -183,19 +190,21 @@ final class GroupLease {
 	}
 
 	/**
-	 * Records that a renewal failed: a window that closes before the next success closes with
-	 * {@link RevokeReason#ERROR}.
+	 * Records that a renewal failed: a window that closes before the next success closes
+	 * with {@link RevokeReason#ERROR}.
 	 */
 	void renewFailed() {
 		this.renewFailed = true;
 	}
 
 	/**
-	 * Returns why a renewal of the given term did not renew it, from the lease as it stood before the round trip.
+	 * Returns why a renewal of the given term did not renew it, from the lease as it
+	 * stood before the round trip.
 	 * @param term the term this node held
 	 * @param before the lease as the coordinator read it, or {@code null}
-	 * @return {@link RevokeReason#RELEASED} if it had no holder, {@link RevokeReason#EXPIRED} if it was still ours and
-	 * of that term, {@link RevokeReason#LOST} otherwise
+	 * @return {@link RevokeReason#RELEASED} if it had no holder,
+	 * {@link RevokeReason#EXPIRED} if it was still ours and of that term,
+	 * {@link RevokeReason#LOST} otherwise
 	 */
 	RevokeReason lossReason(long term, @Nullable LeaseState before) {
 		if (before == null || before.holder() == null) {
@@ -208,10 +217,12 @@ final class GroupLease {
 	}
 
 	/**
-	 * Returns why the leadership ends if the safe window of the term held now has closed. A closer scheduled for an
-	 * earlier window, which a renewal replaced while it was starting, finds the renewed window open.
-	 * @return {@link RevokeReason#ERROR} after a failed renewal, else {@link RevokeReason#EXPIRED}; {@code null} if
-	 * this node holds no lease or its window is open
+	 * Returns why the leadership ends if the safe window of the term held now has closed.
+	 * A closer scheduled for an earlier window, which a renewal replaced while it was
+	 * starting, finds the renewed window open.
+	 * @return {@link RevokeReason#ERROR} after a failed renewal, else
+	 * {@link RevokeReason#EXPIRED}; {@code null} if this node holds no lease or its
+	 * window is open
 	 */
 	@Nullable RevokeReason closedWindowReason() {
 		Holding holding = this.holding;
@@ -252,9 +263,10 @@ final class GroupLease {
 	}
 
 	/**
-	 * Returns whether this node should attempt to acquire now rather than wait for the lease it read to run out:
-	 * when it read none, an expired or released one, or one still valid under its own id, from which it stepped down
-	 * locally (acquiring it again grants the next term, never the one already revoked).
+	 * Returns whether this node should attempt to acquire now rather than wait for the
+	 * lease it read to run out: when it read none, an expired or released one, or one
+	 * still valid under its own id, from which it stepped down locally (acquiring it
+	 * again grants the next term, never the one already revoked).
 	 * @return whether to attempt now
 	 */
 	boolean acquirableNow() {
@@ -266,8 +278,10 @@ final class GroupLease {
 	 * Records the lease just read.
 	 * @param lease the lease, or {@code null} if none was read, which changes nothing
 	 * @param readAt the local instant it was read
-	 * @param monitor receives the time the group went without a valid lease when the term changed
-	 * @return the leader changed event if the holder or the term changed, else {@code null}
+	 * @param monitor receives the time the group went without a valid lease when the term
+	 * changed
+	 * @return the leader changed event if the holder or the term changed, else
+	 * {@code null}
 	 */
 	@Nullable LeaderChangedEvent observe(@Nullable LeaseState lease, long readAt, LeaseMonitor monitor) {
 		if (lease == null) {
@@ -289,7 +303,8 @@ final class GroupLease {
 	}
 
 	/**
-	 * Replaces the watchdog's closer of this group's safe window, cancelling the one before.
+	 * Replaces the watchdog's closer of this group's safe window, cancelling the one
+	 * before.
 	 * @param expiry the new closer, or {@code null}
 	 */
 	void replaceExpiry(@Nullable Future<?> expiry) {

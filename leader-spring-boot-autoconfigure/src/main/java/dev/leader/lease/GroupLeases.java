@@ -25,9 +25,10 @@ import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The groups of one node and the transitions of their leases. Each transition runs under one lock, changes the
- * {@link GroupLease}, arms or disarms the {@link SafeWindowWatchdog}, publishes its event and logs its line, so that
- * events are published in the order of the transitions across all groups and the member list.
+ * The groups of one node and the transitions of their leases. Each transition runs under
+ * one lock, changes the {@link GroupLease}, arms or disarms the
+ * {@link SafeWindowWatchdog}, publishes its event and logs its line, so that events are
+ * published in the order of the transitions across all groups and the member list.
  */
 final class GroupLeases {
 
@@ -64,7 +65,8 @@ final class GroupLeases {
 	 * @param clock the local monotonic clock
 	 * @param watchdog closes the safe windows
 	 * @param events delivers the events
-	 * @param publisher receives every event after the group's listeners, on the delivering thread
+	 * @param publisher receives every event after the group's listeners, on the
+	 * delivering thread
 	 * @param acquirer attempts to acquire a group after its release was announced
 	 */
 	GroupLeases(String nodeId, LeaseSettings settings, MonotonicClock clock, SafeWindowWatchdog watchdog,
@@ -92,8 +94,8 @@ final class GroupLeases {
 	GroupLease get(String name) {
 		GroupLease group = this.groups.get(name);
 		if (group == null) {
-			throw new IllegalArgumentException("Unknown leader group '" + name + "'; this node takes part in "
-					+ names() + ". Add it to leader.groups or name it in a @LeaderOnly annotation");
+			throw new IllegalArgumentException("Unknown leader group '" + name + "'; this node takes part in " + names()
+					+ ". Add it to leader.groups or name it in a @LeaderOnly annotation");
 		}
 		return group;
 	}
@@ -107,7 +109,8 @@ final class GroupLeases {
 	}
 
 	/**
-	 * Returns the names without copying, for the round trip that reads every group's lease.
+	 * Returns the names without copying, for the round trip that reads every group's
+	 * lease.
 	 */
 	Collection<String> liveNames() {
 		return this.groups.keySet();
@@ -126,7 +129,8 @@ final class GroupLeases {
 	}
 
 	/**
-	 * Returns the terms of the leases this node holds, by group, whether or not their windows are still open.
+	 * Returns the terms of the leases this node holds, by group, whether or not their
+	 * windows are still open.
 	 */
 	Map<String, Long> heldTerms() {
 		Map<String, Long> held = new LinkedHashMap<>();
@@ -140,8 +144,8 @@ final class GroupLeases {
 	}
 
 	/**
-	 * Applies the outcome of an acquire: holds the lease if granted and wakes the callers awaiting it, and records
-	 * the lease read.
+	 * Applies the outcome of an acquire: holds the lease if granted and wakes the callers
+	 * awaiting it, and records the lease read.
 	 */
 	void acquired(GroupLease group, AcquireResult result, long sent, long received) {
 		LeaseState lease = result.lease();
@@ -161,8 +165,8 @@ final class GroupLeases {
 	}
 
 	/**
-	 * Applies a heartbeat: renews or steps down from the leases that were held when it was sent, publishes the
-	 * membership changes, and records every lease read.
+	 * Applies a heartbeat: renews or steps down from the leases that were held when it
+	 * was sent, publishes the membership changes, and records every lease read.
 	 * @return the groups this node does not hold, which may be acquired
 	 */
 	List<GroupLease> heartbeated(Map<String, Long> held, Tick tick, long sent, long received) {
@@ -183,8 +187,8 @@ final class GroupLeases {
 	}
 
 	/**
-	 * Marks the groups whose renewal failed, so that a window that closes before the next success closes with
-	 * {@link RevokeReason#ERROR}.
+	 * Marks the groups whose renewal failed, so that a window that closes before the next
+	 * success closes with {@link RevokeReason#ERROR}.
 	 */
 	void renewalsFailed(Collection<String> held) {
 		synchronized (this.lock) {
@@ -207,7 +211,8 @@ final class GroupLeases {
 	}
 
 	/**
-	 * Steps down from every group and returns the terms that were held, for the release of a stopping node.
+	 * Steps down from every group and returns the terms that were held, for the release
+	 * of a stopping node.
 	 */
 	Map<String, Long> stepDownAll(RevokeReason reason) {
 		synchronized (this.lock) {
@@ -236,7 +241,8 @@ final class GroupLeases {
 	}
 
 	/**
-	 * Steps down if the safe window of the lease held now has closed; runs on {@code leader-watchdog}.
+	 * Steps down if the safe window of the lease held now has closed; runs on
+	 * {@code leader-watchdog}.
 	 */
 	private void closeWindow(GroupLease group) {
 		synchronized (this.lock) {
@@ -248,10 +254,12 @@ final class GroupLeases {
 	}
 
 	/**
-	 * Delivers an event to the group's listeners, then to the publisher; runs on {@code leader-events}.
+	 * Delivers an event to the group's listeners, then to the publisher; runs on
+	 * {@code leader-events}.
 	 */
 	void deliver(Object event) {
-		// Loops rather than lambdas: this runs once per transition, often for the first time in the JVM.
+		// Loops rather than lambdas: this runs once per transition, often for the first
+		// time in the JVM.
 		if (event instanceof LeadershipGrantedEvent granted) {
 			for (LeadershipListener listener : this.groups.get(granted.group()).listeners()) {
 				try {
@@ -292,7 +300,8 @@ final class GroupLeases {
 
 	/**
 	 * Ends this node's leadership of the group, if it holds it.
-	 * @param latency the round trip that found the lease lost, in nanoseconds, or -1 for a local decision
+	 * @param latency the round trip that found the lease lost, in nanoseconds, or -1 for
+	 * a local decision
 	 */
 	private void stepDown(GroupLease group, RevokeReason reason, long latency) {
 		LeadershipRevokedEvent revoked = group.stepDown(reason);
@@ -326,7 +335,8 @@ final class GroupLeases {
 	}
 
 	/**
-	 * Logs a line at INFO, formatting it only if INFO is on: transitions are logged on a hand-over's path.
+	 * Logs a line at INFO, formatting it only if INFO is on: transitions are logged on a
+	 * hand-over's path.
 	 */
 	static void info(String format, Object... args) {
 		if (logger.isInfoEnabled()) {

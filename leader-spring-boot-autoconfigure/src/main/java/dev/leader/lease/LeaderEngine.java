@@ -26,48 +26,60 @@ import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Lease-based leader election for a set of groups, plus this node's membership heartbeat. Usable without a Spring
- * context: construct it with a store, call {@link #start()}, and {@link #stop()} to release. A stopped engine holds no
- * thread and no connection, and can be started again (a context's {@code stop()} and {@code start()}, a CRaC
- * checkpoint and restore).
+ * Lease-based leader election for a set of groups, plus this node's membership heartbeat.
+ * Usable without a Spring context: construct it with a store, call {@link #start()}, and
+ * {@link #stop()} to release. A stopped engine holds no thread and no connection, and can
+ * be started again (a context's {@code stop()} and {@code start()}, a CRaC checkpoint and
+ * restore).
  * <p>
- * <b>Guarantees.</b> Never more than one leader per group and term (the coordinator grants a lease to one node at a
- * time and raises the term on every new holder); sometimes briefly none, for at most the remaining lease after a
- * crash. A node believes it leads only inside its safe window, measured on {@link System#nanoTime()} from the moment
- * the successful acquire or renewal was <em>sent</em>, for the lease duration minus the safety margin. The watchdog
- * closes the window on its own thread, so a node steps down on time even while its round trip to the coordinator
- * hangs. Every grant is followed by exactly one revoke of the same term.
+ * <b>Guarantees.</b> Never more than one leader per group and term (the coordinator
+ * grants a lease to one node at a time and raises the term on every new holder);
+ * sometimes briefly none, for at most the remaining lease after a crash. A node believes
+ * it leads only inside its safe window, measured on {@link System#nanoTime()} from the
+ * moment the successful acquire or renewal was <em>sent</em>, for the lease duration
+ * minus the safety margin. The watchdog closes the window on its own thread, so a node
+ * steps down on time even while its round trip to the coordinator hangs. Every grant is
+ * followed by exactly one revoke of the same term.
  * <p>
- * <b>Timing.</b> One round trip per renew interval heartbeats the node, renews every lease it holds and reads every
- * group's lease and the member list. A follower attempts to acquire only when the lease it read expires (in the
- * coordinator's time, converted to a local deadline that is never early) or when the store wakes it after a
- * release, so a crashed leader is replaced within the lease duration and a stopping one at once.
+ * <b>Timing.</b> One round trip per renew interval heartbeats the node, renews every
+ * lease it holds and reads every group's lease and the member list. A follower attempts
+ * to acquire only when the lease it read expires (in the coordinator's time, converted to
+ * a local deadline that is never early) or when the store wakes it after a release, so a
+ * crashed leader is replaced within the lease duration and a stopping one at once.
  * <p>
  * <b>Threads and locks.</b> This is the one place that states them for the package.
  * <ul>
- * <li>{@code leader-io} makes the scheduled round trips ({@link RoundTrips}): heartbeats, acquire attempts and
- * yields. A round trip and the state change it leads to run with the round-trip lock held
- * ({@link RoundTrips#lock()}), so that they run one at a time whichever thread makes them. To spare a hand-over a
- * thread hand-off, the thread that calls {@link #stop()} and the store's notification thread (which delivers release
- * wake-ups, {@link ReleaseHandOver#onReleased}) make their round trip themselves when no other is under way.</li>
- * <li>{@code leader-watchdog} closes safe windows ({@link SafeWindowWatchdog}), taking only the transition lock.</li>
- * <li>{@code leader-events} delivers events in order ({@link OrderedEvents}), to the group's listeners and then to the
- * publisher; a failing listener is logged and delivery goes on. A stopping or yielding leader's release runs there
- * right after the delivery of its revoked events.</li>
- * <li>Caller threads read a group's state ({@link #isLeader}, {@link #token}, {@link #leader}) without any lock, from
- * volatile fields; {@link #yield} hands its work to {@code leader-io} and waits; {@link #awaitLeadership} waits on the
- * group's monitor, which every grant notifies.</li>
+ * <li>{@code leader-io} makes the scheduled round trips ({@link RoundTrips}): heartbeats,
+ * acquire attempts and yields. A round trip and the state change it leads to run with the
+ * round-trip lock held ({@link RoundTrips#lock()}), so that they run one at a time
+ * whichever thread makes them. To spare a hand-over a thread hand-off, the thread that
+ * calls {@link #stop()} and the store's notification thread (which delivers release
+ * wake-ups, {@link ReleaseHandOver#onReleased}) make their round trip themselves when no
+ * other is under way.</li>
+ * <li>{@code leader-watchdog} closes safe windows ({@link SafeWindowWatchdog}), taking
+ * only the transition lock.</li>
+ * <li>{@code leader-events} delivers events in order ({@link OrderedEvents}), to the
+ * group's listeners and then to the publisher; a failing listener is logged and delivery
+ * goes on. A stopping or yielding leader's release runs there right after the delivery of
+ * its revoked events.</li>
+ * <li>Caller threads read a group's state ({@link #isLeader}, {@link #token},
+ * {@link #leader}) without any lock, from volatile fields; {@link #yield} hands its work
+ * to {@code leader-io} and waits; {@link #awaitLeadership} waits on the group's monitor,
+ * which every grant notifies.</li>
  * </ul>
- * The transition lock of {@link GroupLeases} guards every change of a {@link GroupLease} (holding, renewal failure,
- * the lease read, the watchdog's closer) and the member list, and is held while the change's event is published, so
- * that events are published in the order of the transitions. The round-trip lock is always taken before it, and
- * guards a group's cooldown and scheduled acquire, the registration state and the next heartbeat. A third lock makes
- * a {@link #start()} wait until the threads of the previous run are gone.
+ * The transition lock of {@link GroupLeases} guards every change of a {@link GroupLease}
+ * (holding, renewal failure, the lease read, the watchdog's closer) and the member list,
+ * and is held while the change's event is published, so that events are published in the
+ * order of the transitions. The round-trip lock is always taken before it, and guards a
+ * group's cooldown and scheduled acquire, the registration state and the next heartbeat.
+ * A third lock makes a {@link #start()} wait until the threads of the previous run are
+ * gone.
  * <p>
- * <b>Observability.</b> Every acquire attempt and every heartbeat round trip is a Micrometer {@link Observation}
- * ({@link LeaseObservations}) on the registry given to {@link #setObservationRegistry(ObservationRegistry)}, and a
- * {@link LeaseMonitor} receives the time groups go without a leader. Each transition is logged once at INFO with
- * group, node, action, term and latency; the steady-state round trip only at DEBUG.
+ * <b>Observability.</b> Every acquire attempt and every heartbeat round trip is a
+ * Micrometer {@link Observation} ({@link LeaseObservations}) on the registry given to
+ * {@link #setObservationRegistry(ObservationRegistry)}, and a {@link LeaseMonitor}
+ * receives the time groups go without a leader. Each transition is logged once at INFO
+ * with group, node, action, term and latency; the steady-state round trip only at DEBUG.
  */
 public final class LeaderEngine implements Leadership, LeaseStatus {
 
@@ -98,7 +110,8 @@ public final class LeaderEngine implements Leadership, LeaseStatus {
 	 * @param store the coordination store
 	 * @param settings the timing
 	 * @param node this node's registration
-	 * @param groups the groups to take part in, more can be added with {@link #addGroup(String)}
+	 * @param groups the groups to take part in, more can be added with
+	 * {@link #addGroup(String)}
 	 * @param publisher receives every event, on the {@code leader-events} thread
 	 */
 	public LeaderEngine(CoordinationStore store, LeaseSettings settings, NodeRegistration node,
@@ -121,7 +134,8 @@ public final class LeaderEngine implements Leadership, LeaseStatus {
 	}
 
 	/**
-	 * Adds a group to take part in; a group added while running joins the election on the next round trip.
+	 * Adds a group to take part in; a group added while running joins the election on the
+	 * next round trip.
 	 * @param group the group name
 	 * @throws IllegalArgumentException if the name is invalid
 	 */
@@ -131,8 +145,8 @@ public final class LeaderEngine implements Leadership, LeaseStatus {
 	}
 
 	/**
-	 * Sets the registry on which acquire attempts and heartbeat round trips are observed; none by default. Call it
-	 * before {@link #start()}.
+	 * Sets the registry on which acquire attempts and heartbeat round trips are observed;
+	 * none by default. Call it before {@link #start()}.
 	 * @param observationRegistry the registry
 	 */
 	public void setObservationRegistry(ObservationRegistry observationRegistry) {
@@ -140,7 +154,8 @@ public final class LeaderEngine implements Leadership, LeaseStatus {
 	}
 
 	/**
-	 * Sets the monitor that receives measurements for metrics; none by default. Call it before {@link #start()}.
+	 * Sets the monitor that receives measurements for metrics; none by default. Call it
+	 * before {@link #start()}.
 	 * @param monitor the monitor
 	 */
 	public void setMonitor(LeaseMonitor monitor) {
@@ -156,9 +171,10 @@ public final class LeaderEngine implements Leadership, LeaseStatus {
 	}
 
 	/**
-	 * Starts heartbeating and taking part in the election. Returns at once; the first round trip runs on the
-	 * {@code leader-io} thread. An engine that was stopped starts again like a new one, with new threads: it
-	 * registers the node again and competes for every group, and a lease it wins carries a new term.
+	 * Starts heartbeating and taking part in the election. Returns at once; the first
+	 * round trip runs on the {@code leader-io} thread. An engine that was stopped starts
+	 * again like a new one, with new threads: it registers the node again and competes
+	 * for every group, and a lease it wins carries a new term.
 	 */
 	public void start() {
 		this.threadsLock.lock();
@@ -168,7 +184,8 @@ public final class LeaderEngine implements Leadership, LeaseStatus {
 			}
 			this.roundTrips.prepareStart();
 			this.releaseSubscription = this.store.listen(this.handOver::onReleased);
-			// Start the other threads now rather than with their first task, which is a grant's or a revoke's.
+			// Start the other threads now rather than with their first task, which is a
+			// grant's or a revoke's.
 			this.watchdog.start();
 			this.events.start();
 			this.roundTrips.firstTick();
@@ -180,10 +197,12 @@ public final class LeaderEngine implements Leadership, LeaseStatus {
 	}
 
 	/**
-	 * Stops: ends every leadership of this node with reason {@link RevokeReason#SHUTDOWN}, releases the leases so that
-	 * other nodes take over at once, deregisters the node, gives back the connections the store keeps for the round
-	 * trips and for notifications ({@link CoordinationStore#disconnect()}), delivers the remaining events, and ends
-	 * the engine's threads. Blocks for at most a few seconds. The engine can be {@linkplain #start() started} again.
+	 * Stops: ends every leadership of this node with reason
+	 * {@link RevokeReason#SHUTDOWN}, releases the leases so that other nodes take over at
+	 * once, deregisters the node, gives back the connections the store keeps for the
+	 * round trips and for notifications ({@link CoordinationStore#disconnect()}),
+	 * delivers the remaining events, and ends the engine's threads. Blocks for at most a
+	 * few seconds. The engine can be {@linkplain #start() started} again.
 	 */
 	public void stop() {
 		if (!this.roundTrips.markStopped()) {
@@ -199,7 +218,8 @@ public final class LeaderEngine implements Leadership, LeaseStatus {
 				this.groups.stepDown(null, RevokeReason.SHUTDOWN);
 			}
 			this.roundTrips.stop();
-			// After the last round trip, so that nothing takes the store's connection again.
+			// After the last round trip, so that nothing takes the store's connection
+			// again.
 			this.store.disconnect();
 			this.watchdog.stop();
 			this.events.stop();
@@ -211,10 +231,12 @@ public final class LeaderEngine implements Leadership, LeaseStatus {
 	}
 
 	/**
-	 * Gives up leadership ahead of a {@link #stop()}: ends every leadership of this node with reason
-	 * {@link RevokeReason#SHUTDOWN} and releases the leases, so that other nodes take over at once, while the node
-	 * stays registered and heartbeats on, for its daemons to drain on a live node. Asks for no lease until the engine
-	 * is started again. Does nothing on an engine that is not running. Blocks until the leases are released.
+	 * Gives up leadership ahead of a {@link #stop()}: ends every leadership of this node
+	 * with reason {@link RevokeReason#SHUTDOWN} and releases the leases, so that other
+	 * nodes take over at once, while the node stays registered and heartbeats on, for its
+	 * daemons to drain on a live node. Asks for no lease until the engine is started
+	 * again. Does nothing on an engine that is not running. Blocks until the leases are
+	 * released.
 	 */
 	public void relinquish() {
 		if (isRunning()) {

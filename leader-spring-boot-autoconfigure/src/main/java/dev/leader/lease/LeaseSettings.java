@@ -3,13 +3,16 @@ package dev.leader.lease;
 import java.time.Duration;
 
 /**
- * The timing of the election engine. The range of each value and the relations between them are checked on creation,
- * with messages that name the {@code leader.*} properties to change.
+ * The timing of the election engine. The range of each value and the relations between
+ * them are checked on creation, with messages that name the {@code leader.*} properties
+ * to change.
  *
  * @param duration how long a lease lasts after each acquire or renewal
- * @param renewInterval how often a node heartbeats and renews its leases, in one round trip
+ * @param renewInterval how often a node heartbeats and renews its leases, in one round
+ * trip
  * @param retryInterval the wait before retrying after a failed round trip
- * @param safetyMargin how much earlier than the lease a node stops believing it leads, to absorb clock-rate drift
+ * @param safetyMargin how much earlier than the lease a node stops believing it leads, to
+ * absorb clock-rate drift
  * @param nodeExpiry how long after its last heartbeat a node counts as dead
  * @param yieldCooldown how long a node that yielded stays out of the election
  */
@@ -17,8 +20,9 @@ public record LeaseSettings(Duration duration, Duration renewInterval, Duration 
 		Duration nodeExpiry, Duration yieldCooldown) {
 
 	/**
-	 * Longest value of every duration: 24 days. PostgreSQL takes the timeouts derived from them, such as the guards'
-	 * {@code idle_in_transaction_session_timeout}, as an int of milliseconds, which ends at 24.8 days.
+	 * Longest value of every duration: 24 days. PostgreSQL takes the timeouts derived
+	 * from them, such as the guards' {@code idle_in_transaction_session_timeout}, as an
+	 * int of milliseconds, which ends at 24.8 days.
 	 */
 	public static final Duration MAX_DURATION = Duration.ofDays(24);
 
@@ -45,8 +49,10 @@ public record LeaseSettings(Duration duration, Duration renewInterval, Duration 
 					+ ") so that a missed renewal can be retried before the lease expires; "
 					+ "lower the renew interval or raise the duration");
 		}
-		// A renewal sent at t is followed by one at t + renew interval; if that fails, the retry goes out a retry
-		// interval later at the earliest, and must still find the leader inside its safe window, which ends at
+		// A renewal sent at t is followed by one at t + renew interval; if that fails,
+		// the retry goes out a retry
+		// interval later at the earliest, and must still find the leader inside its safe
+		// window, which ends at
 		// t + duration - safety margin.
 		if (renewInterval.plus(retryInterval).plus(safetyMargin).compareTo(duration) >= 0) {
 			throw new IllegalArgumentException("leader.lease.renew-interval (" + renewInterval
@@ -61,8 +67,10 @@ public record LeaseSettings(Duration duration, Duration renewInterval, Duration 
 					+ "), the heartbeat interval, so that one late heartbeat does not declare a node dead; "
 					+ "raise the expiry or lower the renew interval");
 		}
-		// A node stops its daemons once it has not heartbeated for the node expiry minus the safety margin; the
-		// same sum as above keeps them running through one failed heartbeat and its retry.
+		// A node stops its daemons once it has not heartbeated for the node expiry minus
+		// the safety margin; the
+		// same sum as above keeps them running through one failed heartbeat and its
+		// retry.
 		if (renewInterval.plus(retryInterval).plus(safetyMargin).compareTo(nodeExpiry) >= 0) {
 			throw new IllegalArgumentException("leader.lease.renew-interval (" + renewInterval
 					+ ") plus leader.lease.retry-interval (" + retryInterval + ") plus leader.lease.safety-margin ("
@@ -74,8 +82,8 @@ public record LeaseSettings(Duration duration, Duration renewInterval, Duration 
 	}
 
 	/**
-	 * Returns the defaults: a 10 s lease renewed every 3 s, retries after 2 s, a 200 ms safety margin, a 10 s node
-	 * expiry and a 10 s yield cooldown.
+	 * Returns the defaults: a 10 s lease renewed every 3 s, retries after 2 s, a 200 ms
+	 * safety margin, a 10 s node expiry and a 10 s yield cooldown.
 	 * @return the default settings
 	 */
 	public static LeaseSettings defaults() {
@@ -84,7 +92,8 @@ public record LeaseSettings(Duration duration, Duration renewInterval, Duration 
 	}
 
 	/**
-	 * Returns how long a node believes in its leadership after sending a successful acquire or renewal.
+	 * Returns how long a node believes in its leadership after sending a successful
+	 * acquire or renewal.
 	 * @return the lease duration minus the safety margin
 	 */
 	public Duration safeWindow() {

@@ -12,7 +12,8 @@ import org.jspecify.annotations.Nullable;
  * @param holder the node holding the lease, or {@code null} after a release
  * @param term the term, which never decreases
  * @param expiresAt when the lease expires, in coordinator time
- * @param remaining the time left until expiry as computed by the coordinator when it answered, negative once expired
+ * @param remaining the time left until expiry as computed by the coordinator when it
+ * answered, negative once expired
  */
 public record LeaseState(String group, @Nullable String holder, long term, Instant expiresAt, Duration remaining) {
 

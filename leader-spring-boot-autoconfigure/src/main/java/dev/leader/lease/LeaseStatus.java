@@ -8,9 +8,10 @@ import java.util.Set;
 import dev.leader.NodeInfo;
 
 /**
- * A read-only view of this node's leases and of the members, for endpoints, health indicators and metrics. Every
- * method may be called from any thread and returns at once, without a round trip: it reflects what this node last
- * read or did, which lags the database by up to one renew interval.
+ * A read-only view of this node's leases and of the members, for endpoints, health
+ * indicators and metrics. Every method may be called from any thread and returns at once,
+ * without a round trip: it reflects what this node last read or did, which lags the
+ * database by up to one renew interval.
  */
 public interface LeaseStatus {
 
@@ -43,8 +44,8 @@ public interface LeaseStatus {
 	Optional<LeaseState> lease(String group);
 
 	/**
-	 * Returns the time left in this node's safe window for the group, on the local monotonic clock: the node steps
-	 * down when it runs out without a renewal.
+	 * Returns the time left in this node's safe window for the group, on the local
+	 * monotonic clock: the node steps down when it runs out without a renewal.
 	 * @param group the group
 	 * @return the time left, or empty when this node does not lead the group
 	 * @throws IllegalArgumentException if the group is unknown
@@ -52,10 +53,13 @@ public interface LeaseStatus {
 	Optional<Duration> safeWindowRemaining(String group);
 
 	/**
-	 * Returns how long ago, on the local monotonic clock, this node sent the last heartbeat that succeeded. The time
-	 * counts from the send, not the reply, as the safe window does: the coordinator wrote the heartbeat no earlier,
-	 * so it cannot have counted this node dead before this time reaches the node expiry, however long the reply took.
-	 * @return the time since that heartbeat was sent, or empty if no heartbeat has succeeded yet
+	 * Returns how long ago, on the local monotonic clock, this node sent the last
+	 * heartbeat that succeeded. The time counts from the send, not the reply, as the safe
+	 * window does: the coordinator wrote the heartbeat no earlier, so it cannot have
+	 * counted this node dead before this time reaches the node expiry, however long the
+	 * reply took.
+	 * @return the time since that heartbeat was sent, or empty if no heartbeat has
+	 * succeeded yet
 	 */
 	Optional<Duration> sinceLastHeartbeat();
 
@@ -72,8 +76,8 @@ public interface LeaseStatus {
 	LeaseSettings settings();
 
 	/**
-	 * Returns how often this node saw the database clock step forward by more than the safety margin between two
-	 * heartbeats.
+	 * Returns how often this node saw the database clock step forward by more than the
+	 * safety margin between two heartbeats.
 	 * @return the number of steps seen since the node started
 	 */
 	long databaseClockSteps();

@@ -10,8 +10,8 @@ import dev.leader.NodeJoinedEvent;
 import dev.leader.NodeLeftEvent;
 
 /**
- * The member list one node derives from what it reads, and the joined/left events that the changes imply. Not
- * thread-safe: the engine calls it from its I/O thread only.
+ * The member list one node derives from what it reads, and the joined/left events that
+ * the changes imply. Not thread-safe: the engine calls it from its I/O thread only.
  */
 final class Membership {
 
@@ -38,10 +38,8 @@ final class Membership {
 		List<Object> events = new ArrayList<>(joined);
 		for (NodeInfo before : this.alive.values()) {
 			if (!stillAlive.containsKey(before.id())) {
-				events.add(new NodeLeftEvent(read.stream()
-					.filter((node) -> node.id().equals(before.id()))
-					.findFirst()
-					.orElse(before)));
+				events.add(new NodeLeftEvent(
+						read.stream().filter((node) -> node.id().equals(before.id())).findFirst().orElse(before)));
 			}
 		}
 		this.alive.clear();
@@ -51,7 +49,8 @@ final class Membership {
 	}
 
 	/**
-	 * Returns the members as last read, dead ones included until the coordinator forgets them.
+	 * Returns the members as last read, dead ones included until the coordinator forgets
+	 * them.
 	 * @return the members
 	 */
 	List<NodeInfo> members() {

@@ -16,9 +16,10 @@ import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The hand-over of a lease from a node that gives it up to the next: the leaving side (a yield, a stop) steps down,
- * releases once its revoked events have reached their listeners, and the taking side acquires when the store
- * announces the release. The path is latency-sensitive: it takes no thread hand-off that it can spare and links its
+ * The hand-over of a lease from a node that gives it up to the next: the leaving side (a
+ * yield, a stop) steps down, releases once its revoked events have reached their
+ * listeners, and the taking side acquires when the store announces the release. The path
+ * is latency-sensitive: it takes no thread hand-off that it can spare and links its
  * lambdas when the engine is created.
  */
 final class ReleaseHandOver {
@@ -28,7 +29,8 @@ final class ReleaseHandOver {
 	private static final Duration REVOKE_DELIVERY_TIMEOUT = Duration.ofSeconds(1);
 
 	/**
-	 * How long a follower waits before it acquires a released lease when the store named another node to try first.
+	 * How long a follower waits before it acquires a released lease when the store named
+	 * another node to try first.
 	 */
 	private static final long RELEASE_STAGGER_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
 
@@ -55,14 +57,15 @@ final class ReleaseHandOver {
 		this.groups = groups;
 		this.roundTrips = roundTrips;
 		this.events = events;
-		// A JVM links a lambda the first time it creates it, and a node releases on a hand-over's path, often once in
+		// A JVM links a lambda the first time it creates it, and a node releases on a
+		// hand-over's path, often once in
 		// its life: link it now, as the tasks of each group are.
 		releaseOnce(Map.of(), new AtomicBoolean(true));
 	}
 
 	/**
-	 * Steps down from the group, releases it and stays out for the yield cooldown; on {@code leader-io}, after the
-	 * round trip under way.
+	 * Steps down from the group, releases it and stays out for the yield cooldown; on
+	 * {@code leader-io}, after the round trip under way.
 	 * @param group the group
 	 * @return whether this node held it
 	 * @throws ExecutionException if the yield failed
@@ -94,14 +97,16 @@ final class ReleaseHandOver {
 	}
 
 	/**
-	 * Ends every leadership, releases the leases and deregisters, on the calling thread once no round trip is under
-	 * way, which spares a stopping leader's hand-over the wake-up of {@code leader-io}.
+	 * Ends every leadership, releases the leases and deregisters, on the calling thread
+	 * once no round trip is under way, which spares a stopping leader's hand-over the
+	 * wake-up of {@code leader-io}.
 	 * @return whether it could, that is, whether a round trip in flight ended within 10 s
 	 */
 	/**
-	 * Ends every leadership of this node with {@link RevokeReason#SHUTDOWN} and releases the leases once the revokes
-	 * are delivered, as {@link #shutdown()} does, but keeps the node registered: it heartbeats on and asks for no
-	 * lease until the engine starts again. Waits up to 10 s for a round trip in flight.
+	 * Ends every leadership of this node with {@link RevokeReason#SHUTDOWN} and releases
+	 * the leases once the revokes are delivered, as {@link #shutdown()} does, but keeps
+	 * the node registered: it heartbeats on and asks for no lease until the engine starts
+	 * again. Waits up to 10 s for a round trip in flight.
 	 */
 	void relinquish() {
 		this.roundTrips.leave();
@@ -155,9 +160,10 @@ final class ReleaseHandOver {
 	}
 
 	/**
-	 * Acquires a released lease: at once if the store named this node, or none, to try first, on the notifying thread
-	 * unless a round trip is under way; otherwise after {@link #RELEASE_STAGGER_NANOS}, so that the successor's acquire
-	 * neither queues behind this node's on the lease's row nor competes with it for the machine.
+	 * Acquires a released lease: at once if the store named this node, or none, to try
+	 * first, on the notifying thread unless a round trip is under way; otherwise after
+	 * {@link #RELEASE_STAGGER_NANOS}, so that the successor's acquire neither queues
+	 * behind this node's on the lease's row nor competes with it for the machine.
 	 * @param name the group released
 	 * @param successor the node that should try first, or {@code null}
 	 */
@@ -184,11 +190,13 @@ final class ReleaseHandOver {
 	}
 
 	/**
-	 * Releases the leases once the revoked events published so far have reached their listeners, so that running
-	 * {@code @LeaderOnly} calls are interrupted before another node can be granted a lease. The release runs on
-	 * {@code leader-events} right after those deliveries, which spares the hand-over a thread hand-off. If they take
-	 * longer than {@link #REVOKE_DELIVERY_TIMEOUT} (a listener that blocks, or one that stops the engine on that
-	 * thread), this thread releases instead. Returns once the release is done.
+	 * Releases the leases once the revoked events published so far have reached their
+	 * listeners, so that running {@code @LeaderOnly} calls are interrupted before another
+	 * node can be granted a lease. The release runs on {@code leader-events} right after
+	 * those deliveries, which spares the hand-over a thread hand-off. If they take longer
+	 * than {@link #REVOKE_DELIVERY_TIMEOUT} (a listener that blocks, or one that stops
+	 * the engine on that thread), this thread releases instead. Returns once the release
+	 * is done.
 	 */
 	private void releaseAfterRevokes(Map<String, Long> held) {
 		if (held.isEmpty()) {
@@ -227,7 +235,8 @@ final class ReleaseHandOver {
 	}
 
 	/**
-	 * Returns a task that releases the leases unless the flag shows that another thread took them over.
+	 * Returns a task that releases the leases unless the flag shows that another thread
+	 * took them over.
 	 */
 	private Runnable releaseOnce(Map<String, Long> held, AtomicBoolean taken) {
 		return () -> {

@@ -33,11 +33,12 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.dao.DuplicateKeyException;
 
 /**
- * The round trips of one node to the coordinator, one at a time: the heartbeat every renew interval, which renews
- * every lease held and reads every group's lease and the member list, and a follower's acquire attempts, each
- * scheduled for the moment the lease it read runs out plus a little jitter, or after a failure, a retry interval
- * later. Every round trip runs with {@link #lock()} held, together with the state change it leads to; the scheduled
- * ones on {@code leader-io}.
+ * The round trips of one node to the coordinator, one at a time: the heartbeat every
+ * renew interval, which renews every lease held and reads every group's lease and the
+ * member list, and a follower's acquire attempts, each scheduled for the moment the lease
+ * it read runs out plus a little jitter, or after a failure, a retry interval later.
+ * Every round trip runs with {@link #lock()} held, together with the state change it
+ * leads to; the scheduled ones on {@code leader-io}.
  */
 final class RoundTrips {
 
@@ -72,18 +73,20 @@ final class RoundTrips {
 	private volatile ObservationRegistry observationRegistry = ObservationRegistry.NOOP;
 
 	/**
-	 * The local monotonic instant at which the last heartbeat that succeeded was sent. The database wrote that
-	 * heartbeat no earlier, so it cannot count this node dead before this instant plus the node expiry, however long
-	 * the reply took.
+	 * The local monotonic instant at which the last heartbeat that succeeded was sent.
+	 * The database wrote that heartbeat no earlier, so it cannot count this node dead
+	 * before this instant plus the node expiry, however long the reply took.
 	 */
 	private volatile long lastHeartbeatSent;
 
 	private volatile boolean heartbeated;
 
-	// Set once the node gives up its leases before it stops: it heartbeats on but asks for no lease.
+	// Set once the node gives up its leases before it stops: it heartbeats on but asks
+	// for no lease.
 	private volatile boolean leaving;
 
-	// Whether the last heartbeat found this node's id registered by another live process, and whether one since the
+	// Whether the last heartbeat found this node's id registered by another live process,
+	// and whether one since the
 	// start registered this process: it asks for no lease before.
 	private boolean duplicate;
 
@@ -104,7 +107,8 @@ final class RoundTrips {
 	}
 
 	/**
-	 * Returns the lock held for every round trip and the state change that follows it, whichever thread makes them.
+	 * Returns the lock held for every round trip and the state change that follows it,
+	 * whichever thread makes them.
 	 * @return the lock, taken before the lock of {@link GroupLeases}
 	 */
 	ReentrantLock lock() {
@@ -128,8 +132,8 @@ final class RoundTrips {
 	}
 
 	/**
-	 * Replaces the thread a stop ended, and has the node register again before it asks for a lease, since the stop
-	 * deregistered it; then counts as running.
+	 * Replaces the thread a stop ended, and has the node register again before it asks
+	 * for a lease, since the stop deregistered it; then counts as running.
 	 */
 	void prepareStart() {
 		if (this.io.isShutdown()) {
@@ -169,7 +173,8 @@ final class RoundTrips {
 	}
 
 	/**
-	 * Ends {@code leader-io}, interrupting a round trip in flight, and waits up to 5 s for it.
+	 * Ends {@code leader-io}, interrupting a round trip in flight, and waits up to 5 s
+	 * for it.
 	 */
 	void stop() {
 		this.io.shutdownNow();
@@ -203,7 +208,8 @@ final class RoundTrips {
 	}
 
 	/**
-	 * Attempts to acquire the group unless this node holds it, is not registered yet, or stopped.
+	 * Attempts to acquire the group unless this node holds it, is not registered yet, or
+	 * stopped.
 	 * @param group the group
 	 */
 	void attemptAcquire(GroupLease group) {
@@ -219,8 +225,8 @@ final class RoundTrips {
 	}
 
 	/**
-	 * Schedules an acquire attempt of the group, replacing the one scheduled before; at least a few milliseconds
-	 * away, so that a failing store is not hammered.
+	 * Schedules an acquire attempt of the group, replacing the one scheduled before; at
+	 * least a few milliseconds away, so that a failing store is not hammered.
 	 * @param group the group
 	 * @param delayNanos the delay
 	 */
@@ -258,7 +264,8 @@ final class RoundTrips {
 					this.settings.nodeExpiry());
 		}
 		catch (DuplicateKeyException ex) {
-			// Another live process has this node's id: whatever it holds is its own, so nothing is held here.
+			// Another live process has this node's id: whatever it holds is its own, so
+			// nothing is held here.
 			observation.lowCardinalityKeyValue(HeartbeatKeyNames.OUTCOME.asString(), "error").error(ex).stop();
 			if (!this.duplicate) {
 				this.duplicate = true;

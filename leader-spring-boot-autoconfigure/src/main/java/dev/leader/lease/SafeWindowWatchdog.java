@@ -7,10 +7,10 @@ import java.util.concurrent.TimeUnit;
 import dev.leader.node.OwnThreads;
 
 /**
- * Closes safe windows on time on its own thread, {@code leader-watchdog}, so that a node steps down when its window
- * runs out even while its round trip to the coordinator hangs (G2). Each grant and renewal arms the group's closer
- * for the end of the new window, replacing the one before; the closer steps down only if the window it finds has
- * closed.
+ * Closes safe windows on time on its own thread, {@code leader-watchdog}, so that a node
+ * steps down when its window runs out even while its round trip to the coordinator hangs
+ * (G2). Each grant and renewal arms the group's closer for the end of the new window,
+ * replacing the one before; the closer steps down only if the window it finds has closed.
  */
 final class SafeWindowWatchdog {
 
@@ -27,8 +27,8 @@ final class SafeWindowWatchdog {
 	}
 
 	/**
-	 * Starts the thread, replacing the one a {@link #stop()} ended, rather than with the first closer, which is a
-	 * grant's.
+	 * Starts the thread, replacing the one a {@link #stop()} ended, rather than with the
+	 * first closer, which is a grant's.
 	 */
 	void start() {
 		if (this.executor.isShutdown()) {
@@ -42,8 +42,8 @@ final class SafeWindowWatchdog {
 	 * @param group a group this node holds
 	 */
 	void arm(GroupLease group) {
-		group.replaceExpiry(this.executor.schedule(group.windowCloser(), group.nanosUntilWindowCloses(),
-				TimeUnit.NANOSECONDS));
+		group.replaceExpiry(
+				this.executor.schedule(group.windowCloser(), group.nanosUntilWindowCloses(), TimeUnit.NANOSECONDS));
 	}
 
 	/**

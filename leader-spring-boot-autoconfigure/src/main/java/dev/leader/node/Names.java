@@ -3,8 +3,8 @@ package dev.leader.node;
 import java.util.regex.Pattern;
 
 /**
- * Validation of the names users choose: node ids, group names and the readable node names. Each fits the column it is
- * stored in.
+ * Validation of the names users choose: node ids, group names and the readable node
+ * names. Each fits the column it is stored in.
  * <p>
  * Internal, not for application use: public only because the starter's packages share it.
  */
@@ -18,8 +18,8 @@ public final class Names {
 	}
 
 	/**
-	 * Checks a node id or group name: 1 to 120 characters out of letters, digits, {@code .}, {@code _}, {@code :}
-	 * and {@code -}, starting with a letter or digit.
+	 * Checks a node id or group name: 1 to 120 characters out of letters, digits,
+	 * {@code .}, {@code _}, {@code :} and {@code -}, starting with a letter or digit.
 	 * @param what what the name is, for the message
 	 * @param name the name
 	 * @return the name
@@ -34,8 +34,8 @@ public final class Names {
 	}
 
 	/**
-	 * Checks a node's readable name: 1 to 200 characters, not blank, without control characters, which PostgreSQL
-	 * rejects (NUL) or which garble the logs.
+	 * Checks a node's readable name: 1 to 200 characters, not blank, without control
+	 * characters, which PostgreSQL rejects (NUL) or which garble the logs.
 	 * @param name the name
 	 * @return the name
 	 * @throws IllegalArgumentException if the name is invalid

@@ -9,8 +9,8 @@ import java.util.Set;
  * @param name a readable name, by default the application name
  * @param host the host name
  * @param pid the process id
- * @param daemons the daemons this node can run, advertised so that the leader assigns each daemon only to nodes
- * that have it
+ * @param daemons the daemons this node can run, advertised so that the leader assigns
+ * each daemon only to nodes that have it
  */
 public record NodeRegistration(String id, String name, String host, long pid, Set<String> daemons) {
 

@@ -11,11 +11,13 @@ import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Delivers a component's events one at a time, in the order they were published, on a thread of its own, so that a
- * slow listener never holds up a round trip. A listener that throws is logged and delivery goes on with the next
- * one. The thread is replaced when the component starts again after a stop. Thread-safe.
+ * Delivers a component's events one at a time, in the order they were published, on a
+ * thread of its own, so that a slow listener never holds up a round trip. A listener that
+ * throws is logged and delivery goes on with the next one. The thread is replaced when
+ * the component starts again after a stop. Thread-safe.
  * <p>
- * Internal, not for application use: public only because the {@code lease} and {@code daemon} packages share it.
+ * Internal, not for application use: public only because the {@code lease} and
+ * {@code daemon} packages share it.
  */
 public final class OrderedEvents {
 
@@ -50,8 +52,8 @@ public final class OrderedEvents {
 	}
 
 	/**
-	 * Starts the delivering thread, replacing the one a {@link #stop()} ended: the first event of a hand-over then
-	 * finds it running.
+	 * Starts the delivering thread, replacing the one a {@link #stop()} ended: the first
+	 * event of a hand-over then finds it running.
 	 */
 	public void start() {
 		if (this.executor.isShutdown()) {
@@ -61,7 +63,8 @@ public final class OrderedEvents {
 	}
 
 	/**
-	 * Publishes an event after those published before it. A stopped dispatcher drops it with a warning.
+	 * Publishes an event after those published before it. A stopped dispatcher drops it
+	 * with a warning.
 	 * @param event the event
 	 */
 	public void publish(Object event) {
@@ -74,7 +77,8 @@ public final class OrderedEvents {
 	}
 
 	/**
-	 * Runs a task on the delivering thread once the events published so far have been delivered.
+	 * Runs a task on the delivering thread once the events published so far have been
+	 * delivered.
 	 * @param task the task
 	 * @return the task's future
 	 * @throws RejectedExecutionException if the dispatcher is stopped
@@ -84,8 +88,8 @@ public final class OrderedEvents {
 	}
 
 	/**
-	 * Delivers the events already published, then ends the thread; the component's {@link OwnThreads#awaitEnd()}
-	 * waits for it.
+	 * Delivers the events already published, then ends the thread; the component's
+	 * {@link OwnThreads#awaitEnd()} waits for it.
 	 */
 	public void stop() {
 		this.executor.shutdown();
@@ -101,8 +105,8 @@ public final class OrderedEvents {
 	}
 
 	/**
-	 * Logs a listener's failure; delivery goes on. For deliveries that call several listeners, so that one that
-	 * throws does not keep the event from the others.
+	 * Logs a listener's failure; delivery goes on. For deliveries that call several
+	 * listeners, so that one that throws does not keep the event from the others.
 	 * @param ex the listener's failure
 	 */
 	public void failed(@Nullable Throwable ex) {

@@ -6,18 +6,20 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The named daemon threads of a lifecycle component, kept so that its stop can wait until they have ended: an
- * executor counts as terminated just before its thread ends, and a stopped component must leave no thread behind.
- * Thread-safe.
+ * The named daemon threads of a lifecycle component, kept so that its stop can wait until
+ * they have ended: an executor counts as terminated just before its thread ends, and a
+ * stopped component must leave no thread behind. Thread-safe.
  * <p>
- * Internal, not for application use: public only because the {@code lease} and {@code daemon} packages share it.
+ * Internal, not for application use: public only because the {@code lease} and
+ * {@code daemon} packages share it.
  */
 public final class OwnThreads {
 
 	private final List<Thread> threads = new CopyOnWriteArrayList<>();
 
 	/**
-	 * Returns a factory of daemon threads with the given name, each kept until {@link #awaitEnd()}.
+	 * Returns a factory of daemon threads with the given name, each kept until
+	 * {@link #awaitEnd()}.
 	 * @param name the name of the threads, {@code leader-…}
 	 * @return the factory
 	 */
@@ -31,8 +33,8 @@ public final class OwnThreads {
 	}
 
 	/**
-	 * Waits, up to 5 s in all, until every thread made so far has ended, then forgets them. A thread of the component
-	 * that calls this does not wait for itself.
+	 * Waits, up to 5 s in all, until every thread made so far has ended, then forgets
+	 * them. A thread of the component that calls this does not wait for itself.
 	 */
 	public void awaitEnd() {
 		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);

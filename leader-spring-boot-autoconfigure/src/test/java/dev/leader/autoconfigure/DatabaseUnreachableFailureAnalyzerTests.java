@@ -61,11 +61,12 @@ class DatabaseUnreachableFailureAnalyzerTests {
 				assertThat(context).hasFailed();
 				FailureAnalysis analysis = analyzer(url).analyze(context.getStartupFailure());
 				assertThat(analysis).isNotNull();
-				assertThat(analysis.getDescription()).startsWith("The application could not reach its database at "
-						+ url + " (spring.datasource.url): Connection to 127.0.0.1:" + port + " refused.")
+				assertThat(analysis.getDescription())
+					.startsWith("The application could not reach its database at " + url
+							+ " (spring.datasource.url): Connection to 127.0.0.1:" + port + " refused.")
 					.contains("Bean 'leaderSchemaMigration' met this first.");
-				assertThat(analysis.getAction()).startsWith("Start the database at that address, or set "
-						+ "spring.datasource.url");
+				assertThat(analysis.getAction())
+					.startsWith("Start the database at that address, or set " + "spring.datasource.url");
 			});
 	}
 
@@ -92,8 +93,8 @@ class DatabaseUnreachableFailureAnalyzerTests {
 
 	@Test
 	void credentialsInTheUrlAreNeverShown() {
-		assertThat(DatabaseUnreachableFailureAnalyzer
-			.withoutCredentials("jdbc:postgresql://app:pw@db:5432/x?user=app&password=pw&sslmode=require&sslpassword=k"))
+		assertThat(DatabaseUnreachableFailureAnalyzer.withoutCredentials(
+				"jdbc:postgresql://app:pw@db:5432/x?user=app&password=pw&sslmode=require&sslpassword=k"))
 			.isEqualTo("jdbc:postgresql://db:5432/x?sslmode=require");
 		assertThat(DatabaseUnreachableFailureAnalyzer.withoutCredentials("jdbc:postgresql://db/x?PASSWORD=pw"))
 			.isEqualTo("jdbc:postgresql://db/x");

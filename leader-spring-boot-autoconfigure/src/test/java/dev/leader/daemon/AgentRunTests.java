@@ -18,7 +18,8 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Tests for {@link AgentRun}: the agent's thread, its back-off, its cancellation and its guard. No database.
+ * Tests for {@link AgentRun}: the agent's thread, its back-off, its cancellation and its
+ * guard. No database.
  */
 class AgentRunTests {
 
@@ -51,8 +52,7 @@ class AgentRunTests {
 		await().atMost(Duration.ofSeconds(10)).until(() -> calls.size() >= 5);
 		long[] expected = { 100, 200, 400, 400 };
 		for (int i = 0; i < expected.length; i++) {
-			assertThat(Duration.ofNanos(calls.get(i + 1) - calls.get(i)))
-				.as("wait before call %d", i + 2)
+			assertThat(Duration.ofNanos(calls.get(i + 1) - calls.get(i))).as("wait before call %d", i + 2)
 				.isGreaterThanOrEqualTo(Duration.ofMillis(expected[i]));
 		}
 		assertThat(List.copyOf(this.events).subList(0, 4)).satisfiesExactly(

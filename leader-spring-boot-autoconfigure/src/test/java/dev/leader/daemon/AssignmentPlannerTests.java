@@ -42,15 +42,13 @@ class AssignmentPlannerTests {
 	void unassignedDaemonsGoToTheLeastLoadedNodeInNameOrderWithTiesToTheLowestNodeId() {
 		List<Action> plan = plan(List.of(node("c", SEVEN), node("a", SEVEN), node("b", SEVEN)), List.of(), SETTLED);
 		assertThat(plan).containsExactly(new Assign("d1", "a", 0), new Assign("d2", "b", 0), new Assign("d3", "c", 0),
-				new Assign("d4", "a", 0), new Assign("d5", "b", 0), new Assign("d6", "c", 0),
-				new Assign("d7", "a", 0));
+				new Assign("d4", "a", 0), new Assign("d5", "b", 0), new Assign("d6", "c", 0), new Assign("d7", "a", 0));
 	}
 
 	@Test
 	void sevenDaemonsOnThreeNodesEndThreeTwoTwoWhenSomeAreAlreadyAssigned() {
 		List<Assignment> assignments = List.of(active("d1", "b", 1), active("d2", "b", 1), active("d3", "b", 1));
-		List<Action> plan = plan(List.of(node("a", SEVEN), node("b", SEVEN), node("c", SEVEN)), assignments,
-				SETTLED);
+		List<Action> plan = plan(List.of(node("a", SEVEN), node("b", SEVEN), node("c", SEVEN)), assignments, SETTLED);
 		assertThat(plan).containsExactly(new Assign("d4", "a", 0), new Assign("d5", "c", 0), new Assign("d6", "a", 0),
 				new Assign("d7", "c", 0));
 	}
@@ -78,18 +76,18 @@ class AssignmentPlannerTests {
 	void assignmentsOfDeadNodesAreReclaimedAndReassignedInTheSameCycle() {
 		List<Member> nodes = List.of(node("a", SEVEN), new Member("b", SEVEN, false));
 		List<Assignment> assignments = List.of(active("d1", "b", 2), active("d2", "gone", 5), active("d3", "a", 1));
-		assertThat(plan(nodes, assignments, SETTLED)).containsExactly(
-				new Reclaim("d1", "b", 2, ReclaimCause.NODE_DEAD), new Reclaim("d2", "gone", 5, ReclaimCause.NODE_DEAD),
-				new Assign("d1", "a", 2), new Assign("d2", "a", 5), new Assign("d4", "a", 0),
-				new Assign("d5", "a", 0), new Assign("d6", "a", 0), new Assign("d7", "a", 0));
+		assertThat(plan(nodes, assignments, SETTLED)).containsExactly(new Reclaim("d1", "b", 2, ReclaimCause.NODE_DEAD),
+				new Reclaim("d2", "gone", 5, ReclaimCause.NODE_DEAD), new Assign("d1", "a", 2),
+				new Assign("d2", "a", 5), new Assign("d4", "a", 0), new Assign("d5", "a", 0), new Assign("d6", "a", 0),
+				new Assign("d7", "a", 0));
 	}
 
 	@Test
 	void assigningPastTheAckTimeoutIsReclaimedAndGivenToAnotherNode() {
 		List<Member> nodes = List.of(node("a", Set.of("d1")), node("b", Set.of("d1")));
 		Assignment late = new Assignment("d1", "a", AssignmentState.ASSIGNING, 3, 1, NOW.minus(SETTINGS.ackTimeout()));
-		assertThat(plan(nodes, List.of(late), SETTLED)).containsExactly(
-				new Reclaim("d1", "a", 3, ReclaimCause.ACK_TIMEOUT), new Assign("d1", "b", 3));
+		assertThat(plan(nodes, List.of(late), SETTLED))
+			.containsExactly(new Reclaim("d1", "a", 3, ReclaimCause.ACK_TIMEOUT), new Assign("d1", "b", 3));
 	}
 
 	@Test
@@ -111,12 +109,11 @@ class AssignmentPlannerTests {
 	void revokingPastTheDrainTimeoutPlusOneCycleIsReclaimed() {
 		List<Member> nodes = List.of(node("a", Set.of("d1")), node("b", Set.of("d1")));
 		Duration limit = SETTINGS.drainTimeout().plus(POLL);
-		Assignment draining = new Assignment("d1", "a", AssignmentState.REVOKING, 3, 1,
-				NOW.minus(limit).plusMillis(1));
+		Assignment draining = new Assignment("d1", "a", AssignmentState.REVOKING, 3, 1, NOW.minus(limit).plusMillis(1));
 		assertThat(plan(nodes, List.of(draining), SETTLED)).isEmpty();
 		Assignment stuck = new Assignment("d1", "a", AssignmentState.REVOKING, 3, 1, NOW.minus(limit));
-		assertThat(plan(nodes, List.of(stuck), SETTLED)).containsExactly(
-				new Reclaim("d1", "a", 3, ReclaimCause.DRAIN_TIMEOUT), new Assign("d1", "b", 3));
+		assertThat(plan(nodes, List.of(stuck), SETTLED))
+			.containsExactly(new Reclaim("d1", "a", 3, ReclaimCause.DRAIN_TIMEOUT), new Assign("d1", "b", 3));
 	}
 
 	@Test
@@ -125,8 +122,7 @@ class AssignmentPlannerTests {
 		for (String daemon : SEVEN) {
 			assignments.add(active(daemon, "a", 1));
 		}
-		List<Action> plan = plan(List.of(node("a", SEVEN), node("b", SEVEN), node("c", SEVEN)), assignments,
-				SETTLED);
+		List<Action> plan = plan(List.of(node("a", SEVEN), node("b", SEVEN), node("c", SEVEN)), assignments, SETTLED);
 		assertThat(plan).containsExactly(new Revoke("d7", "a", 1, "b"), new Revoke("d6", "a", 1, "c"));
 	}
 
@@ -139,8 +135,7 @@ class AssignmentPlannerTests {
 	@Test
 	void rebalanceMovesOnlyDaemonsTheLessLoadedNodeCanRun() {
 		List<Assignment> assignments = List.of(active("d1", "a", 1), active("d2", "a", 1), active("d3", "a", 1));
-		assertThat(plan(List.of(node("a", Set.of("d1", "d2", "d3")), node("b", Set.of("d1"))), assignments,
-				SETTLED))
+		assertThat(plan(List.of(node("a", Set.of("d1", "d2", "d3")), node("b", Set.of("d1"))), assignments, SETTLED))
 			.containsExactly(new Revoke("d1", "a", 1, "b"));
 		assertThat(plan(List.of(node("a", Set.of("d1", "d2", "d3")), node("b", Set.of())), assignments, SETTLED))
 			.isEmpty();
@@ -199,11 +194,13 @@ class AssignmentPlannerTests {
 	@Test
 	void moveRequestRevokesTheDaemonTowardTheRequestedNodeAndItsReassignmentCarriesTheRequest() {
 		DaemonRequest move = new DaemonRequest(DaemonRequest.Kind.MOVE, "d1", "c", NOW.minusSeconds(1));
-		DaemonSnapshot snapshot = new DaemonSnapshot(NOW, List.of(node("a", Set.of("d1")), node("b", Set.of("d1")), node("c", Set.of("d1"))),
+		DaemonSnapshot snapshot = new DaemonSnapshot(NOW,
+				List.of(node("a", Set.of("d1")), node("b", Set.of("d1")), node("c", Set.of("d1"))),
 				List.of(active("d1", "a", 4)), List.of(move));
 		assertThat(AssignmentPlanner.plan(snapshot, NOW, SETTINGS, POLL))
 			.containsExactly(new Revoke("d1", "a", 4, "c", MoveCause.REQUESTED));
-		DaemonSnapshot drained = new DaemonSnapshot(NOW, List.of(node("a", Set.of("d1")), node("b", Set.of("d1")), node("c", Set.of("d1"))),
+		DaemonSnapshot drained = new DaemonSnapshot(NOW,
+				List.of(node("a", Set.of("d1")), node("b", Set.of("d1")), node("c", Set.of("d1"))),
 				List.of(deleted("d1", "a", 4)), List.of(move));
 		assertThat(AssignmentPlanner.plan(drained, NOW, SETTINGS, POLL))
 			.containsExactly(new Assign("d1", "c", 4, move.requestedAt()));
@@ -226,10 +223,10 @@ class AssignmentPlannerTests {
 		DaemonRequest rebalance = new DaemonRequest(DaemonRequest.Kind.REBALANCE, "", null, NOW);
 		List<Assignment> assignments = List.of(active("d1", "a", 1), active("d2", "a", 1), active("d3", "a", 1));
 		List<Member> nodes = List.of(node("a", THREE), node("b", THREE));
-		assertThat(AssignmentPlanner.plan(new DaemonSnapshot(NOW, nodes, assignments), NOW, SETTINGS, POLL))
-			.isEmpty();
+		assertThat(AssignmentPlanner.plan(new DaemonSnapshot(NOW, nodes, assignments), NOW, SETTINGS, POLL)).isEmpty();
 		assertThat(AssignmentPlanner.plan(new DaemonSnapshot(NOW, nodes, assignments, List.of(rebalance)), NOW,
-				SETTINGS, POLL)).containsExactly(new Revoke("d3", "a", 1, "b"), new Forget(rebalance));
+				SETTINGS, POLL))
+			.containsExactly(new Revoke("d3", "a", 1, "b"), new Forget(rebalance));
 	}
 
 	private static List<Action> plan(List<Member> nodes, List<Assignment> assignments, Instant changedAt) {

@@ -14,10 +14,11 @@ import dev.leader.FencingToken;
 import org.jspecify.annotations.Nullable;
 
 /**
- * A {@link DaemonStore} in memory, for unit tests of the coordinator's helpers: each method is atomic under the
- * store's monitor and a compare-and-set on the generation, as the contract asks, and the leader's writes change
- * nothing unless its token names the current {@linkplain #leaseHeldBy holder and term}. The database clock stands
- * still unless {@linkplain #advance advanced}. It records the transitions it applied, in order.
+ * A {@link DaemonStore} in memory, for unit tests of the coordinator's helpers: each
+ * method is atomic under the store's monitor and a compare-and-set on the generation, as
+ * the contract asks, and the leader's writes change nothing unless its token names the
+ * current {@linkplain #leaseHeldBy holder and term}. The database clock stands still
+ * unless {@linkplain #advance advanced}. It records the transitions it applied, in order.
  */
 final class InMemoryDaemonStore implements DaemonStore {
 

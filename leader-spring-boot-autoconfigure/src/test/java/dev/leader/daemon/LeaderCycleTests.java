@@ -10,8 +10,8 @@ import org.junit.jupiter.api.Test;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Tests for {@link LeaderCycle} against an {@link InMemoryDaemonStore} that checks the leader's token as the lease
- * guard does. No database.
+ * Tests for {@link LeaderCycle} against an {@link InMemoryDaemonStore} that checks the
+ * leader's token as the lease guard does. No database.
  */
 class LeaderCycleTests {
 
@@ -78,8 +78,8 @@ class LeaderCycleTests {
 
 	@Test
 	void moveCausesNameEveryRevokeAndReclaimCause() {
-		assertThat(LeaderCycle.moveCauses()).containsExactlyInAnyOrder("rebalance", "requested", "drained",
-				"node_dead", "ack_timeout", "drain_timeout");
+		assertThat(LeaderCycle.moveCauses()).containsExactlyInAnyOrder("rebalance", "requested", "drained", "node_dead",
+				"ack_timeout", "drain_timeout");
 	}
 
 	private boolean lead(FencingToken token) {

@@ -21,8 +21,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Tests for {@link NodeReconciler} against an {@link InMemoryDaemonStore}: the test thread plays the
- * {@code leader-daemons} thread, and each cycle is a {@link #reconcile()} on a fresh read. No database.
+ * Tests for {@link NodeReconciler} against an {@link InMemoryDaemonStore}: the test
+ * thread plays the {@code leader-daemons} thread, and each cycle is a
+ * {@link #reconcile()} on a fresh read. No database.
  */
 class NodeReconcilerTests {
 

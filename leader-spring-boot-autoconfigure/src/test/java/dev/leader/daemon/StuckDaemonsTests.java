@@ -11,8 +11,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 
 /**
- * Tests for what {@link DaemonOperations} reports as stuck and how it checks a move, against an
- * {@link InMemoryDaemonStore}. No database.
+ * Tests for what {@link DaemonOperations} reports as stuck and how it checks a move,
+ * against an {@link InMemoryDaemonStore}. No database.
  */
 class StuckDaemonsTests {
 

@@ -9,8 +9,8 @@ import dev.leader.lease.LeaseSettings;
 import org.jspecify.annotations.Nullable;
 
 /**
- * A {@link LocalNode} whose leadership and heartbeat a test sets: it heartbeated just now and leads nothing until
- * told otherwise.
+ * A {@link LocalNode} whose leadership and heartbeat a test sets: it heartbeated just now
+ * and leads nothing until told otherwise.
  */
 final class TestLocalNode implements LocalNode {
 
@@ -35,7 +35,8 @@ final class TestLocalNode implements LocalNode {
 	}
 
 	/**
-	 * Makes this node lose its leadership after the given number of {@link #leads()} checks.
+	 * Makes this node lose its leadership after the given number of {@link #leads()}
+	 * checks.
 	 */
 	TestLocalNode losingLeadershipAfter(int checks) {
 		this.leadChecksLeft.set(checks);

@@ -6,7 +6,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 
 /**
- * {@link TablePrefix}: validation, and the rendering of the stores' SQL templates. Needs no database.
+ * {@link TablePrefix}: validation, and the rendering of the stores' SQL templates. Needs
+ * no database.
  */
 class TablePrefixTests {
 

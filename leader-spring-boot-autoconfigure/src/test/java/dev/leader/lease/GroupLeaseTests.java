@@ -15,7 +15,8 @@ import org.junit.jupiter.api.Test;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The per-group lease state machine on a fake monotonic clock: no thread, no store, no waiting.
+ * The per-group lease state machine on a fake monotonic clock: no thread, no store, no
+ * waiting.
  */
 class GroupLeaseTests {
 

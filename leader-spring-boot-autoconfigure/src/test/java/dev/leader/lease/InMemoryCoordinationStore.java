@@ -24,11 +24,12 @@ import org.springframework.dao.DataAccessResourceFailureException;
 import org.springframework.dao.DuplicateKeyException;
 
 /**
- * A {@link CoordinationStore} in this JVM's memory, for tests that need no database: one fair lock serializes every
- * call, as the coordinator's row locks do, and its clock (the "database clock") is this JVM's monotonic clock, so
- * that expiry is decided by the store alone. Releases are announced to each listener on its own thread, in release
- * order. It passes the store contract suite; on top, a test can {@linkplain #setReachable(boolean) cut it off} so
- * that every call fails as an unreachable database does.
+ * A {@link CoordinationStore} in this JVM's memory, for tests that need no database: one
+ * fair lock serializes every call, as the coordinator's row locks do, and its clock (the
+ * "database clock") is this JVM's monotonic clock, so that expiry is decided by the store
+ * alone. Releases are announced to each listener on its own thread, in release order. It
+ * passes the store contract suite; on top, a test can {@linkplain #setReachable(boolean)
+ * cut it off} so that every call fails as an unreachable database does.
  */
 class InMemoryCoordinationStore implements CoordinationStore {
 
@@ -58,8 +59,9 @@ class InMemoryCoordinationStore implements CoordinationStore {
 	}
 
 	/**
-	 * Creates a store whose calls each take the given time before they are served, as a network round trip does, so
-	 * that racing callers interleave as they would against a real coordinator.
+	 * Creates a store whose calls each take the given time before they are served, as a
+	 * network round trip does, so that racing callers interleave as they would against a
+	 * real coordinator.
 	 * @param latency the time each call takes
 	 */
 	InMemoryCoordinationStore(Duration latency) {
@@ -67,7 +69,8 @@ class InMemoryCoordinationStore implements CoordinationStore {
 	}
 
 	/**
-	 * Makes every later call succeed, or fail with a {@link DataAccessResourceFailureException}.
+	 * Makes every later call succeed, or fail with a
+	 * {@link DataAccessResourceFailureException}.
 	 * @param reachable whether the store answers
 	 */
 	void setReachable(boolean reachable) {
@@ -82,8 +85,7 @@ class InMemoryCoordinationStore implements CoordinationStore {
 			requireReachable();
 			Instant now = now();
 			Lease lease = this.leases.get(group);
-			if (lease != null && lease.holder != null && !lease.holder.equals(nodeId)
-					&& lease.expiresAt.isAfter(now)) {
+			if (lease != null && lease.holder != null && !lease.holder.equals(nodeId) && lease.expiresAt.isAfter(now)) {
 				return new AcquireResult(false, lease.state(now));
 			}
 			Lease granted = new Lease(group, nodeId, (lease != null) ? lease.term + 1 : 1, now.plus(duration));
@@ -96,8 +98,8 @@ class InMemoryCoordinationStore implements CoordinationStore {
 	}
 
 	@Override
-	public Tick tick(NodeRegistration node, Map<String, Long> held, Collection<String> groups,
-			Duration leaseDuration, Duration nodeExpiry) {
+	public Tick tick(NodeRegistration node, Map<String, Long> held, Collection<String> groups, Duration leaseDuration,
+			Duration nodeExpiry) {
 		roundTrip();
 		this.lock.lock();
 		try {
@@ -129,8 +131,7 @@ class InMemoryCoordinationStore implements CoordinationStore {
 					renewed.put(group, renewal.state(now));
 				}
 			});
-			this.nodes.values()
-				.removeIf((member) -> member.heartbeatAt.plus(nodeExpiry.multipliedBy(2)).isBefore(now));
+			this.nodes.values().removeIf((member) -> member.heartbeatAt.plus(nodeExpiry.multipliedBy(2)).isBefore(now));
 			List<NodeInfo> members = new ArrayList<>();
 			this.nodes.values().forEach((member) -> members.add(member.info(now, nodeExpiry)));
 			return new Tick(renewed, before, members);
@@ -223,7 +224,8 @@ class InMemoryCoordinationStore implements CoordinationStore {
 	}
 
 	/**
-	 * Returns the store's clock, strictly increasing from one call to the next. Called with the lock held.
+	 * Returns the store's clock, strictly increasing from one call to the next. Called
+	 * with the lock held.
 	 */
 	private Instant now() {
 		Instant now = this.origin.plusNanos(System.nanoTime() - this.originNanos);
@@ -254,7 +256,8 @@ class InMemoryCoordinationStore implements CoordinationStore {
 	}
 
 	/**
-	 * One listener and the thread that announces releases to it, one at a time and in order.
+	 * One listener and the thread that announces releases to it, one at a time and in
+	 * order.
 	 */
 	private static final class Listening {
 

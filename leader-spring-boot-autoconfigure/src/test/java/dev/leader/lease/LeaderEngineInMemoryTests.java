@@ -22,8 +22,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * {@link LeaderEngine} with its real threads against an {@link InMemoryCoordinationStore}: the election, the
- * hand-over and the order of events without a database, in well under a second per test.
+ * {@link LeaderEngine} with its real threads against an
+ * {@link InMemoryCoordinationStore}: the election, the hand-over and the order of events
+ * without a database, in well under a second per test.
  */
 class LeaderEngineInMemoryTests {
 
@@ -59,8 +60,7 @@ class LeaderEngineInMemoryTests {
 		LeaderEngine follower = (leader == a) ? b : a;
 		await().atMost(Duration.ofSeconds(1))
 			.until(() -> follower.leader(GROUP).map(LeaderInfo::nodeId), Optional.of(leader.nodeId())::equals);
-		assertThat(follower.leader(GROUP).orElseThrow().term())
-			.isEqualTo(leader.token(GROUP).orElseThrow().term());
+		assertThat(follower.leader(GROUP).orElseThrow().term()).isEqualTo(leader.token(GROUP).orElseThrow().term());
 		assertThat(leader.members()).extracting("id").containsExactlyInAnyOrder("a", "b");
 	}
 
@@ -116,11 +116,11 @@ class LeaderEngineInMemoryTests {
 		this.store.setReachable(false);
 		long cutOff = System.nanoTime();
 		await().atMost(Duration.ofSeconds(2)).pollInterval(Duration.ofMillis(5)).until(() -> !a.isLeader(GROUP));
-		// The window opened before the cut-off; the slack is for a loaded machine's scheduling.
+		// The window opened before the cut-off; the slack is for a loaded machine's
+		// scheduling.
 		assertThat(Duration.ofNanos(System.nanoTime() - cutOff)).as("within the safe window")
 			.isLessThanOrEqualTo(FAST.safeWindow().plusMillis(300));
-		await().atMost(Duration.ofSeconds(1))
-			.until(() -> transitions("a").contains("revoked " + term + " ERROR"));
+		await().atMost(Duration.ofSeconds(1)).until(() -> transitions("a").contains("revoked " + term + " ERROR"));
 		this.store.setReachable(true);
 		assertThat(a.awaitLeadership(GROUP, Duration.ofSeconds(2))).isTrue();
 		assertThat(a.token(GROUP).orElseThrow().term()).isGreaterThan(term);

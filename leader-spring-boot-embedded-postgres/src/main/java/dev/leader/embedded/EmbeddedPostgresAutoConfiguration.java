@@ -18,12 +18,13 @@ import org.springframework.context.annotation.Conditional;
 import org.springframework.core.env.Environment;
 
 /**
- * Starts an {@link EmbeddedPostgresServer} when the application configures no database: no {@link DataSource} bean,
- * no {@link JdbcConnectionDetails} (such as a Testcontainers or Docker Compose service connection) and neither
- * {@code spring.datasource.url} nor {@code spring.datasource.jndi-name}. Spring Boot's own
+ * Starts an {@link EmbeddedPostgresServer} when the application configures no database:
+ * no {@link DataSource} bean, no {@link JdbcConnectionDetails} (such as a Testcontainers
+ * or Docker Compose service connection) and neither {@code spring.datasource.url} nor
+ * {@code spring.datasource.jndi-name}. Spring Boot's own
  * {@link DataSourceAutoConfiguration} then builds the application's pool on the server's
- * {@link JdbcConnectionDetails}, with every {@code spring.datasource.hikari.*} setting. The server stops when the
- * context closes.
+ * {@link JdbcConnectionDetails}, with every {@code spring.datasource.hikari.*} setting.
+ * The server stops when the context closes.
  */
 @AutoConfiguration(before = DataSourceAutoConfiguration.class)
 @ConditionalOnBooleanProperty(name = "leader.embedded-postgres.enabled", matchIfMissing = true)
@@ -51,7 +52,8 @@ public final class EmbeddedPostgresAutoConfiguration {
 		return new EmbeddedPostgresConnectionDetails(server);
 	}
 
-	// Outside the library's own working directory (java.io.tmpdir/embedded-pg), whose idle sub-directories it
+	// Outside the library's own working directory (java.io.tmpdir/embedded-pg), whose
+	// idle sub-directories it
 	// deletes as stale.
 	static Path defaultDataDirectory(Environment environment) {
 		String name = environment.getProperty("spring.application.name", "application");

@@ -13,14 +13,15 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
 public class EmbeddedPostgresProperties {
 
 	/**
-	 * Whether to start an embedded PostgreSQL server when the application configures no database.
+	 * Whether to start an embedded PostgreSQL server when the application configures no
+	 * database.
 	 */
 	private boolean enabled = true;
 
 	/**
 	 * Directory that holds the server's data, kept across restarts. Defaults to
-	 * ${java.io.tmpdir}/leader-embedded-postgres/${spring.application.name}, with "application" when the name is not
-	 * set.
+	 * ${java.io.tmpdir}/leader-embedded-postgres/${spring.application.name}, with
+	 * "application" when the name is not set.
 	 */
 	private @Nullable Path dataDirectory;
 

@@ -20,14 +20,16 @@ import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 
 /**
- * A real PostgreSQL server run by this JVM from binaries shipped in a jar, listening on a loopback port, with its data
- * in a directory that survives restarts. Other processes on the machine can use {@link #jdbcUrl()} as long as the
- * server runs: user {@code postgres}, no password, database {@code postgres}.
+ * A real PostgreSQL server run by this JVM from binaries shipped in a jar, listening on a
+ * loopback port, with its data in a directory that survives restarts. Other processes on
+ * the machine can use {@link #jdbcUrl()} as long as the server runs: user
+ * {@code postgres}, no password, database {@code postgres}.
  * <p>
- * PostgreSQL refuses to run as root; as root, the server runs in a user namespace ({@code unshare -U}), where it is
- * an unprivileged user. {@link #close()} stops the server and keeps its data. A server left running by a JVM that
- * was killed is stopped before a new one starts on the same directory; one whose application still runs is not, and
- * the new one fails to start.
+ * PostgreSQL refuses to run as root; as root, the server runs in a user namespace
+ * ({@code unshare -U}), where it is an unprivileged user. {@link #close()} stops the
+ * server and keeps its data. A server left running by a JVM that was killed is stopped
+ * before a new one starts on the same directory; one whose application still runs is not,
+ * and the new one fails to start.
  */
 public final class EmbeddedPostgresServer implements AutoCloseable {
 
@@ -51,13 +53,13 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
 	}
 
 	/**
-	 * Starts a server on the data directory, creating the cluster the first time, and waits until it accepts
-	 * connections.
+	 * Starts a server on the data directory, creating the cluster the first time, and
+	 * waits until it accepts connections.
 	 * @param dataDirectory where the server keeps its data; created when missing
 	 * @param port the loopback port, or {@code 0} for a free one
 	 * @return the running server
-	 * @throws IllegalStateException if the server does not start, for example because another process uses the
-	 * directory or the port
+	 * @throws IllegalStateException if the server does not start, for example because
+	 * another process uses the directory or the port
 	 */
 	public static EmbeddedPostgresServer start(Path dataDirectory, int port) {
 		Path directory = dataDirectory.toAbsolutePath().normalize();
@@ -68,11 +70,13 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
 				.setDataDirectory(directory)
 				.setCleanDataDirectory(false)
 				.setPort(port)
-				// Stopped with the application context; a JVM hook could stop it while the context still uses it.
+				// Stopped with the application context; a JVM hook could stop it while
+				// the context still uses it.
 				.setRegisterShutdownHook(false)
 				.setPGStartupWait(STARTUP_WAIT)
 				.setServerConfig("listen_addresses", HOST)
-				// The library's test-friendly defaults lose committed data in a crash; this server keeps data.
+				// The library's test-friendly defaults lose committed data in a crash;
+				// this server keeps data.
 				.setServerConfig("synchronous_commit", "on")
 				.setServerConfig("fsync", "on")
 				.start();
@@ -120,7 +124,8 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
 	}
 
 	/**
-	 * Stops the server (fast shutdown: open sessions are ended) and keeps its data. Calling it again does nothing.
+	 * Stops the server (fast shutdown: open sessions are ended) and keeps its data.
+	 * Calling it again does nothing.
 	 */
 	@Override
 	public void close() {
@@ -135,7 +140,8 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
 		}
 	}
 
-	// postmaster.pid's first line is the server's pid. A server whose JVM was killed keeps running and would make
+	// postmaster.pid's first line is the server's pid. A server whose JVM was killed
+	// keeps running and would make
 	// pg_ctl refuse to start a second one on its directory.
 	private static void stopOrphanedServer(Path directory) throws IOException {
 		Path pidFile = directory.resolve("postmaster.pid");
@@ -149,13 +155,15 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
 		Optional<ProcessHandle> server = lines.isEmpty() ? Optional.empty() : parsePid(lines.get(0))
 			.flatMap(ProcessHandle::of)
 			.filter(ProcessHandle::isAlive)
-			.filter((process) -> process.info().command().map((command) -> command.endsWith("/postgres")).orElse(false));
+			.filter((
+					process) -> process.info().command().map((command) -> command.endsWith("/postgres")).orElse(false));
 		if (server.isEmpty()) {
 			return;
 		}
 		logger.warn("Stopping the PostgreSQL server (pid " + server.get().pid() + ") left running on " + directory
 				+ " by an earlier application");
-		// SIGTERM is PostgreSQL's smart shutdown; the sessions of the dead JVM are gone already.
+		// SIGTERM is PostgreSQL's smart shutdown; the sessions of the dead JVM are gone
+		// already.
 		server.get().destroy();
 		try {
 			server.get().onExit().get(30, TimeUnit.SECONDS);
@@ -165,20 +173,23 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
 			throw new IllegalStateException("Interrupted while stopping the orphaned PostgreSQL server", ex);
 		}
 		catch (Exception ex) {
-			throw new IllegalStateException("The PostgreSQL server (pid " + server.get().pid()
-					+ ") left running on " + directory + " did not stop within 30 s; stop it and start again", ex);
+			throw new IllegalStateException("The PostgreSQL server (pid " + server.get().pid() + ") left running on "
+					+ directory + " did not stop within 30 s; stop it and start again", ex);
 		}
 	}
 
-	// The library locks this file for as long as its server runs, and the lock goes with the process that took it: a
-	// server whose application still runs is no orphan, and stopping it would pull the database from under that
+	// The library locks this file for as long as its server runs, and the lock goes with
+	// the process that took it: a
+	// server whose application still runs is no orphan, and stopping it would pull the
+	// database from under that
 	// application.
 	private static boolean heldByARunningApplication(Path directory) throws IOException {
 		Path lockFile = directory.resolve(LIBRARY_LOCK_FILE);
 		if (!Files.exists(lockFile)) {
 			return false;
 		}
-		// Not tried for a server of this JVM: closing any channel on the file would drop that server's lock.
+		// Not tried for a server of this JVM: closing any channel on the file would drop
+		// that server's lock.
 		if (RUNNING_HERE.contains(directory)) {
 			return true;
 		}

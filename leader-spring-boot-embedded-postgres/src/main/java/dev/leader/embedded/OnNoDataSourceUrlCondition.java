@@ -7,8 +7,9 @@ import org.springframework.core.type.AnnotatedTypeMetadata;
 import org.springframework.util.StringUtils;
 
 /**
- * Matches when neither {@code spring.datasource.url} nor {@code spring.datasource.jndi-name} is set: an application
- * that names its database never gets a second one.
+ * Matches when neither {@code spring.datasource.url} nor
+ * {@code spring.datasource.jndi-name} is set: an application that names its database
+ * never gets a second one.
  */
 class OnNoDataSourceUrlCondition extends SpringBootCondition {
 

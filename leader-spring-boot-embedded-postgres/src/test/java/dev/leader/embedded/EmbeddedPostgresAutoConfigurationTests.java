@@ -44,7 +44,8 @@ class EmbeddedPostgresAutoConfigurationTests {
 			assertThat(server.jdbcUrl()).isEqualTo("jdbc:postgresql://127.0.0.1:" + server.port() + "/postgres");
 			HikariDataSource pool = context.getBean(HikariDataSource.class);
 			assertThat(pool.getJdbcUrl()).isEqualTo(server.jdbcUrl());
-			try (Connection connection = pool.getConnection(); Statement statement = connection.createStatement();
+			try (Connection connection = pool.getConnection();
+					Statement statement = connection.createStatement();
 					ResultSet result = statement.executeQuery("SHOW server_version_num")) {
 				result.next();
 				assertThat(result.getInt(1)).isGreaterThanOrEqualTo(150000);
@@ -99,10 +100,9 @@ class EmbeddedPostgresAutoConfigurationTests {
 
 	@Test
 	void serverIsNotStartedWhenDisabled() {
-		new ApplicationContextRunner()
-			.withConfiguration(AutoConfigurations.of(EmbeddedPostgresAutoConfiguration.class))
-			.withPropertyValues("leader.embedded-postgres.enabled=false", "leader.embedded-postgres.data-directory="
-					+ this.temp)
+		new ApplicationContextRunner().withConfiguration(AutoConfigurations.of(EmbeddedPostgresAutoConfiguration.class))
+			.withPropertyValues("leader.embedded-postgres.enabled=false",
+					"leader.embedded-postgres.data-directory=" + this.temp)
 			.run((context) -> {
 				assertThat(context).hasNotFailed().doesNotHaveBean(EmbeddedPostgresServer.class);
 				assertThat(this.temp).isEmptyDirectory();
@@ -156,8 +156,9 @@ class EmbeddedPostgresAutoConfigurationTests {
 		this.runner.withPropertyValues("leader.embedded-postgres.data-directory=" + notADirectory).run((context) -> {
 			assertThat(context).hasFailed();
 			assertThat(context.getStartupFailure()).rootCause().isNotNull();
-			assertThatExceptionOfType(IllegalStateException.class)
-				.isThrownBy(() -> { throw findIllegalState(context.getStartupFailure()); })
+			assertThatExceptionOfType(IllegalStateException.class).isThrownBy(() -> {
+				throw findIllegalState(context.getStartupFailure());
+			})
 				.withMessageContaining(notADirectory.toString())
 				.withMessageContaining("leader.embedded-postgres.data-directory");
 		});

@@ -32,7 +32,8 @@ class EmbeddedPostgresServerTests {
 	void stopAnyServerLeftOnTheDirectory() throws Exception {
 		Path pidFile = this.data.resolve("postmaster.pid");
 		if (Files.exists(pidFile)) {
-			Optional<ProcessHandle> server = ProcessHandle.of(Long.parseLong(Files.readAllLines(pidFile).get(0).trim()));
+			Optional<ProcessHandle> server = ProcessHandle
+				.of(Long.parseLong(Files.readAllLines(pidFile).get(0).trim()));
 			if (server.isPresent()) {
 				// Gone before the temporary directory is deleted under it.
 				server.get().destroy();
@@ -116,7 +117,8 @@ class EmbeddedPostgresServerTests {
 	}
 
 	/**
-	 * Starts a server on the directory, writes a row, prints its port and waits to be killed.
+	 * Starts a server on the directory, writes a row, prints its port and waits to be
+	 * killed.
 	 */
 	static final class StartServer {
 

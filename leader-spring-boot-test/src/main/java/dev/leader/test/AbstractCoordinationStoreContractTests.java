@@ -39,14 +39,16 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
- * The behaviour every {@link CoordinationStore} must show, run against the real coordinator. A store passes this suite
- * through a small subclass that creates an empty coordinator for each test ({@link #createStore()}), removes it again
+ * The behaviour every {@link CoordinationStore} must show, run against the real
+ * coordinator. A store passes this suite through a small subclass that creates an empty
+ * coordinator for each test ({@link #createStore()}), removes it again
  * ({@link #destroyStore(CoordinationStore)}), and declares whether it announces releases
  * ({@link #supportsReleaseNotifications()}).
  * <p>
- * Expiry is always decided by the coordinator's clock, so the tests that need a lease or a node to expire use short
- * durations and wait for the coordinator to report the expiry, with bounded waits. The concurrency fuzz test races
- * several nodes for one group and checks the guarantee G1 exactly on what the store reported.
+ * Expiry is always decided by the coordinator's clock, so the tests that need a lease or
+ * a node to expire use short durations and wait for the coordinator to report the expiry,
+ * with bounded waits. The concurrency fuzz test races several nodes for one group and
+ * checks the guarantee G1 exactly on what the store reported.
  */
 public abstract class AbstractCoordinationStoreContractTests {
 
@@ -71,7 +73,8 @@ public abstract class AbstractCoordinationStoreContractTests {
 	private CoordinationStore store;
 
 	/**
-	 * Creates the store under test on an empty coordinator: no leases and no nodes. Called before each test.
+	 * Creates the store under test on an empty coordinator: no leases and no nodes.
+	 * Called before each test.
 	 * @return the store
 	 * @throws Exception if the coordinator cannot be prepared
 	 */
@@ -86,8 +89,9 @@ public abstract class AbstractCoordinationStoreContractTests {
 	}
 
 	/**
-	 * Returns whether the store wakes {@link CoordinationStore#listen listeners} when a lease is released. Stores that
-	 * do must deliver the wake-ups of one listener in the order the releases happened.
+	 * Returns whether the store wakes {@link CoordinationStore#listen listeners} when a
+	 * lease is released. Stores that do must deliver the wake-ups of one listener in the
+	 * order the releases happened.
 	 * @return whether releases are announced
 	 */
 	protected boolean supportsReleaseNotifications() {
@@ -184,8 +188,8 @@ public abstract class AbstractCoordinationStoreContractTests {
 		assertThat(renewed.expiresAt()).isAfter(orders.expiresAt());
 		assertThat(renewed.remaining()).isLessThanOrEqualTo(LONG).isGreaterThan(LONG.minusSeconds(2));
 		assertThat(tick.renewed().get("billing").expiresAt()).isAfter(billing.expiresAt());
-		assertThat(storedLeases()).containsExactlyInAnyOrder(stored(renewed),
-				stored(tick.renewed().get("billing")), stored(othersLease));
+		assertThat(storedLeases()).containsExactlyInAnyOrder(stored(renewed), stored(tick.renewed().get("billing")),
+				stored(othersLease));
 	}
 
 	@Test
@@ -373,7 +377,8 @@ public abstract class AbstractCoordinationStoreContractTests {
 			woken.add(group);
 			successors.put(group, String.valueOf(successor));
 		})) {
-			// A listener may start listening after listen() returns, so release until one arrives.
+			// A listener may start listening after listen() returns, so release until one
+			// arrives.
 			await().atMost(WAIT).pollInterval(Duration.ofMillis(100)).until(() -> {
 				LeaseState warmUp = grant("warm-up", A, LONG);
 				this.store.release(A.id(), Map.of("warm-up", warmUp.term()));
@@ -385,7 +390,8 @@ public abstract class AbstractCoordinationStoreContractTests {
 			LeaseState released = grant(A, LONG);
 			assertThat(this.store.release(A.id(), Map.of(GROUP, released.term()))).containsExactly(GROUP);
 			await().atMost(WAIT).until(() -> woken.contains(GROUP));
-			// Wake-ups come in release order, so the refused releases before would have shown up by now.
+			// Wake-ups come in release order, so the refused releases before would have
+			// shown up by now.
 			assertThat(woken).filteredOn((group) -> !group.equals("warm-up")).containsExactly(GROUP);
 			assertThat(successors).containsEntry(GROUP, B.id());
 			LeaseState second = grant("second", B, LONG);
@@ -396,10 +402,12 @@ public abstract class AbstractCoordinationStoreContractTests {
 	}
 
 	/**
-	 * Nodes race for one group: acquiring, renewing, releasing, and sometimes abandoning a short lease to let it
-	 * expire. Every successful call is recorded with what the store answered, and the history must show that each term
-	 * had one holder, that terms were handed out one by one, and that on the coordinator's clock a new term only
-	 * started once the previous one was released, repeated by its holder (which grants the next term) or had expired.
+	 * Nodes race for one group: acquiring, renewing, releasing, and sometimes abandoning
+	 * a short lease to let it expire. Every successful call is recorded with what the
+	 * store answered, and the history must show that each term had one holder, that terms
+	 * were handed out one by one, and that on the coordinator's clock a new term only
+	 * started once the previous one was released, repeated by its holder (which grants
+	 * the next term) or had expired.
 	 */
 	@Test
 	void racingNodesEachGetTheirOwnTermAndNeverOverlap() throws Exception {
@@ -425,10 +433,10 @@ public abstract class AbstractCoordinationStoreContractTests {
 			executor.shutdownNow();
 		}
 		Map<Long, Set<String>> holders = grants.stream()
-			.collect(Collectors.groupingBy(Grant::term, TreeMap::new, Collectors.mapping(Grant::node,
-					Collectors.toCollection(TreeSet::new))));
-		assertThat(holders).allSatisfy((term, nodesOfTerm) -> assertThat(nodesOfTerm).as("holders of term " + term)
-			.hasSize(1));
+			.collect(Collectors.groupingBy(Grant::term, TreeMap::new,
+					Collectors.mapping(Grant::node, Collectors.toCollection(TreeSet::new))));
+		assertThat(holders)
+			.allSatisfy((term, nodesOfTerm) -> assertThat(nodesOfTerm).as("holders of term " + term).hasSize(1));
 		assertThat(holders.size()).as("distinct terms granted").isGreaterThanOrEqualTo(3 * nodes);
 		assertThat(grants.stream().map(Grant::node).distinct()).as("nodes that won").hasSizeGreaterThan(1);
 		long finalTerm = this.store.leases().get(0).term();
@@ -439,15 +447,17 @@ public abstract class AbstractCoordinationStoreContractTests {
 	}
 
 	/**
-	 * One racing node: a bounded number of attempts, each an acquire that, when granted, is sometimes repeated, then
-	 * renewed up to three times and released, or abandoned to expire.
+	 * One racing node: a bounded number of attempts, each an acquire that, when granted,
+	 * is sometimes repeated, then renewed up to three times and released, or abandoned to
+	 * expire.
 	 */
 	private List<Grant> race(NodeRegistration node, Random random, CyclicBarrier start, Set<Long> released)
 			throws Exception {
 		List<Grant> grants = new ArrayList<>();
 		start.await(10, TimeUnit.SECONDS);
 		for (int attempt = 0; attempt < 300; attempt++) {
-			// Abandoned leases are short so that the others do not wait long for them to expire.
+			// Abandoned leases are short so that the others do not wait long for them to
+			// expire.
 			boolean abandon = random.nextInt(4) == 0;
 			Duration duration = abandon ? Duration.ofMillis(30) : Duration.ofMillis(300);
 			AcquireResult result = this.store.acquire(GROUP, node.id(), duration);
@@ -489,9 +499,9 @@ public abstract class AbstractCoordinationStoreContractTests {
 	}
 
 	/**
-	 * A renewal happens at a single instant of the coordinator's clock, the expiry it sets minus the duration, while
-	 * its term is current. Ordered by those instants, terms must never go down, and a change of holder must come with
-	 * a higher term.
+	 * A renewal happens at a single instant of the coordinator's clock, the expiry it
+	 * sets minus the duration, while its term is current. Ordered by those instants,
+	 * terms must never go down, and a change of holder must come with a higher term.
 	 */
 	private void assertRenewalsFollowTermOrder(List<Grant> grants) {
 		List<Grant> renewals = grants.stream()
@@ -510,8 +520,9 @@ public abstract class AbstractCoordinationStoreContractTests {
 	}
 
 	/**
-	 * A term that was not released lasts until the last expiry the coordinator gave it, unless its holder was granted
-	 * the next term, which ends it; no later term may be renewed before then.
+	 * A term that was not released lasts until the last expiry the coordinator gave it,
+	 * unless its holder was granted the next term, which ends it; no later term may be
+	 * renewed before then.
 	 */
 	private void assertNewTermsStartAfterUnreleasedTermsExpire(List<Grant> grants, Set<Long> released) {
 		Map<Long, String> holders = new HashMap<>();
@@ -546,9 +557,7 @@ public abstract class AbstractCoordinationStoreContractTests {
 	}
 
 	private void awaitExpiry() {
-		await().atMost(WAIT)
-			.pollInterval(POLL)
-			.until(() -> this.store.leases().stream().noneMatch(LeaseState::isHeld));
+		await().atMost(WAIT).pollInterval(POLL).until(() -> this.store.leases().stream().noneMatch(LeaseState::isHeld));
 	}
 
 	private long currentTerm() {
@@ -582,7 +591,8 @@ public abstract class AbstractCoordinationStoreContractTests {
 	 * @param node the node that got the lease
 	 * @param term the term
 	 * @param expiresAt the expiry the store set
-	 * @param renewedAt for a renewal, the instant of the coordinator's clock at which it happened
+	 * @param renewedAt for a renewal, the instant of the coordinator's clock at which it
+	 * happened
 	 */
 	private record Grant(String node, long term, Instant expiresAt, @Nullable Instant renewedAt) {
 

@@ -33,16 +33,18 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 
 /**
- * The behaviour every {@link DaemonStore} must show, run against the real coordinator. A store passes this suite
- * through a small subclass whose {@link #createStores()} gives, on an empty coordinator, the daemon store under test,
- * the {@link CoordinationStore} of the same coordinator (the suite registers nodes and takes the leader's lease with
- * it), and the transaction manager whose transactions {@link DaemonStore#lock} runs in; {@link #destroyStores}
- * removes them again.
+ * The behaviour every {@link DaemonStore} must show, run against the real coordinator. A
+ * store passes this suite through a small subclass whose {@link #createStores()} gives,
+ * on an empty coordinator, the daemon store under test, the {@link CoordinationStore} of
+ * the same coordinator (the suite registers nodes and takes the leader's lease with it),
+ * and the transaction manager whose transactions {@link DaemonStore#lock} runs in;
+ * {@link #destroyStores} removes them again.
  * <p>
- * Every transition is a compare-and-set on the daemon's generation, and the leader's writes change nothing unless its
- * token still holds the lease. The concurrency fuzz test races nodes that assign a daemon to themselves, acknowledge
- * and hand it back, and checks exactly that every generation went to one node and that generations were handed out
- * one by one.
+ * Every transition is a compare-and-set on the daemon's generation, and the leader's
+ * writes change nothing unless its token still holds the lease. The concurrency fuzz test
+ * races nodes that assign a daemon to themselves, acknowledge and hand it back, and
+ * checks exactly that every generation went to one node and that generations were handed
+ * out one by one.
  */
 public abstract class AbstractDaemonStoreContractTests {
 
@@ -59,7 +61,8 @@ public abstract class AbstractDaemonStoreContractTests {
 	private FencingToken leader;
 
 	/**
-	 * Creates the stores under test on an empty coordinator: no leases, nodes or assignments. Called before each test.
+	 * Creates the stores under test on an empty coordinator: no leases, nodes or
+	 * assignments. Called before each test.
 	 * @return the stores
 	 * @throws Exception if the coordinator cannot be prepared
 	 */
@@ -101,8 +104,8 @@ public abstract class AbstractDaemonStoreContractTests {
 	void assignmentGoesThroughItsStatesAndTheNextOneGetsTheNextGeneration() {
 		heartbeat("node-a", Set.of("outbox"));
 		assertThat(daemons().assign(this.leader, LEADER, "outbox", "node-a", 0)).isEqualTo(1);
-		assertThat(assignment("outbox")).extracting(Assignment::node, Assignment::state, Assignment::generation,
-				Assignment::term)
+		assertThat(assignment("outbox"))
+			.extracting(Assignment::node, Assignment::state, Assignment::generation, Assignment::term)
 			.containsExactly("node-a", AssignmentState.ASSIGNING, 1L, this.leader.term());
 		assertThat(daemons().acknowledge("node-a", "outbox", 1)).isTrue();
 		assertThat(assignment("outbox").state()).isEqualTo(AssignmentState.ACTIVE);
@@ -172,9 +175,10 @@ public abstract class AbstractDaemonStoreContractTests {
 	}
 
 	/**
-	 * Nodes race for one daemon: each reads the assignment, asks the leader's token to assign the daemon to itself
-	 * when it has no live assignment, and then acknowledges and hands back what it got, sometimes leaving it for
-	 * another node to find live. Every generation must have gone to exactly one node, and the generations handed out
+	 * Nodes race for one daemon: each reads the assignment, asks the leader's token to
+	 * assign the daemon to itself when it has no live assignment, and then acknowledges
+	 * and hands back what it got, sometimes leaving it for another node to find live.
+	 * Every generation must have gone to exactly one node, and the generations handed out
 	 * must be exactly 1 to the last one the store shows.
 	 */
 	@Test
@@ -249,9 +253,11 @@ public abstract class AbstractDaemonStoreContractTests {
 	/**
 	 * The stores of one test, on one coordinator.
 	 *
-	 * @param coordination the coordination store, which the suite registers nodes and takes the leader's lease with
+	 * @param coordination the coordination store, which the suite registers nodes and
+	 * takes the leader's lease with
 	 * @param daemons the daemon store under test
-	 * @param transactions the transaction manager whose transactions {@link DaemonStore#lock} runs in
+	 * @param transactions the transaction manager whose transactions
+	 * {@link DaemonStore#lock} runs in
 	 */
 	public record Stores(CoordinationStore coordination, DaemonStore daemons, PlatformTransactionManager transactions) {
 	}

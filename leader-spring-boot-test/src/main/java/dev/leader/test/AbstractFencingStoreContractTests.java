@@ -37,15 +37,18 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.awaitility.Awaitility.await;
 
 /**
- * The behaviour every {@link FencingStore} must show, run against the real coordinator. A store passes this suite
- * through a small subclass whose {@link #createStores()} gives, on an empty coordinator, the fencing store under test,
- * the {@link CoordinationStore} of the same coordinator (the suite takes leases with it), and the transaction manager
- * whose transactions the fencing store runs in; {@link #destroyStores} removes them again.
+ * The behaviour every {@link FencingStore} must show, run against the real coordinator. A
+ * store passes this suite through a small subclass whose {@link #createStores()} gives,
+ * on an empty coordinator, the fencing store under test, the {@link CoordinationStore} of
+ * the same coordinator (the suite takes leases with it), and the transaction manager
+ * whose transactions the fencing store runs in; {@link #destroyStores} removes them
+ * again.
  * <p>
- * Both methods of the store run in the caller's transaction and keep their lock until it ends, so the tests run
- * them in transactions of their own, on threads of their own where a transaction must stay open. The concurrency
- * fuzz test races writers with random terms for one fence and checks, exactly, that the terms it accepted rose in
- * the order they committed and that it ends at the highest of them.
+ * Both methods of the store run in the caller's transaction and keep their lock until it
+ * ends, so the tests run them in transactions of their own, on threads of their own where
+ * a transaction must stay open. The concurrency fuzz test races writers with random terms
+ * for one fence and checks, exactly, that the terms it accepted rose in the order they
+ * committed and that it ends at the highest of them.
  */
 public abstract class AbstractFencingStoreContractTests {
 
@@ -64,7 +67,8 @@ public abstract class AbstractFencingStoreContractTests {
 	private TransactionTemplate transactions;
 
 	/**
-	 * Creates the stores under test on an empty coordinator: no leases, no fences. Called before each test.
+	 * Creates the stores under test on an empty coordinator: no leases, no fences. Called
+	 * before each test.
 	 * @return the stores
 	 * @throws Exception if the coordinator cannot be prepared
 	 */
@@ -197,10 +201,11 @@ public abstract class AbstractFencingStoreContractTests {
 	}
 
 	/**
-	 * Writers race for one fence, each in transactions with terms drawn at random, some of which roll back. While a
-	 * writer's transaction holds the fence it records the term the fence accepted, so the record is in commit order;
-	 * the accepted and committed terms must never go down in that order, and the fence must end at the highest
-	 * committed term.
+	 * Writers race for one fence, each in transactions with terms drawn at random, some
+	 * of which roll back. While a writer's transaction holds the fence it records the
+	 * term the fence accepted, so the record is in commit order; the accepted and
+	 * committed terms must never go down in that order, and the fence must end at the
+	 * highest committed term.
 	 */
 	@Test
 	void racingWritersLeaveTheFenceAtTheHighestCommittedTermHavingAcceptedTermsOnlyInRisingOrder() throws Exception {
@@ -222,8 +227,10 @@ public abstract class AbstractFencingStoreContractTests {
 						this.transactions.executeWithoutResult((status) -> {
 							Fence fence = fencing().advance(RESOURCE, token(term));
 							if (fence == null || !fence.advanced()) {
-								// Null only while another transaction creates the fence: the write fails closed. The
-								// term a rejection reports may be from before the statement waited for the row.
+								// Null only while another transaction creates the fence:
+								// the write fails closed. The
+								// term a rejection reports may be from before the
+								// statement waited for the row.
 								rejected.incrementAndGet();
 							}
 							else if (rollBack) {
@@ -279,11 +286,14 @@ public abstract class AbstractFencingStoreContractTests {
 	/**
 	 * The stores of one test, on one coordinator.
 	 *
-	 * @param coordination the coordination store, which the suite takes and releases leases with
+	 * @param coordination the coordination store, which the suite takes and releases
+	 * leases with
 	 * @param fencing the fencing store under test
-	 * @param transactions the transaction manager whose transactions the fencing store runs in
+	 * @param transactions the transaction manager whose transactions the fencing store
+	 * runs in
 	 */
-	public record Stores(CoordinationStore coordination, FencingStore fencing, PlatformTransactionManager transactions) {
+	public record Stores(CoordinationStore coordination, FencingStore fencing,
+			PlatformTransactionManager transactions) {
 	}
 
 }

@@ -8,16 +8,17 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Starts the nodes of a Spring Boot application for a {@link Cluster}: each node runs the application's main class
- * under {@link ApplicationNode}, which prints its events, with its database and node id as command-line properties.
+ * Starts the nodes of a Spring Boot application for a {@link Cluster}: each node runs the
+ * application's main class under {@link ApplicationNode}, which prints its events, with
+ * its database and node id as command-line properties.
  */
 final class ApplicationLauncher implements Cluster.Launcher {
 
-	// A Spring Boot application with a web server starts in seconds alone, and several share a small machine.
+	// A Spring Boot application with a web server starts in seconds alone, and several
+	// share a small machine.
 	private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(90);
 
-	private static final List<String> JVM_OPTIONS = List.of("-Xmx256m", "-XX:+UseSerialGC",
-			"-XX:TieredStopAtLevel=1");
+	private static final List<String> JVM_OPTIONS = List.of("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
 
 	private final Class<?> application;
 

@@ -24,12 +24,13 @@ import org.springframework.context.PayloadApplicationEvent;
 import org.springframework.context.support.GenericApplicationContext;
 
 /**
- * The main class of an application node of a {@link Cluster}: runs the application's main class, given as the first
- * argument, with the other arguments, and prints a {@link NodeEvent} line on standard output for each of the
- * application's leadership and membership events. The application is unchanged: the printer joins its context
- * through a {@link SpringApplication#withHook hook}, as a bean that is destroyed after the starter has stopped, when
- * it prints {@code STOPPED}. The node also exits when the process that started it is gone, so that a crashed test
- * run leaves no nodes behind.
+ * The main class of an application node of a {@link Cluster}: runs the application's main
+ * class, given as the first argument, with the other arguments, and prints a
+ * {@link NodeEvent} line on standard output for each of the application's leadership and
+ * membership events. The application is unchanged: the printer joins its context through
+ * a {@link SpringApplication#withHook hook}, as a bean that is destroyed after the
+ * starter has stopped, when it prints {@code STOPPED}. The node also exits when the
+ * process that started it is gone, so that a crashed test run leaves no nodes behind.
  */
 final class ApplicationNode {
 

@@ -38,17 +38,19 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 import static org.awaitility.Awaitility.await;
 
 /**
- * A cluster of nodes, each a JVM of its own, on a fresh schema, as a JUnit extension: register it with
- * {@code @RegisterExtension} on an instance field. Before each test it creates the schema (and, for the starter's
- * own test nodes, its tables; the application's nodes run their migrations themselves); after each test it kills
- * every node it started, prints their events and output if the test failed,
- * and drops the schema and the nodes' roles.
+ * A cluster of nodes, each a JVM of its own, on a fresh schema, as a JUnit extension:
+ * register it with {@code @RegisterExtension} on an instance field. Before each test it
+ * creates the schema (and, for the starter's own test nodes, its tables; the
+ * application's nodes run their migrations themselves); after each test it kills every
+ * node it started, prints their events and output if the test failed, and drops the
+ * schema and the nodes' roles.
  * <p>
- * {@link #of(Class)} makes a cluster of the application's own Spring Boot nodes: each node runs the application's
- * main class, on the test's class path, with {@code spring.datasource.*} and {@code leader.node.id} set for it and
- * {@code server.port=0}, and prints a {@link NodeEvent} line for every leadership and membership event, which
- * {@link NodeProcess} reads; see {@link #withProperty}. For example:
- * <pre class="code">
+ * {@link #of(Class)} makes a cluster of the application's own Spring Boot nodes: each
+ * node runs the application's main class, on the test's class path, with
+ * {@code spring.datasource.*} and {@code leader.node.id} set for it and
+ * {@code server.port=0}, and prints a {@link NodeEvent} line for every leadership and
+ * membership event, which {@link NodeProcess} reads; see {@link #withProperty}. For
+ * example: <pre class="code">
  * &#64;RegisterExtension
  * final Cluster cluster = Cluster.of(MyApplication.class).withProperty("leader.groups", "billing");
  *
@@ -62,14 +64,17 @@ import static org.awaitility.Awaitility.await;
  * }
  * </pre>
  * <p>
- * The faults: {@link NodeProcess#sigstop()} and {@link NodeProcess#sigcont()} pause and resume a node,
- * {@link NodeProcess#kill9()} kills it and {@link NodeProcess#sigterm()} stops it gracefully; {@link #start} a node
- * id again to restart it. {@link #terminateSessions} ends a node's database sessions and {@link #refuseConnections}
- * refuses new ones: every node logs in with a database role of its own, and every session sets the cluster's shared
- * role, which owns what the nodes create, so the nodes share their tables while database faults hit one node alone.
- * {@link #stallNetwork} stalls the connections of an application node, which reaches the database through a
- * {@link StallingProxy} of its own; {@link #clockOffset} runs a node with its wall clock off, under libfaketime.
- * The cluster also reads the coordinator's view of the leases ({@link #lease}).
+ * The faults: {@link NodeProcess#sigstop()} and {@link NodeProcess#sigcont()} pause and
+ * resume a node, {@link NodeProcess#kill9()} kills it and {@link NodeProcess#sigterm()}
+ * stops it gracefully; {@link #start} a node id again to restart it.
+ * {@link #terminateSessions} ends a node's database sessions and
+ * {@link #refuseConnections} refuses new ones: every node logs in with a database role of
+ * its own, and every session sets the cluster's shared role, which owns what the nodes
+ * create, so the nodes share their tables while database faults hit one node alone.
+ * {@link #stallNetwork} stalls the connections of an application node, which reaches the
+ * database through a {@link StallingProxy} of its own; {@link #clockOffset} runs a node
+ * with its wall clock off, under libfaketime. The cluster also reads the coordinator's
+ * view of the leases ({@link #lease}).
  * <p>
  * Not for parallel tests: one test at a time uses a cluster.
  */
@@ -105,9 +110,10 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	}
 
 	/**
-	 * Creates a cluster of the application's nodes on a fresh schema of the {@link TestDatabase}.
-	 * @param application the application's main class: a class with a {@code main} method that runs a
-	 * {@link org.springframework.boot.SpringApplication}
+	 * Creates a cluster of the application's nodes on a fresh schema of the
+	 * {@link TestDatabase}.
+	 * @param application the application's main class: a class with a {@code main} method
+	 * that runs a {@link org.springframework.boot.SpringApplication}
 	 * @return the cluster
 	 */
 	public static Cluster of(Class<?> application) {
@@ -115,9 +121,9 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	}
 
 	/**
-	 * Creates a cluster of the application's nodes on a database of the test's own; register that database's
-	 * extension, if it is one, before this one, so that the server runs before the schema is created and until it is
-	 * dropped.
+	 * Creates a cluster of the application's nodes on a database of the test's own;
+	 * register that database's extension, if it is one, before this one, so that the
+	 * server runs before the schema is created and until it is dropped.
 	 * @param application the application's main class
 	 * @param schemas creates the schema of each test
 	 * @return the cluster
@@ -127,9 +133,10 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	}
 
 	/**
-	 * Sets a property of every node started from now on, as a command-line argument {@code --name=value}: for an
-	 * application cluster, a Spring Boot property, which overrides the application's own configuration. A property
-	 * given to {@link #start(String, Map)} overrides it for that node.
+	 * Sets a property of every node started from now on, as a command-line argument
+	 * {@code --name=value}: for an application cluster, a Spring Boot property, which
+	 * overrides the application's own configuration. A property given to
+	 * {@link #start(String, Map)} overrides it for that node.
 	 * @param name the property name, for example {@code leader.lease.duration}
 	 * @param value the value
 	 * @return this cluster
@@ -140,12 +147,15 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	}
 
 	/**
-	 * Returns the environment that makes a node's wall clock run the given offset off the machine's, through
-	 * Debian's libfaketime, for {@link #start(String, List, Map)}. The monotonic clock stays real: the engine's safe
-	 * window runs on it, and the database's clock decides expiry.
-	 * @param offset how far ahead (or behind, if negative) the node's wall clock is, in whole seconds
+	 * Returns the environment that makes a node's wall clock run the given offset off the
+	 * machine's, through Debian's libfaketime, for {@link #start(String, List, Map)}. The
+	 * monotonic clock stays real: the engine's safe window runs on it, and the database's
+	 * clock decides expiry.
+	 * @param offset how far ahead (or behind, if negative) the node's wall clock is, in
+	 * whole seconds
 	 * @return the environment variables
-	 * @throws AssertionError if libfaketime is not installed, with the command that installs it
+	 * @throws AssertionError if libfaketime is not installed, with the command that
+	 * installs it
 	 */
 	public static Map<String, String> clockOffset(Duration offset) {
 		if (!Files.isReadable(LIBFAKETIME)) {
@@ -153,7 +163,8 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 					+ "needs Debian's faketime package. Install it with 'apt-get install faketime'");
 		}
 		String seconds = ((offset.isNegative()) ? "-" : "+") + offset.abs().toSeconds() + "s";
-		// libfaketime's "monotonic fix" would freeze CLOCK_MONOTONIC readers such as the JVM's timed waits.
+		// libfaketime's "monotonic fix" would freeze CLOCK_MONOTONIC readers such as the
+		// JVM's timed waits.
 		return Map.of("LD_PRELOAD", LIBFAKETIME.toString(), "FAKETIME", seconds, "FAKETIME_DONT_FAKE_MONOTONIC", "1",
 				"FAKETIME_FORCE_MONOTONIC_FIX", "0");
 	}
@@ -165,7 +176,8 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 		if (this.launcher.createsTables()) {
 			new LeaderSchemaMigration(this.dataSource, prefix()).migrate();
 		}
-		// Nodes create tables, such as the application's migrations, as this role, so that every node may use them.
+		// Nodes create tables, such as the application's migrations, as this role, so
+		// that every node may use them.
 		this.sharedRole = this.database.schema() + "_nodes";
 		execute("CREATE ROLE " + this.sharedRole + " NOLOGIN");
 		execute("GRANT USAGE, CREATE ON SCHEMA " + this.database.schema() + " TO " + this.sharedRole);
@@ -200,8 +212,8 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	}
 
 	/**
-	 * Starts a node; it may not be ready yet. A node id that was started before logs in with the same role again,
-	 * so this also restarts a killed node.
+	 * Starts a node; it may not be ready yet. A node id that was started before logs in
+	 * with the same role again, so this also restarts a killed node.
 	 * @param nodeId the node id
 	 * @return the node
 	 */
@@ -212,7 +224,8 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	/**
 	 * Starts a node with properties of its own; it may not be ready yet.
 	 * @param nodeId the node id
-	 * @param properties properties that override the cluster's for this node, see {@link #withProperty}
+	 * @param properties properties that override the cluster's for this node, see
+	 * {@link #withProperty}
 	 * @return the node
 	 */
 	public NodeProcess start(String nodeId, Map<String, String> properties) {
@@ -231,10 +244,13 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	}
 
 	/**
-	 * Starts a node with extra arguments and environment variables; it may not be ready yet.
+	 * Starts a node with extra arguments and environment variables; it may not be ready
+	 * yet.
 	 * @param nodeId the node id
-	 * @param extraArguments arguments {@code --name=value} added to the cluster's; they override them
-	 * @param environment variables added to the node's environment, for example {@link #clockOffset}
+	 * @param extraArguments arguments {@code --name=value} added to the cluster's; they
+	 * override them
+	 * @param environment variables added to the node's environment, for example
+	 * {@link #clockOffset}
 	 * @return the node
 	 */
 	public NodeProcess start(String nodeId, List<String> extraArguments, Map<String, String> environment) {
@@ -242,8 +258,9 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	}
 
 	/**
-	 * Starts a node with a main class, extra arguments and environment variables; it may not be ready yet. A node id
-	 * that was started before logs in with the same role again, so this also restarts a killed node.
+	 * Starts a node with a main class, extra arguments and environment variables; it may
+	 * not be ready yet. A node id that was started before logs in with the same role
+	 * again, so this also restarts a killed node.
 	 * @param nodeId the node id
 	 * @param main the main class, which takes the same arguments as the cluster's
 	 * @param extraArguments arguments added to the cluster's; they override them
@@ -278,8 +295,8 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	}
 
 	/**
-	 * Starts nodes and waits until every one of them is ready and has seen every one of them join, so that each
-	 * node also notices when another one leaves.
+	 * Starts nodes and waits until every one of them is ready and has seen every one of
+	 * them join, so that each node also notices when another one leaves.
 	 * @param nodeIds the node ids
 	 * @return the nodes, in the given order
 	 */
@@ -300,8 +317,9 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	}
 
 	/**
-	 * Stalls the network between a node and the database for a while, from now; returns at once. Only nodes of an
-	 * {@linkplain #of(Class) application cluster} go through a proxy.
+	 * Stalls the network between a node and the database for a while, from now; returns
+	 * at once. Only nodes of an {@linkplain #of(Class) application cluster} go through a
+	 * proxy.
 	 * @param nodeId the node
 	 * @param duration how long nothing goes through in either direction
 	 * @see StallingProxy#stall(Duration)
@@ -341,13 +359,15 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	}
 
 	/**
-	 * Waits until exactly one running node believes it leads the group and the coordinator agrees.
+	 * Waits until exactly one running node believes it leads the group and the
+	 * coordinator agrees.
 	 * @param group the group
 	 * @param timeout how long to wait at most
 	 * @return the leader
 	 */
 	public NodeProcess awaitSingleLeader(String group, Duration timeout) {
-		// The leader seen by the condition: asking again afterwards could find none, if it lost the lease meanwhile.
+		// The leader seen by the condition: asking again afterwards could find none, if
+		// it lost the lease meanwhile.
 		AtomicReference<NodeProcess> leader = new AtomicReference<>();
 		try {
 			await().atMost(timeout).pollInterval(Duration.ofMillis(10)).until(() -> {
@@ -360,8 +380,10 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 			});
 		}
 		catch (ConditionTimeoutException ex) {
-			throw new AssertionError("No single leader of " + group + " within " + timeout + ": leaders "
-					+ leaders(group).stream().map(NodeProcess::nodeId).toList() + ", lease " + lease(group), ex);
+			throw new AssertionError(
+					"No single leader of " + group + " within " + timeout + ": leaders "
+							+ leaders(group).stream().map(NodeProcess::nodeId).toList() + ", lease " + lease(group),
+					ex);
 		}
 		return leader.get();
 	}
@@ -386,16 +408,17 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 				.orElseThrow();
 		}
 		catch (ConditionTimeoutException ex) {
-			StringBuilder message = new StringBuilder("No node was granted " + group + " with a term above "
-					+ termAbove + " within " + timeout + "\n");
+			StringBuilder message = new StringBuilder(
+					"No node was granted " + group + " with a term above " + termAbove + " within " + timeout + "\n");
 			this.nodes.forEach((node) -> message.append(node.describe()));
 			throw new AssertionError(message.toString(), ex);
 		}
 	}
 
 	/**
-	 * Returns every node's tenures of a group, checking G6 and the terms on the way: every revoke a node printed
-	 * ends a grant of the same term, and a tenure that began later has a higher term.
+	 * Returns every node's tenures of a group, checking G6 and the terms on the way:
+	 * every revoke a node printed ends a grant of the same term, and a tenure that began
+	 * later has a higher term.
 	 * @param group the group
 	 * @return the tenures, in the order they began
 	 */
@@ -414,8 +437,9 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	}
 
 	/**
-	 * Checks the {@link #tenures} of a group, and that no two nodes believed they led it at the same instant (G1 and
-	 * G2), as far as the times at which they printed their grants and revokes tell.
+	 * Checks the {@link #tenures} of a group, and that no two nodes believed they led it
+	 * at the same instant (G1 and G2), as far as the times at which they printed their
+	 * grants and revokes tell.
 	 * @param group the group
 	 * @return the tenures, in the order they began
 	 */
@@ -433,7 +457,8 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	/**
 	 * Reads a group's lease from the coordinator.
 	 * @param group the group
-	 * @return the lease, or empty if the group has none yet, or no node has created the starter's tables
+	 * @return the lease, or empty if the group has none yet, or no node has created the
+	 * starter's tables
 	 */
 	public Optional<Lease> lease(String group) {
 		String sql = """
@@ -471,7 +496,8 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 				SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))
 				FROM pg_stat_activity WHERE usename = ?
 				""";
-		// By role, which is unique to this cluster's schema: node ids repeat across test classes and runs.
+		// By role, which is unique to this cluster's schema: node ids repeat across test
+		// classes and runs.
 		try (Connection connection = dataSource().getConnection();
 				PreparedStatement statement = connection.prepareStatement(sql)) {
 			statement.setString(1, role(nodeId).name());
@@ -486,8 +512,8 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	}
 
 	/**
-	 * Makes the database refuse new sessions of a node, until {@link #allowConnections}. Sessions it has open
-	 * stay open; {@link #terminateSessions} ends them.
+	 * Makes the database refuse new sessions of a node, until {@link #allowConnections}.
+	 * Sessions it has open stay open; {@link #terminateSessions} ends them.
 	 * @param nodeId the node
 	 */
 	public void refuseConnections(String nodeId) {
@@ -513,7 +539,8 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	private Role createRole(String name) {
 		Role role = new Role(name, UUID.randomUUID().toString().replace("-", ""));
 		execute("CREATE ROLE " + role.name() + " LOGIN PASSWORD '" + role.password() + "' IN ROLE " + this.sharedRole);
-		// Sessions take the shared role at once: what one node creates, the others may use.
+		// Sessions take the shared role at once: what one node creates, the others may
+		// use.
 		execute("ALTER ROLE " + role.name() + " SET role = '" + this.sharedRole + "'");
 		return role;
 	}
@@ -545,9 +572,10 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	}
 
 	/**
-	 * Returns the test's own pool on the schema, with the schema owner's rights: for tables that the test creates
-	 * before it starts nodes (every node role may use the tables and sequences that exist when it is first started),
-	 * and for reading them back.
+	 * Returns the test's own pool on the schema, with the schema owner's rights: for
+	 * tables that the test creates before it starts nodes (every node role may use the
+	 * tables and sequences that exist when it is first started), and for reading them
+	 * back.
 	 * @return the data source
 	 */
 	public HikariDataSource dataSource() {
@@ -558,7 +586,8 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	}
 
 	/**
-	 * Runs every step even when one fails, then throws the first failure with the later ones suppressed.
+	 * Runs every step even when one fails, then throws the first failure with the later
+	 * ones suppressed.
 	 */
 	private static void cleanUp(Runnable... steps) {
 		RuntimeException failure = null;
@@ -585,7 +614,8 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	}
 
 	/**
-	 * The database role a node logs in with; the name is generated, so it needs no quoting.
+	 * The database role a node logs in with; the name is generated, so it needs no
+	 * quoting.
 	 */
 	private record Role(String name, String password) {
 	}
@@ -613,9 +643,10 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 		}
 
 		/**
-		 * Converts a database instant near the read into local {@link System#nanoTime()}. The result is never
-		 * earlier than the true local time of that instant, and late by at most the read's round trip, because the
-		 * database and the monotonic clock of one machine run at the same rate.
+		 * Converts a database instant near the read into local {@link System#nanoTime()}.
+		 * The result is never earlier than the true local time of that instant, and late
+		 * by at most the read's round trip, because the database and the monotonic clock
+		 * of one machine run at the same rate.
 		 * @param instant the database instant
 		 * @return the local time
 		 */
@@ -626,7 +657,8 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	}
 
 	/**
-	 * How the nodes of a cluster are started: their main class, their arguments, and their process.
+	 * How the nodes of a cluster are started: their main class, their arguments, and
+	 * their process.
 	 */
 	interface Launcher {
 
@@ -666,14 +698,15 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 		Duration startupTimeout();
 
 		/**
-		 * Returns whether the cluster creates the starter's tables before the first node starts; if not, the nodes
-		 * create them, as an application's migrations do.
+		 * Returns whether the cluster creates the starter's tables before the first node
+		 * starts; if not, the nodes create them, as an application's migrations do.
 		 * @return whether the cluster creates the tables
 		 */
 		boolean createsTables();
 
 		/**
-		 * Returns whether each node reaches the database through a {@link StallingProxy} of its own.
+		 * Returns whether each node reaches the database through a {@link StallingProxy}
+		 * of its own.
 		 * @return whether nodes are proxied
 		 */
 		boolean proxied();

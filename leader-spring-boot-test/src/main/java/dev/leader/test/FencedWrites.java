@@ -11,16 +11,19 @@ import javax.sql.DataSource;
 import org.springframework.jdbc.core.JdbcTemplate;
 
 /**
- * The committed fenced writes of a test, in commit order, and the check that fencing held: per resource, no write
- * of a lower term committed after a write of a higher term, and the writes of one term came from one writer. A
- * leader that was paused, lost its lease and went on writing under its old term must have been rejected; if one of
- * its writes committed after its successor's first, the check names both.
+ * The committed fenced writes of a test, in commit order, and the check that fencing
+ * held: per resource, no write of a lower term committed after a write of a higher term,
+ * and the writes of one term came from one writer. A leader that was paused, lost its
+ * lease and went on writing under its old term must have been rejected; if one of its
+ * writes committed after its successor's first, the check names both.
  * <p>
- * The order of the writes must be their commit order. With the starter's guard it is the order of ids that the write
- * draws from a sequence after {@link dev.leader.fencing.Fencing#guard guarding} (or in a
- * {@code @LeaderOnly(fenced = true)} transaction): a takeover waits until every guarded transaction of the earlier
- * term has ended, and the later term's writes guard only after it, so they draw later ids. A {@code BIGSERIAL} or
- * identity column filled by the {@code INSERT} after the guard is such an id.
+ * The order of the writes must be their commit order. With the starter's guard it is the
+ * order of ids that the write draws from a sequence after
+ * {@link dev.leader.fencing.Fencing#guard guarding} (or in a
+ * {@code @LeaderOnly(fenced = true)} transaction): a takeover waits until every guarded
+ * transaction of the earlier term has ended, and the later term's writes guard only after
+ * it, so they draw later ids. A {@code BIGSERIAL} or identity column filled by the
+ * {@code INSERT} after the guard is such an id.
  * <p>
  * Immutable and thread-safe.
  */
@@ -42,8 +45,9 @@ public final class FencedWrites {
 	}
 
 	/**
-	 * Reads the committed writes with a query whose rows are the writes in commit order, with the resource, the term
-	 * and the writer as their first three columns; for example
+	 * Reads the committed writes with a query whose rows are the writes in commit order,
+	 * with the resource, the term and the writer as their first three columns; for
+	 * example
 	 * {@code SELECT 'settlement', term, node_id FROM settlement_batches ORDER BY id}.
 	 * @param dataSource the database
 	 * @param sql the query
@@ -72,8 +76,9 @@ public final class FencedWrites {
 	}
 
 	/**
-	 * Returns every violation of fencing, each described in a sentence: a write committed after a write of a higher
-	 * term of the same resource, and a term of a resource written by a second writer.
+	 * Returns every violation of fencing, each described in a sentence: a write committed
+	 * after a write of a higher term of the same resource, and a term of a resource
+	 * written by a second writer.
 	 * @return the violations, empty if fencing held
 	 */
 	public List<String> violations() {
@@ -131,7 +136,8 @@ public final class FencedWrites {
 	/**
 	 * One committed fenced write.
 	 *
-	 * @param resource what was written, for example a table, or the group whose lease fenced the write
+	 * @param resource what was written, for example a table, or the group whose lease
+	 * fenced the write
 	 * @param term the term, or generation, of the token the write was fenced with
 	 * @param writer who wrote it, for example the node id
 	 */

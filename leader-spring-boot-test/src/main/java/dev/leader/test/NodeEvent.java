@@ -5,12 +5,12 @@ import java.util.Optional;
 import org.jspecify.annotations.Nullable;
 
 /**
- * One line of a cluster node's standard output: what happened, and the {@link System#nanoTime()} at which the
- * node printed it. Every process on one Linux machine reads the same monotonic clock, so the times of different
- * nodes, and of the test itself, can be compared and subtracted.
+ * One line of a cluster node's standard output: what happened, and the
+ * {@link System#nanoTime()} at which the node printed it. Every process on one Linux
+ * machine reads the same monotonic clock, so the times of different nodes, and of the
+ * test itself, can be compared and subtracted.
  * <p>
- * The lines are {@code EVENT <nanoTime> <type> <fields>}, with the fields per type:
- * <pre>
+ * The lines are {@code EVENT <nanoTime> <type> <fields>}, with the fields per type: <pre>
  * READY   node               the engine was started
  * GRANTED group term node    this node became leader
  * REVOKED group term node reason
@@ -28,9 +28,10 @@ import org.jspecify.annotations.Nullable;
  * @param nanoTime when the node printed the line
  * @param type what happened
  * @param group the group, for the leadership types
- * @param term the term, for the leadership and write types; the wall clock in milliseconds for {@code CLOCK}; else 0
- * @param node the node the event is about: the holder for {@code CHANGED} ({@code null} for none), the member for
- * {@code JOINED} and {@code LEFT}, else the printing node
+ * @param term the term, for the leadership and write types; the wall clock in
+ * milliseconds for {@code CLOCK}; else 0
+ * @param node the node the event is about: the holder for {@code CHANGED} ({@code null}
+ * for none), the member for {@code JOINED} and {@code LEFT}, else the printing node
  * @param reason the revoke reason, for {@code REVOKED}
  */
 public record NodeEvent(long nanoTime, Type type, @Nullable String group, long term, @Nullable String node,
@@ -61,8 +62,8 @@ public record NodeEvent(long nanoTime, Type type, @Nullable String group, long t
 				case REVOKED -> new NodeEvent(nanoTime, type, parts[3], Long.parseLong(parts[4]), parts[5], parts[6]);
 				case CHANGED -> new NodeEvent(nanoTime, type, parts[3], Long.parseLong(parts[4]),
 						NONE.equals(parts[5]) ? null : parts[5], null);
-				case REJECTED, FAILED, LOAD_REJECTED, LOAD_FAILED -> new NodeEvent(nanoTime, type, parts[3],
-						Long.parseLong(parts[4]), parts[5], null);
+				case REJECTED, FAILED, LOAD_REJECTED, LOAD_FAILED ->
+					new NodeEvent(nanoTime, type, parts[3], Long.parseLong(parts[4]), parts[5], null);
 				case CLOCK -> new NodeEvent(nanoTime, type, null, Long.parseLong(parts[4]), parts[3], null);
 				case READY, JOINED, LEFT, STOPPED -> new NodeEvent(nanoTime, type, null, 0, parts[3], null);
 			});
@@ -78,7 +79,8 @@ public record NodeEvent(long nanoTime, Type type, @Nullable String group, long t
 	 */
 	public String format() {
 		String fields = switch (this.type) {
-			case GRANTED, REJECTED, FAILED, LOAD_REJECTED, LOAD_FAILED -> this.group + " " + this.term + " " + this.node;
+			case GRANTED, REJECTED, FAILED, LOAD_REJECTED, LOAD_FAILED ->
+				this.group + " " + this.term + " " + this.node;
 			case CLOCK -> this.node + " " + this.term;
 			case REVOKED -> this.group + " " + this.term + " " + this.node + " " + this.reason;
 			case CHANGED -> this.group + " " + this.term + " " + ((this.node != null) ? this.node : NONE);
@@ -152,7 +154,8 @@ public record NodeEvent(long nanoTime, Type type, @Nullable String group, long t
 		STOPPED(1),
 
 		/**
-		 * The node read its wall clock; the term field carries {@link System#currentTimeMillis()}.
+		 * The node read its wall clock; the term field carries
+		 * {@link System#currentTimeMillis()}.
 		 */
 		CLOCK(2),
 
@@ -167,12 +170,14 @@ public record NodeEvent(long nanoTime, Type type, @Nullable String group, long t
 		FAILED(3),
 
 		/**
-		 * A transaction of the guarded-write load was rejected because its term no longer leads.
+		 * A transaction of the guarded-write load was rejected because its term no longer
+		 * leads.
 		 */
 		LOAD_REJECTED(3),
 
 		/**
-		 * A transaction of the guarded-write load failed for another reason than a stale term, and rolled back.
+		 * A transaction of the guarded-write load failed for another reason than a stale
+		 * term, and rolled back.
 		 */
 		LOAD_FAILED(3);
 

@@ -26,13 +26,15 @@ import org.jspecify.annotations.Nullable;
 import static org.awaitility.Awaitility.await;
 
 /**
- * A cluster node running in a JVM of its own, started with the test JVM's {@code java} binary and class path,
- * usually by a {@link Cluster}. Its standard output is read on a thread of its own: the {@link NodeEvent} lines into
- * {@link #events()}, the last of the other lines for {@link #describe()}; its standard error goes to a file.
+ * A cluster node running in a JVM of its own, started with the test JVM's {@code java}
+ * binary and class path, usually by a {@link Cluster}. Its standard output is read on a
+ * thread of its own: the {@link NodeEvent} lines into {@link #events()}, the last of the
+ * other lines for {@link #describe()}; its standard error goes to a file.
  * <p>
- * The signals: {@link #sigterm()} stops the node gracefully, {@link #kill9()} kills it outright, and
- * {@link #sigstop()} and {@link #sigcont()} freeze and thaw it. {@link #close()} kills it for sure; every process is
- * also killed when the test JVM shuts down.
+ * The signals: {@link #sigterm()} stops the node gracefully, {@link #kill9()} kills it
+ * outright, and {@link #sigstop()} and {@link #sigcont()} freeze and thaw it.
+ * {@link #close()} kills it for sure; every process is also killed when the test JVM
+ * shuts down.
  */
 public final class NodeProcess implements AutoCloseable {
 
@@ -76,19 +78,21 @@ public final class NodeProcess implements AutoCloseable {
 	}
 
 	/**
-	 * Starts a node in a small JVM on the test JVM's class path: a main class that takes {@code --node=<id>} and the
-	 * given arguments, and prints {@link NodeEvent} lines.
+	 * Starts a node in a small JVM on the test JVM's class path: a main class that takes
+	 * {@code --node=<id>} and the given arguments, and prints {@link NodeEvent} lines.
 	 * @param main the main class
 	 * @param nodeId the node id, passed on as {@code --node}
 	 * @param arguments the other arguments
-	 * @param environment variables added to the test JVM's environment, for example to preload libfaketime
+	 * @param environment variables added to the test JVM's environment, for example to
+	 * preload libfaketime
 	 * @param stderr the file that receives the node's standard error
 	 * @return the running node
 	 * @throws IOException if the process cannot be started
 	 */
 	public static NodeProcess start(Class<?> main, String nodeId, List<String> arguments,
 			Map<String, String> environment, Path stderr) throws IOException {
-		// Small, quick-starting JVMs: several of them share the machine with PostgreSQL and the test.
+		// Small, quick-starting JVMs: several of them share the machine with PostgreSQL
+		// and the test.
 		List<String> options = List.of("-Xmx64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
 		List<String> allArguments = new ArrayList<>();
 		allArguments.add("--node=" + nodeId);
@@ -179,10 +183,12 @@ public final class NodeProcess implements AutoCloseable {
 				.until(() -> firstEvent(predicate).isPresent() || !this.reader.isAlive());
 		}
 		catch (ConditionTimeoutException ex) {
-			throw new AssertionError("Node " + this.nodeId + " did not print " + description + " within " + timeout
-					+ "\n" + describe(), ex);
+			throw new AssertionError(
+					"Node " + this.nodeId + " did not print " + description + " within " + timeout + "\n" + describe(),
+					ex);
 		}
-		// The reader ends when the process has exited and its last lines are read: no use waiting longer.
+		// The reader ends when the process has exited and its last lines are read: no use
+		// waiting longer.
 		return firstEvent(predicate).orElseThrow(() -> new AssertionError(
 				"Node " + this.nodeId + " exited without printing " + description + "\n" + describe()));
 	}
@@ -198,8 +204,8 @@ public final class NodeProcess implements AutoCloseable {
 	}
 
 	/**
-	 * Returns whether the node believes it leads the group, as far as its output tells: its last grant or revoke of
-	 * the group is a grant, and the process has not exited.
+	 * Returns whether the node believes it leads the group, as far as its output tells:
+	 * its last grant or revoke of the group is a grant, and the process has not exited.
 	 * @param group the group
 	 * @return whether it leads
 	 */
@@ -213,7 +219,8 @@ public final class NodeProcess implements AutoCloseable {
 	 * Returns the terms this node led the group for, each with when it began and ended.
 	 * @param group the group
 	 * @return the tenures, in the order they began
-	 * @throws AssertionError if the node printed a grant while it led, or a revoke that ends no grant of its term
+	 * @throws AssertionError if the node printed a grant while it led, or a revoke that
+	 * ends no grant of its term
 	 */
 	public List<Tenure> tenures(String group) {
 		List<Tenure> tenures = new ArrayList<>();
@@ -237,7 +244,8 @@ public final class NodeProcess implements AutoCloseable {
 		if (open != null) {
 			OptionalLong ended = OptionalLong.empty();
 			if (!this.process.isAlive()) {
-				// Seen exiting, or now if the exit callback has not run yet: either is no earlier than the death.
+				// Seen exiting, or now if the exit callback has not run yet: either is no
+				// earlier than the death.
 				long exited = this.exitedAt;
 				ended = OptionalLong.of((exited != 0) ? exited : System.nanoTime());
 			}
@@ -250,7 +258,8 @@ public final class NodeProcess implements AutoCloseable {
 	 * Sends SIGTERM, which makes the node stop gracefully; returns at once.
 	 */
 	public void sigterm() {
-		// Through the handle: Process.destroy() would also close the pipe, losing the lines printed on the way out.
+		// Through the handle: Process.destroy() would also close the pipe, losing the
+		// lines printed on the way out.
 		this.process.toHandle().destroy();
 	}
 
@@ -293,7 +302,8 @@ public final class NodeProcess implements AutoCloseable {
 			throw new AssertionError("Interrupted while waiting for node " + this.nodeId + " to exit", ex);
 		}
 		// The exit callback and the last lines of output arrive after waitFor returns.
-		await().atMost(EXIT_TIMEOUT).pollInterval(POLL_INTERVAL)
+		await().atMost(EXIT_TIMEOUT)
+			.pollInterval(POLL_INTERVAL)
 			.until(() -> this.exitedAt != 0 && !this.reader.isAlive());
 		return this.process.exitValue();
 	}
@@ -324,7 +334,8 @@ public final class NodeProcess implements AutoCloseable {
 	}
 
 	/**
-	 * Describes the node for a failure message: its state, its events, and the end of its standard error.
+	 * Describes the node for a failure message: its state, its events, and the end of its
+	 * standard error.
 	 * @return the description
 	 */
 	public String describe() {
@@ -340,7 +351,8 @@ public final class NodeProcess implements AutoCloseable {
 	}
 
 	/**
-	 * Kills the process with SIGKILL, which ends a frozen process too, and waits until it is gone.
+	 * Kills the process with SIGKILL, which ends a frozen process too, and waits until it
+	 * is gone.
 	 */
 	@Override
 	public void close() {
@@ -411,8 +423,8 @@ public final class NodeProcess implements AutoCloseable {
 	 * @param group the group
 	 * @param term the term
 	 * @param grantedAt when the node printed the grant
-	 * @param endedAt when the node printed the revoke or, if it printed none, when the process was seen to exit;
-	 * empty while it leads
+	 * @param endedAt when the node printed the revoke or, if it printed none, when the
+	 * process was seen to exit; empty while it leads
 	 * @param reason the revoke reason, or {@code null} if the node printed no revoke
 	 */
 	public record Tenure(String node, String group, long term, long grantedAt, OptionalLong endedAt,

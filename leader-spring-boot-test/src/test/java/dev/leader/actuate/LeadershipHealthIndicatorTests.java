@@ -28,8 +28,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * {@link LeadershipHealthIndicator} against real PostgreSQL, with the database made unreachable for the node by
- * refusing its role's logins and terminating its sessions.
+ * {@link LeadershipHealthIndicator} against real PostgreSQL, with the database made
+ * unreachable for the node by refusing its role's logins and terminating its sessions.
  */
 class LeadershipHealthIndicatorTests {
 
@@ -48,8 +48,8 @@ class LeadershipHealthIndicatorTests {
 	void startNode() throws SQLException {
 		this.database = TestDatabase.createSchema();
 		this.role = "r_" + this.database.schema();
-		execute("CREATE ROLE " + this.role + " LOGIN", "GRANT ALL ON SCHEMA " + this.database.schema() + " TO "
-				+ this.role);
+		execute("CREATE ROLE " + this.role + " LOGIN",
+				"GRANT ALL ON SCHEMA " + this.database.schema() + " TO " + this.role);
 		HikariConfig config = new HikariConfig();
 		config.setJdbcUrl(this.database.url());
 		config.setUsername(this.role);
@@ -58,8 +58,8 @@ class LeadershipHealthIndicatorTests {
 		this.dataSource = new HikariDataSource(config);
 		new LeaderSchemaMigration(this.dataSource, new TablePrefix("leader_")).migrate();
 		this.engine = new LeaderEngine(
-				new PostgresCoordinationStore(this.dataSource, new TablePrefix("leader_"), Duration.ofSeconds(1)),
-				FAST, new NodeRegistration("health-node", "health", "localhost", ProcessHandle.current().pid()),
+				new PostgresCoordinationStore(this.dataSource, new TablePrefix("leader_"), Duration.ofSeconds(1)), FAST,
+				new NodeRegistration("health-node", "health", "localhost", ProcessHandle.current().pid()),
 				List.of("default"), (event) -> {
 				});
 		this.engine.start();
@@ -70,8 +70,9 @@ class LeadershipHealthIndicatorTests {
 		this.engine.stop();
 		this.dataSource.close();
 		this.database.drop();
-		execute("ALTER ROLE " + this.role + " LOGIN", "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-				+ "WHERE usename = '" + this.role + "'", "DROP ROLE " + this.role);
+		execute("ALTER ROLE " + this.role + " LOGIN",
+				"SELECT pg_terminate_backend(pid) FROM pg_stat_activity " + "WHERE usename = '" + this.role + "'",
+				"DROP ROLE " + this.role);
 	}
 
 	@Test
@@ -94,12 +95,14 @@ class LeadershipHealthIndicatorTests {
 		long cutOff = System.nanoTime();
 		await().atMost(Duration.ofSeconds(5)).until(() -> indicator.health(true).getStatus().equals(Status.DOWN));
 		Duration downAfter = Duration.ofNanos(System.nanoTime() - cutOff);
-		// Never before the node expiry has passed since the last contact, which was at most one renewal earlier.
+		// Never before the node expiry has passed since the last contact, which was at
+		// most one renewal earlier.
 		assertThat(downAfter).isGreaterThanOrEqualTo(FAST.nodeExpiry().minus(FAST.renewInterval()));
 		assertThat(indicator.health(true).getDetails()).containsEntry("coordinator", "unreachable");
 		assertThat((String) indicator.health(true).getDetails().get("reason")).contains("coordinator unreachable for")
 			.contains("past the node expiry of 1000 ms");
-		// The safe window outlasts this node expiry; once it closes, the details show the step-down.
+		// The safe window outlasts this node expiry; once it closes, the details show the
+		// step-down.
 		await().atMost(Duration.ofSeconds(3))
 			.until(() -> indicator.health(true).getDetails().get("roles"), Map.of("default", "FOLLOWER")::equals);
 		execute("ALTER ROLE " + this.role + " LOGIN");

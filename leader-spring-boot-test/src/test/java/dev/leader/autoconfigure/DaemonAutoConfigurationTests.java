@@ -39,7 +39,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Tests for the daemon part of {@link LeaderAutoConfiguration}, each against a fresh PostgreSQL schema.
+ * Tests for the daemon part of {@link LeaderAutoConfiguration}, each against a fresh
+ * PostgreSQL schema.
  */
 class DaemonAutoConfigurationTests {
 
@@ -59,12 +60,11 @@ class DaemonAutoConfigurationTests {
 
 	@Test
 	void defaultsGiveACoordinatorWithTheDocumentedSettings() {
-		this.schema.runner()
-			.run((context) -> {
-				assertThat(context).hasSingleBean(DaemonCoordinator.class);
-				assertThat(context.getBean(DaemonSettings.class)).isEqualTo(DaemonSettings.defaults());
-				assertThat(context.getBean(DaemonCoordinator.class).daemons()).isEmpty();
-			});
+		this.schema.runner().run((context) -> {
+			assertThat(context).hasSingleBean(DaemonCoordinator.class);
+			assertThat(context.getBean(DaemonSettings.class)).isEqualTo(DaemonSettings.defaults());
+			assertThat(context.getBean(DaemonCoordinator.class).daemons()).isEmpty();
+		});
 	}
 
 	@Test
@@ -109,7 +109,8 @@ class DaemonAutoConfigurationTests {
 			LateFailingAgent agent = (LateFailingAgent) context.getBean("late-failing", DaemonAgent.class);
 			await().atMost(WAIT).until(() -> agent.starts.size() >= 4);
 			List<Long> starts = agent.starts;
-			// Two quick failures wait 1 s, then 2 s; the third run lasted 2.5 s, longer than the 2 s it waited, so
+			// Two quick failures wait 1 s, then 2 s; the third run lasted 2.5 s, longer
+			// than the 2 s it waited, so
 			// its failure waits 1 s again rather than 4 s.
 			assertThat(Duration.ofNanos(starts.get(2) - agent.lastFailure)).isNegative();
 			assertThat(Duration.ofNanos(starts.get(2) - starts.get(1))).isGreaterThanOrEqualTo(Duration.ofSeconds(2));
@@ -129,7 +130,8 @@ class DaemonAutoConfigurationTests {
 					.query(String.class)
 					.optional(), (state) -> state.equals(java.util.Optional.of("ACTIVE")));
 		});
-		// This node was the only one, and the leader: only its own hand-over can have deleted the assignment.
+		// This node was the only one, and the leader: only its own hand-over can have
+		// deleted the assignment.
 		try (var dataSource = this.schema.database().dataSource(1)) {
 			JdbcClient client = JdbcClient.create(dataSource);
 			assertThat(client.sql("SELECT state FROM leader_assignments WHERE daemon_name = 'steady'")
@@ -193,8 +195,7 @@ class DaemonAutoConfigurationTests {
 								(now) -> now > termBefore);
 					long generationBefore = generation;
 					generation = await().atMost(WAIT)
-						.until(() -> coordinator.running().getOrDefault("steady", 0L),
-								(now) -> now > generationBefore);
+						.until(() -> coordinator.running().getOrDefault("steady", 0L), (now) -> now > generationBefore);
 					int runsSoFar = cycle;
 					await().atMost(WAIT).until(runs::get, (count) -> count == runsSoFar);
 					assertThat(leaderThreads()).extracting(Thread::getName)
@@ -205,7 +206,8 @@ class DaemonAutoConfigurationTests {
 					assertThat(coordinator.running()).isEmpty();
 					assertThat(leaderThreads()).isSubsetOf(threadsBefore);
 					assertThat(pool.getActiveConnections()).isZero();
-					// Every session under the application's name is an idle connection of its pool, which may still
+					// Every session under the application's name is an idle connection of
+					// its pool, which may still
 					// be opening or retiring one.
 					await().atMost(Duration.ofSeconds(5))
 						.until(() -> sessions(applicationName), (now) -> now == pool.getTotalConnections());
@@ -215,15 +217,16 @@ class DaemonAutoConfigurationTests {
 
 	@Test
 	void coordinatorStoppedAndStartedAloneUndoesTheDrainOfItsStopAndRunsItsDaemonAgain() {
-		this.contextRunner.withBean("steady", DaemonAgent.class,
-				() -> (context) -> context.awaitCancellation(Duration.ofMinutes(1)))
+		this.contextRunner
+			.withBean("steady", DaemonAgent.class, () -> (context) -> context.awaitCancellation(Duration.ofMinutes(1)))
 			.run((context) -> {
 				DaemonCoordinator coordinator = context.getBean(DaemonCoordinator.class);
 				JdbcClient jdbc = JdbcClient.create(context.getBean(javax.sql.DataSource.class));
 				long generation = await().atMost(WAIT)
 					.until(() -> coordinator.running().getOrDefault("steady", 0L), (now) -> now > 0);
 				coordinator.stop();
-				// The engine goes on heartbeating this node, so the drain of the hand-over stays.
+				// The engine goes on heartbeating this node, so the drain of the
+				// hand-over stays.
 				assertThat(drained(jdbc, "test-node")).isTrue();
 				coordinator.start();
 				await().atMost(WAIT).until(() -> coordinator.running().getOrDefault("steady", 0L) > generation);
@@ -266,8 +269,11 @@ class DaemonAutoConfigurationTests {
 	@Test
 	void invalidDaemonNameFailsStartupNamingTheBean() {
 		this.contextRunner.withBean("bad name", DaemonAgent.class, () -> (context) -> {
-		}).run((context) -> assertThat(context).getFailure().rootCause().hasMessageContaining("bad name")
-			.hasMessageContaining("daemonName()"));
+		})
+			.run((context) -> assertThat(context).getFailure()
+				.rootCause()
+				.hasMessageContaining("bad name")
+				.hasMessageContaining("daemonName()"));
 	}
 
 	private static Set<Thread> leaderThreads() {
@@ -323,8 +329,9 @@ class DaemonAutoConfigurationTests {
 	}
 
 	/**
-	 * Runs until cancelled, then takes 1.5 s to finish its work, within the drain timeout as an agent that honours
-	 * its context does; records the {@link System#nanoTime()} of its start and of its return.
+	 * Runs until cancelled, then takes 1.5 s to finish its work, within the drain timeout
+	 * as an agent that honours its context does; records the {@link System#nanoTime()} of
+	 * its start and of its return.
 	 */
 	static class SlowToDrainAgent implements DaemonAgent {
 
@@ -367,8 +374,8 @@ class DaemonAutoConfigurationTests {
 	}
 
 	/**
-	 * Fails at once twice, then after 2.5 s, then runs until cancelled; records the {@link System#nanoTime()} of
-	 * each start and of its last failure.
+	 * Fails at once twice, then after 2.5 s, then runs until cancelled; records the
+	 * {@link System#nanoTime()} of each start and of its last failure.
 	 */
 	static class LateFailingAgent implements DaemonAgent {
 

@@ -74,8 +74,9 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Tests for the daemon operations of the {@code leadership} endpoint, in Java and over HTTP, the daemon metrics and
- * health, and assignment notifications, with nodes as application contexts on a fresh PostgreSQL schema.
+ * Tests for the daemon operations of the {@code leadership} endpoint, in Java and over
+ * HTTP, the daemon metrics and health, and assignment notifications, with nodes as
+ * application contexts on a fresh PostgreSQL schema.
  */
 class DaemonOperationsTests {
 
@@ -104,7 +105,8 @@ class DaemonOperationsTests {
 		return node(new ApplicationContextRunner(), id, properties);
 	}
 
-	// A node that serves the actuator on a random port, with the write operations granted.
+	// A node that serves the actuator on a random port, with the write operations
+	// granted.
 	private WebApplicationContextRunner webNode(String id, String... properties) {
 		return node(new WebApplicationContextRunner(AnnotationConfigServletWebServerApplicationContext::new), id,
 				properties)
@@ -125,9 +127,8 @@ class DaemonOperationsTests {
 			.withPropertyValues("spring.datasource.hikari.maximum-pool-size=4", "leader.node.id=" + id,
 					"leader.lease.duration=2s", "leader.lease.renew-interval=300ms",
 					"leader.lease.retry-interval=300ms", "leader.lease.safety-margin=100ms", "leader.node.expiry=2s",
-					"leader.daemons.settle-window=0s",
-					"leader.daemons.ack-timeout=2s", "leader.daemons.drain-timeout=2s",
-					"management.endpoints.web.exposure.include=leadership,health")
+					"leader.daemons.settle-window=0s", "leader.daemons.ack-timeout=2s",
+					"leader.daemons.drain-timeout=2s", "management.endpoints.web.exposure.include=leadership,health")
 			.withPropertyValues(properties)
 			.withBean(Events.class);
 	}
@@ -140,8 +141,12 @@ class DaemonOperationsTests {
 	}
 
 	private Optional<String> placement(String daemon) {
-		return jdbc().sql("SELECT node_id || ' ' || state || ' ' || generation FROM leader_assignments "
-				+ "WHERE daemon_name = ?").param(daemon).query(String.class).optional();
+		return jdbc()
+			.sql("SELECT node_id || ' ' || state || ' ' || generation FROM leader_assignments "
+					+ "WHERE daemon_name = ?")
+			.param(daemon)
+			.query(String.class)
+			.optional();
 	}
 
 	private long requests() {
@@ -153,19 +158,20 @@ class DaemonOperationsTests {
 		ApplicationContextRunner web = this.schema
 			.runner(LeaderEndpointAutoConfiguration.class, EndpointAutoConfiguration.class)
 			.withPropertyValues("leader.node.id=web-node", "management.endpoints.web.exposure.include=leadership");
-		web.run((context) -> assertThat(operations(context))
-			.containsExactlyInAnyOrder("GET leadership", "GET leadership/{group}"));
+		web.run((context) -> assertThat(operations(context)).containsExactlyInAnyOrder("GET leadership",
+				"GET leadership/{group}"));
 		web.withPropertyValues("management.endpoint.leadership.access=UNRESTRICTED")
-			.run((context) -> assertThat(operations(context))
-				.containsExactlyInAnyOrder("GET leadership", "GET leadership/{group}", "POST leadership",
-						"POST leadership/{group}", "POST leadership/{kind}/{name}"));
+			.run((context) -> assertThat(operations(context)).containsExactlyInAnyOrder("GET leadership",
+					"GET leadership/{group}", "POST leadership", "POST leadership/{group}",
+					"POST leadership/{kind}/{name}"));
 	}
 
-	// The web endpoints as Spring Boot's web endpoint support discovers them, filtered by the configured access.
+	// The web endpoints as Spring Boot's web endpoint support discovers them, filtered by
+	// the configured access.
 	private static List<String> operations(ApplicationContext context) {
-		WebEndpointsSupplier endpoints = new WebEndpointDiscoverer(context,
-				context.getBean(ParameterValueMapper.class), EndpointMediaTypes.DEFAULT, List.of(), List.of(),
-				List.of(), List.of(), List.of(OperationFilter.byAccess(context.getBean(EndpointAccessResolver.class))));
+		WebEndpointsSupplier endpoints = new WebEndpointDiscoverer(context, context.getBean(ParameterValueMapper.class),
+				EndpointMediaTypes.DEFAULT, List.of(), List.of(), List.of(), List.of(),
+				List.of(OperationFilter.byAccess(context.getBean(EndpointAccessResolver.class))));
 		ExposableWebEndpoint leadership = endpoints.getEndpoints()
 			.stream()
 			.filter((endpoint) -> endpoint.getEndpointId().toString().equals("leadership"))
@@ -265,7 +271,8 @@ class DaemonOperationsTests {
 		HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://localhost:" + port + path))
 			.timeout(WAIT);
 		if (method.equals("POST")) {
-			// Even without a body: the operations that take one answer 415 to a request of another type.
+			// Even without a body: the operations that take one answer 415 to a request
+			// of another type.
 			request.header("Content-Type", "application/json");
 		}
 		request.method(method,
@@ -284,7 +291,8 @@ class DaemonOperationsTests {
 					.until(() -> jdbc().sql("SELECT count(*) FROM leader_nodes WHERE 'mover' = ANY (daemons)")
 						.query(Long.class)
 						.single() == 2);
-				// Bad input: 404 (null) for unknown names in the path, 400 for an unusable target, nothing recorded.
+				// Bad input: 404 (null) for unknown names in the path, 400 for an
+				// unusable target, nothing recorded.
 				assertThat(follower.daemonOperation("daemons", "ghost-daemon", null, null)).isNull();
 				assertThat(follower.daemonOperation("nodes", "ghost-node", null, null)).isNull();
 				assertThat(follower.daemonOperation("daemon", "mover", null, null)).isNull();
@@ -296,7 +304,8 @@ class DaemonOperationsTests {
 				assertThat(requests()).isZero();
 				assertThat(placement("mover")).hasValue("node-a ACTIVE 1");
 
-				// Move, asked on the follower: the leader revokes it on node-a and assigns it to node-b.
+				// Move, asked on the follower: the leader revokes it on node-a and
+				// assigns it to node-b.
 				RequestDescriptor move = (RequestDescriptor) follower.daemonOperation("daemons", "mover", "node-b",
 						null);
 				assertThat(move.kind()).isEqualTo("MOVE");
@@ -306,7 +315,8 @@ class DaemonOperationsTests {
 				assertThat(requests()).isZero();
 				assertThat(b.getBean(Events.class).started("mover")).isEqualTo(1);
 
-				// Drain node-b: the daemon goes back to node-a, and stays there while node-b is drained.
+				// Drain node-b: the daemon goes back to node-a, and stays there while
+				// node-b is drained.
 				DrainDescriptor drain = (DrainDescriptor) follower.daemonOperation("nodes", "node-b", null, null);
 				assertThat(drain).isEqualTo(new DrainDescriptor("node-b", true, List.of("mover")));
 				await().atMost(WAIT).until(() -> placement("mover"), Optional.of("node-a ACTIVE 3")::equals);
@@ -323,15 +333,19 @@ class DaemonOperationsTests {
 				assertThat(follower.daemonOperation("nodes", "node-b", null, false))
 					.isEqualTo(new DrainDescriptor("node-b", false, List.of()));
 
-				// The leader's metrics count the moves by cause and the assignments by state.
+				// The leader's metrics count the moves by cause and the assignments by
+				// state.
 				MeterRegistry registry = a.getBean(MeterRegistry.class);
-				assertThat(registry.get(LeaderMeters.DAEMON_MOVES.getName()).tag("cause", "requested")
+				assertThat(registry.get(LeaderMeters.DAEMON_MOVES.getName())
+					.tag("cause", "requested")
 					.functionCounter()
 					.count()).isEqualTo(1);
-				assertThat(registry.get(LeaderMeters.DAEMON_MOVES.getName()).tag("cause", "drained")
+				assertThat(registry.get(LeaderMeters.DAEMON_MOVES.getName())
+					.tag("cause", "drained")
 					.functionCounter()
 					.count()).isEqualTo(1);
-				assertThat(registry.get(LeaderMeters.DAEMON_MOVES.getName()).tag("cause", "rebalance")
+				assertThat(registry.get(LeaderMeters.DAEMON_MOVES.getName())
+					.tag("cause", "rebalance")
 					.functionCounter()
 					.count()).isZero();
 				assertThat(registry.get(LeaderMeters.ASSIGNMENTS.getName()).tag("state", "active").gauge().value())
@@ -355,14 +369,16 @@ class DaemonOperationsTests {
 			LeadershipHealthIndicator indicator = context.getBean(LeadershipHealthIndicator.class);
 			await().atMost(WAIT).until(() -> placement("steady"), Optional.of("healthy ACTIVE 1")::equals);
 			assertThat(indicator.health(true).getStatus()).isEqualTo(Status.UP);
-			// A node that had the daemon 'orphan' died: it is listed, dead, until forgotten at twice the expiry.
+			// A node that had the daemon 'orphan' died: it is listed, dead, until
+			// forgotten at twice the expiry.
 			jdbc().sql("""
 					INSERT INTO leader_nodes (node_id, name, host, pid, started_at, heartbeat_at, daemons)
 					VALUES ('gone', 'gone', 'host', 1, clock_timestamp() - interval '1 minute',
 					        clock_timestamp() - interval '2500 milliseconds', '{orphan}')
 					""").update();
 			Health degraded = await().atMost(WAIT)
-				.until(() -> indicator.health(true), (health) -> health.getStatus().equals(LeadershipHealthIndicator.DEGRADED));
+				.until(() -> indicator.health(true),
+						(health) -> health.getStatus().equals(LeadershipHealthIndicator.DEGRADED));
 			assertThat(degraded.getDetails()).containsEntry("coordinator", "reachable")
 				.containsEntry("reason", "1 daemon(s) unassigned or stuck past their timeouts")
 				.containsEntry("daemons", Map.of("orphan", "unassigned: no live, undrained node that has it"));
@@ -373,14 +389,16 @@ class DaemonOperationsTests {
 
 	@Test
 	void notifiedNodeStartsItsDaemonWellBeforeItsNextPoll() {
-		// Every node polls with its heartbeat, every 10 s here; the leader sees the worker at its own next heartbeat.
+		// Every node polls with its heartbeat, every 10 s here; the leader sees the
+		// worker at its own next heartbeat.
 		String[] slow = { "leader.lease.renew-interval=10s", "leader.lease.duration=30s", "leader.node.expiry=20s",
 				"leader.daemons.ack-timeout=30s" };
 		node("leading", slow).run((leader) -> {
 			await().atMost(WAIT).until(() -> leader.getBean(Leadership.class).isLeader("default"));
 			node("working", slow).withBean("quick", DaemonAgent.class, Waiter::new).run((worker) -> {
 				await().atMost(Duration.ofSeconds(15)).until(() -> worker.getBean(Events.class).started("quick") == 1);
-				// The agent's thread publishes its start while the coordinator's thread acknowledges.
+				// The agent's thread publishes its start while the coordinator's thread
+				// acknowledges.
 				await().atMost(Duration.ofSeconds(2))
 					.untilAsserted(() -> assertThat(placement("quick")).hasValue("working ACTIVE 1"));
 				long ackMillis = jdbc()
@@ -388,7 +406,8 @@ class DaemonOperationsTests {
 							+ "FROM leader_assignments WHERE daemon_name = 'quick'")
 					.query(Long.class)
 					.single();
-				// Without the notification, the worker would acknowledge at its next poll: within 300 ms of the
+				// Without the notification, the worker would acknowledge at its next
+				// poll: within 300 ms of the
 				// assignment only by a 3 % chance.
 				assertThat(ackMillis).isLessThan(300);
 			});

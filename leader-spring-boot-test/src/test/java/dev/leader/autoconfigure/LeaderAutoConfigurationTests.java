@@ -62,8 +62,7 @@ class LeaderAutoConfigurationTests {
 
 	@BeforeEach
 	void createRunner() {
-		this.contextRunner = this.schema.runner()
-			.withPropertyValues("leader.node.id=test-node");
+		this.contextRunner = this.schema.runner().withPropertyValues("leader.node.id=test-node");
 	}
 
 	@Test
@@ -77,9 +76,9 @@ class LeaderAutoConfigurationTests {
 				.hasSingleBean(LEADER_ONLY_ADVISOR)
 				.hasSingleBean(LeaderSchemaMigration.class);
 			assertThat(context.getBean(TablePrefix.class)).isEqualTo(new TablePrefix("leader_"));
-			assertThat(context.getBean(LeaseSettings.class)).isEqualTo(new LeaseSettings(Duration.ofSeconds(10),
-					Duration.ofSeconds(3), Duration.ofSeconds(2), Duration.ofMillis(200), Duration.ofSeconds(10),
-					Duration.ofSeconds(10)));
+			assertThat(context.getBean(LeaseSettings.class))
+				.isEqualTo(new LeaseSettings(Duration.ofSeconds(10), Duration.ofSeconds(3), Duration.ofSeconds(2),
+						Duration.ofMillis(200), Duration.ofSeconds(10), Duration.ofSeconds(10)));
 			assertThat(context.getBean(CoordinationStore.class)).isInstanceOf(PostgresCoordinationStore.class);
 			Leadership leadership = context.getBean(Leadership.class);
 			assertThat(leadership).isInstanceOf(LeaderEngine.class);
@@ -102,8 +101,8 @@ class LeaderAutoConfigurationTests {
 	void groupsFromPropertiesAndFromLeaderOnlyAnnotationsAllTakePart() {
 		this.contextRunner.withUserConfiguration(JobsConfiguration.class)
 			.withPropertyValues("leader.groups=alpha,beta")
-			.run((context) -> assertThat(context.getBean(Leadership.class).groups())
-				.containsExactlyInAnyOrder("alpha", "beta", "jobs"));
+			.run((context) -> assertThat(context.getBean(Leadership.class).groups()).containsExactlyInAnyOrder("alpha",
+					"beta", "jobs"));
 	}
 
 	@Test
@@ -192,8 +191,7 @@ class LeaderAutoConfigurationTests {
 	void userDefinedLeaseSettingsAreUsedByTheEngine() {
 		this.contextRunner.withUserConfiguration(LeaseSettingsConfiguration.class).run((context) -> {
 			assertThat(context).hasSingleBean(LeaseSettings.class);
-			assertThat(context.getBean(LeaderEngine.class).settings())
-				.isSameAs(context.getBean(LeaseSettings.class))
+			assertThat(context.getBean(LeaderEngine.class).settings()).isSameAs(context.getBean(LeaseSettings.class))
 				.extracting(LeaseSettings::duration)
 				.isEqualTo(Duration.ofSeconds(30));
 		});
@@ -284,8 +282,7 @@ class LeaderAutoConfigurationTests {
 			statement.execute("CREATE TABLE y (id INT)");
 		}
 		this.contextRunner.withPropertyValues("leader.jdbc.table-prefix=x; drop table y").run((context) -> {
-			assertThatRootCause(context)
-				.hasMessageContaining("Invalid leader.jdbc.table-prefix 'x; drop table y'");
+			assertThatRootCause(context).hasMessageContaining("Invalid leader.jdbc.table-prefix 'x; drop table y'");
 			assertThat(tables()).containsExactly("y");
 		});
 	}
@@ -341,7 +338,8 @@ class LeaderAutoConfigurationTests {
 	}
 
 	/**
-	 * Proxied, so the tests read its state through methods rather than fields of the proxy.
+	 * Proxied, so the tests read its state through methods rather than fields of the
+	 * proxy.
 	 */
 	static class Jobs {
 

@@ -26,7 +26,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Tests for {@link LeaderEndpointAutoConfiguration}, each against a fresh PostgreSQL schema.
+ * Tests for {@link LeaderEndpointAutoConfiguration}, each against a fresh PostgreSQL
+ * schema.
  */
 class LeaderEndpointAutoConfigurationTests {
 
@@ -43,14 +44,13 @@ class LeaderEndpointAutoConfigurationTests {
 
 	@Test
 	void endpointIsAutoConfiguredWhenExposed() {
-		this.contextRunner.withPropertyValues("management.endpoints.web.exposure.include=leadership")
-			.run((context) -> {
-				assertThat(context).hasSingleBean(LeadershipEndpoint.class)
-					.hasSingleBean(LeadershipEndpointWebExtension.class);
-				LeadershipDescriptor descriptor = context.getBean(LeadershipEndpoint.class).leadership();
-				assertThat(descriptor.node()).isEqualTo("test-node");
-				assertThat(descriptor.groups()).containsOnlyKeys("default");
-			});
+		this.contextRunner.withPropertyValues("management.endpoints.web.exposure.include=leadership").run((context) -> {
+			assertThat(context).hasSingleBean(LeadershipEndpoint.class)
+				.hasSingleBean(LeadershipEndpointWebExtension.class);
+			LeadershipDescriptor descriptor = context.getBean(LeadershipEndpoint.class).leadership();
+			assertThat(descriptor.node()).isEqualTo("test-node");
+			assertThat(descriptor.groups()).containsOnlyKeys("default");
+		});
 	}
 
 	@Test
@@ -63,17 +63,16 @@ class LeaderEndpointAutoConfigurationTests {
 
 	@Test
 	void yieldOperationMakesThisNodeStepDownForTheCooldown() {
-		this.contextRunner.withPropertyValues("management.endpoints.web.exposure.include=leadership")
-			.run((context) -> {
-				Leadership leadership = context.getBean(Leadership.class);
-				LeadershipEndpoint endpoint = context.getBean(LeadershipEndpoint.class);
-				await().atMost(Duration.ofSeconds(10)).until(() -> leadership.isLeader("default"));
-				assertThat(endpoint.yieldGroup("default")).isEqualTo(new YieldDescriptor("default", true, 10_000));
-				assertThat(leadership.isLeader("default")).isFalse();
-				assertThat(endpoint.group("default").role()).isEqualTo(Role.FOLLOWER);
-				assertThat(endpoint.yieldGroup("default")).isEqualTo(new YieldDescriptor("default", false, 0));
-				assertThat(endpoint.yieldGroup("unknown")).isNull();
-			});
+		this.contextRunner.withPropertyValues("management.endpoints.web.exposure.include=leadership").run((context) -> {
+			Leadership leadership = context.getBean(Leadership.class);
+			LeadershipEndpoint endpoint = context.getBean(LeadershipEndpoint.class);
+			await().atMost(Duration.ofSeconds(10)).until(() -> leadership.isLeader("default"));
+			assertThat(endpoint.yieldGroup("default")).isEqualTo(new YieldDescriptor("default", true, 10_000));
+			assertThat(leadership.isLeader("default")).isFalse();
+			assertThat(endpoint.group("default").role()).isEqualTo(Role.FOLLOWER);
+			assertThat(endpoint.yieldGroup("default")).isEqualTo(new YieldDescriptor("default", false, 0));
+			assertThat(endpoint.yieldGroup("unknown")).isNull();
+		});
 	}
 
 	@Test
@@ -84,7 +83,8 @@ class LeaderEndpointAutoConfigurationTests {
 
 	@Test
 	void endpointIsNotAutoConfiguredWhenItsAccessIsNone() {
-		// Upper case: the runner's environment lacks the lenient enum conversion that SpringApplication installs.
+		// Upper case: the runner's environment lacks the lenient enum conversion that
+		// SpringApplication installs.
 		this.contextRunner
 			.withPropertyValues("management.endpoints.web.exposure.include=leadership",
 					"management.endpoint.leadership.access=NONE")

@@ -24,9 +24,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * The log of a whole application at Spring Boot's default INFO level, against a fresh PostgreSQL schema: one line per
- * transition with group, node, action, term and latency, nothing for the steady-state heartbeat, and never the
- * datasource password. PostgreSQL here trusts the test user, so any password is accepted and none is needed.
+ * The log of a whole application at Spring Boot's default INFO level, against a fresh
+ * PostgreSQL schema: one line per transition with group, node, action, term and latency,
+ * nothing for the steady-state heartbeat, and never the datasource password. PostgreSQL
+ * here trusts the test user, so any password is accepted and none is needed.
  */
 @ExtendWith(OutputCaptureExtension.class)
 class LeaderLoggingTests {
@@ -61,8 +62,8 @@ class LeaderLoggingTests {
 			await().pollDelay(Duration.ofSeconds(1)).until(() -> true);
 			assertThat(leadership.yield("default")).isTrue();
 		}
-		assertThat(output).containsPattern(
-				"INFO .* Leader group=default node=log-node action=granted term=1 latency=\\d+ms(\\R|$)");
+		assertThat(output)
+			.containsPattern("INFO .* Leader group=default node=log-node action=granted term=1 latency=\\d+ms(\\R|$)");
 		assertThat(output)
 			.containsPattern("INFO .* Leader group=default node=log-node action=revoked term=1 reason=YIELDED "
 					+ "latency=local(\\R|$)");

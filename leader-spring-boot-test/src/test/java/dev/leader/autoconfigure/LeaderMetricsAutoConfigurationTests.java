@@ -36,8 +36,9 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Tests for {@link LeaderMetricsAutoConfiguration} and the engine's observations, against a fresh PostgreSQL schema:
- * the meters report the values of a node that leads, yields and fences.
+ * Tests for {@link LeaderMetricsAutoConfiguration} and the engine's observations, against
+ * a fresh PostgreSQL schema: the meters report the values of a node that leads, yields
+ * and fences.
  */
 class LeaderMetricsAutoConfigurationTests {
 
@@ -48,7 +49,8 @@ class LeaderMetricsAutoConfigurationTests {
 
 	@BeforeEach
 	void createRunner() {
-		this.contextRunner = this.schema.runner(ObservationAutoConfiguration.class, MetricsAutoConfiguration.class,
+		this.contextRunner = this.schema
+			.runner(ObservationAutoConfiguration.class, MetricsAutoConfiguration.class,
 					CompositeMeterRegistryAutoConfiguration.class, SimpleMetricsExportAutoConfiguration.class,
 					LeaderMetricsAutoConfiguration.class)
 			.withPropertyValues("leader.node.id=metrics-node", "leader.lease.duration=2s",
@@ -96,7 +98,8 @@ class LeaderMetricsAutoConfigurationTests {
 
 	@Test
 	void leaderlessTimerMeasuresTheGapBetweenACrashedLeadersLeaseAndTheNextTerm() {
-		// A node that crashed while holding the lease: it will never renew nor release it.
+		// A node that crashed while holding the lease: it will never renew nor release
+		// it.
 		HikariDataSource dataSource = this.schema.database().dataSource(3);
 		try {
 			new LeaderSchemaMigration(dataSource, new TablePrefix("leader_")).migrate();
@@ -111,13 +114,16 @@ class LeaderMetricsAutoConfigurationTests {
 			MeterRegistry registry = context.getBean(MeterRegistry.class);
 			await().atMost(Duration.ofSeconds(10)).until(() -> leadership.isLeader("default"));
 			assertThat(leadership.token("default").orElseThrow().term()).isEqualTo(2);
-			// Recorded on the I/O thread right after the grant, so it may trail the leadership by a moment.
+			// Recorded on the I/O thread right after the grant, so it may trail the
+			// leadership by a moment.
 			Timer leaderless = await().atMost(Duration.ofSeconds(2))
 				.until(() -> registry.find(LeaderMeters.LEADERLESS.getName()).tag("group", "default").timer(),
 						(timer) -> timer != null && timer.count() > 0);
 			assertThat(leaderless.count()).isOne();
-			// The gap after the crashed node's lease, not the lease itself (1.5 s): this node acquired within its jitter
-			// and a round trip on an idle machine (under 50 ms), with slack for a loaded one.
+			// The gap after the crashed node's lease, not the lease itself (1.5 s): this
+			// node acquired within its jitter
+			// and a round trip on an idle machine (under 50 ms), with slack for a loaded
+			// one.
 			assertThat(leaderless.totalTime(TimeUnit.MILLISECONDS)).isLessThan(1500);
 		});
 	}
@@ -139,8 +145,7 @@ class LeaderMetricsAutoConfigurationTests {
 				assertThatExceptionOfType(StaleLeadershipException.class)
 					.isThrownBy(() -> transactions.executeWithoutResult((status) -> fencing.guard(stale)));
 			}
-			assertThat(registry.get(LeaderMeters.FENCING_REJECTIONS.getName()).functionCounter().count())
-				.isEqualTo(2);
+			assertThat(registry.get(LeaderMeters.FENCING_REJECTIONS.getName()).functionCounter().count()).isEqualTo(2);
 		});
 	}
 
@@ -164,14 +169,13 @@ class LeaderMetricsAutoConfigurationTests {
 	void metricsAreNotAutoConfiguredWithoutMicrometerOnTheClasspath() {
 		leaderOnly().withBean(SimpleMeterRegistry.class)
 			.withClassLoader(new FilteredClassLoader(MeterRegistry.class))
-			.run((context) -> assertThat(context).hasSingleBean(Leadership.class)
-				.doesNotHaveBean(LeaderMetrics.class));
+			.run((context) -> assertThat(context).hasSingleBean(Leadership.class).doesNotHaveBean(LeaderMetrics.class));
 	}
 
 	@Test
 	void metricsAreNotAutoConfiguredWithoutAMeterRegistry() {
-		leaderOnly().run((context) -> assertThat(context).hasSingleBean(Leadership.class)
-			.doesNotHaveBean(LeaderMetrics.class));
+		leaderOnly()
+			.run((context) -> assertThat(context).hasSingleBean(Leadership.class).doesNotHaveBean(LeaderMetrics.class));
 	}
 
 	private ApplicationContextRunner leaderOnly() {
@@ -192,7 +196,10 @@ class LeaderMetricsAutoConfigurationTests {
 	}
 
 	private static long heartbeats(MeterRegistry registry, String role, String outcome) {
-		Timer timer = registry.find(LeaseObservations.HEARTBEAT.getName()).tag("role", role).tag("outcome", outcome).timer();
+		Timer timer = registry.find(LeaseObservations.HEARTBEAT.getName())
+			.tag("role", role)
+			.tag("outcome", outcome)
+			.timer();
 		return (timer != null) ? timer.count() : 0;
 	}
 

@@ -32,9 +32,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Tests for the startup checks of every {@code leader.*} range and relation: zero, negative, huge and overflowing
- * durations, names too long for their columns, and timings that break the engine, each against a fresh PostgreSQL
- * schema.
+ * Tests for the startup checks of every {@code leader.*} range and relation: zero,
+ * negative, huge and overflowing durations, names too long for their columns, and timings
+ * that break the engine, each against a fresh PostgreSQL schema.
  */
 class LeaderSettingsValidationTests {
 
@@ -47,8 +47,7 @@ class LeaderSettingsValidationTests {
 
 	@BeforeEach
 	void createRunner() {
-		this.contextRunner = this.schema.runner()
-			.withPropertyValues("leader.node.id=test-node");
+		this.contextRunner = this.schema.runner().withPropertyValues("leader.node.id=test-node");
 	}
 
 	static Stream<Arguments> invalidSettings() {
@@ -88,7 +87,8 @@ class LeaderSettingsValidationTests {
 						"leader.daemons.max-moves-per-cycle=0"),
 				invalid("leader.daemons.max-moves-per-cycle must be at least 1, was -2147483648",
 						"leader.daemons.max-moves-per-cycle=-2147483648"),
-				// The query timeout, twice which is the network timeout in int milliseconds.
+				// The query timeout, twice which is the network timeout in int
+				// milliseconds.
 				invalid("leader.jdbc.query-timeout must be positive, was PT-1S", "leader.jdbc.query-timeout=-1s"),
 				invalid("leader.jdbc.query-timeout must be at most 12 days (PT288H), was PT288H0.001S",
 						"leader.jdbc.query-timeout=PT288H0.001S"),
@@ -153,13 +153,15 @@ class LeaderSettingsValidationTests {
 	}
 
 	static Stream<Arguments> settingsJustInsideTheLimits() {
-		return Stream.of(Arguments.of((Object) new String[] { "leader.lease.duration=24d", "leader.node.expiry=24d",
-				"leader.lease.yield-cooldown=24d", "leader.daemons.ack-timeout=24d",
-				"leader.daemons.drain-timeout=24d", "leader.daemons.settle-window=24d" }),
+		return Stream.of(
+				Arguments.of((Object) new String[] { "leader.lease.duration=24d", "leader.node.expiry=24d",
+						"leader.lease.yield-cooldown=24d", "leader.daemons.ack-timeout=24d",
+						"leader.daemons.drain-timeout=24d", "leader.daemons.settle-window=24d" }),
 				Arguments.of((Object) new String[] { "leader.jdbc.query-timeout=12d" }),
 				Arguments.of((Object) new String[] { "leader.lease.safety-margin=0s", "leader.lease.yield-cooldown=0s",
 						"leader.daemons.settle-window=0s", "leader.daemons.max-moves-per-cycle=2147483647" }),
-				// 3 s + 6.799 s + 200 ms is 1 ms short of both the lease duration and the node expiry.
+				// 3 s + 6.799 s + 200 ms is 1 ms short of both the lease duration and the
+				// node expiry.
 				Arguments.of((Object) new String[] { "leader.lease.retry-interval=6799ms" }),
 				Arguments.of((Object) new String[] { "leader.lease.renew-interval=4999ms",
 						"leader.lease.retry-interval=1ms", "leader.node.expiry=9998ms" }),
@@ -185,7 +187,8 @@ class LeaderSettingsValidationTests {
 				.findFirst()
 				.orElseThrow();
 			assertThat(self.name()).isEqualTo(expectedName(properties));
-			// Both guards hand PostgreSQL an idle timeout derived from the lease or the node expiry.
+			// Both guards hand PostgreSQL an idle timeout derived from the lease or the
+			// node expiry.
 			TransactionTemplate transactions = new TransactionTemplate(
 					new DataSourceTransactionManager(context.getBean(DataSource.class)));
 			FencingToken token = engine.token(group).orElseThrow();

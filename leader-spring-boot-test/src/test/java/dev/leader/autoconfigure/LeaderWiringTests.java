@@ -21,8 +21,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Tests for how the starter fits into the application's context: the order of database initialization, and the
- * application's choice of proxies.
+ * Tests for how the starter fits into the application's context: the order of database
+ * initialization, and the application's choice of proxies.
  */
 class LeaderWiringTests {
 
@@ -79,8 +79,7 @@ class LeaderWiringTests {
 			.run((context) -> {
 				Job job = context.getBean(Job.class);
 				assertThat(Proxy.isProxyClass(job.getClass())).isTrue();
-				await().atMost(Duration.ofSeconds(10))
-					.until(() -> context.getBean(Leadership.class).isLeader("jobs"));
+				await().atMost(Duration.ofSeconds(10)).until(() -> context.getBean(Leadership.class).isLeader("jobs"));
 				assertThat(job.run()).isEqualTo("ran");
 			});
 	}

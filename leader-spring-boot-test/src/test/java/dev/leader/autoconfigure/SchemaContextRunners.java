@@ -15,10 +15,11 @@ import org.springframework.boot.test.context.runner.AbstractApplicationContextRu
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 
 /**
- * The setup that the auto-configuration tests share, as a JUnit extension: a fresh schema of the
- * {@link TestDatabase} for each test, dropped after it, and context runners with {@link DataSourceAutoConfiguration}
- * and {@link LeaderAutoConfiguration} on that schema. A test class registers it with {@code @RegisterExtension} and
- * adds only what differs: more auto-configurations and properties.
+ * The setup that the auto-configuration tests share, as a JUnit extension: a fresh schema
+ * of the {@link TestDatabase} for each test, dropped after it, and context runners with
+ * {@link DataSourceAutoConfiguration} and {@link LeaderAutoConfiguration} on that schema.
+ * A test class registers it with {@code @RegisterExtension} and adds only what differs:
+ * more auto-configurations and properties.
  */
 final class SchemaContextRunners implements BeforeEachCallback, AfterEachCallback {
 
@@ -49,8 +50,8 @@ final class SchemaContextRunners implements BeforeEachCallback, AfterEachCallbac
 	}
 
 	/**
-	 * Returns a runner of the data source and the starter's auto-configuration, and the given ones, on the test's
-	 * schema.
+	 * Returns a runner of the data source and the starter's auto-configuration, and the
+	 * given ones, on the test's schema.
 	 * @param autoConfigurations more auto-configurations
 	 * @return the runner
 	 */
@@ -59,14 +60,16 @@ final class SchemaContextRunners implements BeforeEachCallback, AfterEachCallbac
 	}
 
 	/**
-	 * Adds the data source and the starter's auto-configuration, the given ones, and the test's schema to a runner.
+	 * Adds the data source and the starter's auto-configuration, the given ones, and the
+	 * test's schema to a runner.
 	 * @param <R> the type of runner
 	 * @param runner the runner
 	 * @param autoConfigurations more auto-configurations
 	 * @return the runner
 	 */
 	<R extends AbstractApplicationContextRunner<R, ?, ?>> R on(R runner, Class<?>... autoConfigurations) {
-		List<Class<?>> classes = new ArrayList<>(List.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class));
+		List<Class<?>> classes = new ArrayList<>(
+				List.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class));
 		classes.addAll(List.of(autoConfigurations));
 		TestDatabase database = database();
 		return runner.withConfiguration(AutoConfigurations.of(classes.toArray(Class<?>[]::new)))

@@ -49,9 +49,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * In-process behaviour of {@link DaemonCoordinator} with its {@link LeaderEngine} against real PostgreSQL, under
- * faults made in the database: a row lock that holds a heartbeat's reply up after its write, a revoked privilege that
- * fails the heartbeats after it, and a connection terminated under an acknowledgement.
+ * In-process behaviour of {@link DaemonCoordinator} with its {@link LeaderEngine} against
+ * real PostgreSQL, under faults made in the database: a row lock that holds a heartbeat's
+ * reply up after its write, a revoked privilege that fails the heartbeats after it, and a
+ * connection terminated under an acknowledgement.
  */
 class DaemonCoordinatorTests {
 
@@ -90,7 +91,8 @@ class DaemonCoordinatorTests {
 	@Test
 	void daemonsStopByNodeExpiryMinusMarginAfterTheSendOfTheLastHeartbeatThatSucceededHoweverLateItsReply()
 			throws Exception {
-		// Node expiry 4 s, safety margin 1 s: the daemons must stop within 3 s of the send, 1.5 s after the reply.
+		// Node expiry 4 s, safety margin 1 s: the daemons must stop within 3 s of the
+		// send, 1.5 s after the reply.
 		LeaseSettings lease = new LeaseSettings(Duration.ofSeconds(5), Duration.ofMillis(500), Duration.ofMillis(500),
 				Duration.ofSeconds(1), Duration.ofSeconds(4), Duration.ofSeconds(4));
 		Duration limit = lease.nodeExpiry().minus(lease.safetyMargin());
@@ -107,12 +109,14 @@ class DaemonCoordinatorTests {
 				}
 			}
 		};
-		// The node logs in as a role of its own, so that a revoked privilege makes its next heartbeats fail.
+		// The node logs in as a role of its own, so that a revoked privilege makes its
+		// next heartbeats fail.
 		String role = "r_" + this.database.schema();
 		execute("CREATE ROLE " + role + " LOGIN", "GRANT ALL ON SCHEMA " + this.database.schema() + " TO " + role,
 				"GRANT ALL ON ALL TABLES IN SCHEMA " + this.database.schema() + " TO " + role);
-		this.cleanUp.add(() -> execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '"
-				+ role + "'", "DROP OWNED BY " + role, "DROP ROLE " + role));
+		this.cleanUp
+			.add(() -> execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '" + role + "'",
+					"DROP OWNED BY " + role, "DROP ROLE " + role));
 		HikariConfig config = new HikariConfig();
 		config.setJdbcUrl(this.database.url());
 		config.setUsername(role);
@@ -123,8 +127,10 @@ class DaemonCoordinatorTests {
 		start("a", lease, DaemonSettings.defaults(), counted.dataSource(), counted.dataSource(), agent);
 		awaitActive("steady", "a", 1);
 		try (Connection locker = this.database.connect(); Connection observer = this.database.connect()) {
-			// A dead node's row that the heartbeat's clean-up deletes from 1 s after now. Locked, it holds the heartbeat
-			// up after the heartbeat wrote this node's heartbeat_at, from which the database counts the node expiry:
+			// A dead node's row that the heartbeat's clean-up deletes from 1 s after now.
+			// Locked, it holds the heartbeat
+			// up after the heartbeat wrote this node's heartbeat_at, from which the
+			// database counts the node expiry:
 			// the reply comes late, the write does not.
 			execute(locker, """
 					INSERT INTO leader_nodes (node_id, name, host, pid, started_at, heartbeat_at)
@@ -137,13 +143,15 @@ class DaemonCoordinatorTests {
 				.pollInterval(Duration.ofMillis(5))
 				.until(() -> blockedBy(observer, pid(locker)), (pid) -> pid != 0);
 			long heldSince = System.nanoTime();
-			// Committed with the release of the lock, so that the held-up heartbeat, past its privilege checks, is the
+			// Committed with the release of the lock, so that the held-up heartbeat, past
+			// its privilege checks, is the
 			// last that succeeds.
 			execute(locker, "REVOKE UPDATE ON leader_nodes FROM " + role);
 			TimeUnit.NANOSECONDS.sleep(heldSince + replyDelay.toNanos() - System.nanoTime());
 			locker.commit();
 			assertThat(stopped.await(10, TimeUnit.SECONDS)).isTrue();
-			// The database's clock runs at the same rate as this one: its age of the heartbeat, less the time since
+			// The database's clock runs at the same rate as this one: its age of the
+			// heartbeat, less the time since
 			// the stop, is at least its age when the daemon stopped.
 			long queried = System.nanoTime();
 			long heartbeatAgeAtStop = query(observer, """
@@ -159,7 +167,8 @@ class DaemonCoordinatorTests {
 			assertThat(Duration.ofNanos(lastSucceeded.returnedAt() - lastSucceeded.sentAt()))
 				.as("reply time of the last heartbeat that succeeded; heartbeats, ms from the stop: %s", timeline)
 				.isGreaterThanOrEqualTo(replyDelay.minusMillis(50));
-			// The watchdog looks every 100 ms; the rest of the allowance is for a busy machine. Counted from the reply,
+			// The watchdog looks every 100 ms; the rest of the allowance is for a busy
+			// machine. Counted from the reply,
 			// the stop comes the whole reply time (1.5 s) later.
 			assertThat(Duration.ofNanos(stoppedAt.get() - lastSucceeded.sentAt()))
 				.as("time from the send of the last heartbeat that succeeded to the daemon's stop; heartbeats: %s",
@@ -169,7 +178,8 @@ class DaemonCoordinatorTests {
 				.isLessThan(lease.nodeExpiry().toMillis());
 			await().atMost(Duration.ofSeconds(2))
 				.until(() -> this.events.stream()
-					.anyMatch((event) -> event instanceof DaemonStoppedEvent stop && stop.reason() == Reason.CONTACT_LOST));
+					.anyMatch((event) -> event instanceof DaemonStoppedEvent stop
+							&& stop.reason() == Reason.CONTACT_LOST));
 		}
 	}
 
@@ -266,8 +276,9 @@ class DaemonCoordinatorTests {
 	 * Returns a session that waits for a lock the given one holds, or 0.
 	 */
 	private static long blockedBy(Connection observer, long pid) throws SQLException {
-		return query(observer, "SELECT coalesce(min(pid), 0) FROM pg_stat_activity WHERE ?::int = ANY "
-				+ "(pg_blocking_pids(pid))", pid);
+		return query(observer,
+				"SELECT coalesce(min(pid), 0) FROM pg_stat_activity WHERE ?::int = ANY " + "(pg_blocking_pids(pid))",
+				pid);
 	}
 
 	private static long query(Connection connection, String sql, Object... parameters) throws SQLException {
@@ -303,8 +314,9 @@ class DaemonCoordinatorTests {
 	}
 
 	/**
-	 * A data source whose first statement containing the given text runs on a connection whose backend was terminated
-	 * with {@code pg_terminate_backend} just before it was sent: a real connection failure, timed by this wrapper.
+	 * A data source whose first statement containing the given text runs on a connection
+	 * whose backend was terminated with {@code pg_terminate_backend} just before it was
+	 * sent: a real connection failure, timed by this wrapper.
 	 */
 	private final class TerminatingDataSource {
 
@@ -322,8 +334,8 @@ class DaemonCoordinatorTests {
 		}
 
 		DataSource dataSource() {
-			return proxy(DataSource.class, this.target, (method, args, result) -> (result instanceof Connection connection)
-					? connection(connection) : result);
+			return proxy(DataSource.class, this.target, (method, args,
+					result) -> (result instanceof Connection connection) ? connection(connection) : result);
 		}
 
 		int terminated() {
@@ -374,9 +386,9 @@ class DaemonCoordinatorTests {
 		}
 
 		private static <T> T proxy(Class<T> type, Object target, Decorator decorator) {
-			return type.cast(Proxy.newProxyInstance(DaemonCoordinatorTests.class.getClassLoader(),
-					new Class<?>[] { type },
-					(p, method, args) -> decorator.decorate(method, args, invoke(target, method, args))));
+			return type
+				.cast(Proxy.newProxyInstance(DaemonCoordinatorTests.class.getClassLoader(), new Class<?>[] { type },
+						(p, method, args) -> decorator.decorate(method, args, invoke(target, method, args))));
 		}
 
 		private static Object invoke(Object target, Method method, Object @Nullable [] args) throws Throwable {

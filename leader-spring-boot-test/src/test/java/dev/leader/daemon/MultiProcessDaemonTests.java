@@ -28,9 +28,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Daemon assignment across real processes: every node is a JVM of its own ({@link DaemonTestNode}) on one PostgreSQL
- * schema, killed or stopped for real. Every agent records its fenced writes, and every test ends with the
- * {@link #assertExclusive() exclusivity check} over them (G4).
+ * Daemon assignment across real processes: every node is a JVM of its own
+ * ({@link DaemonTestNode}) on one PostgreSQL schema, killed or stopped for real. Every
+ * agent records its fenced writes, and every test ends with the {@link #assertExclusive()
+ * exclusivity check} over them (G4).
  */
 class MultiProcessDaemonTests {
 
@@ -50,8 +51,8 @@ class MultiProcessDaemonTests {
 	private static final Duration BALANCE_TIMEOUT = Duration.ofSeconds(20);
 
 	/**
-	 * The nodes take part in a group of their own besides the daemons group, so that a node started without a
-	 * coordinator never leads the daemons group.
+	 * The nodes take part in a group of their own besides the daemons group, so that a
+	 * node started without a coordinator never leads the daemons group.
 	 */
 	@RegisterExtension
 	final Cluster cluster = TestNode.cluster(FAST, "aux");
@@ -111,9 +112,11 @@ class MultiProcessDaemonTests {
 			Duration gap = Duration.between(killedAt, resumed);
 			slowest = (gap.compareTo(slowest) > 0) ? gap : slowest;
 		}
-		System.out.printf("Daemons %s of %s (the leader) ran elsewhere %d ms after kill -9 (node expiry %d ms, "
-				+ "lease %d ms, renew %d ms)%n", lost.keySet(), victim, slowest.toMillis(), FAST.nodeExpiry().toMillis(),
-				FAST.duration().toMillis(), FAST.renewInterval().toMillis());
+		System.out.printf(
+				"Daemons %s of %s (the leader) ran elsewhere %d ms after kill -9 (node expiry %d ms, "
+						+ "lease %d ms, renew %d ms)%n",
+				lost.keySet(), victim, slowest.toMillis(), FAST.nodeExpiry().toMillis(), FAST.duration().toMillis(),
+				FAST.renewInterval().toMillis());
 		assertThat(lost).isNotEmpty();
 		assertThat(slowest).isLessThan(limit);
 		awaitActiveLoads(List.of(4, 3));
@@ -122,19 +125,22 @@ class MultiProcessDaemonTests {
 
 	@Test
 	void assignmentThatIsNeverAcknowledgedMovesToAnotherNodeAfterTheAckTimeout() {
-		// "mute" sorts before "node-a", so it wins the tie for the first assignment; it advertises the daemon but
+		// "mute" sorts before "node-a", so it wins the tie for the first assignment; it
+		// advertises the daemon but
 		// runs no coordinator, so it never acknowledges.
 		this.cluster.start("mute", DaemonTestNode.class, List.of("--daemons=solo", "--coordinator=false"));
 		awaitReady("mute");
 		await().atMost(STARTUP)
-			.until(() -> this.jdbc.sql("SELECT count(*) FROM leader_nodes WHERE node_id = 'mute' AND 'solo' = ANY(daemons)")
+			.until(() -> this.jdbc
+				.sql("SELECT count(*) FROM leader_nodes WHERE node_id = 'mute' AND 'solo' = ANY(daemons)")
 				.query(Long.class)
 				.single() == 1);
 		start("node-a", "solo");
 		Assignment first = awaitAssignment("solo", (assignment) -> assignment.node().equals("mute"), STARTUP);
 		assertThat(first.state()).isEqualTo(AssignmentState.ASSIGNING);
-		Assignment moved = awaitAssignment("solo", (assignment) -> assignment.node().equals("node-a")
-				&& assignment.state() == AssignmentState.ACTIVE, ACK_TIMEOUT.plusSeconds(5));
+		Assignment moved = awaitAssignment("solo",
+				(assignment) -> assignment.node().equals("node-a") && assignment.state() == AssignmentState.ACTIVE,
+				ACK_TIMEOUT.plusSeconds(5));
 		Instant reassignedAt = this.jdbc.sql("SELECT assigned_at FROM leader_assignments WHERE daemon_name = 'solo'")
 			.query(Timestamp.class)
 			.single()
@@ -154,12 +160,14 @@ class MultiProcessDaemonTests {
 		awaitReady("node-a");
 		awaitActiveLoads(List.of(2));
 		long generation = assignments().get("stubborn").generation();
-		// node-b can run only the stubborn daemon, so rebalancing 2/0 must revoke that one.
+		// node-b can run only the stubborn daemon, so rebalancing 2/0 must revoke that
+		// one.
 		start("node-b", "stubborn");
-		Assignment revoking = awaitAssignment("stubborn", (assignment) -> assignment.state() == AssignmentState.REVOKING,
-				STARTUP);
-		Assignment moved = awaitAssignment("stubborn", (assignment) -> assignment.node().equals("node-b")
-				&& assignment.state() == AssignmentState.ACTIVE, DRAIN_TIMEOUT.plusSeconds(5));
+		Assignment revoking = awaitAssignment("stubborn",
+				(assignment) -> assignment.state() == AssignmentState.REVOKING, STARTUP);
+		Assignment moved = awaitAssignment("stubborn",
+				(assignment) -> assignment.node().equals("node-b") && assignment.state() == AssignmentState.ACTIVE,
+				DRAIN_TIMEOUT.plusSeconds(5));
 		Instant reassignedAt = this.jdbc
 			.sql("SELECT assigned_at FROM leader_assignments WHERE daemon_name = 'stubborn'")
 			.query(Timestamp.class)
@@ -208,7 +216,8 @@ class MultiProcessDaemonTests {
 		assertThat(slowest).isLessThan(FAST.nodeExpiry());
 		assertThat(stopped.awaitExit(Duration.ofSeconds(10))).as("exit code after SIGTERM").isEqualTo(143);
 		awaitActiveLoads(List.of(4));
-		// Handed straight to the other node: the stopping node was never given its daemons back.
+		// Handed straight to the other node: the stopping node was never given its
+		// daemons back.
 		Map<String, Assignment> after = assignments();
 		handedOver.forEach((daemon, generation) -> {
 			assertThat(after.get(daemon).node()).isNotEqualTo(stopping);
@@ -218,8 +227,8 @@ class MultiProcessDaemonTests {
 	}
 
 	private void start(String nodeId, String daemons, String... more) {
-		List<String> arguments = new ArrayList<>(List.of("--daemons=" + daemons,
-				"--ack-timeout=" + ACK_TIMEOUT, "--drain-timeout=" + DRAIN_TIMEOUT, "--settle=" + SETTLE));
+		List<String> arguments = new ArrayList<>(List.of("--daemons=" + daemons, "--ack-timeout=" + ACK_TIMEOUT,
+				"--drain-timeout=" + DRAIN_TIMEOUT, "--settle=" + SETTLE));
 		arguments.addAll(List.of(more));
 		this.cluster.start(nodeId, DaemonTestNode.class, arguments);
 	}
@@ -239,7 +248,8 @@ class MultiProcessDaemonTests {
 	}
 
 	/**
-	 * Waits until every daemon is ACTIVE and the numbers of daemons per node, in descending order, are the given ones.
+	 * Waits until every daemon is ACTIVE and the numbers of daemons per node, in
+	 * descending order, are the given ones.
 	 */
 	private Map<String, Integer> awaitActiveLoads(List<Integer> expected) {
 		try {
@@ -256,13 +266,12 @@ class MultiProcessDaemonTests {
 					&& loads.values().stream().sorted(Comparator.reverseOrder()).toList().equals(expected));
 		}
 		catch (ConditionTimeoutException ex) {
-			throw new AssertionError("Loads did not become " + expected + ": " + assignments().values() + "\n"
-					+ describeNodes(), ex);
+			throw new AssertionError(
+					"Loads did not become " + expected + ": " + assignments().values() + "\n" + describeNodes(), ex);
 		}
 	}
 
-	private Assignment awaitAssignment(String daemon, Predicate<Assignment> condition,
-			Duration timeout) {
+	private Assignment awaitAssignment(String daemon, Predicate<Assignment> condition, Duration timeout) {
 		try {
 			return await().atMost(timeout)
 				.pollInterval(Duration.ofMillis(20))
@@ -270,8 +279,9 @@ class MultiProcessDaemonTests {
 				.orElseThrow();
 		}
 		catch (ConditionTimeoutException ex) {
-			throw new AssertionError("Assignment of " + daemon + " never matched: " + assignments().get(daemon) + "\n"
-					+ describeNodes(), ex);
+			throw new AssertionError(
+					"Assignment of " + daemon + " never matched: " + assignments().get(daemon) + "\n" + describeNodes(),
+					ex);
 		}
 	}
 
@@ -283,10 +293,12 @@ class MultiProcessDaemonTests {
 
 	private Instant awaitFirstWriteAbove(String daemon, long generation, Duration timeout) {
 		try {
-			return await().atMost(timeout).pollInterval(Duration.ofMillis(20)).until(() -> this.jdbc.sql("""
-					SELECT min(written_at) FROM daemon_writes WHERE kind = 'W' AND daemon = ? AND generation > ?
-					""").params(daemon, generation).query(Timestamp.class).optional().map(Timestamp::toInstant),
-					Optional::isPresent)
+			return await().atMost(timeout)
+				.pollInterval(Duration.ofMillis(20))
+				.until(() -> this.jdbc.sql("""
+						SELECT min(written_at) FROM daemon_writes WHERE kind = 'W' AND daemon = ? AND generation > ?
+						""").params(daemon, generation).query(Timestamp.class).optional().map(Timestamp::toInstant),
+						Optional::isPresent)
 				.orElseThrow();
 		}
 		catch (ConditionTimeoutException ex) {
@@ -321,9 +333,10 @@ class MultiProcessDaemonTests {
 	}
 
 	/**
-	 * The exclusivity check (G4) over every committed fenced write: per daemon, the writes of each generation come
-	 * from one node, the windows of the generations (first to last write, in database time) never overlap, and
-	 * generations never decrease over time.
+	 * The exclusivity check (G4) over every committed fenced write: per daemon, the
+	 * writes of each generation come from one node, the windows of the generations (first
+	 * to last write, in database time) never overlap, and generations never decrease over
+	 * time.
 	 */
 	private void assertExclusive() {
 		List<Window> windows = this.jdbc.sql("""

@@ -35,23 +35,28 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Fault injection for daemon assignment (G4 and G5 of the design), in the manner of {@link FaultInjectionTests}:
- * three {@link DaemonTestNode} processes run four daemons whose agents make fenced writes in a loop (the guard of
- * their {@code DaemonContext}, then a row of daemon, generation, node, incarnation and stamp), and random faults hit
- * the nodes that run daemons, the daemons group's leader more often than the others: SIGSTOP for 0.5 to 3 times the
- * node expiry and SIGCONT, SIGKILL and a restart, {@code pg_terminate_backend} of their sessions, and network stalls
- * through a {@link StallingProxy} each. At the end, with every node stopped gracefully, {@link DaemonFaultChecks}
- * checks the committed writes: no two generations of a daemon commit at once, and every daemon of a node hit runs
- * again within the node expiry plus a few seconds.
+ * Fault injection for daemon assignment (G4 and G5 of the design), in the manner of
+ * {@link FaultInjectionTests}: three {@link DaemonTestNode} processes run four daemons
+ * whose agents make fenced writes in a loop (the guard of their {@code DaemonContext},
+ * then a row of daemon, generation, node, incarnation and stamp), and random faults hit
+ * the nodes that run daemons, the daemons group's leader more often than the others:
+ * SIGSTOP for 0.5 to 3 times the node expiry and SIGCONT, SIGKILL and a restart,
+ * {@code pg_terminate_backend} of their sessions, and network stalls through a
+ * {@link StallingProxy} each. At the end, with every node stopped gracefully,
+ * {@link DaemonFaultChecks} checks the committed writes: no two generations of a daemon
+ * commit at once, and every daemon of a node hit runs again within the node expiry plus a
+ * few seconds.
  * <p>
- * A node frozen or stalled inside a guarded transaction would hold the leader's reclaim of that daemon up for as long
- * as it stays so, if the daemon guard did not bound the transaction's idle time to the node expiry minus the safety
- * margin; the reassignment checker is what shows that bound works.
+ * A node frozen or stalled inside a guarded transaction would hold the leader's reclaim
+ * of that daemon up for as long as it stays so, if the daemon guard did not bound the
+ * transaction's idle time to the node expiry minus the safety margin; the reassignment
+ * checker is what shows that bound works.
  * <p>
  * The normal suite runs a couple of dozen episodes. The long run is
  * {@code ./mvnw -pl leader-spring-boot-autoconfigure verify -Dtest=DaemonFaultInjectionTests -Dsurefire.failIfNoSpecifiedTests=false -Dfault.episodes=500}
- * (with the {@code LEADER_TEST_JDBC_*} variables as for every test); {@code -Dfault.seed=N} repeats a run's choices.
- * Every run prints a summary line and writes it to {@code target/daemon-fault-summary.txt}.
+ * (with the {@code LEADER_TEST_JDBC_*} variables as for every test);
+ * {@code -Dfault.seed=N} repeats a run's choices. Every run prints a summary line and
+ * writes it to {@code target/daemon-fault-summary.txt}.
  */
 class DaemonFaultInjectionTests {
 
@@ -79,16 +84,18 @@ class DaemonFaultInjectionTests {
 	private static final Duration WRITE_INTERVAL = Duration.ofMillis(50);
 
 	/**
-	 * The node expiry, then a leader's cycle, an acknowledgement and the agent's first write, with room for a new
-	 * leader of the daemons group and for the agent's restart backoff after a lost session.
+	 * The node expiry, then a leader's cycle, an acknowledgement and the agent's first
+	 * write, with room for a new leader of the daemons group and for the agent's restart
+	 * backoff after a lost session.
 	 */
 	private static final Duration REASSIGNMENT_BOUND = FAST.nodeExpiry().plusSeconds(4);
 
 	/**
-	 * An agent's first restart back-off ({@code DaemonCoordinator}). Faults strike at least this long after every
-	 * daemon has run again, so that an agent hit again has outlasted its back-off, which stays at this first step. An
-	 * agent hit sooner would double it (with four faults in a row, to 8 s), and the reassignment bound allows for the
-	 * first step only.
+	 * An agent's first restart back-off ({@code DaemonCoordinator}). Faults strike at
+	 * least this long after every daemon has run again, so that an agent hit again has
+	 * outlasted its back-off, which stays at this first step. An agent hit sooner would
+	 * double it (with four faults in a row, to 8 s), and the reassignment bound allows
+	 * for the first step only.
 	 */
 	private static final Duration FIRST_BACKOFF = Duration.ofSeconds(1);
 
@@ -99,7 +106,8 @@ class DaemonFaultInjectionTests {
 	private static final int DEFAULT_EPISODES = 20;
 
 	/**
-	 * The nodes also take part in a group of their own, as in {@code MultiProcessDaemonTests}.
+	 * The nodes also take part in a group of their own, as in
+	 * {@code MultiProcessDaemonTests}.
 	 */
 	@RegisterExtension
 	final Cluster cluster = TestNode.cluster(FAST, "aux");
@@ -135,8 +143,11 @@ class DaemonFaultInjectionTests {
 			this.history.add(injectRandomFault(number, random));
 		}
 		awaitHealthy("after the last episode", seed);
-		List<NodeProcess> running = this.current.values().stream().map(Incarnation::process)
-			.filter(NodeProcess::isAlive).toList();
+		List<NodeProcess> running = this.current.values()
+			.stream()
+			.map(Incarnation::process)
+			.filter(NodeProcess::isAlive)
+			.toList();
 		this.history.ended(System.nanoTime());
 		running.forEach(NodeProcess::sigterm);
 		running.forEach((process) -> process.awaitExit(Duration.ofSeconds(15)));
@@ -179,10 +190,10 @@ class DaemonFaultInjectionTests {
 			case STALL -> FAST.nodeExpiry().multipliedBy(250 + random.nextInt(1251)).dividedBy(1000);
 			case KILL, TERMINATE -> Duration.ZERO;
 		};
-		// A random moment within a heartbeat, so that faults hit every phase of the cycles and of the agents' writes,
+		// A random moment within a heartbeat, so that faults hit every phase of the
+		// cycles and of the agents' writes,
 		// once every agent has run for longer than its first restart back-off.
-		FaultHistory.sleepAsFault(
-				FIRST_BACKOFF.plusMillis(random.nextInt((int) FAST.renewInterval().toMillis())));
+		FaultHistory.sleepAsFault(FIRST_BACKOFF.plusMillis(random.nextInt((int) FAST.renewInterval().toMillis())));
 		Incarnation incarnation = this.current.get(target);
 		NodeProcess process = incarnation.process();
 		Map<String, Long> ran = liveAssignmentsByNode().getOrDefault(target, Map.of());
@@ -238,18 +249,20 @@ class DaemonFaultInjectionTests {
 	}
 
 	/**
-	 * Waits until every daemon is ACTIVE on a running node and has committed a write of that generation since.
+	 * Waits until every daemon is ACTIVE on a running node and has committed a write of
+	 * that generation since.
 	 */
 	private void awaitHealthy(String when, long seed) {
 		long from = System.nanoTime();
 		try {
 			await().atMost(HEALTHY_TIMEOUT).pollInterval(Duration.ofMillis(50)).until(() -> {
-				List<Boolean> healthy = JdbcClient.create(this.cluster.dataSource()).sql("""
-						SELECT a.state = 'ACTIVE' AND max(w.stamp_nanos) - ? > 0, a.node_id
-						FROM leader_assignments a LEFT JOIN %s w
-						  ON w.daemon = a.daemon_name AND w.generation = a.generation AND w.kind = 'W'
-						GROUP BY a.daemon_name, a.state, a.node_id
-						""".formatted(DaemonTestNode.WRITES_TABLE))
+				List<Boolean> healthy = JdbcClient.create(this.cluster.dataSource())
+					.sql("""
+							SELECT a.state = 'ACTIVE' AND max(w.stamp_nanos) - ? > 0, a.node_id
+							FROM leader_assignments a LEFT JOIN %s w
+							  ON w.daemon = a.daemon_name AND w.generation = a.generation AND w.kind = 'W'
+							GROUP BY a.daemon_name, a.state, a.node_id
+							""".formatted(DaemonTestNode.WRITES_TABLE))
 					.param(from)
 					.query((row, i) -> row.getBoolean(1) && this.current.get(row.getString(2)).process().isAlive())
 					.list();
@@ -258,8 +271,8 @@ class DaemonFaultInjectionTests {
 		}
 		catch (ConditionTimeoutException ex) {
 			List<Episode> episodes = this.history.episodes();
-			throw new AssertionError("The daemons did not all run again " + when + " (seed " + seed
-					+ "); assignments " + liveAssignmentsByNode() + "; last fault: "
+			throw new AssertionError("The daemons did not all run again " + when + " (seed " + seed + "); assignments "
+					+ liveAssignmentsByNode() + "; last fault: "
 					+ (episodes.isEmpty() ? "none" : episodes.get(episodes.size() - 1)), ex);
 		}
 	}

@@ -36,26 +36,30 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Fault injection in the manner of Jepsen (guarantees G1 to G3, and G5 and G6 of the design): three node processes
- * make fenced writes to a log table while they lead, and random faults hit them, mostly the leader: SIGSTOP and
- * SIGCONT, SIGKILL and a restart, {@code pg_terminate_backend} of their sessions, and network stalls through a
- * {@link StallingProxy} each. While it leads, each node also runs guarded-write load: {@value #LOAD_THREADS} threads
- * of back-to-back transactions that guard the lease and stay open for {@link #LOAD_HOLD}, so that the lease rows are
- * share-locked nearly all the time, as under an application's load, and the leader's renewals must pass them. One
- * node runs with its wall clock five hours ahead under libfaketime, with the monotonic clock left alone. At the end
- * {@link FaultHistory.Checks} checks the history and the tables, including that terms changed only when a fault hit
- * the leader.
+ * Fault injection in the manner of Jepsen (guarantees G1 to G3, and G5 and G6 of the
+ * design): three node processes make fenced writes to a log table while they lead, and
+ * random faults hit them, mostly the leader: SIGSTOP and SIGCONT, SIGKILL and a restart,
+ * {@code pg_terminate_backend} of their sessions, and network stalls through a
+ * {@link StallingProxy} each. While it leads, each node also runs guarded-write load:
+ * {@value #LOAD_THREADS} threads of back-to-back transactions that guard the lease and
+ * stay open for {@link #LOAD_HOLD}, so that the lease rows are share-locked nearly all
+ * the time, as under an application's load, and the leader's renewals must pass them. One
+ * node runs with its wall clock five hours ahead under libfaketime, with the monotonic
+ * clock left alone. At the end {@link FaultHistory.Checks} checks the history and the
+ * tables, including that terms changed only when a fault hit the leader.
  * <p>
  * The normal suite runs a few dozen episodes. The long run is
  * {@code ./mvnw -pl leader-spring-boot-autoconfigure verify -Dtest=FaultInjectionTests -Dsurefire.failIfNoSpecifiedTests=false -Dfault.episodes=1000}
- * (with the {@code LEADER_TEST_JDBC_*} variables as for every test); {@code -Dfault.seed=N} repeats a run's choices.
- * Every run prints a summary line and writes it to {@code target/fault-summary.txt}.
+ * (with the {@code LEADER_TEST_JDBC_*} variables as for every test);
+ * {@code -Dfault.seed=N} repeats a run's choices. Every run prints a summary line and
+ * writes it to {@code target/fault-summary.txt}.
  */
 class FaultInjectionTests {
 
 	/**
-	 * The timings of {@code MultiProcessLeadershipTests}: the margin is wider than clock drift needs, because the
-	 * checkers compare the times at which nodes print their events.
+	 * The timings of {@code MultiProcessLeadershipTests}: the margin is wider than clock
+	 * drift needs, because the checkers compare the times at which nodes print their
+	 * events.
 	 */
 	private static final LeaseSettings FAST = new LeaseSettings(Duration.ofSeconds(2), Duration.ofMillis(500),
 			Duration.ofMillis(500), Duration.ofMillis(300), Duration.ofSeconds(2), Duration.ofSeconds(3));
@@ -87,8 +91,9 @@ class FaultInjectionTests {
 	private static final Duration LOAD_HOLD = Duration.ofMillis(100);
 
 	/**
-	 * Connections a node needs besides its load: two that the engine's store keeps, one for the fenced writer, and
-	 * one to spare, so that the load never makes the engine or the writer wait for the pool.
+	 * Connections a node needs besides its load: two that the engine's store keeps, one
+	 * for the fenced writer, and one to spare, so that the load never makes the engine or
+	 * the writer wait for the pool.
 	 */
 	private static final int POOL_SIZE_WITHOUT_LOAD = 4;
 
@@ -117,7 +122,8 @@ class FaultInjectionTests {
 		long began = System.nanoTime();
 		FaultHistory.setOrigin(began);
 		FaultHistory.createLogTable(this.cluster.dataSource());
-		// The node with the faked clock starts alone, so that it is elected and has to renew: it must behave like any.
+		// The node with the faked clock starts alone, so that it is elected and has to
+		// renew: it must behave like any.
 		NodeProcess faked = startNode(FAKED_NODE).process();
 		faked.awaitReady(STARTUP_TIMEOUT);
 		GROUPS.forEach((group) -> assertThat(this.cluster.awaitSingleLeader(group, STARTUP_TIMEOUT)).isSameAs(faked));
@@ -162,7 +168,8 @@ class FaultInjectionTests {
 			await().atMost(Duration.ofSeconds(5)).until(() -> writesOf(ALPHA, takeover.term()).size() >= 5);
 		}
 		finally {
-			// The node runs again as soon as the signal is delivered, before the kill command has returned.
+			// The node runs again as soon as the signal is delivered, before the kill
+			// command has returned.
 			resuming = System.nanoTime();
 			old.sigcont();
 		}
@@ -179,9 +186,11 @@ class FaultInjectionTests {
 		await("the new leader writes on after the old one resumed").atMost(Duration.ofSeconds(5))
 			.until(() -> writesOf(ALPHA, takeover.term()).stream()
 				.anyMatch((write) -> write.stampNanos() > rejected.nanoTime()));
-		assertThat(writesOf(ALPHA, takeover.term())).as("the new leader's writes").containsAll(newWrites)
+		assertThat(writesOf(ALPHA, takeover.term())).as("the new leader's writes")
+			.containsAll(newWrites)
 			.allMatch((write) -> write.node().equals(takeover.node()));
-		assertThat(writesOf(ALPHA, oldTerm)).as("the old leader's writes").isNotEmpty()
+		assertThat(writesOf(ALPHA, oldTerm)).as("the old leader's writes")
+			.isNotEmpty()
 			.allMatch((write) -> write.node().equals(old.nodeId()))
 			.allMatch((write) -> write.stampNanos() < takeover.nanoTime());
 		Checks checks = checkAfterGracefulStop();
@@ -194,8 +203,7 @@ class FaultInjectionTests {
 				"--load-threads=" + LOAD_THREADS, "--load-hold=" + LOAD_HOLD,
 				"--pool-size=" + (POOL_SIZE_WITHOUT_LOAD + LOAD_THREADS));
 		Map<String, String> environment = nodeId.equals(FAKED_NODE) ? fakedClock() : Map.of();
-		Incarnation incarnation = this.history.started(number,
-				this.cluster.start(nodeId, arguments, environment));
+		Incarnation incarnation = this.history.started(number, this.cluster.start(nodeId, arguments, environment));
 		this.current.put(nodeId, incarnation);
 		return incarnation;
 	}
@@ -206,14 +214,13 @@ class FaultInjectionTests {
 		String target = (random.nextDouble() < 0.75 && leaders.size() == 1) ? leaders.get(0).nodeId()
 				: NODES.get(random.nextInt(NODES.size()));
 		FaultKind kind = pick(random);
-		Duration duration = FAST.duration()
-			.multipliedBy(switch (kind) {
-				case PAUSE -> 500 + random.nextInt(2501);
-				case STALL -> 250 + random.nextInt(1251);
-				case KILL, TERMINATE -> 0;
-			})
-			.dividedBy(1000);
-		// The fault's timing: a random offset within the renew interval, so faults hit every phase of the renewals.
+		Duration duration = FAST.duration().multipliedBy(switch (kind) {
+			case PAUSE -> 500 + random.nextInt(2501);
+			case STALL -> 250 + random.nextInt(1251);
+			case KILL, TERMINATE -> 0;
+		}).dividedBy(1000);
+		// The fault's timing: a random offset within the renew interval, so faults hit
+		// every phase of the renewals.
 		FaultHistory.sleepAsFault(Duration.ofMillis(random.nextInt((int) FAST.renewInterval().toMillis())));
 		Incarnation incarnation = this.current.get(target);
 		NodeProcess process = incarnation.process();
@@ -272,8 +279,8 @@ class FaultInjectionTests {
 	}
 
 	/**
-	 * Waits until every group has a single leader that the coordinator agrees with, and a write of every group has
-	 * committed since.
+	 * Waits until every group has a single leader that the coordinator agrees with, and a
+	 * write of every group has committed since.
 	 */
 	private void awaitHealthy(String when, long seed) {
 		try {
@@ -282,8 +289,9 @@ class FaultInjectionTests {
 			await().atMost(HEALTHY_TIMEOUT)
 				.pollInterval(Duration.ofMillis(20))
 				.until(() -> GROUPS.stream()
-					.allMatch((group) -> FaultHistory.latestStamp(this.cluster.dataSource(), group)
-						.orElse(Long.MIN_VALUE) - from > 0));
+					.allMatch(
+							(group) -> FaultHistory.latestStamp(this.cluster.dataSource(), group).orElse(Long.MIN_VALUE)
+									- from > 0));
 		}
 		catch (AssertionError | ConditionTimeoutException ex) {
 			List<Episode> episodes = this.history.episodes();
@@ -293,12 +301,15 @@ class FaultInjectionTests {
 	}
 
 	/**
-	 * Stops every running node gracefully, so that all their leaderships end, checks the wall clocks they printed, and
-	 * runs the checkers.
+	 * Stops every running node gracefully, so that all their leaderships end, checks the
+	 * wall clocks they printed, and runs the checkers.
 	 */
 	private Checks checkAfterGracefulStop() {
-		List<NodeProcess> running = this.current.values().stream().map(Incarnation::process)
-			.filter(NodeProcess::isAlive).toList();
+		List<NodeProcess> running = this.current.values()
+			.stream()
+			.map(Incarnation::process)
+			.filter(NodeProcess::isAlive)
+			.toList();
 		this.history.ended(System.nanoTime());
 		running.forEach(NodeProcess::sigterm);
 		running.forEach((process) -> process.awaitExit(Duration.ofSeconds(15)));
@@ -310,14 +321,15 @@ class FaultInjectionTests {
 	}
 
 	private void assertWallClock(NodeProcess process) {
-		NodeEvent clock = process.firstEvent((event) -> event.type() == Type.CLOCK).orElseThrow(
-				() -> new AssertionError(process.nodeId() + " printed no CLOCK line\n" + process.describe()));
+		NodeEvent clock = process.firstEvent((event) -> event.type() == Type.CLOCK)
+			.orElseThrow(() -> new AssertionError(process.nodeId() + " printed no CLOCK line\n" + process.describe()));
 		long testWallAtThen = System.currentTimeMillis()
 				- TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - clock.nanoTime());
 		Duration offset = Duration.ofMillis(clock.term() - testWallAtThen);
 		Duration expected = process.nodeId().equals(FAKED_NODE) ? FAKED_OFFSET : Duration.ZERO;
-		assertThat(offset.minus(expected).abs()).as("wall clock offset of %s (pid %d) was %s, expected %s",
-				process.nodeId(), process.pid(), offset, expected)
+		assertThat(offset.minus(expected).abs())
+			.as("wall clock offset of %s (pid %d) was %s, expected %s", process.nodeId(), process.pid(), offset,
+					expected)
 			.isLessThan(Duration.ofMinutes(1));
 	}
 
@@ -351,9 +363,12 @@ class FaultInjectionTests {
 					+ "faketime package for its node with a wall clock hours off. Install it with "
 					+ "'apt-get install faketime'");
 		}
-		// The monotonic clock stays real: the engine's safe window runs on it. The "monotonic fix", which libfaketime
-		// turns on by itself on recent glibc, makes the JVM's timed waits return early: every scheduler thread then
-		// spins, and the node burns a core and misses its renewals on a busy machine. Hence it is turned off.
+		// The monotonic clock stays real: the engine's safe window runs on it. The
+		// "monotonic fix", which libfaketime
+		// turns on by itself on recent glibc, makes the JVM's timed waits return early:
+		// every scheduler thread then
+		// spins, and the node burns a core and misses its renewals on a busy machine.
+		// Hence it is turned off.
 		return Map.of("LD_PRELOAD", LIBFAKETIME.toString(), "FAKETIME", "+" + FAKED_OFFSET.toHours() + "h",
 				"FAKETIME_DONT_FAKE_MONOTONIC", "1", "FAKETIME_FORCE_MONOTONIC_FIX", "0");
 	}

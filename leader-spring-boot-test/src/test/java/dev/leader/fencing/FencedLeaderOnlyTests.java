@@ -26,7 +26,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 
 /**
- * {@code @LeaderOnly(fenced = true)} in an application context, with Spring's own transaction advice.
+ * {@code @LeaderOnly(fenced = true)} in an application context, with Spring's own
+ * transaction advice.
  */
 class FencedLeaderOnlyTests {
 
@@ -37,7 +38,8 @@ class FencedLeaderOnlyTests {
 	@BeforeEach
 	void createSchema() {
 		this.database = TestDatabase.createSchema();
-		// Long renewals, so that the node goes on believing it leads after its lease is taken away below.
+		// Long renewals, so that the node goes on believing it leads after its lease is
+		// taken away below.
 		this.runner = new ApplicationContextRunner()
 			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
 					DataSourceTransactionManagerAutoConfiguration.class, TransactionAutoConfiguration.class,

@@ -32,7 +32,8 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.awaitility.Awaitility.await;
 
 /**
- * {@link Fencing} against real PostgreSQL: the lease guard and the fences table (guarantee G3).
+ * {@link Fencing} against real PostgreSQL: the lease guard and the fences table
+ * (guarantee G3).
  */
 class FencingTests {
 
@@ -123,17 +124,19 @@ class FencingTests {
 		FencingToken token = acquire("g", "a", Duration.ofMillis(500));
 		CountDownLatch guarded = new CountDownLatch(1);
 		CountDownLatch finish = new CountDownLatch(1);
-		CompletableFuture<Void> writer = CompletableFuture.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-			fencing("a").guard(token);
-			guarded.countDown();
-			awaitLatch(finish);
-			insert(token, "a");
-		}));
+		CompletableFuture<Void> writer = CompletableFuture
+			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
+				fencing("a").guard(token);
+				guarded.countDown();
+				awaitLatch(finish);
+				insert(token, "a");
+			}));
 		assertThat(guarded.await(5, TimeUnit.SECONDS)).isTrue();
 		awaitExpiry("g");
 		CompletableFuture<AcquireResult> takeover = CompletableFuture
 			.supplyAsync(() -> this.leases.acquire("g", "b", Duration.ofSeconds(10)));
-		// A takeover locks the row FOR UPDATE before it changes holder and term; a plain UPDATE would not wait.
+		// A takeover locks the row FOR UPDATE before it changes holder and term; a plain
+		// UPDATE would not wait.
 		await().during(Duration.ofMillis(700)).atMost(Duration.ofSeconds(2)).until(() -> !takeover.isDone());
 		finish.countDown();
 		writer.get(5, TimeUnit.SECONDS);
@@ -146,16 +149,17 @@ class FencingTests {
 	@Test
 	void holderFrozenInsideItsGuardedTransactionHoldsATakeoverUpOnlyUntilTheHoldLimit() throws Exception {
 		FencingToken token = acquire("g", "a", Duration.ofMillis(300));
-		Fencing frozen = new Fencing(new PostgresFencingStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
-				Duration.ofMillis(800)), "a");
+		Fencing frozen = new Fencing(
+				new PostgresFencingStore(this.dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofMillis(800)), "a");
 		CountDownLatch guarded = new CountDownLatch(1);
 		CountDownLatch thaw = new CountDownLatch(1);
-		CompletableFuture<Void> writer = CompletableFuture.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-			frozen.guard(token);
-			guarded.countDown();
-			awaitLatch(thaw);
-			insert(token, "a");
-		}));
+		CompletableFuture<Void> writer = CompletableFuture
+			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
+				frozen.guard(token);
+				guarded.countDown();
+				awaitLatch(thaw);
+				insert(token, "a");
+			}));
 		assertThat(guarded.await(5, TimeUnit.SECONDS)).isTrue();
 		awaitExpiry("g");
 		long start = System.nanoTime();
@@ -177,16 +181,18 @@ class FencingTests {
 		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
 		CountDownLatch guarded = new CountDownLatch(1);
 		CountDownLatch finish = new CountDownLatch(1);
-		CompletableFuture<Void> writer = CompletableFuture.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-			fencing("a").guard(token);
-			guarded.countDown();
-			awaitLatch(finish);
-			insert(token, "a");
-		}));
+		CompletableFuture<Void> writer = CompletableFuture
+			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
+				fencing("a").guard(token);
+				guarded.countDown();
+				awaitLatch(finish);
+				insert(token, "a");
+			}));
 		assertThat(guarded.await(5, TimeUnit.SECONDS)).isTrue();
 		CompletableFuture<Tick> renewal = CompletableFuture.supplyAsync(() -> this.leases.tick(NODE_A,
 				Map.of("g", token.term()), List.of("g"), Duration.ofSeconds(10), Duration.ofSeconds(10)));
-		// FOR SHARE, which the guard took before, made this renewal wait for the guarded transaction.
+		// FOR SHARE, which the guard took before, made this renewal wait for the guarded
+		// transaction.
 		assertThat(renewal.get(2, TimeUnit.SECONDS).renewed()).containsKey("g");
 		finish.countDown();
 		writer.get(5, TimeUnit.SECONDS);
@@ -198,12 +204,13 @@ class FencingTests {
 		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
 		CountDownLatch guarded = new CountDownLatch(1);
 		CountDownLatch finish = new CountDownLatch(1);
-		CompletableFuture<Void> writer = CompletableFuture.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-			fencing("a").guard(token);
-			guarded.countDown();
-			awaitLatch(finish);
-			insert(token, "a");
-		}));
+		CompletableFuture<Void> writer = CompletableFuture
+			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
+				fencing("a").guard(token);
+				guarded.countDown();
+				awaitLatch(finish);
+				insert(token, "a");
+			}));
 		assertThat(guarded.await(5, TimeUnit.SECONDS)).isTrue();
 		CompletableFuture<java.util.Collection<String>> release = CompletableFuture
 			.supplyAsync(() -> this.leases.release("a", Map.of("g", token.term())));
@@ -221,20 +228,22 @@ class FencingTests {
 		Fencing fencing = fencing("a");
 		CountDownLatch firstGuards = new CountDownLatch(2);
 		CountDownLatch renewed = new CountDownLatch(1);
-		CompletableFuture<Void> forward = CompletableFuture.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-			fencing.guard(a);
-			firstGuards.countDown();
-			awaitLatch(renewed);
-			fencing.guard(b);
-			insert(a, "a");
-		}));
-		CompletableFuture<Void> backward = CompletableFuture.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-			fencing.guard(b);
-			firstGuards.countDown();
-			awaitLatch(renewed);
-			fencing.guard(a);
-			insert(b, "a");
-		}));
+		CompletableFuture<Void> forward = CompletableFuture
+			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
+				fencing.guard(a);
+				firstGuards.countDown();
+				awaitLatch(renewed);
+				fencing.guard(b);
+				insert(a, "a");
+			}));
+		CompletableFuture<Void> backward = CompletableFuture
+			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
+				fencing.guard(b);
+				firstGuards.countDown();
+				awaitLatch(renewed);
+				fencing.guard(a);
+				insert(b, "a");
+			}));
 		assertThat(firstGuards.await(5, TimeUnit.SECONDS)).isTrue();
 		Tick tick = this.leases.tick(NODE_A, Map.of("a", a.term(), "b", b.term()), List.of("a", "b"),
 				Duration.ofSeconds(10), Duration.ofSeconds(10));
@@ -248,15 +257,16 @@ class FencingTests {
 	@Test
 	void statementBlockedInsideAGuardedTransactionHoldsATakeoverUpOnlyUntilTheHoldLimit() throws Exception {
 		FencingToken token = acquire("g", "a", Duration.ofMillis(300));
-		Fencing blocked = new Fencing(new PostgresFencingStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
-				Duration.ofMillis(800)), "a");
+		Fencing blocked = new Fencing(
+				new PostgresFencingStore(this.dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofMillis(800)), "a");
 		CountDownLatch guarded = new CountDownLatch(1);
-		CompletableFuture<Void> writer = CompletableFuture.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-			blocked.guard(token);
-			guarded.countDown();
-			this.jdbc.sql("SELECT pg_sleep(10)").query().singleRow();
-			insert(token, "a");
-		}));
+		CompletableFuture<Void> writer = CompletableFuture
+			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
+				blocked.guard(token);
+				guarded.countDown();
+				this.jdbc.sql("SELECT pg_sleep(10)").query().singleRow();
+				insert(token, "a");
+			}));
 		assertThat(guarded.await(5, TimeUnit.SECONDS)).isTrue();
 		awaitExpiry("g");
 		long start = System.nanoTime();
@@ -274,8 +284,8 @@ class FencingTests {
 	@Test
 	void guardKeepsALowerStatementTimeoutOfTheSessionAndOtherwiseSetsTheHoldLimit() {
 		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
-		Fencing fencing = new Fencing(new PostgresFencingStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
-				Duration.ofMillis(1500)), "a");
+		Fencing fencing = new Fencing(
+				new PostgresFencingStore(this.dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofMillis(1500)), "a");
 		List<String> limits = this.transactions.execute((tx) -> {
 			fencing.guard(token);
 			return List.of(show("statement_timeout"), show("idle_in_transaction_session_timeout"));
@@ -292,17 +302,18 @@ class FencingTests {
 
 	@Test
 	void fenceHeldByAFrozenWriterIsFreedAfterTheHoldLimit() throws Exception {
-		Fencing frozen = new Fencing(new PostgresFencingStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
-				Duration.ofMillis(800)), "a");
+		Fencing frozen = new Fencing(
+				new PostgresFencingStore(this.dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofMillis(800)), "a");
 		CountDownLatch advanced = new CountDownLatch(1);
 		CountDownLatch thaw = new CountDownLatch(1);
 		FencingToken low = new FencingToken("g", 1);
-		CompletableFuture<Void> writer = CompletableFuture.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-			frozen.advance("mail", low);
-			advanced.countDown();
-			awaitLatch(thaw);
-			insert(low, "a");
-		}));
+		CompletableFuture<Void> writer = CompletableFuture
+			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
+				frozen.advance("mail", low);
+				advanced.countDown();
+				awaitLatch(thaw);
+				insert(low, "a");
+			}));
 		assertThat(advanced.await(5, TimeUnit.SECONDS)).isTrue();
 		long start = System.nanoTime();
 		advance(fencing("b"), "mail", new FencingToken("g", 2));
@@ -372,18 +383,20 @@ class FencingTests {
 		CountDownLatch advanced = new CountDownLatch(1);
 		CountDownLatch finish = new CountDownLatch(1);
 		FencingToken low = new FencingToken("g", 1);
-		CompletableFuture<Void> first = CompletableFuture.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-			fencing.advance("mail", low);
-			advanced.countDown();
-			awaitLatch(finish);
-			insert(low, "a");
-		}));
+		CompletableFuture<Void> first = CompletableFuture
+			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
+				fencing.advance("mail", low);
+				advanced.countDown();
+				awaitLatch(finish);
+				insert(low, "a");
+			}));
 		assertThat(advanced.await(5, TimeUnit.SECONDS)).isTrue();
 		FencingToken high = new FencingToken("g", 2);
-		CompletableFuture<Void> second = CompletableFuture.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-			fencing.advance("mail", high);
-			insert(high, "b");
-		}));
+		CompletableFuture<Void> second = CompletableFuture
+			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
+				fencing.advance("mail", high);
+				insert(high, "b");
+			}));
 		await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2)).until(() -> !second.isDone());
 		finish.countDown();
 		first.get(5, TimeUnit.SECONDS);
@@ -393,8 +406,9 @@ class FencingTests {
 	}
 
 	private Fencing fencing(String nodeId) {
-		return new Fencing(new PostgresFencingStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
-				Duration.ofSeconds(10)), nodeId);
+		return new Fencing(
+				new PostgresFencingStore(this.dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(10)),
+				nodeId);
 	}
 
 	private FencingToken acquire(String group, String node, Duration duration) {

@@ -40,11 +40,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Guarded writes under load, as an application makes them with the public API: two nodes with Spring Boot's defaults,
- * and on the leader six threads that run guarded transactions of 300 ms back to back for a minute, two on one group,
- * two guarding {@code a} then {@code b} and two {@code b} then {@code a}, while the heartbeat renews both leases in one
- * statement. Guards must cost the leader neither its leases nor a deadlock: the terms stay, and every transaction
- * commits. {@code -Dload.duration=PT10S} shortens the run.
+ * Guarded writes under load, as an application makes them with the public API: two nodes
+ * with Spring Boot's defaults, and on the leader six threads that run guarded
+ * transactions of 300 ms back to back for a minute, two on one group, two guarding
+ * {@code a} then {@code b} and two {@code b} then {@code a}, while the heartbeat renews
+ * both leases in one statement. Guards must cost the leader neither its leases nor a
+ * deadlock: the terms stay, and every transaction commits. {@code -Dload.duration=PT10S}
+ * shortens the run.
  */
 @ExtendWith(OutputCaptureExtension.class)
 class GuardedWriteLoadTests {
@@ -121,15 +123,17 @@ class GuardedWriteLoadTests {
 		threads.shutdownNow();
 		assertThat(failures).isEmpty();
 		assertThat(leader.getBean(Revokes.class).events).isEmpty();
-		assertThat(follower.getBean(Revokes.class).changes).allSatisfy((event) -> assertThat(event.leaderNodeId())
-			.isEqualTo("node-1"));
+		assertThat(follower.getBean(Revokes.class).changes)
+			.allSatisfy((event) -> assertThat(event.leaderNodeId()).isEqualTo("node-1"));
 		assertThat(leadership.token("a")).contains(tokens.get("a"));
 		assertThat(leadership.token("b")).contains(tokens.get("b"));
-		// Six threads of 300 ms transactions for the whole run, less what the machine's scheduling takes.
+		// Six threads of 300 ms transactions for the whole run, less what the machine's
+		// scheduling takes.
 		long expected = RUN.toMillis() / 300 * orders.size();
 		assertThat(committed.get()).isGreaterThan(expected * 8 / 10);
 		assertThat(jdbc.sql("SELECT count(*) FROM ledger").query(Long.class).single()).isEqualTo(committed.get());
-		// Neither node runs daemons or takes part in the daemons group, so their notifications concern neither.
+		// Neither node runs daemons or takes part in the daemons group, so their
+		// notifications concern neither.
 		assertThat(output).doesNotContain("Notification subscriber failed");
 	}
 

@@ -56,19 +56,22 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.awaitility.Awaitility.await;
 
 /**
- * PostgreSQL high availability with real servers: a primary and a streaming standby of the test's own
- * ({@link ReplicatedPostgres}), node processes on a multi-host URL with {@code targetServerType=primary}, and real
- * faults: {@code pg_ctl stop -m immediate} of the primary and {@code pg_ctl promote} of the standby, with
- * synchronous replication and with an asynchronous standby that stopped streaming before the primary died (so that
- * the old primary's last grants and writes are lost); {@code pg_ctl stop} in fast and immediate mode and a start; a
- * synchronous primary cut off from its standby. Every test with node processes checks that no term is granted
- * twice, that the terms in the fenced log table never go down in commit order, and that nothing commits under a
- * term that another node held, or after a higher term was granted; the restart test checks that no term is granted
- * twice, and one test checks each statement's epoch directly, on stores without an engine.
+ * PostgreSQL high availability with real servers: a primary and a streaming standby of
+ * the test's own ({@link ReplicatedPostgres}), node processes on a multi-host URL with
+ * {@code targetServerType=primary}, and real faults: {@code pg_ctl stop -m immediate} of
+ * the primary and {@code pg_ctl promote} of the standby, with synchronous replication and
+ * with an asynchronous standby that stopped streaming before the primary died (so that
+ * the old primary's last grants and writes are lost); {@code pg_ctl stop} in fast and
+ * immediate mode and a start; a synchronous primary cut off from its standby. Every test
+ * with node processes checks that no term is granted twice, that the terms in the fenced
+ * log table never go down in commit order, and that nothing commits under a term that
+ * another node held, or after a higher term was granted; the restart test checks that no
+ * term is granted twice, and one test checks each statement's epoch directly, on stores
+ * without an engine.
  * <p>
- * Each failover prints its figures (promotion to a stable leader, promotion to the first fenced write) and appends
- * them to {@code target/failover-figures.txt}. The long run of mixed failovers and restarts:
- * <pre>
+ * Each failover prints its figures (promotion to a stable leader, promotion to the first
+ * fenced write) and appends them to {@code target/failover-figures.txt}. The long run of
+ * mixed failovers and restarts: <pre>
  * ./mvnw -pl leader-spring-boot-autoconfigure verify -Dsurefire.failIfNoSpecifiedTests=false -Dha.episodes=40 \
  *   -Dtest=PostgresHighAvailabilityTests#failoversAndRestartsMixedNeverGrantATermTwiceNorLetAStaleWriteCommit
  * </pre>
@@ -90,7 +93,8 @@ class PostgresHighAvailabilityTests {
 
 	private static final TablePrefix PREFIX = new TablePrefix("leader_");
 
-	// Ordered, so that the servers run before the cluster's schema is created and until it is dropped.
+	// Ordered, so that the servers run before the cluster's schema is created and until
+	// it is dropped.
 	@RegisterExtension
 	@Order(1)
 	final ReplicatedPostgres servers = new ReplicatedPostgres();
@@ -115,7 +119,8 @@ class PostgresHighAvailabilityTests {
 		awaitWrites(first.term(), 3);
 		advanceFence(new FencingToken(ALPHA, first.term()));
 		this.servers.standby().orElseThrow().stopStreaming();
-		// A grant on the primary alone: the leader is killed, and another node is granted the next term.
+		// A grant on the primary alone: the leader is killed, and another node is granted
+		// the next term.
 		kill(this.running.get(first.node()));
 		NodeEvent lost = this.cluster.awaitGrant(ALPHA, first.term(), FAST.duration().plusSeconds(3));
 		awaitWrites(lost.term(), 3);
@@ -128,7 +133,8 @@ class PostgresHighAvailabilityTests {
 			.isEqualTo(EPOCH + 1);
 		assertThat(writesOf(lost.term())).as("the writes of the term granted on the old primary alone were lost")
 			.isEmpty();
-		// The fence follows: the token of the new epoch is taken, the lost term is refused afterwards.
+		// The fence follows: the token of the new epoch is taken, the lost term is
+		// refused afterwards.
 		advanceFence(new FencingToken(ALPHA, failover.leader().term()));
 		assertThatExceptionOfType(StaleLeadershipException.class)
 			.isThrownBy(() -> advanceFence(new FencingToken(ALPHA, lost.term())));
@@ -160,8 +166,10 @@ class PostgresHighAvailabilityTests {
 		NodeProcess leader = this.running.get(first.node());
 		long cut = System.nanoTime();
 		this.servers.standby().orElseThrow().stopStreaming();
-		// Commits now wait for a standby that is gone: the driver's query timeout cancels a renewal's wait, and the
-		// renewal comes back with a warning that the node counts as a failure (statement_timeout alone would not
+		// Commits now wait for a standby that is gone: the driver's query timeout cancels
+		// a renewal's wait, and the
+		// renewal comes back with a warning that the node counts as a failure
+		// (statement_timeout alone would not
 		// end the wait: it would hang); either way the safe window closes.
 		NodeEvent revoked = leader.awaitEvent("REVOKED " + ALPHA + " " + first.term(),
 				(event) -> event.is(Type.REVOKED, ALPHA) && event.term() == first.term(),
@@ -224,8 +232,9 @@ class PostgresHighAvailabilityTests {
 			PostgresCoordinationStore leases = new PostgresCoordinationStore(dataSource, PREFIX, Duration.ofSeconds(1));
 			PostgresDaemonStore daemons = new PostgresDaemonStore(dataSource, PREFIX, Duration.ofSeconds(1),
 					Duration.ofSeconds(10));
-			Fencing fencing = new Fencing(new PostgresFencingStore(dataSource, PREFIX, Duration.ofSeconds(1),
-					Duration.ofSeconds(2)), "leader");
+			Fencing fencing = new Fencing(
+					new PostgresFencingStore(dataSource, PREFIX, Duration.ofSeconds(1), Duration.ofSeconds(2)),
+					"leader");
 			TransactionTemplate transactions = new TransactionTemplate(new DataSourceTransactionManager(dataSource));
 			NodeRegistration leader = new NodeRegistration("leader", "leader", "localhost", 1);
 			Duration lease = Duration.ofMinutes(1);
@@ -235,8 +244,10 @@ class PostgresHighAvailabilityTests {
 			assertThat(daemons.revoke(old, "leader", "outbox", 1)).isTrue();
 			assertThat(daemons.release("leader", "outbox", 1)).isTrue();
 			this.servers.failover();
-			// The pool's connections died with the old primary; the first round trips fail until it has new ones.
-			CoordinationStore.Tick tick = await().atMost(RECOVERY_TIMEOUT).ignoreExceptions()
+			// The pool's connections died with the old primary; the first round trips
+			// fail until it has new ones.
+			CoordinationStore.Tick tick = await().atMost(RECOVERY_TIMEOUT)
+				.ignoreExceptions()
 				.until(() -> leases.tick(leader, Map.of(ALPHA, old.term()), List.of(ALPHA), lease, lease),
 						(result) -> true);
 			assertThat(tick.renewed()).as("renewed under the old epoch's term").isEmpty();
@@ -269,7 +280,8 @@ class PostgresHighAvailabilityTests {
 		config.setMaximumPoolSize(2);
 		try (HikariDataSource dataSource = new HikariDataSource(config)) {
 			PostgresCoordinationStore leases = new PostgresCoordinationStore(dataSource, PREFIX, Duration.ofSeconds(1));
-			// The driver's query timeout cancels the commit's wait for the standby after a second, and PostgreSQL
+			// The driver's query timeout cancels the commit's wait for the standby after
+			// a second, and PostgreSQL
 			// then reports the commit, which is on the primary alone, with a warning.
 			assertThatExceptionOfType(DataAccessException.class)
 				.isThrownBy(() -> leases.acquire(ALPHA, "leader", Duration.ofMinutes(1)))
@@ -285,9 +297,10 @@ class PostgresHighAvailabilityTests {
 	}
 
 	/**
-	 * The fault run: failovers with synchronous replication and with an asynchronous standby that stopped streaming,
-	 * and restarts in immediate and fast mode, in turn, with three node processes making fenced writes. The normal
-	 * suite runs one round of the four; {@code -Dha.episodes=N} runs more.
+	 * The fault run: failovers with synchronous replication and with an asynchronous
+	 * standby that stopped streaming, and restarts in immediate and fast mode, in turn,
+	 * with three node processes making fenced writes. The normal suite runs one round of
+	 * the four; {@code -Dha.episodes=N} runs more.
 	 */
 	@Test
 	void failoversAndRestartsMixedNeverGrantATermTwiceNorLetAStaleWriteCommit() {
@@ -313,8 +326,10 @@ class PostgresHighAvailabilityTests {
 				this.servers.replicateSynchronously(synchronous);
 				if (!synchronous) {
 					this.servers.standby().orElseThrow().stopStreaming();
-					// The old primary grants a term and takes writes that the standby will never have: its leader is
-					// killed and started again, so that another node is granted the next term.
+					// The old primary grants a term and takes writes that the standby
+					// will never have: its leader is
+					// killed and started again, so that another node is granted the next
+					// term.
 					NodeProcess leader = this.running.get(awaitStableLeader(highestBefore - 1, mark).node());
 					kill(leader);
 					startNode(leader.nodeId()).awaitReady(STARTUP_TIMEOUT);
@@ -360,8 +375,8 @@ class PostgresHighAvailabilityTests {
 	}
 
 	/**
-	 * Waits until one running node has been granted a term above the given one and still leads a lease duration
-	 * later, with the coordinator agreeing; returns its grant.
+	 * Waits until one running node has been granted a term above the given one and still
+	 * leads a lease duration later, with the coordinator agreeing; returns its grant.
 	 */
 	private NodeEvent awaitStableLeader(long termAbove, long since) {
 		AtomicReference<NodeEvent> leader = new AtomicReference<>();
@@ -394,8 +409,9 @@ class PostgresHighAvailabilityTests {
 	}
 
 	/**
-	 * Measures a failover: from the promotion to the grant of the leader that then stays (a stable leader), and to
-	 * the first fenced write that commits under a term of the new epoch.
+	 * Measures a failover: from the promotion to the grant of the leader that then stays
+	 * (a stable leader), and to the first fenced write that commits under a term of the
+	 * new epoch.
 	 */
 	private Failover measure(String kind, long promoted, long highestBefore) {
 		NodeEvent leader = awaitStableLeader(highestBefore, promoted);
@@ -403,9 +419,9 @@ class PostgresHighAvailabilityTests {
 		awaitEveryNodeListening();
 		Failover failover = new Failover(leader, Duration.ofNanos(Math.max(0, leader.nanoTime() - promoted)),
 				Duration.ofNanos(firstWrite - promoted));
-		String line = String.format("Failover (%s): promotion to stable leader %d ms (term %d, by %s), to fenced "
-				+ "writes %d ms", kind, failover.toLeader().toMillis(), leader.term(), leader.node(),
-				failover.toWrites().toMillis());
+		String line = String.format(
+				"Failover (%s): promotion to stable leader %d ms (term %d, by %s), to fenced " + "writes %d ms", kind,
+				failover.toLeader().toMillis(), leader.term(), leader.node(), failover.toWrites().toMillis());
 		System.out.println(line);
 		try {
 			Files.createDirectories(Path.of("target"));
@@ -419,11 +435,14 @@ class PostgresHighAvailabilityTests {
 	}
 
 	/**
-	 * Waits until every running node has its listening connection on the primary again, subscribed: its
-	 * {@code leader-listen} session's last statement is a {@code LISTEN}.
+	 * Waits until every running node has its listening connection on the primary again,
+	 * subscribed: its {@code leader-listen} session's last statement is a {@code LISTEN}.
 	 */
 	private void awaitEveryNodeListening() {
-		List<String> nodes = this.running.values().stream().filter(NodeProcess::isAlive).map(NodeProcess::nodeId)
+		List<String> nodes = this.running.values()
+			.stream()
+			.filter(NodeProcess::isAlive)
+			.map(NodeProcess::nodeId)
 			.toList();
 		String sql = "SELECT count(DISTINCT application_name) FROM pg_stat_activity WHERE query LIKE 'LISTEN %' "
 				+ "AND application_name = ANY (?)";
@@ -444,10 +463,12 @@ class PostgresHighAvailabilityTests {
 
 	private long awaitWritesSince(long since) {
 		AtomicLong first = new AtomicLong();
-		await("a fenced write after the fault").atMost(RECOVERY_TIMEOUT).pollInterval(Duration.ofMillis(20))
+		await("a fenced write after the fault").atMost(RECOVERY_TIMEOUT)
+			.pollInterval(Duration.ofMillis(20))
 			.ignoreExceptions()
 			.until(() -> {
-				Optional<Write> write = FaultHistory.readWrites(this.cluster.dataSource()).stream()
+				Optional<Write> write = FaultHistory.readWrites(this.cluster.dataSource())
+					.stream()
 					.filter((row) -> row.stampNanos() - since > 0)
 					.min((a, b) -> Long.compare(a.stampNanos(), b.stampNanos()));
 				write.ifPresent((row) -> first.set(row.stampNanos()));
@@ -461,7 +482,8 @@ class PostgresHighAvailabilityTests {
 	}
 
 	private List<Write> writesOf(long term) {
-		return FaultHistory.readWrites(this.cluster.dataSource()).stream()
+		return FaultHistory.readWrites(this.cluster.dataSource())
+			.stream()
 			.filter((write) -> write.group().equals(ALPHA) && write.term() == term)
 			.toList();
 	}
@@ -473,7 +495,9 @@ class PostgresHighAvailabilityTests {
 	private List<Grant> grants() {
 		List<Grant> grants = new ArrayList<>();
 		for (NodeProcess node : this.cluster.nodes()) {
-			node.events().stream().filter((event) -> event.is(Type.GRANTED, ALPHA))
+			node.events()
+				.stream()
+				.filter((event) -> event.is(Type.GRANTED, ALPHA))
 				.forEach((event) -> grants.add(new Grant(node, this.incarnations.get(node), event)));
 		}
 		grants.sort((a, b) -> Long.compare(a.event().nanoTime(), b.event().nanoTime()));
@@ -488,9 +512,10 @@ class PostgresHighAvailabilityTests {
 	}
 
 	/**
-	 * Stops the nodes gracefully and checks the run: no term granted twice; in commit (id) order the terms of the
-	 * fenced log never go down; every committed write was made by the incarnation granted its term, and none is
-	 * stamped after another node was granted a higher term (including grants lost with an old primary).
+	 * Stops the nodes gracefully and checks the run: no term granted twice; in commit
+	 * (id) order the terms of the fenced log never go down; every committed write was
+	 * made by the incarnation granted its term, and none is stamped after another node
+	 * was granted a higher term (including grants lost with an old primary).
 	 * @return a summary of what was checked
 	 */
 	private String checkHistory() {
@@ -516,8 +541,8 @@ class PostgresHighAvailabilityTests {
 			Grant grant = byTerm.get(write.term());
 			if (grant == null || !grant.node().nodeId().equals(write.node())
 					|| grant.incarnation() != write.incarnation()) {
-				violations.add(write + " committed under a term its incarnation was not granted (granted: " + grant
-						+ ")");
+				violations
+					.add(write + " committed under a term its incarnation was not granted (granted: " + grant + ")");
 			}
 			grants.stream()
 				.filter((higher) -> higher.term() > write.term() && higher.event().nanoTime() - write.stampNanos() < 0)
@@ -552,8 +577,8 @@ class PostgresHighAvailabilityTests {
 	}
 
 	/**
-	 * A node in the test's JVM, on the pair's multi-host URL, with the health indicator that an application's
-	 * actuator would show.
+	 * A node in the test's JVM, on the pair's multi-host URL, with the health indicator
+	 * that an application's actuator would show.
 	 */
 	private final class InProcessNode implements AutoCloseable {
 
@@ -573,8 +598,8 @@ class PostgresHighAvailabilityTests {
 			this.dataSource = new HikariDataSource(config);
 			this.engine = new LeaderEngine(
 					new PostgresCoordinationStore(this.dataSource, PREFIX, Duration.ofSeconds(1)), FAST,
-					new NodeRegistration(nodeId, nodeId, "localhost", ProcessHandle.current().pid()),
-					List.of(ALPHA), (event) -> {
+					new NodeRegistration(nodeId, nodeId, "localhost", ProcessHandle.current().pid()), List.of(ALPHA),
+					(event) -> {
 						if (event instanceof LeadershipGrantedEvent granted) {
 							grants.add(granted.term());
 						}

@@ -30,9 +30,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * The starter's own statements on pools and servers whose defaults are not the starter's: auto-commit off (as with
- * JPA), {@code REPEATABLE READ} or {@code SERIALIZABLE} isolation, {@code synchronous_commit=off}, read-only
- * connections and standbys.
+ * The starter's own statements on pools and servers whose defaults are not the starter's:
+ * auto-commit off (as with JPA), {@code REPEATABLE READ} or {@code SERIALIZABLE}
+ * isolation, {@code synchronous_commit=off}, read-only connections and standbys.
  */
 class ConnectionSettingsTests {
 
@@ -42,7 +42,8 @@ class ConnectionSettingsTests {
 
 	@Test
 	void grantsAndRenewalsSurviveACrashOfADatabaseWhoseDefaultIsSynchronousCommitOff() throws Exception {
-		// Without a flush forced by the commit, WAL waits up to ten seconds for the WAL writer, and a crash loses it.
+		// Without a flush forced by the commit, WAL waits up to ten seconds for the WAL
+		// writer, and a crash loses it.
 		try (TemporaryPostgres server = TemporaryPostgres.start("synchronous_commit = off",
 				"wal_writer_delay = 10000ms", "checkpoint_timeout = 1h")) {
 			HikariDataSource dataSource = pool(server.url(), "postgres", "", (config) -> {
@@ -55,17 +56,18 @@ class ConnectionSettingsTests {
 				AcquireResult second = store.acquire("g", "b", Duration.ofSeconds(30));
 				assertThat(second.lease().term()).isEqualTo(2);
 				NodeRegistration b = new NodeRegistration("b", "app", "host", 1);
-				Instant renewed = store.tick(b, Map.of("g", 2L), List.of("g"), Duration.ofSeconds(60),
-						Duration.ofSeconds(10))
+				Instant renewed = store
+					.tick(b, Map.of("g", 2L), List.of("g"), Duration.ofSeconds(60), Duration.ofSeconds(10))
 					.renewed()
 					.get("g")
 					.expiresAt();
 				store.disconnect();
 				server.stop("immediate");
 				server.startServer();
-				try (Connection connection = server.connect(); Statement statement = connection.createStatement();
-						ResultSet row = statement
-							.executeQuery("SELECT holder, term, expires_at FROM leader_leases WHERE group_name = 'g'")) {
+				try (Connection connection = server.connect();
+						Statement statement = connection.createStatement();
+						ResultSet row = statement.executeQuery(
+								"SELECT holder, term, expires_at FROM leader_leases WHERE group_name = 'g'")) {
 					assertThat(row.next()).as("the lease row survived the crash").isTrue();
 					assertThat(row.getString(1)).isEqualTo("b");
 					assertThat(row.getLong(2)).isEqualTo(2);
@@ -85,7 +87,8 @@ class ConnectionSettingsTests {
 		try (HikariDataSource migrations = database.dataSource(2)) {
 			new LeaderSchemaMigration(migrations, PREFIX).migrate();
 		}
-		// A data source without a pool of its own resets nothing, so whatever the store left changed would show.
+		// A data source without a pool of its own resets nothing, so whatever the store
+		// left changed would show.
 		SingleConnectionDataSource dataSource = new SingleConnectionDataSource(database.url(), database.user(),
 				database.password(), true);
 		dataSource.setAutoCommit(false);
@@ -99,7 +102,8 @@ class ConnectionSettingsTests {
 			PostgresDaemonStore daemons = new PostgresDaemonStore(dataSource, PREFIX, TIMEOUT, Duration.ofSeconds(5));
 			assertThat(daemons.drain("a", true)).isTrue();
 			store.disconnect();
-			try (Connection other = database.connect(); Statement statement = other.createStatement();
+			try (Connection other = database.connect();
+					Statement statement = other.createStatement();
 					ResultSet row = statement.executeQuery("SELECT l.holder, n.drained FROM leader_leases l, "
 							+ "leader_nodes n WHERE l.group_name = 'g' AND n.node_id = 'a'")) {
 				assertThat(row.next()).as("the grant and the heartbeat were committed").isTrue();
@@ -117,9 +121,9 @@ class ConnectionSettingsTests {
 
 	@Test
 	void readOnlyConnectionsFailStartupWithAMessageThatSaysSo() {
-		withContext("spring.datasource.hikari.read-only=true", (failure) -> assertThat(failure)
-			.hasMessageContaining("its connections are read-only")
-			.hasMessageContaining("spring.datasource.url"));
+		withContext("spring.datasource.hikari.read-only=true",
+				(failure) -> assertThat(failure).hasMessageContaining("its connections are read-only")
+					.hasMessageContaining("spring.datasource.url"));
 	}
 
 	@Test
@@ -160,7 +164,8 @@ class ConnectionSettingsTests {
 					}
 					failure.accept(cause);
 				});
-			try (Connection connection = database.connect(); Statement statement = connection.createStatement();
+			try (Connection connection = database.connect();
+					Statement statement = connection.createStatement();
 					ResultSet row = statement.executeQuery("SELECT count(*) FROM information_schema.tables "
 							+ "WHERE table_schema = '" + database.schema() + "'")) {
 				row.next();
@@ -177,7 +182,8 @@ class ConnectionSettingsTests {
 
 	private static void awaitExpiry(javax.sql.DataSource dataSource) {
 		await().atMost(Duration.ofSeconds(5)).until(() -> {
-			try (Connection connection = dataSource.getConnection(); Statement statement = connection.createStatement();
+			try (Connection connection = dataSource.getConnection();
+					Statement statement = connection.createStatement();
 					ResultSet row = statement.executeQuery(
 							"SELECT expires_at <= clock_timestamp() FROM leader_leases WHERE group_name = 'g'")) {
 				return row.next() && row.getBoolean(1);
@@ -198,8 +204,9 @@ class ConnectionSettingsTests {
 	}
 
 	/**
-	 * The coordination store's contract on a pool with auto-commit off and {@code SERIALIZABLE} isolation: without
-	 * the store's own settings nothing would commit, and racing nodes would fail on serialization errors.
+	 * The coordination store's contract on a pool with auto-commit off and
+	 * {@code SERIALIZABLE} isolation: without the store's own settings nothing would
+	 * commit, and racing nodes would fail on serialization errors.
 	 */
 	@Nested
 	class OnAPoolWithAutoCommitOffAndSerializableIsolation extends AbstractCoordinationStoreContractTests {

@@ -56,9 +56,10 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Runs two application nodes through PgBouncer, in session and in transaction pooling mode, against a PostgreSQL
- * server of the test's own: elections, renewals, guards, daemons and the graceful hand-over. In transaction mode,
- * where {@code LISTEN} does not follow a client, a node finds that at startup and follows no notifications, unless it
+ * Runs two application nodes through PgBouncer, in session and in transaction pooling
+ * mode, against a PostgreSQL server of the test's own: elections, renewals, guards,
+ * daemons and the graceful hand-over. In transaction mode, where {@code LISTEN} does not
+ * follow a client, a node finds that at startup and follows no notifications, unless it
  * is given a connection of its own for them.
  */
 @ExtendWith(OutputCaptureExtension.class)
@@ -121,7 +122,8 @@ class PgBouncerTests {
 		ConfigurableApplicationContext second = start("node-b", mode, direct);
 		await().atMost(WAIT).until(() -> leaders(first, second).size() == 1);
 		assertThat(output).contains(announced);
-		// Beyond the log line: each node LISTENs on a server session of its own, or, through a transaction pooler
+		// Beyond the log line: each node LISTENs on a server session of its own, or,
+		// through a transaction pooler
 		// without a connection of its own for them, has sent no LISTEN at all.
 		int listening = (mode.equals("transaction") && !direct) ? 0 : 2;
 		await().atMost(WAIT).until(() -> listeningSessions() == listening);
@@ -130,7 +132,8 @@ class PgBouncerTests {
 		ConfigurableApplicationContext follower = (leader == first) ? second : first;
 		FencingToken token = leader.getBean(Leadership.class).token("default").orElseThrow();
 
-		// Renewals: the lease outlives its duration under the same term, held by the same node throughout.
+		// Renewals: the lease outlives its duration under the same term, held by the same
+		// node throughout.
 		await("the same leader and term for longer than the lease").during(LEASE.plusSeconds(1))
 			.atMost(LEASE.plusSeconds(5))
 			.until(() -> leader.getBean(Leadership.class).token("default").equals(Optional.of(token))
@@ -149,7 +152,8 @@ class PgBouncerTests {
 		// Daemons: the one daemon runs on exactly one node.
 		await().atMost(WAIT).until(() -> running(first) + running(second) == 1);
 
-		// The graceful hand-over: the follower is granted the next term well before the lease would have expired.
+		// The graceful hand-over: the follower is granted the next term well before the
+		// lease would have expired.
 		long stopped = System.nanoTime();
 		leader.close();
 		await().atMost(LEASE.minusSeconds(2)).until(() -> follower.getBean(Leadership.class).isLeader("default"));
@@ -186,11 +190,10 @@ class PgBouncerTests {
 				"leader.lease.renew-interval=300ms", "leader.lease.retry-interval=300ms",
 				"leader.daemons.settle-window=0s"));
 		if (direct) {
-			properties.add("leader.jdbc.notifications.url=jdbc:postgresql://127.0.0.1:" + server.port() + "/"
-					+ this.database);
+			properties.add(
+					"leader.jdbc.notifications.url=jdbc:postgresql://127.0.0.1:" + server.port() + "/" + this.database);
 		}
-		ConfigurableApplicationContext context = new SpringApplicationBuilder(Node.class)
-			.web(WebApplicationType.NONE)
+		ConfigurableApplicationContext context = new SpringApplicationBuilder(Node.class).web(WebApplicationType.NONE)
 			.properties(properties.toArray(String[]::new))
 			.run();
 		this.nodes.add(context);
@@ -198,8 +201,9 @@ class PgBouncerTests {
 	}
 
 	private int listeningSessions() throws SQLException {
-		try (Connection connection = server.connect(); PreparedStatement statement = connection.prepareStatement(
-				"SELECT count(*) FROM pg_stat_activity WHERE datname = ? AND query LIKE 'LISTEN %'")) {
+		try (Connection connection = server.connect();
+				PreparedStatement statement = connection.prepareStatement(
+						"SELECT count(*) FROM pg_stat_activity WHERE datname = ? AND query LIKE 'LISTEN %'")) {
 			statement.setString(1, this.database);
 			try (ResultSet row = statement.executeQuery()) {
 				row.next();

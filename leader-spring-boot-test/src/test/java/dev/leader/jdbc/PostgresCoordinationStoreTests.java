@@ -25,8 +25,9 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.awaitility.Awaitility.await;
 
 /**
- * {@link PostgresCoordinationStore} against a real PostgreSQL, in a fresh schema per test, migrated by the starter's
- * own Flyway migrations; plus how it keeps the connection of its round trips.
+ * {@link PostgresCoordinationStore} against a real PostgreSQL, in a fresh schema per
+ * test, migrated by the starter's own Flyway migrations; plus how it keeps the connection
+ * of its round trips.
  */
 class PostgresCoordinationStoreTests extends AbstractCoordinationStoreContractTests {
 
@@ -34,7 +35,10 @@ class PostgresCoordinationStoreTests extends AbstractCoordinationStoreContractTe
 
 	private static final NodeRegistration NODE = new NodeRegistration("node-k", "app-k", "host-k", 201);
 
-	/** Longer than the time HikariCP lets a connection idle before it checks it on lending. */
+	/**
+	 * Longer than the time HikariCP lets a connection idle before it checks it on
+	 * lending.
+	 */
 	private static final Duration IDLE = Duration.ofMillis(700);
 
 	private TestDatabase database;
@@ -44,8 +48,10 @@ class PostgresCoordinationStoreTests extends AbstractCoordinationStoreContractTe
 	@Override
 	protected CoordinationStore createStore() throws SQLException {
 		this.database = TestDatabase.createSchema();
-		// The pool counts its connection checks in a sequence, so that a test can tell whether one preceded a round
-		// trip: a check is a transaction on the server, as much load as the round trip itself.
+		// The pool counts its connection checks in a sequence, so that a test can tell
+		// whether one preceded a round
+		// trip: a check is a transaction on the server, as much load as the round trip
+		// itself.
 		try (Connection connection = this.database.connect(); Statement statement = connection.createStatement()) {
 			statement.execute("CREATE SEQUENCE " + this.database.schema() + ".pool_checks");
 		}
@@ -53,7 +59,8 @@ class PostgresCoordinationStoreTests extends AbstractCoordinationStoreContractTe
 		config.setJdbcUrl(this.database.url());
 		config.setUsername(this.database.user());
 		config.setPassword(this.database.password());
-		// One connection per racing node in the fuzz test, one for the release listener, and some to spare.
+		// One connection per racing node in the fuzz test, one for the release listener,
+		// and some to spare.
 		config.setMaximumPoolSize(12);
 		config.setConnectionTimeout(3000);
 		config.setKeepaliveTime(0);
@@ -85,7 +92,8 @@ class PostgresCoordinationStoreTests extends AbstractCoordinationStoreContractTe
 		tick(store);
 		long checks = poolChecks();
 		for (int i = 0; i < 3; i++) {
-			// Not synchronisation: the connection must sit idle long enough for the pool to want to check it.
+			// Not synchronisation: the connection must sit idle long enough for the pool
+			// to want to check it.
 			Thread.sleep(IDLE.toMillis());
 			tick(store);
 			assertThat(store.acquire("kept", NODE.id(), Duration.ofSeconds(10)).granted()).isTrue();
@@ -139,8 +147,9 @@ class PostgresCoordinationStoreTests extends AbstractCoordinationStoreContractTe
 	}
 
 	/**
-	 * After each notification pgjdbc checks for another; with its wait, a check that finds none blocks for 1 ms, so
-	 * 200 of them take at least 200 ms. Without it, they only look at what has arrived.
+	 * After each notification pgjdbc checks for another; with its wait, a check that
+	 * finds none blocks for 1 ms, so 200 of them take at least 200 ms. Without it, they
+	 * only look at what has arrived.
 	 */
 	@Test
 	void listeningConnectionChecksForMoreNotificationsWithoutWaitingUntilItGoesBackToThePool() throws SQLException {
@@ -163,7 +172,8 @@ class PostgresCoordinationStoreTests extends AbstractCoordinationStoreContractTe
 	}
 
 	private static String setting(Connection connection) throws SQLException {
-		try (connection; Statement statement = connection.createStatement();
+		try (connection;
+				Statement statement = connection.createStatement();
 				ResultSet row = statement.executeQuery("SHOW synchronous_commit")) {
 			row.next();
 			return row.getString(1);
@@ -189,8 +199,9 @@ class PostgresCoordinationStoreTests extends AbstractCoordinationStoreContractTe
 	}
 
 	/**
-	 * Terminates the session whose last statement was the tick: the connection the store keeps. The pool's idle
-	 * connections are left alone, since the pool does not check one that idled only briefly before lending it.
+	 * Terminates the session whose last statement was the tick: the connection the store
+	 * keeps. The pool's idle connections are left alone, since the pool does not check
+	 * one that idled only briefly before lending it.
 	 */
 	private List<Integer> terminateKeptSession() throws SQLException {
 		String kept = "SELECT pid FROM pg_stat_activity WHERE application_name = ? AND query LIKE '%INTO leader_nodes%'";

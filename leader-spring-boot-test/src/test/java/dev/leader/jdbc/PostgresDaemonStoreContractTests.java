@@ -9,8 +9,9 @@ import dev.leader.test.TestDatabase;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 
 /**
- * {@link PostgresDaemonStore} against a real PostgreSQL passes the daemon store contract, in a fresh schema per test.
- * {@link PostgresDaemonStoreTests} covers what is PostgreSQL's own: the heartbeat snapshot and the row locks.
+ * {@link PostgresDaemonStore} against a real PostgreSQL passes the daemon store contract,
+ * in a fresh schema per test. {@link PostgresDaemonStoreTests} covers what is
+ * PostgreSQL's own: the heartbeat snapshot and the row locks.
  */
 class PostgresDaemonStoreContractTests extends AbstractDaemonStoreContractTests {
 

@@ -32,8 +32,8 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.awaitility.Awaitility.await;
 
 /**
- * {@link PostgresDaemonStore} against a real PostgreSQL, in a fresh schema per test: the transitions, the leader's
- * term guard and the assignment lock of fenced daemon writes.
+ * {@link PostgresDaemonStore} against a real PostgreSQL, in a fresh schema per test: the
+ * transitions, the leader's term guard and the assignment lock of fenced daemon writes.
  */
 class PostgresDaemonStoreTests {
 
@@ -79,8 +79,8 @@ class PostgresDaemonStoreTests {
 					+ "WHERE node_id = 'node-b'")
 			.update();
 		DaemonSnapshot snapshot = this.store.read(EXPIRY);
-		assertThat(snapshot.members()).containsExactlyInAnyOrder(new Member("node-a", Set.of("outbox", "reports"), true),
-				new Member("node-b", Set.of(), false));
+		assertThat(snapshot.members()).containsExactlyInAnyOrder(
+				new Member("node-a", Set.of("outbox", "reports"), true), new Member("node-b", Set.of(), false));
 		assertThat(snapshot.assignments()).isEmpty();
 	}
 
@@ -100,7 +100,8 @@ class PostgresDaemonStoreTests {
 			heartbeat(nodeA);
 		}
 		heartbeat(nodeA);
-		// The node's own row comes from the heartbeat's upsert, so the snapshot has it even on its first heartbeat.
+		// The node's own row comes from the heartbeat's upsert, so the snapshot has it
+		// even on its first heartbeat.
 		DaemonSnapshot read = this.store.read(EXPIRY);
 		assertThat(polled).singleElement().satisfies((snapshot) -> {
 			assertThat(snapshot.members()).containsExactlyInAnyOrderElementsOf(read.members());
@@ -116,8 +117,8 @@ class PostgresDaemonStoreTests {
 	@Test
 	void assignmentGoesThroughItsStatesWithARisingGeneration() {
 		assertThat(this.store.assign(this.leader, "leader", "outbox", "node-a", 0)).isEqualTo(1);
-		assertThat(assignment("outbox")).extracting(Assignment::node, Assignment::state, Assignment::generation,
-				Assignment::term)
+		assertThat(assignment("outbox"))
+			.extracting(Assignment::node, Assignment::state, Assignment::generation, Assignment::term)
 			.containsExactly("node-a", AssignmentState.ASSIGNING, 1L, this.leader.term());
 		assertThat(this.store.acknowledge("node-a", "outbox", 1)).isTrue();
 		assertThat(assignment("outbox").state()).isEqualTo(AssignmentState.ACTIVE);
@@ -136,8 +137,7 @@ class PostgresDaemonStoreTests {
 	@Test
 	void transitionsBasedOnAnOutdatedReadChangeNothing() {
 		this.store.assign(this.leader, "leader", "outbox", "node-a", 0);
-		assertThat(this.store.assign(this.leader, "leader", "outbox", "node-b", 0)).as("assign a live daemon")
-			.isZero();
+		assertThat(this.store.assign(this.leader, "leader", "outbox", "node-b", 0)).as("assign a live daemon").isZero();
 		assertThat(this.store.acknowledge("node-b", "outbox", 1)).as("ack by another node").isFalse();
 		assertThat(this.store.acknowledge("node-a", "outbox", 2)).as("ack of another generation").isFalse();
 		assertThat(this.store.release("node-b", "outbox", 1)).as("release by another node").isFalse();
@@ -211,7 +211,8 @@ class PostgresDaemonStoreTests {
 			return assignment;
 		}));
 		assertThat(locked.await(10, TimeUnit.SECONDS)).isTrue();
-		// The assignment stays current while its daemon drains, so its guarded writes may go on.
+		// The assignment stays current while its daemon drains, so its guarded writes may
+		// go on.
 		assertThat(CompletableFuture.supplyAsync(() -> this.store.revoke(this.leader, "leader", "outbox", 1))
 			.get(2, TimeUnit.SECONDS)).isTrue();
 		commit.countDown();
@@ -227,11 +228,12 @@ class PostgresDaemonStoreTests {
 				Duration.ofMillis(800));
 		TransactionTemplate transactions = new TransactionTemplate(new DataSourceTransactionManager(this.dataSource));
 		CountDownLatch locked = new CountDownLatch(1);
-		CompletableFuture<Void> guarded = CompletableFuture.runAsync(() -> transactions.executeWithoutResult((status) -> {
-			limited.lock("outbox");
-			locked.countDown();
-			JdbcClient.create(this.dataSource).sql("SELECT pg_sleep(10)").query().singleRow();
-		}));
+		CompletableFuture<Void> guarded = CompletableFuture
+			.runAsync(() -> transactions.executeWithoutResult((status) -> {
+				limited.lock("outbox");
+				locked.countDown();
+				JdbcClient.create(this.dataSource).sql("SELECT pg_sleep(10)").query().singleRow();
+			}));
 		assertThat(locked.await(10, TimeUnit.SECONDS)).isTrue();
 		long start = System.nanoTime();
 		assertThat(CompletableFuture.supplyAsync(() -> this.store.reclaim(this.leader, "leader", "outbox", 1))

@@ -9,8 +9,8 @@ import dev.leader.test.TestDatabase;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 
 /**
- * {@link PostgresFencingStore} against a real PostgreSQL, in a fresh schema per test, migrated by the starter's own
- * Flyway migrations.
+ * {@link PostgresFencingStore} against a real PostgreSQL, in a fresh schema per test,
+ * migrated by the starter's own Flyway migrations.
  */
 class PostgresFencingStoreTests extends AbstractFencingStoreContractTests {
 

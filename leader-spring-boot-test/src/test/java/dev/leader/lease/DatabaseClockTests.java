@@ -21,9 +21,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * A forward step of the database server's clock, made for real: the server runs under libfaketime with an offset
- * read from a file, and the test writes a new offset while a node leads. Leases are timed by the database clock, so
- * the node cannot prevent the early end of its lease, but it notices the step, logs it and counts it.
+ * A forward step of the database server's clock, made for real: the server runs under
+ * libfaketime with an offset read from a file, and the test writes a new offset while a
+ * node leads. Leases are timed by the database clock, so the node cannot prevent the
+ * early end of its lease, but it notices the step, logs it and counts it.
  */
 @ExtendWith(OutputCaptureExtension.class)
 class DatabaseClockTests {
@@ -32,8 +33,7 @@ class DatabaseClockTests {
 			Duration.ofMillis(500), Duration.ofMillis(100), Duration.ofSeconds(2), Duration.ofSeconds(3));
 
 	@Test
-	void forwardStepOfTheDatabaseClockBeyondTheSafetyMarginIsLoggedAndCounted(CapturedOutput output)
-			throws Exception {
+	void forwardStepOfTheDatabaseClockBeyondTheSafetyMarginIsLoggedAndCounted(CapturedOutput output) throws Exception {
 		try (TemporaryPostgres server = TemporaryPostgres.startWithSteppableClock()) {
 			HikariConfig config = new HikariConfig();
 			config.setJdbcUrl(server.url());

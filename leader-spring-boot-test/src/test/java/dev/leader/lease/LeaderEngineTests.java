@@ -81,8 +81,8 @@ class LeaderEngineTests {
 		assertThat(follower.awaitLeadership("default", Duration.ofSeconds(1))).isTrue();
 		assertThat(follower.token("default").orElseThrow().term()).isGreaterThan(term);
 		await().atMost(Duration.ofSeconds(2))
-			.until(() -> this.events.contains(
-					new LeadershipRevokedEvent("default", term, leader.nodeId(), RevokeReason.YIELDED)));
+			.until(() -> this.events
+				.contains(new LeadershipRevokedEvent("default", term, leader.nodeId(), RevokeReason.YIELDED)));
 		assertThat(this.events).contains(new LeadershipGrantedEvent("default", term, leader.nodeId()));
 	}
 
@@ -93,17 +93,20 @@ class LeaderEngineTests {
 		// The round trips' connection and the listening one.
 		assertThat(this.dataSource.getHikariPoolMXBean().getActiveConnections()).isEqualTo(2);
 		engine.stop();
-		// The listening connection too: its thread gives it back within its half-second wait, and stop waits for it.
+		// The listening connection too: its thread gives it back within its half-second
+		// wait, and stop waits for it.
 		assertThat(this.dataSource.getHikariPoolMXBean().getActiveConnections()).isZero();
 	}
 
 	@Test
 	void engineStoppedAndStartedTwentyTimesLeadsUnderANewTermEachTimeAndLeavesNoThreadOrSessionWhenStopped()
 			throws Exception {
-		// A renew interval long enough that only the release notification can explain a grant within half of it.
-		LeaseSettings settings = new LeaseSettings(Duration.ofSeconds(3), Duration.ofSeconds(1),
-				Duration.ofMillis(500), Duration.ofMillis(100), Duration.ofSeconds(2), Duration.ofSeconds(3));
-		// Without a pool, every session of the engine's store is one in use, and shows under this name.
+		// A renew interval long enough that only the release notification can explain a
+		// grant within half of it.
+		LeaseSettings settings = new LeaseSettings(Duration.ofSeconds(3), Duration.ofSeconds(1), Duration.ofMillis(500),
+				Duration.ofMillis(100), Duration.ofSeconds(2), Duration.ofSeconds(3));
+		// Without a pool, every session of the engine's store is one in use, and shows
+		// under this name.
 		String applicationName = "restart-" + this.database.schema();
 		PGSimpleDataSource unpooled = (PGSimpleDataSource) this.database.unpooled();
 		unpooled.setApplicationName(applicationName);
@@ -133,13 +136,16 @@ class LeaderEngineTests {
 			long term = engine.token("default").orElseThrow().term();
 			assertThat(term).isGreaterThan(otherTerm);
 			terms.add(term);
-			// A heartbeat after the grant renews the lease: the engine goes on with its round trips.
+			// A heartbeat after the grant renews the lease: the engine goes on with its
+			// round trips.
 			await().atMost(Duration.ofSeconds(3)).until(() -> renewedAfterGrant("default", "a", term));
 			engine.stop();
 			assertThat(engine.isLeader("default")).isFalse();
 			assertThat(leaderThreads()).isSubsetOf(threadsBefore);
-			// A closed session leaves pg_stat_activity once its backend has exited, which the client does not wait for.
-			await().atMost(Duration.ofSeconds(5)).until(() -> sessions(applicationName), (now) -> now == sessionsBefore);
+			// A closed session leaves pg_stat_activity once its backend has exited, which
+			// the client does not wait for.
+			await().atMost(Duration.ofSeconds(5))
+				.until(() -> sessions(applicationName), (now) -> now == sessionsBefore);
 		}
 		other.disconnect();
 		assertThat(terms).isSorted().doesNotHaveDuplicates();
@@ -160,7 +166,8 @@ class LeaderEngineTests {
 		assertThat(a.awaitLeadership("beta", Duration.ofSeconds(5))).isTrue();
 		LeaderEngine b = start("b", "alpha", "beta");
 		await().atMost(Duration.ofSeconds(5)).until(() -> b.leader("beta").isPresent());
-		// A slow listener holds up the delivery of the events behind it, such as the revoke of beta.
+		// A slow listener holds up the delivery of the events behind it, such as the
+		// revoke of beta.
 		a.addListener("alpha", new Leadership.LeadershipListener() {
 			@Override
 			public void revoked(LeadershipRevokedEvent event) {
@@ -222,9 +229,10 @@ class LeaderEngineTests {
 
 	@Test
 	void termWhoseReleaseFailedIsNeverGrantedAgain() throws Exception {
-		// A lease that outlasts the yield cooldown, so that the failed release leaves it valid and ours.
-		LeaseSettings settings = new LeaseSettings(Duration.ofSeconds(6), Duration.ofSeconds(1),
-				Duration.ofMillis(300), Duration.ofMillis(100), Duration.ofSeconds(2), Duration.ofMillis(500));
+		// A lease that outlasts the yield cooldown, so that the failed release leaves it
+		// valid and ours.
+		LeaseSettings settings = new LeaseSettings(Duration.ofSeconds(6), Duration.ofSeconds(1), Duration.ofMillis(300),
+				Duration.ofMillis(100), Duration.ofSeconds(2), Duration.ofMillis(500));
 		String role = "r_" + this.database.schema();
 		execute("CREATE ROLE " + role + " LOGIN", "GRANT ALL ON SCHEMA " + this.database.schema() + " TO " + role,
 				"GRANT ALL ON ALL TABLES IN SCHEMA " + this.database.schema() + " TO " + role);
@@ -245,7 +253,8 @@ class LeaderEngineTests {
 			execute("ALTER ROLE " + role + " NOLOGIN",
 					"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '" + role + "'");
 			assertThat(engine.yield("default")).isTrue();
-			// The release failed: the lease is still valid and ours, and the cooldown ends before it expires.
+			// The release failed: the lease is still valid and ours, and the cooldown
+			// ends before it expires.
 			assertThat(holder("default")).isEqualTo("a");
 			execute("ALTER ROLE " + role + " LOGIN");
 			assertThat(engine.awaitLeadership("default", Duration.ofSeconds(5))).isTrue();
@@ -280,8 +289,8 @@ class LeaderEngineTests {
 	}
 
 	/**
-	 * Returns whether the node renewed the lease of that term at least 100 ms after it acquired it; an acquire sets
-	 * both times, microseconds apart.
+	 * Returns whether the node renewed the lease of that term at least 100 ms after it
+	 * acquired it; an acquire sets both times, microseconds apart.
 	 */
 	private boolean renewedAfterGrant(String group, String holder, long term) throws SQLException {
 		try (Connection connection = this.database.connect();

@@ -21,14 +21,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Leadership across real processes: every node is a JVM of its own ({@link dev.leader.test.TestNode}) on one
- * PostgreSQL schema, and is killed, stopped or cut off from the database for real.
+ * Leadership across real processes: every node is a JVM of its own
+ * ({@link dev.leader.test.TestNode}) on one PostgreSQL schema, and is killed, stopped or
+ * cut off from the database for real.
  */
 class MultiProcessLeadershipTests {
 
 	/**
-	 * Fast timings. The safety margin is wider than clock drift needs, because these tests compare the times at which
-	 * nodes print their events, and a revoke is printed up to ~100 ms after the window closed on a busy machine.
+	 * Fast timings. The safety margin is wider than clock drift needs, because these
+	 * tests compare the times at which nodes print their events, and a revoke is printed
+	 * up to ~100 ms after the window closed on a busy machine.
 	 */
 	private static final LeaseSettings FAST = new LeaseSettings(Duration.ofSeconds(2), Duration.ofMillis(500),
 			Duration.ofMillis(500), Duration.ofMillis(300), Duration.ofSeconds(2), Duration.ofSeconds(3));
@@ -44,8 +46,8 @@ class MultiProcessLeadershipTests {
 	private static final Duration TERMINATION_PERIOD = Duration.ofMillis(100);
 
 	/**
-	 * How much later than its safe window closes a node may print the revoke: the watchdog and event threads must
-	 * be scheduled first.
+	 * How much later than its safe window closes a node may print the revoke: the
+	 * watchdog and event threads must be scheduled first.
 	 */
 	private static final Duration STEP_DOWN_TOLERANCE = Duration.ofMillis(200);
 
@@ -137,7 +139,8 @@ class MultiProcessLeadershipTests {
 			assertThat(this.cluster.lease(group).orElseThrow().holder()).isEqualTo(successor.nodeId());
 		});
 		awaitEveryOtherNodeSeesLeave(leader, FAST.renewInterval().plusSeconds(1));
-		// The engine releases only once its revoke was delivered, so the leader printed it before any grant.
+		// The engine releases only once its revoke was delivered, so the leader printed
+		// it before any grant.
 		GROUPS.forEach(this.cluster::assertTenuresDoNotOverlap);
 	}
 
@@ -150,11 +153,13 @@ class MultiProcessLeadershipTests {
 		AtomicReference<Lease> lastRenewed = new AtomicReference<>();
 		long faultsBeganAt = System.nanoTime();
 		NodeEvent revoked;
-		// Terminating sessions alone is not enough: the pool opens a fresh session on demand, and a renewal on it
-		// often gets through between two terminations. Refusing new sessions makes every round trip fail.
+		// Terminating sessions alone is not enough: the pool opens a fresh session on
+		// demand, and a renewal on it
+		// often gets through between two terminations. Refusing new sessions makes every
+		// round trip fail.
 		this.cluster.refuseConnections(leader.nodeId());
-		try (RepeatedFault fault = RepeatedFault.start("terminate sessions of " + leader.nodeId(),
-				TERMINATION_PERIOD, (int) (faultTimeout.toMillis() / TERMINATION_PERIOD.toMillis()) + 1, () -> {
+		try (RepeatedFault fault = RepeatedFault.start("terminate sessions of " + leader.nodeId(), TERMINATION_PERIOD,
+				(int) (faultTimeout.toMillis() / TERMINATION_PERIOD.toMillis()) + 1, () -> {
 					this.cluster.terminateSessions(leader.nodeId());
 					this.cluster.lease(ALPHA)
 						.filter((lease) -> lease.term() == term && leader.nodeId().equals(lease.holder()))
@@ -176,7 +181,8 @@ class MultiProcessLeadershipTests {
 		assertThat(revoked.term()).isEqualTo(term);
 		assertThat(revoked.reason()).isIn("ERROR", "EXPIRED");
 		assertThat(Duration.ofNanos(revoked.nanoTime() - faultsBeganAt)).isLessThan(faultTimeout);
-		// The renewal was sent before the database stamped it, so the window closed no later than this.
+		// The renewal was sent before the database stamped it, so the window closed no
+		// later than this.
 		assertThat(Duration.ofNanos(revoked.nanoTime() - renewedAt))
 			.isLessThan(FAST.safeWindow().plus(STEP_DOWN_TOLERANCE));
 		assertThat(revoked.nanoTime()).as("revoke before the lease expired in the database")

@@ -25,9 +25,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Two processes started with the same node id, against real PostgreSQL: the registration belongs to the process
- * that made it, and the other one stays out of every election, with an error that says why, until that process has
- * gone. The two never share a term. The processes are engines with different pids, as separate JVMs would be.
+ * Two processes started with the same node id, against real PostgreSQL: the registration
+ * belongs to the process that made it, and the other one stays out of every election,
+ * with an error that says why, until that process has gone. The two never share a term.
+ * The processes are engines with different pids, as separate JVMs would be.
  */
 @ExtendWith(OutputCaptureExtension.class)
 class NodeIdentityTests {
@@ -63,13 +64,14 @@ class NodeIdentityTests {
 		await().atMost(Duration.ofSeconds(5)).until(() -> first.isLeader("default"));
 		FencingToken held = first.token("default").orElseThrow();
 		LeaderEngine second = start(202);
-		// Longer than the lease and the node expiry: the second process renews nothing of the first's.
+		// Longer than the lease and the node expiry: the second process renews nothing of
+		// the first's.
 		await().pollDelay(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(4)).until(() -> true);
 		assertThat(second.isLeader("default")).isFalse();
 		assertThat(first.token("default")).contains(held);
 		assertThat(this.events).filteredOn(LeadershipGrantedEvent.class::isInstance).hasSize(1);
-		assertThat(output).containsOnlyOnce("Node id 'twin' is registered by another live process (host localhost, "
-				+ "pid 101");
+		assertThat(output)
+			.containsOnlyOnce("Node id 'twin' is registered by another live process (host localhost, " + "pid 101");
 		assertThat(JdbcClient.create(this.dataSource)
 			.sql("SELECT pid FROM leader_nodes WHERE node_id = 'twin'")
 			.query(Long.class)
@@ -82,8 +84,8 @@ class NodeIdentityTests {
 
 	private LeaderEngine start(long pid) {
 		LeaderEngine engine = new LeaderEngine(
-				new PostgresCoordinationStore(this.dataSource, new TablePrefix("leader_"), Duration.ofSeconds(2)),
-				FAST, new NodeRegistration("twin", "app", "localhost", pid), List.of("default"), this.events::add);
+				new PostgresCoordinationStore(this.dataSource, new TablePrefix("leader_"), Duration.ofSeconds(2)), FAST,
+				new NodeRegistration("twin", "app", "localhost", pid), List.of("default"), this.events::add);
 		this.engines.add(engine);
 		engine.start();
 		return engine;

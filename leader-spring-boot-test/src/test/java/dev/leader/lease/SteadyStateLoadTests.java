@@ -44,25 +44,29 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * The database load of the engine, counted rather than timed: every statement a node sends goes through a
- * {@link CountingDataSource}, so these checks do not depend on the machine's speed, nor on other clients of the
- * server, and a regression in load (a statement per group, a follower polling, a failing insert used as control
- * flow) fails them at once.
+ * The database load of the engine, counted rather than timed: every statement a node
+ * sends goes through a {@link CountingDataSource}, so these checks do not depend on the
+ * machine's speed, nor on other clients of the server, and a regression in load (a
+ * statement per group, a follower polling, a failing insert used as control flow) fails
+ * them at once.
  * <p>
- * "No failing statements" is checked on the client: every statement the node sends is recorded with its outcome.
- * The server's own counters ({@code pg_stat_database.xact_rollback}) and log are shared with every other client of
- * the test server and are flushed late, so they are used by the benchmark, on a database of its own, instead.
+ * "No failing statements" is checked on the client: every statement the node sends is
+ * recorded with its outcome. The server's own counters
+ * ({@code pg_stat_database.xact_rollback}) and log are shared with every other client of
+ * the test server and are flushed late, so they are used by the benchmark, on a database
+ * of its own, instead.
  * <p>
- * Daemons add nothing in steady state: every node polls its assignments in its heartbeat statement.
+ * Daemons add nothing in steady state: every node polls its assignments in its heartbeat
+ * statement.
  * <p>
- * On a release, only the follower that has run longest acquires at once, so the hand-over's acquire does not queue
- * behind the others' on the lease's row.
+ * On a release, only the follower that has run longest acquires at once, so the
+ * hand-over's acquire does not queue behind the others' on the lease's row.
  */
 class SteadyStateLoadTests {
 
 	/**
-	 * A short renew interval, so that ten round trips take two seconds; the lease is long enough that no lease
-	 * expires on a busy machine.
+	 * A short renew interval, so that ten round trips take two seconds; the lease is long
+	 * enough that no lease expires on a busy machine.
 	 */
 	private static final LeaseSettings SETTINGS = new LeaseSettings(Duration.ofSeconds(5), Duration.ofMillis(200),
 			Duration.ofMillis(500), Duration.ofMillis(100), Duration.ofSeconds(2), Duration.ofSeconds(3));
@@ -123,8 +127,10 @@ class SteadyStateLoadTests {
 			assertThat(execution.sql()).as("steady-state statement").contains(TICK);
 			assertThat(execution.failure()).isNull();
 		});
-		// The engine sends a round trip no earlier than one renew interval after it began the previous one, and
-		// begins it before this data source sees it: one interval of slack covers the first one's head start.
+		// The engine sends a round trip no earlier than one renew interval after it began
+		// the previous one, and
+		// begins it before this data source sees it: one interval of slack covers the
+		// first one's head start.
 		assertThat(Duration.ofNanos(window.get(ROUND_TRIPS - 1).sentAt() - window.get(0).sentAt()))
 			.isGreaterThanOrEqualTo(SETTINGS.renewInterval().multipliedBy(ROUND_TRIPS - 2));
 		// Those round trips, and nothing else, renewed every lease.
@@ -148,17 +154,22 @@ class SteadyStateLoadTests {
 		}
 		await().atMost(TIMEOUT)
 			.until(() -> followers.stream()
-				.allMatch((counted) -> counted.executions().stream().filter(Execution.containing(TICK)).count()
-						>= ROUND_TRIPS));
+				.allMatch((counted) -> counted.executions()
+					.stream()
+					.filter(Execution.containing(TICK))
+					.count() >= ROUND_TRIPS));
 		for (CountingDataSource counted : followers) {
-			// Besides its round trips and its LISTEN, a store reads the pool's connection defaults once, and checks
-			// once, with three reads of the server session, that its pool is no pooler in transaction mode.
+			// Besides its round trips and its LISTEN, a store reads the pool's connection
+			// defaults once, and checks
+			// once, with three reads of the server session, that its pool is no pooler in
+			// transaction mode.
 			assertThat(counted.executions()).filteredOn(Execution.containing(PROBE)).hasSize(1);
 			assertThat(counted.executions()).filteredOn(Execution.containing(SESSION)).hasSize(3);
 			assertThat(counted.executions()).allSatisfy((execution) -> {
-				assertThat(execution.sql()).as("follower statement").satisfiesAnyOf(
-						(sql) -> assertThat(sql).contains(TICK), (sql) -> assertThat(sql).startsWith("LISTEN "),
-						(sql) -> assertThat(sql).contains(PROBE), (sql) -> assertThat(sql).isEqualTo(SESSION));
+				assertThat(execution.sql()).as("follower statement")
+					.satisfiesAnyOf((sql) -> assertThat(sql).contains(TICK),
+							(sql) -> assertThat(sql).startsWith("LISTEN "), (sql) -> assertThat(sql).contains(PROBE),
+							(sql) -> assertThat(sql).isEqualTo(SESSION));
 				assertThat(execution.failure()).isNull();
 			});
 		}
@@ -182,8 +193,9 @@ class SteadyStateLoadTests {
 			followerEngines.add(start(id, counted, groups));
 			followers.add(counted);
 		}
-		await().atMost(TIMEOUT).until(() -> followerEngines.stream()
-			.allMatch((engine) -> groups.stream().allMatch((group) -> engine.leader(group).isPresent())));
+		await().atMost(TIMEOUT)
+			.until(() -> followerEngines.stream()
+				.allMatch((engine) -> groups.stream().allMatch((group) -> engine.leader(group).isPresent())));
 		int leaderMark = leaderCounted.mark();
 		leader.stop();
 		for (String group : groups) {
@@ -191,7 +203,8 @@ class SteadyStateLoadTests {
 		}
 		assertThat(leaderCounted.since(leaderMark).stream().filter(Execution.containing(RELEASE))).singleElement()
 			.satisfies((release) -> assertThat(release.failure()).isNull());
-		// One acquire on the notification; a round trip that read the lease released before the winner took it may
+		// One acquire on the notification; a round trip that read the lease released
+		// before the winner took it may
 		// make a second, refused, one. Never a retry loop.
 		for (CountingDataSource counted : followers) {
 			assertThat(counted.executions().stream().filter(Execution.containing(ACQUIRE)).count())
@@ -205,7 +218,8 @@ class SteadyStateLoadTests {
 
 	@Test
 	void releasedLeaseGoesToTheLongestRunningFollowerWhileTheOthersWait() throws Exception {
-		// Default timing: a heartbeat that finds the lease free acquires at once, and with a 3 s renew interval none
+		// Default timing: a heartbeat that finds the lease free acquires at once, and
+		// with a 3 s renew interval none
 		// falls into the milliseconds of a hand-over.
 		List<String> group = groups(1);
 		List<LeaderEngine> line = new ArrayList<>();
@@ -236,15 +250,18 @@ class SteadyStateLoadTests {
 			startWithDaemons(id, counted, daemons, daemonSettings);
 			nodes.add(counted);
 		}
-		// 7 daemons on 3 nodes, all acknowledged: 3, 2 and 2, so the leader has nothing left to move.
+		// 7 daemons on 3 nodes, all acknowledged: 3, 2 and 2, so the leader has nothing
+		// left to move.
 		await().atMost(Duration.ofSeconds(30)).until(() -> placement().equals(List.of(2L, 2L, 3L)));
-		// The last acknowledgement's notification wakes the leader for one more read; let it pass.
+		// The last acknowledgement's notification wakes the leader for one more read; let
+		// it pass.
 		List<Integer> ticks = nodes.stream().map((counted) -> ticks(counted, 0)).toList();
-		await().atMost(TIMEOUT).until(() -> IntStream.range(0, nodes.size())
-			.allMatch((i) -> ticks(nodes.get(i), 0) >= ticks.get(i) + 3));
+		await().atMost(TIMEOUT)
+			.until(() -> IntStream.range(0, nodes.size()).allMatch((i) -> ticks(nodes.get(i), 0) >= ticks.get(i) + 3));
 		List<Integer> marks = nodes.stream().map(CountingDataSource::mark).toList();
-		await().atMost(TIMEOUT).until(() -> IntStream.range(0, nodes.size())
-			.allMatch((i) -> ticks(nodes.get(i), marks.get(i)) >= ROUND_TRIPS));
+		await().atMost(TIMEOUT)
+			.until(() -> IntStream.range(0, nodes.size())
+				.allMatch((i) -> ticks(nodes.get(i), marks.get(i)) >= ROUND_TRIPS));
 		for (int i = 0; i < nodes.size(); i++) {
 			assertThat(nodes.get(i).since(marks.get(i))).as("statements of node %d", i).allSatisfy((execution) -> {
 				assertThat(execution.sql()).as("steady-state statement").contains(TICK);
@@ -259,14 +276,14 @@ class SteadyStateLoadTests {
 	}
 
 	/**
-	 * Returns how many ACTIVE daemons each node runs, in ascending order, or an empty list while an assignment is in
-	 * another state.
+	 * Returns how many ACTIVE daemons each node runs, in ascending order, or an empty
+	 * list while an assignment is in another state.
 	 */
 	private List<Long> placement() throws SQLException {
 		Map<String, Long> byNode = new TreeMap<>();
 		try (Connection connection = this.dataSource.getConnection();
-				PreparedStatement statement = connection.prepareStatement(
-						"SELECT node_id, state FROM leader_assignments");
+				PreparedStatement statement = connection
+					.prepareStatement("SELECT node_id, state FROM leader_assignments");
 				ResultSet rows = statement.executeQuery()) {
 			while (rows.next()) {
 				if (!"ACTIVE".equals(rows.getString(2))) {
@@ -286,16 +303,18 @@ class SteadyStateLoadTests {
 		LeaderEngine engine = new LeaderEngine(store, SETTINGS,
 				new NodeRegistration(id, id, "localhost", ProcessHandle.current().pid()), List.of(), (event) -> {
 					this.events.add(event);
-					if (coordinator.get() != null && (event instanceof NodeJoinedEvent
-							|| event instanceof NodeLeftEvent || event instanceof LeadershipGrantedEvent)) {
+					if (coordinator.get() != null && (event instanceof NodeJoinedEvent || event instanceof NodeLeftEvent
+							|| event instanceof LeadershipGrantedEvent)) {
 						coordinator.get().wake();
 					}
 				});
 		Map<String, DaemonAgent> agents = new LinkedHashMap<>();
 		daemons.forEach((daemon) -> agents.put(daemon, (context) -> context.awaitCancellation(Duration.ofMinutes(5))));
-		coordinator.set(new DaemonCoordinator(engine, new PostgresDaemonStore(counted.dataSource(),
-				new TablePrefix("leader_"), Duration.ofSeconds(2), SETTINGS.nodeExpiry(), store), daemonSettings,
-				agents, this.events::add));
+		coordinator
+			.set(new DaemonCoordinator(
+					engine, new PostgresDaemonStore(counted.dataSource(), new TablePrefix("leader_"),
+							Duration.ofSeconds(2), SETTINGS.nodeExpiry(), store),
+					daemonSettings, agents, this.events::add));
 		this.coordinators.add(coordinator.get());
 		this.engines.add(engine);
 		engine.start();
@@ -305,8 +324,8 @@ class SteadyStateLoadTests {
 	private List<String> renewedSince(Instant start, String holder) throws SQLException {
 		List<String> renewed = new ArrayList<>();
 		try (Connection connection = this.dataSource.getConnection();
-				PreparedStatement statement = connection.prepareStatement(
-						"SELECT group_name FROM leader_leases WHERE holder = ? AND renewed_at > ?")) {
+				PreparedStatement statement = connection
+					.prepareStatement("SELECT group_name FROM leader_leases WHERE holder = ? AND renewed_at > ?")) {
 			statement.setString(1, holder);
 			statement.setObject(2, start.atOffset(java.time.ZoneOffset.UTC));
 			try (ResultSet rows = statement.executeQuery()) {
@@ -332,8 +351,8 @@ class SteadyStateLoadTests {
 	}
 
 	/**
-	 * Starts a node with the default timing, and waits until it has read the lease, so that nodes started one after
-	 * the other have run for different times.
+	 * Starts a node with the default timing, and waits until it has read the lease, so
+	 * that nodes started one after the other have run for different times.
 	 */
 	private LeaderEngine startAfterFirstRoundTrip(String id, List<String> groups) {
 		LeaderEngine engine = start(id, this.dataSource, groups, LeaseSettings.defaults());

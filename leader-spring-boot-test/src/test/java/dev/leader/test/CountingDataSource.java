@@ -16,13 +16,14 @@ import javax.sql.DataSource;
 import org.jspecify.annotations.Nullable;
 
 /**
- * A {@link DataSource} that records every statement executed through it: its SQL, the {@link System#nanoTime()} at
- * which it was sent and at which it returned, and whether it failed. It counts what a node asks of the database,
- * independently of timing and of anything else that shares the server, so tests can assert on load ("one statement
- * per renew interval") rather than measure it.
+ * A {@link DataSource} that records every statement executed through it: its SQL, the
+ * {@link System#nanoTime()} at which it was sent and at which it returned, and whether it
+ * failed. It counts what a node asks of the database, independently of timing and of
+ * anything else that shares the server, so tests can assert on load ("one statement per
+ * renew interval") rather than measure it.
  * <p>
- * Only the {@code execute…} methods of statements obtained from its connections are recorded; batches are not
- * (the stores use none).
+ * Only the {@code execute…} methods of statements obtained from its connections are
+ * recorded; batches are not (the stores use none).
  */
 public final class CountingDataSource {
 
@@ -123,8 +124,8 @@ public final class CountingDataSource {
 	}
 
 	private static <T> T proxy(Class<T> type, InvocationHandler handler) {
-		return type.cast(Proxy.newProxyInstance(CountingDataSource.class.getClassLoader(), new Class<?>[] { type },
-				handler));
+		return type
+			.cast(Proxy.newProxyInstance(CountingDataSource.class.getClassLoader(), new Class<?>[] { type }, handler));
 	}
 
 	/**
@@ -132,7 +133,8 @@ public final class CountingDataSource {
 	 *
 	 * @param sql the statement's SQL
 	 * @param sentAt the {@link System#nanoTime()} at which it was sent
-	 * @param returnedAt the {@link System#nanoTime()} at which its reply had been read, or its failure thrown
+	 * @param returnedAt the {@link System#nanoTime()} at which its reply had been read,
+	 * or its failure thrown
 	 * @param thread the name of the thread that sent it
 	 * @param failure what it threw, or {@code null} if it succeeded
 	 */

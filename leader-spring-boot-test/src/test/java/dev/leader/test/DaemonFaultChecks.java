@@ -20,24 +20,30 @@ import dev.leader.test.FaultHistory.Episode;
 import dev.leader.test.FaultHistory.FaultKind;
 
 /**
- * The checkers of a daemon fault run, over the writes that {@link DaemonTestNode} agents committed to its
- * {@link DaemonTestNode#WRITES_TABLE table} and the episodes of a {@link FaultHistory} whose
- * {@link Episode#heldTerms()} are the daemons that ran on the node hit, with their generations.
+ * The checkers of a daemon fault run, over the writes that {@link DaemonTestNode} agents
+ * committed to its {@link DaemonTestNode#WRITES_TABLE table} and the episodes of a
+ * {@link FaultHistory} whose {@link Episode#heldTerms()} are the daemons that ran on the
+ * node hit, with their generations.
  * <ol>
- * <li><b>Generations in commit order.</b> Per daemon, the generations of the committed writes never decrease in id
- * order. Ids are commit order across generations: a write draws its id by its {@code INSERT}, after its guard locked
- * the assignment row {@code FOR SHARE}; every change of the assignment (revoke, release, reclaim, the next assignment)
- * is an {@code UPDATE} of that row and waits until the guarded transactions of the generation have ended, and a write
- * of a later generation guards only after its assignment committed.</li>
- * <li><b>Windows never overlap.</b> Per daemon, the writes of two generations never interleave, neither by id (commit
- * order) nor by stamp ({@link System#nanoTime()} after the guard passed).</li>
- * <li><b>One incarnation per generation.</b> The committed writes of a generation come from one process: one node id
- * and one incarnation; reported once per further process.</li>
- * <li><b>No stale write.</b> No write of a generation is stamped after the first write of a higher generation of the
- * daemon.</li>
- * <li><b>Reassignment.</b> After every fault, every daemon that ran on the node hit runs again within the bound: a
- * write of a higher generation stamped after the fault began, or of the same generation stamped after the fault was
- * lifted, at most the bound after the fault began.</li>
+ * <li><b>Generations in commit order.</b> Per daemon, the generations of the committed
+ * writes never decrease in id order. Ids are commit order across generations: a write
+ * draws its id by its {@code INSERT}, after its guard locked the assignment row
+ * {@code FOR SHARE}; every change of the assignment (revoke, release, reclaim, the next
+ * assignment) is an {@code UPDATE} of that row and waits until the guarded transactions
+ * of the generation have ended, and a write of a later generation guards only after its
+ * assignment committed.</li>
+ * <li><b>Windows never overlap.</b> Per daemon, the writes of two generations never
+ * interleave, neither by id (commit order) nor by stamp ({@link System#nanoTime()} after
+ * the guard passed).</li>
+ * <li><b>One incarnation per generation.</b> The committed writes of a generation come
+ * from one process: one node id and one incarnation; reported once per further
+ * process.</li>
+ * <li><b>No stale write.</b> No write of a generation is stamped after the first write of
+ * a higher generation of the daemon.</li>
+ * <li><b>Reassignment.</b> After every fault, every daemon that ran on the node hit runs
+ * again within the bound: a write of a higher generation stamped after the fault began,
+ * or of the same generation stamped after the fault was lifted, at most the bound after
+ * the fault began.</li>
  * </ol>
  */
 public final class DaemonFaultChecks {
@@ -60,14 +66,16 @@ public final class DaemonFaultChecks {
 	 * Runs every checker.
 	 * @param history the history of the run, every episode recorded
 	 * @param writes the committed writes, in id order, see {@link #readWrites}
-	 * @param reassignmentBound how soon after a fault every daemon of the node hit must run again
+	 * @param reassignmentBound how soon after a fault every daemon of the node hit must
+	 * run again
 	 */
 	public DaemonFaultChecks(FaultHistory history, List<Write> writes, Duration reassignmentBound) {
 		this.history = history;
 		this.writes = List.copyOf(writes);
 		this.bound = reassignmentBound.toNanos();
 		Map<String, List<Write>> byDaemon = new TreeMap<>();
-		this.writes.forEach((write) -> byDaemon.computeIfAbsent(write.daemon(), (daemon) -> new ArrayList<>()).add(write));
+		this.writes
+			.forEach((write) -> byDaemon.computeIfAbsent(write.daemon(), (daemon) -> new ArrayList<>()).add(write));
 		byDaemon.forEach((daemon, daemonWrites) -> {
 			checkGenerationsInCommitOrder(daemonWrites);
 			checkOneIncarnationPerGeneration(daemonWrites);
@@ -111,7 +119,8 @@ public final class DaemonFaultChecks {
 	}
 
 	/**
-	 * Returns the reassignment times: per fault and daemon that ran on the node hit, how long until it ran again.
+	 * Returns the reassignment times: per fault and daemon that ran on the node hit, how
+	 * long until it ran again.
 	 * @return the times in nanoseconds, in episode order
 	 */
 	public List<Long> reassignments() {
@@ -133,14 +142,15 @@ public final class DaemonFaultChecks {
 		List<Episode> episodes = this.history.episodes();
 		episodes.forEach((episode) -> kinds.merge(episode.kind(), 1L, Long::sum));
 		List<Long> sorted = this.reassignments.stream().sorted().toList();
-		return String.format("Daemon fault run: seed=%d episodes=%d faults=%s daemons-hit=%d violations=%d "
-				+ "writes-committed=%d writes-rejected=%d generations=%d reassignment-min=%dms "
-				+ "reassignment-median=%dms reassignment-max=%dms (n=%d, bound %dms) "
-				+ "reassignment-max-by-fault-ms=%s elapsed=%ds", seed, episodes.size(), kinds,
-				episodes.stream().mapToInt((episode) -> episode.heldTerms().size()).sum(), this.violations.size(),
-				this.writes.size(), rejected, this.generations, millis(sorted, 0), millis(sorted, sorted.size() / 2),
-				millis(sorted, sorted.size() - 1), sorted.size(), this.bound / 1_000_000, this.maxReassignmentByKind,
-				elapsed.toSeconds());
+		return String.format(
+				"Daemon fault run: seed=%d episodes=%d faults=%s daemons-hit=%d violations=%d "
+						+ "writes-committed=%d writes-rejected=%d generations=%d reassignment-min=%dms "
+						+ "reassignment-median=%dms reassignment-max=%dms (n=%d, bound %dms) "
+						+ "reassignment-max-by-fault-ms=%s elapsed=%ds",
+				seed, episodes.size(), kinds, episodes.stream().mapToInt((episode) -> episode.heldTerms().size()).sum(),
+				this.violations.size(), this.writes.size(), rejected, this.generations, millis(sorted, 0),
+				millis(sorted, sorted.size() / 2), millis(sorted, sorted.size() - 1), sorted.size(),
+				this.bound / 1_000_000, this.maxReassignmentByKind, elapsed.toSeconds());
 	}
 
 	private void checkGenerationsInCommitOrder(List<Write> daemonWrites) {
@@ -159,8 +169,8 @@ public final class DaemonFaultChecks {
 		Set<String> reported = new HashSet<>();
 		for (Write write : daemonWrites) {
 			Write earlier = first.putIfAbsent(write.generation(), write);
-			if (earlier != null && (!earlier.node().equals(write.node())
-					|| earlier.incarnation() != write.incarnation())
+			if (earlier != null
+					&& (!earlier.node().equals(write.node()) || earlier.incarnation() != write.incarnation())
 					&& reported.add(write.generation() + " " + write.node() + "#" + write.incarnation())) {
 				violation(write.stampNanos(), "Generation " + write.generation() + " of " + write.daemon()
 						+ " has committed writes of two processes: " + earlier + " and " + write);
@@ -186,7 +196,8 @@ public final class DaemonFaultChecks {
 	}
 
 	private void checkNoStaleWrite(List<Write> daemonWrites, List<Window> windows) {
-		// Per generation, the first stamp of any higher generation: a suffix minimum over the windows.
+		// Per generation, the first stamp of any higher generation: a suffix minimum over
+		// the windows.
 		Map<Long, Long> nextStart = new TreeMap<>();
 		long earliest = Long.MAX_VALUE;
 		for (int i = windows.size() - 1; i >= 0; i--) {
@@ -197,9 +208,10 @@ public final class DaemonFaultChecks {
 		for (Write write : daemonWrites) {
 			long higher = nextStart.get(write.generation());
 			if (higher != Long.MAX_VALUE && write.stampNanos() - higher > 0) {
-				violation(write.stampNanos(), "A stale write committed: " + write + " was stamped "
-						+ (write.stampNanos() - higher) / 1_000_000 + " ms after a higher generation of "
-						+ write.daemon() + " began writing");
+				violation(write.stampNanos(),
+						"A stale write committed: " + write + " was stamped "
+								+ (write.stampNanos() - higher) / 1_000_000 + " ms after a higher generation of "
+								+ write.daemon() + " began writing");
 			}
 		}
 	}
@@ -217,9 +229,10 @@ public final class DaemonFaultChecks {
 				}
 				long took = ranAgain - episode.startedAt();
 				if (ranAgain == Long.MAX_VALUE || took > this.bound) {
-					violation(episode.startedAt(), "Daemon " + daemon + " (generation " + generation
-							+ ") did not run again within " + this.bound / 1_000_000 + " ms of the fault: "
-							+ ((ranAgain != Long.MAX_VALUE) ? "it took " + took / 1_000_000 + " ms" : "never"));
+					violation(episode.startedAt(),
+							"Daemon " + daemon + " (generation " + generation + ") did not run again within "
+									+ this.bound / 1_000_000 + " ms of the fault: "
+									+ ((ranAgain != Long.MAX_VALUE) ? "it took " + took / 1_000_000 + " ms" : "never"));
 				}
 				if (ranAgain != Long.MAX_VALUE) {
 					this.reassignments.add(took);
@@ -253,7 +266,8 @@ public final class DaemonFaultChecks {
 	 * @param generation the generation its guard checked
 	 * @param node the writing node
 	 * @param incarnation the writing process of that node id
-	 * @param stampNanos {@link System#nanoTime()} after the guard passed, before the commit
+	 * @param stampNanos {@link System#nanoTime()} after the guard passed, before the
+	 * commit
 	 */
 	public record Write(long id, String daemon, long generation, String node, long incarnation, long stampNanos) {
 

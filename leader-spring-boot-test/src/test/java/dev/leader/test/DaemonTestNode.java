@@ -39,25 +39,31 @@ import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
- * A cluster node with daemons, in a process of its own: a {@link LeaderEngine} and a {@link DaemonCoordinator}
- * without a Spring context. Started by {@link Cluster#start(String, Class, List)}.
+ * A cluster node with daemons, in a process of its own: a {@link LeaderEngine} and a
+ * {@link DaemonCoordinator} without a Spring context. Started by
+ * {@link Cluster#start(String, Class, List)}.
  * <p>
- * Every agent records its fenced writes in the {@code daemon_writes} table, which the test creates with
- * {@link #createWritesTable}: a row {@code (daemon, generation, node, incarnation, 'W', stamp_nanos)} inserted in a
- * transaction guarded by its context, once right after it starts and then every write interval, and a row of kind
- * {@code 'R'} outside any transaction for each write the guard rejected. {@code stamp_nanos} is
- * {@link System#nanoTime()} taken after the guard passed, before the commit; the id is drawn by the insert, after the
- * guard, so ids are commit order across generations as with the lease guard (see {@link FaultHistory.Checks}). A normal agent returns at its first rejection; a stubborn one ignores cancellation and
- * interrupts and goes on writing until the process ends or a minute has passed.
+ * Every agent records its fenced writes in the {@code daemon_writes} table, which the
+ * test creates with {@link #createWritesTable}: a row
+ * {@code (daemon, generation, node, incarnation, 'W', stamp_nanos)} inserted in a
+ * transaction guarded by its context, once right after it starts and then every write
+ * interval, and a row of kind {@code 'R'} outside any transaction for each write the
+ * guard rejected. {@code stamp_nanos} is {@link System#nanoTime()} taken after the guard
+ * passed, before the commit; the id is drawn by the insert, after the guard, so ids are
+ * commit order across generations as with the lease guard (see
+ * {@link FaultHistory.Checks}). A normal agent returns at its first rejection; a stubborn
+ * one ignores cancellation and interrupts and goes on writing until the process ends or a
+ * minute has passed.
  * <p>
- * Standard output carries {@code READY}, {@code JOINED}, {@code LEFT} and {@code STOPPED} {@link NodeEvent} lines.
- * SIGTERM stops the coordinator gracefully, then the engine.
+ * Standard output carries {@code READY}, {@code JOINED}, {@code LEFT} and {@code STOPPED}
+ * {@link NodeEvent} lines. SIGTERM stops the coordinator gracefully, then the engine.
  * <p>
- * Arguments: those of {@link TestNode}, and {@code daemons} (comma-separated, may be empty), {@code stubborn} (those
- * of the daemons that ignore cancellation), {@code coordinator} ({@code false} to advertise the daemons but never
- * run or acknowledge them), {@code daemon-group} ({@code default}), {@code ack-timeout},
- * {@code drain-timeout}, {@code settle}, {@code max-moves}, {@code write-interval} (200 ms), {@code incarnation} (1), a
- * number that tells the processes of one node id apart.
+ * Arguments: those of {@link TestNode}, and {@code daemons} (comma-separated, may be
+ * empty), {@code stubborn} (those of the daemons that ignore cancellation),
+ * {@code coordinator} ({@code false} to advertise the daemons but never run or
+ * acknowledge them), {@code daemon-group} ({@code default}), {@code ack-timeout},
+ * {@code drain-timeout}, {@code settle}, {@code max-moves}, {@code write-interval} (200
+ * ms), {@code incarnation} (1), a number that tells the processes of one node id apart.
  */
 public final class DaemonTestNode {
 
@@ -74,8 +80,8 @@ public final class DaemonTestNode {
 	}
 
 	/**
-	 * Creates the {@link #WRITES_TABLE table} that the agents record their writes in; call it before the nodes start,
-	 * so that their roles may use it.
+	 * Creates the {@link #WRITES_TABLE table} that the agents record their writes in;
+	 * call it before the nodes start, so that their roles may use it.
 	 * @param dataSource a data source on the test's schema
 	 */
 	public static void createWritesTable(DataSource dataSource) {
@@ -136,8 +142,7 @@ public final class DaemonTestNode {
 			coordinator.set(new DaemonCoordinator(engine,
 					new PostgresDaemonStore(dataSource, new TablePrefix("leader_"), Duration.ofSeconds(1),
 							lease.nodeExpiry().minus(lease.safetyMargin()), coordination),
-					settings,
-					agents, (event) -> System.err.println("Daemon event " + event)));
+					settings, agents, (event) -> System.err.println("Daemon event " + event)));
 		}
 		else {
 			engine.advertiseDaemons(names);
@@ -301,8 +306,9 @@ public final class DaemonTestNode {
 		}
 
 		private void insert(DaemonContext context, char kind) {
-			this.jdbc.update("INSERT INTO " + WRITES_TABLE
-					+ " (daemon, generation, node, incarnation, kind, stamp_nanos) VALUES (?, ?, ?, ?, ?, ?)",
+			this.jdbc.update(
+					"INSERT INTO " + WRITES_TABLE
+							+ " (daemon, generation, node, incarnation, kind, stamp_nanos) VALUES (?, ?, ?, ?, ?, ?)",
 					context.name(), context.generation(), this.nodeId, this.incarnation, String.valueOf(kind),
 					System.nanoTime());
 		}

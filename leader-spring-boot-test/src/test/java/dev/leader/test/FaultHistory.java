@@ -25,25 +25,29 @@ import dev.leader.lease.LeaseSettings;
 import dev.leader.test.NodeEvent.Type;
 
 /**
- * The history of a fault-injection run, and the checkers over it. The history is what the test did (the
- * {@link Episode episodes}, with when each fault began and was lifted, and when each process was frozen or each
- * node's network stalled), what every node incarnation printed, the rows that the {@link FencedWriter fenced
- * writers} committed to the log table, and those that the {@link GuardedLoad guarded-write load} committed to the
- * load table. Every time is {@link System#nanoTime()}: one monotonic clock on one machine,
- * shared by the test and every node.
+ * The history of a fault-injection run, and the checkers over it. The history is what the
+ * test did (the {@link Episode episodes}, with when each fault began and was lifted, and
+ * when each process was frozen or each node's network stalled), what every node
+ * incarnation printed, the rows that the {@link FencedWriter fenced writers} committed to
+ * the log table, and those that the {@link GuardedLoad guarded-write load} committed to
+ * the load table. Every time is {@link System#nanoTime()}: one monotonic clock on one
+ * machine, shared by the test and every node.
  * <p>
- * {@link #check} runs every checker and returns every violation found, each naming the episode it happened in; a
- * run is correct when there are none. See {@link Checks} for what each checker asserts.
+ * {@link #check} runs every checker and returns every violation found, each naming the
+ * episode it happened in; a run is correct when there are none. See {@link Checks} for
+ * what each checker asserts.
  */
 public final class FaultHistory {
 
 	/**
-	 * The log table the writers append to; create it with {@link #createLogTable} before the nodes start.
+	 * The log table the writers append to; create it with {@link #createLogTable} before
+	 * the nodes start.
 	 */
 	public static final String LOG_TABLE = "fault_log";
 
 	/**
-	 * The table the guarded-write load appends to; {@link #createLogTable} creates it too.
+	 * The table the guarded-write load appends to; {@link #createLogTable} creates it
+	 * too.
 	 */
 	public static final String LOAD_TABLE = "fault_load";
 
@@ -65,7 +69,8 @@ public final class FaultHistory {
 	 * Creates an empty history.
 	 * @param settings the lease settings of every node
 	 * @param groups the groups
-	 * @param writeResumeBound how soon after a fault was lifted and a leader exists a new write must commit
+	 * @param writeResumeBound how soon after a fault was lifted and a leader exists a new
+	 * write must commit
 	 */
 	public FaultHistory(LeaseSettings settings, List<String> groups, Duration writeResumeBound) {
 		this.settings = settings;
@@ -74,7 +79,8 @@ public final class FaultHistory {
 	}
 
 	/**
-	 * Creates the log table that {@link FencedWriter} appends to, and the load table of {@link GuardedLoad}.
+	 * Creates the log table that {@link FencedWriter} appends to, and the load table of
+	 * {@link GuardedLoad}.
 	 * @param dataSource a data source on the test's schema
 	 */
 	public static void createLogTable(DataSource dataSource) {
@@ -160,8 +166,8 @@ public final class FaultHistory {
 	}
 
 	/**
-	 * Waits as part of a fault: the length of a pause or a stall, or the random moment a fault strikes. Never a way
-	 * to wait for an outcome: that is Awaitility's job.
+	 * Waits as part of a fault: the length of a pause or a stall, or the random moment a
+	 * fault strikes. Never a way to wait for an outcome: that is Awaitility's job.
 	 * @param duration how long
 	 */
 	public static void sleepAsFault(Duration duration) {
@@ -229,8 +235,9 @@ public final class FaultHistory {
 	}
 
 	/**
-	 * Runs every checker over the history and the given rows. Call it once every surviving node has been stopped
-	 * gracefully, so that every leadership they had has ended.
+	 * Runs every checker over the history and the given rows. Call it once every
+	 * surviving node has been stopped gracefully, so that every leadership they had has
+	 * ended.
 	 * @param writes the committed writes of the fenced writers, in id order
 	 * @param load the committed transactions of the guarded-write load, in id order
 	 * @return the outcome
@@ -240,7 +247,8 @@ public final class FaultHistory {
 	}
 
 	/**
-	 * Places a time in the run, for a violation message: how long after the origin, and in which episode.
+	 * Places a time in the run, for a violation message: how long after the origin, and
+	 * in which episode.
 	 * @param time a {@link System#nanoTime()}
 	 * @return the description
 	 */
@@ -326,9 +334,12 @@ public final class FaultHistory {
 	 * @param number the episode number, from 1
 	 * @param kind the fault
 	 * @param node the node it hit
-	 * @param heldTerms the groups and terms the node led when the fault began; empty if it hit a follower
-	 * @param startedAt when the fault began: the kill, the SIGSTOP, the stall, the termination
-	 * @param liftedAt when it was lifted: the kill, the SIGCONT, the end of the stall, the termination
+	 * @param heldTerms the groups and terms the node led when the fault began; empty if
+	 * it hit a follower
+	 * @param startedAt when the fault began: the kill, the SIGSTOP, the stall, the
+	 * termination
+	 * @param liftedAt when it was lifted: the kill, the SIGCONT, the end of the stall,
+	 * the termination
 	 * @param detail the fault's parameters, for messages
 	 */
 	public record Episode(int number, FaultKind kind, String node, Map<String, Long> heldTerms, long startedAt,
@@ -378,14 +389,15 @@ public final class FaultHistory {
 	 * @param node the writing node
 	 * @param incarnation the writing incarnation
 	 * @param seq the incarnation's attempt number
-	 * @param stampNanos {@link System#nanoTime()} after the guard passed, before the commit
+	 * @param stampNanos {@link System#nanoTime()} after the guard passed, before the
+	 * commit
 	 */
 	public record Write(long id, String group, long term, String node, long incarnation, long seq, long stampNanos) {
 	}
 
 	/**
-	 * A node's belief that it leads a group for a term: from the {@code GRANTED} line to the {@code REVOKED} line,
-	 * or to the kill if the incarnation was killed first.
+	 * A node's belief that it leads a group for a term: from the {@code GRANTED} line to
+	 * the {@code REVOKED} line, or to the kill if the incarnation was killed first.
 	 *
 	 * @param incarnation the incarnation
 	 * @param group the group
@@ -440,32 +452,40 @@ public final class FaultHistory {
 	/**
 	 * The outcome of every checker:
 	 * <ol>
-	 * <li><b>Terms in commit order.</b> Per group, the terms of the committed writes never decrease in id order. Ids
-	 * are commit order across terms: a write's id is drawn by its {@code INSERT}, after its guard locked the lease row
-	 * {@code FOR SHARE}; a takeover is an {@code UPDATE} of that row, so it waits until every guarded transaction of the
-	 * earlier term has committed or rolled back, and every write of the later term guards only after the takeover, so
-	 * it draws a later value from the sequence (which hands out rising values in the order they are drawn). Within a
-	 * term, one writer thread commits one transaction after another.</li>
-	 * <li><b>One writer per term.</b> The committed writes of a term come from one node, and from an incarnation that
-	 * was granted that term; so do the committed transactions of the guarded-write load.</li>
-	 * <li><b>Grants and revokes pair up.</b> Per incarnation and group, the lines alternate grant, revoke, grant, ...
-	 * with the same term in each pair; only an incarnation killed with SIGKILL may end on a grant. Grants in time order
-	 * carry rising terms; the same term twice only when a killed node id was restarted within its lease, which the
-	 * coordinator treats as the same holder.</li>
-	 * <li><b>Overlaps only while paused, and never a stale commit.</b> Two windows of different terms overlap only
-	 * when the earlier holder was frozen or stalled at the later grant, or thawed at most a second before it, and its
-	 * window ended at most a second after it was thawed.
-	 * Whether or not windows overlap, no committed write or load transaction of a term is stamped after a grant of a
-	 * higher term.</li>
-	 * <li><b>Failover.</b> After every fault on a leader, a node that is not frozen leads each group it led within the
-	 * lease plus 0.5 s of the fault, and keeps leading for at least a renew interval (or until the next fault, or the
-	 * end of the run); and after every fault, a write
-	 * of each group commits within the write-resume bound of the moment the fault was lifted and a leader existed.</li>
-	 * <li><b>Terms change only on faults on the leader.</b> Every grant of a new term after a group's first has a
-	 * cause: a fault hit the node that held the term before while it still believed it led, and the new term was
-	 * granted between the start of the fault and the failover bound (lease plus 0.5 s) after the node was back (lifted,
-	 * or for a kill, the next incarnation ready); or the harness had begun to stop every node gracefully. A leader that
-	 * loses its lease on its own, for example because guarded transactions held up its renewal, fails this check.</li>
+	 * <li><b>Terms in commit order.</b> Per group, the terms of the committed writes
+	 * never decrease in id order. Ids are commit order across terms: a write's id is
+	 * drawn by its {@code INSERT}, after its guard locked the lease row
+	 * {@code FOR SHARE}; a takeover is an {@code UPDATE} of that row, so it waits until
+	 * every guarded transaction of the earlier term has committed or rolled back, and
+	 * every write of the later term guards only after the takeover, so it draws a later
+	 * value from the sequence (which hands out rising values in the order they are
+	 * drawn). Within a term, one writer thread commits one transaction after
+	 * another.</li>
+	 * <li><b>One writer per term.</b> The committed writes of a term come from one node,
+	 * and from an incarnation that was granted that term; so do the committed
+	 * transactions of the guarded-write load.</li>
+	 * <li><b>Grants and revokes pair up.</b> Per incarnation and group, the lines
+	 * alternate grant, revoke, grant, ... with the same term in each pair; only an
+	 * incarnation killed with SIGKILL may end on a grant. Grants in time order carry
+	 * rising terms; the same term twice only when a killed node id was restarted within
+	 * its lease, which the coordinator treats as the same holder.</li>
+	 * <li><b>Overlaps only while paused, and never a stale commit.</b> Two windows of
+	 * different terms overlap only when the earlier holder was frozen or stalled at the
+	 * later grant, or thawed at most a second before it, and its window ended at most a
+	 * second after it was thawed. Whether or not windows overlap, no committed write or
+	 * load transaction of a term is stamped after a grant of a higher term.</li>
+	 * <li><b>Failover.</b> After every fault on a leader, a node that is not frozen leads
+	 * each group it led within the lease plus 0.5 s of the fault, and keeps leading for
+	 * at least a renew interval (or until the next fault, or the end of the run); and
+	 * after every fault, a write of each group commits within the write-resume bound of
+	 * the moment the fault was lifted and a leader existed.</li>
+	 * <li><b>Terms change only on faults on the leader.</b> Every grant of a new term
+	 * after a group's first has a cause: a fault hit the node that held the term before
+	 * while it still believed it led, and the new term was granted between the start of
+	 * the fault and the failover bound (lease plus 0.5 s) after the node was back
+	 * (lifted, or for a kill, the next incarnation ready); or the harness had begun to
+	 * stop every node gracefully. A leader that loses its lease on its own, for example
+	 * because guarded transactions held up its renewal, fails this check.</li>
 	 * </ol>
 	 */
 	public final class Checks {
@@ -521,7 +541,8 @@ public final class FaultHistory {
 		}
 
 		/**
-		 * Returns the failover times: per fault on a leader and group it led, how long until a node led again.
+		 * Returns the failover times: per fault on a leader and group it led, how long
+		 * until a node led again.
 		 * @return the times in nanoseconds
 		 */
 		public List<Long> failovers() {
@@ -540,7 +561,8 @@ public final class FaultHistory {
 				kinds.put(kind, 0L);
 			}
 			FaultHistory.this.episodes.forEach((episode) -> kinds.merge(episode.kind(), 1L, Long::sum));
-			long onLeaders = FaultHistory.this.episodes.stream().filter((episode) -> !episode.heldTerms().isEmpty())
+			long onLeaders = FaultHistory.this.episodes.stream()
+				.filter((episode) -> !episode.heldTerms().isEmpty())
 				.count();
 			long rejected = countEvents(Type.REJECTED);
 			long failed = countEvents(Type.FAILED);
@@ -555,10 +577,10 @@ public final class FaultHistory {
 					seed, FaultHistory.this.episodes.size(), kinds, onLeaders, this.violations.size(),
 					this.writes.size(), rejected, this.staleAttemptsRejected, failed, this.load.size(),
 					countEvents(Type.LOAD_REJECTED), countEvents(Type.LOAD_FAILED), this.termChanges,
-					this.termChangesWithoutFault, this.overlaps,
-					this.sameTermRegrants, percentile(this.failovers, 100), percentile(this.failovers, 50),
-					percentile(this.failovers, 99), this.failovers.size(), failoverBound() / 1_000_000,
-					this.maxFailoverByKind, percentile(this.writeResumes, 100), elapsed.toSeconds());
+					this.termChangesWithoutFault, this.overlaps, this.sameTermRegrants, percentile(this.failovers, 100),
+					percentile(this.failovers, 50), percentile(this.failovers, 99), this.failovers.size(),
+					failoverBound() / 1_000_000, this.maxFailoverByKind, percentile(this.writeResumes, 100),
+					elapsed.toSeconds());
 		}
 
 		private long countEvents(Type type) {
@@ -614,8 +636,8 @@ public final class FaultHistory {
 					this.sameTermRegrants++;
 				}
 				else {
-					violation(after.grantedAt(), "Grants of " + group + " did not carry rising terms: " + before
-							+ " then " + after);
+					violation(after.grantedAt(),
+							"Grants of " + group + " did not carry rising terms: " + before + " then " + after);
 				}
 			}
 			return windows;
@@ -628,8 +650,8 @@ public final class FaultHistory {
 					continue;
 				}
 				if (previous != null && write.term() < previous.term()) {
-					violation(write.stampNanos(), "In commit (id) order the term of " + group + " went down: " + previous
-							+ " then " + write);
+					violation(write.stampNanos(),
+							"In commit (id) order the term of " + group + " went down: " + previous + " then " + write);
 				}
 				previous = write;
 			}
@@ -639,15 +661,16 @@ public final class FaultHistory {
 			Map<Long, Write> firstByTerm = new TreeMap<>();
 			Set<String> granted = new HashSet<>();
 			this.windows.get(group)
-				.forEach((window) -> granted.add(window.node() + "#" + window.incarnation().number() + "@" + window.term()));
+				.forEach((window) -> granted
+					.add(window.node() + "#" + window.incarnation().number() + "@" + window.term()));
 			for (Write write : writes) {
 				if (!write.group().equals(group)) {
 					continue;
 				}
 				Write first = firstByTerm.putIfAbsent(write.term(), write);
 				if (first != null && !first.node().equals(write.node())) {
-					violation(write.stampNanos(), "Term " + write.term() + " of " + group
-							+ " has committed " + what + " of two nodes: " + first + " and " + write);
+					violation(write.stampNanos(), "Term " + write.term() + " of " + group + " has committed " + what
+							+ " of two nodes: " + first + " and " + write);
 				}
 				if (!granted.contains(write.node() + "#" + write.incarnation() + "@" + write.term())) {
 					violation(write.stampNanos(), "Row " + write + " of the " + what + " was committed under a term "
@@ -668,14 +691,17 @@ public final class FaultHistory {
 					this.overlaps++;
 					long overlapEnd = Math.min(earlier.endedAt(), later.endedAt());
 					Optional<Interval> excuse = pausedOrStalled(earlier.incarnation(), later.grantedAt(), overlapEnd);
-					long rejected = earlier.incarnation().process.events().stream()
+					long rejected = earlier.incarnation().process.events()
+						.stream()
 						.filter((event) -> event.is(Type.REJECTED, group) && event.term() == earlier.term())
 						.count();
 					this.staleAttemptsRejected += rejected;
 					if (excuse.isEmpty()) {
-						violation(later.grantedAt(), "Two nodes believed they led " + group + " at once, and the earlier "
-								+ "was neither frozen nor stalled just before (or stayed leader long after its thaw): " + earlier
-								+ " and " + later + "; " + rejected + " stale attempts of the earlier were rejected");
+						violation(later.grantedAt(), "Two nodes believed they led " + group
+								+ " at once, and the earlier "
+								+ "was neither frozen nor stalled just before (or stayed leader long after its thaw): "
+								+ earlier + " and " + later + "; " + rejected
+								+ " stale attempts of the earlier were rejected");
 					}
 				}
 			}
@@ -689,10 +715,15 @@ public final class FaultHistory {
 					continue;
 				}
 				long nextGrant = firstHigherGrant.computeIfAbsent(write.term(),
-						(term) -> windows.stream().filter((window) -> window.term() > term)
-							.mapToLong(Window::grantedAt).min().orElse(Long.MAX_VALUE));
+						(term) -> windows.stream()
+							.filter((window) -> window.term() > term)
+							.mapToLong(Window::grantedAt)
+							.min()
+							.orElse(Long.MAX_VALUE));
 				if (write.stampNanos() - nextGrant > 0) {
-					Window taker = windows.stream().filter((window) -> window.grantedAt() == nextGrant).findFirst()
+					Window taker = windows.stream()
+						.filter((window) -> window.grantedAt() == nextGrant)
+						.findFirst()
 						.orElseThrow();
 					violation(write.stampNanos(), "A stale " + what + " committed: " + write + " was stamped "
 							+ (write.stampNanos() - nextGrant) / 1_000_000 + " ms after " + taker + " was granted");
@@ -701,9 +732,10 @@ public final class FaultHistory {
 		}
 
 		/**
-		 * Finds the pause or stall of the earlier holder that explains an overlap: the holder was frozen or stalled
-		 * when the overlap began, or had been thawed only just before (a thawed JVM needs a moment to run its
-		 * watchdog and print the revoke), and the overlap ended soon after the thaw.
+		 * Finds the pause or stall of the earlier holder that explains an overlap: the
+		 * holder was frozen or stalled when the overlap began, or had been thawed only
+		 * just before (a thawed JVM needs a moment to run its watchdog and print the
+		 * revoke), and the overlap ended soon after the thaw.
 		 */
 		private Optional<Interval> pausedOrStalled(Incarnation incarnation, long overlapStart, long overlapEnd) {
 			List<Interval> candidates = new ArrayList<>(incarnation.frozen);
@@ -720,12 +752,16 @@ public final class FaultHistory {
 		private void checkFailover(String group) {
 			List<Window> windows = this.windows.get(group);
 			long confirm = FaultHistory.this.settings.renewInterval().toNanos();
-			long[] stamps = this.writes.stream().filter((write) -> write.group().equals(group))
-				.mapToLong(Write::stampNanos).sorted().toArray();
+			long[] stamps = this.writes.stream()
+				.filter((write) -> write.group().equals(group))
+				.mapToLong(Write::stampNanos)
+				.sorted()
+				.toArray();
 			List<Episode> episodes = FaultHistory.this.episodes;
 			for (int i = 0; i < episodes.size(); i++) {
 				Episode episode = episodes.get(i);
-				// A leadership counts once it lasts a renew interval, or until the next fault or the end of the run.
+				// A leadership counts once it lasts a renew interval, or until the next
+				// fault or the end of the run.
 				long horizon = (i + 1 < episodes.size()) ? episodes.get(i + 1).startedAt() : FaultHistory.this.endedAt;
 				long recoveredAt = Long.MAX_VALUE;
 				for (Window window : windows) {
@@ -734,17 +770,18 @@ public final class FaultHistory {
 					if (frozen.isPresent()) {
 						from = frozen.get().to();
 					}
-					if (window.endedAt() - from >= confirm || (window.endedAt() - horizon >= 0 && horizon - from >= 0)) {
+					if (window.endedAt() - from >= confirm
+							|| (window.endedAt() - horizon >= 0 && horizon - from >= 0)) {
 						recoveredAt = Math.min(recoveredAt, from);
 					}
 				}
 				if (episode.heldTerms().containsKey(group)) {
 					long failover = recoveredAt - episode.startedAt();
 					if (recoveredAt == Long.MAX_VALUE || failover > failoverBound()) {
-						violation(episode.startedAt(), "No leader of " + group + " within "
-								+ failoverBound() / 1_000_000 + " ms of the fault: "
-								+ ((recoveredAt != Long.MAX_VALUE) ? "it took " + failover / 1_000_000 + " ms"
-										: "none at all"));
+						violation(episode.startedAt(),
+								"No leader of " + group + " within " + failoverBound() / 1_000_000
+										+ " ms of the fault: " + ((recoveredAt != Long.MAX_VALUE)
+												? "it took " + failover / 1_000_000 + " ms" : "none at all"));
 					}
 					if (recoveredAt != Long.MAX_VALUE) {
 						this.failovers.add(failover);
@@ -756,8 +793,10 @@ public final class FaultHistory {
 				if (resumed.isEmpty() || resumed.getAsLong() - from > FaultHistory.this.writeResumeBound.toNanos()) {
 					violation(episode.startedAt(), "Writes of " + group + " did not resume within "
 							+ FaultHistory.this.writeResumeBound.toMillis() + " ms of the fault being lifted with a "
-							+ "leader in place" + (resumed.isPresent()
-									? ": the next came after " + (resumed.getAsLong() - from) / 1_000_000 + " ms" : ""));
+							+ "leader in place"
+							+ (resumed.isPresent()
+									? ": the next came after " + (resumed.getAsLong() - from) / 1_000_000 + " ms"
+									: ""));
 				}
 				else {
 					this.writeResumes.add(resumed.getAsLong() - from);
@@ -771,7 +810,8 @@ public final class FaultHistory {
 				Window before = windows.get(i - 1);
 				Window after = windows.get(i);
 				if (after.term() <= before.term()) {
-					continue; // a same-term regrant, or a violation that pairGrantsAndRevokes reports
+					continue; // a same-term regrant, or a violation that
+								// pairGrantsAndRevokes reports
 				}
 				this.termChanges++;
 				boolean stopping = FaultHistory.this.endedAt != Long.MAX_VALUE
@@ -780,20 +820,22 @@ public final class FaultHistory {
 					continue;
 				}
 				this.termChangesWithoutFault++;
-				violation(after.grantedAt(), "Terms changed without a fault on the leader: " + before
-						+ " (revoked " + revokeReason(before) + ") then " + after + "; faults on " + before.node()
-						+ " nearby: " + FaultHistory.this.episodes.stream()
-							.filter((episode) -> episode.node().equals(before.node())
-									&& Math.abs(episode.startedAt() - after.grantedAt()) < 10 * failoverBound())
-							.map((episode) -> episode + " at " + millis(episode.startedAt()) + " ms")
-							.toList());
+				violation(after.grantedAt(),
+						"Terms changed without a fault on the leader: " + before + " (revoked " + revokeReason(before)
+								+ ") then " + after + "; faults on " + before.node() + " nearby: "
+								+ FaultHistory.this.episodes.stream()
+									.filter((episode) -> episode.node().equals(before.node())
+											&& Math.abs(episode.startedAt() - after.grantedAt()) < 10 * failoverBound())
+									.map((episode) -> episode + " at " + millis(episode.startedAt()) + " ms")
+									.toList());
 			}
 		}
 
 		/**
-		 * Finds the fault that explains why a term ended and another was granted at the given time: it hit the node of
-		 * the earlier term before that node's window closed, and the grant came after the fault began and at most the
-		 * failover bound after the node was back.
+		 * Finds the fault that explains why a term ended and another was granted at the
+		 * given time: it hit the node of the earlier term before that node's window
+		 * closed, and the grant came after the fault began and at most the failover bound
+		 * after the node was back.
 		 */
 		private Optional<Episode> faultOnHolder(Window holder, long grantedAt) {
 			return FaultHistory.this.episodes.stream()
@@ -805,8 +847,8 @@ public final class FaultHistory {
 		}
 
 		/**
-		 * Returns when the node hit by a fault was back: when the fault was lifted or, after a kill, when the next
-		 * incarnation of the node was ready.
+		 * Returns when the node hit by a fault was back: when the fault was lifted or,
+		 * after a kill, when the next incarnation of the node was ready.
 		 */
 		private long backAt(Episode episode) {
 			if (episode.kind() != FaultKind.KILL) {
@@ -814,8 +856,8 @@ public final class FaultHistory {
 			}
 			return FaultHistory.this.incarnations.stream()
 				.filter((incarnation) -> incarnation.process.nodeId().equals(episode.node()))
-				.flatMap((incarnation) -> incarnation.process.firstEvent((event) -> event.type() == Type.READY)
-					.stream())
+				.flatMap(
+						(incarnation) -> incarnation.process.firstEvent((event) -> event.type() == Type.READY).stream())
 				.mapToLong(NodeEvent::nanoTime)
 				.filter((ready) -> ready - episode.startedAt() >= 0)
 				.min()
@@ -826,7 +868,8 @@ public final class FaultHistory {
 			if (!window.revoked()) {
 				return "never, killed";
 			}
-			return window.incarnation().process.events().stream()
+			return window.incarnation().process.events()
+				.stream()
 				.filter((event) -> event.is(Type.REVOKED, window.group()) && event.term() == window.term())
 				.map(NodeEvent::reason)
 				.findFirst()

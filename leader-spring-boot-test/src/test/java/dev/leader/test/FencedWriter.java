@@ -26,17 +26,21 @@ import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
- * The fenced writes of a {@link TestNode} started with {@code --writer=true}: every interval, for every group, one
- * transaction that {@link Fencing#guard guards} the group's lease and then appends a row to the log table,
- * {@code (group_name, term, node, incarnation, seq, stamp_nanos)}. {@code seq} counts this process's attempts, and
- * {@code stamp_nanos} is {@link System#nanoTime()} taken after the guard passed and before the commit, so every
- * committed row happened while its term held the lease.
+ * The fenced writes of a {@link TestNode} started with {@code --writer=true}: every
+ * interval, for every group, one transaction that {@link Fencing#guard guards} the
+ * group's lease and then appends a row to the log table,
+ * {@code (group_name, term, node, incarnation, seq, stamp_nanos)}. {@code seq} counts
+ * this process's attempts, and {@code stamp_nanos} is {@link System#nanoTime()} taken
+ * after the guard passed and before the commit, so every committed row happened while its
+ * term held the lease.
  * <p>
- * The writer writes under {@link Leadership#token(String)} while the node leads. After the node loses a group it goes
- * on writing under the last token it had, until the database rejects one: it behaves like a batch that began before
- * the node was deposed, or a node that learns of its demotion only from the fence. Those writes must be rejected once
- * another term can hold the lease, and the checkers of the fault harness prove it. A rejection is printed as
- * {@code REJECTED}, any other failure as {@code FAILED}; committed writes are read back from the table.
+ * The writer writes under {@link Leadership#token(String)} while the node leads. After
+ * the node loses a group it goes on writing under the last token it had, until the
+ * database rejects one: it behaves like a batch that began before the node was deposed,
+ * or a node that learns of its demotion only from the fence. Those writes must be
+ * rejected once another term can hold the lease, and the checkers of the fault harness
+ * prove it. A rejection is printed as {@code REJECTED}, any other failure as
+ * {@code FAILED}; committed writes are read back from the table.
  * <p>
  * Runs on a thread of its own, at a fixed delay, for at most a given number of attempts.
  */
@@ -73,7 +77,8 @@ final class FencedWriter {
 	});
 
 	FencedWriter(Leadership leadership, DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
-			Duration holdLimit, String table, long incarnation, Duration interval, long maxAttempts, Consumer<NodeEvent> events) {
+			Duration holdLimit, String table, long incarnation, Duration interval, long maxAttempts,
+			Consumer<NodeEvent> events) {
 		if (!TABLE_NAME.matcher(table).matches()) {
 			throw new IllegalArgumentException("Invalid writer table name '" + table + "'");
 		}

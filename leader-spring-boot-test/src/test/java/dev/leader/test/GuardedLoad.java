@@ -24,19 +24,23 @@ import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
- * Guarded-write load of a {@link TestNode} started with {@code --load-threads=N}: while the node leads a group, as
- * {@link Leadership#token(String)} tells, each of N threads runs transactions back to back that
- * {@link Fencing#guard guard} the group's lease, hold the transaction open for a while ({@code pg_sleep}), and append
- * a row to the load table, {@code (group_name, term, node, incarnation, seq, stamp_nanos)} as in
- * {@link FencedWriter}'s log table, with {@code stamp_nanos} taken after the hold, just before the commit. The lease
- * row of every group the node leads is so share-locked by guarded transactions nearly all the time, as an
- * application under load would keep it, and the holder's renewals must go through regardless (G3).
+ * Guarded-write load of a {@link TestNode} started with {@code --load-threads=N}: while
+ * the node leads a group, as {@link Leadership#token(String)} tells, each of N threads
+ * runs transactions back to back that {@link Fencing#guard guard} the group's lease, hold
+ * the transaction open for a while ({@code pg_sleep}), and append a row to the load
+ * table, {@code (group_name, term, node, incarnation, seq, stamp_nanos)} as in
+ * {@link FencedWriter}'s log table, with {@code stamp_nanos} taken after the hold, just
+ * before the commit. The lease row of every group the node leads is so share-locked by
+ * guarded transactions nearly all the time, as an application under load would keep it,
+ * and the holder's renewals must go through regardless (G3).
  * <p>
- * Unlike {@link FencedWriter}, the load never writes under a token it no longer has. A transaction that the guard
- * rejects is printed as {@code LOAD_REJECTED}, any other failure as {@code LOAD_FAILED}, followed by a pause of one
- * hold so that a broken pool is not hammered; both are expected around faults. Each thread alternates between the
- * groups the node leads, starting at a different one, and waits a few milliseconds when it leads none. The threads
- * stop after a given number of transactions in all, or at {@link #stop()}.
+ * Unlike {@link FencedWriter}, the load never writes under a token it no longer has. A
+ * transaction that the guard rejects is printed as {@code LOAD_REJECTED}, any other
+ * failure as {@code LOAD_FAILED}, followed by a pause of one hold so that a broken pool
+ * is not hammered; both are expected around faults. Each thread alternates between the
+ * groups the node leads, starting at a different one, and waits a few milliseconds when
+ * it leads none. The threads stop after a given number of transactions in all, or at
+ * {@link #stop()}.
  */
 final class GuardedLoad {
 
@@ -103,7 +107,8 @@ final class GuardedLoad {
 	}
 
 	/**
-	 * Stops the threads and waits until their transactions have ended, at most a few seconds.
+	 * Stops the threads and waits until their transactions have ended, at most a few
+	 * seconds.
 	 */
 	void stop() {
 		this.stopped = true;

@@ -10,9 +10,10 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.jspecify.annotations.Nullable;
 
 /**
- * A fault injected again and again at a fixed rate, on a thread of its own, from {@link #start} until
- * {@link #close()}, and at most a given number of times. Use it in try-with-resources, so that the fault stops
- * whatever the test's outcome; {@link #close()} rethrows the first failure of the fault itself.
+ * A fault injected again and again at a fixed rate, on a thread of its own, from
+ * {@link #start} until {@link #close()}, and at most a given number of times. Use it in
+ * try-with-resources, so that the fault stops whatever the test's outcome;
+ * {@link #close()} rethrows the first failure of the fault itself.
  */
 public final class RepeatedFault implements AutoCloseable {
 
@@ -37,8 +38,8 @@ public final class RepeatedFault implements AutoCloseable {
 	}
 
 	/**
-	 * Starts injecting a fault: at once, then every period, until closed or until it has run the given number of
-	 * times.
+	 * Starts injecting a fault: at once, then every period, until closed or until it has
+	 * run the given number of times.
 	 * @param name what the fault is, for thread names and messages
 	 * @param period the time between the starts of two rounds
 	 * @param maxRounds how many rounds to run at most
@@ -61,7 +62,8 @@ public final class RepeatedFault implements AutoCloseable {
 
 	/**
 	 * Stops the fault, waiting for a running round to finish.
-	 * @throws IllegalStateException if a round failed, or a round does not finish within a few seconds
+	 * @throws IllegalStateException if a round failed, or a round does not finish within
+	 * a few seconds
 	 */
 	@Override
 	public void close() {

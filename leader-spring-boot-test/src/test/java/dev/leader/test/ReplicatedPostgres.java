@@ -10,15 +10,18 @@ import org.junit.jupiter.api.extension.BeforeEachCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
- * A PostgreSQL primary and a streaming standby of the test's own ({@link TemporaryPostgres}), on two loopback ports
- * that the pair keeps across failovers, so that one multi-host URL ({@link #url()}, with
- * {@code targetServerType=primary}) leads to whichever server is the primary, as an application configures it. As a
- * JUnit extension, register it with {@code @RegisterExtension} before a {@link Cluster} on {@link #createSchema}: it
- * starts the pair before each test, asynchronous, and stops and removes both servers after it.
+ * A PostgreSQL primary and a streaming standby of the test's own
+ * ({@link TemporaryPostgres}), on two loopback ports that the pair keeps across
+ * failovers, so that one multi-host URL ({@link #url()}, with
+ * {@code targetServerType=primary}) leads to whichever server is the primary, as an
+ * application configures it. As a JUnit extension, register it with
+ * {@code @RegisterExtension} before a {@link Cluster} on {@link #createSchema}: it starts
+ * the pair before each test, asynchronous, and stops and removes both servers after it.
  * <p>
- * The faults are real: {@link #failover()} crashes the primary ({@code pg_ctl stop -m immediate}) and promotes the
- * standby, which starts a new timeline; {@link #restart(String)} stops the primary in a mode and starts it again.
- * Not thread-safe: one thread injects the faults.
+ * The faults are real: {@link #failover()} crashes the primary
+ * ({@code pg_ctl stop -m immediate}) and promotes the standby, which starts a new
+ * timeline; {@link #restart(String)} stops the primary in a mode and starts it again. Not
+ * thread-safe: one thread injects the faults.
  */
 public final class ReplicatedPostgres implements BeforeEachCallback, AfterEachCallback {
 
@@ -60,7 +63,8 @@ public final class ReplicatedPostgres implements BeforeEachCallback, AfterEachCa
 	}
 
 	/**
-	 * Returns the URL of the {@code postgres} database that names both servers and connects to the primary.
+	 * Returns the URL of the {@code postgres} database that names both servers and
+	 * connects to the primary.
 	 * @return the URL
 	 */
 	public String url() {
@@ -96,8 +100,9 @@ public final class ReplicatedPostgres implements BeforeEachCallback, AfterEachCa
 	}
 
 	/**
-	 * Makes commits wait for the standby's flush, or no longer, as {@code synchronous_standby_names} does; stays so
-	 * across failovers once the next standby streams.
+	 * Makes commits wait for the standby's flush, or no longer, as
+	 * {@code synchronous_standby_names} does; stays so across failovers once the next
+	 * standby streams.
 	 * @param synchronous whether commits wait for the standby
 	 */
 	public void replicateSynchronously(boolean synchronous) {
@@ -114,8 +119,9 @@ public final class ReplicatedPostgres implements BeforeEachCallback, AfterEachCa
 	}
 
 	/**
-	 * Crashes the primary and promotes the standby, as a failover tool does once the primary is gone. The old
-	 * primary is removed; the new one runs without a standby, so commits do not wait, until {@link #replaceStandby()}.
+	 * Crashes the primary and promotes the standby, as a failover tool does once the
+	 * primary is gone. The old primary is removed; the new one runs without a standby, so
+	 * commits do not wait, until {@link #replaceStandby()}.
 	 * @return when the promoted server accepted writes ({@link System#nanoTime()})
 	 */
 	public long failover() {
@@ -126,7 +132,8 @@ public final class ReplicatedPostgres implements BeforeEachCallback, AfterEachCa
 		primary().stop("immediate");
 		standby.promote();
 		long promoted = System.nanoTime();
-		// Its settings came with the base backup; without a standby of its own, commits must not wait for one.
+		// Its settings came with the base backup; without a standby of its own, commits
+		// must not wait for one.
 		standby.replicateSynchronously(false);
 		primary().close();
 		this.primary = standby;
@@ -135,8 +142,8 @@ public final class ReplicatedPostgres implements BeforeEachCallback, AfterEachCa
 	}
 
 	/**
-	 * Creates a new standby of the primary, on the port the old primary had, and makes replication synchronous again
-	 * if it was.
+	 * Creates a new standby of the primary, on the port the old primary had, and makes
+	 * replication synchronous again if it was.
 	 */
 	public void replaceStandby() {
 		int port = (primary().port() == this.firstPort) ? this.secondPort : this.firstPort;
@@ -148,7 +155,8 @@ public final class ReplicatedPostgres implements BeforeEachCallback, AfterEachCa
 	}
 
 	/**
-	 * Stops the primary in the given mode, keeps it down for a while, and starts it again.
+	 * Stops the primary in the given mode, keeps it down for a while, and starts it
+	 * again.
 	 * @param mode {@code fast} (a clean shutdown) or {@code immediate} (a crash)
 	 * @param down how long the server stays down
 	 * @return when the server accepted connections again ({@link System#nanoTime()})

@@ -14,15 +14,16 @@ import org.awaitility.Awaitility;
 import org.awaitility.core.ConditionTimeoutException;
 
 /**
- * A PgBouncer of the test's own, from Debian's {@code pgbouncer} package, in a temporary directory on a free loopback
- * port, in front of a PostgreSQL server on loopback. Every database of the server is reached under its own name, as
- * {@code postgres} without a password. As root, it runs as the {@code postgres} user. {@link #close()} stops it and
+ * A PgBouncer of the test's own, from Debian's {@code pgbouncer} package, in a temporary
+ * directory on a free loopback port, in front of a PostgreSQL server on loopback. Every
+ * database of the server is reached under its own name, as {@code postgres} without a
+ * password. As root, it runs as the {@code postgres} user. {@link #close()} stops it and
  * removes the directory.
  */
 public final class TemporaryPgBouncer implements AutoCloseable {
 
-	private static final Path BINARY = Path.of(System.getenv().getOrDefault("LEADER_TEST_PGBOUNCER",
-			"/usr/sbin/pgbouncer"));
+	private static final Path BINARY = Path
+		.of(System.getenv().getOrDefault("LEADER_TEST_PGBOUNCER", "/usr/sbin/pgbouncer"));
 
 	private final Path directory;
 
@@ -50,15 +51,16 @@ public final class TemporaryPgBouncer implements AutoCloseable {
 			TemporaryPgBouncer bouncer = new TemporaryPgBouncer(directory, TemporaryPostgres.freePort());
 			try {
 				Files.writeString(directory.resolve("users.txt"), "\"postgres\" \"\"\n");
-				Files.writeString(directory.resolve("pgbouncer.ini"), String.join("\n", "[databases]",
-						"* = host=127.0.0.1 port=" + serverPort, "[pgbouncer]", "listen_addr = 127.0.0.1",
-						"listen_port = " + bouncer.port, "unix_socket_dir =", "auth_type = trust",
-						"auth_file = " + directory.resolve("users.txt"), "pool_mode = " + poolMode,
-						"max_client_conn = 200", "default_pool_size = 20",
-						// pgjdbc sends extra_float_digits at login; PgBouncer refuses parameters it does not know.
-						"ignore_startup_parameters = extra_float_digits",
-						"logfile = " + directory.resolve("pgbouncer.log"),
-						"pidfile = " + directory.resolve("pgbouncer.pid"), ""));
+				Files.writeString(directory.resolve("pgbouncer.ini"),
+						String.join("\n", "[databases]", "* = host=127.0.0.1 port=" + serverPort, "[pgbouncer]",
+								"listen_addr = 127.0.0.1", "listen_port = " + bouncer.port, "unix_socket_dir =",
+								"auth_type = trust", "auth_file = " + directory.resolve("users.txt"),
+								"pool_mode = " + poolMode, "max_client_conn = 200", "default_pool_size = 20",
+								// pgjdbc sends extra_float_digits at login; PgBouncer
+								// refuses parameters it does not know.
+								"ignore_startup_parameters = extra_float_digits",
+								"logfile = " + directory.resolve("pgbouncer.log"),
+								"pidfile = " + directory.resolve("pgbouncer.pid"), ""));
 				TemporaryPostgres.run(List.of("chmod", "-R", "a+rwX", directory.toString()), false);
 				List<String> command = new ArrayList<>();
 				if (TemporaryPostgres.isRoot()) {

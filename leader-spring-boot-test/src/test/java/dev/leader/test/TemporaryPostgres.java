@@ -19,16 +19,18 @@ import org.awaitility.Awaitility;
 import org.awaitility.core.ConditionTimeoutException;
 
 /**
- * A PostgreSQL server of the test's own, from the binaries on the machine ({@code initdb}, {@code pg_ctl}), in a
- * temporary directory on a free loopback port, for tests that stop, crash or reconfigure the server. PostgreSQL
- * refuses to run as root, so as root the binaries run as the {@code postgres} user. {@link #close()} stops the
- * server and removes the directory. A server can make streaming standbys of itself ({@link #standbyOn}), which can
- * stop streaming and be promoted; {@link ReplicatedPostgres} keeps such a pair for a test.
+ * A PostgreSQL server of the test's own, from the binaries on the machine
+ * ({@code initdb}, {@code pg_ctl}), in a temporary directory on a free loopback port, for
+ * tests that stop, crash or reconfigure the server. PostgreSQL refuses to run as root, so
+ * as root the binaries run as the {@code postgres} user. {@link #close()} stops the
+ * server and removes the directory. A server can make streaming standbys of itself
+ * ({@link #standbyOn}), which can stop streaming and be promoted;
+ * {@link ReplicatedPostgres} keeps such a pair for a test.
  */
 public final class TemporaryPostgres implements AutoCloseable {
 
-	private static final Path BIN = Path.of(System.getenv().getOrDefault("LEADER_TEST_PG_BIN",
-			"/usr/lib/postgresql/15/bin"));
+	private static final Path BIN = Path
+		.of(System.getenv().getOrDefault("LEADER_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"));
 
 	private final Path directory;
 
@@ -47,9 +49,10 @@ public final class TemporaryPostgres implements AutoCloseable {
 	}
 
 	/**
-	 * Creates a cluster and starts it with its wall clock under libfaketime, offset by what a file of the server
-	 * holds, read again at every clock reading: write {@code +30s} to {@link #clockOffsetFile()} and the server's
-	 * clock steps 30 seconds forward at once. Its monotonic clock stays real.
+	 * Creates a cluster and starts it with its wall clock under libfaketime, offset by
+	 * what a file of the server holds, read again at every clock reading: write
+	 * {@code +30s} to {@link #clockOffsetFile()} and the server's clock steps 30 seconds
+	 * forward at once. Its monotonic clock stays real.
 	 * @param settings lines for {@code postgresql.conf}
 	 * @return the running server
 	 */
@@ -63,7 +66,8 @@ public final class TemporaryPostgres implements AutoCloseable {
 
 	/**
 	 * Creates a cluster and starts it.
-	 * @param settings lines for {@code postgresql.conf}, for example {@code "synchronous_commit = off"}
+	 * @param settings lines for {@code postgresql.conf}, for example
+	 * {@code "synchronous_commit = off"}
 	 * @return the running server
 	 */
 	public static TemporaryPostgres start(String... settings) {
@@ -71,8 +75,9 @@ public final class TemporaryPostgres implements AutoCloseable {
 	}
 
 	/**
-	 * Creates a cluster and starts it on the given loopback port, for a pair whose servers keep their ports across
-	 * failovers, so that one multi-host URL leads to whichever is the primary.
+	 * Creates a cluster and starts it on the given loopback port, for a pair whose
+	 * servers keep their ports across failovers, so that one multi-host URL leads to
+	 * whichever is the primary.
 	 * @param port a free port, see {@link #freePort()}
 	 * @param settings lines for {@code postgresql.conf}
 	 * @return the running server
@@ -122,7 +127,8 @@ public final class TemporaryPostgres implements AutoCloseable {
 	}
 
 	/**
-	 * Creates a streaming standby of this server with {@code pg_basebackup} and starts it.
+	 * Creates a streaming standby of this server with {@code pg_basebackup} and starts
+	 * it.
 	 * @return the running standby
 	 */
 	public TemporaryPostgres standby() {
@@ -135,11 +141,12 @@ public final class TemporaryPostgres implements AutoCloseable {
 	}
 
 	/**
-	 * Creates a streaming standby of this server with {@code pg_basebackup} and starts it on the given port. It
-	 * connects with {@code application_name} {@code standby}, and runs with {@code synchronous_standby_names}
-	 * cleared in {@code postgresql.conf}; a value that the primary set with {@code ALTER SYSTEM}
-	 * ({@link #replicateSynchronously}) comes along in {@code postgresql.auto.conf}, which wins, so clear it again
-	 * once the standby is promoted.
+	 * Creates a streaming standby of this server with {@code pg_basebackup} and starts it
+	 * on the given port. It connects with {@code application_name} {@code standby}, and
+	 * runs with {@code synchronous_standby_names} cleared in {@code postgresql.conf}; a
+	 * value that the primary set with {@code ALTER SYSTEM}
+	 * ({@link #replicateSynchronously}) comes along in {@code postgresql.auto.conf},
+	 * which wins, so clear it again once the standby is promoted.
 	 * @param port a free port, see {@link #freePort()}
 	 * @return the running standby
 	 */
@@ -148,8 +155,7 @@ public final class TemporaryPostgres implements AutoCloseable {
 			TemporaryPostgres standby = new TemporaryPostgres(prepareDirectory(), port);
 			try {
 				pg("pg_basebackup", "-h", "127.0.0.1", "-p", Integer.toString(this.port), "-U", "postgres", "-D",
-						standby.data.toString(), "-R", "-X", "stream", "--no-sync", "-d",
-						"application_name=standby");
+						standby.data.toString(), "-R", "-X", "stream", "--no-sync", "-d", "application_name=standby");
 				standby.configure(List.of("synchronous_standby_names = ''"));
 				standby.startServer();
 				return standby;
@@ -165,16 +171,17 @@ public final class TemporaryPostgres implements AutoCloseable {
 	}
 
 	/**
-	 * Promotes this standby to a primary, which starts a new timeline, and waits until it accepts writes.
+	 * Promotes this standby to a primary, which starts a new timeline, and waits until it
+	 * accepts writes.
 	 */
 	public void promote() {
 		pg("pg_ctl", "-D", this.data.toString(), "-w", "-t", "60", "promote");
 	}
 
 	/**
-	 * Makes this standby stop streaming from its primary, as a standby that fell behind or lost its network does:
-	 * it stays up and readable, and whatever the primary commits from now on is missing from it. Waits until its WAL
-	 * receiver has stopped.
+	 * Makes this standby stop streaming from its primary, as a standby that fell behind
+	 * or lost its network does: it stays up and readable, and whatever the primary
+	 * commits from now on is missing from it. Waits until its WAL receiver has stopped.
 	 */
 	public void stopStreaming() {
 		execute("ALTER SYSTEM SET primary_conninfo = ''", "SELECT pg_reload_conf()");
@@ -182,16 +189,18 @@ public final class TemporaryPostgres implements AutoCloseable {
 	}
 
 	/**
-	 * Makes commits on this primary wait for a standby's flush ({@code synchronous_standby_names = '*'}), or no longer,
-	 * and waits until a standby streams synchronously.
+	 * Makes commits on this primary wait for a standby's flush
+	 * ({@code synchronous_standby_names = '*'}), or no longer, and waits until a standby
+	 * streams synchronously.
 	 * @param synchronous whether commits wait for the standby
 	 */
 	public void replicateSynchronously(boolean synchronous) {
 		execute("ALTER SYSTEM SET synchronous_standby_names = '" + (synchronous ? "*" : "") + "'",
 				"SELECT pg_reload_conf()");
-		awaitQuery(synchronous ? "SELECT EXISTS (SELECT 1 FROM pg_stat_replication WHERE sync_state = 'sync')"
-				: "SELECT current_setting('synchronous_standby_names') = ''", "synchronous replication to be "
-						+ (synchronous ? "on" : "off"));
+		awaitQuery(
+				synchronous ? "SELECT EXISTS (SELECT 1 FROM pg_stat_replication WHERE sync_state = 'sync')"
+						: "SELECT current_setting('synchronous_standby_names') = ''",
+				"synchronous replication to be " + (synchronous ? "on" : "off"));
 	}
 
 	/**
@@ -207,7 +216,8 @@ public final class TemporaryPostgres implements AutoCloseable {
 	 * @return the timeline, 1 until the first promotion
 	 */
 	public long timeline() {
-		try (Connection connection = connect(); Statement statement = connection.createStatement();
+		try (Connection connection = connect();
+				Statement statement = connection.createStatement();
 				ResultSet row = statement.executeQuery(
 						"SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint")) {
 			row.next();
@@ -240,7 +250,8 @@ public final class TemporaryPostgres implements AutoCloseable {
 	private void awaitQuery(String condition, String what) {
 		try {
 			Awaitility.await(what).atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).until(() -> {
-				try (Connection connection = connect(); Statement statement = connection.createStatement();
+				try (Connection connection = connect();
+						Statement statement = connection.createStatement();
 						ResultSet row = statement.executeQuery(condition)) {
 					return row.next() && row.getBoolean(1);
 				}
@@ -252,7 +263,8 @@ public final class TemporaryPostgres implements AutoCloseable {
 	}
 
 	/**
-	 * Returns the file that holds the offset of a server started with {@link #startWithSteppableClock}.
+	 * Returns the file that holds the offset of a server started with
+	 * {@link #startWithSteppableClock}.
 	 * @return the file
 	 */
 	public Path clockOffsetFile() {
@@ -277,8 +289,8 @@ public final class TemporaryPostgres implements AutoCloseable {
 	}
 
 	/**
-	 * Stops the server the way PostgreSQL does in the mode given: {@code immediate} is a crash (no checkpoint, WAL
-	 * not yet flushed is lost), {@code fast} a clean shutdown.
+	 * Stops the server the way PostgreSQL does in the mode given: {@code immediate} is a
+	 * crash (no checkpoint, WAL not yet flushed is lost), {@code fast} a clean shutdown.
 	 * @param mode {@code fast} or {@code immediate}
 	 */
 	public void stop(String mode) {
@@ -294,9 +306,9 @@ public final class TemporaryPostgres implements AutoCloseable {
 			command.add("env");
 			command.addAll(this.environment);
 		}
-		command.addAll(List.of(command.isEmpty() ? "pg_ctl" : BIN.resolve("pg_ctl").toString(), "-D",
-				this.data.toString(), "-l",
-				this.directory.resolve("server.log").toString(), "-w", "-t", "60", "start"));
+		command
+			.addAll(List.of(command.isEmpty() ? "pg_ctl" : BIN.resolve("pg_ctl").toString(), "-D", this.data.toString(),
+					"-l", this.directory.resolve("server.log").toString(), "-w", "-t", "60", "start"));
 		pg(command.toArray(String[]::new));
 	}
 
@@ -336,7 +348,8 @@ public final class TemporaryPostgres implements AutoCloseable {
 	}
 
 	/**
-	 * Runs one of the PostgreSQL binaries, as {@code postgres} when the tests run as root.
+	 * Runs one of the PostgreSQL binaries, as {@code postgres} when the tests run as
+	 * root.
 	 */
 	private void pg(String... command) {
 		List<String> line = new ArrayList<>();
@@ -351,7 +364,8 @@ public final class TemporaryPostgres implements AutoCloseable {
 	/**
 	 * Runs a command and waits for it, failing with its output unless it exits with 0.
 	 * @param command the command and its arguments
-	 * @param inTemp whether to run it in {@code /tmp}, where the {@code postgres} user may read the working directory
+	 * @param inTemp whether to run it in {@code /tmp}, where the {@code postgres} user
+	 * may read the working directory
 	 */
 	static void run(List<String> command, boolean inTemp) {
 		try {

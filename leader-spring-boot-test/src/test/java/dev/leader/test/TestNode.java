@@ -34,32 +34,37 @@ import dev.leader.test.NodeEvent.Type;
 import org.jspecify.annotations.Nullable;
 
 /**
- * One cluster node in a process of its own: a {@link LeaderEngine} without a Spring context, on a small Hikari pool
- * whose PostgreSQL sessions carry the node id as {@code application_name}, so that a test can find and terminate
- * them. Started by {@link NodeProcess}.
+ * One cluster node in a process of its own: a {@link LeaderEngine} without a Spring
+ * context, on a small Hikari pool whose PostgreSQL sessions carry the node id as
+ * {@code application_name}, so that a test can find and terminate them. Started by
+ * {@link NodeProcess}.
  * <p>
- * Standard output carries only {@link NodeEvent} lines, one per event; logging goes to standard error. SIGTERM
- * stops the engine gracefully (it releases its leases and prints {@code REVOKED ... SHUTDOWN} and then
- * {@code STOPPED}); SIGKILL does not. The node also stops when the process that started it is gone, so that a
- * crashed test run leaves no nodes behind.
+ * Standard output carries only {@link NodeEvent} lines, one per event; logging goes to
+ * standard error. SIGTERM stops the engine gracefully (it releases its leases and prints
+ * {@code REVOKED ... SHUTDOWN} and then {@code STOPPED}); SIGKILL does not. The node also
+ * stops when the process that started it is gone, so that a crashed test run leaves no
+ * nodes behind.
  * <p>
  * Arguments are {@code --name=value}, with durations in ISO-8601 ({@code PT0.5S}):
  * <ul>
  * <li>{@code url}, {@code user}, {@code password}: the database</li>
  * <li>{@code node}: the node id; {@code groups}: comma-separated group names</li>
- * <li>{@code lease}, {@code renew}, {@code retry}, {@code margin}, {@code node-expiry}, {@code yield-cooldown}: the
- * {@link LeaseSettings}, by default its defaults</li>
- * <li>{@code table-prefix} ({@code leader_}), {@code query-timeout} (1 s), {@code connection-timeout} (1 s),
- * {@code pool-size} (3)</li>
- * <li>{@code writer} ({@code false}): whether the node makes fenced writes, see {@link FencedWriter}, with
- * {@code writer-table} ({@code fault_log}), {@code writer-interval} (30 ms), {@code writer-max-attempts} (1,000,000)
- * and {@code incarnation} (1), a number that tells the processes of one node id apart</li>
- * <li>{@code load-threads} (0): how many threads run guarded-write load while the node leads, see
- * {@link GuardedLoad}, with {@code load-table} ({@code fault_load}), {@code load-hold} (100 ms), how long each
- * transaction stays open after its guard, and {@code load-max-transactions} (10,000,000); give the pool a connection
- * per load thread on top of the others</li>
+ * <li>{@code lease}, {@code renew}, {@code retry}, {@code margin}, {@code node-expiry},
+ * {@code yield-cooldown}: the {@link LeaseSettings}, by default its defaults</li>
+ * <li>{@code table-prefix} ({@code leader_}), {@code query-timeout} (1 s),
+ * {@code connection-timeout} (1 s), {@code pool-size} (3)</li>
+ * <li>{@code writer} ({@code false}): whether the node makes fenced writes, see
+ * {@link FencedWriter}, with {@code writer-table} ({@code fault_log}),
+ * {@code writer-interval} (30 ms), {@code writer-max-attempts} (1,000,000) and
+ * {@code incarnation} (1), a number that tells the processes of one node id apart</li>
+ * <li>{@code load-threads} (0): how many threads run guarded-write load while the node
+ * leads, see {@link GuardedLoad}, with {@code load-table} ({@code fault_load}),
+ * {@code load-hold} (100 ms), how long each transaction stays open after its guard, and
+ * {@code load-max-transactions} (10,000,000); give the pool a connection per load thread
+ * on top of the others</li>
  * </ul>
- * At {@code READY} the node also prints {@code CLOCK} with its wall clock, so that a test can check a faked one.
+ * At {@code READY} the node also prints {@code CLOCK} with its wall clock, so that a test
+ * can check a faked one.
  */
 public final class TestNode {
 
@@ -79,9 +84,9 @@ public final class TestNode {
 	}
 
 	/**
-	 * Creates a cluster of test nodes on a database of the test's own, for example a {@link ReplicatedPostgres} pair;
-	 * register its extension before the cluster, so that the servers run before the schema is created and until it
-	 * is dropped.
+	 * Creates a cluster of test nodes on a database of the test's own, for example a
+	 * {@link ReplicatedPostgres} pair; register its extension before the cluster, so that
+	 * the servers run before the schema is created and until it is dropped.
 	 * @param settings the settings of every node
 	 * @param schemas creates the schema of each test
 	 * @param groups the groups every node takes part in
@@ -110,7 +115,8 @@ public final class TestNode {
 	 */
 	public static void main(String[] args) throws Exception {
 		PrintStream events = new PrintStream(System.out, true, StandardCharsets.UTF_8);
-		// Whatever else writes to standard output (a logging backend) must not mix with the event lines.
+		// Whatever else writes to standard output (a logging backend) must not mix with
+		// the event lines.
 		System.setOut(System.err);
 		Arguments arguments = Arguments.parse(args);
 		String nodeId = arguments.required("node");
@@ -127,7 +133,8 @@ public final class TestNode {
 				? load(engine, dataSource, arguments, loadThreads, (event) -> print(events, event)) : null;
 		CountDownLatch stopped = new CountDownLatch(1);
 		Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-			// The engine first: its revokes empty the tokens, so the load stops guarding and the releases wait only
+			// The engine first: its revokes empty the tokens, so the load stops guarding
+			// and the releases wait only
 			// for the transactions under way, as an application's would.
 			engine.stop();
 			if (load != null) {
@@ -156,9 +163,10 @@ public final class TestNode {
 	}
 
 	/**
-	 * Formats one line of each leadership type without printing it, so that the first grant or revoke a node prints
-	 * does not pay for loading and linking this harness's own code: the benchmarks time hand-overs up to these lines,
-	 * and should time the engine.
+	 * Formats one line of each leadership type without printing it, so that the first
+	 * grant or revoke a node prints does not pay for loading and linking this harness's
+	 * own code: the benchmarks time hand-overs up to these lines, and should time the
+	 * engine.
 	 */
 	private static void warmUpEventLines(String nodeId) {
 		for (Object event : List.of(new LeadershipGrantedEvent("-", 1, nodeId),
@@ -188,8 +196,7 @@ public final class TestNode {
 			Consumer<NodeEvent> events) {
 		return new FencedWriter(engine, dataSource, new TablePrefix(arguments.get("table-prefix", "leader_")),
 				arguments.duration("query-timeout", Duration.ofSeconds(1)), settings(arguments).safeWindow(),
-				arguments.get("writer-table", "fault_log"),
-				Long.parseLong(arguments.get("incarnation", "1")),
+				arguments.get("writer-table", "fault_log"), Long.parseLong(arguments.get("incarnation", "1")),
 				arguments.duration("writer-interval", Duration.ofMillis(30)),
 				Long.parseLong(arguments.get("writer-max-attempts", "1000000")), events);
 	}
@@ -305,8 +312,9 @@ public final class TestNode {
 	}
 
 	/**
-	 * Starts the test nodes of a {@link Cluster}, each with its own role on the cluster's schema, and not through a
-	 * proxy: the fault tests put their own {@link StallingProxy} in front of the nodes that need one.
+	 * Starts the test nodes of a {@link Cluster}, each with its own role on the cluster's
+	 * schema, and not through a proxy: the fault tests put their own
+	 * {@link StallingProxy} in front of the nodes that need one.
 	 */
 	private record Launcher(LeaseSettings settings, List<String> groups) implements Cluster.Launcher {
 
@@ -328,8 +336,8 @@ public final class TestNode {
 		}
 
 		@Override
-		public NodeProcess launch(Class<?> main, String nodeId, List<String> arguments,
-				Map<String, String> environment, Path output) throws IOException {
+		public NodeProcess launch(Class<?> main, String nodeId, List<String> arguments, Map<String, String> environment,
+				Path output) throws IOException {
 			return NodeProcess.start(main, nodeId, arguments, environment, output);
 		}
 

@@ -11,9 +11,10 @@ import org.springframework.context.event.EventListener;
 import org.springframework.stereotype.Component;
 
 /**
- * Ends a node of the demo when the demo's launcher is gone, even if it was killed and could not stop its nodes: the
- * launcher holds this process's standard input open, so end of input means that it exited. The node then shuts down
- * as on SIGTERM, releasing its leases. Only active with {@code sample.exit-with-launcher=true}, which the launcher
+ * Ends a node of the demo when the demo's launcher is gone, even if it was killed and
+ * could not stop its nodes: the launcher holds this process's standard input open, so end
+ * of input means that it exited. The node then shuts down as on SIGTERM, releasing its
+ * leases. Only active with {@code sample.exit-with-launcher=true}, which the launcher
  * passes.
  */
 @Component

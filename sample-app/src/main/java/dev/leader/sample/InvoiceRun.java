@@ -13,12 +13,14 @@ import org.springframework.stereotype.Component;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
- * A long invoicing run of the leader of {@code billing}: it takes the group's fencing token when it begins and then
- * writes one invoice per step, {@value #STEPS} steps in all, under that token, without asking again whether this node
- * still leads. It trusts the fence instead, as a batch must whose node can be paused at any instant (a long GC, a
- * SIGSTOP): when another node took over meanwhile, the database rejects the next write, the run ends, and
- * {@link RejectedWrites} keeps the rejection. Steps run on the application's scheduler, one at a time. Not scheduled
- * with {@code sample.jobs.enabled=false}.
+ * A long invoicing run of the leader of {@code billing}: it takes the group's fencing
+ * token when it begins and then writes one invoice per step, {@value #STEPS} steps in
+ * all, under that token, without asking again whether this node still leads. It trusts
+ * the fence instead, as a batch must whose node can be paused at any instant (a long GC,
+ * a SIGSTOP): when another node took over meanwhile, the database rejects the next write,
+ * the run ends, and {@link RejectedWrites} keeps the rejection. Steps run on the
+ * application's scheduler, one at a time. Not scheduled with
+ * {@code sample.jobs.enabled=false}.
  */
 @Component
 @ConditionalOnBooleanProperty(name = "sample.jobs.enabled", matchIfMissing = true)
@@ -76,7 +78,8 @@ class InvoiceRun {
 		}
 		this.step = next;
 		if (next == STEPS) {
-			// The next run begins at once, so that a leader always has a run under way, as a busy one would.
+			// The next run begins at once, so that a leader always has a run under way,
+			// as a busy one would.
 			begin();
 		}
 	}

@@ -16,7 +16,8 @@ import org.springframework.context.event.EventListener;
 import org.springframework.stereotype.Component;
 
 /**
- * Logs every leadership, membership and daemon event, so that a failover can be watched in the console.
+ * Logs every leadership, membership and daemon event, so that a failover can be watched
+ * in the console.
  */
 @Component
 class LeadershipEventLog {

@@ -13,10 +13,11 @@ import org.springframework.stereotype.Component;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
- * A daemon that dispatches the outbox: one node of the cluster at a time marks pending messages as dispatched, in
- * small batches. Each batch is fenced by the assignment's generation, so a node that lost the daemon (paused, cut
- * off, or too slow to drain) cannot dispatch a message again after another node took over.
- * With {@code sample.jobs.enabled=false} it holds its assignment and writes nothing.
+ * A daemon that dispatches the outbox: one node of the cluster at a time marks pending
+ * messages as dispatched, in small batches. Each batch is fenced by the assignment's
+ * generation, so a node that lost the daemon (paused, cut off, or too slow to drain)
+ * cannot dispatch a message again after another node took over. With
+ * {@code sample.jobs.enabled=false} it holds its assignment and writes nothing.
  */
 @Component("outbox-dispatcher")
 class OutboxDispatcher implements DaemonAgent {

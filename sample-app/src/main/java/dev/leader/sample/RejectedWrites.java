@@ -14,8 +14,9 @@ import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.RestController;
 
 /**
- * The writes of this node that a fence rejected, most recent first: {@code GET /rejected-writes} lists the last
- * {@value #KEPT}, and each one is logged at WARN. The demo's cluster view shows them in its timeline. Thread-safe.
+ * The writes of this node that a fence rejected, most recent first:
+ * {@code GET /rejected-writes} lists the last {@value #KEPT}, and each one is logged at
+ * WARN. The demo's cluster view shows them in its timeline. Thread-safe.
  */
 @RestController
 class RejectedWrites {
@@ -54,6 +55,7 @@ class RejectedWrites {
 
 	/**
 	 * One rejected write.
+	 *
 	 * @param seq its number among this process's rejected writes, from 1
 	 * @param at when it was rejected
 	 * @param writer the job that attempted it

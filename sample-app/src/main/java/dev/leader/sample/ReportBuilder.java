@@ -13,9 +13,10 @@ import org.springframework.stereotype.Component;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
- * A daemon that builds a report of the dispatched messages on one node of the cluster at a time. Each report records
- * the node and the generation it was built under, and is fenced by that generation.
- * With {@code sample.jobs.enabled=false} it holds its assignment and writes nothing.
+ * A daemon that builds a report of the dispatched messages on one node of the cluster at
+ * a time. Each report records the node and the generation it was built under, and is
+ * fenced by that generation. With {@code sample.jobs.enabled=false} it holds its
+ * assignment and writes nothing.
  */
 @Component("report-builder")
 class ReportBuilder implements DaemonAgent {

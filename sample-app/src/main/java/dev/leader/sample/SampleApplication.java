@@ -13,11 +13,12 @@ import org.springframework.context.annotation.FilterType;
 import org.springframework.scheduling.annotation.EnableScheduling;
 
 /**
- * A sample application: several instances share one PostgreSQL database, and only the leader of the {@code billing}
- * group runs the settlement batch.
+ * A sample application: several instances share one PostgreSQL database, and only the
+ * leader of the {@code billing} group runs the settlement batch.
  * <p>
- * {@link #main} runs one node when {@code spring.datasource.url} is set, and otherwise the demo (see
- * {@link DemoMode}), whose launcher is another application: its package is left out of this one's component scan.
+ * {@link #main} runs one node when {@code spring.datasource.url} is set, and otherwise
+ * the demo (see {@link DemoMode}), whose launcher is another application: its package is
+ * left out of this one's component scan.
  */
 @SpringBootConfiguration(proxyBeanMethods = false)
 @EnableAutoConfiguration
@@ -32,7 +33,8 @@ public class SampleApplication {
 	}
 
 	/**
-	 * Returns the application that {@link #main} runs: a node of the sample, or the demo's launcher.
+	 * Returns the application that {@link #main} runs: a node of the sample, or the
+	 * demo's launcher.
 	 * @return the application, not yet run
 	 */
 	static SpringApplication application() {

@@ -11,10 +11,11 @@ import org.springframework.stereotype.Component;
 import org.springframework.transaction.annotation.Transactional;
 
 /**
- * A settlement batch that must run on one instance at a time: every instance schedules it, and only the leader of the
- * {@code billing} group runs it. Its writes are fenced: the transaction first locks the lease row and checks the term,
- * so a leader that was paused past its lease cannot commit a settlement. Each run records the term it ran under.
- * Not scheduled with {@code sample.jobs.enabled=false}.
+ * A settlement batch that must run on one instance at a time: every instance schedules
+ * it, and only the leader of the {@code billing} group runs it. Its writes are fenced:
+ * the transaction first locks the lease row and checks the term, so a leader that was
+ * paused past its lease cannot commit a settlement. Each run records the term it ran
+ * under. Not scheduled with {@code sample.jobs.enabled=false}.
  */
 @Component
 @ConditionalOnBooleanProperty(name = "sample.jobs.enabled", matchIfMissing = true)

@@ -16,13 +16,15 @@ import org.springframework.core.Ordered;
 import org.springframework.core.annotation.Order;
 
 /**
- * Prints, on standard output, when this node reaches each step of its start and of its shutdown, on
- * {@link System#nanoTime()}, which every process of a machine shares, so that the benchmark which started the node
- * can time a hand-over against the signal it sent: {@code TIMING <step> <nanoTime> [details]}. The steps are the
- * application ready, the JVM's shutdown hooks starting, the context's closed event, the start of the lifecycle
- * phase that stops first ({@link Integer#MAX_VALUE}, the leader engine's and the daemon coordinator's) and of the next
- * one, every leadership granted or revoked, and every daemon started or stopped. Only active with
- * {@code sample.timings=true}, which {@code leader-benchmarks} passes.
+ * Prints, on standard output, when this node reaches each step of its start and of its
+ * shutdown, on {@link System#nanoTime()}, which every process of a machine shares, so
+ * that the benchmark which started the node can time a hand-over against the signal it
+ * sent: {@code TIMING <step> <nanoTime> [details]}. The steps are the application ready,
+ * the JVM's shutdown hooks starting, the context's closed event, the start of the
+ * lifecycle phase that stops first ({@link Integer#MAX_VALUE}, the leader engine's and
+ * the daemon coordinator's) and of the next one, every leadership granted or revoked, and
+ * every daemon started or stopped. Only active with {@code sample.timings=true}, which
+ * {@code leader-benchmarks} passes.
  */
 @Configuration(proxyBeanMethods = false)
 @ConditionalOnBooleanProperty("sample.timings")
@@ -39,8 +41,9 @@ class ShutdownTimings {
 	}
 
 	/**
-	 * Marks the start of the first lifecycle phase to stop. As an application bean it is registered before the
-	 * auto-configured ones, and so it stops first within that phase.
+	 * Marks the start of the first lifecycle phase to stop. As an application bean it is
+	 * registered before the auto-configured ones, and so it stops first within that
+	 * phase.
 	 */
 	@Bean
 	PhaseMarker sampleFirstPhaseMarker() {
@@ -48,7 +51,8 @@ class ShutdownTimings {
 	}
 
 	/**
-	 * Marks the end of the first lifecycle phase: the next phase starts once every bean of the first one stopped.
+	 * Marks the end of the first lifecycle phase: the next phase starts once every bean
+	 * of the first one stopped.
 	 */
 	@Bean
 	PhaseMarker sampleSecondPhaseMarker() {

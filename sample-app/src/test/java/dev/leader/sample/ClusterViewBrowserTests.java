@@ -37,21 +37,24 @@ import static org.awaitility.Awaitility.await;
 import static org.hamcrest.Matchers.equalTo;
 
 /**
- * The cluster view page ({@code /cluster.html}) in a real headless Chromium, driven by Debian's {@code chromedriver}:
- * the sample application and a second node share a fresh PostgreSQL schema, the page shows both nodes, the leader of
- * each group and the assignment of each daemon, and it follows a yield and a daemon move made through the actuator's
- * write operations, which this test enables. The second node can run the sample's daemons, and the settle window is
- * too long for the leader to rebalance them by itself, so they move only when asked to.
+ * The cluster view page ({@code /cluster.html}) in a real headless Chromium, driven by
+ * Debian's {@code chromedriver}: the sample application and a second node share a fresh
+ * PostgreSQL schema, the page shows both nodes, the leader of each group and the
+ * assignment of each daemon, and it follows a yield and a daemon move made through the
+ * actuator's write operations, which this test enables. The second node can run the
+ * sample's daemons, and the settle window is too long for the leader to rebalance them by
+ * itself, so they move only when asked to.
  * <p>
- * Never skipped: without Debian's {@code chromium} and {@code chromium-driver} packages it fails, saying how to install
- * them. The screenshot it takes is {@code target/cluster-view.png}, copied to the README's {@code docs/} by hand.
+ * Never skipped: without Debian's {@code chromium} and {@code chromium-driver} packages
+ * it fails, saying how to install them. The screenshot it takes is
+ * {@code target/cluster-view.png}, copied to the README's {@code docs/} by hand.
  */
 @Import(ClusterViewBrowserTests.SchemaConfiguration.class)
 @SpringBootTest(webEnvironment = WebEnvironment.RANDOM_PORT,
 		properties = { "leader.lease.duration=2s", "leader.lease.renew-interval=500ms",
 				"leader.lease.retry-interval=500ms", "leader.lease.safety-margin=100ms", "leader.node.expiry=2s",
-				"leader.lease.yield-cooldown=30s",
-				"leader.daemons.settle-window=1h", "management.endpoint.leadership.access=unrestricted" })
+				"leader.lease.yield-cooldown=30s", "leader.daemons.settle-window=1h",
+				"management.endpoint.leadership.access=unrestricted" })
 @AutoConfigureRestTestClient
 @DirtiesContext
 class ClusterViewBrowserTests {
@@ -90,7 +93,8 @@ class ClusterViewBrowserTests {
 		registry.add("spring.datasource.password", database::password);
 	}
 
-	// Imported, not a @TestConfiguration: the demo's test starts nodes with this class path, and their component scan
+	// Imported, not a @TestConfiguration: the demo's test starts nodes with this class
+	// path, and their component scan
 	// must not find it.
 	static class SchemaConfiguration {
 
@@ -132,7 +136,8 @@ class ClusterViewBrowserTests {
 		assertThat(groupCell("default", "leader")).isEqualTo(node);
 		assertThat(this.browser.text("#nodes tr[data-node='" + OtherNode.ID + "'] .badge")).isEqualTo("ALIVE");
 
-		// The other node waits for this node's release once it has read its lease, so the hand-over is immediate.
+		// The other node waits for this node's release once it has read its lease, so the
+		// hand-over is immediate.
 		await().atMost(Duration.ofSeconds(5))
 			.until(() -> this.other.engine().leader("billing").map(LeaderInfo::nodeId), equalTo(Optional.of(node)));
 		this.http.post()
@@ -179,14 +184,15 @@ class ClusterViewBrowserTests {
 		Placement after = activeAssignments().get("outbox-dispatcher");
 		assertThat(after.generation()).isGreaterThan(before.generation());
 		wait.until((page) -> after.equals(daemonRow("outbox-dispatcher")));
-		assertThat(this.browser.text("#timeline")).contains(
-				"outbox-dispatcher: " + before.node() + " \u2192 " + target + " (generation " + after.generation() + ")");
+		assertThat(this.browser.text("#timeline")).contains("outbox-dispatcher: " + before.node() + " \u2192 " + target
+				+ " (generation " + after.generation() + ")");
 		assertThat(daemonRow("report-builder")).isEqualTo(placed.get("report-builder"));
 		this.browser.screenshot("cluster-view.png");
 	}
 
 	/**
-	 * Reads the assignments from the database rather than the endpoint that the page itself shows.
+	 * Reads the assignments from the database rather than the endpoint that the page
+	 * itself shows.
 	 */
 	private Map<String, Placement> activeAssignments() {
 		return this.jdbc.sql("SELECT daemon_name, node_id, generation FROM leader_assignments WHERE state = 'ACTIVE'")

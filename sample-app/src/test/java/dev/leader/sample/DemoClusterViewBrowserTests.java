@@ -30,16 +30,18 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * The demo in a real headless Chromium: {@link SampleApplication#main}'s application without
- * {@code spring.datasource.url}, so the demo's launcher, in this JVM, with its three nodes as processes of their own.
- * The test presses pause on the leader of {@code billing}, sees the takeover with its new term in the timeline, presses
- * resume, and sees the resumed node's writes under its old term rejected; then it stops the new leader gracefully and
- * sees it hand over. What the page shows is checked against the nodes' own endpoints, and every node process must be
- * gone once the launcher is closed.
+ * The demo in a real headless Chromium: {@link SampleApplication#main}'s application
+ * without {@code spring.datasource.url}, so the demo's launcher, in this JVM, with its
+ * three nodes as processes of their own. The test presses pause on the leader of
+ * {@code billing}, sees the takeover with its new term in the timeline, presses resume,
+ * and sees the resumed node's writes under its old term rejected; then it stops the new
+ * leader gracefully and sees it hand over. What the page shows is checked against the
+ * nodes' own endpoints, and every node process must be gone once the launcher is closed.
  * <p>
- * The database is a fresh schema of {@code LEADER_TEST_JDBC_URL} when set, given to the launcher as
- * {@code demo.database.url}; else the launcher's embedded one, in a temporary directory. Never skipped: without
- * Debian's {@code chromium} and {@code chromium-driver} it fails, saying how to install them. Its screenshot,
+ * The database is a fresh schema of {@code LEADER_TEST_JDBC_URL} when set, given to the
+ * launcher as {@code demo.database.url}; else the launcher's embedded one, in a temporary
+ * directory. Never skipped: without Debian's {@code chromium} and {@code chromium-driver}
+ * it fails, saying how to install them. Its screenshot,
  * {@code target/demo-after-pause.png}, is the README's {@code docs/demo-after-pause.png}.
  */
 class DemoClusterViewBrowserTests {
@@ -71,8 +73,8 @@ class DemoClusterViewBrowserTests {
 				this.nodePorts.add(socket.getLocalPort());
 			}
 		}
-		List<String> args = new ArrayList<>(List.of("--server.port=0", "--demo.node-ports="
-				+ this.nodePorts.get(0) + "," + this.nodePorts.get(1) + "," + this.nodePorts.get(2)));
+		List<String> args = new ArrayList<>(List.of("--server.port=0", "--demo.node-ports=" + this.nodePorts.get(0)
+				+ "," + this.nodePorts.get(1) + "," + this.nodePorts.get(2)));
 		String external = System.getenv("LEADER_TEST_JDBC_URL");
 		if (external != null && !external.isBlank()) {
 			this.database = TestDatabase.createSchema();
@@ -112,8 +114,8 @@ class DemoClusterViewBrowserTests {
 		this.browser.open("http://127.0.0.1:" + launcherPort + "/cluster.html");
 		// Three JVMs start on a shared machine: give them time.
 		WebDriverWait startup = this.browser.waitUpTo(Duration.ofSeconds(120));
-		startup.until((page) -> this.browser.texts("#nodes tr[data-name] .process").equals(
-				List.of("RUNNING", "RUNNING", "RUNNING"))
+		startup.until((page) -> this.browser.texts("#nodes tr[data-name] .process")
+			.equals(List.of("RUNNING", "RUNNING", "RUNNING"))
 				&& this.browser.read("#nodes tr[data-node]", "element.dataset.node").size() == 3
 				&& !this.browser.text("#groups tr[data-group='billing'] .leader").isEmpty());
 		ProcessHandle.current().children().filter(DemoClusterViewBrowserTests::isNode).forEach(this.startedNodes::add);
@@ -162,7 +164,8 @@ class DemoClusterViewBrowserTests {
 			});
 		this.browser.screenshot("demo-after-pause.png");
 
-		// A graceful stop of the new leader hands billing over at once, without waiting for its lease to run out.
+		// A graceful stop of the new leader hands billing over at once, without waiting
+		// for its lease to run out.
 		press(successor, "stop");
 		Pattern handOver = Pattern.compile("billing: leader (node-\\d) \\(term (\\d+)\\), was " + successor
 				+ " \\(term " + newTerm + "\\) \u2014 hand-over");
@@ -177,7 +180,8 @@ class DemoClusterViewBrowserTests {
 	}
 
 	/**
-	 * Returns whether a child of this JVM is a node: the only other child, Chromium's driver, is no JVM.
+	 * Returns whether a child of this JVM is a node: the only other child, Chromium's
+	 * driver, is no JVM.
 	 */
 	private static boolean isNode(ProcessHandle process) {
 		return process.info().command().map((command) -> command.endsWith("/java")).orElse(false);
@@ -199,7 +203,8 @@ class DemoClusterViewBrowserTests {
 	}
 
 	/**
-	 * Clicks a node's button, found and clicked in one script, since the page replaces its buttons every second.
+	 * Clicks a node's button, found and clicked in one script, since the page replaces
+	 * its buttons every second.
 	 */
 	private void press(String node, String action) {
 		Object pressed = this.browser.script("""

@@ -18,8 +18,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * What {@link SampleApplication#main} runs when {@code spring.datasource.url} is set: one node, as before the demo,
- * with none of the demo's controls. (Without it, {@link DemoClusterViewBrowserTests} drives the demo.)
+ * What {@link SampleApplication#main} runs when {@code spring.datasource.url} is set: one
+ * node, as before the demo, with none of the demo's controls. (Without it,
+ * {@link DemoClusterViewBrowserTests} drives the demo.)
  */
 class DemoModeTests {
 
@@ -43,13 +44,13 @@ class DemoModeTests {
 	void withADatasourceUrlMainRunsOneNodeWithoutTheDemoControls() throws Exception {
 		this.database = TestDatabase.createSchema();
 		this.context = SampleApplication.application()
-			.run("--spring.datasource.url=" + this.database.url(), "--spring.datasource.username=" + this.database.user(),
+			.run("--spring.datasource.url=" + this.database.url(),
+					"--spring.datasource.username=" + this.database.user(),
 					"--spring.datasource.password=" + this.database.password(), "--server.port=0",
 					"--server.address=127.0.0.1");
 		Leadership leadership = this.context.getBean(Leadership.class);
 		await().atMost(Duration.ofSeconds(15)).until(() -> leadership.isLeader("billing"));
-		assertThat(this.context.getBeanDefinitionNames())
-			.noneMatch((name) -> name.toLowerCase().contains("demo"));
+		assertThat(this.context.getBeanDefinitionNames()).noneMatch((name) -> name.toLowerCase().contains("demo"));
 		assertThat(this.context.containsBean("demoNodeProcesses")).isFalse();
 		int port = ((WebServerApplicationContext) this.context).getWebServer().getPort();
 		assertThat(status(port, "GET", "/demo/cluster")).isEqualTo(404);

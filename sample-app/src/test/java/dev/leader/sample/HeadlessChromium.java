@@ -20,9 +20,10 @@ import org.openqa.selenium.support.ui.WebDriverWait;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * A real headless Chromium, driven by Debian's {@code chromedriver}, on the cluster view of the browser tests. The page
- * re-renders every second, so every read is one script: it cannot see the page half re-rendered or hold an element
- * that the page replaced. Never skipped: without Debian's {@code chromium} and {@code chromium-driver} packages
+ * A real headless Chromium, driven by Debian's {@code chromedriver}, on the cluster view
+ * of the browser tests. The page re-renders every second, so every read is one script: it
+ * cannot see the page half re-rendered or hold an element that the page replaced. Never
+ * skipped: without Debian's {@code chromium} and {@code chromium-driver} packages
  * {@link #start} fails, saying how to install them.
  */
 final class HeadlessChromium implements AutoCloseable {
@@ -68,7 +69,8 @@ final class HeadlessChromium implements AutoCloseable {
 	}
 
 	/**
-	 * Returns the text of the first element the selector matches, or an empty string when none does.
+	 * Returns the text of the first element the selector matches, or an empty string when
+	 * none does.
 	 */
 	String text(String selector) {
 		List<String> found = texts(selector);
@@ -83,8 +85,9 @@ final class HeadlessChromium implements AutoCloseable {
 	 * Evaluates an expression of {@code element} for every element the selector matches.
 	 */
 	List<String> read(String selector, String expression) {
-		Object values = script("return Array.from(document.querySelectorAll(arguments[0]), (element) => "
-				+ expression + ");", selector);
+		Object values = script(
+				"return Array.from(document.querySelectorAll(arguments[0]), (element) => " + expression + ");",
+				selector);
 		return ((List<?>) values).stream().map(String::valueOf).toList();
 	}
 

@@ -20,9 +20,10 @@ import dev.leader.test.TestDatabase;
 import org.jspecify.annotations.Nullable;
 
 /**
- * A second node of the cluster, running in the test's JVM on a pool of its own: a bare {@link LeaderEngine} on the
- * sample application's schema and, if asked, a {@link DaemonCoordinator} whose agents only wait to be cancelled.
- * Closing it hands its daemons back, then stops the engine, which releases its leases and deregisters it.
+ * A second node of the cluster, running in the test's JVM on a pool of its own: a bare
+ * {@link LeaderEngine} on the sample application's schema and, if asked, a
+ * {@link DaemonCoordinator} whose agents only wait to be cancelled. Closing it hands its
+ * daemons back, then stops the engine, which releases its leases and deregisters it.
  */
 final class OtherNode implements AutoCloseable {
 
@@ -47,7 +48,8 @@ final class OtherNode implements AutoCloseable {
 	}
 
 	/**
-	 * Starts a node that takes part in the given groups, with the same timing as the application under test.
+	 * Starts a node that takes part in the given groups, with the same timing as the
+	 * application under test.
 	 * @param database the application's schema
 	 * @param settings the timing
 	 * @param groups the groups
@@ -58,8 +60,9 @@ final class OtherNode implements AutoCloseable {
 	}
 
 	/**
-	 * Starts a node that takes part in the given groups and can run the given daemons, with the same timing as the
-	 * application under test. Its agents do no work: they wait to be cancelled.
+	 * Starts a node that takes part in the given groups and can run the given daemons,
+	 * with the same timing as the application under test. Its agents do no work: they
+	 * wait to be cancelled.
 	 * @param database the application's schema
 	 * @param settings the lease timing
 	 * @param daemonSettings the daemon timing

@@ -41,9 +41,10 @@ import static org.awaitility.Awaitility.await;
 import static org.hamcrest.Matchers.equalTo;
 
 /**
- * The sample application over HTTP on a random port, against a fresh PostgreSQL schema: the {@code leadership}
- * endpoint and health component as a leader and as a follower, and the settlement batch running only on the leader
- * of {@code billing}. A second node, when a test needs one, is a bare engine in the test's JVM.
+ * The sample application over HTTP on a random port, against a fresh PostgreSQL schema:
+ * the {@code leadership} endpoint and health component as a leader and as a follower, and
+ * the settlement batch running only on the leader of {@code billing}. A second node, when
+ * a test needs one, is a bare engine in the test's JVM.
  */
 @Import(SampleApplicationTests.SchemaConfiguration.class)
 @SpringBootTest(webEnvironment = WebEnvironment.RANDOM_PORT,
@@ -80,12 +81,15 @@ class SampleApplicationTests {
 		registry.add("spring.datasource.password", database::password);
 	}
 
-	// Imported, not a @TestConfiguration: the demo's test starts nodes with this class path, and their component scan
+	// Imported, not a @TestConfiguration: the demo's test starts nodes with this class
+	// path, and their component scan
 	// must not find it.
 	static class SchemaConfiguration {
 
-		// Dropped with the context (closed after this class by @DirtiesContext), after the lifecycle beans have
-		// stopped: the application releases its leases and stops its job before its tables go.
+		// Dropped with the context (closed after this class by @DirtiesContext), after
+		// the lifecycle beans have
+		// stopped: the application releases its leases and stops its job before its
+		// tables go.
 		@Bean
 		DisposableBean dropSchemaOnClose() {
 			return database::drop;
@@ -95,7 +99,8 @@ class SampleApplicationTests {
 
 	@BeforeEach
 	void awaitLeadershipOfEveryGroup() {
-		// A test that made this node a follower hands billing back when its other node stops; the yield cooldown can
+		// A test that made this node a follower hands billing back when its other node
+		// stops; the yield cooldown can
 		// delay the retake by a few seconds.
 		await().atMost(Duration.ofSeconds(10))
 			.until(() -> this.leadership.isLeader("default") && this.leadership.isLeader("billing"));
@@ -201,10 +206,12 @@ class SampleApplicationTests {
 		long otherTerm;
 		try (OtherNode other = OtherNode.start(database, this.settings, "billing")) {
 			otherTerm = handBillingTo(other);
-			// A run already under way when this node yielded may still finish; by the time this node has read the
+			// A run already under way when this node yielded may still finish; by the
+			// time this node has read the
 			// other node's lease, such a run is long over.
 			OffsetDateTime since = this.jdbc.sql("SELECT clock_timestamp()").query(OffsetDateTime.class).single();
-			// The job still fires every 200 ms on this node, which is now a follower and must skip every run.
+			// The job still fires every 200 ms on this node, which is now a follower and
+			// must skip every run.
 			await().during(Duration.ofMillis(1500))
 				.atMost(Duration.ofSeconds(3))
 				.until(() -> batchesSince(since), equalTo(0L));
@@ -227,23 +234,24 @@ class SampleApplicationTests {
 	}
 
 	/**
-	 * Makes this node yield billing to the other node, and waits until the other node leads it and this node has
-	 * read so.
+	 * Makes this node yield billing to the other node, and waits until the other node
+	 * leads it and this node has read so.
 	 * @return the other node's term
 	 */
 	private long handBillingTo(OtherNode other) {
-		// Once the other node has read this node's lease it waits for the release, so the hand-over is deterministic.
+		// Once the other node has read this node's lease it waits for the release, so the
+		// hand-over is deterministic.
 		await().atMost(Duration.ofSeconds(5))
 			.until(() -> other.engine().leader("billing").map(LeaderInfo::nodeId),
 					equalTo(Optional.of(this.leadership.nodeId())));
 		assertThat(this.leadership.yield("billing")).isTrue();
 		assertThat(this.leadership.isLeader("billing")).isFalse();
-		// At once through the release notification, at the latest when the lease it read runs out, and in any case
+		// At once through the release notification, at the latest when the lease it read
+		// runs out, and in any case
 		// before this node's yield cooldown ends.
 		await().atMost(this.settings.yieldCooldown().minusMillis(500)).until(() -> other.engine().isLeader("billing"));
 		await().atMost(this.settings.renewInterval().multipliedBy(4))
-			.until(() -> this.leadership.leader("billing").map(LeaderInfo::nodeId),
-					equalTo(Optional.of(OtherNode.ID)));
+			.until(() -> this.leadership.leader("billing").map(LeaderInfo::nodeId), equalTo(Optional.of(OtherNode.ID)));
 		return other.engine().token("billing").orElseThrow().term();
 	}
 
@@ -282,7 +290,8 @@ class SampleApplicationTests {
 	}
 
 	private static Consumer<Object> isRecentInstant() {
-		// An ISO-8601 instant in database time; the database runs close to this JVM's clock.
+		// An ISO-8601 instant in database time; the database runs close to this JVM's
+		// clock.
 		return (value) -> assertThat(value).isInstanceOfSatisfying(String.class,
 				(text) -> assertThat(Instant.parse(text)).isCloseTo(Instant.now(), within(1, ChronoUnit.MINUTES)));
 	}

@@ -16,10 +16,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Three nodes of the sample application, each a JVM of its own, started through leader-spring-boot-test's
- * {@link Cluster} as a user of the kit tests an application: the leader of {@code billing} is paused or killed, and
- * another node takes over with a higher term. The settlement batch's fenced writes are checked with
- * {@link FencedWrites}: no settlement of a lower term committed after one of a higher term.
+ * Three nodes of the sample application, each a JVM of its own, started through
+ * leader-spring-boot-test's {@link Cluster} as a user of the kit tests an application:
+ * the leader of {@code billing} is paused or killed, and another node takes over with a
+ * higher term. The settlement batch's fenced writes are checked with
+ * {@link FencedWrites}: no settlement of a lower term committed after one of a higher
+ * term.
  */
 class SampleClusterTests {
 
@@ -55,7 +57,8 @@ class SampleClusterTests {
 		leader.sigcont();
 		leader.awaitEvent("the revoke of its term", (event) -> event.is(Type.REVOKED, BILLING) && event.term() == term,
 				TAKEOVER);
-		// The thawed node had time to act on its old term while the new leader went on settling.
+		// The thawed node had time to act on its old term while the new leader went on
+		// settling.
 		await().atMost(TAKEOVER).until(() -> settlementsUnder(takeover.term()) > settledBeforeThaw + 10);
 		FencedWrites settlements = FencedWrites.read(this.cluster.dataSource(), SETTLEMENTS)
 			.assertNoStaleWriteCommitted();

@@ -25,8 +25,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * The sample application's daemons on a single node, against a fresh PostgreSQL schema: both run here, show in
- * {@code /actuator/leadership}, and write under their assignment's generation.
+ * The sample application's daemons on a single node, against a fresh PostgreSQL schema:
+ * both run here, show in {@code /actuator/leadership}, and write under their assignment's
+ * generation.
  */
 @Import(SampleDaemonsTests.SchemaConfiguration.class)
 @SpringBootTest(webEnvironment = WebEnvironment.RANDOM_PORT,
@@ -57,7 +58,8 @@ class SampleDaemonsTests {
 		registry.add("spring.datasource.password", database::password);
 	}
 
-	// Imported, not a @TestConfiguration: the demo's test starts nodes with this class path, and their component scan
+	// Imported, not a @TestConfiguration: the demo's test starts nodes with this class
+	// path, and their component scan
 	// must not find it.
 	static class SchemaConfiguration {
 
@@ -81,14 +83,14 @@ class SampleDaemonsTests {
 			.containsEntry("dispatched_by", node)
 			.containsEntry("generation", outboxGeneration);
 		await().atMost(WAIT)
-			.until(() -> this.jdbc.sql("SELECT count(*) FROM reports WHERE dispatched = 3").query(Long.class).single() > 0);
+			.until(() -> this.jdbc.sql("SELECT count(*) FROM reports WHERE dispatched = 3")
+				.query(Long.class)
+				.single() > 0);
 		assertThat(this.jdbc.sql("SELECT DISTINCT node_id, generation FROM reports").query().singleRow())
 			.containsEntry("node_id", node)
 			.containsEntry("generation", generation("report-builder"));
 		AbstractJsonContentAssert<?> json = assertThat(get("/actuator/leadership")).hasStatusOk().bodyJson();
-		json.extractingPath("$.assignments[*].daemon")
-			.asArray()
-			.containsExactly("outbox-dispatcher", "report-builder");
+		json.extractingPath("$.assignments[*].daemon").asArray().containsExactly("outbox-dispatcher", "report-builder");
 		json.extractingPath("$.assignments[*].node").asArray().containsOnly(node);
 		json.extractingPath("$.assignments[*].state").asArray().containsOnly("ACTIVE");
 		json.extractingPath("$.assignments[0].generation").isEqualTo((int) outboxGeneration);

@@ -26,12 +26,15 @@ import org.springframework.web.server.ResponseStatusException;
 /**
  * The launcher's HTTP API, which the cluster view uses:
  * <ul>
- * <li>{@code GET /demo/cluster}: every node's process state, and what its {@code /actuator/leadership} and
- * {@code /rejected-writes} answer now ({@code null} when it does not answer in time, as when paused);</li>
- * <li>{@code POST /demo/nodes/{number}/{action}}, with {@code kill} (SIGKILL), {@code pause} (SIGSTOP),
- * {@code resume} (SIGCONT), {@code stop} (SIGTERM) or {@code restart}: acts on that node's process and answers its
- * state; 404 for an unknown node or action, 409 when the process is not in a state for it, 403 when a page of
- * another origin asks, or the request names the launcher other than by a loopback name.</li>
+ * <li>{@code GET /demo/cluster}: every node's process state, and what its
+ * {@code /actuator/leadership} and {@code /rejected-writes} answer now ({@code null} when
+ * it does not answer in time, as when paused);</li>
+ * <li>{@code POST /demo/nodes/{number}/{action}}, with {@code kill} (SIGKILL),
+ * {@code pause} (SIGSTOP), {@code resume} (SIGCONT), {@code stop} (SIGTERM) or
+ * {@code restart}: acts on that node's process and answers its state; 404 for an unknown
+ * node or action, 409 when the process is not in a state for it, 403 when a page of
+ * another origin asks, or the request names the launcher other than by a loopback
+ * name.</li>
  * </ul>
  */
 @RestController
@@ -77,12 +80,13 @@ class DemoController {
 	}
 
 	/**
-	 * Refuses a request that a page of another site makes a browser send (a cross-site POST needs no preflight), or
-	 * that reaches the launcher through a name other than the loopback's (DNS rebinding).
+	 * Refuses a request that a page of another site makes a browser send (a cross-site
+	 * POST needs no preflight), or that reaches the launcher through a name other than
+	 * the loopback's (DNS rebinding).
 	 */
 	private static void requireLocal(String host, @Nullable String origin) {
-		String name = host.substring(0, host.lastIndexOf(':') > host.lastIndexOf(']') ? host.lastIndexOf(':')
-				: host.length());
+		String name = host.substring(0,
+				host.lastIndexOf(':') > host.lastIndexOf(']') ? host.lastIndexOf(':') : host.length());
 		if (!LOOPBACK_NAMES.contains(name) || (origin != null && !origin.equals("http://" + host))) {
 			throw new ResponseStatusException(HttpStatus.FORBIDDEN,
 					"The demo's fault controls answer only to pages of the launcher itself, on the loopback");
@@ -121,6 +125,7 @@ class DemoController {
 
 	/**
 	 * The answer of {@code GET /demo/cluster}.
+	 *
 	 * @param nodes the nodes, by number
 	 */
 	record Cluster(List<NodeStatus> nodes) {
@@ -128,13 +133,16 @@ class DemoController {
 
 	/**
 	 * One node as the launcher sees it.
+	 *
 	 * @param number its number, from 1
 	 * @param name its node name
 	 * @param port its HTTP port on 127.0.0.1
 	 * @param pid the pid of its latest process, if one was started
 	 * @param state the state of that process
-	 * @param leadership what its {@code /actuator/leadership} answered, as JSON, or {@code null}
-	 * @param rejectedWrites what its {@code /rejected-writes} answered, as JSON, or {@code null}
+	 * @param leadership what its {@code /actuator/leadership} answered, as JSON, or
+	 * {@code null}
+	 * @param rejectedWrites what its {@code /rejected-writes} answered, as JSON, or
+	 * {@code null}
 	 */
 	record NodeStatus(int number, String name, int port, @Nullable Long pid, DemoNode.State state,
 			@JsonRawValue @Nullable String leadership, @JsonRawValue @Nullable String rejectedWrites) {

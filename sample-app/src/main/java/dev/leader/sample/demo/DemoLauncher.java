@@ -20,11 +20,12 @@ import org.springframework.boot.jdbc.autoconfigure.JdbcConnectionDetails;
 import org.springframework.context.annotation.Bean;
 
 /**
- * The demo's launcher: no node itself (it leaves leadership out), it owns the database (the embedded PostgreSQL of
- * {@code leader-spring-boot-embedded-postgres}, stopped with this context after the nodes) and three nodes of the
- * sample, each a JVM of its own started from this one's class path or jar, and serves the cluster view of them with
- * controls to kill, pause, resume, stop and restart each. {@link DemoMode} chooses it when no
- * {@code spring.datasource.url} is set, and binds it to 127.0.0.1.
+ * The demo's launcher: no node itself (it leaves leadership out), it owns the database
+ * (the embedded PostgreSQL of {@code leader-spring-boot-embedded-postgres}, stopped with
+ * this context after the nodes) and three nodes of the sample, each a JVM of its own
+ * started from this one's class path or jar, and serves the cluster view of them with
+ * controls to kill, pause, resume, stop and restart each. {@link DemoMode} chooses it
+ * when no {@code spring.datasource.url} is set, and binds it to 127.0.0.1.
  */
 @SpringBootApplication(exclude = LeaderAutoConfiguration.class)
 @EnableConfigurationProperties(DemoProperties.class)
@@ -54,16 +55,17 @@ class DemoLauncher {
 	}
 
 	/**
-	 * Returns the command that starts this application again in a new JVM: the same {@code java}, and the same jar
-	 * when run with {@code java -jar}, else the same class path and main class.
+	 * Returns the command that starts this application again in a new JVM: the same
+	 * {@code java}, and the same jar when run with {@code java -jar}, else the same class
+	 * path and main class.
 	 */
 	static List<String> javaCommand() {
 		String java = ProcessHandle.current()
 			.info()
 			.command()
 			.orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-		List<String> command = new ArrayList<>(List.of(java, "-Xmx256m", "-XX:+UseSerialGC",
-				"-XX:TieredStopAtLevel=1"));
+		List<String> command = new ArrayList<>(
+				List.of(java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"));
 		String classPath = System.getProperty("java.class.path");
 		if (isExecutableJar(classPath)) {
 			command.addAll(List.of("-jar", classPath));

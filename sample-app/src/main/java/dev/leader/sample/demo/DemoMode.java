@@ -12,14 +12,18 @@ import org.springframework.core.env.MapPropertySource;
 import org.springframework.util.StringUtils;
 
 /**
- * Chooses what the sample's {@code main} runs, once Boot has prepared the environment, so that
- * {@code spring.datasource.url} counts wherever it is set (command line, environment variable, configuration file):
+ * Chooses what the sample's {@code main} runs, once Boot has prepared the environment, so
+ * that {@code spring.datasource.url} counts wherever it is set (command line, environment
+ * variable, configuration file):
  * <ul>
- * <li>with it, one node of the sample against that database, as before the demo existed;</li>
- * <li>without it, the demo's {@link DemoLauncher} on 127.0.0.1 only, which starts the nodes itself.</li>
+ * <li>with it, one node of the sample against that database, as before the demo
+ * existed;</li>
+ * <li>without it, the demo's {@link DemoLauncher} on 127.0.0.1 only, which starts the
+ * nodes itself.</li>
  * </ul>
- * The launcher's database is the embedded PostgreSQL, unless {@code demo.database.url} (with
- * {@code demo.database.username} and {@code demo.database.password}) names another one, as the tests do.
+ * The launcher's database is the embedded PostgreSQL, unless {@code demo.database.url}
+ * (with {@code demo.database.username} and {@code demo.database.password}) names another
+ * one, as the tests do.
  */
 public final class DemoMode implements ApplicationListener<ApplicationEnvironmentPreparedEvent> {
 
@@ -47,7 +51,8 @@ public final class DemoMode implements ApplicationListener<ApplicationEnvironmen
 
 	private static Map<String, Object> launcherProperties(ConfigurableEnvironment environment) {
 		Map<String, Object> properties = new LinkedHashMap<>();
-		// The fault controls act on processes: nobody but this machine's user may reach them.
+		// The fault controls act on processes: nobody but this machine's user may reach
+		// them.
 		properties.put("server.address", "127.0.0.1");
 		properties.put("spring.application.name", "sample-demo");
 		// The launcher is no node: it has no leadership health to be ready on.

@@ -13,8 +13,9 @@ import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 /**
- * One node of the demo: the process of the sample that the launcher started for it, if any, and the faults the
- * launcher injected into it. Every action works on that process only, never on a pid from outside. Thread-safe.
+ * One node of the demo: the process of the sample that the launcher started for it, if
+ * any, and the faults the launcher injected into it. Every action works on that process
+ * only, never on a pid from outside. Thread-safe.
  */
 final class DemoNode {
 
@@ -103,7 +104,8 @@ final class DemoNode {
 			throw new IllegalStateException(this.name + " is already running");
 		}
 		try {
-			// Standard input stays a pipe from the launcher: the node exits when it closes (ExitWithLauncher).
+			// Standard input stays a pipe from the launcher: the node exits when it
+			// closes (ExitWithLauncher).
 			ProcessBuilder builder = new ProcessBuilder(this.command).redirectErrorStream(true)
 				.redirectOutput(ProcessBuilder.Redirect.appendTo(this.log.toFile()));
 			builder.environment().putAll(this.environment);
@@ -141,8 +143,8 @@ final class DemoNode {
 	}
 
 	/**
-	 * Asks the node to stop as on Ctrl-C: SIGTERM, and SIGCONT if it is paused, since a frozen process cannot act on
-	 * SIGTERM. Returns at once.
+	 * Asks the node to stop as on Ctrl-C: SIGTERM, and SIGCONT if it is paused, since a
+	 * frozen process cannot act on SIGTERM. Returns at once.
 	 */
 	synchronized void stop() {
 		Process running = alive();
@@ -156,7 +158,8 @@ final class DemoNode {
 	}
 
 	/**
-	 * Stops the node if it runs, killing it if it has not exited within the timeout, and starts it again.
+	 * Stops the node if it runs, killing it if it has not exited within the timeout, and
+	 * starts it again.
 	 * @param timeout how long it may take to stop
 	 */
 	void restart(Duration timeout) {
@@ -168,7 +171,8 @@ final class DemoNode {
 	}
 
 	/**
-	 * Waits for the process to exit, and kills it if it has not exited within the timeout.
+	 * Waits for the process to exit, and kills it if it has not exited within the
+	 * timeout.
 	 * @param timeout how long to wait
 	 */
 	void awaitExit(Duration timeout) {
@@ -205,7 +209,8 @@ final class DemoNode {
 
 	private void signal(Process target, String signal) {
 		try {
-			Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(target.pid())).redirectErrorStream(true)
+			Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(target.pid()))
+				.redirectErrorStream(true)
 				.start();
 			if (!kill.waitFor(5, TimeUnit.SECONDS) || kill.exitValue() != 0) {
 				throw new IllegalStateException("Could not send SIG" + signal + " to " + this.name);

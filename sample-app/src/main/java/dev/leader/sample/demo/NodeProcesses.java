@@ -7,9 +7,10 @@ import java.util.Optional;
 import org.springframework.context.SmartLifecycle;
 
 /**
- * The nodes of the demo, started with the launcher's context and stopped with it, before the database it owns: each
- * is sent SIGTERM (and SIGCONT if paused), so that it hands its leases over, and killed if it has not exited within
- * the stop timeout. The nodes also exit by themselves when the launcher dies without stopping them.
+ * The nodes of the demo, started with the launcher's context and stopped with it, before
+ * the database it owns: each is sent SIGTERM (and SIGCONT if paused), so that it hands
+ * its leases over, and killed if it has not exited within the stop timeout. The nodes
+ * also exit by themselves when the launcher dies without stopping them.
  */
 final class NodeProcesses implements SmartLifecycle {
 
@@ -42,7 +43,8 @@ final class NodeProcesses implements SmartLifecycle {
 			this.nodes.forEach(DemoNode::start);
 		}
 		catch (RuntimeException ex) {
-			// The context stops only components that report running, and then stops the database: stop the nodes
+			// The context stops only components that report running, and then stops the
+			// database: stop the nodes
 			// already started here, which would otherwise outlive it.
 			stop();
 			throw ex;

@@ -1,6 +1,7 @@
 /**
- * The demo: a launcher that starts PostgreSQL and three nodes of the sample as separate processes, serves a cluster
- * view of all three, and injects real faults into the nodes it started.
+ * The demo: a launcher that starts PostgreSQL and three nodes of the sample as separate
+ * processes, serves a cluster view of all three, and injects real faults into the nodes
+ * it started.
  */
 @NullMarked
 package dev.leader.sample.demo;
