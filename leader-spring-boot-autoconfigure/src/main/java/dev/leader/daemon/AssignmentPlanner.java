@@ -59,7 +59,7 @@ final class AssignmentPlanner {
 	 * @param pollInterval how often every node polls its assignments
 	 * @return the actions, to apply in order
 	 */
-	public static List<Action> plan(DaemonSnapshot snapshot, Instant membershipChangedAt, DaemonSettings settings,
+	static List<Action> plan(DaemonSnapshot snapshot, Instant membershipChangedAt, DaemonSettings settings,
 			Duration pollInterval) {
 		Instant now = snapshot.now();
 		Map<String, Member> live = new TreeMap<>();
@@ -322,7 +322,7 @@ final class AssignmentPlanner {
 		 * @param deletedGeneration the generation of its DELETED assignment, 0 if it was
 		 * never assigned
 		 */
-		public Assign(String daemon, String node, long deletedGeneration) {
+		Assign(String daemon, String node, long deletedGeneration) {
 			this(daemon, node, deletedGeneration, null);
 		}
 
@@ -347,7 +347,7 @@ final class AssignmentPlanner {
 		 * @param generation the generation to revoke
 		 * @param toward the node expected to receive it once drained
 		 */
-		public Revoke(String daemon, String node, long generation, String toward) {
+		Revoke(String daemon, String node, long generation, String toward) {
 			this(daemon, node, generation, toward, MoveCause.REBALANCE);
 		}
 

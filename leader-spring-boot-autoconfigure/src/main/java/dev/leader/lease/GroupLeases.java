@@ -12,9 +12,9 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
+import dev.leader.Leadership.LeadershipListener;
 import dev.leader.LeadershipGrantedEvent;
 import dev.leader.LeadershipRevokedEvent;
-import dev.leader.Leadership.LeadershipListener;
 import dev.leader.NodeInfo;
 import dev.leader.RevokeReason;
 import dev.leader.lease.CoordinationStore.AcquireResult;

@@ -24,9 +24,9 @@ import java.util.stream.LongStream;
 
 import dev.leader.NodeInfo;
 import dev.leader.lease.CoordinationStore;
-import dev.leader.lease.LeaseState;
 import dev.leader.lease.CoordinationStore.AcquireResult;
 import dev.leader.lease.CoordinationStore.Tick;
+import dev.leader.lease.LeaseState;
 import dev.leader.node.NodeRegistration;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;

@@ -86,7 +86,7 @@ class DemoController {
 	 */
 	private static void requireLocal(String host, @Nullable String origin) {
 		String name = host.substring(0,
-				host.lastIndexOf(':') > host.lastIndexOf(']') ? host.lastIndexOf(':') : host.length());
+				(host.lastIndexOf(':') > host.lastIndexOf(']')) ? host.lastIndexOf(':') : host.length());
 		if (!LOOPBACK_NAMES.contains(name) || (origin != null && !origin.equals("http://" + host))) {
 			throw new ResponseStatusException(HttpStatus.FORBIDDEN,
 					"The demo's fault controls answer only to pages of the launcher itself, on the loopback");
