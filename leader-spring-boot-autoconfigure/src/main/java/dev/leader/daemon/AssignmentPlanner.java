@@ -201,6 +201,12 @@ final class AssignmentPlanner {
 	 * Chooses where a daemon goes: the requested node if it takes daemons and advertises
 	 * this one, otherwise (the node may have died or been drained since) the least-loaded
 	 * such node other than the one to avoid, ties to the lowest node id.
+	 * @param daemon the daemon
+	 * @param takers the live nodes that take daemons, by id
+	 * @param load the number of daemons of each node, by id
+	 * @param avoid a node not to choose, or {@code null}
+	 * @param requested the node that a move request names, or {@code null}
+	 * @return the node, or {@code null} if no node other than the one to avoid has the daemon
 	 */
 	private static @Nullable String target(String daemon, Map<String, Member> takers, Map<String, Integer> load,
 			@Nullable String avoid, @Nullable String requested) {

@@ -83,6 +83,8 @@ class DemoController {
 	 * Refuses a request that a page of another site makes a browser send (a cross-site
 	 * POST needs no preflight), or that reaches the launcher through a name other than
 	 * the loopback's (DNS rebinding).
+	 * @param host the request's {@code Host} header
+	 * @param origin the request's {@code Origin} header, if any
 	 */
 	private static void requireLocal(String host, @Nullable String origin) {
 		String name = host.substring(0,
