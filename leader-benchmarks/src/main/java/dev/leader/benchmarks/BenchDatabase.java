@@ -53,7 +53,8 @@ final class BenchDatabase implements AutoCloseable {
 	 * @param user the user
 	 * @param password the user's password
 	 * @param name the name of the database
-	 * @param serverLog the path of the server's log file, or {@code null} to ask the server
+	 * @param serverLog the path of the server's log file, or {@code null} to ask the
+	 * server
 	 * @return the database, migrated
 	 */
 	static BenchDatabase create(String serverUrl, String user, String password, String name, @Nullable String serverLog)
@@ -72,7 +73,8 @@ final class BenchDatabase implements AutoCloseable {
 	 * @param user the user
 	 * @param password the user's password
 	 * @param name the name of the database
-	 * @param serverLog the path of the server's log file, or {@code null} to ask the server
+	 * @param serverLog the path of the server's log file, or {@code null} to ask the
+	 * server
 	 * @return the database, empty
 	 */
 	static BenchDatabase createEmpty(String serverUrl, String user, String password, String name,

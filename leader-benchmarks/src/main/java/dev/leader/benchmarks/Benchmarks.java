@@ -206,7 +206,8 @@ public final class Benchmarks {
 	 * @param app the sample-app timings
 	 * @param options the command line's options
 	 * @param rounds the number of hand-overs per variant
-	 * @param engineHandOver the bare engine's median hand-over, or NaN if it was not measured
+	 * @param engineHandOver the bare engine's median hand-over, or NaN if it was not
+	 * measured
 	 */
 	private static void runSampleAppHandOver(SampleAppTimings app, Map<String, String> options, int rounds,
 			double engineHandOver) throws Exception {

@@ -133,12 +133,14 @@ public final class LeaderAutoConfiguration {
 	 * before the engine deregisters the node. On a context's close the leases are given
 	 * up before either stops, see {@link LeaderEngineLifecycle}.
 	 * @param engine the engine whose groups hold the daemons' leadership
-	 * @param engineLifecycle the engine's lifecycle, a dependency only to order the coordinator after it
+	 * @param engineLifecycle the engine's lifecycle, a dependency only to order the
+	 * coordinator after it
 	 * @param store the store of daemon assignments
 	 * @param settings the daemon settings
 	 * @param beanFactory the factory to find the {@link DaemonAgent} beans in
 	 * @param publisher the publisher of the coordinator's events
-	 * @param observationRegistry the registry for the coordinator's observations, if unique
+	 * @param observationRegistry the registry for the coordinator's observations, if
+	 * unique
 	 * @return the coordinator
 	 */
 	@Bean

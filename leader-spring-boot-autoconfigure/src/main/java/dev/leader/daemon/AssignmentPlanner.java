@@ -206,7 +206,8 @@ final class AssignmentPlanner {
 	 * @param load the number of daemons of each node, by id
 	 * @param avoid a node not to choose, or {@code null}
 	 * @param requested the node that a move request names, or {@code null}
-	 * @return the node, or {@code null} if no node other than the one to avoid has the daemon
+	 * @return the node, or {@code null} if no node other than the one to avoid has the
+	 * daemon
 	 */
 	private static @Nullable String target(String daemon, Map<String, Member> takers, Map<String, Integer> load,
 			@Nullable String avoid, @Nullable String requested) {

@@ -97,7 +97,8 @@ final class KeptConnection {
 	/**
 	 * Hands the kept connection back and borrows one at once, so that the pool lends it
 	 * back without checking it, and retires it instead if its lifetime is over.
-	 * @return the borrowed connection, with the network timeout set where the driver supports it
+	 * @return the borrowed connection, with the network timeout set where the driver
+	 * supports it
 	 */
 	private Connection borrow() throws SQLException {
 		giveBack();
