@@ -49,6 +49,13 @@ final class BenchDatabase implements AutoCloseable {
 	/**
 	 * Creates the database on the server of the given URL, and runs the starter's
 	 * migrations in it.
+	 * @param serverUrl the JDBC URL of the server's maintenance database
+	 * @param user the user
+	 * @param password the user's password
+	 * @param name the name of the database
+	 * @param serverLog the path of the server's log file, or {@code null} to ask the
+	 * server
+	 * @return the database, migrated
 	 */
 	static BenchDatabase create(String serverUrl, String user, String password, String name, @Nullable String serverLog)
 			throws SQLException {
@@ -62,6 +69,13 @@ final class BenchDatabase implements AutoCloseable {
 	/**
 	 * Creates the database on the server of the given URL, empty, for applications that
 	 * run their own migrations.
+	 * @param serverUrl the JDBC URL of the server's maintenance database
+	 * @param user the user
+	 * @param password the user's password
+	 * @param name the name of the database
+	 * @param serverLog the path of the server's log file, or {@code null} to ask the
+	 * server
+	 * @return the database, empty
 	 */
 	static BenchDatabase createEmpty(String serverUrl, String user, String password, String name,
 			@Nullable String serverLog) throws SQLException {
@@ -178,6 +192,7 @@ final class BenchDatabase implements AutoCloseable {
 	/**
 	 * Reads the database's transaction counters, committed plus rolled back, and rolled
 	 * back alone.
+	 * @return the committed plus rolled back count, then the rolled back count
 	 */
 	long[] transactions() throws SQLException {
 		try (Connection connection = maintenance();
@@ -217,6 +232,7 @@ final class BenchDatabase implements AutoCloseable {
 	/**
 	 * Counts the ERROR, FATAL and PANIC lines of this database written to the server log
 	 * after the given size.
+	 * @param fromSize the size of the log to count after, in bytes
 	 * @return the count, or -1 if the log cannot be read
 	 */
 	long errorLines(long fromSize) {
@@ -248,6 +264,7 @@ final class BenchDatabase implements AutoCloseable {
 	 * Returns the {@code application_name} of every session of this database, by backend
 	 * process id, read from the maintenance database so that the reading adds nothing to
 	 * this one.
+	 * @return the application name of each session, by backend process id
 	 */
 	Map<Integer, String> applicationNames() throws SQLException {
 		Map<Integer, String> names = new HashMap<>();

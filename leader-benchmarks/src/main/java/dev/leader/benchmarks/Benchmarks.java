@@ -203,6 +203,11 @@ public final class Benchmarks {
 	 * (the sample's two daemons placed by the coordinator, or daemon assignment off),
 	 * {@code --app-settle=PT4S}, and {@code --quiet-wait=PT3M}, how long to wait at most
 	 * for a quiet machine first.
+	 * @param app the sample-app timings
+	 * @param options the command line's options
+	 * @param rounds the number of hand-overs per variant
+	 * @param engineHandOver the bare engine's median hand-over, or NaN if it was not
+	 * measured
 	 */
 	private static void runSampleAppHandOver(SampleAppTimings app, Map<String, String> options, int rounds,
 			double engineHandOver) throws Exception {
@@ -251,6 +256,8 @@ public final class Benchmarks {
 	 * The idle load of three sample-app nodes: {@code --app-idle=default,no-validation}
 	 * (Hikari's defaults, or pool validation skipped for a minute of idleness), with
 	 * {@code --load-window} and {@code --load-windows}.
+	 * @param app the sample-app timings
+	 * @param options the command line's options
 	 */
 	private static void runSampleAppIdle(SampleAppTimings app, Map<String, String> options) throws Exception {
 		Duration window = Duration.parse(options.getOrDefault("load-window", "PT10S"));
@@ -382,6 +389,8 @@ public final class Benchmarks {
 	 * Waits, for a bounded time, until the 1-minute load average is below the threshold;
 	 * a pause, never a synchronisation. Prints how long it waited and the load it ended
 	 * at.
+	 * @param threshold the load average to get below
+	 * @param atMost how long to wait at most
 	 */
 	static void awaitQuietMachine(double threshold, Duration atMost) throws InterruptedException {
 		long start = System.nanoTime();

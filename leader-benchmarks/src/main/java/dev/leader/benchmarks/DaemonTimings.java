@@ -165,6 +165,7 @@ final class DaemonTimings {
 	/**
 	 * Waits until every daemon is ACTIVE on a running node and the loads of the running
 	 * nodes differ by one at most.
+	 * @param daemonCount the number of daemons
 	 */
 	private void awaitBalanced(int daemonCount) {
 		await().atMost(TIMEOUT).pollInterval(Duration.ofMillis(200)).until(() -> {
@@ -251,6 +252,7 @@ final class DaemonTimings {
 	/**
 	 * Lets the cluster idle while the server counts; a measuring window, never a
 	 * synchronisation.
+	 * @param duration how long to idle
 	 */
 	private static void sleep(Duration duration) throws InterruptedException {
 		TimeUnit.NANOSECONDS.sleep(duration.toNanos());

@@ -95,6 +95,26 @@ public final class EngineHost {
 		}
 	}
 
+	static List<String> command(BenchDatabase database, int firstNode, int nodeCount, int groupCount, boolean leadFirst,
+			List<String> jvmOptions) {
+		List<String> command = new ArrayList<>();
+		command.add(ProcessHandle.current().info().command().orElseThrow());
+		command.add("-Xmx256m");
+		command.addAll(jvmOptions);
+		command.add("-XX:+UseSerialGC");
+		command.add("-cp");
+		command.add(System.getProperty("java.class.path"));
+		command.add(EngineHost.class.getName());
+		command.add(database.url());
+		command.add(database.user());
+		command.add(database.password().isEmpty() ? "" : database.password());
+		command.add(Integer.toString(firstNode));
+		command.add(Integer.toString(nodeCount));
+		command.add(Integer.toString(groupCount));
+		command.add(Boolean.toString(leadFirst));
+		return command;
+	}
+
 	/**
 	 * A store whose release notifications come from one {@code LISTEN} connection for all
 	 * the engines of the JVM, and whose round trips take turns, one at a time.
@@ -160,26 +180,6 @@ public final class EngineHost {
 			}
 		}
 
-	}
-
-	static List<String> command(BenchDatabase database, int firstNode, int nodeCount, int groupCount, boolean leadFirst,
-			List<String> jvmOptions) {
-		List<String> command = new ArrayList<>();
-		command.add(ProcessHandle.current().info().command().orElseThrow());
-		command.add("-Xmx256m");
-		command.addAll(jvmOptions);
-		command.add("-XX:+UseSerialGC");
-		command.add("-cp");
-		command.add(System.getProperty("java.class.path"));
-		command.add(EngineHost.class.getName());
-		command.add(database.url());
-		command.add(database.user());
-		command.add(database.password().isEmpty() ? "" : database.password());
-		command.add(Integer.toString(firstNode));
-		command.add(Integer.toString(nodeCount));
-		command.add(Integer.toString(groupCount));
-		command.add(Boolean.toString(leadFirst));
-		return command;
 	}
 
 }

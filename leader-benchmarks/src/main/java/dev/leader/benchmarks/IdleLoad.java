@@ -108,6 +108,8 @@ final class IdleLoad {
 	/**
 	 * Waits until the host is ready, then follows its statement count on a thread of its
 	 * own.
+	 * @param host the engine host's process
+	 * @return the host's statement count, updated as the host prints it
 	 */
 	private static AtomicLong followStatements(Process host) throws Exception {
 		BufferedReader reader = new BufferedReader(
@@ -158,6 +160,7 @@ final class IdleLoad {
 	/**
 	 * Lets the cluster idle while the server counts; a measuring window, never a
 	 * synchronisation.
+	 * @param duration how long to idle
 	 */
 	private static void sleep(Duration duration) throws InterruptedException {
 		TimeUnit.NANOSECONDS.sleep(duration.toNanos());

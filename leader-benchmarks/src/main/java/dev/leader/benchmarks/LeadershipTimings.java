@@ -107,6 +107,8 @@ final class LeadershipTimings {
 	 * last round, as the nodes' connections did before a hand-over: the time a round trip
 	 * takes on this machine at that moment, against which a hand-over can be read. The
 	 * machine's speed changes over an hour, and this round trip with it.
+	 * @param connection the harness's idle connection
+	 * @return the round trip, in milliseconds
 	 */
 	private static double idleRoundTrip(Connection connection) throws SQLException {
 		long sent = System.nanoTime();
@@ -196,6 +198,8 @@ final class LeadershipTimings {
 	 * Waits for the first grant of a later term. The grant's time is the one its node
 	 * printed, so the poll only needs to find it, and it polls seldom enough not to take
 	 * the cores from the nodes it measures.
+	 * @param term the term that the grant must be above
+	 * @return the earliest such grant of any node
 	 */
 	private NodeEvent awaitGrantAbove(long term) {
 		return await().atMost(TIMEOUT)
@@ -235,6 +239,7 @@ final class LeadershipTimings {
 	/**
 	 * Lets the cluster idle; a pause in the benchmark's schedule, never a
 	 * synchronisation.
+	 * @param duration how long to pause
 	 */
 	private static void sleep(Duration duration) throws InterruptedException {
 		TimeUnit.NANOSECONDS.sleep(duration.toNanos());

@@ -120,6 +120,8 @@ final class SampleAppNode implements AutoCloseable {
 
 	/**
 	 * Waits until the application is ready, or fails.
+	 * @param timeoutSeconds how long to wait at most, in seconds
+	 * @return this node
 	 */
 	SampleAppNode awaitReady(long timeoutSeconds) throws InterruptedException {
 		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSeconds);
@@ -149,6 +151,8 @@ final class SampleAppNode implements AutoCloseable {
 
 	/**
 	 * Returns the first step that matches, in the order the node printed them.
+	 * @param matching the condition on the step
+	 * @return the first matching step, if any
 	 */
 	Optional<Timing> first(Predicate<Timing> matching) {
 		return this.timings.stream().filter(matching).findFirst();

@@ -80,6 +80,7 @@ final class SampleAppTimings {
 	 * Finds the sample application's executable jar: the {@code bench.sample-app.jar}
 	 * system property, which the benchmarks' build sets, or {@code sample-app/target}
 	 * beside the working directory.
+	 * @return the jar's path
 	 */
 	static Path sampleAppJar() throws Exception {
 		String configured = System.getProperty("bench.sample-app.jar");
@@ -202,6 +203,9 @@ final class SampleAppTimings {
 	 * Waits for a later term of every group the stopped leader held; polls seldom, after
 	 * the leader exited, so that the polls take no core from the nodes during the
 	 * hand-over.
+	 * @param connection the harness's connection
+	 * @param held the terms the stopped leader held, by group name
+	 * @return the time each later term was acquired at, by group name
 	 */
 	private Map<String, OffsetDateTime> awaitGrants(Connection connection, Map<String, Long> held) throws Exception {
 		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
@@ -282,6 +286,11 @@ final class SampleAppTimings {
 	/**
 	 * Groups the statements the server logged for the nodes' sessions by their text, with
 	 * their rates per node.
+	 * @param log the server log's lines written during the measurement
+	 * @param sessions the application name of each session, by backend process id
+	 * @param leader the name of the leading node
+	 * @param seconds the length of the measurement, in seconds
+	 * @return the statements' rates, most frequent first
 	 */
 	private List<StatementRate> statements(String log, Map<Integer, String> sessions, String leader, double seconds) {
 		Map<String, Map<String, Integer>> counts = new TreeMap<>();
@@ -320,6 +329,10 @@ final class SampleAppTimings {
 	/**
 	 * Turns counts by statement and node into rates, the nodes' statements only, most
 	 * frequent first.
+	 * @param counts the counts, by statement text and then application name
+	 * @param leader the name of the leading node
+	 * @param seconds the length of the measurement, in seconds
+	 * @return the statements' rates, most frequent first
 	 */
 	private static List<StatementRate> rates(Map<String, Map<String, Integer>> counts, String leader, double seconds) {
 		List<StatementRate> rates = new ArrayList<>();
@@ -366,6 +379,8 @@ final class SampleAppTimings {
 	/**
 	 * Waits until the cluster is complete: three live nodes, every group held, and with
 	 * daemons each of them active.
+	 * @param connection the harness's connection
+	 * @param daemons whether the nodes run daemons
 	 */
 	private void awaitSettled(Connection connection, boolean daemons) throws Exception {
 		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
@@ -410,6 +425,7 @@ final class SampleAppTimings {
 	/**
 	 * Lets the cluster idle; a pause in the benchmark's schedule, never a
 	 * synchronisation.
+	 * @param duration how long to pause
 	 */
 	private static void sleep(Duration duration) throws InterruptedException {
 		TimeUnit.NANOSECONDS.sleep(duration.toNanos());

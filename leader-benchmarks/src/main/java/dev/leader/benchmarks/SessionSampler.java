@@ -62,6 +62,7 @@ final class SessionSampler implements AutoCloseable {
 	 * Stops sampling, and returns how many statements each application sent, by statement
 	 * text (whitespace collapsed, cut at 120 characters) and then application name. The
 	 * statements under way at the first sample are left out.
+	 * @return the counts, by statement text and then application name
 	 */
 	Map<String, Map<String, Integer>> stop() throws InterruptedException {
 		this.running = false;

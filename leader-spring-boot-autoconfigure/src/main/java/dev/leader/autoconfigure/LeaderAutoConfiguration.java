@@ -132,6 +132,16 @@ public final class LeaderAutoConfiguration {
 	 * starts it after the engine and stops it, handing its daemons over on a live node,
 	 * before the engine deregisters the node. On a context's close the leases are given
 	 * up before either stops, see {@link LeaderEngineLifecycle}.
+	 * @param engine the engine whose groups hold the daemons' leadership
+	 * @param engineLifecycle the engine's lifecycle, a dependency only to order the
+	 * coordinator after it
+	 * @param store the store of daemon assignments
+	 * @param settings the daemon settings
+	 * @param beanFactory the factory to find the {@link DaemonAgent} beans in
+	 * @param publisher the publisher of the coordinator's events
+	 * @param observationRegistry the registry for the coordinator's observations, if
+	 * unique
+	 * @return the coordinator
 	 */
 	@Bean
 	@ConditionalOnMissingBean
@@ -198,6 +208,11 @@ public final class LeaderAutoConfiguration {
 	/**
 	 * Checks every setting that the beans check when they are created, for the migration
 	 * to run only with valid ones: the beans that check them may be created after it.
+	 * @param properties the starter's properties
+	 * @param environment the environment, for the node's name
+	 * @param lease the lease settings
+	 * @param daemons the daemon settings, or {@code null} if there are none
+	 * @param beanFactory the factory to find the {@link DaemonAgent} beans in
 	 */
 	private static void checkSettings(LeaderProperties properties, Environment environment, LeaseSettings lease,
 			@Nullable DaemonSettings daemons, ListableBeanFactory beanFactory) {

@@ -59,7 +59,7 @@ final class AssignmentPlanner {
 	 * @param pollInterval how often every node polls its assignments
 	 * @return the actions, to apply in order
 	 */
-	public static List<Action> plan(DaemonSnapshot snapshot, Instant membershipChangedAt, DaemonSettings settings,
+	static List<Action> plan(DaemonSnapshot snapshot, Instant membershipChangedAt, DaemonSettings settings,
 			Duration pollInterval) {
 		Instant now = snapshot.now();
 		Map<String, Member> live = new TreeMap<>();
@@ -201,6 +201,13 @@ final class AssignmentPlanner {
 	 * Chooses where a daemon goes: the requested node if it takes daemons and advertises
 	 * this one, otherwise (the node may have died or been drained since) the least-loaded
 	 * such node other than the one to avoid, ties to the lowest node id.
+	 * @param daemon the daemon
+	 * @param takers the live nodes that take daemons, by id
+	 * @param load the number of daemons of each node, by id
+	 * @param avoid a node not to choose, or {@code null}
+	 * @param requested the node that a move request names, or {@code null}
+	 * @return the node, or {@code null} if no node other than the one to avoid has the
+	 * daemon
 	 */
 	private static @Nullable String target(String daemon, Map<String, Member> takers, Map<String, Integer> load,
 			@Nullable String avoid, @Nullable String requested) {
@@ -322,7 +329,7 @@ final class AssignmentPlanner {
 		 * @param deletedGeneration the generation of its DELETED assignment, 0 if it was
 		 * never assigned
 		 */
-		public Assign(String daemon, String node, long deletedGeneration) {
+		Assign(String daemon, String node, long deletedGeneration) {
 			this(daemon, node, deletedGeneration, null);
 		}
 
@@ -347,7 +354,7 @@ final class AssignmentPlanner {
 		 * @param generation the generation to revoke
 		 * @param toward the node expected to receive it once drained
 		 */
-		public Revoke(String daemon, String node, long generation, String toward) {
+		Revoke(String daemon, String node, long generation, String toward) {
 			this(daemon, node, generation, toward, MoveCause.REBALANCE);
 		}
 

@@ -41,6 +41,7 @@ final class DaemonOperations {
 
 	/**
 	 * See {@link DaemonCoordinator#requestRebalance()}.
+	 * @return the request as recorded
 	 */
 	DaemonRequest requestRebalance() {
 		DaemonRequest request = this.store.request(DaemonRequest.Kind.REBALANCE, "", null);
@@ -50,6 +51,9 @@ final class DaemonOperations {
 
 	/**
 	 * See {@link DaemonCoordinator#requestMove(String, String)}.
+	 * @param daemon the daemon
+	 * @param node the node to move it to, or {@code null} for the least-loaded other node
+	 * @return the request as recorded
 	 */
 	DaemonRequest requestMove(String daemon, @Nullable String node) {
 		DaemonSnapshot snapshot = this.store.read(this.node.lease().nodeExpiry());
@@ -88,6 +92,9 @@ final class DaemonOperations {
 
 	/**
 	 * See {@link DaemonCoordinator#drain(String, boolean)}.
+	 * @param node the node
+	 * @param drained whether to drain it
+	 * @return the daemons assigned to the node as last read
 	 */
 	List<String> drain(String node, boolean drained) {
 		if (!this.store.drain(node, drained)) {
@@ -107,6 +114,7 @@ final class DaemonOperations {
 	/**
 	 * See {@link DaemonStatus#stuck()}.
 	 * @param read the snapshot this node read last, or {@code null} before its first read
+	 * @return why each daemon is stuck, by daemon name
 	 */
 	Map<String, String> stuck(@Nullable DaemonSnapshot read) {
 		Map<String, String> stuck = new TreeMap<>();

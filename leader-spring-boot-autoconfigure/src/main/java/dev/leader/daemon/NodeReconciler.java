@@ -251,6 +251,7 @@ final class NodeReconciler {
 	 * outdated: the failed acknowledgement may have committed before its connection
 	 * broke, or the leader may have taken the daemon back. The next cycle's read tells,
 	 * and stops the run in the second case.
+	 * @param run the run whose acknowledgement failed
 	 */
 	private void retryAcknowledge(AgentRun run) {
 		try {
@@ -269,6 +270,7 @@ final class NodeReconciler {
 	/**
 	 * Marks the run's assignment ACTIVE, if it is still ASSIGNING to this node with the
 	 * run's generation.
+	 * @param run the run to acknowledge
 	 * @return whether it changed
 	 */
 	private boolean acknowledge(AgentRun run) {

@@ -55,6 +55,7 @@ final class KeptConnection {
 	 * Runs one statement on the kept connection, or on a borrowed one if none is kept or
 	 * another caller uses it, and keeps the connection afterwards unless the statement
 	 * failed.
+	 * @param <T> the type of the callback's result
 	 * @param task what the statement does, for the message of a failure
 	 * @param sql the statement
 	 * @param callback binds the parameters, executes the statement and reads its result
@@ -96,6 +97,8 @@ final class KeptConnection {
 	/**
 	 * Hands the kept connection back and borrows one at once, so that the pool lends it
 	 * back without checking it, and retires it instead if its lifetime is over.
+	 * @return the borrowed connection, with the network timeout set where the driver
+	 * supports it
 	 */
 	private Connection borrow() throws SQLException {
 		giveBack();

@@ -69,6 +69,7 @@ final class OwnConnections {
 
 	/**
 	 * Borrows a connection from the pool, set up for the starter's statements.
+	 * @return a connection in auto-commit mode with the {@code READ COMMITTED} isolation
 	 */
 	Connection borrow() throws SQLException {
 		Connection connection = this.dataSource.getConnection();
@@ -96,6 +97,7 @@ final class OwnConnections {
 	/**
 	 * Restores the pool's defaults on a connection from {@link #borrow()} and gives it
 	 * back.
+	 * @param connection the connection to give back
 	 */
 	void giveBack(Connection connection) {
 		Defaults defaults = this.defaults;

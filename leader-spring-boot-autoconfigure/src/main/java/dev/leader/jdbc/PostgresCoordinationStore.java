@@ -319,6 +319,8 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	 * Returns the incarnation of a node: its process, told apart from an earlier or
 	 * another process with the same id by the pid, the host and a value drawn once per
 	 * JVM.
+	 * @param node the node's registration
+	 * @return the pid, the hash of the host and the JVM's value, separated by slashes
 	 */
 	private static String incarnation(NodeRegistration node) {
 		return node.pid() + "/" + Integer.toHexString(node.host().hashCode()) + "/" + PROCESS;

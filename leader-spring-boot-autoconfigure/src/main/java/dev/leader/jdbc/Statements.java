@@ -120,8 +120,13 @@ final class Statements {
 	/**
 	 * Runs a statement on the connection of the transaction that is active on the calling
 	 * thread, for a check whose row lock must last as long as the writes it protects.
+	 * @param <T> the type of the callback's result
 	 * @param dataSource the data source the transaction is bound to
 	 * @param how what the caller must do to have such a transaction, for the message
+	 * @param task what the statement does, for the message of a failure
+	 * @param sql the statement
+	 * @param callback binds the parameters, executes the statement and reads its result
+	 * @return the callback's result
 	 * @throws IllegalTransactionStateException if no transaction on the data source is
 	 * active
 	 */
@@ -153,6 +158,7 @@ final class Statements {
 	 * standby lets expire; counted as a failure, the node steps down when its safe window
 	 * closes. (A wait that is not cancelled simply hangs, since {@code statement_timeout}
 	 * does not apply to the commit; the engine's watchdog closes the safe window then.)
+	 * @param statement the statement that committed
 	 * @throws SQLException carrying the warning
 	 */
 	static void requireDurable(Statement statement) throws SQLException {

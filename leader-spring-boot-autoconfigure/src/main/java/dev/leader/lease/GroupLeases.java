@@ -12,9 +12,9 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
+import dev.leader.Leadership.LeadershipListener;
 import dev.leader.LeadershipGrantedEvent;
 import dev.leader.LeadershipRevokedEvent;
-import dev.leader.Leadership.LeadershipListener;
 import dev.leader.NodeInfo;
 import dev.leader.RevokeReason;
 import dev.leader.lease.CoordinationStore.AcquireResult;
@@ -111,6 +111,7 @@ final class GroupLeases {
 	/**
 	 * Returns the names without copying, for the round trip that reads every group's
 	 * lease.
+	 * @return the live view of the group names
 	 */
 	Collection<String> liveNames() {
 		return this.groups.keySet();
@@ -131,6 +132,7 @@ final class GroupLeases {
 	/**
 	 * Returns the terms of the leases this node holds, by group, whether or not their
 	 * windows are still open.
+	 * @return the term of each held lease, by group name
 	 */
 	Map<String, Long> heldTerms() {
 		Map<String, Long> held = new LinkedHashMap<>();
@@ -146,6 +148,10 @@ final class GroupLeases {
 	/**
 	 * Applies the outcome of an acquire: holds the lease if granted and wakes the callers
 	 * awaiting it, and records the lease read.
+	 * @param group the group that the acquire was for
+	 * @param result the store's answer
+	 * @param sent the engine clock's nano time when the acquire was sent
+	 * @param received the engine clock's nano time when its answer came
 	 */
 	void acquired(GroupLease group, AcquireResult result, long sent, long received) {
 		LeaseState lease = result.lease();
@@ -167,6 +173,10 @@ final class GroupLeases {
 	/**
 	 * Applies a heartbeat: renews or steps down from the leases that were held when it
 	 * was sent, publishes the membership changes, and records every lease read.
+	 * @param held the terms held when the heartbeat was sent, by group name
+	 * @param tick the store's answer
+	 * @param sent the engine clock's nano time when the heartbeat was sent
+	 * @param received the engine clock's nano time when its answer came
 	 * @return the groups this node does not hold, which may be acquired
 	 */
 	List<GroupLease> heartbeated(Map<String, Long> held, Tick tick, long sent, long received) {
@@ -189,6 +199,7 @@ final class GroupLeases {
 	/**
 	 * Marks the groups whose renewal failed, so that a window that closes before the next
 	 * success closes with {@link RevokeReason#ERROR}.
+	 * @param held the names of the groups whose renewal failed
 	 */
 	void renewalsFailed(Collection<String> held) {
 		synchronized (this.lock) {
@@ -198,6 +209,8 @@ final class GroupLeases {
 
 	/**
 	 * Steps down from the given groups, from all of them if {@code null}.
+	 * @param names the names of the groups, or {@code null} for all
+	 * @param reason why this node steps down
 	 */
 	void stepDown(@Nullable Collection<String> names, RevokeReason reason) {
 		synchronized (this.lock) {
@@ -213,6 +226,8 @@ final class GroupLeases {
 	/**
 	 * Steps down from every group and returns the terms that were held, for the release
 	 * of a stopping node.
+	 * @param reason why this node steps down
+	 * @return the terms that were held, by group name
 	 */
 	Map<String, Long> stepDownAll(RevokeReason reason) {
 		synchronized (this.lock) {
@@ -227,6 +242,7 @@ final class GroupLeases {
 
 	/**
 	 * Steps down from a group on demand and starts its cooldown.
+	 * @param group the group to yield
 	 * @return the term held, or -1 if this node held none
 	 */
 	long yield(GroupLease group) {
@@ -243,6 +259,7 @@ final class GroupLeases {
 	/**
 	 * Steps down if the safe window of the lease held now has closed; runs on
 	 * {@code leader-watchdog}.
+	 * @param group the group whose safe window may have closed
 	 */
 	private void closeWindow(GroupLease group) {
 		synchronized (this.lock) {
@@ -256,6 +273,7 @@ final class GroupLeases {
 	/**
 	 * Delivers an event to the group's listeners, then to the publisher; runs on
 	 * {@code leader-events}.
+	 * @param event the event to deliver
 	 */
 	void deliver(Object event) {
 		// Loops rather than lambdas: this runs once per transition, often for the first
@@ -302,6 +320,8 @@ final class GroupLeases {
 	 * Ends this node's leadership of the group, if it holds it.
 	 * @param latency the round trip that found the lease lost, in nanoseconds, or -1 for
 	 * a local decision
+	 * @param group the group
+	 * @param reason why this node steps down
 	 */
 	private void stepDown(GroupLease group, RevokeReason reason, long latency) {
 		LeadershipRevokedEvent revoked = group.stepDown(reason);
@@ -337,6 +357,8 @@ final class GroupLeases {
 	/**
 	 * Logs a line at INFO, formatting it only if INFO is on: transitions are logged on a
 	 * hand-over's path.
+	 * @param format the format of the line, as for {@link String#format}
+	 * @param args the arguments of the format
 	 */
 	static void info(String format, Object... args) {
 		if (logger.isInfoEnabled()) {

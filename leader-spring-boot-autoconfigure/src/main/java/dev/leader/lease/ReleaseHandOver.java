@@ -197,6 +197,7 @@ final class ReleaseHandOver {
 	 * than {@link #REVOKE_DELIVERY_TIMEOUT} (a listener that blocks, or one that stops
 	 * the engine on that thread), this thread releases instead. Returns once the release
 	 * is done.
+	 * @param held the terms to release, by group name
 	 */
 	private void releaseAfterRevokes(Map<String, Long> held) {
 		if (held.isEmpty()) {
@@ -237,6 +238,9 @@ final class ReleaseHandOver {
 	/**
 	 * Returns a task that releases the leases unless the flag shows that another thread
 	 * took them over.
+	 * @param held the terms to release, by group name
+	 * @param taken set by the thread that releases, so that only one does
+	 * @return the task
 	 */
 	private Runnable releaseOnce(Map<String, Long> held, AtomicBoolean taken) {
 		return () -> {

@@ -13,7 +13,6 @@ import dev.leader.LeaderInfo;
 import dev.leader.Leadership;
 import dev.leader.LeadershipGrantedEvent;
 import dev.leader.LeadershipRevokedEvent;
-import dev.leader.RevokeReason;
 import dev.leader.node.NodeRegistration;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;

@@ -120,7 +120,7 @@ class EmbeddedPostgresServerTests {
 	 * Starts a server on the directory, writes a row, prints its port and waits to be
 	 * killed.
 	 */
-	static final class StartServer {
+	public static final class StartServer {
 
 		public static void main(String[] args) throws Exception {
 			EmbeddedPostgresServer server = EmbeddedPostgresServer.start(Path.of(args[0]), 0);

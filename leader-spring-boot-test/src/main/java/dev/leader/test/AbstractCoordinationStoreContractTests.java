@@ -24,9 +24,9 @@ import java.util.stream.LongStream;
 
 import dev.leader.NodeInfo;
 import dev.leader.lease.CoordinationStore;
-import dev.leader.lease.LeaseState;
 import dev.leader.lease.CoordinationStore.AcquireResult;
 import dev.leader.lease.CoordinationStore.Tick;
+import dev.leader.lease.LeaseState;
 import dev.leader.node.NodeRegistration;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
@@ -450,6 +450,11 @@ public abstract class AbstractCoordinationStoreContractTests {
 	 * One racing node: a bounded number of attempts, each an acquire that, when granted,
 	 * is sometimes repeated, then renewed up to three times and released, or abandoned to
 	 * expire.
+	 * @param node the racing node
+	 * @param random the source of the node's choices
+	 * @param start the barrier at which all the racing nodes start
+	 * @param released collects the terms that were released
+	 * @return the grants and the renewals of the node
 	 */
 	private List<Grant> race(NodeRegistration node, Random random, CyclicBarrier start, Set<Long> released)
 			throws Exception {
@@ -502,6 +507,7 @@ public abstract class AbstractCoordinationStoreContractTests {
 	 * A renewal happens at a single instant of the coordinator's clock, the expiry it
 	 * sets minus the duration, while its term is current. Ordered by those instants,
 	 * terms must never go down, and a change of holder must come with a higher term.
+	 * @param grants the grants and the renewals of every node
 	 */
 	private void assertRenewalsFollowTermOrder(List<Grant> grants) {
 		List<Grant> renewals = grants.stream()
@@ -523,6 +529,8 @@ public abstract class AbstractCoordinationStoreContractTests {
 	 * A term that was not released lasts until the last expiry the coordinator gave it,
 	 * unless its holder was granted the next term, which ends it; no later term may be
 	 * renewed before then.
+	 * @param grants the grants and the renewals of every node
+	 * @param released the terms that were released
 	 */
 	private void assertNewTermsStartAfterUnreleasedTermsExpire(List<Grant> grants, Set<Long> released) {
 		Map<Long, String> holders = new HashMap<>();

@@ -32,7 +32,7 @@ import org.springframework.context.support.GenericApplicationContext;
  * starter has stopped, when it prints {@code STOPPED}. The node also exits when the
  * process that started it is gone, so that a crashed test run leaves no nodes behind.
  */
-final class ApplicationNode {
+public final class ApplicationNode {
 
 	private ApplicationNode() {
 	}

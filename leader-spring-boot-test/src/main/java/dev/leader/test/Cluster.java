@@ -588,6 +588,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	/**
 	 * Runs every step even when one fails, then throws the first failure with the later
 	 * ones suppressed.
+	 * @param steps the steps, run in order
 	 */
 	private static void cleanUp(Runnable... steps) {
 		RuntimeException failure = null;

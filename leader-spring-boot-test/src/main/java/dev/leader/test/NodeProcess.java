@@ -102,6 +102,13 @@ public final class NodeProcess implements AutoCloseable {
 
 	/**
 	 * Starts a JVM on the test JVM's class path.
+	 * @param nodeId the node's id
+	 * @param options the JVM's options
+	 * @param main the main class
+	 * @param arguments the main class's arguments
+	 * @param environment variables added to the JVM's environment
+	 * @param stderr the file that receives the JVM's standard error
+	 * @return the started process
 	 */
 	static NodeProcess start(String nodeId, List<String> options, String main, List<String> arguments,
 			Map<String, String> environment, Path stderr) throws IOException {

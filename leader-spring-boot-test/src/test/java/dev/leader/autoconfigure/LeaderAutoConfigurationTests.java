@@ -28,8 +28,8 @@ import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseSettings;
 import dev.leader.lease.LeaseState;
 import dev.leader.node.NodeRegistration;
-import org.jspecify.annotations.Nullable;
 import org.assertj.core.api.AbstractThrowableAssert;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -341,7 +341,7 @@ class LeaderAutoConfigurationTests {
 	 * Proxied, so the tests read its state through methods rather than fields of the
 	 * proxy.
 	 */
-	static class Jobs {
+	public static class Jobs {
 
 		private final AtomicInteger runs = new AtomicInteger();
 
@@ -383,7 +383,7 @@ class LeaderAutoConfigurationTests {
 
 	}
 
-	static class InvalidGroupJob {
+	public static class InvalidGroupJob {
 
 		@LeaderOnly(group = "not a group")
 		public void run() {

@@ -29,6 +29,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
+import org.springframework.jdbc.core.RowCallbackHandler;
 import org.springframework.jdbc.core.simple.JdbcClient;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -284,10 +285,8 @@ class DaemonFaultInjectionTests {
 		Map<String, Map<String, Long>> byNode = new TreeMap<>();
 		JdbcClient.create(this.cluster.dataSource())
 			.sql("SELECT node_id, daemon_name, generation FROM leader_assignments WHERE state <> 'DELETED'")
-			.query((row) -> {
-				byNode.computeIfAbsent(row.getString(1), (node) -> new TreeMap<>())
-					.put(row.getString(2), row.getLong(3));
-			});
+			.query((RowCallbackHandler) (row) -> byNode.computeIfAbsent(row.getString(1), (node) -> new TreeMap<>())
+				.put(row.getString(2), row.getLong(3)));
 		return byNode;
 	}
 

@@ -116,7 +116,7 @@ class FencedLeaderOnlyTests {
 
 	}
 
-	static class Batch {
+	public static class Batch {
 
 		private final JdbcClient jdbc;
 

@@ -262,6 +262,20 @@ public final class FaultHistory {
 		return "at " + millis(time) + " ms, " + ((current != null) ? "in " + current : "before the first fault");
 	}
 
+	private static long origin = System.nanoTime();
+
+	/**
+	 * Sets the instant that times in messages are relative to.
+	 * @param nanoTime the start of the run
+	 */
+	public static void setOrigin(long nanoTime) {
+		origin = nanoTime;
+	}
+
+	static long millis(long nanoTime) {
+		return (nanoTime - origin) / 1_000_000;
+	}
+
 	/**
 	 * One run of a node id: a process, and the faults it went through.
 	 */
@@ -347,8 +361,9 @@ public final class FaultHistory {
 
 		@Override
 		public String toString() {
-			return "episode " + number + " (" + kind + " " + node
-					+ (heldTerms.isEmpty() ? ", a follower" : ", leading " + heldTerms) + ", " + detail + ")";
+			return "episode " + this.number + " (" + this.kind + " " + this.node
+					+ (this.heldTerms.isEmpty() ? ", a follower" : ", leading " + this.heldTerms) + ", " + this.detail
+					+ ")";
 		}
 
 	}
@@ -433,20 +448,6 @@ public final class FaultHistory {
 			return this.from <= time && time <= this.to;
 		}
 
-	}
-
-	private static long origin = System.nanoTime();
-
-	/**
-	 * Sets the instant that times in messages are relative to.
-	 * @param nanoTime the start of the run
-	 */
-	public static void setOrigin(long nanoTime) {
-		origin = nanoTime;
-	}
-
-	static long millis(long nanoTime) {
-		return (nanoTime - origin) / 1_000_000;
 	}
 
 	/**

@@ -1,8 +1,8 @@
 package dev.leader.sample;
 
 import dev.leader.FencingToken;
-import dev.leader.Leadership;
 import dev.leader.LeaderOnly;
+import dev.leader.Leadership;
 
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.jdbc.core.simple.JdbcClient;

@@ -44,6 +44,7 @@ class ShutdownTimings {
 	 * Marks the start of the first lifecycle phase to stop. As an application bean it is
 	 * registered before the auto-configured ones, and so it stops first within that
 	 * phase.
+	 * @return the marker
 	 */
 	@Bean
 	PhaseMarker sampleFirstPhaseMarker() {
@@ -53,6 +54,7 @@ class ShutdownTimings {
 	/**
 	 * Marks the end of the first lifecycle phase: the next phase starts once every bean
 	 * of the first one stopped.
+	 * @return the marker
 	 */
 	@Bean
 	PhaseMarker sampleSecondPhaseMarker() {

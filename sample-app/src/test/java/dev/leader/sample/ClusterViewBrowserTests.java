@@ -93,18 +93,6 @@ class ClusterViewBrowserTests {
 		registry.add("spring.datasource.password", database::password);
 	}
 
-	// Imported, not a @TestConfiguration: the demo's test starts nodes with this class
-	// path, and their component scan
-	// must not find it.
-	static class SchemaConfiguration {
-
-		@Bean
-		DisposableBean dropSchemaOnClose() {
-			return database::drop;
-		}
-
-	}
-
 	@BeforeEach
 	void startBrowserAndSecondNode() {
 		await().atMost(Duration.ofSeconds(10)).until(() -> this.leadership.isLeader("billing"));
@@ -218,6 +206,18 @@ class ClusterViewBrowserTests {
 
 	private List<String> nodeIds() {
 		return this.browser.read("#nodes tr[data-node]", "element.dataset.node");
+	}
+
+	// Imported, not a @TestConfiguration: the demo's test starts nodes with this class
+	// path, and their component scan
+	// must not find it.
+	static class SchemaConfiguration {
+
+		@Bean
+		DisposableBean dropSchemaOnClose() {
+			return database::drop;
+		}
+
 	}
 
 	private record Placement(String node, String state, long generation) {

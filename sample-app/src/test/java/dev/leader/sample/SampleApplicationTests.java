@@ -81,22 +81,6 @@ class SampleApplicationTests {
 		registry.add("spring.datasource.password", database::password);
 	}
 
-	// Imported, not a @TestConfiguration: the demo's test starts nodes with this class
-	// path, and their component scan
-	// must not find it.
-	static class SchemaConfiguration {
-
-		// Dropped with the context (closed after this class by @DirtiesContext), after
-		// the lifecycle beans have
-		// stopped: the application releases its leases and stops its job before its
-		// tables go.
-		@Bean
-		DisposableBean dropSchemaOnClose() {
-			return database::drop;
-		}
-
-	}
-
 	@BeforeEach
 	void awaitLeadershipOfEveryGroup() {
 		// A test that made this node a follower hands billing back when its other node
@@ -294,6 +278,22 @@ class SampleApplicationTests {
 		// clock.
 		return (value) -> assertThat(value).isInstanceOfSatisfying(String.class,
 				(text) -> assertThat(Instant.parse(text)).isCloseTo(Instant.now(), within(1, ChronoUnit.MINUTES)));
+	}
+
+	// Imported, not a @TestConfiguration: the demo's test starts nodes with this class
+	// path, and their component scan
+	// must not find it.
+	static class SchemaConfiguration {
+
+		// Dropped with the context (closed after this class by @DirtiesContext), after
+		// the lifecycle beans have
+		// stopped: the application releases its leases and stops its job before its
+		// tables go.
+		@Bean
+		DisposableBean dropSchemaOnClose() {
+			return database::drop;
+		}
+
 	}
 
 }

@@ -58,18 +58,6 @@ class SampleDaemonsTests {
 		registry.add("spring.datasource.password", database::password);
 	}
 
-	// Imported, not a @TestConfiguration: the demo's test starts nodes with this class
-	// path, and their component scan
-	// must not find it.
-	static class SchemaConfiguration {
-
-		@Bean
-		DisposableBean dropSchemaOnClose() {
-			return database::drop;
-		}
-
-	}
-
 	@Test
 	void outboxDispatcherAndReportBuilderRunHereUnderTheirGenerationAndShowInTheLeadershipEndpoint() {
 		String node = this.leadership.nodeId();
@@ -105,6 +93,18 @@ class SampleDaemonsTests {
 
 	private RestTestClientResponse get(String path) {
 		return RestTestClientResponse.from(this.http.get().uri(path).exchange());
+	}
+
+	// Imported, not a @TestConfiguration: the demo's test starts nodes with this class
+	// path, and their component scan
+	// must not find it.
+	static class SchemaConfiguration {
+
+		@Bean
+		DisposableBean dropSchemaOnClose() {
+			return database::drop;
+		}
+
 	}
 
 }

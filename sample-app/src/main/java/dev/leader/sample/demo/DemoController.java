@@ -83,10 +83,12 @@ class DemoController {
 	 * Refuses a request that a page of another site makes a browser send (a cross-site
 	 * POST needs no preflight), or that reaches the launcher through a name other than
 	 * the loopback's (DNS rebinding).
+	 * @param host the request's {@code Host} header
+	 * @param origin the request's {@code Origin} header, if any
 	 */
 	private static void requireLocal(String host, @Nullable String origin) {
 		String name = host.substring(0,
-				host.lastIndexOf(':') > host.lastIndexOf(']') ? host.lastIndexOf(':') : host.length());
+				(host.lastIndexOf(':') > host.lastIndexOf(']')) ? host.lastIndexOf(':') : host.length());
 		if (!LOOPBACK_NAMES.contains(name) || (origin != null && !origin.equals("http://" + host))) {
 			throw new ResponseStatusException(HttpStatus.FORBIDDEN,
 					"The demo's fault controls answer only to pages of the launcher itself, on the loopback");

@@ -58,6 +58,7 @@ class DemoLauncher {
 	 * Returns the command that starts this application again in a new JVM: the same
 	 * {@code java}, and the same jar when run with {@code java -jar}, else the same class
 	 * path and main class.
+	 * @return the command, one argument per element
 	 */
 	static List<String> javaCommand() {
 		String java = ProcessHandle.current()
