@@ -53,9 +53,9 @@ import org.jspecify.annotations.Nullable;
  * acquire attempts and yields. A round trip and the state change it leads to run with the
  * round-trip lock held ({@link RoundTrips#lock()}), so that they run one at a time
  * whichever thread makes them. To spare a hand-over a thread hand-off, the thread that
- * calls {@link #relinquish()} or {@link #stop()} and the store's notification thread (which delivers release
- * wake-ups, {@link ReleaseHandOver#onReleased}) make their round trip themselves when no
- * other is under way.</li>
+ * calls {@link #relinquish()} or {@link #stop()} and the store's notification thread
+ * (which delivers release wake-ups, {@link ReleaseHandOver#onReleased}) make their round
+ * trip themselves when no other is under way.</li>
  * <li>{@code leader-watchdog} closes safe windows ({@link SafeWindowWatchdog}), taking
  * only the transition lock.</li>
  * <li>{@code leader-events} delivers events in order ({@link OrderedEvents}), to the
