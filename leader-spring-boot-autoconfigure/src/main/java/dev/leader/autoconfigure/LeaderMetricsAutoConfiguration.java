@@ -7,6 +7,7 @@ import dev.leader.lease.LeaderEngine;
 import io.micrometer.core.instrument.MeterRegistry;
 
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
@@ -30,9 +31,15 @@ public final class LeaderMetricsAutoConfiguration {
 	@ConditionalOnMissingBean
 	LeaderMetrics leaderMetrics(LeaderEngine engine, ObjectProvider<Fencing> fencing,
 			ObjectProvider<DaemonStatus> daemons) {
-		LeaderMetrics metrics = new LeaderMetrics(engine, engine, fencing.getIfAvailable(), daemons.getIfAvailable());
-		engine.setMonitor(metrics);
-		return metrics;
+		return new LeaderMetrics(engine, engine, fencing.getIfAvailable(), daemons.getIfAvailable());
+	}
+
+	// Once every singleton exists, so that the application's own metrics are the engine's
+	// monitor too: the metrics
+	// depend on the engine, so the engine cannot take them when it is created.
+	@Bean
+	SmartInitializingSingleton leaderMetricsMonitor(LeaderEngine engine, ObjectProvider<LeaderMetrics> metrics) {
+		return () -> metrics.ifUnique(engine::setMonitor);
 	}
 
 }
