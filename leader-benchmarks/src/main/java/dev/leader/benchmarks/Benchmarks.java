@@ -85,11 +85,10 @@ public final class Benchmarks {
 			LeadershipTimings timings = new LeadershipTimings(database, logs);
 			if (only.contains("jmh")) {
 				// JMH runs first, on a quiet machine, and the guarded writes before the
-				// plain ones: after the build or
-				// the cluster benchmarks the machine stays slower for minutes (the
-				// CPU-only leader check too), and
-				// whatever is left for the server to write would slow down the guarded
-				// writes and not the plain ones.
+				// plain ones: after the build or the cluster benchmarks the machine stays
+				// slower for minutes (the CPU-only leader check too), and whatever is
+				// left for the server to write would slow down the guarded writes and not
+				// the plain ones.
 				awaitQuietMachine(0.5, Duration.ofMinutes(3));
 				database.settle();
 				runJmh(database);
@@ -98,8 +97,8 @@ public final class Benchmarks {
 				awaitQuietMachine(0.5, Duration.ofMinutes(3));
 				String load = loadAverage();
 				// Each round starts after more than a renew interval, so that every
-				// follower has made a round trip
-				// since it started, as in a cluster that has run for a while.
+				// follower has made a round trip since it started, as in a cluster that
+				// has run for a while.
 				List<List<Double>> handOvers = timings.handOver(LeaseSettings.defaults(), rounds,
 						Duration.ofSeconds(4));
 				engineHandOver = Stats.of(handOvers.get(0)).median();
@@ -128,9 +127,8 @@ public final class Benchmarks {
 				int windows = Integer.parseInt(options.getOrDefault("load-windows", "6"));
 				for (String cluster : options.getOrDefault("load", "3x1,100x1000").split(",")) {
 					// "3x1" runs the nodes with Hikari's defaults; "3x1v" with pool
-					// validation skipped for a minute
-					// of idleness, which separates the engine's statements from the
-					// pool's validation queries.
+					// validation skipped for a minute of idleness, which separates the
+					// engine's statements from the pool's validation queries.
 					boolean skipValidation = cluster.endsWith("v");
 					String[] size = cluster.replace("v", "").split("x");
 					List<String> jvmOptions = skipValidation ? List.of("-Dcom.zaxxer.hikari.aliveBypassWindowMs=60000")
@@ -175,8 +173,7 @@ public final class Benchmarks {
 			}
 			if (only.contains("guarded")) {
 				// Last, as it loads the machine for minutes; on a quiet machine and a
-				// checkpointed database, as the
-				// JMH writes.
+				// checkpointed database, as the JMH writes.
 				awaitQuietMachine(0.5, Duration.ofMinutes(3));
 				database.settle();
 				runGuardedLoad(database, options);

@@ -59,8 +59,7 @@ public final class EngineHost {
 		config.setConnectionTimeout(3000);
 		HikariDataSource dataSource = new HikariDataSource(config);
 		// Counts the engines' own statements, which the server's transaction count mixes
-		// with the pool's validation
-		// queries and with autovacuum.
+		// with the pool's validation queries and with autovacuum.
 		CountingDataSource counted = new CountingDataSource(dataSource);
 		SharedListenStore store = new SharedListenStore(
 				new PostgresCoordinationStore(counted.dataSource(), BenchDatabase.PREFIX, Duration.ofSeconds(3)));

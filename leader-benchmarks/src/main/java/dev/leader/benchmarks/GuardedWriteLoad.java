@@ -101,9 +101,8 @@ final class GuardedWriteLoad implements AutoCloseable {
 	 */
 	static GuardedWriteLoad start(BenchDatabase database, int maxThreads) throws InterruptedException {
 		// The engine keeps a connection for its round trips and one to LISTEN, and hands
-		// the first back to the pool and
-		// borrows it again on every round trip: two more than the writers, so that it
-		// never waits behind them.
+		// the first back to the pool and borrows it again on every round trip: two more
+		// than the writers, so that it never waits behind them.
 		HikariDataSource dataSource = database.dataSource("bench-guarded", maxThreads + 2);
 		JdbcTemplate jdbc = new JdbcTemplate(dataSource);
 		jdbc.execute("DROP TABLE IF EXISTS bench_guarded");

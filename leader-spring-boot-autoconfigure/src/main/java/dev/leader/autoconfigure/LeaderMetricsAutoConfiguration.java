@@ -35,8 +35,8 @@ public final class LeaderMetricsAutoConfiguration {
 	}
 
 	// Once every singleton exists, so that the application's own metrics are the engine's
-	// monitor too: the metrics
-	// depend on the engine, so the engine cannot take them when it is created.
+	// monitor too: the metrics depend on the engine, so the engine cannot take them when
+	// it is created.
 	@Bean
 	SmartInitializingSingleton leaderMetricsMonitor(LeaderEngine engine, ObjectProvider<LeaderMetrics> metrics) {
 		return () -> metrics.ifUnique(engine::setMonitor);

@@ -150,8 +150,8 @@ public final class DaemonCoordinator implements SmartLifecycle, DaemonStatus, Da
 		this.nodeId = engine.nodeId();
 		if (!this.agents.isEmpty()) {
 			// Someone must lead the daemons group for this node's daemons to be assigned.
-			// A node without agents
-			// takes part only if its groups name it; it then plans like any other leader.
+			// A node without agents takes part only if its groups name it; it then plans
+			// like any other leader.
 			engine.addGroup(settings.group());
 		}
 		engine.advertiseDaemons(this.agents.keySet());

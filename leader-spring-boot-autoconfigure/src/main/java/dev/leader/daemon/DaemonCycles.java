@@ -116,8 +116,8 @@ final class DaemonCycles {
 			this.executor = newExecutor();
 		}
 		// A wake-up or snapshot pending when the last run stopped was dropped with its
-		// thread: without this, the flags
-		// would keep every later one from being scheduled.
+		// thread: without this, the flags would keep every later one from being
+		// scheduled.
 		this.wakePending.set(false);
 		this.polled.set(null);
 	}

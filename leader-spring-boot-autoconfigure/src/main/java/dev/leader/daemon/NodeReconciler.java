@@ -59,8 +59,7 @@ final class NodeReconciler {
 	private final AgentRun.Backoff backoff;
 
 	// Written by the leader-daemons thread and by the watchdog's stops; removals name the
-	// run, so that a late stop of
-	// an old run never removes its successor.
+	// run, so that a late stop of an old run never removes its successor.
 	private final Map<String, AgentRun> runs = new ConcurrentHashMap<>();
 
 	// Set when the last stop marked this node drained, which the next start undoes.
@@ -217,8 +216,8 @@ final class NodeReconciler {
 		DaemonAgent agent = this.agents.get(assignment.daemon());
 		if (assignment.state() != AssignmentState.ASSIGNING || agent == null) {
 			// Not started by this process: it restarted with the same node id, or lacks
-			// the daemon. Handing it back
-			// lets the leader reassign it now rather than after a timeout.
+			// the daemon. Handing it back lets the leader reassign it now rather than
+			// after a timeout.
 			if (this.store.release(this.nodeId, assignment.daemon(), assignment.generation())) {
 				logger.info(String.format("Daemon daemon=%s node=%s action=handed-back generation=%d state=%s",
 						assignment.daemon(), this.nodeId, assignment.generation(), assignment.state()));

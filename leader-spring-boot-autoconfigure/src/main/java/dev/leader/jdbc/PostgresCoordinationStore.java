@@ -102,8 +102,8 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 		this.channel = tablePrefix.channel("released");
 		this.sql = new CoordinationSql(tablePrefix);
 		// A JVM links a lambda the first time it creates it. A node acquires and releases
-		// seldom, each time on a
-		// hand-over's path, so their statements' lambdas are linked now.
+		// seldom, each time on a hand-over's path, so their statements' lambdas are
+		// linked now.
 		acquireCall("", "", Duration.ZERO);
 		releaseCall("", Map.of(), this.channel);
 	}

@@ -50,10 +50,8 @@ public record LeaseSettings(Duration duration, Duration renewInterval, Duration 
 					+ "lower the renew interval or raise the duration");
 		}
 		// A renewal sent at t is followed by one at t + renew interval; if that fails,
-		// the retry goes out a retry
-		// interval later at the earliest, and must still find the leader inside its safe
-		// window, which ends at
-		// t + duration - safety margin.
+		// the retry goes out a retry interval later at the earliest, and must still find
+		// the leader inside its safe window, which ends at t + duration - safety margin.
 		if (renewInterval.plus(retryInterval).plus(safetyMargin).compareTo(duration) >= 0) {
 			throw new IllegalArgumentException("leader.lease.renew-interval (" + renewInterval
 					+ ") plus leader.lease.retry-interval (" + retryInterval + ") plus leader.lease.safety-margin ("
@@ -68,9 +66,8 @@ public record LeaseSettings(Duration duration, Duration renewInterval, Duration 
 					+ "raise the expiry or lower the renew interval");
 		}
 		// A node stops its daemons once it has not heartbeated for the node expiry minus
-		// the safety margin; the
-		// same sum as above keeps them running through one failed heartbeat and its
-		// retry.
+		// the safety margin; the same sum as above keeps them running through one failed
+		// heartbeat and its retry.
 		if (renewInterval.plus(retryInterval).plus(safetyMargin).compareTo(nodeExpiry) >= 0) {
 			throw new IllegalArgumentException("leader.lease.renew-interval (" + renewInterval
 					+ ") plus leader.lease.retry-interval (" + retryInterval + ") plus leader.lease.safety-margin ("

@@ -58,8 +58,8 @@ final class ReleaseHandOver {
 		this.roundTrips = roundTrips;
 		this.events = events;
 		// A JVM links a lambda the first time it creates it, and a node releases on a
-		// hand-over's path, often once in
-		// its life: link it now, as the tasks of each group are.
+		// hand-over's path, often once in its life: link it now, as the tasks of each
+		// group are.
 		releaseOnce(Map.of(), new AtomicBoolean(true));
 	}
 

@@ -86,8 +86,8 @@ final class RoundTrips {
 	private volatile boolean leaving;
 
 	// Whether the last heartbeat found this node's id registered by another live process,
-	// and whether one since the
-	// start registered this process: it asks for no lease before.
+	// and whether one since the start registered this process: it asks for no lease
+	// before.
 	private boolean duplicate;
 
 	private boolean registered;

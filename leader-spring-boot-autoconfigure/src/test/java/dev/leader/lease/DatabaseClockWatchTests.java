@@ -22,8 +22,7 @@ class DatabaseClockWatchTests {
 	void databaseClockThatAdvancesNoFurtherThanTheTimeFromTheEarlierSendToTheLaterReplyIsNoStep() {
 		this.watch.heartbeat(this.start, 0, SECOND / 10);
 		// 3 s passed locally from the first send to the second reply; the database may
-		// have seen up to that plus
-		// the margin.
+		// have seen up to that plus the margin.
 		this.watch.heartbeat(this.start.plusMillis(3200), 3 * SECOND - SECOND / 10, 3 * SECOND);
 		assertThat(this.watch.steps()).isZero();
 	}

@@ -53,8 +53,7 @@ public final class EmbeddedPostgresAutoConfiguration {
 	}
 
 	// Outside the library's own working directory (java.io.tmpdir/embedded-pg), whose
-	// idle sub-directories it
-	// deletes as stale.
+	// idle sub-directories it deletes as stale.
 	static Path defaultDataDirectory(Environment environment) {
 		String name = environment.getProperty("spring.application.name", "application");
 		return Path.of(System.getProperty("java.io.tmpdir"), "leader-embedded-postgres",

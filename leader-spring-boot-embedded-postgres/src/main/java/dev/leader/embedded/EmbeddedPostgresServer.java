@@ -141,8 +141,7 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
 	}
 
 	// postmaster.pid's first line is the server's pid. A server whose JVM was killed
-	// keeps running and would make
-	// pg_ctl refuse to start a second one on its directory.
+	// keeps running and would make pg_ctl refuse to start a second one on its directory.
 	private static void stopOrphanedServer(Path directory) throws IOException {
 		Path pidFile = directory.resolve("postmaster.pid");
 		if (!Files.isReadable(pidFile)) {
@@ -179,10 +178,8 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
 	}
 
 	// The library locks this file for as long as its server runs, and the lock goes with
-	// the process that took it: a
-	// server whose application still runs is no orphan, and stopping it would pull the
-	// database from under that
-	// application.
+	// the process that took it: a server whose application still runs is no orphan, and
+	// stopping it would pull the database from under that application.
 	private static boolean heldByARunningApplication(Path directory) throws IOException {
 		Path lockFile = directory.resolve(LIBRARY_LOCK_FILE);
 		if (!Files.exists(lockFile)) {

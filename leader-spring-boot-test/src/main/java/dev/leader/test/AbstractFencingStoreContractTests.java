@@ -228,9 +228,8 @@ public abstract class AbstractFencingStoreContractTests {
 							Fence fence = fencing().advance(RESOURCE, token(term));
 							if (fence == null || !fence.advanced()) {
 								// Null only while another transaction creates the fence:
-								// the write fails closed. The
-								// term a rejection reports may be from before the
-								// statement waited for the row.
+								// the write fails closed. The term a rejection reports
+								// may be from before the statement waited for the row.
 								rejected.incrementAndGet();
 							}
 							else if (rollBack) {

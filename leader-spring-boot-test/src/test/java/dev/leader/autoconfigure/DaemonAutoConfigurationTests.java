@@ -110,8 +110,7 @@ class DaemonAutoConfigurationTests {
 			await().atMost(WAIT).until(() -> agent.starts.size() >= 4);
 			List<Long> starts = agent.starts;
 			// Two quick failures wait 1 s, then 2 s; the third run lasted 2.5 s, longer
-			// than the 2 s it waited, so
-			// its failure waits 1 s again rather than 4 s.
+			// than the 2 s it waited, so its failure waits 1 s again rather than 4 s.
 			assertThat(Duration.ofNanos(starts.get(2) - agent.lastFailure)).isNegative();
 			assertThat(Duration.ofNanos(starts.get(2) - starts.get(1))).isGreaterThanOrEqualTo(Duration.ofSeconds(2));
 			assertThat(Duration.ofNanos(starts.get(3) - agent.lastFailure)).isBetween(Duration.ofMillis(900),
@@ -207,8 +206,7 @@ class DaemonAutoConfigurationTests {
 					assertThat(leaderThreads()).isSubsetOf(threadsBefore);
 					assertThat(pool.getActiveConnections()).isZero();
 					// Every session under the application's name is an idle connection of
-					// its pool, which may still
-					// be opening or retiring one.
+					// its pool, which may still be opening or retiring one.
 					await().atMost(Duration.ofSeconds(5))
 						.until(() -> sessions(applicationName), (now) -> now == pool.getTotalConnections());
 				}

@@ -407,8 +407,7 @@ class DaemonOperationsTests {
 					.query(Long.class)
 					.single();
 				// Without the notification, the worker would acknowledge at its next
-				// poll: within 300 ms of the
-				// assignment only by a 3 % chance.
+				// poll: within 300 ms of the assignment only by a 3 % chance.
 				assertThat(ackMillis).isLessThan(300);
 			});
 		});

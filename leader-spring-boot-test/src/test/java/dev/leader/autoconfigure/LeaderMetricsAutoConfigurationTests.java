@@ -121,9 +121,8 @@ class LeaderMetricsAutoConfigurationTests {
 						(timer) -> timer != null && timer.count() > 0);
 			assertThat(leaderless.count()).isOne();
 			// The gap after the crashed node's lease, not the lease itself (1.5 s): this
-			// node acquired within its jitter
-			// and a round trip on an idle machine (under 50 ms), with slack for a loaded
-			// one.
+			// node acquired within its jitter and a round trip on an idle machine (under
+			// 50 ms), with slack for a loaded one.
 			assertThat(leaderless.totalTime(TimeUnit.MILLISECONDS)).isLessThan(1500);
 		});
 	}

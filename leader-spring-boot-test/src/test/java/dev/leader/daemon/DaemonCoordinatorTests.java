@@ -128,10 +128,9 @@ class DaemonCoordinatorTests {
 		awaitActive("steady", "a", 1);
 		try (Connection locker = this.database.connect(); Connection observer = this.database.connect()) {
 			// A dead node's row that the heartbeat's clean-up deletes from 1 s after now.
-			// Locked, it holds the heartbeat
-			// up after the heartbeat wrote this node's heartbeat_at, from which the
-			// database counts the node expiry:
-			// the reply comes late, the write does not.
+			// Locked, it holds the heartbeat up after the heartbeat wrote this node's
+			// heartbeat_at, from which the database counts the node expiry: the reply
+			// comes late, the write does not.
 			execute(locker, """
 					INSERT INTO leader_nodes (node_id, name, host, pid, started_at, heartbeat_at)
 					VALUES ('ghost', 'ghost', 'localhost', 0, clock_timestamp(),
@@ -144,15 +143,14 @@ class DaemonCoordinatorTests {
 				.until(() -> blockedBy(observer, pid(locker)), (pid) -> pid != 0);
 			long heldSince = System.nanoTime();
 			// Committed with the release of the lock, so that the held-up heartbeat, past
-			// its privilege checks, is the
-			// last that succeeds.
+			// its privilege checks, is the last that succeeds.
 			execute(locker, "REVOKE UPDATE ON leader_nodes FROM " + role);
 			TimeUnit.NANOSECONDS.sleep(heldSince + replyDelay.toNanos() - System.nanoTime());
 			locker.commit();
 			assertThat(stopped.await(10, TimeUnit.SECONDS)).isTrue();
 			// The database's clock runs at the same rate as this one: its age of the
-			// heartbeat, less the time since
-			// the stop, is at least its age when the daemon stopped.
+			// heartbeat, less the time since the stop, is at least its age when the
+			// daemon stopped.
 			long queried = System.nanoTime();
 			long heartbeatAgeAtStop = query(observer, """
 					SELECT (extract(epoch from (clock_timestamp() - heartbeat_at)) * 1000)::bigint
@@ -168,8 +166,8 @@ class DaemonCoordinatorTests {
 				.as("reply time of the last heartbeat that succeeded; heartbeats, ms from the stop: %s", timeline)
 				.isGreaterThanOrEqualTo(replyDelay.minusMillis(50));
 			// The watchdog looks every 100 ms; the rest of the allowance is for a busy
-			// machine. Counted from the reply,
-			// the stop comes the whole reply time (1.5 s) later.
+			// machine. Counted from the reply, the stop comes the whole reply time (1.5
+			// s) later.
 			assertThat(Duration.ofNanos(stoppedAt.get() - lastSucceeded.sentAt()))
 				.as("time from the send of the last heartbeat that succeeded to the daemon's stop; heartbeats: %s",
 						timeline)

@@ -126,8 +126,7 @@ class MultiProcessDaemonTests {
 	@Test
 	void assignmentThatIsNeverAcknowledgedMovesToAnotherNodeAfterTheAckTimeout() {
 		// "mute" sorts before "node-a", so it wins the tie for the first assignment; it
-		// advertises the daemon but
-		// runs no coordinator, so it never acknowledges.
+		// advertises the daemon but runs no coordinator, so it never acknowledges.
 		this.cluster.start("mute", DaemonTestNode.class, List.of("--daemons=solo", "--coordinator=false"));
 		awaitReady("mute");
 		await().atMost(STARTUP)

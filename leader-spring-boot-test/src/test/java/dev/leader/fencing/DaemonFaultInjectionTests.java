@@ -192,8 +192,8 @@ class DaemonFaultInjectionTests {
 			case KILL, TERMINATE -> Duration.ZERO;
 		};
 		// A random moment within a heartbeat, so that faults hit every phase of the
-		// cycles and of the agents' writes,
-		// once every agent has run for longer than its first restart back-off.
+		// cycles and of the agents' writes, once every agent has run for longer than its
+		// first restart back-off.
 		FaultHistory.sleepAsFault(FIRST_BACKOFF.plusMillis(random.nextInt((int) FAST.renewInterval().toMillis())));
 		Incarnation incarnation = this.current.get(target);
 		NodeProcess process = incarnation.process();

@@ -364,11 +364,10 @@ class FaultInjectionTests {
 					+ "'apt-get install faketime'");
 		}
 		// The monotonic clock stays real: the engine's safe window runs on it. The
-		// "monotonic fix", which libfaketime
-		// turns on by itself on recent glibc, makes the JVM's timed waits return early:
-		// every scheduler thread then
-		// spins, and the node burns a core and misses its renewals on a busy machine.
-		// Hence it is turned off.
+		// "monotonic fix", which libfaketime turns on by itself on recent glibc, makes
+		// the JVM's timed waits return early: every scheduler thread then spins, and the
+		// node burns a core and misses its renewals on a busy machine. Hence it is turned
+		// off.
 		return Map.of("LD_PRELOAD", LIBFAKETIME.toString(), "FAKETIME", "+" + FAKED_OFFSET.toHours() + "h",
 				"FAKETIME_DONT_FAKE_MONOTONIC", "1", "FAKETIME_FORCE_MONOTONIC_FIX", "0");
 	}

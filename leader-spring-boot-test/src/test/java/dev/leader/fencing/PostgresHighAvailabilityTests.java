@@ -167,10 +167,9 @@ class PostgresHighAvailabilityTests {
 		long cut = System.nanoTime();
 		this.servers.standby().orElseThrow().stopStreaming();
 		// Commits now wait for a standby that is gone: the driver's query timeout cancels
-		// a renewal's wait, and the
-		// renewal comes back with a warning that the node counts as a failure
-		// (statement_timeout alone would not
-		// end the wait: it would hang); either way the safe window closes.
+		// a renewal's wait, and the renewal comes back with a warning that the node
+		// counts as a failure (statement_timeout alone would not end the wait: it would
+		// hang); either way the safe window closes.
 		NodeEvent revoked = leader.awaitEvent("REVOKED " + ALPHA + " " + first.term(),
 				(event) -> event.is(Type.REVOKED, ALPHA) && event.term() == first.term(),
 				FAST.duration().plusSeconds(2));
@@ -281,8 +280,8 @@ class PostgresHighAvailabilityTests {
 		try (HikariDataSource dataSource = new HikariDataSource(config)) {
 			PostgresCoordinationStore leases = new PostgresCoordinationStore(dataSource, PREFIX, Duration.ofSeconds(1));
 			// The driver's query timeout cancels the commit's wait for the standby after
-			// a second, and PostgreSQL
-			// then reports the commit, which is on the primary alone, with a warning.
+			// a second, and PostgreSQL then reports the commit, which is on the primary
+			// alone, with a warning.
 			assertThatExceptionOfType(DataAccessException.class)
 				.isThrownBy(() -> leases.acquire(ALPHA, "leader", Duration.ofMinutes(1)))
 				.withStackTraceContaining("canceling wait for synchronous replication");
@@ -327,9 +326,8 @@ class PostgresHighAvailabilityTests {
 				if (!synchronous) {
 					this.servers.standby().orElseThrow().stopStreaming();
 					// The old primary grants a term and takes writes that the standby
-					// will never have: its leader is
-					// killed and started again, so that another node is granted the next
-					// term.
+					// will never have: its leader is killed and started again, so that
+					// another node is granted the next term.
 					NodeProcess leader = this.running.get(awaitStableLeader(highestBefore - 1, mark).node());
 					kill(leader);
 					startNode(leader.nodeId()).awaitReady(STARTUP_TIMEOUT);

@@ -123,8 +123,8 @@ class PgBouncerTests {
 		await().atMost(WAIT).until(() -> leaders(first, second).size() == 1);
 		assertThat(output).contains(announced);
 		// Beyond the log line: each node LISTENs on a server session of its own, or,
-		// through a transaction pooler
-		// without a connection of its own for them, has sent no LISTEN at all.
+		// through a transaction pooler without a connection of its own for them, has sent
+		// no LISTEN at all.
 		int listening = (mode.equals("transaction") && !direct) ? 0 : 2;
 		await().atMost(WAIT).until(() -> listeningSessions() == listening);
 		assertThat(output).doesNotContain("prepareThreshold=0 to spring.datasource.url");

@@ -49,9 +49,8 @@ class PostgresCoordinationStoreTests extends AbstractCoordinationStoreContractTe
 	protected CoordinationStore createStore() throws SQLException {
 		this.database = TestDatabase.createSchema();
 		// The pool counts its connection checks in a sequence, so that a test can tell
-		// whether one preceded a round
-		// trip: a check is a transaction on the server, as much load as the round trip
-		// itself.
+		// whether one preceded a round trip: a check is a transaction on the server, as
+		// much load as the round trip itself.
 		try (Connection connection = this.database.connect(); Statement statement = connection.createStatement()) {
 			statement.execute("CREATE SEQUENCE " + this.database.schema() + ".pool_checks");
 		}

@@ -154,9 +154,8 @@ class MultiProcessLeadershipTests {
 		long faultsBeganAt = System.nanoTime();
 		NodeEvent revoked;
 		// Terminating sessions alone is not enough: the pool opens a fresh session on
-		// demand, and a renewal on it
-		// often gets through between two terminations. Refusing new sessions makes every
-		// round trip fail.
+		// demand, and a renewal on it often gets through between two terminations.
+		// Refusing new sessions makes every round trip fail.
 		this.cluster.refuseConnections(leader.nodeId());
 		try (RepeatedFault fault = RepeatedFault.start("terminate sessions of " + leader.nodeId(), TERMINATION_PERIOD,
 				(int) (faultTimeout.toMillis() / TERMINATION_PERIOD.toMillis()) + 1, () -> {

@@ -128,9 +128,8 @@ class SteadyStateLoadTests {
 			assertThat(execution.failure()).isNull();
 		});
 		// The engine sends a round trip no earlier than one renew interval after it began
-		// the previous one, and
-		// begins it before this data source sees it: one interval of slack covers the
-		// first one's head start.
+		// the previous one, and begins it before this data source sees it: one interval
+		// of slack covers the first one's head start.
 		assertThat(Duration.ofNanos(window.get(ROUND_TRIPS - 1).sentAt() - window.get(0).sentAt()))
 			.isGreaterThanOrEqualTo(SETTINGS.renewInterval().multipliedBy(ROUND_TRIPS - 2));
 		// Those round trips, and nothing else, renewed every lease.
@@ -160,9 +159,8 @@ class SteadyStateLoadTests {
 					.count() >= ROUND_TRIPS));
 		for (CountingDataSource counted : followers) {
 			// Besides its round trips and its LISTEN, a store reads the pool's connection
-			// defaults once, and checks
-			// once, with three reads of the server session, that its pool is no pooler in
-			// transaction mode.
+			// defaults once, and checks once, with three reads of the server session,
+			// that its pool is no pooler in transaction mode.
 			assertThat(counted.executions()).filteredOn(Execution.containing(PROBE)).hasSize(1);
 			assertThat(counted.executions()).filteredOn(Execution.containing(SESSION)).hasSize(3);
 			assertThat(counted.executions()).allSatisfy((execution) -> {
@@ -204,8 +202,7 @@ class SteadyStateLoadTests {
 		assertThat(leaderCounted.since(leaderMark).stream().filter(Execution.containing(RELEASE))).singleElement()
 			.satisfies((release) -> assertThat(release.failure()).isNull());
 		// One acquire on the notification; a round trip that read the lease released
-		// before the winner took it may
-		// make a second, refused, one. Never a retry loop.
+		// before the winner took it may make a second, refused, one. Never a retry loop.
 		for (CountingDataSource counted : followers) {
 			assertThat(counted.executions().stream().filter(Execution.containing(ACQUIRE)).count())
 				.isLessThanOrEqualTo(2L * groups.size());
@@ -219,8 +216,7 @@ class SteadyStateLoadTests {
 	@Test
 	void releasedLeaseGoesToTheLongestRunningFollowerWhileTheOthersWait() throws Exception {
 		// Default timing: a heartbeat that finds the lease free acquires at once, and
-		// with a 3 s renew interval none
-		// falls into the milliseconds of a hand-over.
+		// with a 3 s renew interval none falls into the milliseconds of a hand-over.
 		List<String> group = groups(1);
 		List<LeaderEngine> line = new ArrayList<>();
 		for (int i = 0; i < 3; i++) {

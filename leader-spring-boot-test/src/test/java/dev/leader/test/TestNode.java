@@ -134,8 +134,8 @@ public final class TestNode {
 		CountDownLatch stopped = new CountDownLatch(1);
 		Runtime.getRuntime().addShutdownHook(new Thread(() -> {
 			// The engine first: its revokes empty the tokens, so the load stops guarding
-			// and the releases wait only
-			// for the transactions under way, as an application's would.
+			// and the releases wait only for the transactions under way, as an
+			// application's would.
 			engine.stop();
 			if (load != null) {
 				load.stop();

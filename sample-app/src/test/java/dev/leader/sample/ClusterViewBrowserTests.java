@@ -209,8 +209,7 @@ class ClusterViewBrowserTests {
 	}
 
 	// Imported, not a @TestConfiguration: the demo's test starts nodes with this class
-	// path, and their component scan
-	// must not find it.
+	// path, and their component scan must not find it.
 	static class SchemaConfiguration {
 
 		@Bean

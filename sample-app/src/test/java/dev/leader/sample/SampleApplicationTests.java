@@ -84,8 +84,7 @@ class SampleApplicationTests {
 	@BeforeEach
 	void awaitLeadershipOfEveryGroup() {
 		// A test that made this node a follower hands billing back when its other node
-		// stops; the yield cooldown can
-		// delay the retake by a few seconds.
+		// stops; the yield cooldown can delay the retake by a few seconds.
 		await().atMost(Duration.ofSeconds(10))
 			.until(() -> this.leadership.isLeader("default") && this.leadership.isLeader("billing"));
 	}
@@ -191,8 +190,7 @@ class SampleApplicationTests {
 		try (OtherNode other = OtherNode.start(database, this.settings, "billing")) {
 			otherTerm = handBillingTo(other);
 			// A run already under way when this node yielded may still finish; by the
-			// time this node has read the
-			// other node's lease, such a run is long over.
+			// time this node has read the other node's lease, such a run is long over.
 			OffsetDateTime since = this.jdbc.sql("SELECT clock_timestamp()").query(OffsetDateTime.class).single();
 			// The job still fires every 200 ms on this node, which is now a follower and
 			// must skip every run.
@@ -231,8 +229,7 @@ class SampleApplicationTests {
 		assertThat(this.leadership.yield("billing")).isTrue();
 		assertThat(this.leadership.isLeader("billing")).isFalse();
 		// At once through the release notification, at the latest when the lease it read
-		// runs out, and in any case
-		// before this node's yield cooldown ends.
+		// runs out, and in any case before this node's yield cooldown ends.
 		await().atMost(this.settings.yieldCooldown().minusMillis(500)).until(() -> other.engine().isLeader("billing"));
 		await().atMost(this.settings.renewInterval().multipliedBy(4))
 			.until(() -> this.leadership.leader("billing").map(LeaderInfo::nodeId), equalTo(Optional.of(OtherNode.ID)));
@@ -281,14 +278,12 @@ class SampleApplicationTests {
 	}
 
 	// Imported, not a @TestConfiguration: the demo's test starts nodes with this class
-	// path, and their component scan
-	// must not find it.
+	// path, and their component scan must not find it.
 	static class SchemaConfiguration {
 
 		// Dropped with the context (closed after this class by @DirtiesContext), after
-		// the lifecycle beans have
-		// stopped: the application releases its leases and stops its job before its
-		// tables go.
+		// the lifecycle beans have stopped: the application releases its leases and stops
+		// its job before its tables go.
 		@Bean
 		DisposableBean dropSchemaOnClose() {
 			return database::drop;

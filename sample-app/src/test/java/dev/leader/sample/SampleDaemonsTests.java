@@ -96,8 +96,7 @@ class SampleDaemonsTests {
 	}
 
 	// Imported, not a @TestConfiguration: the demo's test starts nodes with this class
-	// path, and their component scan
-	// must not find it.
+	// path, and their component scan must not find it.
 	static class SchemaConfiguration {
 
 		@Bean

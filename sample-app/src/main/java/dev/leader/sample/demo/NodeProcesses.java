@@ -44,8 +44,8 @@ final class NodeProcesses implements SmartLifecycle {
 		}
 		catch (RuntimeException ex) {
 			// The context stops only components that report running, and then stops the
-			// database: stop the nodes
-			// already started here, which would otherwise outlive it.
+			// database: stop the nodes already started here, which would otherwise
+			// outlive it.
 			stop();
 			throw ex;
 		}
