@@ -122,7 +122,7 @@ class NodeReconcilerTests {
 		this.store.assignment("d1", "b", AssignmentState.ASSIGNING, 2);
 		reconcile();
 		assertThat(this.reconciler.running()).isEmpty();
-		assertThat(this.events).contains(new DaemonStoppedEvent("d1", 1, "a", Reason.TAKEN_OVER, null));
+		awaitEvent(new DaemonStoppedEvent("d1", 1, "a", Reason.TAKEN_OVER, null));
 		assertThat(this.store.assignment("d1")).get().extracting(Assignment::node).isEqualTo("b");
 	}
 
@@ -159,7 +159,7 @@ class NodeReconcilerTests {
 		this.node.heartbeated(Duration.ofSeconds(3));
 		this.reconciler.checkHeartbeat();
 		assertThat(this.reconciler.running()).isEmpty();
-		assertThat(this.events).contains(new DaemonStoppedEvent("d1", 1, "a", Reason.CONTACT_LOST, null));
+		awaitEvent(new DaemonStoppedEvent("d1", 1, "a", Reason.CONTACT_LOST, null));
 	}
 
 	@Test
@@ -182,6 +182,12 @@ class NodeReconcilerTests {
 					this.events::add, this.runsEnded::incrementAndGet, AgentRun.Backoff.DEFAULT);
 		}
 		this.reconciler.reconcile(this.store.read(Duration.ofSeconds(4)));
+	}
+
+	// Either the caller or the agent's thread publishes the stop, whichever ends the run
+	// first, so it may come just after the call returns.
+	private void awaitEvent(Object event) {
+		await().atMost(Duration.ofSeconds(5)).until(() -> this.events.contains(event));
 	}
 
 	private void awaitStarted() {
