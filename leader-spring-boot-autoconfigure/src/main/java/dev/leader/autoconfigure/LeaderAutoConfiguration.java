@@ -23,6 +23,7 @@ import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseSettings;
+import dev.leader.log.DecisionLogConfiguration;
 import dev.leader.node.Names;
 import dev.leader.node.NodeRegistration;
 import io.micrometer.observation.ObservationRegistry;
@@ -83,7 +84,7 @@ import org.springframework.core.type.AnnotationMetadata;
 @ConditionalOnSingleCandidate(DataSource.class)
 @EnableConfigurationProperties(LeaderProperties.class)
 @Import({ DatabaseInitializationDependencyConfigurer.class, LeaderAutoConfiguration.ProxyCreatorRegistrar.class,
-		PostgresStoresConfiguration.class, LeaderOnlyConfiguration.class })
+		PostgresStoresConfiguration.class, LeaderOnlyConfiguration.class, DecisionLogConfiguration.class })
 public final class LeaderAutoConfiguration {
 
 	@Bean

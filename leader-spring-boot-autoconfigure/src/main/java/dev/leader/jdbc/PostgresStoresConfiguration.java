@@ -8,6 +8,7 @@ import dev.leader.daemon.DaemonStore;
 import dev.leader.fencing.FencingStore;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaseSettings;
+import dev.leader.log.LogStore;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
@@ -103,6 +104,18 @@ public final class PostgresStoresConfiguration {
 		// daemon reclaimed.
 		return new PostgresDaemonStore(dataSource, prefix, properties.getJdbc().determineQueryTimeout(),
 				settings.nodeExpiry().minus(settings.safetyMargin()), notifications);
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	LogStore leaderLogStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
+			LeaseSettings settings, ObjectProvider<CoordinationStore> coordinationStore) {
+		// Append notifications share the coordination store's listening connection when
+		// it is ours; an append holds the lease row as a guard does.
+		PostgresCoordinationStore notifications = (coordinationStore
+			.getIfAvailable() instanceof PostgresCoordinationStore postgres) ? postgres : null;
+		return new PostgresLogStore(dataSource, prefix, properties.getJdbc().determineQueryTimeout(),
+				settings.safeWindow(), notifications);
 	}
 
 	@Bean

@@ -97,12 +97,6 @@ final class ReleaseHandOver {
 	}
 
 	/**
-	 * Ends every leadership, releases the leases and deregisters, on the calling thread
-	 * once no round trip is under way, which spares a stopping leader's hand-over the
-	 * wake-up of {@code leader-io}.
-	 * @return whether it could, that is, whether a round trip in flight ended within 10 s
-	 */
-	/**
 	 * Ends every leadership of this node with {@link RevokeReason#SHUTDOWN} and releases
 	 * the leases once the revokes are delivered, as {@link #shutdown()} does, but keeps
 	 * the node registered: it heartbeats on and asks for no lease until the engine starts
@@ -131,6 +125,12 @@ final class ReleaseHandOver {
 		}
 	}
 
+	/**
+	 * Ends every leadership, releases the leases and deregisters, on the calling thread
+	 * once no round trip is under way, which spares a stopping leader's hand-over the
+	 * wake-up of {@code leader-io}.
+	 * @return whether it could, that is, whether a round trip in flight ended within 10 s
+	 */
 	boolean shutdown() {
 		try {
 			if (!this.roundTrips.lock().tryLock(10, TimeUnit.SECONDS)) {

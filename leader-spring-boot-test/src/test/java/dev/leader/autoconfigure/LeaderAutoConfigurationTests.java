@@ -93,7 +93,8 @@ class LeaderAutoConfigurationTests {
 		this.contextRunner.run((context) -> {
 			assertThat(context).hasNotFailed();
 			assertThat(tables()).containsExactlyInAnyOrder("leader_leases", "leader_nodes", "leader_fences",
-					"leader_assignments", "leader_daemon_requests", "leader_schema_history");
+					"leader_log_heads", "leader_log_entries", "leader_assignments", "leader_daemon_requests",
+					"leader_schema_history");
 		});
 	}
 
@@ -202,7 +203,8 @@ class LeaderAutoConfigurationTests {
 		this.contextRunner.withUserConfiguration(TablePrefixConfiguration.class).run((context) -> {
 			assertThat(context).hasSingleBean(TablePrefix.class);
 			assertThat(tables()).containsExactlyInAnyOrder("custom_leases", "custom_nodes", "custom_fences",
-					"custom_assignments", "custom_daemon_requests", "custom_schema_history");
+					"custom_log_heads", "custom_log_entries", "custom_assignments", "custom_daemon_requests",
+					"custom_schema_history");
 		});
 	}
 

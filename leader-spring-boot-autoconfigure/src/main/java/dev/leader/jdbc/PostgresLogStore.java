@@ -1,0 +1,227 @@
+package dev.leader.jdbc;
+
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.BiConsumer;
+
+import javax.sql.DataSource;
+
+import dev.leader.FencingToken;
+import dev.leader.log.Bookmark;
+import dev.leader.log.LogEntry;
+import dev.leader.log.LogStore;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.jdbc.datasource.DataSourceUtils;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+
+/**
+ * {@link LogStore} on PostgreSQL. An append joins the Spring-managed transaction bound to
+ * the data source when there is one, and otherwise commits by itself on a connection set
+ * up as the other stores' are. Appends are announced with {@code NOTIFY} on the channel
+ * {@code <prefix>appended}, which PostgreSQL delivers only once the append commits, on
+ * the listening connection of the node's {@link PostgresCoordinationStore}.
+ * <p>
+ * Built by {@link PostgresStoresConfiguration} unless the application defines its own
+ * store.
+ */
+public final class PostgresLogStore implements LogStore {
+
+	private static final Log logger = LogFactory.getLog(PostgresLogStore.class);
+
+	/**
+	 * Appends an entry. The lease row is locked as the lease guard locks it (FOR KEY
+	 * SHARE, only if this node holds it with this term, unexpired, in the server's
+	 * current epoch), with the guard's hold limits on the rest of the transaction. The
+	 * head row's upsert takes the next index and holds its row lock until the transaction
+	 * ends, which orders the group's appends; it refuses a term lower than the last
+	 * entry's. The notification is sent when the transaction commits. A refused append
+	 * reads the lease as it stands, and the log's last term, for the message.
+	 */
+	private static final String APPEND = """
+			WITH lease AS (
+			  SELECT l.term, ${hold_limits} AS limits FROM ${prefix}leases l, ${hold}
+			  WHERE l.group_name = ? AND l.holder = ? AND l.term = ? AND l.expires_at > clock_timestamp()
+			    AND l.term > (SELECT ${epoch_base})
+			  FOR KEY SHARE OF l
+			), head AS (
+			  INSERT INTO ${prefix}log_heads AS h (group_name, last_index, last_term, appended_at)
+			  SELECT ?, 1, term, clock_timestamp() FROM lease
+			  ON CONFLICT (group_name) DO UPDATE SET last_index = h.last_index + 1, last_term = excluded.last_term,
+			    appended_at = excluded.appended_at
+			  WHERE h.last_term <= excluded.last_term
+			  RETURNING h.last_index, h.last_term, h.appended_at
+			), entry AS (
+			  INSERT INTO ${prefix}log_entries (group_name, log_index, term, type, payload, appended_at)
+			  SELECT ?, last_index, last_term, ?, ?, appended_at FROM head
+			  RETURNING log_index, term
+			)
+			SELECT true AS appended, e.log_index, e.term, NULL AS holder
+			FROM entry e CROSS JOIN LATERAL (SELECT pg_notify(?, ? || ' ' || e.log_index)) AS notified
+			UNION ALL
+			SELECT false, NULL, greatest(l.term, (SELECT max(last_term) FROM ${prefix}log_heads WHERE group_name = ?)),
+			  l.holder
+			FROM ${prefix}leases l WHERE l.group_name = ? AND NOT EXISTS (SELECT 1 FROM entry)
+			""";
+
+	private static final String READ = """
+			SELECT log_index, term, type, payload, appended_at FROM ${prefix}log_entries
+			WHERE group_name = ? AND log_index > ? ORDER BY log_index LIMIT ?
+			""";
+
+	private static final String HEAD = """
+			SELECT last_index, last_term FROM ${prefix}log_heads WHERE group_name = ?
+			""";
+
+	private final DataSource dataSource;
+
+	private final OwnConnections connections;
+
+	private final Statements statements;
+
+	private final long holdLimitMillis;
+
+	private final String channel;
+
+	private final @Nullable PostgresCoordinationStore notifications;
+
+	private final String appendSql;
+
+	private final String readSql;
+
+	private final String headSql;
+
+	/**
+	 * Creates a store.
+	 * @param dataSource the application's data source
+	 * @param tablePrefix the prefix of the starter's tables
+	 * @param queryTimeout the longest a statement may run
+	 * @param holdLimit the longest the rest of an appending transaction may stay idle,
+	 * and each of its later statements may run, while it holds the lease row's lock, as
+	 * {@link PostgresFencingStore}'s guard limits it
+	 * @param notifications the node's coordination store, whose listening connection
+	 * follows the append notifications, or {@code null} for none
+	 */
+	public PostgresLogStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout, Duration holdLimit,
+			@Nullable PostgresCoordinationStore notifications) {
+		this.dataSource = dataSource;
+		this.connections = new OwnConnections(dataSource);
+		this.statements = new Statements(queryTimeout);
+		this.holdLimitMillis = Math.max(1, holdLimit.toMillis());
+		this.channel = tablePrefix.channel("appended");
+		this.notifications = notifications;
+		this.appendSql = tablePrefix.render(APPEND);
+		this.readSql = tablePrefix.render(READ);
+		this.headSql = tablePrefix.render(HEAD);
+	}
+
+	@Override
+	public Appended append(FencingToken token, String nodeId, String type, String payload) {
+		Statements.Callback<Appended> call = (statement) -> {
+			statement.setLong(1, this.holdLimitMillis);
+			statement.setString(2, token.group());
+			statement.setString(3, nodeId);
+			statement.setLong(4, token.term());
+			statement.setString(5, token.group());
+			statement.setString(6, token.group());
+			statement.setString(7, type);
+			statement.setString(8, payload);
+			statement.setString(9, this.channel);
+			statement.setString(10, token.group());
+			statement.setString(11, token.group());
+			statement.setString(12, token.group());
+			try (ResultSet rows = statement.executeQuery()) {
+				if (!rows.next()) {
+					return new Appended(null, null, 0);
+				}
+				if (rows.getBoolean("appended")) {
+					return new Appended(new Bookmark(token.group(), rows.getLong("term"), rows.getLong("log_index")),
+							null, rows.getLong("term"));
+				}
+				return new Appended(null, rows.getString("holder"), rows.getLong("term"));
+			}
+		};
+		if (TransactionSynchronizationManager.isActualTransactionActive()
+				&& TransactionSynchronizationManager.hasResource(this.dataSource)) {
+			Connection connection = DataSourceUtils.getConnection(this.dataSource);
+			try {
+				return this.statements.run(connection, "append to the log", this.appendSql, call);
+			}
+			finally {
+				DataSourceUtils.releaseConnection(connection, this.dataSource);
+			}
+		}
+		return onOwnConnection("append to the log", this.appendSql, call);
+	}
+
+	@Override
+	public List<LogEntry> read(String group, long afterIndex, int limit) {
+		return onOwnConnection("read the log", this.readSql, (statement) -> {
+			statement.setString(1, group);
+			statement.setLong(2, afterIndex);
+			statement.setInt(3, limit);
+			List<LogEntry> entries = new ArrayList<>();
+			try (ResultSet rows = statement.executeQuery()) {
+				while (rows.next()) {
+					entries.add(
+							new LogEntry(group, rows.getLong("log_index"), rows.getLong("term"), rows.getString("type"),
+									rows.getString("payload"), Statements.instant(rows, "appended_at")));
+				}
+			}
+			return entries;
+		});
+	}
+
+	@Override
+	public Bookmark head(String group) {
+		return onOwnConnection("read the log's head", this.headSql, (statement) -> {
+			statement.setString(1, group);
+			try (ResultSet rows = statement.executeQuery()) {
+				return rows.next() ? new Bookmark(group, rows.getLong("last_term"), rows.getLong("last_index"))
+						: new Bookmark(group, 0, 0);
+			}
+		});
+	}
+
+	@Override
+	public AutoCloseable listen(BiConsumer<String, Long> listener) {
+		if (this.notifications == null) {
+			return LogStore.super.listen(listener);
+		}
+		return this.notifications.subscribe(this.channel, (payload) -> {
+			int space = payload.lastIndexOf(' ');
+			long index;
+			try {
+				index = Long.parseLong(payload.substring(space + 1));
+			}
+			catch (RuntimeException ex) {
+				logger.debug("Ignored a log notification that is not <group> <index>: " + payload);
+				return;
+			}
+			listener.accept(payload.substring(0, space), index);
+		});
+	}
+
+	private <T> T onOwnConnection(String task, String sql, Statements.Callback<T> callback) {
+		Connection connection;
+		try {
+			connection = this.connections.borrow();
+		}
+		catch (SQLException ex) {
+			throw Statements.translate(task, ex);
+		}
+		try {
+			return this.statements.run(connection, task, sql, callback);
+		}
+		finally {
+			this.connections.giveBack(connection);
+		}
+	}
+
+}

@@ -1,0 +1,253 @@
+package dev.leader.log;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+
+import dev.leader.FencingToken;
+import dev.leader.StaleLeadershipException;
+import dev.leader.node.Names;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The decision logs of the groups: the leader appends, every node applies, and reads at
+ * any node get the consistency they ask for.
+ * <ul>
+ * <li>{@link #append} on the leader, fenced by its term in the same statement, joining
+ * the caller's transaction if one is active.</li>
+ * <li>Each node applies every entry of a group that it has a {@link LogApplier} for, in
+ * order, exactly once, on the group's {@code leader-log-<group>} thread.</li>
+ * <li>Reads of the applied state: after a {@linkplain #awaitApplied bookmark}
+ * (read-your-writes), after a {@linkplain #awaitReadIndex read index} (everything
+ * committed before the call), or {@linkplain #awaitStaleness within a staleness bound}. A
+ * read that must see the leader's own state goes to the leader.</li>
+ * </ul>
+ * Thread-safe. The waits block the calling thread; none holds a database connection while
+ * it waits.
+ */
+public final class DecisionLog {
+
+	private static final Log logger = LogFactory.getLog(DecisionLog.class);
+
+	private final LogStore store;
+
+	private final String nodeId;
+
+	private final Map<String, GroupTail> tails;
+
+	private @Nullable AutoCloseable listening;
+
+	/**
+	 * Creates the logs of a node. Nothing is applied before {@link #start()}.
+	 * @param store the store
+	 * @param nodeId the id of this node, which must hold the leases it appends under
+	 * @param appliers the appliers of this node, of any groups
+	 */
+	public DecisionLog(LogStore store, String nodeId, List<LogApplier> appliers) {
+		this.store = store;
+		this.nodeId = nodeId;
+		Map<String, List<LogApplier>> byGroup = new LinkedHashMap<>();
+		for (LogApplier applier : appliers) {
+			String group = Names.requireValid("LogApplier group of " + applier.getClass().getName(), applier.group());
+			byGroup.computeIfAbsent(group, (name) -> new ArrayList<>()).add(applier);
+		}
+		Map<String, GroupTail> tails = new LinkedHashMap<>();
+		byGroup.forEach((group, members) -> tails.put(group, new GroupTail(group, nodeId, members, store)));
+		this.tails = Map.copyOf(tails);
+	}
+
+	/**
+	 * Appends a decision to the token's group, if the token's term still leads: the lease
+	 * is checked and locked in the same statement, as
+	 * {@link dev.leader.fencing.Fencing#guard} does, so the lease cannot change hands
+	 * before the caller's transaction ends, and the rest of that transaction is held to
+	 * the guard's limits. Inside a transaction on the application's {@code DataSource},
+	 * the entry commits or rolls back with it, and a rollback leaves no gap; without one,
+	 * it commits at once.
+	 * @param token the token of the term the decision is made under, usually
+	 * {@link FencingToken#current()}
+	 * @param type what kind of decision it is: 1 to 120 letters, digits, '.', '_', ':' or
+	 * '-'
+	 * @param payload the decision, as the application encodes it
+	 * @return the bookmark of the entry
+	 * @throws StaleLeadershipException if the term no longer leads, or a later term has
+	 * appended
+	 */
+	public Bookmark append(FencingToken token, String type, String payload) {
+		Names.requireValid("log entry type", type);
+		LogStore.Appended appended = this.store.append(token, this.nodeId, type, payload);
+		Bookmark entry = appended.entry();
+		if (entry != null) {
+			return entry;
+		}
+		throw new StaleLeadershipException(
+				"Node " + this.nodeId + " may not append to the log of group " + token.group() + " under term "
+						+ token.term() + ": "
+						+ ((appended.currentTerm() == 0) ? "the group has no lease"
+								: "the lease or the log is at term " + appended.currentTerm()
+										+ ((appended.holder() != null) ? ", lease held by " + appended.holder() : "")),
+				token.group(), token.term(), appended.currentTerm(), appended.holder());
+	}
+
+	/**
+	 * Returns the last entry this node has applied.
+	 * @param group the group
+	 * @return the bookmark of that entry, or of the start of the log
+	 * @throws IllegalArgumentException if this node has no applier for the group
+	 */
+	public Bookmark applied(String group) {
+		return tail(group).applied();
+	}
+
+	/**
+	 * Waits until this node has applied the bookmark's entry (read-your-writes). Fails if
+	 * the entry this node applied at that index has another term: the bookmark comes from
+	 * a history that the database lost.
+	 * @param bookmark the bookmark, from {@link #append} on any node
+	 * @param timeout the longest to wait
+	 * @return whether it was applied within the timeout
+	 * @throws IllegalArgumentException if this node has no applier for the group
+	 * @throws IllegalStateException if the bookmark is not in this node's history, or the
+	 * group's log halted on this node
+	 * @throws InterruptedException if the calling thread was interrupted
+	 */
+	public boolean awaitApplied(Bookmark bookmark, Duration timeout) throws InterruptedException {
+		GroupTail tail = tail(bookmark.group());
+		tail.notified(bookmark.index());
+		if (!tail.awaitApplied(bookmark.index(), deadline(timeout))) {
+			return false;
+		}
+		long term = tail.termAt(bookmark.index());
+		if (term != bookmark.term()) {
+			throw new IllegalStateException("Bookmark " + bookmark + " is not in the history of group "
+					+ bookmark.group() + " on this node: its entry " + bookmark.index() + " has term " + term
+					+ ". The database lost the bookmark's entry (a failover to a standby that had not received it)");
+		}
+		return true;
+	}
+
+	/**
+	 * Reads the group's last committed index with one statement, then waits until this
+	 * node has applied it: state read afterwards reflects every append that committed
+	 * before this call, without asking the leader.
+	 * @param group the group
+	 * @param timeout the longest to wait for the apply
+	 * @return whether it was applied within the timeout
+	 * @throws IllegalArgumentException if this node has no applier for the group
+	 * @throws IllegalStateException if the group's log halted on this node
+	 * @throws org.springframework.dao.DataAccessException if the database cannot be read
+	 * @throws InterruptedException if the calling thread was interrupted
+	 */
+	public boolean awaitReadIndex(String group, Duration timeout) throws InterruptedException {
+		GroupTail tail = tail(group);
+		long deadline = deadline(timeout);
+		long sentAt = System.nanoTime();
+		Bookmark head = this.store.head(group);
+		tail.confirmed(head.index(), sentAt);
+		return tail.awaitApplied(head.index(), deadline);
+	}
+
+	/**
+	 * Returns how far behind the group's log this node may be: the time since the start
+	 * of the last read that found this node caught up. Pessimistic: it is never less than
+	 * the true lag. A leader that appends nothing does not make it grow beyond the time
+	 * since that read; {@link #awaitStaleness} refreshes it with one statement.
+	 * @param group the group
+	 * @return the bound, or empty until a read has confirmed one
+	 * @throws IllegalArgumentException if this node has no applier for the group
+	 */
+	public Optional<Duration> staleness(String group) {
+		long nanos = tail(group).stalenessNanos(System.nanoTime());
+		return (nanos < 0) ? Optional.empty() : Optional.of(Duration.ofNanos(nanos));
+	}
+
+	/**
+	 * Makes sure this node is at most {@code bound} behind the group's log (bounded
+	 * staleness): at once if {@link #staleness} says so; otherwise after a
+	 * {@linkplain #awaitReadIndex read index}, if its apply comes in time.
+	 * @param group the group
+	 * @param bound the most this node may be behind
+	 * @param timeout the longest to wait
+	 * @return whether this node is within the bound
+	 * @throws IllegalArgumentException if this node has no applier for the group
+	 * @throws IllegalStateException if the group's log halted on this node
+	 * @throws org.springframework.dao.DataAccessException if the database cannot be read
+	 * @throws InterruptedException if the calling thread was interrupted
+	 */
+	public boolean awaitStaleness(String group, Duration bound, Duration timeout) throws InterruptedException {
+		if (withinBound(group, bound)) {
+			return true;
+		}
+		return awaitReadIndex(group, timeout) && withinBound(group, bound);
+	}
+
+	/**
+	 * Returns why the group's log halted on this node.
+	 * @param group the group
+	 * @return the failure of the applier, or empty while the log is applied
+	 * @throws IllegalArgumentException if this node has no applier for the group
+	 */
+	public Optional<Throwable> failure(String group) {
+		return Optional.ofNullable(tail(group).failure());
+	}
+
+	/**
+	 * Starts following the logs that this node has appliers for: each is applied from its
+	 * first entry.
+	 */
+	public synchronized void start() {
+		if (this.listening != null || this.tails.isEmpty()) {
+			return;
+		}
+		this.listening = this.store.listen((group, index) -> {
+			GroupTail tail = this.tails.get(group);
+			if (tail != null) {
+				tail.notified(index);
+			}
+		});
+		this.tails.values().forEach(GroupTail::start);
+	}
+
+	/**
+	 * Stops following the logs, once the entries being applied are done.
+	 */
+	public synchronized void stop() {
+		if (this.listening == null) {
+			return;
+		}
+		try {
+			this.listening.close();
+		}
+		catch (Exception ex) {
+			logger.debug("Could not stop the log notifications: " + ex);
+		}
+		this.listening = null;
+		this.tails.values().forEach(GroupTail::stop);
+	}
+
+	private boolean withinBound(String group, Duration bound) {
+		long nanos = tail(group).stalenessNanos(System.nanoTime());
+		return nanos >= 0 && nanos <= bound.toNanos();
+	}
+
+	private GroupTail tail(String group) {
+		GroupTail tail = this.tails.get(group);
+		if (tail == null) {
+			throw new IllegalArgumentException("Node " + this.nodeId + " does not follow the log of group '" + group
+					+ "': it has no LogApplier bean for it"
+					+ (this.tails.isEmpty() ? "" : " (it follows " + String.join(", ", this.tails.keySet()) + ")"));
+		}
+		return tail;
+	}
+
+	private static long deadline(Duration timeout) {
+		return System.nanoTime() + Math.min(timeout.toNanos(), TimeUnit.DAYS.toNanos(1));
+	}
+
+}

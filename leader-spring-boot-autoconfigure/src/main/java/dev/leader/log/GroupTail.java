@@ -1,0 +1,282 @@
+package dev.leader.log;
+
+import java.util.ArrayDeque;
+import java.util.List;
+import java.util.Map;
+import java.util.NavigableMap;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * A node's tail of one group's log: the {@code leader-log-<group>} thread reads the
+ * entries that follow the last one applied and applies each, in order, to the group's
+ * appliers. It reads when it learns of an index beyond the one applied (a notification, a
+ * read index) and once at start. Every field below is guarded by this object's monitor,
+ * which the thread never holds while it reads or applies.
+ * <p>
+ * The staleness estimate rests on confirmations: a read of the log that started at a
+ * moment of the local monotonic clock and found its end at an index. Once that index is
+ * applied, this node is no more than the time since that moment behind. The estimate
+ * never counts idle time as lag beyond the time since the last confirmation, and it is
+ * never low: the moment is taken before the read is sent.
+ */
+final class GroupTail {
+
+	private static final Log logger = LogFactory.getLog(DecisionLog.class);
+
+	private static final int BATCH = 500;
+
+	private static final long NONE = Long.MIN_VALUE;
+
+	private final String group;
+
+	private final String nodeId;
+
+	private final List<LogApplier> appliers;
+
+	private final LogStore store;
+
+	private long applied;
+
+	private long appliedTerm;
+
+	private final NavigableMap<Long, Long> termStarts = new TreeMap<>();
+
+	private long known;
+
+	private boolean readWanted = true;
+
+	// Confirmations beyond the index applied: {index, moment}, in rising order of both.
+	private final ArrayDeque<long[]> confirmations = new ArrayDeque<>();
+
+	private long confirmedAt = NONE;
+
+	private @Nullable Throwable failure;
+
+	private boolean stopped;
+
+	private @Nullable Thread thread;
+
+	GroupTail(String group, String nodeId, List<LogApplier> appliers, LogStore store) {
+		this.group = group;
+		this.nodeId = nodeId;
+		this.appliers = List.copyOf(appliers);
+		this.store = store;
+	}
+
+	synchronized void start() {
+		this.stopped = false;
+		this.readWanted = true;
+		Thread thread = new Thread(this::run, "leader-log-" + this.group);
+		thread.setDaemon(true);
+		this.thread = thread;
+		thread.start();
+	}
+
+	/**
+	 * Stops the thread once the entry being applied is done, waiting up to 5 s for it.
+	 */
+	void stop() {
+		Thread thread;
+		synchronized (this) {
+			this.stopped = true;
+			notifyAll();
+			thread = this.thread;
+		}
+		if (thread != null && thread != Thread.currentThread()) {
+			try {
+				thread.join(TimeUnit.SECONDS.toMillis(5));
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+			}
+		}
+	}
+
+	/**
+	 * Learns that the log holds an entry at this index, committed.
+	 * @param index the index
+	 */
+	synchronized void notified(long index) {
+		if (index > this.known) {
+			this.known = index;
+			notifyAll();
+		}
+	}
+
+	/**
+	 * Records a read of the log's end.
+	 * @param index the last index when the read started
+	 * @param sentAt when the read was sent, on {@link System#nanoTime()}
+	 */
+	synchronized void confirmed(long index, long sentAt) {
+		notified(index);
+		if (index <= this.applied) {
+			this.confirmedAt = Math.max(this.confirmedAt, sentAt);
+		}
+		else {
+			this.confirmations.addLast(new long[] { index, sentAt });
+		}
+	}
+
+	synchronized Bookmark applied() {
+		return new Bookmark(this.group, this.appliedTerm, this.applied);
+	}
+
+	/**
+	 * Returns the term of an applied entry.
+	 * @param index the index, at most the one applied
+	 * @return the term, or 0 for index 0
+	 */
+	synchronized long termAt(long index) {
+		Map.Entry<Long, Long> start = this.termStarts.floorEntry(index);
+		return (start != null) ? start.getValue() : 0;
+	}
+
+	/**
+	 * Waits until the entry at the index is applied.
+	 * @param index the index
+	 * @param deadline when to give up, on {@link System#nanoTime()}
+	 * @return whether it was applied in time
+	 * @throws IllegalStateException if the group's log halted on this node
+	 * @throws InterruptedException if the caller was interrupted
+	 */
+	synchronized boolean awaitApplied(long index, long deadline) throws InterruptedException {
+		while (this.applied < index) {
+			requireRunning();
+			long left = deadline - System.nanoTime();
+			if (left <= 0) {
+				return false;
+			}
+			TimeUnit.NANOSECONDS.timedWait(this, left);
+		}
+		return true;
+	}
+
+	/**
+	 * Returns how far behind the log this node may be, pessimistically.
+	 * @param now the moment, on {@link System#nanoTime()}
+	 * @return the bound in nanoseconds, or -1 if no read of the log has confirmed it yet
+	 */
+	synchronized long stalenessNanos(long now) {
+		return (this.confirmedAt == NONE) ? -1 : Math.max(0, now - this.confirmedAt);
+	}
+
+	synchronized @Nullable Throwable failure() {
+		return this.failure;
+	}
+
+	private void requireRunning() {
+		if (this.failure != null) {
+			throw new IllegalStateException("The decision log of group " + this.group + " halted on this node at index "
+					+ this.applied + ": " + this.failure, this.failure);
+		}
+		if (this.stopped) {
+			throw new IllegalStateException("The decision log of group " + this.group + " is stopped on this node");
+		}
+	}
+
+	private void run() {
+		while (true) {
+			long from;
+			synchronized (this) {
+				while (!this.stopped && this.failure == null && !this.readWanted && this.known <= this.applied) {
+					try {
+						wait();
+					}
+					catch (InterruptedException ex) {
+						return;
+					}
+				}
+				if (this.stopped || this.failure != null) {
+					return;
+				}
+				this.readWanted = false;
+				from = this.applied;
+			}
+			long sentAt = System.nanoTime();
+			List<LogEntry> entries;
+			try {
+				entries = this.store.read(this.group, from, BATCH);
+			}
+			catch (RuntimeException ex) {
+				logger.warn("Decision log group=" + this.group + " node=" + this.nodeId
+						+ " could not be read after index " + from + "; retrying in 1 s: " + ex);
+				if (!pause()) {
+					return;
+				}
+				continue;
+			}
+			if (!applyAll(from, entries)) {
+				return;
+			}
+			synchronized (this) {
+				if (entries.size() < BATCH) {
+					confirmed(from + entries.size(), sentAt);
+				}
+				else {
+					this.readWanted = true;
+				}
+			}
+		}
+	}
+
+	private boolean applyAll(long from, List<LogEntry> entries) {
+		long expected = from + 1;
+		for (LogEntry entry : entries) {
+			if (entry.index() != expected) {
+				halt(new IllegalStateException("Entry " + expected + " is missing from the log, which goes on at "
+						+ entry.index() + "; this node cannot apply the entries after " + from));
+				return false;
+			}
+			for (LogApplier applier : this.appliers) {
+				try {
+					applier.apply(entry);
+				}
+				catch (Throwable ex) {
+					halt(new IllegalStateException("Applier " + applier.getClass().getName() + " failed on entry "
+							+ entry.index() + " (term " + entry.term() + ", type " + entry.type() + ")", ex));
+					return false;
+				}
+			}
+			advance(entry);
+			expected++;
+		}
+		return true;
+	}
+
+	private synchronized void advance(LogEntry entry) {
+		this.applied = entry.index();
+		if (entry.term() != this.appliedTerm) {
+			this.termStarts.put(entry.index(), entry.term());
+			this.appliedTerm = entry.term();
+		}
+		while (!this.confirmations.isEmpty() && this.confirmations.peekFirst()[0] <= this.applied) {
+			this.confirmedAt = Math.max(this.confirmedAt, this.confirmations.pollFirst()[1]);
+		}
+		notifyAll();
+	}
+
+	private synchronized void halt(Throwable failure) {
+		this.failure = failure;
+		logger.error("Decision log group=" + this.group + " node=" + this.nodeId + " halted after index " + this.applied
+				+ "; nothing more is applied on this node until it restarts", failure);
+		notifyAll();
+	}
+
+	private synchronized boolean pause() {
+		this.readWanted = true;
+		try {
+			wait(1000);
+		}
+		catch (InterruptedException ex) {
+			return false;
+		}
+		return !this.stopped;
+	}
+
+}

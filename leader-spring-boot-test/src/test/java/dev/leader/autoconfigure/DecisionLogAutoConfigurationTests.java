@@ -1,0 +1,92 @@
+package dev.leader.autoconfigure;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import dev.leader.FencingToken;
+import dev.leader.Leadership;
+import dev.leader.log.Bookmark;
+import dev.leader.log.DecisionLog;
+import dev.leader.log.LogApplier;
+import dev.leader.log.LogEntry;
+import dev.leader.log.LogStore;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration;
+import org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.transaction.support.TransactionTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Tests for the auto-configuration of the {@link DecisionLog}, against a fresh PostgreSQL
+ * schema.
+ */
+class DecisionLogAutoConfigurationTests {
+
+	private static final Duration WAIT = Duration.ofSeconds(10);
+
+	@RegisterExtension
+	final SchemaContextRunners schema = new SchemaContextRunners();
+
+	@Test
+	void leaderAppendsInItsTransactionAndTheApplierBeanAppliesWhileTheContextRuns() {
+		this.schema.runner(DataSourceTransactionManagerAutoConfiguration.class, TransactionAutoConfiguration.class)
+			.withPropertyValues("leader.node.id=log-node", "leader.groups=rates")
+			.withUserConfiguration(RatesConfiguration.class)
+			.run((context) -> {
+				assertThat(context).hasSingleBean(LogStore.class).hasSingleBean(DecisionLog.class);
+				Leadership leadership = context.getBean(Leadership.class);
+				assertThat(leadership.awaitLeadership("rates", WAIT)).isTrue();
+				FencingToken token = leadership.token("rates").orElseThrow();
+				DecisionLog log = context.getBean(DecisionLog.class);
+				Bookmark bookmark = context.getBean(TransactionTemplate.class)
+					.execute((tx) -> log.append(token, "rate", "EUR 1.0845"));
+				assertThat(log.awaitApplied(bookmark, WAIT)).isTrue();
+				assertThat(context.getBean(Rates.class).applied).extracting(LogEntry::payload)
+					.containsExactly("EUR 1.0845");
+			});
+	}
+
+	@Test
+	void withoutApplierTheLogStillAppendsAndNoGroupIsFollowed() {
+		this.schema.runner().withPropertyValues("leader.node.id=log-node").run((context) -> {
+			DecisionLog log = context.getBean(DecisionLog.class);
+			Leadership leadership = context.getBean(Leadership.class);
+			assertThat(leadership.awaitLeadership("default", WAIT)).isTrue();
+			assertThat(log.append(leadership.token("default").orElseThrow(), "note", "x").index()).isEqualTo(1);
+			assertThat(context.getBeansOfType(LogApplier.class)).isEmpty();
+		});
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class RatesConfiguration {
+
+		@Bean
+		Rates rates() {
+			return new Rates();
+		}
+
+	}
+
+	static class Rates implements LogApplier {
+
+		final List<LogEntry> applied = new CopyOnWriteArrayList<>();
+
+		@Override
+		public String group() {
+			return "rates";
+		}
+
+		@Override
+		public void apply(LogEntry entry) {
+			this.applied.add(entry);
+		}
+
+	}
+
+}
