@@ -24,6 +24,7 @@ import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseSettings;
 import dev.leader.log.DecisionLogConfiguration;
+import dev.leader.log.LogApplier;
 import dev.leader.node.Names;
 import dev.leader.node.NodeRegistration;
 import io.micrometer.observation.ObservationRegistry;
@@ -99,7 +100,7 @@ public final class LeaderAutoConfiguration {
 	@ConditionalOnMissingBean(Leadership.class)
 	LeaderEngine leaderEngine(CoordinationStore store, LeaseSettings settings, LeaderProperties properties,
 			Environment environment, ApplicationEventPublisher publisher, LeaderOnlyGroups leaderOnlyGroups,
-			ObjectProvider<ObservationRegistry> observationRegistry) {
+			ObjectProvider<LogApplier> logAppliers, ObjectProvider<ObservationRegistry> observationRegistry) {
 		Set<String> groups = groups(properties);
 		String name = nodeName(properties, environment);
 		String host = hostName();
@@ -108,6 +109,9 @@ public final class LeaderAutoConfiguration {
 		LeaderEngine engine = new LeaderEngine(store, settings,
 				new NodeRegistration(id, name, host, ProcessHandle.current().pid()), groups, publisher::publishEvent);
 		leaderOnlyGroups.drainTo(engine::addGroup);
+		// A node follows the logs it applies through its heartbeat, which reads the
+		// logs' ends with the leases of its groups.
+		logAppliers.orderedStream().forEach((applier) -> engine.addGroup(applier.group()));
 		observationRegistry.ifUnique(engine::setObservationRegistry);
 		return engine;
 	}

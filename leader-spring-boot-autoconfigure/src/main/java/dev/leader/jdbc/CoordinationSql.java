@@ -61,11 +61,12 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 	/**
 	 * The heartbeat: registers the node, renews its leases, and reads the leases it asks
 	 * about and the members, in one durable statement. Kinds of rows: {@code R} = renewed
-	 * lease, {@code L} = lease as it stood, {@code N} = member, {@code D} = the live
-	 * registration of another process under this node's id. Each row carries every column
-	 * of the layout that {@link DaemonRows} reads too, {@code NULL} where its kind has no
-	 * value. The node's own row comes from the upsert, because the other parts of the
-	 * statement see the table as it was before the statement.
+	 * lease, {@code L} = lease as it stood, with the last index of the group's decision
+	 * log, {@code N} = member, {@code D} = the live registration of another process under
+	 * this node's id. Each row carries every column of the layout that {@link DaemonRows}
+	 * reads too, {@code NULL} where its kind has no value. The node's own row comes from
+	 * the upsert, because the other parts of the statement see the table as it was before
+	 * the statement.
 	 * <p>
 	 * The node's row belongs to one incarnation, a process: another process with the same
 	 * id takes it over only once it has gone silent for the node expiry. Until then the
@@ -108,22 +109,23 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 			       NULL::bigint AS heartbeat_age_ms, NULL::varchar[] AS daemons, NULL::boolean AS drained,
 			       NULL::varchar AS daemon_name, NULL::varchar AS state, NULL::bigint AS generation,
 			       NULL::timestamptz AS state_since, NULL::varchar AS request_kind, NULL::timestamptz AS requested_at,
-			       NULL::timestamptz AS db_now
+			       NULL::timestamptz AS db_now, NULL::bigint AS log_index
 			FROM renewed
 			UNION ALL
-			SELECT 'L', group_name, holder, term, expires_at, ${remaining_ms},
+			SELECT 'L', l.group_name, holder, term, expires_at, ${remaining_ms},
 			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-			       NULL, NULL, NULL, NULL, NULL, NULL, NULL
-			FROM ${prefix}leases WHERE group_name = ANY (?::varchar[])
+			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, h.last_index
+			FROM ${prefix}leases l LEFT JOIN ${prefix}log_heads h ON h.group_name = l.group_name
+			WHERE l.group_name = ANY (?::varchar[])
 			UNION ALL
 			SELECT 'N', NULL, NULL, NULL, NULL, NULL,
 			       node_id, name, host, pid, started_at, heartbeat_at, 0, daemons, drained,
-			       NULL, NULL, NULL, NULL, NULL, NULL, NULL
+			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 			FROM me
 			UNION ALL
 			SELECT CASE WHEN node_id = ? THEN 'D' ELSE 'N' END, NULL, NULL, NULL, NULL, NULL,
 			       node_id, name, host, pid, started_at, heartbeat_at, ${heartbeat_age_ms}, daemons, drained,
-			       NULL, NULL, NULL, NULL, NULL, NULL, NULL
+			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 			FROM ${prefix}nodes WHERE node_id <> ? OR NOT EXISTS (SELECT 1 FROM me)
 			""";
 

@@ -47,17 +47,17 @@ final class DaemonRows {
 	static final String ASSIGNMENTS_REQUESTS_AND_CLOCK = """
 			SELECT 'A', NULL, NULL, term, NULL, NULL,
 			       node_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-			       daemon_name, state, generation, state_since, NULL, NULL, NULL
+			       daemon_name, state, generation, state_since, NULL, NULL, NULL, NULL
 			FROM ${prefix}assignments
 			UNION ALL
 			SELECT 'Q', NULL, NULL, NULL, NULL, NULL,
 			       node_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-			       daemon_name, NULL, NULL, NULL, kind, requested_at, NULL
+			       daemon_name, NULL, NULL, NULL, kind, requested_at, NULL, NULL
 			FROM ${prefix}daemon_requests
 			UNION ALL
 			SELECT 'T', NULL, NULL, NULL, NULL, NULL,
 			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-			       NULL, NULL, NULL, NULL, NULL, NULL, clock_timestamp()
+			       NULL, NULL, NULL, NULL, NULL, NULL, clock_timestamp(), NULL
 			""";
 
 	private final Duration nodeExpiry;

@@ -10,6 +10,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 
@@ -77,6 +78,8 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 
 	private final AtomicReference<@Nullable Consumer<DaemonSnapshot>> daemonsFollower = new AtomicReference<>();
 
+	private final List<LogHeadsFollower> logFollowers = new CopyOnWriteArrayList<>();
+
 	/**
 	 * Creates a store.
 	 * @param dataSource the PostgreSQL data source
@@ -138,6 +141,8 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 		Consumer<DaemonSnapshot> follower = this.daemonsFollower.get();
 		DaemonRows daemons = (follower != null) ? new DaemonRows(nodeExpiry) : null;
 		String sql = (daemons != null) ? this.sql.tickWithDaemons() : this.sql.tick();
+		Map<String, Long> logHeads = new LinkedHashMap<>();
+		long sentAt = System.nanoTime();
 		Tick result = this.kept.execute("heartbeat", sql, (statement) -> {
 			Connection connection = statement.getConnection();
 			int i = 0;
@@ -165,7 +170,10 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 				while (rows.next()) {
 					switch (rows.getString("kind")) {
 						case "R" -> renewed.put(rows.getString("group_name"), lease(rows));
-						case "L" -> leases.put(rows.getString("group_name"), lease(rows));
+						case "L" -> {
+							leases.put(rows.getString("group_name"), lease(rows));
+							logHeads.put(rows.getString("group_name"), rows.getLong("log_index"));
+						}
 						case "N" -> members.add(member(rows, nodeExpiry));
 						case "D" -> throw new DuplicateKeyException(String.format("Node id '%s' is registered by "
 								+ "another live process (host %s, pid %d, last heartbeat %d ms ago). Two processes "
@@ -183,6 +191,14 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 			}
 			return new Tick(renewed, leases, members);
 		});
+		for (LogHeadsFollower logFollower : this.logFollowers) {
+			try {
+				logFollower.heads(logHeads, sentAt);
+			}
+			catch (RuntimeException ex) {
+				logger.warn("Log follower failed; the heartbeat goes on: " + ex);
+			}
+		}
 		if (follower != null && daemons != null) {
 			try {
 				follower.accept(daemons.snapshot());
@@ -205,6 +221,17 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	AutoCloseable readDaemonsWithHeartbeat(Consumer<DaemonSnapshot> follower) {
 		this.daemonsFollower.set(follower);
 		return () -> this.daemonsFollower.compareAndSet(follower, null);
+	}
+
+	/**
+	 * Hands the last index of each group's decision log, as every heartbeat reads it with
+	 * the group's lease, to the follower.
+	 * @param follower called on the heartbeat's thread after each heartbeat
+	 * @return a handle that stops it
+	 */
+	AutoCloseable followLogHeads(LogHeadsFollower follower) {
+		this.logFollowers.add(follower);
+		return () -> this.logFollowers.remove(follower);
 	}
 
 	@Override
@@ -329,6 +356,22 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	private static LeaseState lease(ResultSet rows) throws SQLException {
 		return new LeaseState(rows.getString("group_name"), rows.getString("holder"), rows.getLong("term"),
 				Statements.instant(rows, "expires_at"), Duration.ofMillis(rows.getLong("remaining_ms")));
+	}
+
+	/**
+	 * Receives the last indexes of the groups' decision logs from each heartbeat.
+	 */
+	@FunctionalInterface
+	interface LogHeadsFollower {
+
+		/**
+		 * Called after a heartbeat.
+		 * @param heads the last index of each group the heartbeat read, 0 for a log
+		 * without entries
+		 * @param sentAt when the heartbeat was sent, on {@link System#nanoTime()}
+		 */
+		void heads(Map<String, Long> heads, long sentAt);
+
 	}
 
 }

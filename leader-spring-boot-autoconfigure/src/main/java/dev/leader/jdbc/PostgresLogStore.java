@@ -6,7 +6,6 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.function.BiConsumer;
 
 import javax.sql.DataSource;
 
@@ -26,7 +25,9 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * the data source when there is one, and otherwise commits by itself on a connection set
  * up as the other stores' are. Appends are announced with {@code NOTIFY} on the channel
  * {@code <prefix>appended}, which PostgreSQL delivers only once the append commits, on
- * the listening connection of the node's {@link PostgresCoordinationStore}.
+ * the listening connection of the node's {@link PostgresCoordinationStore}, whose
+ * heartbeat also reads the last index of each group it takes part in: a node that missed
+ * a notification catches up within a renew interval, and an idle log costs no statement.
  * <p>
  * Built by {@link PostgresStoresConfiguration} unless the application defines its own
  * store.
@@ -190,11 +191,13 @@ public final class PostgresLogStore implements LogStore {
 	}
 
 	@Override
-	public AutoCloseable listen(BiConsumer<String, Long> listener) {
+	public AutoCloseable listen(LogListener listener) {
 		if (this.notifications == null) {
 			return LogStore.super.listen(listener);
 		}
-		return this.notifications.subscribe(this.channel, (payload) -> {
+		AutoCloseable heads = this.notifications.followLogHeads(
+				(indexes, sentAt) -> indexes.forEach((group, index) -> listener.confirmed(group, index, sentAt)));
+		AutoCloseable appends = this.notifications.subscribe(this.channel, (payload) -> {
 			int space = payload.lastIndexOf(' ');
 			long index;
 			try {
@@ -204,8 +207,12 @@ public final class PostgresLogStore implements LogStore {
 				logger.debug("Ignored a log notification that is not <group> <index>: " + payload);
 				return;
 			}
-			listener.accept(payload.substring(0, space), index);
+			listener.appended(payload.substring(0, space), index);
 		});
+		return () -> {
+			heads.close();
+			appends.close();
+		};
 	}
 
 	private <T> T onOwnConnection(String task, String sql, Statements.Callback<T> callback) {

@@ -205,11 +205,24 @@ public final class DecisionLog {
 		if (this.listening != null || this.tails.isEmpty()) {
 			return;
 		}
-		this.listening = this.store.listen((group, index) -> {
-			GroupTail tail = this.tails.get(group);
-			if (tail != null) {
-				tail.notified(index);
+		this.listening = this.store.listen(new LogStore.LogListener() {
+
+			@Override
+			public void appended(String group, long index) {
+				GroupTail tail = DecisionLog.this.tails.get(group);
+				if (tail != null) {
+					tail.notified(index);
+				}
 			}
+
+			@Override
+			public void confirmed(String group, long index, long sentAt) {
+				GroupTail tail = DecisionLog.this.tails.get(group);
+				if (tail != null) {
+					tail.confirmed(index, sentAt);
+				}
+			}
+
 		});
 		this.tails.values().forEach(GroupTail::start);
 	}

@@ -1,7 +1,6 @@
 package dev.leader.log;
 
 import java.util.List;
-import java.util.function.BiConsumer;
 
 import dev.leader.FencingToken;
 import org.jspecify.annotations.Nullable;
@@ -52,14 +51,38 @@ public interface LogStore {
 	Bookmark head(String group);
 
 	/**
-	 * Starts delivering notifications of appends, if the store supports them.
-	 * @param listener called with the group and the index appended, on a thread of the
-	 * store's, after the append committed
+	 * Starts telling the listener what the store learns of the logs' ends without a
+	 * statement of its own: append notifications and the heartbeat's reads, where the
+	 * store supports them.
+	 * @param listener called on threads of the store's
 	 * @return a handle that stops the delivery
 	 */
-	default AutoCloseable listen(BiConsumer<String, Long> listener) {
+	default AutoCloseable listen(LogListener listener) {
 		return () -> {
 		};
+	}
+
+	/**
+	 * Receives what a store learns of the logs' ends.
+	 */
+	interface LogListener {
+
+		/**
+		 * Called once an append has committed.
+		 * @param group the group
+		 * @param index the index appended
+		 */
+		void appended(String group, long index);
+
+		/**
+		 * Called with a read of a log's end that started at a known moment: every append
+		 * committed before that moment is at or before the index.
+		 * @param group the group
+		 * @param index the last index the read found, 0 for a log without entries
+		 * @param sentAt when the read was sent, on {@link System#nanoTime()}
+		 */
+		void confirmed(String group, long index, long sentAt);
+
 	}
 
 	/**

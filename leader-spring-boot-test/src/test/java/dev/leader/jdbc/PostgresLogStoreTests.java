@@ -1,0 +1,108 @@
+package dev.leader.jdbc;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.leader.FencingToken;
+import dev.leader.log.Bookmark;
+import dev.leader.log.DecisionLog;
+import dev.leader.log.LogApplier;
+import dev.leader.log.LogEntry;
+import dev.leader.node.NodeRegistration;
+import dev.leader.test.TestDatabase;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Tests for {@link PostgresLogStore} with what the node's heartbeat reads: the last index
+ * of each group's log comes with the group's lease, so that a node that hears no
+ * notification still catches up within a renew interval, without a statement of its own.
+ */
+class PostgresLogStoreTests {
+
+	private static final TablePrefix PREFIX = new TablePrefix("leader_");
+
+	private static final Duration TIMEOUT = Duration.ofSeconds(10);
+
+	private TestDatabase database;
+
+	private HikariDataSource dataSource;
+
+	private PostgresCoordinationStore leaderStore;
+
+	private PostgresCoordinationStore deafStore;
+
+	private DecisionLog deaf;
+
+	@BeforeEach
+	void createSchema() {
+		this.database = TestDatabase.createSchema();
+		this.dataSource = this.database.dataSource(8);
+		new LeaderSchemaMigration(this.dataSource, PREFIX).migrate();
+		this.leaderStore = new PostgresCoordinationStore(this.dataSource, PREFIX, Duration.ofSeconds(5));
+		this.deafStore = new PostgresCoordinationStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
+				Notifications.off());
+	}
+
+	@AfterEach
+	void dropSchema() {
+		if (this.deaf != null) {
+			this.deaf.stop();
+		}
+		this.leaderStore.disconnect();
+		this.deafStore.disconnect();
+		this.dataSource.close();
+		this.database.drop();
+	}
+
+	@Test
+	void heartbeatOfANodeThatHearsNoNotificationCatchesItsLogUpAndBoundsItsStaleness() throws Exception {
+		long term = this.leaderStore.acquire("g", "a", Duration.ofSeconds(30)).lease().term();
+		FencingToken token = new FencingToken("g", term);
+		DecisionLog leader = new DecisionLog(store(this.leaderStore), "a", List.of());
+		List<LogEntry> applied = new CopyOnWriteArrayList<>();
+		this.deaf = new DecisionLog(store(this.deafStore), "b", List.of(new LogApplier() {
+
+			@Override
+			public String group() {
+				return "g";
+			}
+
+			@Override
+			public void apply(LogEntry entry) {
+				applied.add(entry);
+			}
+
+		}));
+		this.deaf.start();
+		await().atMost(TIMEOUT).until(() -> this.deaf.staleness("g").isPresent());
+		Bookmark last = null;
+		for (int i = 0; i < 3; i++) {
+			last = leader.append(token, "set", "p" + i);
+		}
+		assertThat(this.deaf.awaitApplied(new Bookmark("g", 0, 0), TIMEOUT)).isTrue();
+		assertThat(applied).as("applied before a heartbeat").isEmpty();
+		NodeRegistration node = new NodeRegistration("b", "app", "host-b", 2);
+		this.deafStore.tick(node, Map.of(), List.of("g"), Duration.ofSeconds(30), Duration.ofSeconds(10));
+		Bookmark expected = last;
+		await().atMost(TIMEOUT).until(() -> this.deaf.applied("g").equals(expected));
+		assertThat(applied).extracting(LogEntry::payload).containsExactly("p0", "p1", "p2");
+		Duration afterTick = this.deaf.staleness("g").orElseThrow();
+		this.deafStore.tick(node, Map.of(), List.of("g"), Duration.ofSeconds(30), Duration.ofSeconds(10));
+		assertThat(this.deaf.staleness("g").orElseThrow()).as("an idle log's staleness, after the next heartbeat")
+			.isLessThan(afterTick.plusMillis(1));
+	}
+
+	private PostgresLogStore store(PostgresCoordinationStore notifications) {
+		return new PostgresLogStore(this.dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(10),
+				notifications);
+	}
+
+}
