@@ -1,11 +1,13 @@
 package dev.leader.autoconfigure;
 
+import dev.leader.actuate.DecisionLogHealthIndicator;
 import dev.leader.actuate.LeadershipEndpoint;
 import dev.leader.actuate.LeadershipEndpointWebExtension;
 import dev.leader.actuate.LeadershipHealthIndicator;
 import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.daemon.DaemonStatus;
 import dev.leader.lease.LeaderEngine;
+import dev.leader.log.DecisionLog;
 
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.actuate.autoconfigure.endpoint.condition.ConditionalOnAvailableEndpoint;
@@ -59,6 +61,14 @@ public final class LeaderEndpointAutoConfiguration {
 		@ConditionalOnMissingBean(name = "leadershipHealthIndicator")
 		LeadershipHealthIndicator leadershipHealthIndicator(LeaderEngine engine, ObjectProvider<DaemonStatus> daemons) {
 			return new LeadershipHealthIndicator(engine, daemons.getIfAvailable());
+		}
+
+		@Bean
+		@ConditionalOnMissingBean(name = "decisionLogHealthIndicator")
+		@ConditionalOnBean(DecisionLog.class)
+		@ConditionalOnEnabledHealthIndicator("decision-log")
+		DecisionLogHealthIndicator decisionLogHealthIndicator(DecisionLog log) {
+			return new DecisionLogHealthIndicator(log);
 		}
 
 	}

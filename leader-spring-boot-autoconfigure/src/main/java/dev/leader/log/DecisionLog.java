@@ -6,6 +6,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
 import dev.leader.FencingToken;
@@ -93,6 +94,14 @@ public final class DecisionLog {
 								: "the lease or the log is at term " + appended.currentTerm()
 										+ ((appended.holder() != null) ? ", lease held by " + appended.holder() : "")),
 				token.group(), token.term(), appended.currentTerm(), appended.holder());
+	}
+
+	/**
+	 * Returns the groups whose logs this node follows: those it has appliers for.
+	 * @return the group names
+	 */
+	public Set<String> groups() {
+		return this.tails.keySet();
 	}
 
 	/**

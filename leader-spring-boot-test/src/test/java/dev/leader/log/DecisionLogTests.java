@@ -19,6 +19,7 @@ import java.util.stream.LongStream;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.FencingToken;
 import dev.leader.StaleLeadershipException;
+import dev.leader.actuate.DecisionLogHealthIndicator;
 import dev.leader.jdbc.LeaderSchemaMigration;
 import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.jdbc.PostgresLogStore;
@@ -29,6 +30,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import org.springframework.boot.health.contributor.Health;
+import org.springframework.boot.health.contributor.Status;
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
@@ -278,6 +281,13 @@ class DecisionLogTests {
 		assertThatIllegalStateException().isThrownBy(() -> b.awaitApplied(new Bookmark("g", token.term(), 5), TIMEOUT))
 			.withMessageContaining("halted");
 		assertThat(failing.entries).extracting(LogEntry::index).containsExactly(1L, 2L);
+		Health health = new DecisionLogHealthIndicator(b).health(true);
+		assertThat(health.getStatus()).isEqualTo(Status.DOWN);
+		assertThat(health.getDetails()).extractingByKey("groups")
+			.asString()
+			.contains("halted=")
+			.contains("applied=g@" + token.term() + ".2");
+		assertThat(new DecisionLogHealthIndicator(a).health(true).getStatus()).isEqualTo(Status.UP);
 	}
 
 	@Test
