@@ -9,8 +9,8 @@ package dev.leader.log;
  * caller asks for.
  * <p>
  * An applier that throws halts its group's log on this node: no later entry is applied,
- * nothing is skipped, {@link DecisionLog#failure} reports it and the health of the
- * {@code leadership} endpoint turns {@code DOWN}. Restarting the application resumes.
+ * nothing is skipped, {@link DecisionLog#failure} reports it and the {@code decisionLog}
+ * health contributor turns {@code DOWN}. Restarting the application resumes.
  */
 public interface LogApplier {
 
