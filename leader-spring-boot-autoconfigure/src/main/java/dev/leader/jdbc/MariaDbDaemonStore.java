@@ -148,17 +148,16 @@ public final class MariaDbDaemonStore implements DaemonStore {
 	 * locking read locks the rows of every table it joins, but not those its subqueries
 	 * read.
 	 */
-	private static final String LOCK = "SELECT o.daemon_name, o.node_id, o.generation, o.live, "
-			+ MariaDbHoldLimits.SESSION_LIMITS + """
-					,
-					  (SELECT a.state FROM ${prefix}assignments a
-					   WHERE a.daemon_name = o.daemon_name AND a.generation = o.generation) AS state,
-					  (SELECT a.term FROM ${prefix}assignments a
-					   WHERE a.daemon_name = o.daemon_name AND a.generation = o.generation) AS term,
-					  (SELECT a.state_since FROM ${prefix}assignments a
-					   WHERE a.daemon_name = o.daemon_name AND a.generation = o.generation) AS since
-					FROM ${prefix}assignment_owners o WHERE o.daemon_name = ?
-					LOCK IN SHARE MODE""";
+	private static final String LOCK = """
+			SELECT o.daemon_name, o.node_id, o.generation, o.live,
+			  (SELECT a.state FROM ${prefix}assignments a
+			   WHERE a.daemon_name = o.daemon_name AND a.generation = o.generation) AS state,
+			  (SELECT a.term FROM ${prefix}assignments a
+			   WHERE a.daemon_name = o.daemon_name AND a.generation = o.generation) AS term,
+			  (SELECT a.state_since FROM ${prefix}assignments a
+			   WHERE a.daemon_name = o.daemon_name AND a.generation = o.generation) AS since
+			FROM ${prefix}assignment_owners o WHERE o.daemon_name = ?
+			LOCK IN SHARE MODE""";
 
 	private final DataSource dataSource;
 
@@ -347,7 +346,7 @@ public final class MariaDbDaemonStore implements DaemonStore {
 							boolean live = rows.getBoolean("live");
 							String state = rows.getString("state");
 							if (live) {
-								MariaDbHoldLimits.apply(statement.getConnection(), this.holdLimitMillis, rows);
+								MariaDbHoldLimits.apply(statement.getConnection(), this.holdLimitMillis);
 							}
 							AssignmentState current = !live ? AssignmentState.DELETED
 									: (state == null || "DELETED".equals(state)) ? AssignmentState.ASSIGNING

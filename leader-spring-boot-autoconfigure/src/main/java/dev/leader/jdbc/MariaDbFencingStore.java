@@ -37,8 +37,8 @@ public final class MariaDbFencingStore implements FencingStore {
 	 * it read even when the row did not match, until the transaction ends; the guard then
 	 * throws, and the transaction rolls back.
 	 */
-	private static final String LOCK_LEASE = "SELECT t.holder, t.term, " + MariaDbHoldLimits.SESSION_LIMITS + """
-			 FROM ${prefix}lease_terms t
+	private static final String LOCK_LEASE = """
+			SELECT t.holder, t.term FROM ${prefix}lease_terms t
 			WHERE t.group_name = ? AND t.holder = ? AND t.term = ?
 			  AND (SELECT l.expires_at > ${now} FROM ${prefix}leases l
 			       WHERE l.group_name = t.group_name AND l.term = t.term)
@@ -60,8 +60,7 @@ public final class MariaDbFencingStore implements FencingStore {
 			INSERT INTO ${prefix}fences (resource, group_name, term, updated_at) VALUES (?, ?, ?, ${now})
 			ON DUPLICATE KEY UPDATE resource = resource""";
 
-	private static final String READ_FENCE = "SELECT group_name, term, " + MariaDbHoldLimits.SESSION_LIMITS
-			+ " FROM ${prefix}fences WHERE resource = ? FOR UPDATE";
+	private static final String READ_FENCE = "SELECT group_name, term FROM ${prefix}fences WHERE resource = ? FOR UPDATE";
 
 	private static final String ADVANCE = """
 			UPDATE ${prefix}fences SET term = ?, updated_at = ${now} WHERE resource = ?""";
@@ -114,7 +113,7 @@ public final class MariaDbFencingStore implements FencingStore {
 				if (!rows.next()) {
 					return null;
 				}
-				MariaDbHoldLimits.apply(statement.getConnection(), this.holdLimitMillis, rows);
+				MariaDbHoldLimits.apply(statement.getConnection(), this.holdLimitMillis);
 				return new LeaseLock(true, rows.getString("holder"), rows.getLong("term"), true);
 			}
 		});
@@ -149,7 +148,7 @@ public final class MariaDbFencingStore implements FencingStore {
 				long term = rows.getLong("term");
 				boolean accepted = group.equals(token.group()) && term <= token.term();
 				if (accepted) {
-					MariaDbHoldLimits.apply(statement.getConnection(), this.holdLimitMillis, rows);
+					MariaDbHoldLimits.apply(statement.getConnection(), this.holdLimitMillis);
 				}
 				return new Fence(accepted, group, accepted ? token.term() : term);
 			}

@@ -43,26 +43,28 @@ final class MariaDbHoldLimits implements TransactionSynchronization {
 	}
 
 	/**
-	 * The session's limits, as columns for the guard's own statement, so that reading
-	 * them costs no round trip: {@code statement_time} and {@code idle_timeout}.
-	 */
-	static final String SESSION_LIMITS = "@@session.max_statement_time AS statement_time, "
-			+ "@@session.idle_transaction_timeout AS idle_timeout";
-
-	/**
 	 * Limits the rest of the transaction active on the connection.
 	 * @param connection the connection of the transaction, which the guard locked a row
 	 * on
 	 * @param holdMillis the hold limit
-	 * @param row the guard's row, with the columns of {@link #SESSION_LIMITS}
 	 * @throws SQLException if the settings cannot be read or changed
 	 */
-	static void apply(Connection connection, long holdMillis, ResultSet row) throws SQLException {
+	static void apply(Connection connection, long holdMillis) throws SQLException {
 		if (!TransactionSynchronizationManager.isSynchronizationActive()) {
 			return;
 		}
-		double statementTime = row.getDouble("statement_time");
-		long idleTimeout = row.getLong("idle_timeout");
+		double statementTime;
+		long idleTimeout;
+		// A statement of its own, without a query timeout: MariaDB's driver runs a
+		// statement with a timeout under SET STATEMENT max_statement_time, which would
+		// hide the session's own value.
+		try (Statement statement = connection.createStatement();
+				ResultSet row = statement.executeQuery("SELECT @@session.max_statement_time AS statement_time, "
+						+ "@@session.idle_transaction_timeout AS idle_timeout")) {
+			row.next();
+			statementTime = row.getDouble("statement_time");
+			idleTimeout = row.getLong("idle_timeout");
+		}
 		double holdSeconds = holdMillis / 1000.0;
 		long holdWholeSeconds = Math.max(1, holdMillis / 1000);
 		double newStatementTime = (statementTime > 0 && statementTime <= holdSeconds) ? statementTime : holdSeconds;
