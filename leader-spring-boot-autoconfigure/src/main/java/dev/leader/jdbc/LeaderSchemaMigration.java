@@ -8,7 +8,8 @@ import org.flywaydb.core.Flyway;
 
 /**
  * Creates and upgrades the starter's tables with its own Flyway migrations from
- * {@code classpath:db/leader/postgresql}, recorded in their own history table
+ * {@code classpath:db/leader/postgresql}, or {@code classpath:db/leader/mariadb} on
+ * MariaDB (see {@link JdbcDialect}), recorded in their own history table
  * {@code <prefix>schema_history}, so that they never mix with the application's
  * migrations.
  * <p>
@@ -18,9 +19,9 @@ import org.flywaydb.core.Flyway;
  */
 public final class LeaderSchemaMigration {
 
-	private final Flyway flyway;
+	private final DataSource dataSource;
 
-	private final OwnConnections connections;
+	private final TablePrefix prefix;
 
 	/**
 	 * Creates a migration.
@@ -28,33 +29,40 @@ public final class LeaderSchemaMigration {
 	 * @param prefix the table prefix
 	 */
 	public LeaderSchemaMigration(DataSource dataSource, TablePrefix prefix) {
-		this.connections = new OwnConnections(dataSource);
-		this.flyway = Flyway.configure(LeaderSchemaMigration.class.getClassLoader())
-			.dataSource(dataSource)
-			.locations("classpath:db/leader/postgresql")
-			.table(prefix.value() + "schema_history")
-			.placeholders(Map.of("prefix", prefix.value()))
-			// The application's schema usually holds tables already; ours start from
-			// nothing.
-			.baselineOnMigrate(true)
-			.baselineVersion("0")
-			.load();
+		this.dataSource = dataSource;
+		this.prefix = prefix;
 	}
 
 	/**
 	 * Applies pending migrations, after checking that the data source leads to a writable
 	 * primary.
 	 * @throws IllegalStateException if its connections are read-only, or lead to a
-	 * standby or a read-only database
+	 * standby or a read-only database, or if the database is not one the starter supports
 	 */
 	public void migrate() {
+		JdbcDialect dialect = JdbcDialect.of(this.dataSource);
 		try {
-			this.connections.requireWritablePrimary();
+			if (dialect == JdbcDialect.MARIADB) {
+				new MariaDbConnections(this.dataSource, java.time.Duration.ofSeconds(10)).requireWritablePrimary();
+			}
+			else {
+				new OwnConnections(this.dataSource).requireWritablePrimary();
+			}
 		}
 		catch (java.sql.SQLException ex) {
 			throw Statements.translate("check the database", ex);
 		}
-		this.flyway.migrate();
+		Flyway.configure(LeaderSchemaMigration.class.getClassLoader())
+			.dataSource(this.dataSource)
+			.locations(dialect.migrations())
+			.table(this.prefix.value() + "schema_history")
+			.placeholders(Map.of("prefix", this.prefix.value()))
+			// The application's schema usually holds tables already; ours start from
+			// nothing.
+			.baselineOnMigrate(true)
+			.baselineVersion("0")
+			.load()
+			.migrate();
 	}
 
 }

@@ -23,11 +23,14 @@ import org.springframework.dao.DataAccessException;
 import org.springframework.jdbc.datasource.SimpleDriverDataSource;
 
 /**
- * Configuration of the PostgreSQL stores on the application's {@link DataSource}: the
+ * Configuration of the stores on the application's {@link DataSource}: the
  * {@link CoordinationStore}, the {@link DaemonStore} and the {@link FencingStore}, each
- * replaceable by a bean of the application's, and the {@link TablePrefix} they share.
- * Imported by {@link LeaderAutoConfiguration}, which it relies on for its conditions and
- * for the schema migration; public only for that import, not for application use.
+ * replaceable by a bean of the application's, and the {@link TablePrefix} they share. The
+ * stores are PostgreSQL's, or MariaDB's when the data source leads to MariaDB
+ * ({@link JdbcDialect}); another database fails at startup with a message that says what
+ * to change. Imported by {@link LeaderAutoConfiguration}, which it relies on for its
+ * conditions and for the schema migration; public only for that import, not for
+ * application use.
  */
 @Configuration(proxyBeanMethods = false)
 public final class PostgresStoresConfiguration {
@@ -49,6 +52,20 @@ public final class PostgresStoresConfiguration {
 	CoordinationStore leaderCoordinationStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
 			ObjectProvider<LeaderSchemaMigration> migration,
 			ObjectProvider<DataSourceProperties> dataSourceProperties) {
+		if (dialect(dataSource, dataSourceProperties) == JdbcDialect.MARIADB) {
+			MariaDbCoordinationStore store = new MariaDbCoordinationStore(dataSource, prefix,
+					properties.getJdbc().determineQueryTimeout());
+			if (migration.getIfAvailable() == null) {
+				try {
+					store.requireWritablePrimary();
+				}
+				catch (DataAccessException ex) {
+					logger.warn("Could not check that the DataSource leads to a writable primary; leadership starts "
+							+ "once the database answers: " + ex.getMessage());
+				}
+			}
+			return store;
+		}
 		PostgresCoordinationStore store = new PostgresCoordinationStore(dataSource, prefix,
 				properties.getJdbc().determineQueryTimeout(),
 				notifications(properties.getJdbc().getNotifications(), dataSourceProperties.getIfAvailable()));
@@ -64,6 +81,11 @@ public final class PostgresStoresConfiguration {
 			}
 		}
 		return store;
+	}
+
+	private static JdbcDialect dialect(DataSource dataSource, ObjectProvider<DataSourceProperties> properties) {
+		DataSourceProperties dataSourceProperties = properties.getIfAvailable();
+		return JdbcDialect.of(dataSource, (dataSourceProperties != null) ? dataSourceProperties.getUrl() : null);
 	}
 
 	private static Notifications notifications(LeaderProperties.Jdbc.Notifications notifications,
@@ -95,7 +117,12 @@ public final class PostgresStoresConfiguration {
 	@ConditionalOnMissingBean
 	@ConditionalOnBooleanProperty(name = "leader.daemons.enabled", matchIfMissing = true)
 	DaemonStore leaderDaemonStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
-			LeaseSettings settings, ObjectProvider<CoordinationStore> coordinationStore) {
+			LeaseSettings settings, ObjectProvider<CoordinationStore> coordinationStore,
+			ObjectProvider<DataSourceProperties> dataSourceProperties) {
+		if (dialect(dataSource, dataSourceProperties) == JdbcDialect.MARIADB) {
+			return new MariaDbDaemonStore(dataSource, prefix, properties.getJdbc().determineQueryTimeout(),
+					settings.nodeExpiry().minus(settings.safetyMargin()));
+		}
 		// Assignment notifications share the coordination store's listening connection
 		// when it is ours.
 		PostgresCoordinationStore notifications = (coordinationStore
@@ -121,9 +148,13 @@ public final class PostgresStoresConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	FencingStore leaderFencingStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
-			LeaseSettings settings) {
+			LeaseSettings settings, ObjectProvider<DataSourceProperties> dataSourceProperties) {
 		// A guarded transaction cannot usefully outlast the holder's own belief in its
 		// leadership.
+		if (dialect(dataSource, dataSourceProperties) == JdbcDialect.MARIADB) {
+			return new MariaDbFencingStore(dataSource, prefix, properties.getJdbc().determineQueryTimeout(),
+					settings.safeWindow());
+		}
 		return new PostgresFencingStore(dataSource, prefix, properties.getJdbc().determineQueryTimeout(),
 				settings.safeWindow());
 	}

@@ -1,0 +1,111 @@
+package dev.leader.jdbc;
+
+import java.sql.Connection;
+import java.sql.DatabaseMetaData;
+import java.sql.SQLException;
+import java.util.Locale;
+
+import javax.sql.DataSource;
+
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.dao.DataAccessException;
+
+/**
+ * The databases the starter's stores run on, told apart by the product name that the JDBC
+ * driver reports. Each has its own stores and its own migrations.
+ */
+enum JdbcDialect {
+
+	/**
+	 * PostgreSQL: {@link PostgresCoordinationStore} and its siblings.
+	 */
+	POSTGRESQL("classpath:db/leader/postgresql"),
+
+	/**
+	 * MariaDB 10.11 and later: {@link MariaDbCoordinationStore} and its siblings.
+	 */
+	MARIADB("classpath:db/leader/mariadb");
+
+	private final String migrations;
+
+	JdbcDialect(String migrations) {
+		this.migrations = migrations;
+	}
+
+	/**
+	 * Returns the Flyway location of the dialect's migrations.
+	 * @return the location
+	 */
+	String migrations() {
+		return this.migrations;
+	}
+
+	/**
+	 * Tells which dialect a data source speaks, from one of its connections.
+	 * @param dataSource the data source
+	 * @return the dialect
+	 * @throws IllegalStateException if the database is not one the starter supports
+	 * @throws org.springframework.dao.DataAccessException if the database cannot be
+	 * reached
+	 */
+	static JdbcDialect of(DataSource dataSource) {
+		try (Connection connection = dataSource.getConnection()) {
+			DatabaseMetaData metaData = connection.getMetaData();
+			return of(metaData.getDatabaseProductName(), metaData.getDatabaseProductVersion());
+		}
+		catch (SQLException ex) {
+			throw Statements.translate("tell the database", ex);
+		}
+	}
+
+	/**
+	 * Tells which dialect a data source speaks, from one of its connections, or, while
+	 * the database cannot be reached, from its URL, so that an application whose database
+	 * is down at startup still starts and leads once it answers: a {@code jdbc:mariadb:}
+	 * URL means MariaDB, anything else PostgreSQL.
+	 * @param dataSource the data source
+	 * @param url the URL the data source was configured with, if known
+	 * @return the dialect
+	 * @throws IllegalStateException if the database is not one the starter supports
+	 */
+	static JdbcDialect of(DataSource dataSource, @Nullable String url) {
+		try {
+			return of(dataSource);
+		}
+		catch (DataAccessException ex) {
+			return (url != null && url.startsWith("jdbc:mariadb:")) ? MARIADB : POSTGRESQL;
+		}
+	}
+
+	/**
+	 * Tells which dialect a database speaks.
+	 * @param productName the product name as the JDBC driver reports it
+	 * @param productVersion the product version as the JDBC driver reports it
+	 * @return the dialect
+	 * @throws IllegalStateException if the database is not one the starter supports
+	 */
+	static JdbcDialect of(String productName, String productVersion) {
+		String name = productName.toLowerCase(Locale.ROOT);
+		// MariaDB's driver reports "MariaDB" for a MariaDB server and "MySQL" for a
+		// MySQL server; MySQL's driver reports "MySQL" for both, with a version that
+		// names MariaDB.
+		if (name.contains("mariadb")
+				|| (name.contains("mysql") && productVersion.toLowerCase(Locale.ROOT).contains("mariadb"))) {
+			return MARIADB;
+		}
+		if (name.contains("postgresql")) {
+			return POSTGRESQL;
+		}
+		String hint = name.contains("mysql")
+				? " MySQL is not supported yet: the MariaDB stores rely on MariaDB's idle_transaction_timeout and "
+						+ "max_statement_time to bound the locks of fenced writes, which MySQL lacks."
+				: "";
+		throw new IllegalStateException("leader-spring-boot-starter keeps its leases in the application's "
+				+ "DataSource, which leads to " + productName + " " + productVersion + ": the starter supports "
+				+ "PostgreSQL and MariaDB 10.11 or later." + hint + " Point spring.datasource.url at one of "
+				+ "those, define your own CoordinationStore, FencingStore and DaemonStore beans, or set "
+				+ "leader.enabled=false");
+	}
+
+}

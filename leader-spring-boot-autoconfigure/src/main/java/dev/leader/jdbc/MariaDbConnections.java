@@ -1,0 +1,268 @@
+package dev.leader.jdbc;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.SQLFeatureNotSupportedException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.LocalDateTime;
+import java.time.ZoneOffset;
+
+import javax.sql.DataSource;
+
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Runs the MariaDB stores' transitions, each in one transaction of its own on a
+ * connection of the application's pool, with the settings the statements need whatever
+ * the pool's defaults: auto-commit off for the transaction and restored afterwards, and
+ * {@code READ COMMITTED} set for that one transaction only
+ * ({@code SET TRANSACTION ISOLATION LEVEL}, which MariaDB applies to the next transaction
+ * and forgets), so nothing of the session changes for the application. Every statement
+ * runs with the query timeout, and the connection with a network timeout of twice that.
+ * <p>
+ * MariaDB has no statement that upserts and returns rows in one round trip on both
+ * MariaDB and MySQL, nor {@code UPDATE … RETURNING}, so a transition is a transaction of
+ * a few statements rather than the one statement it is on PostgreSQL: its row locks are
+ * taken first, and its times read after them, so that the transition is as atomic and as
+ * well ordered as the PostgreSQL statement.
+ * <p>
+ * Unlike on PostgreSQL, the pool's check of a connection that idled is a ping, not a
+ * transaction, so connections are borrowed for each transition rather than kept.
+ * Thread-safe.
+ */
+final class MariaDbConnections {
+
+	private static final Log logger = LogFactory.getLog(MariaDbConnections.class);
+
+	private final DataSource dataSource;
+
+	private final Statements statements;
+
+	private final int networkTimeoutMillis;
+
+	private volatile @Nullable Boolean readCommitted;
+
+	/**
+	 * Creates a runner.
+	 * @param dataSource the MariaDB data source
+	 * @param queryTimeout the longest a statement may run; rounded up to whole seconds
+	 */
+	MariaDbConnections(DataSource dataSource, Duration queryTimeout) {
+		this.dataSource = dataSource;
+		this.statements = new Statements(queryTimeout);
+		this.networkTimeoutMillis = 2 * this.statements.timeoutSeconds() * 1000;
+	}
+
+	/**
+	 * Returns the runner of single statements, with the query timeout.
+	 * @return the statements
+	 */
+	Statements statements() {
+		return this.statements;
+	}
+
+	/**
+	 * Runs a transition in a transaction of its own, and commits it, or rolls it back if
+	 * it fails.
+	 * @param <T> the type of the result
+	 * @param task what the transition does, for the message of a failure
+	 * @param work the transition
+	 * @return the result of the transition
+	 * @throws org.springframework.dao.DataAccessException if the transition fails
+	 */
+	<T> T transaction(String task, Work<T> work) {
+		Connection connection;
+		try {
+			connection = this.dataSource.getConnection();
+		}
+		catch (SQLException ex) {
+			throw Statements.translate(task, ex);
+		}
+		boolean autoCommit = true;
+		try {
+			autoCommit = connection.getAutoCommit();
+			try {
+				connection.setNetworkTimeout(Runnable::run, this.networkTimeoutMillis);
+			}
+			catch (SQLFeatureNotSupportedException ex) {
+				// The query timeout still bounds statements on a server that answers.
+			}
+			if (autoCommit) {
+				connection.setAutoCommit(false);
+			}
+			if (!readCommitted(connection)) {
+				try (Statement statement = connection.createStatement()) {
+					statement.execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
+				}
+			}
+			T result = work.run(new Transaction(connection, this.statements));
+			connection.commit();
+			return result;
+		}
+		catch (SQLException | RuntimeException ex) {
+			rollbackQuietly(connection);
+			throw (ex instanceof SQLException sql) ? Statements.translate(task, sql) : (RuntimeException) ex;
+		}
+		finally {
+			try {
+				if (autoCommit && !connection.isClosed()) {
+					connection.setAutoCommit(true);
+				}
+			}
+			catch (SQLException ex) {
+				logger.debug("Could not restore a connection's auto-commit; the pool resets or retires it: " + ex);
+			}
+			OwnConnections.closeQuietly(connection);
+		}
+	}
+
+	/**
+	 * Fails unless the data source leads to a writable MariaDB server, and warns when the
+	 * server does not flush its log at every commit, since a grant lost in a crash of the
+	 * server could then be granted again under the same term.
+	 * @throws IllegalStateException if its connections or the server are read-only
+	 * @throws SQLException if the database cannot be reached
+	 */
+	void requireWritablePrimary() throws SQLException {
+		try (Connection connection = this.dataSource.getConnection();
+				Statement statement = connection.createStatement();
+				ResultSet row = statement.executeQuery("""
+						SELECT @@global.read_only AS read_only, @@session.tx_read_only AS tx_read_only,
+						       @@global.innodb_flush_log_at_trx_commit AS flush""")) {
+			row.next();
+			String problem = null;
+			if (connection.isReadOnly()) {
+				problem = "its connections are read-only (for example spring.datasource.hikari.read-only=true)";
+			}
+			else if (row.getBoolean("read_only")) {
+				problem = "the server is read-only (read_only is ON, as on a replica)";
+			}
+			else if (row.getBoolean("tx_read_only")) {
+				problem = "its transactions are read-only (tx_read_only is ON for the session)";
+			}
+			if (!connection.getAutoCommit()) {
+				connection.rollback();
+			}
+			if (problem != null) {
+				throw new IllegalStateException("leader-spring-boot-starter writes its leases to the application's "
+						+ "DataSource, but " + problem + ". Point spring.datasource.url at the primary, and give the "
+						+ "starter a writable connection");
+			}
+			if (row.getInt("flush") != 1) {
+				logger.warn("MariaDB's innodb_flush_log_at_trx_commit is " + row.getInt("flush") + ", not 1: a lease "
+						+ "granted just before a crash of the server may be lost and granted again under the same "
+						+ "term. Set innodb_flush_log_at_trx_commit=1 where leases must survive a crash of the server");
+			}
+		}
+	}
+
+	private boolean readCommitted(Connection connection) throws SQLException {
+		Boolean readCommitted = this.readCommitted;
+		if (readCommitted == null) {
+			// The pool's default, read once: a connection may come back with another
+			// level only if the application changed it and the pool did not reset it.
+			readCommitted = connection.getTransactionIsolation() == Connection.TRANSACTION_READ_COMMITTED;
+			this.readCommitted = readCommitted;
+		}
+		return readCommitted;
+	}
+
+	private static void rollbackQuietly(Connection connection) {
+		try {
+			if (!connection.isClosed()) {
+				connection.rollback();
+			}
+		}
+		catch (SQLException ex) {
+			logger.debug("Could not roll a failed transition back; the pool resets or retires the connection: " + ex);
+		}
+	}
+
+	/**
+	 * Reads a {@code DATETIME(6)} column that holds a UTC time.
+	 * @param rows the rows, on the row to read
+	 * @param column the column
+	 * @return the instant, or {@code null} if the column is {@code NULL}
+	 * @throws SQLException if the column cannot be read
+	 */
+	static @Nullable Instant instant(ResultSet rows, String column) throws SQLException {
+		LocalDateTime time = rows.getObject(column, LocalDateTime.class);
+		return (time != null) ? time.toInstant(ZoneOffset.UTC) : null;
+	}
+
+	/**
+	 * Returns a parameter for a {@code DATETIME(6)} column that holds a UTC time.
+	 * @param instant the instant
+	 * @return the parameter
+	 */
+	static @Nullable LocalDateTime parameter(@Nullable Instant instant) {
+		return (instant != null) ? LocalDateTime.ofInstant(instant, ZoneOffset.UTC) : null;
+	}
+
+	/**
+	 * A transition, run on the connection of its transaction.
+	 *
+	 * @param <T> the type of its result
+	 */
+	@FunctionalInterface
+	interface Work<T> {
+
+		T run(Transaction transaction) throws SQLException;
+
+	}
+
+	/**
+	 * The statements of one transaction.
+	 *
+	 * @param connection the connection
+	 * @param statements runs each statement with the query timeout
+	 */
+	record Transaction(Connection connection, Statements statements) {
+
+		/**
+		 * Runs one statement of the transaction.
+		 * @param <T> the type of the callback's result
+		 * @param sql the statement
+		 * @param callback binds the parameters, executes the statement and reads its
+		 * result
+		 * @return the callback's result
+		 * @throws SQLException if the statement fails
+		 */
+		<T> T run(String sql, Statements.Callback<T> callback) throws SQLException {
+			try (PreparedStatement statement = this.connection.prepareStatement(sql)) {
+				statement.setQueryTimeout(this.statements.timeoutSeconds());
+				return callback.doInStatement(statement);
+			}
+		}
+
+		/**
+		 * Runs a statement that changes rows, binding the parameters in order.
+		 * @param sql the statement
+		 * @param parameters the parameters
+		 * @return the count the driver reports, which for an update depends on the
+		 * connection's flags (rows found or rows changed): use it only where both are the
+		 * same
+		 * @throws SQLException if the statement fails
+		 */
+		int update(String sql, Object... parameters) throws SQLException {
+			return run(sql, (statement) -> {
+				bind(statement, parameters);
+				return statement.executeUpdate();
+			});
+		}
+
+		static void bind(PreparedStatement statement, Object... parameters) throws SQLException {
+			for (int i = 0; i < parameters.length; i++) {
+				statement.setObject(i + 1, parameters[i]);
+			}
+		}
+
+	}
+
+}

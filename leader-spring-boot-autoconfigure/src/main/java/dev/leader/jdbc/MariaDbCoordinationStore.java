@@ -1,0 +1,487 @@
+package dev.leader.jdbc;
+
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.TreeSet;
+
+import javax.sql.DataSource;
+
+import dev.leader.NodeInfo;
+import dev.leader.lease.CoordinationStore;
+import dev.leader.lease.LeaseState;
+import dev.leader.node.NodeRegistration;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.dao.DuplicateKeyException;
+
+/**
+ * {@link CoordinationStore} on MariaDB 10.11 and later. Every transition is one
+ * transaction ({@link MariaDbConnections}), every time comparison uses the database's
+ * clock at the moment of the comparison, in UTC ({@link MariaDbSql#NOW}), and a term is
+ * the fencing token, as on PostgreSQL.
+ * <p>
+ * <b>Locks.</b> InnoDB has no {@code FOR KEY SHARE}: a guard's shared lock on the lease
+ * row would hold up every renewal of it. So guards lock the group's row in
+ * {@code lease_terms}, which only a change of holder or term updates, and the renewal
+ * updates the row in {@code leases} alone. A grant and a release lock the
+ * {@code lease_terms} row first ({@code FOR UPDATE}), which waits for every guarded
+ * transaction of the old term, then the {@code leases} row, and change both. InnoDB
+ * queues a new shared lock behind a waiting exclusive one, so new guards cannot starve a
+ * release, as PostgreSQL's {@code FOR KEY SHARE} can.
+ * <p>
+ * <b>What is weaker than on PostgreSQL.</b> No notifications: {@link #listen} delivers
+ * nothing, and followers acquire when the lease expires or on their retry interval. No
+ * epoch: terms do not rise across a failover of the server, so a grant lost with an old
+ * primary can be granted again under the same term. Durability is the server's
+ * ({@code innodb_flush_log_at_trx_commit}, checked at startup), since MariaDB cannot make
+ * one transaction's commit durable on its own. A round trip is a transaction of a few
+ * statements, not one statement.
+ * <p>
+ * Public so that a node can also be built without a Spring context.
+ */
+public final class MariaDbCoordinationStore implements CoordinationStore {
+
+	private static final String PROCESS = Long.toHexString(new java.security.SecureRandom().nextLong());
+
+	private static final String LEASE_COLUMNS = "group_name, holder, term, expires_at, ${remaining_ms} AS remaining_ms";
+
+	/**
+	 * The lease as it stands, without a lock, for an attempt on a lease that another node
+	 * holds: it locks nothing, so it waits for no guard.
+	 */
+	private static final String READ_LEASE = "SELECT " + LEASE_COLUMNS + ", expires_at <= ${now} AS expired "
+			+ "FROM ${prefix}leases WHERE group_name = ?";
+
+	/**
+	 * The first lock of a grant or release: the row guards lock in share mode.
+	 */
+	private static final String LOCK_TERM = "SELECT term FROM ${prefix}lease_terms WHERE group_name = ? FOR UPDATE";
+
+	/**
+	 * The lease locked for a grant, with the database time after the lock was granted.
+	 */
+	private static final String LOCK_LEASE = "SELECT holder, term, expires_at <= ${now} AS expired, ${now} AS now "
+			+ "FROM ${prefix}leases WHERE group_name = ? FOR UPDATE";
+
+	private static final String INSERT_TERM = """
+			INSERT INTO ${prefix}lease_terms (group_name, holder, term) VALUES (?, ?, ?)""";
+
+	private static final String INSERT_LEASE = """
+			INSERT INTO ${prefix}leases (group_name, holder, term, acquired_at, renewed_at, expires_at)
+			VALUES (?, ?, ?, ?, ?, ? + INTERVAL ? MICROSECOND)""";
+
+	private static final String GRANT_TERM = "UPDATE ${prefix}lease_terms SET holder = ?, term = ? WHERE group_name = ?";
+
+	private static final String GRANT_LEASE = """
+			UPDATE ${prefix}leases SET holder = ?, term = ?, acquired_at = ?, renewed_at = ?,
+			  expires_at = ? + INTERVAL ? MICROSECOND
+			WHERE group_name = ?""";
+
+	/**
+	 * The node's row, locked, with the database time: the heartbeat's first statement.
+	 */
+	private static final String LOCK_NODE = """
+			SELECT incarnation, heartbeat_at <= ${now} - INTERVAL ? MICROSECOND AS silent, host, pid,
+			       ${heartbeat_age_ms} AS heartbeat_age_ms, ${now} AS now
+			FROM ${prefix}nodes WHERE node_id = ? FOR UPDATE""";
+
+	private static final String INSERT_NODE = """
+			INSERT INTO ${prefix}nodes (node_id, name, host, pid, incarnation, started_at, heartbeat_at, daemons,
+			  drained)
+			VALUES (?, ?, ?, ?, ?, ${now}, ${now}, ?, FALSE)""";
+
+	private static final String HEARTBEAT = """
+			UPDATE ${prefix}nodes SET heartbeat_at = ${now}, name = ?, host = ?, pid = ?, daemons = ?
+			WHERE node_id = ?""";
+
+	/**
+	 * A heartbeat that takes the node's row over from a silent process with the same id.
+	 */
+	private static final String TAKE_OVER_NODE = """
+			UPDATE ${prefix}nodes SET heartbeat_at = ${now}, started_at = ${now}, name = ?, host = ?, pid = ?,
+			  daemons = ?, incarnation = ?, drained = FALSE
+			WHERE node_id = ?""";
+
+	/**
+	 * The renewal: updates the {@code leases} rows only, never {@code lease_terms}, so
+	 * that it does not wait for guards. {@code renewed_at} marks the rows it renewed.
+	 */
+	private static final String RENEW = """
+			UPDATE ${prefix}leases SET renewed_at = ${now}, expires_at = ${now} + INTERVAL ? MICROSECOND
+			WHERE group_name IN (/*groups*/) AND (group_name, term) IN (/*terms*/) AND holder = ?
+			  AND expires_at > ${now}""";
+
+	/**
+	 * What the heartbeat reads after its writes: {@code R}, a lease it renewed (renewed
+	 * at or after the heartbeat's start, by this holder and term); {@code L}, a lease it
+	 * asks about; {@code N}, a member.
+	 */
+	private static final String TICK_ROWS = """
+			SELECT 'R' AS kind, group_name, holder, term, expires_at, ${remaining_ms} AS remaining_ms,
+			       NULL AS node_id, NULL AS name, NULL AS host, NULL AS pid, NULL AS started_at,
+			       NULL AS heartbeat_at, NULL AS heartbeat_age_ms
+			FROM ${prefix}leases
+			WHERE group_name IN (/*groups*/) AND (group_name, term) IN (/*terms*/) AND holder = ? AND renewed_at >= ?
+			UNION ALL
+			SELECT 'L', group_name, holder, term, expires_at, ${remaining_ms}, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+			FROM ${prefix}leases WHERE group_name IN (/*requested*/)
+			UNION ALL
+			SELECT 'N', NULL, NULL, NULL, NULL, NULL, node_id, name, host, pid, started_at, heartbeat_at,
+			       ${heartbeat_age_ms}
+			FROM ${prefix}nodes""";
+
+	private static final String FORGET = """
+			DELETE FROM ${prefix}nodes WHERE node_id IN (/*nodes*/) AND heartbeat_at < ${now} - INTERVAL ? MICROSECOND""";
+
+	/**
+	 * The first step of a release: locks the {@code lease_terms} rows the node holds with
+	 * the given terms, in a fixed order, which waits for the guarded transactions of
+	 * those terms.
+	 */
+	private static final String LOCK_RELEASED = """
+			SELECT group_name FROM ${prefix}lease_terms
+			WHERE group_name IN (/*groups*/) AND (group_name, term) IN (/*terms*/) AND holder = ?
+			ORDER BY group_name FOR UPDATE""";
+
+	private static final String RELEASE_TERMS = """
+			UPDATE ${prefix}lease_terms SET holder = NULL WHERE group_name IN (/*groups*/)""";
+
+	private static final String RELEASE_LEASES = """
+			UPDATE ${prefix}leases SET holder = NULL, expires_at = ${now} WHERE group_name IN (/*groups*/)""";
+
+	private static final String DEREGISTER = "DELETE FROM ${prefix}nodes WHERE node_id = ?";
+
+	private static final String LEASES = "SELECT " + LEASE_COLUMNS + " FROM ${prefix}leases ORDER BY group_name";
+
+	private final MariaDbConnections connections;
+
+	private final Map<String, String> sql = new LinkedHashMap<>();
+
+	/**
+	 * Creates a store.
+	 * @param dataSource the MariaDB data source
+	 * @param tablePrefix the prefix of the starter's tables
+	 * @param queryTimeout the longest a statement may run; rounded up to whole seconds
+	 */
+	public MariaDbCoordinationStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout) {
+		this.connections = new MariaDbConnections(dataSource, queryTimeout);
+		for (String template : List.of(READ_LEASE, LOCK_TERM, LOCK_LEASE, INSERT_TERM, INSERT_LEASE, GRANT_TERM,
+				GRANT_LEASE, LOCK_NODE, INSERT_NODE, HEARTBEAT, TAKE_OVER_NODE, RENEW, TICK_ROWS, FORGET, LOCK_RELEASED,
+				RELEASE_TERMS, RELEASE_LEASES, DEREGISTER, LEASES)) {
+			this.sql.put(template, MariaDbSql.render(tablePrefix, template));
+		}
+	}
+
+	/**
+	 * Grants the lease in one transaction: reads it without a lock, and refuses at once
+	 * if another node holds it; otherwise locks its {@code lease_terms} row, which waits
+	 * for the guards of the old term, then its {@code leases} row, checks again under the
+	 * locks and by the database time read after them, and raises the term in both rows. A
+	 * lease created by another node since the read is refused (the insert meets its key),
+	 * and the engine tries again.
+	 */
+	@Override
+	public AcquireResult acquire(String group, String nodeId, Duration duration) {
+		long micros = duration.toNanos() / 1000;
+		return this.connections.transaction("acquire", (tx) -> {
+			Lease read = readLease(tx, group);
+			if (read != null && read.lease().holder() != null && !nodeId.equals(read.lease().holder())
+					&& !read.expired()) {
+				return new AcquireResult(false, read.lease());
+			}
+			Long term = tx.run(sql(LOCK_TERM), (statement) -> {
+				statement.setString(1, group);
+				try (ResultSet rows = statement.executeQuery()) {
+					return rows.next() ? rows.getLong("term") : null;
+				}
+			});
+			if (term == null) {
+				return create(tx, group, nodeId, micros);
+			}
+			Locked locked = tx.run(sql(LOCK_LEASE), (statement) -> {
+				statement.setString(1, group);
+				try (ResultSet rows = statement.executeQuery()) {
+					rows.next();
+					return new Locked(rows.getString("holder"), rows.getBoolean("expired"),
+							rows.getObject("now", java.time.LocalDateTime.class));
+				}
+			});
+			if (locked.holder() != null && !nodeId.equals(locked.holder()) && !locked.expired()) {
+				return new AcquireResult(false, readLease(tx, group).lease());
+			}
+			long next = term + 1;
+			tx.update(sql(GRANT_TERM), nodeId, next, group);
+			tx.update(sql(GRANT_LEASE), nodeId, next, locked.now(), locked.now(), locked.now(), micros, group);
+			return new AcquireResult(true, readLease(tx, group).lease());
+		});
+	}
+
+	private AcquireResult create(MariaDbConnections.Transaction tx, String group, String nodeId, long micros)
+			throws SQLException {
+		java.time.LocalDateTime now = tx.run("SELECT " + MariaDbSql.NOW + " AS now", (statement) -> {
+			try (ResultSet rows = statement.executeQuery()) {
+				rows.next();
+				return rows.getObject("now", java.time.LocalDateTime.class);
+			}
+		});
+		try {
+			tx.update(sql(INSERT_TERM), group, nodeId, 1L);
+		}
+		catch (SQLException ex) {
+			if (ex.getErrorCode() != MariaDbErrors.DUPLICATE_KEY) {
+				throw ex;
+			}
+			// Created by another node since the read: refused, as on PostgreSQL, and
+			// read in a statement of its own, which sees the other node's commit.
+			Lease lease = readLease(tx, group);
+			return new AcquireResult(false, (lease != null) ? lease.lease() : null);
+		}
+		tx.update(sql(INSERT_LEASE), group, nodeId, 1L, now, now, now, micros);
+		return new AcquireResult(true, readLease(tx, group).lease());
+	}
+
+	private @Nullable Lease readLease(MariaDbConnections.Transaction tx, String group) throws SQLException {
+		return tx.run(sql(READ_LEASE), (statement) -> {
+			statement.setString(1, group);
+			try (ResultSet rows = statement.executeQuery()) {
+				return rows.next() ? new Lease(lease(rows), rows.getBoolean("expired")) : null;
+			}
+		});
+	}
+
+	/**
+	 * The heartbeat in one transaction: locks the node's row and reads the database time,
+	 * registers or heartbeats the node (or finds another live process under its id, and
+	 * changes nothing), renews the node's leases, reads the renewed leases, the requested
+	 * ones and the members, and forgets members dead for twice the node expiry. The
+	 * leases of the requested groups are read after the renewal.
+	 */
+	@Override
+	public Tick tick(NodeRegistration node, Map<String, Long> held, Collection<String> groups, Duration leaseDuration,
+			Duration nodeExpiry) {
+		long expiryMicros = nodeExpiry.toNanos() / 1000;
+		Map<String, Long> sortedHeld = new TreeMap<>(held);
+		return this.connections.transaction("heartbeat", (tx) -> {
+			NodeRow row = tx.run(sql(LOCK_NODE), (statement) -> {
+				statement.setLong(1, expiryMicros);
+				statement.setString(2, node.id());
+				try (ResultSet rows = statement.executeQuery()) {
+					return rows.next() ? new NodeRow(rows.getString("incarnation"), rows.getBoolean("silent"),
+							rows.getString("host"), rows.getLong("pid"), rows.getLong("heartbeat_age_ms"),
+							rows.getObject("now", java.time.LocalDateTime.class)) : null;
+				}
+			});
+			String incarnation = incarnation(node);
+			String daemons = String.join(" ", new TreeSet<>(node.daemons()));
+			java.time.LocalDateTime start;
+			if (row == null) {
+				start = tx.run("SELECT " + MariaDbSql.NOW + " AS now", (statement) -> {
+					try (ResultSet rows = statement.executeQuery()) {
+						rows.next();
+						return rows.getObject("now", java.time.LocalDateTime.class);
+					}
+				});
+				tx.update(sql(INSERT_NODE), node.id(), node.name(), node.host(), node.pid(), incarnation, daemons);
+			}
+			else if (incarnation.equals(row.incarnation())) {
+				start = row.now();
+				tx.update(sql(HEARTBEAT), node.name(), node.host(), node.pid(), daemons, node.id());
+			}
+			else if (row.silent()) {
+				start = row.now();
+				tx.update(sql(TAKE_OVER_NODE), node.name(), node.host(), node.pid(), daemons, incarnation, node.id());
+			}
+			else {
+				throw new DuplicateKeyException(String.format("Node id '%s' is registered by another live process "
+						+ "(host %s, pid %d, last heartbeat %d ms ago). Two processes must never share a node id: "
+						+ "give each its own leader.node.id, or leave it unset to have one generated. This process "
+						+ "takes part in nothing until that registration has been silent for the node expiry",
+						node.id(), row.host(), row.pid(), row.heartbeatAgeMillis()));
+			}
+			if (!sortedHeld.isEmpty()) {
+				String renew = inLists(sql(RENEW), sortedHeld, groups);
+				tx.run(renew, (statement) -> {
+					int i = 0;
+					statement.setLong(++i, leaseDuration.toNanos() / 1000);
+					i = bindHeld(statement, i, sortedHeld);
+					statement.setString(++i, node.id());
+					return statement.executeUpdate();
+				});
+			}
+			Map<String, LeaseState> renewed = new LinkedHashMap<>();
+			Map<String, LeaseState> leases = new LinkedHashMap<>();
+			List<NodeInfo> members = new ArrayList<>();
+			List<String> forgotten = new ArrayList<>();
+			tx.run(inLists(sql(TICK_ROWS), sortedHeld, groups), (statement) -> {
+				int i = bindHeld(statement, 0, sortedHeld);
+				statement.setString(++i, node.id());
+				statement.setObject(++i, start);
+				for (String group : groups) {
+					statement.setString(++i, group);
+				}
+				try (ResultSet rows = statement.executeQuery()) {
+					while (rows.next()) {
+						switch (rows.getString("kind")) {
+							case "R" -> renewed.put(rows.getString("group_name"), lease(rows));
+							case "L" -> leases.put(rows.getString("group_name"), lease(rows));
+							case "N" -> {
+								NodeInfo member = member(rows, nodeExpiry);
+								members.add(member);
+								if (!member.id().equals(node.id())
+										&& rows.getLong("heartbeat_age_ms") > 2 * nodeExpiry.toMillis()) {
+									forgotten.add(member.id());
+								}
+							}
+							default -> {
+							}
+						}
+					}
+				}
+				return null;
+			});
+			if (!forgotten.isEmpty()) {
+				// By primary key, so that the delete locks only the rows of dead nodes,
+				// never the row of a live node whose heartbeat holds it.
+				tx.run(sql(FORGET).replace("/*nodes*/", MariaDbSql.markers(forgotten.size())), (statement) -> {
+					int i = 0;
+					for (String id : forgotten) {
+						statement.setString(++i, id);
+					}
+					statement.setLong(++i, 2 * expiryMicros);
+					return statement.executeUpdate();
+				});
+			}
+			return new Tick(renewed, leases, members);
+		});
+	}
+
+	// Fills the IN lists of a statement: the held groups, their pairs of group and term,
+	// and the requested groups. An empty list becomes NULL, which matches nothing.
+	private static String inLists(String sql, Map<String, Long> held, Collection<String> requested) {
+		String pairs = held.isEmpty() ? "(NULL, NULL)"
+				: String.join(", ", java.util.Collections.nCopies(held.size(), "(?, ?)"));
+		return sql.replace("/*groups*/", held.isEmpty() ? "NULL" : MariaDbSql.markers(held.size()))
+			.replace("/*terms*/", pairs)
+			.replace("/*requested*/", requested.isEmpty() ? "NULL" : MariaDbSql.markers(requested.size()));
+	}
+
+	private static int bindHeld(java.sql.PreparedStatement statement, int index, Map<String, Long> held)
+			throws SQLException {
+		int i = index;
+		for (String group : held.keySet()) {
+			statement.setString(++i, group);
+		}
+		for (Map.Entry<String, Long> entry : held.entrySet()) {
+			statement.setString(++i, entry.getKey());
+			statement.setLong(++i, entry.getValue());
+		}
+		return i;
+	}
+
+	/**
+	 * Releases in one transaction: locks the node's {@code lease_terms} rows with the
+	 * given terms, in group order, which waits for the guards of those terms, then clears
+	 * the holder of both rows of each and sets its expiry to the database's now, keeping
+	 * the term.
+	 */
+	@Override
+	public Collection<String> release(String nodeId, Map<String, Long> held) {
+		if (held.isEmpty()) {
+			return List.of();
+		}
+		Map<String, Long> sorted = new TreeMap<>(held);
+		return this.connections.transaction("release", (tx) -> {
+			List<String> locked = tx.run(inLists(sql(LOCK_RELEASED), sorted, List.of()), (statement) -> {
+				int i = bindHeld(statement, 0, sorted);
+				statement.setString(++i, nodeId);
+				List<String> groups = new ArrayList<>();
+				try (ResultSet rows = statement.executeQuery()) {
+					while (rows.next()) {
+						groups.add(rows.getString("group_name"));
+					}
+				}
+				return groups;
+			});
+			if (!locked.isEmpty()) {
+				String markers = MariaDbSql.markers(locked.size());
+				tx.update(sql(RELEASE_TERMS).replace("/*groups*/", markers), locked.toArray());
+				tx.update(sql(RELEASE_LEASES).replace("/*groups*/", markers), locked.toArray());
+			}
+			return locked;
+		});
+	}
+
+	@Override
+	public void deregister(String nodeId) {
+		this.connections.transaction("deregister", (tx) -> tx.update(sql(DEREGISTER), nodeId));
+	}
+
+	@Override
+	public List<LeaseState> leases() {
+		return this.connections.transaction("read leases", (tx) -> tx.run(sql(LEASES), (statement) -> {
+			List<LeaseState> leases = new ArrayList<>();
+			try (ResultSet rows = statement.executeQuery()) {
+				while (rows.next()) {
+					leases.add(lease(rows));
+				}
+			}
+			return leases;
+		}));
+	}
+
+	/**
+	 * Checks that the data source leads to a writable MariaDB server, and warns if the
+	 * server may lose commits in a crash.
+	 * @throws IllegalStateException if its connections or the server are read-only
+	 * @throws org.springframework.dao.DataAccessException if the database cannot be
+	 * reached
+	 */
+	public void requireWritablePrimary() {
+		try {
+			this.connections.requireWritablePrimary();
+		}
+		catch (SQLException ex) {
+			throw Statements.translate("check the database", ex);
+		}
+	}
+
+	private String sql(String template) {
+		return this.sql.get(template);
+	}
+
+	private static NodeInfo member(ResultSet rows, Duration nodeExpiry) throws SQLException {
+		return new NodeInfo(rows.getString("node_id"), rows.getString("name"), rows.getString("host"),
+				rows.getLong("pid"), MariaDbConnections.instant(rows, "started_at"),
+				MariaDbConnections.instant(rows, "heartbeat_at"),
+				rows.getLong("heartbeat_age_ms") < nodeExpiry.toMillis());
+	}
+
+	private static String incarnation(NodeRegistration node) {
+		return node.pid() + "/" + Integer.toHexString(node.host().hashCode()) + "/" + PROCESS;
+	}
+
+	private static LeaseState lease(ResultSet rows) throws SQLException {
+		Instant expiresAt = MariaDbConnections.instant(rows, "expires_at");
+		return new LeaseState(rows.getString("group_name"), rows.getString("holder"), rows.getLong("term"),
+				(expiresAt != null) ? expiresAt : Instant.EPOCH, Duration.ofMillis(rows.getLong("remaining_ms")));
+	}
+
+	private record Lease(LeaseState lease, boolean expired) {
+	}
+
+	private record Locked(@Nullable String holder, boolean expired, java.time.LocalDateTime now) {
+	}
+
+	private record NodeRow(String incarnation, boolean silent, String host, long pid, long heartbeatAgeMillis,
+			java.time.LocalDateTime now) {
+	}
+
+}

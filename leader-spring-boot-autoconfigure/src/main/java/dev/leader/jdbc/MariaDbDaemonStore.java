@@ -1,0 +1,399 @@
+package dev.leader.jdbc;
+
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+import javax.sql.DataSource;
+
+import dev.leader.FencingToken;
+import dev.leader.daemon.Assignment;
+import dev.leader.daemon.AssignmentState;
+import dev.leader.daemon.DaemonRequest;
+import dev.leader.daemon.DaemonSnapshot;
+import dev.leader.daemon.DaemonStore;
+import dev.leader.daemon.Member;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * {@link DaemonStore} on MariaDB. Each transition is one transaction
+ * ({@link MariaDbConnections}) that compares and sets the daemon's generation and state,
+ * with every time the database's, in UTC. The leader's transitions first lock its lease's
+ * {@code lease_terms} row in share mode, as a guard does, and change nothing unless the
+ * leader still holds the lease with its term, unexpired: a takeover waits for them, and a
+ * deposed leader's transition finds no lease to match.
+ * <p>
+ * <b>Locks.</b> As for leases, the row that the daemon guard ({@link #lock}) locks in
+ * share mode, in {@code assignment_owners}, is apart from the assignment row that an
+ * acknowledgement and a revoke update, so that neither waits for guarded transactions; an
+ * assignment and the end of one (reclaim, release: DELETED) lock the owner row
+ * {@code FOR UPDATE} first, and wait for them.
+ * <p>
+ * <b>What is weaker than on PostgreSQL.</b> No notifications ({@link #listen} delivers
+ * nothing) and no snapshot with the heartbeat ({@link #followHeartbeat} returns
+ * {@code null}): nodes read the assignments with a statement of their own every heartbeat
+ * interval, and act on a change within that interval rather than at once. Generations do
+ * not rise across a failover of the server (no epoch).
+ * <p>
+ * Public so that a node can also be built without a Spring context.
+ */
+public final class MariaDbDaemonStore implements DaemonStore {
+
+	/**
+	 * The nodes, assignments, requests and the database time, in one statement, so in one
+	 * snapshot.
+	 */
+	private static final String READ = """
+			SELECT 'N' AS kind, node_id, daemons, drained, ${heartbeat_age_ms} AS heartbeat_age_ms,
+			       NULL AS daemon_name, NULL AS state, NULL AS generation, NULL AS term, NULL AS since,
+			       NULL AS request_kind
+			FROM ${prefix}nodes
+			UNION ALL
+			SELECT 'A', node_id, NULL, NULL, NULL, daemon_name, state, generation, term, state_since, NULL
+			FROM ${prefix}assignments
+			UNION ALL
+			SELECT 'Q', node_id, NULL, NULL, NULL, daemon_name, NULL, NULL, NULL, requested_at, kind
+			FROM ${prefix}daemon_requests
+			UNION ALL
+			SELECT 'T', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, ${now}, NULL""";
+
+	/**
+	 * The leader's lease, locked in share mode as the lease guard locks it, the first
+	 * statement of each of the leader's transitions.
+	 */
+	private static final String LEASE = """
+			SELECT t.term FROM ${prefix}lease_terms t
+			WHERE t.group_name = ? AND t.holder = ? AND t.term = ?
+			  AND (SELECT l.expires_at > ${now} FROM ${prefix}leases l
+			       WHERE l.group_name = t.group_name AND l.term = t.term)
+			LOCK IN SHARE MODE""";
+
+	private static final String LOCK_OWNER = """
+			SELECT node_id, generation, live FROM ${prefix}assignment_owners WHERE daemon_name = ? FOR UPDATE""";
+
+	private static final String INSERT_OWNER = """
+			INSERT INTO ${prefix}assignment_owners (daemon_name, node_id, generation, live) VALUES (?, ?, ?, TRUE)""";
+
+	private static final String INSERT_ASSIGNMENT = """
+			INSERT INTO ${prefix}assignments (daemon_name, node_id, state, generation, term, assigned_at,
+			  state_since)
+			VALUES (?, ?, 'ASSIGNING', ?, ?, ${now}, ${now})""";
+
+	private static final String REASSIGN_OWNER = """
+			UPDATE ${prefix}assignment_owners SET node_id = ?, generation = ?, live = TRUE WHERE daemon_name = ?""";
+
+	private static final String REASSIGN = """
+			UPDATE ${prefix}assignments SET node_id = ?, state = 'ASSIGNING', generation = ?, term = ?,
+			  assigned_at = ${now}, acked_at = NULL, revoking_at = NULL, deleted_at = NULL, state_since = ${now}
+			WHERE daemon_name = ?""";
+
+	private static final String CONSUME_REQUEST = """
+			DELETE FROM ${prefix}daemon_requests WHERE kind = 'MOVE' AND daemon_name = ? AND requested_at = ?""";
+
+	/**
+	 * A revoke changes neither node nor generation: it updates the assignment row alone,
+	 * and waits for no guard. Its state changes, so the count is the same whether the
+	 * driver reports rows found or rows changed.
+	 */
+	private static final String REVOKE = """
+			UPDATE ${prefix}assignments SET state = 'REVOKING', term = ?, revoking_at = ${now},
+			  state_since = ${now}
+			WHERE daemon_name = ? AND generation = ? AND state IN ('ASSIGNING', 'ACTIVE')""";
+
+	private static final String END_OWNER = """
+			UPDATE ${prefix}assignment_owners SET live = FALSE WHERE daemon_name = ?""";
+
+	private static final String END = """
+			UPDATE ${prefix}assignments SET state = 'DELETED', term = COALESCE(?, term), deleted_at = ${now},
+			  state_since = ${now}
+			WHERE daemon_name = ?""";
+
+	/**
+	 * An acknowledgement, like a revoke, updates the assignment row alone.
+	 */
+	private static final String ACKNOWLEDGE = """
+			UPDATE ${prefix}assignments SET state = 'ACTIVE', acked_at = ${now}, state_since = ${now}
+			WHERE daemon_name = ? AND generation = ? AND node_id = ? AND state = 'ASSIGNING'""";
+
+	/**
+	 * Records a request, or replaces the one of the same kind and daemon. The outcome is
+	 * read back, never inferred from the upsert's count.
+	 */
+	private static final String REQUEST = """
+			INSERT INTO ${prefix}daemon_requests (kind, daemon_name, node_id, requested_at) VALUES (?, ?, ?, ${now})
+			ON DUPLICATE KEY UPDATE node_id = VALUES(node_id), requested_at = VALUES(requested_at)""";
+
+	private static final String READ_REQUEST = """
+			SELECT daemon_name, node_id, requested_at FROM ${prefix}daemon_requests WHERE kind = ? AND daemon_name = ?""";
+
+	private static final String DRAIN = "UPDATE ${prefix}nodes SET drained = ? WHERE node_id = ?";
+
+	private static final String NODE_EXISTS = "SELECT 1 FROM ${prefix}nodes WHERE node_id = ?";
+
+	private static final String FORGET = """
+			DELETE FROM ${prefix}daemon_requests WHERE kind = ? AND daemon_name = ? AND requested_at = ?""";
+
+	/**
+	 * The daemon guard: locks the owner row in share mode and reads the assignment. The
+	 * state, term and time come from the assignment row, read without a lock; from a
+	 * snapshot older than the owner row (a {@code REPEATABLE READ} transaction that read
+	 * before the guard), the owner row's node, generation and liveness stand, and the
+	 * state of a live assignment is reported as ASSIGNING. Scalar subqueries, because a
+	 * locking read locks the rows of every table it joins, but not those its subqueries
+	 * read.
+	 */
+	private static final String LOCK = """
+			SELECT o.daemon_name, o.node_id, o.generation, o.live,
+			  (SELECT a.state FROM ${prefix}assignments a
+			   WHERE a.daemon_name = o.daemon_name AND a.generation = o.generation) AS state,
+			  (SELECT a.term FROM ${prefix}assignments a
+			   WHERE a.daemon_name = o.daemon_name AND a.generation = o.generation) AS term,
+			  (SELECT a.state_since FROM ${prefix}assignments a
+			   WHERE a.daemon_name = o.daemon_name AND a.generation = o.generation) AS since
+			FROM ${prefix}assignment_owners o WHERE o.daemon_name = ?
+			LOCK IN SHARE MODE""";
+
+	private final DataSource dataSource;
+
+	private final MariaDbConnections connections;
+
+	private final long holdLimitMillis;
+
+	private final Map<String, String> sql = new ConcurrentHashMap<>();
+
+	/**
+	 * Creates a store.
+	 * @param dataSource the MariaDB data source
+	 * @param tablePrefix the prefix of the starter's tables
+	 * @param queryTimeout the longest a statement may run; rounded up to whole seconds
+	 * @param holdLimit the longest a transaction guarded by {@link #lock} may stay idle
+	 * (rounded down to whole seconds, at least one), and each of its later statements may
+	 * run, holding the owner row
+	 */
+	public MariaDbDaemonStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
+			Duration holdLimit) {
+		this.dataSource = dataSource;
+		this.connections = new MariaDbConnections(dataSource, queryTimeout);
+		this.holdLimitMillis = Math.max(1, holdLimit.toMillis());
+		for (String template : List.of(READ, LEASE, LOCK_OWNER, INSERT_OWNER, INSERT_ASSIGNMENT, REASSIGN_OWNER,
+				REASSIGN, CONSUME_REQUEST, REVOKE, END_OWNER, END, ACKNOWLEDGE, REQUEST, READ_REQUEST, DRAIN,
+				NODE_EXISTS, FORGET, LOCK)) {
+			this.sql.put(template, MariaDbSql.render(tablePrefix, template));
+		}
+	}
+
+	@Override
+	public DaemonSnapshot read(Duration nodeExpiry) {
+		return this.connections.transaction("read assignments", (tx) -> tx.run(sql(READ), (statement) -> {
+			List<Member> members = new ArrayList<>();
+			List<Assignment> assignments = new ArrayList<>();
+			List<DaemonRequest> requests = new ArrayList<>();
+			Instant now = null;
+			try (ResultSet rows = statement.executeQuery()) {
+				while (rows.next()) {
+					switch (rows.getString("kind")) {
+						case "N" -> members.add(new Member(rows.getString("node_id"),
+								daemons(rows.getString("daemons")),
+								rows.getLong("heartbeat_age_ms") < nodeExpiry.toMillis(), rows.getBoolean("drained")));
+						case "A" -> assignments.add(assignment(rows, AssignmentState.valueOf(rows.getString("state"))));
+						case "Q" ->
+							requests.add(new DaemonRequest(DaemonRequest.Kind.valueOf(rows.getString("request_kind")),
+									rows.getString("daemon_name"), rows.getString("node_id"),
+									MariaDbConnections.instant(rows, "since")));
+						case "T" -> now = MariaDbConnections.instant(rows, "since");
+						default -> {
+						}
+					}
+				}
+			}
+			if (now == null) {
+				throw new IllegalStateException("The read of assignments returned no clock row");
+			}
+			return new DaemonSnapshot(now, members, assignments, requests);
+		}));
+	}
+
+	@Override
+	public long assign(FencingToken leader, String leaderNode, String daemon, String node, long deletedGeneration,
+			@Nullable Instant requestedAt) {
+		return this.connections.transaction("assign daemon", (tx) -> {
+			if (!leads(tx, leader, leaderNode)) {
+				return 0L;
+			}
+			Owner owner = owner(tx, daemon);
+			long generation;
+			if (owner == null) {
+				generation = 1;
+				try {
+					tx.update(sql(INSERT_OWNER), daemon, node, generation);
+				}
+				catch (SQLException ex) {
+					if (ex.getErrorCode() != MariaDbErrors.DUPLICATE_KEY) {
+						throw ex;
+					}
+					// Assigned by a concurrent transition since the lock found no row.
+					return 0L;
+				}
+				tx.update(sql(INSERT_ASSIGNMENT), daemon, node, generation, leader.term());
+			}
+			else {
+				if (owner.live() || owner.generation() != deletedGeneration) {
+					return 0L;
+				}
+				generation = owner.generation() + 1;
+				tx.update(sql(REASSIGN_OWNER), node, generation, daemon);
+				tx.update(sql(REASSIGN), node, generation, leader.term(), daemon);
+			}
+			if (requestedAt != null) {
+				tx.update(sql(CONSUME_REQUEST), daemon, MariaDbConnections.parameter(requestedAt));
+			}
+			return generation;
+		});
+	}
+
+	@Override
+	public boolean revoke(FencingToken leader, String leaderNode, String daemon, long generation) {
+		return this.connections.transaction("revoke daemon",
+				(tx) -> leads(tx, leader, leaderNode) && tx.update(sql(REVOKE), leader.term(), daemon, generation) > 0);
+	}
+
+	@Override
+	public boolean reclaim(FencingToken leader, String leaderNode, String daemon, long generation) {
+		return this.connections.transaction("reclaim daemon",
+				(tx) -> leads(tx, leader, leaderNode) && end(tx, daemon, generation, null, leader.term()));
+	}
+
+	@Override
+	public boolean acknowledge(String node, String daemon, long generation) {
+		return this.connections.transaction("acknowledge daemon",
+				(tx) -> tx.update(sql(ACKNOWLEDGE), daemon, generation, node) > 0);
+	}
+
+	@Override
+	public boolean release(String node, String daemon, long generation) {
+		return this.connections.transaction("release daemon", (tx) -> end(tx, daemon, generation, node, null));
+	}
+
+	// Ends a live assignment of the given generation (and node, if given): locks the
+	// owner row
+	// first, which waits for the guarded transactions of the daemon.
+	private boolean end(MariaDbConnections.Transaction tx, String daemon, long generation, @Nullable String node,
+			@Nullable Long term) throws SQLException {
+		Owner owner = owner(tx, daemon);
+		if (owner == null || !owner.live() || owner.generation() != generation
+				|| (node != null && !node.equals(owner.node()))) {
+			return false;
+		}
+		tx.update(sql(END_OWNER), daemon);
+		tx.update(sql(END), term, daemon);
+		return true;
+	}
+
+	@Override
+	public DaemonRequest request(DaemonRequest.Kind kind, String daemon, @Nullable String node) {
+		return this.connections.transaction("record daemon request", (tx) -> {
+			tx.update(sql(REQUEST), kind.name(), daemon, node);
+			return tx.run(sql(READ_REQUEST), (statement) -> {
+				statement.setString(1, kind.name());
+				statement.setString(2, daemon);
+				try (ResultSet rows = statement.executeQuery()) {
+					rows.next();
+					return new DaemonRequest(kind, rows.getString("daemon_name"), rows.getString("node_id"),
+							MariaDbConnections.instant(rows, "requested_at"));
+				}
+			});
+		});
+	}
+
+	@Override
+	public boolean drain(String node, boolean drained) {
+		return this.connections.transaction("drain node", (tx) -> {
+			// The update's count would be zero for a node already in that state on a
+			// connection that counts rows changed, so whether the node is known is read.
+			tx.update(sql(DRAIN), drained, node);
+			return tx.run(sql(NODE_EXISTS), (statement) -> {
+				statement.setString(1, node);
+				try (ResultSet rows = statement.executeQuery()) {
+					return rows.next();
+				}
+			});
+		});
+	}
+
+	@Override
+	public boolean forget(FencingToken leader, String leaderNode, DaemonRequest request) {
+		return this.connections.transaction("forget daemon request",
+				(tx) -> leads(tx, leader, leaderNode) && tx.update(sql(FORGET), request.kind().name(), request.daemon(),
+						MariaDbConnections.parameter(request.requestedAt())) == 1);
+	}
+
+	@Override
+	public @Nullable Assignment lock(String daemon) {
+		return this.connections.statements()
+			.runInTransaction(this.dataSource, "call DaemonContext.guard() inside a @Transactional method",
+					"lock assignment", sql(LOCK), (statement) -> {
+						statement.setString(1, daemon);
+						try (ResultSet rows = statement.executeQuery()) {
+							if (!rows.next()) {
+								return null;
+							}
+							boolean live = rows.getBoolean("live");
+							String state = rows.getString("state");
+							if (live) {
+								MariaDbHoldLimits.apply(statement.getConnection(), this.holdLimitMillis);
+							}
+							AssignmentState current = !live ? AssignmentState.DELETED
+									: (state == null || "DELETED".equals(state)) ? AssignmentState.ASSIGNING
+											: AssignmentState.valueOf(state);
+							return assignment(rows, current);
+						}
+					});
+	}
+
+	private boolean leads(MariaDbConnections.Transaction tx, FencingToken leader, String leaderNode)
+			throws SQLException {
+		return tx.run(sql(LEASE), (statement) -> {
+			statement.setString(1, leader.group());
+			statement.setString(2, leaderNode);
+			statement.setLong(3, leader.term());
+			try (ResultSet rows = statement.executeQuery()) {
+				return rows.next();
+			}
+		});
+	}
+
+	private @Nullable Owner owner(MariaDbConnections.Transaction tx, String daemon) throws SQLException {
+		return tx.run(sql(LOCK_OWNER), (statement) -> {
+			statement.setString(1, daemon);
+			try (ResultSet rows = statement.executeQuery()) {
+				return rows.next()
+						? new Owner(rows.getString("node_id"), rows.getLong("generation"), rows.getBoolean("live"))
+						: null;
+			}
+		});
+	}
+
+	private String sql(String template) {
+		return this.sql.get(template);
+	}
+
+	private static Assignment assignment(ResultSet rows, AssignmentState state) throws SQLException {
+		Instant since = MariaDbConnections.instant(rows, "since");
+		return new Assignment(rows.getString("daemon_name"), rows.getString("node_id"), state,
+				rows.getLong("generation"), rows.getLong("term"), (since != null) ? since : Instant.EPOCH);
+	}
+
+	private static Set<String> daemons(@Nullable String daemons) {
+		return (daemons == null || daemons.isEmpty()) ? Set.of() : Set.of(daemons.split(" "));
+	}
+
+	private record Owner(String node, long generation, boolean live) {
+	}
+
+}

@@ -1,0 +1,115 @@
+package dev.leader.jdbc;
+
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.Locale;
+
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+
+/**
+ * The hold limits of a guarded transaction on MariaDB, which has no {@code SET LOCAL}: a
+ * guard lowers the session's {@code max_statement_time} (each later statement) and
+ * {@code idle_transaction_timeout} (time idle inside the transaction; whole seconds,
+ * rounded down, at least one) to the hold limit, keeping lower settings, and restores the
+ * session's own values when the transaction completes, before Spring gives the connection
+ * back to the pool. Several guards in one transaction restore once, the values from
+ * before the first.
+ * <p>
+ * The restore runs as a {@link TransactionSynchronization}; where the transaction has no
+ * synchronization, nothing could restore the settings, so the guard sets none and the
+ * transaction has no hold limit.
+ */
+final class MariaDbHoldLimits implements TransactionSynchronization {
+
+	private static final Log logger = LogFactory.getLog(MariaDbHoldLimits.class);
+
+	private final Connection connection;
+
+	private final double statementTime;
+
+	private final long idleTimeout;
+
+	private MariaDbHoldLimits(Connection connection, double statementTime, long idleTimeout) {
+		this.connection = connection;
+		this.statementTime = statementTime;
+		this.idleTimeout = idleTimeout;
+	}
+
+	/**
+	 * Limits the rest of the transaction active on the connection.
+	 * @param connection the connection of the transaction, which the guard locked a row
+	 * on
+	 * @param holdMillis the hold limit
+	 * @throws SQLException if the settings cannot be read or changed
+	 */
+	static void apply(Connection connection, long holdMillis) throws SQLException {
+		if (!TransactionSynchronizationManager.isSynchronizationActive()) {
+			return;
+		}
+		double statementTime;
+		long idleTimeout;
+		// A statement of its own, without a query timeout: MariaDB's driver runs a
+		// statement with a timeout under SET STATEMENT max_statement_time, which would
+		// hide the session's own value.
+		try (Statement statement = connection.createStatement();
+				ResultSet row = statement.executeQuery("SELECT @@session.max_statement_time AS statement_time, "
+						+ "@@session.idle_transaction_timeout AS idle_timeout")) {
+			row.next();
+			statementTime = row.getDouble("statement_time");
+			idleTimeout = row.getLong("idle_timeout");
+		}
+		double holdSeconds = holdMillis / 1000.0;
+		long holdWholeSeconds = Math.max(1, holdMillis / 1000);
+		double newStatementTime = (statementTime > 0 && statementTime <= holdSeconds) ? statementTime : holdSeconds;
+		long newIdleTimeout = (idleTimeout > 0 && idleTimeout <= holdWholeSeconds) ? idleTimeout : holdWholeSeconds;
+		if (newStatementTime == statementTime && newIdleTimeout == idleTimeout) {
+			return;
+		}
+		if (registered(connection) == null) {
+			TransactionSynchronizationManager
+				.registerSynchronization(new MariaDbHoldLimits(connection, statementTime, idleTimeout));
+		}
+		set(connection, newStatementTime, newIdleTimeout);
+	}
+
+	private static @Nullable MariaDbHoldLimits registered(Connection connection) {
+		for (TransactionSynchronization synchronization : TransactionSynchronizationManager.getSynchronizations()) {
+			if (synchronization instanceof MariaDbHoldLimits limits && limits.connection == connection) {
+				return limits;
+			}
+		}
+		return null;
+	}
+
+	private static void set(Connection connection, double statementTime, long idleTimeout) throws SQLException {
+		try (Statement statement = connection.createStatement()) {
+			// Both values are numbers formatted here, never user input.
+			statement.execute(
+					String.format(Locale.ROOT, "SET SESSION max_statement_time = %.6f, idle_transaction_timeout = %d",
+							statementTime, idleTimeout));
+		}
+	}
+
+	@Override
+	public void afterCompletion(int status) {
+		try {
+			if (!this.connection.isClosed()) {
+				set(this.connection, this.statementTime, this.idleTimeout);
+			}
+		}
+		catch (SQLException ex) {
+			// The server may have ended the session at the idle limit; the pool retires
+			// such a connection.
+			logger
+				.debug("Could not restore the session's statement and idle limits after a guarded transaction: " + ex);
+		}
+	}
+
+}

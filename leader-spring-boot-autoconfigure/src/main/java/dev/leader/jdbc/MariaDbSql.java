@@ -1,0 +1,66 @@
+package dev.leader.jdbc;
+
+import java.util.Map;
+
+/**
+ * The fragments that the MariaDB stores' SQL templates share, and their rendering.
+ * Templates use the placeholder syntax of the migrations: {@code ${prefix}} is the table
+ * prefix ({@link TablePrefix#render}), and {@code ${now}}, {@code ${remaining_ms}} and
+ * {@code ${heartbeat_age_ms}} the constant fragments below.
+ */
+final class MariaDbSql {
+
+	/**
+	 * The database clock in UTC at the moment the expression is evaluated, as a
+	 * {@code DATETIME(6)}. {@code NOW(6)} and {@code UTC_TIMESTAMP(6)} are the start of
+	 * the statement, which can be long before a lock it waited for was granted;
+	 * {@code SYSDATE(6)} is the moment of evaluation, but in the session's time zone,
+	 * which is the application's to choose. So: the statement's start in UTC, plus the
+	 * time since the start, both in the session's zone. That needs no session setting,
+	 * and is exact unless the session's zone changes its offset during the statement. A
+	 * server started with {@code --sysdate-is-now} makes it the statement's start.
+	 */
+	static final String NOW = "(UTC_TIMESTAMP(6) + INTERVAL TIMESTAMPDIFF(MICROSECOND, NOW(6), SYSDATE(6)) MICROSECOND)";
+
+	/**
+	 * The milliseconds a lease row has left, by the database clock; negative once it has
+	 * expired.
+	 */
+	static final String REMAINING_MS = "(TIMESTAMPDIFF(MICROSECOND, " + NOW + ", expires_at) DIV 1000)";
+
+	/**
+	 * The milliseconds since a node row's last heartbeat, by the database clock.
+	 */
+	static final String HEARTBEAT_AGE_MS = "(TIMESTAMPDIFF(MICROSECOND, heartbeat_at, " + NOW + ") DIV 1000)";
+
+	private static final Map<String, String> FRAGMENTS = Map.of("${now}", NOW, "${remaining_ms}", REMAINING_MS,
+			"${heartbeat_age_ms}", HEARTBEAT_AGE_MS);
+
+	private MariaDbSql() {
+	}
+
+	/**
+	 * Renders a template for a table prefix.
+	 * @param prefix the validated table prefix
+	 * @param template the template
+	 * @return the SQL
+	 */
+	static String render(TablePrefix prefix, String template) {
+		String sql = template;
+		for (Map.Entry<String, String> fragment : FRAGMENTS.entrySet()) {
+			sql = sql.replace(fragment.getKey(), fragment.getValue());
+		}
+		return prefix.render(sql);
+	}
+
+	/**
+	 * Returns {@code count} parameter markers separated by commas, for an {@code IN}
+	 * list.
+	 * @param count how many, at least one
+	 * @return the markers
+	 */
+	static String markers(int count) {
+		return String.join(", ", java.util.Collections.nCopies(count, "?"));
+	}
+
+}

@@ -1,0 +1,68 @@
+package dev.leader.autoconfigure;
+
+import java.time.Duration;
+
+import dev.leader.Leadership;
+import dev.leader.daemon.DaemonStore;
+import dev.leader.fencing.FencingStore;
+import dev.leader.jdbc.MariaDbCoordinationStore;
+import dev.leader.jdbc.MariaDbDaemonStore;
+import dev.leader.jdbc.MariaDbFencingStore;
+import dev.leader.lease.CoordinationStore;
+import dev.leader.test.MariaDbTestDatabase;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.jdbc.core.simple.JdbcClient;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * {@link LeaderAutoConfiguration} on a MariaDB {@code DataSource}: the MariaDB stores are
+ * chosen, the MariaDB migrations create the tables, and a node leads.
+ */
+class MariaDbAutoConfigurationTests {
+
+	private static MariaDbTestDatabase database;
+
+	@BeforeAll
+	static void createDatabase() {
+		database = MariaDbTestDatabase.create();
+	}
+
+	@AfterAll
+	static void dropDatabase() {
+		if (database != null) {
+			database.drop();
+		}
+	}
+
+	private final ApplicationContextRunner contextRunner = new ApplicationContextRunner()
+		.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class))
+		.withPropertyValues("spring.datasource.url=" + database.url(), "spring.datasource.username=" + database.user(),
+				"spring.datasource.password=" + database.password(), "leader.node.id=maria-node",
+				"leader.groups=billing");
+
+	@Test
+	void mariaDbDataSourceGetsTheMariaDbStoresItsTablesAndALeader() {
+		this.contextRunner.run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context.getBean(CoordinationStore.class)).isInstanceOf(MariaDbCoordinationStore.class);
+			assertThat(context.getBean(FencingStore.class)).isInstanceOf(MariaDbFencingStore.class);
+			assertThat(context.getBean(DaemonStore.class)).isInstanceOf(MariaDbDaemonStore.class);
+			assertThat(JdbcClient.create(context.getBean(javax.sql.DataSource.class))
+				.sql("SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE()")
+				.query(String.class)
+				.list()).contains("leader_leases", "leader_lease_terms", "leader_nodes", "leader_assignments",
+						"leader_assignment_owners", "leader_fences", "leader_daemon_requests", "leader_schema_history");
+			Leadership leadership = context.getBean(Leadership.class);
+			assertThat(leadership.awaitLeadership("billing", Duration.ofSeconds(10))).isTrue();
+			assertThat(leadership.token("billing")).hasValueSatisfying((token) -> assertThat(token.term()).isOne());
+		});
+	}
+
+}

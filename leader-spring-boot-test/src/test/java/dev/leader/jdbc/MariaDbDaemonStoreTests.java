@@ -1,0 +1,126 @@
+package dev.leader.jdbc;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.leader.FencingToken;
+import dev.leader.daemon.Assignment;
+import dev.leader.daemon.AssignmentState;
+import dev.leader.node.NodeRegistration;
+import dev.leader.test.MariaDbTestDatabase;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.transaction.support.TransactionTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * The row locks of {@link MariaDbDaemonStore}: the daemon guard locks the owner row, so
+ * an acknowledgement and a revoke, which update the assignment row alone, never wait for
+ * a guarded transaction, and a reclaim, which ends the assignment, does.
+ */
+class MariaDbDaemonStoreTests {
+
+	private static final TablePrefix PREFIX = new TablePrefix("leader_");
+
+	private static MariaDbTestDatabase database;
+
+	private static HikariDataSource dataSource;
+
+	private MariaDbCoordinationStore coordination;
+
+	private MariaDbDaemonStore daemons;
+
+	private TransactionTemplate transactions;
+
+	private FencingToken leader;
+
+	@BeforeAll
+	static void createDatabase() {
+		database = MariaDbTestDatabase.create();
+		dataSource = database.dataSource(8);
+		new LeaderSchemaMigration(dataSource, PREFIX).migrate();
+	}
+
+	@AfterAll
+	static void dropDatabase() {
+		if (dataSource != null) {
+			dataSource.close();
+		}
+		if (database != null) {
+			database.drop();
+		}
+	}
+
+	@BeforeEach
+	void leadAndAssign() {
+		database.clear();
+		this.coordination = new MariaDbCoordinationStore(dataSource, PREFIX, Duration.ofSeconds(5));
+		this.daemons = new MariaDbDaemonStore(dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(10));
+		this.transactions = new TransactionTemplate(new DataSourceTransactionManager(dataSource));
+		this.coordination.tick(new NodeRegistration("node-a", "a", "host", 1, Set.of("outbox")), Map.of(), List.of(),
+				Duration.ofSeconds(30), Duration.ofSeconds(10));
+		this.leader = new FencingToken("default",
+				this.coordination.acquire("default", "leader", Duration.ofSeconds(30)).lease().term());
+		assertThat(this.daemons.assign(this.leader, "leader", "outbox", "node-a", 0)).isOne();
+	}
+
+	@Test
+	void acknowledgementAndRevokeDoNotWaitForTheGuardedTransactionButAReclaimDoes() throws Exception {
+		CountDownLatch guarded = new CountDownLatch(1);
+		CountDownLatch finish = new CountDownLatch(1);
+		CompletableFuture<Assignment> writer = CompletableFuture.supplyAsync(() -> this.transactions.execute((tx) -> {
+			Assignment locked = this.daemons.lock("outbox");
+			guarded.countDown();
+			await(finish);
+			return locked;
+		}));
+		assertThat(guarded.await(5, TimeUnit.SECONDS)).isTrue();
+		assertThat(CompletableFuture.supplyAsync(() -> this.daemons.acknowledge("node-a", "outbox", 1))
+			.get(2, TimeUnit.SECONDS)).isTrue();
+		assertThat(CompletableFuture.supplyAsync(() -> this.daemons.revoke(this.leader, "leader", "outbox", 1))
+			.get(2, TimeUnit.SECONDS)).isTrue();
+		CompletableFuture<Boolean> reclaim = CompletableFuture
+			.supplyAsync(() -> this.daemons.reclaim(this.leader, "leader", "outbox", 1));
+		org.awaitility.Awaitility.await()
+			.during(Duration.ofMillis(500))
+			.atMost(Duration.ofSeconds(2))
+			.until(() -> !reclaim.isDone());
+		finish.countDown();
+		assertThat(writer.get(5, TimeUnit.SECONDS))
+			.extracting(Assignment::node, Assignment::generation, Assignment::state)
+			.containsExactly("node-a", 1L, AssignmentState.ASSIGNING);
+		assertThat(reclaim.get(5, TimeUnit.SECONDS)).isTrue();
+		assertThat(this.daemons.read(Duration.ofSeconds(10)).assignment("outbox"))
+			.hasValueSatisfying((assignment) -> assertThat(assignment.state()).isEqualTo(AssignmentState.DELETED));
+	}
+
+	@Test
+	void guardAfterTheEndOfTheAssignmentSeesItDeleted() {
+		assertThat(this.daemons.reclaim(this.leader, "leader", "outbox", 1)).isTrue();
+		Assignment locked = this.transactions.execute((tx) -> this.daemons.lock("outbox"));
+		assertThat(locked).extracting(Assignment::generation, Assignment::isLive).containsExactly(1L, false);
+	}
+
+	private static void await(CountDownLatch latch) {
+		try {
+			assertThat(latch.await(10, TimeUnit.SECONDS)).isTrue();
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new IllegalStateException(ex);
+		}
+	}
+
+}
