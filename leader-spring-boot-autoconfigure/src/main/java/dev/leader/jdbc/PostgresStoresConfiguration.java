@@ -8,6 +8,7 @@ import dev.leader.daemon.DaemonStore;
 import dev.leader.fencing.FencingStore;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaseSettings;
+import dev.leader.log.LogApplier;
 import dev.leader.log.LogStore;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
@@ -136,7 +137,16 @@ public final class PostgresStoresConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	LogStore leaderLogStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
-			LeaseSettings settings, ObjectProvider<CoordinationStore> coordinationStore) {
+			LeaseSettings settings, ObjectProvider<CoordinationStore> coordinationStore,
+			ObjectProvider<DataSourceProperties> dataSourceProperties, ObjectProvider<LogApplier> appliers) {
+		JdbcDialect dialect = dialect(dataSource, dataSourceProperties);
+		if (dialect != JdbcDialect.POSTGRESQL) {
+			UnsupportedLogStore unsupported = new UnsupportedLogStore("MariaDB");
+			if (appliers.stream().findAny().isPresent()) {
+				throw new IllegalStateException(unsupported.message() + ", and the application has LogApplier beans");
+			}
+			return unsupported;
+		}
 		// Append notifications share the coordination store's listening connection when
 		// it is ours; an append holds the lease row as a guard does.
 		PostgresCoordinationStore notifications = (coordinationStore

@@ -9,6 +9,9 @@ import dev.leader.jdbc.MariaDbCoordinationStore;
 import dev.leader.jdbc.MariaDbDaemonStore;
 import dev.leader.jdbc.MariaDbFencingStore;
 import dev.leader.lease.CoordinationStore;
+import dev.leader.log.DecisionLog;
+import dev.leader.log.LogApplier;
+import dev.leader.log.LogEntry;
 import dev.leader.test.MariaDbTestDatabase;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -20,6 +23,7 @@ import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.jdbc.core.simple.JdbcClient;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 
 /**
  * {@link LeaderAutoConfiguration} on a MariaDB {@code DataSource}: the MariaDB stores are
@@ -63,6 +67,30 @@ class MariaDbAutoConfigurationTests {
 			assertThat(leadership.awaitLeadership("billing", Duration.ofSeconds(10))).isTrue();
 			assertThat(leadership.token("billing")).hasValueSatisfying((token) -> assertThat(token.term()).isOne());
 		});
+	}
+
+	@Test
+	void decisionLogOnMariaDbFailsClearlyAndAnApplierFailsStartup() {
+		this.contextRunner.run((context) -> {
+			DecisionLog log = context.getBean(DecisionLog.class);
+			Leadership leadership = context.getBean(Leadership.class);
+			assertThat(leadership.awaitLeadership("billing", Duration.ofSeconds(10))).isTrue();
+			assertThatExceptionOfType(UnsupportedOperationException.class)
+				.isThrownBy(() -> log.append(leadership.token("billing").orElseThrow(), "rate", "EUR 1"))
+				.withMessageContaining("decision log needs PostgreSQL");
+		});
+		this.contextRunner.withBean(LogApplier.class, () -> new LogApplier() {
+
+			@Override
+			public String group() {
+				return "billing";
+			}
+
+			@Override
+			public void apply(LogEntry entry) {
+			}
+
+		}).run((context) -> assertThat(context).getFailure().rootCause().hasMessageContaining("LogApplier beans"));
 	}
 
 }
