@@ -2,7 +2,6 @@ package dev.leader.benchmarks;
 
 import java.nio.file.Path;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -87,20 +86,7 @@ final class DaemonTimings {
 			this.nodes.forEach((node) -> node.awaitReady(TIMEOUT));
 			awaitBalanced(daemonCount);
 			sleep(warmUp);
-			List<Double> rates = new ArrayList<>();
-			long logFrom = this.database.serverLogSize();
-			long[] start = this.database.transactions();
-			long[] previous = start;
-			for (int i = 0; i < windows; i++) {
-				long began = System.nanoTime();
-				sleep(window);
-				long[] now = this.database.transactions();
-				rates.add((now[0] - previous[0]) / ((System.nanoTime() - began) / 1e9));
-				previous = now;
-			}
-			double mean = (previous[0] - start[0]) / (windows * window.toMillis() / 1e3);
-			long rollbacks = previous[1] - start[1];
-			long errors = this.database.errorLines(logFrom);
+			LoadWindows load = LoadWindows.measure(this.database, window, windows);
 			List<Double> perDaemon = new ArrayList<>();
 			List<Double> perNode = new ArrayList<>();
 			for (int round = 0; round < rounds; round++) {
@@ -138,8 +124,7 @@ final class DaemonTimings {
 				this.nodes.add(start(daemons).awaitReady(TIMEOUT));
 				awaitBalanced(daemonCount);
 			}
-			return new Result(nodeCount, daemonCount, Stats.of(rates), mean, rollbacks, errors, Stats.of(perDaemon),
-					Stats.of(perNode));
+			return new Result(nodeCount, daemonCount, load, Stats.of(perDaemon), Stats.of(perNode));
 		}
 		finally {
 			this.nodes.forEach(NodeProcess::close);
@@ -192,7 +177,7 @@ final class DaemonTimings {
 	}
 
 	private Optional<Instant> firstWriteAbove(String daemon, long generation) throws SQLException {
-		try (Connection connection = connect();
+		try (Connection connection = this.database.connect();
 				Statement statement = connection.createStatement();
 				ResultSet row = statement.executeQuery("SELECT min(written_at) FROM daemon_writes WHERE kind = 'W' "
 						+ "AND daemon = '" + daemon + "' AND generation > " + generation)) {
@@ -204,7 +189,7 @@ final class DaemonTimings {
 
 	private Map<String, Assignment> assignments() throws SQLException {
 		Map<String, Assignment> assignments = new TreeMap<>();
-		try (Connection connection = connect();
+		try (Connection connection = this.database.connect();
 				Statement statement = connection.createStatement();
 				ResultSet rows = statement.executeQuery("SELECT daemon_name, node_id, state, generation FROM "
 						+ BenchDatabase.PREFIX.value() + "assignments WHERE state <> 'DELETED'")) {
@@ -217,7 +202,7 @@ final class DaemonTimings {
 	}
 
 	private Instant databaseNow() throws SQLException {
-		try (Connection connection = connect();
+		try (Connection connection = this.database.connect();
 				Statement statement = connection.createStatement();
 				ResultSet row = statement.executeQuery("SELECT clock_timestamp()")) {
 			row.next();
@@ -227,7 +212,7 @@ final class DaemonTimings {
 
 	private List<String> query(String sql) throws SQLException {
 		List<String> values = new ArrayList<>();
-		try (Connection connection = connect();
+		try (Connection connection = this.database.connect();
 				Statement statement = connection.createStatement();
 				ResultSet rows = statement.executeQuery(sql)) {
 			while (rows.next()) {
@@ -238,15 +223,11 @@ final class DaemonTimings {
 	}
 
 	private void execute(String... sql) throws SQLException {
-		try (Connection connection = connect(); Statement statement = connection.createStatement()) {
+		try (Connection connection = this.database.connect(); Statement statement = connection.createStatement()) {
 			for (String each : sql) {
 				statement.execute(each);
 			}
 		}
-	}
-
-	private Connection connect() throws SQLException {
-		return DriverManager.getConnection(this.database.url(), this.database.user(), this.database.password());
 	}
 
 	/**
@@ -266,18 +247,13 @@ final class DaemonTimings {
 	 *
 	 * @param nodes the number of nodes
 	 * @param daemons the number of daemons
-	 * @param perWindow transactions per second in each load window
-	 * @param mean transactions per second over all load windows
-	 * @param rollbacks transactions rolled back over the load windows
-	 * @param errorLines ERROR/FATAL lines of the database in the server log over the load
-	 * windows, -1 if unreadable
+	 * @param load the idle load of the balanced cluster, before the kills
 	 * @param perDaemon for each daemon of a killed node, kill to its first fenced write
 	 * elsewhere, in milliseconds
 	 * @param perNode for each killed node, kill to the last of its daemons' first writes
 	 * elsewhere, in milliseconds
 	 */
-	record Result(int nodes, int daemons, Stats perWindow, double mean, long rollbacks, long errorLines,
-			Stats perDaemon, Stats perNode) {
+	record Result(int nodes, int daemons, LoadWindows load, Stats perDaemon, Stats perNode) {
 	}
 
 }

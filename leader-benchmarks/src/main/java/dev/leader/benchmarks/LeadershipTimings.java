@@ -3,7 +3,6 @@ package dev.leader.benchmarks;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -72,8 +71,7 @@ final class LeadershipTimings {
 		List<Double> toRevoke = new ArrayList<>();
 		List<Double> revokeToGrant = new ArrayList<>();
 		List<Double> reference = new ArrayList<>();
-		try (Connection connection = DriverManager.getConnection(this.database.url(), this.database.user(),
-				this.database.password())) {
+		try (Connection connection = this.database.connect()) {
 			startNodes(settings, 3);
 			for (int round = 0; round < rounds; round++) {
 				NodeProcess leader = awaitLeader();
@@ -217,8 +215,7 @@ final class LeadershipTimings {
 	}
 
 	private Lease readLease() throws SQLException {
-		try (Connection connection = DriverManager.getConnection(this.database.url(), this.database.user(),
-				this.database.password());
+		try (Connection connection = this.database.connect();
 				PreparedStatement statement = connection.prepareStatement("SELECT term, acquired_at, expires_at, "
 						+ "clock_timestamp() FROM " + BenchDatabase.PREFIX.value() + "leases WHERE group_name = ?")) {
 			statement.setString(1, GROUP);
