@@ -15,6 +15,7 @@ import dev.leader.lease.LeaseSettings;
 import org.openjdk.jmh.results.Result;
 import org.openjdk.jmh.results.RunResult;
 import org.openjdk.jmh.runner.Runner;
+import org.openjdk.jmh.runner.options.ChainedOptionsBuilder;
 import org.openjdk.jmh.runner.options.Options;
 import org.openjdk.jmh.runner.options.OptionsBuilder;
 import org.openjdk.jmh.runner.options.TimeValue;
@@ -181,13 +182,7 @@ public final class Benchmarks {
 
 	private static void runJmh(BenchDatabase database) throws Exception {
 		String load = Report.loadAverage();
-		Options check = new OptionsBuilder().include(LeaderCheckBenchmark.class.getName())
-			.forks(1)
-			.warmupIterations(3)
-			.warmupTime(TimeValue.seconds(1))
-			.measurementIterations(5)
-			.measurementTime(TimeValue.seconds(1))
-			.build();
+		Options check = jmh(LeaderCheckBenchmark.class, 3, 1, 1).build();
 		for (RunResult result : new Runner(check).run()) {
 			Result<?> primary = result.getPrimaryResult();
 			Statistics statistics = primary.getStatistics();
@@ -198,12 +193,7 @@ public final class Benchmarks {
 					load);
 		}
 		load = Report.loadAverage();
-		Options writes = new OptionsBuilder().include(FencedWriteBenchmark.class.getName())
-			.forks(1)
-			.warmupIterations(2)
-			.warmupTime(TimeValue.seconds(2))
-			.measurementIterations(5)
-			.measurementTime(TimeValue.seconds(3))
+		Options writes = jmh(FencedWriteBenchmark.class, 2, 2, 3)
 			.jvmArgsAppend("-Dbench.url=" + database.url(), "-Dbench.user=" + database.user(),
 					"-Dbench.password=" + database.password())
 			.build();
@@ -223,6 +213,24 @@ public final class Benchmarks {
 			Report.result("guarded / plain write, medians",
 					String.format(Locale.ROOT, "%.2fx", medians.get("guardedWrite") / medians.get("plainWrite")), load);
 		}
+	}
+
+	/**
+	 * Options of a JMH run in one fork, with five measurement iterations.
+	 * @param benchmark the benchmark class
+	 * @param warmups how many warm-up iterations
+	 * @param warmupSeconds how long each warm-up iteration runs
+	 * @param measurementSeconds how long each measurement iteration runs
+	 * @return the options, to be completed and built
+	 */
+	private static ChainedOptionsBuilder jmh(Class<?> benchmark, int warmups, int warmupSeconds,
+			int measurementSeconds) {
+		return new OptionsBuilder().include(benchmark.getName())
+			.forks(1)
+			.warmupIterations(warmups)
+			.warmupTime(TimeValue.seconds(warmupSeconds))
+			.measurementIterations(5)
+			.measurementTime(TimeValue.seconds(measurementSeconds));
 	}
 
 	private static void runGuardedLoad(BenchDatabase database, BenchOptions options) throws Exception {

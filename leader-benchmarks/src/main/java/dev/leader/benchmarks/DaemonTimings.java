@@ -47,15 +47,11 @@ final class DaemonTimings {
 
 	private final BenchDatabase database;
 
-	private final Path logs;
-
-	private final List<NodeProcess> nodes = new ArrayList<>();
-
-	private int started;
+	private final BenchNodes nodes;
 
 	DaemonTimings(BenchDatabase database, Path logs) {
 		this.database = database;
-		this.logs = logs;
+		this.nodes = new BenchNodes(logs, "daemon-node-");
 	}
 
 	/**
@@ -79,11 +75,10 @@ final class DaemonTimings {
 		String daemons = IntStream.rangeClosed(1, daemonCount)
 			.mapToObj((i) -> "daemon-" + i)
 			.collect(Collectors.joining(","));
+		BenchNodes.Launcher launcher = (nodeId, log) -> NodeProcess.start(DaemonTestNode.class, nodeId,
+				arguments(daemons), Map.of(), log);
 		try {
-			for (int i = 0; i < nodeCount; i++) {
-				this.nodes.add(start(daemons));
-			}
-			this.nodes.forEach((node) -> node.awaitReady(TIMEOUT));
+			this.nodes.startAll(nodeCount, launcher, TIMEOUT);
 			awaitBalanced(daemonCount);
 			sleep(warmUp);
 			LoadWindows load = LoadWindows.measure(this.database, window, windows);
@@ -108,7 +103,7 @@ final class DaemonTimings {
 						lost.put(daemon, assignment.generation());
 					}
 				});
-				NodeProcess killed = node(victim);
+				NodeProcess killed = this.nodes.node(victim);
 				killed.kill9();
 				Instant killedAt = databaseNow();
 				double slowest = 0;
@@ -119,32 +114,24 @@ final class DaemonTimings {
 					slowest = Math.max(slowest, gap);
 				}
 				perNode.add(slowest);
-				killed.close();
-				this.nodes.remove(killed);
-				this.nodes.add(start(daemons).awaitReady(TIMEOUT));
+				this.nodes.replace(killed, launcher, TIMEOUT);
 				awaitBalanced(daemonCount);
 			}
 			return new Result(nodeCount, daemonCount, load, Stats.of(perDaemon), Stats.of(perNode));
 		}
 		finally {
-			this.nodes.forEach(NodeProcess::close);
-			this.nodes.clear();
+			this.nodes.closeAll();
 		}
 	}
 
-	private NodeProcess start(String daemons) throws Exception {
-		String nodeId = "daemon-node-" + (++this.started);
+	private List<String> arguments(String daemons) {
 		List<String> arguments = new ArrayList<>(
 				LeadershipTimings.nodeArguments(this.database, LeaseSettings.defaults()));
 		arguments.add("--groups=" + GROUP);
 		arguments.add("--daemons=" + daemons);
 		// One write when an agent starts, which marks it running, and none after.
 		arguments.add("--write-interval=PT1H");
-		return NodeProcess.start(DaemonTestNode.class, nodeId, arguments, Map.of(), this.logs.resolve(nodeId + ".log"));
-	}
-
-	private NodeProcess node(String nodeId) {
-		return this.nodes.stream().filter((node) -> node.nodeId().equals(nodeId)).findFirst().orElseThrow();
+		return arguments;
 	}
 
 	/**
@@ -156,7 +143,7 @@ final class DaemonTimings {
 		await().atMost(TIMEOUT).pollInterval(Duration.ofMillis(200)).until(() -> {
 			Map<String, Assignment> assignments = assignments();
 			Map<String, Integer> loads = new LinkedHashMap<>();
-			this.nodes.forEach((node) -> loads.put(node.nodeId(), 0));
+			this.nodes.all().forEach((node) -> loads.put(node.nodeId(), 0));
 			for (Assignment assignment : assignments.values()) {
 				if (!assignment.state().equals("ACTIVE") || !loads.containsKey(assignment.node())) {
 					return false;
