@@ -150,6 +150,14 @@ final class BenchDatabase implements AutoCloseable {
 		return this.name;
 	}
 
+	/**
+	 * Opens a connection to the benchmarks' database, for the harness's own queries.
+	 * @return the connection
+	 */
+	Connection connect() throws SQLException {
+		return DriverManager.getConnection(url(), this.user, this.password);
+	}
+
 	HikariDataSource dataSource(String poolName, int size) {
 		HikariConfig config = new HikariConfig();
 		config.setPoolName(poolName);
@@ -166,8 +174,7 @@ final class BenchDatabase implements AutoCloseable {
 	 * Empties the starter's tables between two benchmarks.
 	 */
 	void reset() throws SQLException {
-		try (Connection connection = DriverManager.getConnection(url(), this.user, this.password);
-				Statement statement = connection.createStatement()) {
+		try (Connection connection = connect(); Statement statement = connection.createStatement()) {
 			statement.execute(
 					"TRUNCATE " + PREFIX.value() + "leases, " + PREFIX.value() + "nodes, " + PREFIX.value() + "fences");
 		}

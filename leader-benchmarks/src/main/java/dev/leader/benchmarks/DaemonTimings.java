@@ -2,7 +2,6 @@ package dev.leader.benchmarks;
 
 import java.nio.file.Path;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -48,15 +47,11 @@ final class DaemonTimings {
 
 	private final BenchDatabase database;
 
-	private final Path logs;
-
-	private final List<NodeProcess> nodes = new ArrayList<>();
-
-	private int started;
+	private final BenchNodes nodes;
 
 	DaemonTimings(BenchDatabase database, Path logs) {
 		this.database = database;
-		this.logs = logs;
+		this.nodes = new BenchNodes(logs, "daemon-node-");
 	}
 
 	/**
@@ -80,27 +75,13 @@ final class DaemonTimings {
 		String daemons = IntStream.rangeClosed(1, daemonCount)
 			.mapToObj((i) -> "daemon-" + i)
 			.collect(Collectors.joining(","));
+		BenchNodes.Launcher launcher = (nodeId, log) -> NodeProcess.start(DaemonTestNode.class, nodeId,
+				arguments(daemons), Map.of(), log);
 		try {
-			for (int i = 0; i < nodeCount; i++) {
-				this.nodes.add(start(daemons));
-			}
-			this.nodes.forEach((node) -> node.awaitReady(TIMEOUT));
+			this.nodes.startAll(nodeCount, launcher, TIMEOUT);
 			awaitBalanced(daemonCount);
 			sleep(warmUp);
-			List<Double> rates = new ArrayList<>();
-			long logFrom = this.database.serverLogSize();
-			long[] start = this.database.transactions();
-			long[] previous = start;
-			for (int i = 0; i < windows; i++) {
-				long began = System.nanoTime();
-				sleep(window);
-				long[] now = this.database.transactions();
-				rates.add((now[0] - previous[0]) / ((System.nanoTime() - began) / 1e9));
-				previous = now;
-			}
-			double mean = (previous[0] - start[0]) / (windows * window.toMillis() / 1e3);
-			long rollbacks = previous[1] - start[1];
-			long errors = this.database.errorLines(logFrom);
+			LoadWindows load = LoadWindows.measure(this.database, window, windows);
 			List<Double> perDaemon = new ArrayList<>();
 			List<Double> perNode = new ArrayList<>();
 			for (int round = 0; round < rounds; round++) {
@@ -122,7 +103,7 @@ final class DaemonTimings {
 						lost.put(daemon, assignment.generation());
 					}
 				});
-				NodeProcess killed = node(victim);
+				NodeProcess killed = this.nodes.node(victim);
 				killed.kill9();
 				Instant killedAt = databaseNow();
 				double slowest = 0;
@@ -133,33 +114,24 @@ final class DaemonTimings {
 					slowest = Math.max(slowest, gap);
 				}
 				perNode.add(slowest);
-				killed.close();
-				this.nodes.remove(killed);
-				this.nodes.add(start(daemons).awaitReady(TIMEOUT));
+				this.nodes.replace(killed, launcher, TIMEOUT);
 				awaitBalanced(daemonCount);
 			}
-			return new Result(nodeCount, daemonCount, Stats.of(rates), mean, rollbacks, errors, Stats.of(perDaemon),
-					Stats.of(perNode));
+			return new Result(nodeCount, daemonCount, load, Stats.of(perDaemon), Stats.of(perNode));
 		}
 		finally {
-			this.nodes.forEach(NodeProcess::close);
-			this.nodes.clear();
+			this.nodes.closeAll();
 		}
 	}
 
-	private NodeProcess start(String daemons) throws Exception {
-		String nodeId = "daemon-node-" + (++this.started);
+	private List<String> arguments(String daemons) {
 		List<String> arguments = new ArrayList<>(
 				LeadershipTimings.nodeArguments(this.database, LeaseSettings.defaults()));
 		arguments.add("--groups=" + GROUP);
 		arguments.add("--daemons=" + daemons);
 		// One write when an agent starts, which marks it running, and none after.
 		arguments.add("--write-interval=PT1H");
-		return NodeProcess.start(DaemonTestNode.class, nodeId, arguments, Map.of(), this.logs.resolve(nodeId + ".log"));
-	}
-
-	private NodeProcess node(String nodeId) {
-		return this.nodes.stream().filter((node) -> node.nodeId().equals(nodeId)).findFirst().orElseThrow();
+		return arguments;
 	}
 
 	/**
@@ -171,7 +143,7 @@ final class DaemonTimings {
 		await().atMost(TIMEOUT).pollInterval(Duration.ofMillis(200)).until(() -> {
 			Map<String, Assignment> assignments = assignments();
 			Map<String, Integer> loads = new LinkedHashMap<>();
-			this.nodes.forEach((node) -> loads.put(node.nodeId(), 0));
+			this.nodes.all().forEach((node) -> loads.put(node.nodeId(), 0));
 			for (Assignment assignment : assignments.values()) {
 				if (!assignment.state().equals("ACTIVE") || !loads.containsKey(assignment.node())) {
 					return false;
@@ -192,7 +164,7 @@ final class DaemonTimings {
 	}
 
 	private Optional<Instant> firstWriteAbove(String daemon, long generation) throws SQLException {
-		try (Connection connection = connect();
+		try (Connection connection = this.database.connect();
 				Statement statement = connection.createStatement();
 				ResultSet row = statement.executeQuery("SELECT min(written_at) FROM daemon_writes WHERE kind = 'W' "
 						+ "AND daemon = '" + daemon + "' AND generation > " + generation)) {
@@ -204,7 +176,7 @@ final class DaemonTimings {
 
 	private Map<String, Assignment> assignments() throws SQLException {
 		Map<String, Assignment> assignments = new TreeMap<>();
-		try (Connection connection = connect();
+		try (Connection connection = this.database.connect();
 				Statement statement = connection.createStatement();
 				ResultSet rows = statement.executeQuery("SELECT daemon_name, node_id, state, generation FROM "
 						+ BenchDatabase.PREFIX.value() + "assignments WHERE state <> 'DELETED'")) {
@@ -217,7 +189,7 @@ final class DaemonTimings {
 	}
 
 	private Instant databaseNow() throws SQLException {
-		try (Connection connection = connect();
+		try (Connection connection = this.database.connect();
 				Statement statement = connection.createStatement();
 				ResultSet row = statement.executeQuery("SELECT clock_timestamp()")) {
 			row.next();
@@ -227,7 +199,7 @@ final class DaemonTimings {
 
 	private List<String> query(String sql) throws SQLException {
 		List<String> values = new ArrayList<>();
-		try (Connection connection = connect();
+		try (Connection connection = this.database.connect();
 				Statement statement = connection.createStatement();
 				ResultSet rows = statement.executeQuery(sql)) {
 			while (rows.next()) {
@@ -238,15 +210,11 @@ final class DaemonTimings {
 	}
 
 	private void execute(String... sql) throws SQLException {
-		try (Connection connection = connect(); Statement statement = connection.createStatement()) {
+		try (Connection connection = this.database.connect(); Statement statement = connection.createStatement()) {
 			for (String each : sql) {
 				statement.execute(each);
 			}
 		}
-	}
-
-	private Connection connect() throws SQLException {
-		return DriverManager.getConnection(this.database.url(), this.database.user(), this.database.password());
 	}
 
 	/**
@@ -266,18 +234,13 @@ final class DaemonTimings {
 	 *
 	 * @param nodes the number of nodes
 	 * @param daemons the number of daemons
-	 * @param perWindow transactions per second in each load window
-	 * @param mean transactions per second over all load windows
-	 * @param rollbacks transactions rolled back over the load windows
-	 * @param errorLines ERROR/FATAL lines of the database in the server log over the load
-	 * windows, -1 if unreadable
+	 * @param load the idle load of the balanced cluster, before the kills
 	 * @param perDaemon for each daemon of a killed node, kill to its first fenced write
 	 * elsewhere, in milliseconds
 	 * @param perNode for each killed node, kill to the last of its daemons' first writes
 	 * elsewhere, in milliseconds
 	 */
-	record Result(int nodes, int daemons, Stats perWindow, double mean, long rollbacks, long errorLines,
-			Stats perDaemon, Stats perNode) {
+	record Result(int nodes, int daemons, LoadWindows load, Stats perDaemon, Stats perNode) {
 	}
 
 }

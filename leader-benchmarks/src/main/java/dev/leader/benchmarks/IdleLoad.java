@@ -5,7 +5,6 @@ import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -74,24 +73,11 @@ final class IdleLoad {
 						&& count("SELECT count(*) FROM leader_leases WHERE holder IS NOT NULL "
 								+ "AND expires_at > clock_timestamp()") == groups);
 			sleep(warmUp);
-			List<Double> rates = new ArrayList<>();
-			long logFrom = this.database.serverLogSize();
 			long statementsFrom = sum(statements);
 			long statementsAt = System.nanoTime();
-			long[] start = this.database.transactions();
-			long[] previous = start;
-			for (int i = 0; i < windows; i++) {
-				long began = System.nanoTime();
-				sleep(window);
-				long[] now = this.database.transactions();
-				rates.add((now[0] - previous[0]) / ((System.nanoTime() - began) / 1e9));
-				previous = now;
-			}
+			LoadWindows load = LoadWindows.measure(this.database, window, windows);
 			double statementRate = (sum(statements) - statementsFrom) / ((System.nanoTime() - statementsAt) / 1e9);
-			long errors = this.database.errorLines(logFrom);
-			long elapsedWindows = windows * window.toMillis();
-			double mean = (previous[0] - start[0]) / (elapsedWindows / 1e3);
-			return new Result(nodes, groups, Stats.of(rates), mean, statementRate, previous[1] - start[1], errors);
+			return new Result(nodes, groups, load, statementRate);
 		}
 		finally {
 			for (Process host : hosts) {
@@ -148,8 +134,7 @@ final class IdleLoad {
 	}
 
 	private long count(String sql) throws SQLException {
-		try (Connection connection = DriverManager.getConnection(this.database.url(), this.database.user(),
-				this.database.password());
+		try (Connection connection = this.database.connect();
 				Statement statement = connection.createStatement();
 				ResultSet row = statement.executeQuery(sql)) {
 			row.next();
@@ -171,16 +156,11 @@ final class IdleLoad {
 	 *
 	 * @param nodes the number of nodes
 	 * @param groups the number of groups
-	 * @param perWindow transactions per second in each window
-	 * @param mean transactions per second over all windows
+	 * @param load the load the server counted
 	 * @param statements statements per second the engines sent over all windows, as they
 	 * counted them
-	 * @param rollbacks transactions rolled back over all windows
-	 * @param errorLines ERROR/FATAL lines of the database in the server log, -1 if the
-	 * log cannot be read
 	 */
-	record Result(int nodes, int groups, Stats perWindow, double mean, double statements, long rollbacks,
-			long errorLines) {
+	record Result(int nodes, int groups, LoadWindows load, double statements) {
 	}
 
 }

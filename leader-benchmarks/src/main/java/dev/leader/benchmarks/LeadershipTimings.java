@@ -1,9 +1,7 @@
 package dev.leader.benchmarks;
 
-import java.io.IOException;
 import java.nio.file.Path;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -47,15 +45,11 @@ final class LeadershipTimings {
 
 	private final BenchDatabase database;
 
-	private final Path logs;
-
-	private final List<NodeProcess> nodes = new ArrayList<>();
-
-	private int started;
+	private final BenchNodes nodes;
 
 	LeadershipTimings(BenchDatabase database, Path logs) {
 		this.database = database;
-		this.logs = logs;
+		this.nodes = new BenchNodes(logs, "node-");
 	}
 
 	/**
@@ -72,8 +66,7 @@ final class LeadershipTimings {
 		List<Double> toRevoke = new ArrayList<>();
 		List<Double> revokeToGrant = new ArrayList<>();
 		List<Double> reference = new ArrayList<>();
-		try (Connection connection = DriverManager.getConnection(this.database.url(), this.database.user(),
-				this.database.password())) {
+		try (Connection connection = this.database.connect()) {
 			startNodes(settings, 3);
 			for (int round = 0; round < rounds; round++) {
 				NodeProcess leader = awaitLeader();
@@ -93,11 +86,11 @@ final class LeadershipTimings {
 						toRevoke.add((revoked.nanoTime() - signalledAt) / 1e6);
 						revokeToGrant.add((grant.nanoTime() - revoked.nanoTime()) / 1e6);
 					});
-				replace(leader, settings);
+				this.nodes.replace(leader, launcher(settings), TIMEOUT);
 			}
 		}
 		finally {
-			closeNodes();
+			this.nodes.closeAll();
 		}
 		return List.of(samples, toRevoke, revokeToGrant, reference);
 	}
@@ -149,34 +142,24 @@ final class LeadershipTimings {
 				databaseLags.add(ChronoUnit.MICROS.between(dead.expiresAt(), taken.acquiredAt()) / 1e3);
 				long expiresAtNanos = dead.readAt() - ChronoUnit.NANOS.between(dead.expiresAt(), dead.databaseNow());
 				grantLags.add((grant.nanoTime() - expiresAtNanos) / 1e6);
-				replace(leader, settings);
+				this.nodes.replace(leader, launcher(settings), TIMEOUT);
 			}
 		}
 		finally {
-			closeNodes();
+			this.nodes.closeAll();
 		}
 		return List.of(failovers, databaseLags, grantLags);
 	}
 
 	private void startNodes(LeaseSettings settings, int count) throws Exception {
 		this.database.reset();
-		for (int i = 0; i < count; i++) {
-			this.nodes.add(start(settings));
-		}
-		this.nodes.forEach((node) -> node.awaitReady(TIMEOUT));
+		this.nodes.startAll(count, launcher(settings), TIMEOUT);
 	}
 
-	private void replace(NodeProcess stopped, LeaseSettings settings) throws IOException {
-		stopped.close();
-		this.nodes.remove(stopped);
-		this.nodes.add(start(settings).awaitReady(TIMEOUT));
-	}
-
-	private NodeProcess start(LeaseSettings settings) throws IOException {
-		String nodeId = "node-" + (++this.started);
+	private BenchNodes.Launcher launcher(LeaseSettings settings) {
 		List<String> arguments = new ArrayList<>(nodeArguments(this.database, settings));
 		arguments.add("--groups=" + GROUP);
-		return TestNode.start(nodeId, arguments, this.logs.resolve(nodeId + ".log"));
+		return (nodeId, log) -> TestNode.start(nodeId, arguments, log);
 	}
 
 	static List<String> nodeArguments(BenchDatabase database, LeaseSettings settings) {
@@ -189,7 +172,7 @@ final class LeadershipTimings {
 	private NodeProcess awaitLeader() {
 		return await().atMost(TIMEOUT)
 			.pollInterval(Duration.ofMillis(10))
-			.until(() -> this.nodes.stream().filter((node) -> node.isLeader(GROUP)).toList(),
+			.until(() -> this.nodes.all().stream().filter((node) -> node.isLeader(GROUP)).toList(),
 					(leaders) -> leaders.size() == 1)
 			.get(0);
 	}
@@ -205,7 +188,8 @@ final class LeadershipTimings {
 		return await().atMost(TIMEOUT)
 			.pollDelay(Duration.ZERO)
 			.pollInterval(Duration.ofMillis(10))
-			.until(() -> this.nodes.stream()
+			.until(() -> this.nodes.all()
+				.stream()
 				.flatMap((node) -> node.firstEvent((event) -> event.is(Type.GRANTED, GROUP) && event.term() > term)
 					.stream())
 				.min(Comparator.comparingLong(NodeEvent::nanoTime)), Optional::isPresent)
@@ -217,8 +201,7 @@ final class LeadershipTimings {
 	}
 
 	private Lease readLease() throws SQLException {
-		try (Connection connection = DriverManager.getConnection(this.database.url(), this.database.user(),
-				this.database.password());
+		try (Connection connection = this.database.connect();
 				PreparedStatement statement = connection.prepareStatement("SELECT term, acquired_at, expires_at, "
 						+ "clock_timestamp() FROM " + BenchDatabase.PREFIX.value() + "leases WHERE group_name = ?")) {
 			statement.setString(1, GROUP);
@@ -229,11 +212,6 @@ final class LeadershipTimings {
 						row.getObject(3, OffsetDateTime.class), row.getObject(4, OffsetDateTime.class), readAt);
 			}
 		}
-	}
-
-	private void closeNodes() {
-		this.nodes.forEach(NodeProcess::close);
-		this.nodes.clear();
 	}
 
 	/**

@@ -14,6 +14,7 @@ import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
+import java.util.stream.Stream;
 
 /**
  * One node of the sample application ({@code sample-app}'s executable jar) in a JVM of
@@ -34,6 +35,33 @@ final class SampleAppNode implements AutoCloseable {
 	private SampleAppNode(String name, Process process) {
 		this.name = name;
 		this.process = process;
+	}
+
+	/**
+	 * Finds the sample application's executable jar: the {@code bench.sample-app.jar}
+	 * system property, which the benchmarks' build sets, or {@code sample-app/target}
+	 * beside the working directory.
+	 * @return the jar's path
+	 */
+	static Path sampleAppJar() throws Exception {
+		String configured = System.getProperty("bench.sample-app.jar");
+		if (configured != null && Files.isRegularFile(Path.of(configured))) {
+			return Path.of(configured);
+		}
+		for (Path target : List.of(Path.of("..", "sample-app", "target"), Path.of("sample-app", "target"))) {
+			if (Files.isDirectory(target)) {
+				try (Stream<Path> files = Files.list(target)) {
+					Optional<Path> jar = files
+						.filter((file) -> file.getFileName().toString().matches("sample-app-.*\\.jar"))
+						.findFirst();
+					if (jar.isPresent()) {
+						return jar.get();
+					}
+				}
+			}
+		}
+		throw new IllegalStateException("No sample-app jar: build it with ./mvnw -Pbenchmarks -pl leader-benchmarks "
+				+ "-am -DskipTests verify, or set -Dbench.sample-app.jar");
 	}
 
 	/**

@@ -1,10 +1,8 @@
 package dev.leader.benchmarks;
 
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Array;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -20,9 +18,6 @@ import java.util.Optional;
 import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
-import java.util.stream.Stream;
 
 import org.jspecify.annotations.Nullable;
 
@@ -50,12 +45,6 @@ final class SampleAppTimings {
 
 	private static final long START_TIMEOUT_SECONDS = 180;
 
-	private static final Pattern LOG_RECORD = Pattern
-		.compile("^\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d\\.\\d+ \\S+ \\[(\\d+)\\] (\\S*)@(\\S*) (.*)$");
-
-	private static final Pattern LOGGED_STATEMENT = Pattern
-		.compile("LOG:  duration: [0-9.]+ ms  (?:statement|execute [^:]*): (.*)", Pattern.DOTALL);
-
 	private final BenchDatabase database;
 
 	private final Path logs;
@@ -77,33 +66,6 @@ final class SampleAppTimings {
 	}
 
 	/**
-	 * Finds the sample application's executable jar: the {@code bench.sample-app.jar}
-	 * system property, which the benchmarks' build sets, or {@code sample-app/target}
-	 * beside the working directory.
-	 * @return the jar's path
-	 */
-	static Path sampleAppJar() throws Exception {
-		String configured = System.getProperty("bench.sample-app.jar");
-		if (configured != null && Files.isRegularFile(Path.of(configured))) {
-			return Path.of(configured);
-		}
-		for (Path target : List.of(Path.of("..", "sample-app", "target"), Path.of("sample-app", "target"))) {
-			if (Files.isDirectory(target)) {
-				try (Stream<Path> files = Files.list(target)) {
-					Optional<Path> jar = files
-						.filter((file) -> file.getFileName().toString().matches("sample-app-.*\\.jar"))
-						.findFirst();
-					if (jar.isPresent()) {
-						return jar.get();
-					}
-				}
-			}
-		}
-		throw new IllegalStateException("No sample-app jar: build it with ./mvnw -Pbenchmarks -pl leader-benchmarks "
-				+ "-am -DskipTests verify, or set -Dbench.sample-app.jar");
-	}
-
-	/**
 	 * SIGTERM to the leader of {@code billing}, then a new node in its place, round after
 	 * round.
 	 * @param arguments further arguments of every node
@@ -114,7 +76,7 @@ final class SampleAppTimings {
 	 */
 	List<Round> handOver(List<String> arguments, boolean daemons, int rounds, Duration settle) throws Exception {
 		List<Round> results = new ArrayList<>();
-		try (Connection connection = connect()) {
+		try (Connection connection = this.database.connect()) {
 			startNodes(arguments);
 			for (int round = 0; round < rounds; round++) {
 				awaitSettled(connection, daemons);
@@ -248,7 +210,7 @@ final class SampleAppTimings {
 		boolean logged = this.database.logStatements();
 		try {
 			String leader;
-			try (Connection connection = connect()) {
+			try (Connection connection = this.database.connect()) {
 				startNodes(arguments);
 				awaitSettled(connection, daemons);
 				leader = queryString(connection, "SELECT name FROM leader_nodes n JOIN leader_leases l "
@@ -257,100 +219,20 @@ final class SampleAppTimings {
 			sleep(warmUp);
 			long logFrom = this.database.serverLogSize();
 			SessionSampler sampler = this.database.sampleSessions(Duration.ofMillis(100));
-			long[] start = this.database.transactions();
-			long[] previous = start;
-			long began = System.nanoTime();
-			List<Double> rates = new ArrayList<>();
-			for (int i = 0; i < windows; i++) {
-				long windowStart = System.nanoTime();
-				sleep(window);
-				long[] now = this.database.transactions();
-				rates.add((now[0] - previous[0]) / ((System.nanoTime() - windowStart) / 1e9));
-				previous = now;
-			}
-			double seconds = (System.nanoTime() - began) / 1e9;
+			LoadWindows load = LoadWindows.measure(this.database, window, windows);
 			Map<String, Map<String, Integer>> sampled = sampler.stop();
 			sampler.close();
 			Map<Integer, String> sessions = this.database.applicationNames();
 			String log = logged ? this.database.serverLogSince(logFrom) : null;
-			long errors = this.database.errorLines(logFrom);
-			return new IdleResult(Stats.of(rates), (previous[0] - start[0]) / seconds, previous[1] - start[1], errors,
-					(log != null) ? statements(log, sessions, leader, seconds) : List.of(),
-					rates(sampled, leader, seconds));
+			return new IdleResult(load,
+					(log != null)
+							? StatementRate.fromServerLog(log, this.database.name(), sessions, leader, load.seconds())
+							: List.of(),
+					StatementRate.fromCounts(sampled, leader, load.seconds()));
 		}
 		finally {
 			closeNodes();
 		}
-	}
-
-	/**
-	 * Groups the statements the server logged for the nodes' sessions by their text, with
-	 * their rates per node.
-	 * @param log the server log's lines written during the measurement
-	 * @param sessions the application name of each session, by backend process id
-	 * @param leader the name of the leading node
-	 * @param seconds the length of the measurement, in seconds
-	 * @return the statements' rates, most frequent first
-	 */
-	private List<StatementRate> statements(String log, Map<Integer, String> sessions, String leader, double seconds) {
-		Map<String, Map<String, Integer>> counts = new TreeMap<>();
-		Integer pid = null;
-		StringBuilder message = null;
-		List<Map.Entry<Integer, String>> records = new ArrayList<>();
-		for (String line : log.split("\n")) {
-			Matcher record = LOG_RECORD.matcher(line);
-			if (record.matches()) {
-				if (pid != null) {
-					records.add(Map.entry(pid, message.toString()));
-				}
-				pid = this.database.name().equals(record.group(3)) ? Integer.valueOf(record.group(1)) : null;
-				message = new StringBuilder(record.group(4));
-			}
-			else if (pid != null) {
-				message.append('\n').append(line);
-			}
-		}
-		if (pid != null) {
-			records.add(Map.entry(pid, message.toString()));
-		}
-		for (Map.Entry<Integer, String> record : records) {
-			Matcher statement = LOGGED_STATEMENT.matcher(record.getValue());
-			String node = sessions.get(record.getKey());
-			if (!statement.matches() || node == null) {
-				continue;
-			}
-			String text = statement.group(1).replaceAll("\\s+", " ").trim();
-			text = text.isEmpty() ? "(empty query)" : text.substring(0, Math.min(text.length(), 120));
-			counts.computeIfAbsent(text, (key) -> new TreeMap<>()).merge(node, 1, Integer::sum);
-		}
-		return rates(counts, leader, seconds);
-	}
-
-	/**
-	 * Turns counts by statement and node into rates, the nodes' statements only, most
-	 * frequent first.
-	 * @param counts the counts, by statement text and then application name
-	 * @param leader the name of the leading node
-	 * @param seconds the length of the measurement, in seconds
-	 * @return the statements' rates, most frequent first
-	 */
-	private static List<StatementRate> rates(Map<String, Map<String, Integer>> counts, String leader, double seconds) {
-		List<StatementRate> rates = new ArrayList<>();
-		counts.forEach((text, byNode) -> {
-			Map<String, Double> perNode = new TreeMap<>();
-			byNode.forEach((node, count) -> {
-				if (node.startsWith("node-")) {
-					perNode.put(node.equals(leader) ? node + " (leader)" : node, count / seconds);
-				}
-			});
-			if (perNode.isEmpty()) {
-				return;
-			}
-			rates.add(
-					new StatementRate(text, perNode.values().stream().mapToDouble(Double::doubleValue).sum(), perNode));
-		});
-		rates.sort((a, b) -> Double.compare(b.perSecond(), a.perSecond()));
-		return rates;
 	}
 
 	private void startNodes(List<String> arguments) throws Exception {
@@ -401,10 +283,6 @@ final class SampleAppTimings {
 		}
 	}
 
-	private Connection connect() throws SQLException {
-		return DriverManager.getConnection(this.database.url(), this.database.user(), this.database.password());
-	}
-
 	private static long queryLong(Connection connection, String sql) throws SQLException {
 		try (Statement statement = connection.createStatement(); ResultSet row = statement.executeQuery(sql)) {
 			return row.next() ? row.getLong(1) : -1;
@@ -449,28 +327,13 @@ final class SampleAppTimings {
 	/**
 	 * Three idle nodes.
 	 *
-	 * @param perWindow transactions per second in each window
-	 * @param mean transactions per second over all windows
-	 * @param rollbacks transactions rolled back
-	 * @param errorLines ERROR/FATAL lines of the database in the server log, -1 if
-	 * unreadable
+	 * @param load the load the server counted
 	 * @param statements each distinct statement of the nodes in the server log, most
 	 * frequent first
 	 * @param sampled each distinct statement of the nodes seen in
 	 * {@code pg_stat_activity}, empty queries too
 	 */
-	record IdleResult(Stats perWindow, double mean, long rollbacks, long errorLines, List<StatementRate> statements,
-			List<StatementRate> sampled) {
-	}
-
-	/**
-	 * A statement and how often the nodes sent it.
-	 *
-	 * @param text the statement, whitespace collapsed, cut at 120 characters
-	 * @param perSecond all nodes together
-	 * @param perNode by node name
-	 */
-	record StatementRate(String text, double perSecond, Map<String, Double> perNode) {
+	record IdleResult(LoadWindows load, List<StatementRate> statements, List<StatementRate> sampled) {
 	}
 
 }

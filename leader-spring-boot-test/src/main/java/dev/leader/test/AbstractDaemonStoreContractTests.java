@@ -21,7 +21,6 @@ import dev.leader.daemon.AssignmentState;
 import dev.leader.daemon.DaemonStore;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.node.NodeRegistration;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -35,10 +34,10 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 /**
  * The behaviour every {@link DaemonStore} must show, run against the real coordinator. A
  * store passes this suite through a small subclass whose {@link #createStores()} gives,
- * on an empty coordinator, the daemon store under test, the {@link CoordinationStore} of
- * the same coordinator (the suite registers nodes and takes the leader's lease with it),
- * and the transaction manager whose transactions {@link DaemonStore#lock} runs in;
- * {@link #destroyStores} removes them again.
+ * on an empty coordinator (no leases, nodes or assignments), the daemon store under test,
+ * the {@link CoordinationStore} of the same coordinator (the suite registers nodes and
+ * takes the leader's lease with it), and the transaction manager whose transactions
+ * {@link DaemonStore#lock} runs in; {@link #destroyStores} removes them again.
  * <p>
  * Every transition is a compare-and-set on the daemon's generation, and the leader's
  * writes change nothing unless its token still holds the lease. The concurrency fuzz test
@@ -46,7 +45,7 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
  * checks exactly that every generation went to one node and that generations were handed
  * out one by one.
  */
-public abstract class AbstractDaemonStoreContractTests {
+public abstract class AbstractDaemonStoreContractTests extends StoresContract<AbstractDaemonStoreContractTests.Stores> {
 
 	private static final String GROUP = "default";
 
@@ -56,38 +55,14 @@ public abstract class AbstractDaemonStoreContractTests {
 
 	private static final Duration EXPIRY = Duration.ofSeconds(10);
 
-	private Stores stores;
-
 	private FencingToken leader;
 
-	/**
-	 * Creates the stores under test on an empty coordinator: no leases, nodes or
-	 * assignments. Called before each test.
-	 * @return the stores
-	 * @throws Exception if the coordinator cannot be prepared
-	 */
-	protected abstract Stores createStores() throws Exception;
-
-	/**
-	 * Removes what {@link #createStores()} set up. Called after each test.
-	 * @param stores the stores of the test
-	 * @throws Exception if the coordinator cannot be cleaned up
-	 */
-	protected void destroyStores(Stores stores) throws Exception {
-	}
-
 	@BeforeEach
-	void prepareStores() throws Exception {
-		this.stores = createStores();
+	void takeTheLeadersLease() {
 		heartbeat(LEADER, Set.of());
 		CoordinationStore.AcquireResult result = coordination().acquire(GROUP, LEADER, LEASE);
 		assertThat(result.granted()).isTrue();
 		this.leader = new FencingToken(GROUP, result.lease().term());
-	}
-
-	@AfterEach
-	void cleanUpStores() throws Exception {
-		destroyStores(this.stores);
 	}
 
 	@Test
@@ -166,7 +141,7 @@ public abstract class AbstractDaemonStoreContractTests {
 	@Test
 	void lockReadsTheAssignmentInATransactionAndRefusesToRunWithoutOne() {
 		daemons().assign(this.leader, LEADER, "outbox", "node-a", 0);
-		TransactionTemplate transactions = new TransactionTemplate(this.stores.transactions());
+		TransactionTemplate transactions = new TransactionTemplate(stores().transactions());
 		Assignment locked = transactions.execute((status) -> daemons().lock("outbox"));
 		assertThat(locked).extracting(Assignment::node, Assignment::generation).containsExactly("node-a", 1L);
 		Assignment none = transactions.execute((status) -> daemons().lock("never-assigned"));
@@ -243,11 +218,11 @@ public abstract class AbstractDaemonStoreContractTests {
 	}
 
 	private DaemonStore daemons() {
-		return this.stores.daemons();
+		return stores().daemons();
 	}
 
 	private CoordinationStore coordination() {
-		return this.stores.coordination();
+		return stores().coordination();
 	}
 
 	/**

@@ -23,7 +23,6 @@ import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaseState;
 import dev.leader.node.NodeRegistration;
 import org.jspecify.annotations.Nullable;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -39,10 +38,10 @@ import static org.awaitility.Awaitility.await;
 /**
  * The behaviour every {@link FencingStore} must show, run against the real coordinator. A
  * store passes this suite through a small subclass whose {@link #createStores()} gives,
- * on an empty coordinator, the fencing store under test, the {@link CoordinationStore} of
- * the same coordinator (the suite takes leases with it), and the transaction manager
- * whose transactions the fencing store runs in; {@link #destroyStores} removes them
- * again.
+ * on an empty coordinator (no leases, no fences), the fencing store under test, the
+ * {@link CoordinationStore} of the same coordinator (the suite takes leases with it), and
+ * the transaction manager whose transactions the fencing store runs in;
+ * {@link #destroyStores} removes them again.
  * <p>
  * Both methods of the store run in the caller's transaction and keep their lock until it
  * ends, so the tests run them in transactions of their own, on threads of their own where
@@ -50,7 +49,8 @@ import static org.awaitility.Awaitility.await;
  * for one fence and checks, exactly, that the terms it accepted rose in the order they
  * committed and that it ends at the highest of them.
  */
-public abstract class AbstractFencingStoreContractTests {
+public abstract class AbstractFencingStoreContractTests
+		extends StoresContract<AbstractFencingStoreContractTests.Stores> {
 
 	private static final String GROUP = "orders";
 
@@ -62,35 +62,11 @@ public abstract class AbstractFencingStoreContractTests {
 
 	private static final Duration WAIT = Duration.ofSeconds(10);
 
-	private Stores stores;
-
 	private TransactionTemplate transactions;
 
-	/**
-	 * Creates the stores under test on an empty coordinator: no leases, no fences. Called
-	 * before each test.
-	 * @return the stores
-	 * @throws Exception if the coordinator cannot be prepared
-	 */
-	protected abstract Stores createStores() throws Exception;
-
-	/**
-	 * Removes what {@link #createStores()} set up. Called after each test.
-	 * @param stores the stores of the test
-	 * @throws Exception if the coordinator cannot be cleaned up
-	 */
-	protected void destroyStores(Stores stores) throws Exception {
-	}
-
 	@BeforeEach
-	void prepareStores() throws Exception {
-		this.stores = createStores();
-		this.transactions = new TransactionTemplate(this.stores.transactions());
-	}
-
-	@AfterEach
-	void cleanUpStores() throws Exception {
-		destroyStores(this.stores);
+	void prepareTransactions() {
+		this.transactions = new TransactionTemplate(stores().transactions());
 	}
 
 	@Test
@@ -260,10 +236,7 @@ public abstract class AbstractFencingStoreContractTests {
 	}
 
 	private LeaseState grant(String nodeId, Duration duration) {
-		CoordinationStore.AcquireResult result = coordination().acquire(GROUP, nodeId, duration);
-		assertThat(result.granted()).isTrue();
-		assertThat(result.lease()).isNotNull();
-		return result.lease();
+		return CoordinationContract.grant(coordination(), GROUP, nodeId, duration);
 	}
 
 	private <T> @Nullable T inTransaction(Supplier<@Nullable T> action) {
@@ -275,11 +248,11 @@ public abstract class AbstractFencingStoreContractTests {
 	}
 
 	private FencingStore fencing() {
-		return this.stores.fencing();
+		return stores().fencing();
 	}
 
 	private CoordinationStore coordination() {
-		return this.stores.coordination();
+		return stores().coordination();
 	}
 
 	/**

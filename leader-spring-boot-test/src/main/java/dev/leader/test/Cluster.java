@@ -1,41 +1,24 @@
 package dev.leader.test;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.OffsetDateTime;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.UUID;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
 
 import com.zaxxer.hikari.HikariDataSource;
-import dev.leader.jdbc.LeaderSchemaMigration;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.test.NodeProcess.Tenure;
-import org.awaitility.core.ConditionTimeoutException;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.extension.AfterEachCallback;
 import org.junit.jupiter.api.extension.BeforeEachCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
-
-import static org.awaitility.Awaitility.await;
 
 /**
  * A cluster of nodes, each a JVM of its own, on a fresh schema, as a JUnit extension:
@@ -77,10 +60,12 @@ import static org.awaitility.Awaitility.await;
  * view of the leases ({@link #lease}).
  * <p>
  * Not for parallel tests: one test at a time uses a cluster.
+ * <p>
+ * The class is long for its documented API alone, the methods tests call and the nested
+ * types they name: it hands the work to package-private helpers, one for the nodes'
+ * processes, one for the schema and the roles, and one for reading who leads.
  */
 public final class Cluster implements BeforeEachCallback, AfterEachCallback {
-
-	private static final String UNDEFINED_TABLE = "42P01";
 
 	private static final Path LIBFAKETIME = Path.of("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1");
 
@@ -90,23 +75,17 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 
 	private final Map<String, String> properties = new LinkedHashMap<>();
 
-	private final List<NodeProcess> nodes = new CopyOnWriteArrayList<>();
+	private final ClusterNodes nodes;
 
-	private final AtomicInteger started = new AtomicInteger();
+	private final ClusterLeadership leadership;
 
-	private final Map<String, Role> roles = new ConcurrentHashMap<>();
-
-	private final Map<String, StallingProxy> proxies = new ConcurrentHashMap<>();
-
-	private @Nullable TestDatabase database;
-
-	private @Nullable HikariDataSource dataSource;
-
-	private @Nullable String sharedRole;
+	private @Nullable ClusterDatabase database;
 
 	Cluster(Launcher launcher, Supplier<TestDatabase> schemas) {
 		this.launcher = launcher;
 		this.schemas = schemas;
+		this.nodes = new ClusterNodes(launcher, this.properties);
+		this.leadership = new ClusterLeadership(this.nodes.all(), this::lease);
 	}
 
 	/**
@@ -171,44 +150,21 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 
 	@Override
 	public void beforeEach(ExtensionContext context) {
-		this.database = this.schemas.get();
-		this.dataSource = this.database.dataSource(2);
-		if (this.launcher.createsTables()) {
-			new LeaderSchemaMigration(this.dataSource, prefix()).migrate();
-		}
-		// Nodes create tables, such as the application's migrations, as this role, so
-		// that every node may use them.
-		this.sharedRole = this.database.schema() + "_nodes";
-		execute("CREATE ROLE " + this.sharedRole + " NOLOGIN");
-		execute("GRANT USAGE, CREATE ON SCHEMA " + this.database.schema() + " TO " + this.sharedRole);
+		this.database = new ClusterDatabase(this.schemas.get());
+		this.database.prepare(this.launcher.createsTables() ? prefix() : null);
 	}
 
 	@Override
 	public void afterEach(ExtensionContext context) {
-		cleanUp(() -> this.nodes.forEach(NodeProcess::close), () -> {
-			if (context.getExecutionException().isPresent()) {
-				this.nodes.forEach((node) -> System.err.println(node.describe()));
-			}
-			this.nodes.clear();
-		}, () -> {
-			this.proxies.values().forEach(StallingProxy::close);
-			this.proxies.clear();
-		}, () -> {
-			if (this.database != null) {
-				this.database.drop();
-			}
-		}, () -> {
-			this.roles.values().forEach((role) -> execute("DROP ROLE IF EXISTS " + role.name()));
-			this.roles.clear();
-			if (this.sharedRole != null) {
-				execute("DROP ROLE IF EXISTS " + this.sharedRole);
-				this.sharedRole = null;
-			}
-		}, () -> {
-			if (this.dataSource != null) {
-				this.dataSource.close();
-			}
-		});
+		List<Runnable> steps = new ArrayList<>(List.of(this.nodes::kill,
+				() -> this.nodes.forget(context.getExecutionException().isPresent()), this.nodes::closeProxies));
+		ClusterDatabase database = this.database;
+		if (database != null) {
+			// The schema first: it holds what the shared role owns.
+			steps.addAll(List.of(database.database()::drop, database::dropRoles, database.dataSource()::close));
+			this.database = null;
+		}
+		cleanUp(steps);
 	}
 
 	/**
@@ -229,7 +185,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 * @return the node
 	 */
 	public NodeProcess start(String nodeId, Map<String, String> properties) {
-		return start(nodeId, this.launcher.main(), arguments(properties), Map.of());
+		return start(nodeId, this.launcher.main(), ClusterNodes.arguments(properties), Map.of());
 	}
 
 	/**
@@ -269,29 +225,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 */
 	public NodeProcess start(String nodeId, Class<?> main, List<String> extraArguments,
 			Map<String, String> environment) {
-		TestDatabase database = database();
-		int count = this.started.incrementAndGet();
-		Role role = this.roles.computeIfAbsent(nodeId, (id) -> createRole(database.schema() + "_n" + count));
-		// Tables the test created since the last start: every node may use them.
-		execute("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA " + database.schema() + " TO "
-				+ this.sharedRole);
-		execute("GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA " + database.schema() + " TO " + this.sharedRole);
-		String url = database.url();
-		if (this.launcher.proxied()) {
-			url = this.proxies.computeIfAbsent(nodeId, (id) -> StallingProxy.inFrontOf(id, database.url())).jdbcUrl();
-		}
-		List<String> arguments = new ArrayList<>(this.launcher.arguments(nodeId, url, role.name(), role.password()));
-		arguments.addAll(arguments(this.properties));
-		arguments.addAll(extraArguments);
-		Path output = Path.of("target", "node-logs", database.schema(), nodeId + "-" + count + ".log");
-		try {
-			NodeProcess node = this.launcher.launch(main, nodeId, arguments, environment, output);
-			this.nodes.add(node);
-			return node;
-		}
-		catch (IOException ex) {
-			throw new UncheckedIOException("Could not start node " + nodeId, ex);
-		}
+		return this.nodes.start(database(), nodeId, main, extraArguments, environment);
 	}
 
 	/**
@@ -305,14 +239,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 		for (String nodeId : nodeIds) {
 			started.add(start(nodeId));
 		}
-		Duration timeout = this.launcher.startupTimeout();
-		started.forEach((node) -> node.awaitReady(timeout));
-		for (NodeProcess node : started) {
-			for (String member : nodeIds) {
-				node.awaitEvent("JOINED " + member,
-						(event) -> event.type() == NodeEvent.Type.JOINED && member.equals(event.node()), timeout);
-			}
-		}
+		this.nodes.awaitJoined(started);
 		return started;
 	}
 
@@ -325,11 +252,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 * @see StallingProxy#stall(Duration)
 	 */
 	public void stallNetwork(String nodeId, Duration duration) {
-		StallingProxy proxy = this.proxies.get(nodeId);
-		if (proxy == null) {
-			throw new IllegalArgumentException("Node " + nodeId + " was not started behind a proxy");
-		}
-		proxy.stall(duration);
+		this.nodes.stallNetwork(nodeId, duration);
 	}
 
 	/**
@@ -337,7 +260,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 * @return the URL
 	 */
 	public String url() {
-		return database().url();
+		return database().database().url();
 	}
 
 	/**
@@ -345,7 +268,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 * @return the nodes
 	 */
 	public List<NodeProcess> nodes() {
-		return List.copyOf(this.nodes);
+		return List.copyOf(this.nodes.all());
 	}
 
 	/**
@@ -355,7 +278,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 * @see NodeProcess#isLeader(String)
 	 */
 	public List<NodeProcess> leaders(String group) {
-		return this.nodes.stream().filter((node) -> node.isLeader(group)).toList();
+		return this.leadership.leaders(group);
 	}
 
 	/**
@@ -366,26 +289,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 * @return the leader
 	 */
 	public NodeProcess awaitSingleLeader(String group, Duration timeout) {
-		// The leader seen by the condition: asking again afterwards could find none, if
-		// it lost the lease meanwhile.
-		AtomicReference<NodeProcess> leader = new AtomicReference<>();
-		try {
-			await().atMost(timeout).pollInterval(Duration.ofMillis(10)).until(() -> {
-				List<NodeProcess> leaders = leaders(group);
-				boolean single = leaders.size() == 1 && lease(group).filter(Lease::isHeld)
-					.map((lease) -> lease.holder().equals(leaders.get(0).nodeId()))
-					.orElse(false);
-				leader.set(single ? leaders.get(0) : null);
-				return single;
-			});
-		}
-		catch (ConditionTimeoutException ex) {
-			throw new AssertionError(
-					"No single leader of " + group + " within " + timeout + ": leaders "
-							+ leaders(group).stream().map(NodeProcess::nodeId).toList() + ", lease " + lease(group),
-					ex);
-		}
-		return leader.get();
+		return this.leadership.awaitSingleLeader(group, timeout);
 	}
 
 	/**
@@ -396,23 +300,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 * @return the first such grant
 	 */
 	public NodeEvent awaitGrant(String group, long termAbove, Duration timeout) {
-		try {
-			return await().atMost(timeout)
-				.pollDelay(Duration.ZERO)
-				.pollInterval(Duration.ofMillis(5))
-				.until(() -> this.nodes.stream()
-					.flatMap((node) -> node
-						.firstEvent((event) -> event.is(NodeEvent.Type.GRANTED, group) && event.term() > termAbove)
-						.stream())
-					.min(Comparator.comparingLong(NodeEvent::nanoTime)), Optional::isPresent)
-				.orElseThrow();
-		}
-		catch (ConditionTimeoutException ex) {
-			StringBuilder message = new StringBuilder(
-					"No node was granted " + group + " with a term above " + termAbove + " within " + timeout + "\n");
-			this.nodes.forEach((node) -> message.append(node.describe()));
-			throw new AssertionError(message.toString(), ex);
-		}
+		return this.leadership.awaitGrant(group, termAbove, timeout);
 	}
 
 	/**
@@ -423,17 +311,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 * @return the tenures, in the order they began
 	 */
 	public List<Tenure> tenures(String group) {
-		List<Tenure> tenures = this.nodes.stream()
-			.flatMap((node) -> node.tenures(group).stream())
-			.sorted(Comparator.comparingLong(Tenure::grantedAt))
-			.toList();
-		for (int i = 1; i < tenures.size(); i++) {
-			if (tenures.get(i).term() <= tenures.get(i - 1).term()) {
-				throw new AssertionError(
-						"Term of " + group + " did not rise: " + tenures.get(i - 1) + " then " + tenures.get(i));
-			}
-		}
-		return tenures;
+		return this.leadership.tenures(group);
 	}
 
 	/**
@@ -444,14 +322,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 * @return the tenures, in the order they began
 	 */
 	public List<Tenure> assertTenuresDoNotOverlap(String group) {
-		List<Tenure> tenures = tenures(group);
-		for (int i = 1; i < tenures.size(); i++) {
-			if (tenures.get(i - 1).overlaps(tenures.get(i))) {
-				throw new AssertionError(
-						"Two leaders of " + group + " at once: " + tenures.get(i - 1) + " and " + tenures.get(i));
-			}
-		}
-		return tenures;
+		return this.leadership.assertTenuresDoNotOverlap(group);
 	}
 
 	/**
@@ -461,29 +332,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 * starter's tables
 	 */
 	public Optional<Lease> lease(String group) {
-		String sql = """
-				SELECT holder, term, renewed_at, expires_at, clock_timestamp()
-				FROM %sleases WHERE group_name = ?
-				""".formatted(prefix().value());
-		try (Connection connection = dataSource().getConnection();
-				PreparedStatement statement = connection.prepareStatement(sql)) {
-			statement.setString(1, group);
-			try (ResultSet row = statement.executeQuery()) {
-				long readAt = System.nanoTime();
-				if (!row.next()) {
-					return Optional.empty();
-				}
-				return Optional.of(new Lease(group, row.getString(1), row.getLong(2), instant(row, 3), instant(row, 4),
-						instant(row, 5), readAt));
-			}
-		}
-		catch (SQLException ex) {
-			if (UNDEFINED_TABLE.equals(ex.getSQLState())) {
-				// No node has created the starter's tables yet.
-				return Optional.empty();
-			}
-			throw new IllegalStateException("Could not read the lease of " + group, ex);
-		}
+		return database().lease(prefix(), group);
 	}
 
 	/**
@@ -492,23 +341,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 * @return how many sessions were terminated
 	 */
 	public int terminateSessions(String nodeId) {
-		String sql = """
-				SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))
-				FROM pg_stat_activity WHERE usename = ?
-				""";
-		// By role, which is unique to this cluster's schema: node ids repeat across test
-		// classes and runs.
-		try (Connection connection = dataSource().getConnection();
-				PreparedStatement statement = connection.prepareStatement(sql)) {
-			statement.setString(1, role(nodeId).name());
-			try (ResultSet row = statement.executeQuery()) {
-				row.next();
-				return row.getInt(1);
-			}
-		}
-		catch (SQLException ex) {
-			throw new IllegalStateException("Could not terminate the sessions of " + nodeId, ex);
-		}
+		return database().terminateSessions(nodeId);
 	}
 
 	/**
@@ -517,7 +350,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 * @param nodeId the node
 	 */
 	public void refuseConnections(String nodeId) {
-		execute("ALTER ROLE " + role(nodeId).name() + " NOLOGIN");
+		database().refuseConnections(nodeId);
 	}
 
 	/**
@@ -525,46 +358,14 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 * @param nodeId the node
 	 */
 	public void allowConnections(String nodeId) {
-		execute("ALTER ROLE " + role(nodeId).name() + " LOGIN");
-	}
-
-	private Role role(String nodeId) {
-		Role role = this.roles.get(nodeId);
-		if (role == null) {
-			throw new IllegalArgumentException("No node " + nodeId + " was started");
-		}
-		return role;
-	}
-
-	private Role createRole(String name) {
-		Role role = new Role(name, UUID.randomUUID().toString().replace("-", ""));
-		execute("CREATE ROLE " + role.name() + " LOGIN PASSWORD '" + role.password() + "' IN ROLE " + this.sharedRole);
-		// Sessions take the shared role at once: what one node creates, the others may
-		// use.
-		execute("ALTER ROLE " + role.name() + " SET role = '" + this.sharedRole + "'");
-		return role;
+		database().allowConnections(nodeId);
 	}
 
 	private TablePrefix prefix() {
 		return new TablePrefix(this.properties.getOrDefault("leader.jdbc.table-prefix", "leader_"));
 	}
 
-	private static List<String> arguments(Map<String, String> properties) {
-		List<String> arguments = new ArrayList<>();
-		properties.forEach((name, value) -> arguments.add("--" + name + "=" + value));
-		return arguments;
-	}
-
-	private void execute(String sql) {
-		try (Connection connection = dataSource().getConnection(); Statement statement = connection.createStatement()) {
-			statement.execute(sql);
-		}
-		catch (SQLException ex) {
-			throw new IllegalStateException("Could not execute " + sql, ex);
-		}
-	}
-
-	private TestDatabase database() {
+	private ClusterDatabase database() {
 		if (this.database == null) {
 			throw new IllegalStateException("Cluster is not set up; register it with @RegisterExtension");
 		}
@@ -579,10 +380,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 * @return the data source
 	 */
 	public HikariDataSource dataSource() {
-		if (this.dataSource == null) {
-			throw new IllegalStateException("Cluster is not set up; register it with @RegisterExtension");
-		}
-		return this.dataSource;
+		return database().dataSource();
 	}
 
 	/**
@@ -590,7 +388,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 * ones suppressed.
 	 * @param steps the steps, run in order
 	 */
-	private static void cleanUp(Runnable... steps) {
+	private static void cleanUp(List<Runnable> steps) {
 		RuntimeException failure = null;
 		for (Runnable step : steps) {
 			try {
@@ -608,17 +406,6 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 		if (failure != null) {
 			throw failure;
 		}
-	}
-
-	private static Instant instant(ResultSet row, int column) throws SQLException {
-		return row.getObject(column, OffsetDateTime.class).toInstant();
-	}
-
-	/**
-	 * The database role a node logs in with; the name is generated, so it needs no
-	 * quoting.
-	 */
-	private record Role(String name, String password) {
 	}
 
 	/**

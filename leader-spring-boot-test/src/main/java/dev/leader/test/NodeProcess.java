@@ -1,8 +1,6 @@
 package dev.leader.test;
 
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -15,7 +13,6 @@ import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 
@@ -44,8 +41,6 @@ public final class NodeProcess implements AutoCloseable {
 
 	private static final int STDERR_TAIL_LINES = 60;
 
-	private static final int OTHER_OUTPUT_LINES = 200;
-
 	private static final Set<Process> running = ConcurrentHashMap.newKeySet();
 
 	static {
@@ -59,11 +54,7 @@ public final class NodeProcess implements AutoCloseable {
 
 	private final Path stderr;
 
-	private final List<NodeEvent> events = new CopyOnWriteArrayList<>();
-
-	private final List<String> otherOutput = new CopyOnWriteArrayList<>();
-
-	private final Thread reader;
+	private final NodeOutput output;
 
 	private volatile long exitedAt;
 
@@ -71,9 +62,7 @@ public final class NodeProcess implements AutoCloseable {
 		this.nodeId = nodeId;
 		this.process = process;
 		this.stderr = stderr;
-		this.reader = new Thread(this::readEvents, "node-" + nodeId + "-stdout");
-		this.reader.setDaemon(true);
-		this.reader.start();
+		this.output = new NodeOutput(nodeId, process.getInputStream());
 		process.onExit().thenRun(() -> this.exitedAt = System.nanoTime());
 	}
 
@@ -148,7 +137,7 @@ public final class NodeProcess implements AutoCloseable {
 	 * @return a snapshot of the events
 	 */
 	public List<NodeEvent> events() {
-		return List.copyOf(this.events);
+		return List.copyOf(this.output.events());
 	}
 
 	/**
@@ -157,7 +146,7 @@ public final class NodeProcess implements AutoCloseable {
 	 * @return the first match, or empty
 	 */
 	public Optional<NodeEvent> firstEvent(Predicate<NodeEvent> predicate) {
-		return this.events.stream().filter(predicate).findFirst();
+		return this.output.events().stream().filter(predicate).findFirst();
 	}
 
 	/**
@@ -187,7 +176,7 @@ public final class NodeProcess implements AutoCloseable {
 			await().atMost(timeout)
 				.pollDelay(Duration.ZERO)
 				.pollInterval(POLL_INTERVAL)
-				.until(() -> firstEvent(predicate).isPresent() || !this.reader.isAlive());
+				.until(() -> firstEvent(predicate).isPresent() || !this.output.isOpen());
 		}
 		catch (ConditionTimeoutException ex) {
 			throw new AssertionError(
@@ -230,35 +219,14 @@ public final class NodeProcess implements AutoCloseable {
 	 * ends no grant of its term
 	 */
 	public List<Tenure> tenures(String group) {
-		List<Tenure> tenures = new ArrayList<>();
-		NodeEvent open = null;
-		for (NodeEvent event : events()) {
-			if (event.is(Type.GRANTED, group)) {
-				if (open != null) {
-					throw new AssertionError(this.nodeId + " was granted " + event + " while still leading " + open);
-				}
-				open = event;
-			}
-			else if (event.is(Type.REVOKED, group)) {
-				if (open == null || open.term() != event.term()) {
-					throw new AssertionError(this.nodeId + " printed " + event + " without a grant of that term");
-				}
-				tenures.add(new Tenure(this.nodeId, group, open.term(), open.nanoTime(),
-						OptionalLong.of(event.nanoTime()), event.reason()));
-				open = null;
-			}
+		OptionalLong ended = OptionalLong.empty();
+		if (!this.process.isAlive()) {
+			// Seen exiting, or now if the exit callback has not run yet: either is no
+			// earlier than the death.
+			long exited = this.exitedAt;
+			ended = OptionalLong.of((exited != 0) ? exited : System.nanoTime());
 		}
-		if (open != null) {
-			OptionalLong ended = OptionalLong.empty();
-			if (!this.process.isAlive()) {
-				// Seen exiting, or now if the exit callback has not run yet: either is no
-				// earlier than the death.
-				long exited = this.exitedAt;
-				ended = OptionalLong.of((exited != 0) ? exited : System.nanoTime());
-			}
-			tenures.add(new Tenure(this.nodeId, group, open.term(), open.nanoTime(), ended, null));
-		}
-		return tenures;
+		return this.output.tenures(group, ended);
 	}
 
 	/**
@@ -311,7 +279,7 @@ public final class NodeProcess implements AutoCloseable {
 		// The exit callback and the last lines of output arrive after waitFor returns.
 		await().atMost(EXIT_TIMEOUT)
 			.pollInterval(POLL_INTERVAL)
-			.until(() -> this.exitedAt != 0 && !this.reader.isAlive());
+			.until(() -> this.exitedAt != 0 && !this.output.isOpen());
 		return this.process.exitValue();
 	}
 
@@ -350,8 +318,7 @@ public final class NodeProcess implements AutoCloseable {
 		description.append("--- node ").append(this.nodeId).append(" pid ").append(pid());
 		description.append(this.process.isAlive() ? " running" : " exited with " + this.process.exitValue());
 		description.append(", stderr in ").append(this.stderr.toAbsolutePath()).append('\n');
-		this.events.forEach((event) -> description.append(event.format()).append('\n'));
-		this.otherOutput.forEach((line) -> description.append("stdout: ").append(line).append('\n'));
+		this.output.describeTo(description);
 		description.append("--- last lines of stderr:\n");
 		stderrTail().forEach((line) -> description.append(line).append('\n'));
 		return description.toString();
@@ -373,25 +340,6 @@ public final class NodeProcess implements AutoCloseable {
 			Thread.currentThread().interrupt();
 		}
 		running.remove(this.process);
-	}
-
-	private void readEvents() {
-		try (BufferedReader reader = new BufferedReader(
-				new InputStreamReader(this.process.getInputStream(), StandardCharsets.UTF_8))) {
-			String line;
-			while ((line = reader.readLine()) != null) {
-				String read = line;
-				NodeEvent.parse(read).ifPresentOrElse(this.events::add, () -> {
-					this.otherOutput.add(read);
-					if (this.otherOutput.size() > OTHER_OUTPUT_LINES) {
-						this.otherOutput.remove(0);
-					}
-				});
-			}
-		}
-		catch (IOException ex) {
-			this.otherOutput.add("(stdout could not be read: " + ex + ")");
-		}
 	}
 
 	private void signal(String signal) {

@@ -1,0 +1,110 @@
+package dev.leader.test;
+
+import java.time.Duration;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
+
+import dev.leader.test.Cluster.Lease;
+import dev.leader.test.NodeProcess.Tenure;
+import org.awaitility.core.ConditionTimeoutException;
+
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Who leads a group of a {@link Cluster}, as its nodes' output and the coordinator's
+ * lease tell, and the checks of {@code G1}, {@code G2} and {@code G6} on the tenures the
+ * nodes printed. Reads the cluster's live list of nodes, so a wait also sees the nodes
+ * started while it waits.
+ */
+final class ClusterLeadership {
+
+	private final List<NodeProcess> nodes;
+
+	private final Function<String, Optional<Lease>> leases;
+
+	/**
+	 * Creates a view of the given nodes.
+	 * @param nodes the cluster's nodes, a list that may grow
+	 * @param leases reads a group's lease from the coordinator
+	 */
+	ClusterLeadership(List<NodeProcess> nodes, Function<String, Optional<Lease>> leases) {
+		this.nodes = nodes;
+		this.leases = leases;
+	}
+
+	List<NodeProcess> leaders(String group) {
+		return this.nodes.stream().filter((node) -> node.isLeader(group)).toList();
+	}
+
+	NodeProcess awaitSingleLeader(String group, Duration timeout) {
+		// The leader seen by the condition: asking again afterwards could find none, if
+		// it lost the lease meanwhile.
+		AtomicReference<NodeProcess> leader = new AtomicReference<>();
+		try {
+			await().atMost(timeout).pollInterval(Duration.ofMillis(10)).until(() -> {
+				List<NodeProcess> leaders = leaders(group);
+				boolean single = leaders.size() == 1 && this.leases.apply(group)
+					.filter(Lease::isHeld)
+					.map((lease) -> lease.holder().equals(leaders.get(0).nodeId()))
+					.orElse(false);
+				leader.set(single ? leaders.get(0) : null);
+				return single;
+			});
+		}
+		catch (ConditionTimeoutException ex) {
+			throw new AssertionError("No single leader of " + group + " within " + timeout + ": leaders "
+					+ leaders(group).stream().map(NodeProcess::nodeId).toList() + ", lease " + this.leases.apply(group),
+					ex);
+		}
+		return leader.get();
+	}
+
+	NodeEvent awaitGrant(String group, long termAbove, Duration timeout) {
+		try {
+			return await().atMost(timeout)
+				.pollDelay(Duration.ZERO)
+				.pollInterval(Duration.ofMillis(5))
+				.until(() -> this.nodes.stream()
+					.flatMap((node) -> node
+						.firstEvent((event) -> event.is(NodeEvent.Type.GRANTED, group) && event.term() > termAbove)
+						.stream())
+					.min(Comparator.comparingLong(NodeEvent::nanoTime)), Optional::isPresent)
+				.orElseThrow();
+		}
+		catch (ConditionTimeoutException ex) {
+			StringBuilder message = new StringBuilder(
+					"No node was granted " + group + " with a term above " + termAbove + " within " + timeout + "\n");
+			this.nodes.forEach((node) -> message.append(node.describe()));
+			throw new AssertionError(message.toString(), ex);
+		}
+	}
+
+	List<Tenure> tenures(String group) {
+		List<Tenure> tenures = this.nodes.stream()
+			.flatMap((node) -> node.tenures(group).stream())
+			.sorted(Comparator.comparingLong(Tenure::grantedAt))
+			.toList();
+		for (int i = 1; i < tenures.size(); i++) {
+			if (tenures.get(i).term() <= tenures.get(i - 1).term()) {
+				throw new AssertionError(
+						"Term of " + group + " did not rise: " + tenures.get(i - 1) + " then " + tenures.get(i));
+			}
+		}
+		return tenures;
+	}
+
+	List<Tenure> assertTenuresDoNotOverlap(String group) {
+		List<Tenure> tenures = tenures(group);
+		for (int i = 1; i < tenures.size(); i++) {
+			if (tenures.get(i - 1).overlaps(tenures.get(i))) {
+				throw new AssertionError(
+						"Two leaders of " + group + " at once: " + tenures.get(i - 1) + " and " + tenures.get(i));
+			}
+		}
+		return tenures;
+	}
+
+}

@@ -1,0 +1,131 @@
+package dev.leader.test;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import dev.leader.test.ClusterDatabase.Role;
+
+/**
+ * The process side of a {@link Cluster}: starts its nodes through its
+ * {@link Cluster.Launcher}, each with its database role and, for an application, a
+ * {@link StallingProxy} of its own, keeps every node started in the test, and ends them
+ * all after it.
+ */
+final class ClusterNodes {
+
+	private final Cluster.Launcher launcher;
+
+	private final Map<String, String> properties;
+
+	private final List<NodeProcess> nodes = new CopyOnWriteArrayList<>();
+
+	private final AtomicInteger started = new AtomicInteger();
+
+	private final Map<String, StallingProxy> proxies = new ConcurrentHashMap<>();
+
+	/**
+	 * Creates the nodes of a cluster, none started yet.
+	 * @param launcher how the nodes are started
+	 * @param properties the cluster's properties, which every node started from then on
+	 * gets
+	 */
+	ClusterNodes(Cluster.Launcher launcher, Map<String, String> properties) {
+		this.launcher = launcher;
+		this.properties = properties;
+	}
+
+	/**
+	 * Returns every node started in this test, running or not: the list itself, which
+	 * grows as nodes start.
+	 * @return the nodes
+	 */
+	List<NodeProcess> all() {
+		return this.nodes;
+	}
+
+	NodeProcess start(ClusterDatabase database, String nodeId, Class<?> main, List<String> extraArguments,
+			Map<String, String> environment) {
+		TestDatabase schema = database.database();
+		int count = this.started.incrementAndGet();
+		Role role = database.login(nodeId, schema.schema() + "_n" + count);
+		String url = schema.url();
+		if (this.launcher.proxied()) {
+			url = this.proxies.computeIfAbsent(nodeId, (id) -> StallingProxy.inFrontOf(id, schema.url())).jdbcUrl();
+		}
+		List<String> arguments = new ArrayList<>(this.launcher.arguments(nodeId, url, role.name(), role.password()));
+		arguments.addAll(arguments(this.properties));
+		arguments.addAll(extraArguments);
+		Path output = Path.of("target", "node-logs", schema.schema(), nodeId + "-" + count + ".log");
+		try {
+			NodeProcess node = this.launcher.launch(main, nodeId, arguments, environment, output);
+			this.nodes.add(node);
+			return node;
+		}
+		catch (IOException ex) {
+			throw new UncheckedIOException("Could not start node " + nodeId, ex);
+		}
+	}
+
+	/**
+	 * Waits until every one of the given nodes is ready and has seen every one of them
+	 * join.
+	 * @param started the nodes
+	 */
+	void awaitJoined(List<NodeProcess> started) {
+		Duration timeout = this.launcher.startupTimeout();
+		started.forEach((node) -> node.awaitReady(timeout));
+		for (NodeProcess node : started) {
+			for (NodeProcess member : started) {
+				node.awaitEvent("JOINED " + member.nodeId(),
+						(event) -> event.type() == NodeEvent.Type.JOINED && member.nodeId().equals(event.node()),
+						timeout);
+			}
+		}
+	}
+
+	void stallNetwork(String nodeId, Duration duration) {
+		StallingProxy proxy = this.proxies.get(nodeId);
+		if (proxy == null) {
+			throw new IllegalArgumentException("Node " + nodeId + " was not started behind a proxy");
+		}
+		proxy.stall(duration);
+	}
+
+	/**
+	 * Kills every node, which ends a frozen node too.
+	 */
+	void kill() {
+		this.nodes.forEach(NodeProcess::close);
+	}
+
+	/**
+	 * Forgets the nodes, printing what each of them did first if the test failed.
+	 * @param failed whether the test failed
+	 */
+	void forget(boolean failed) {
+		if (failed) {
+			this.nodes.forEach((node) -> System.err.println(node.describe()));
+		}
+		this.nodes.clear();
+	}
+
+	void closeProxies() {
+		this.proxies.values().forEach(StallingProxy::close);
+		this.proxies.clear();
+	}
+
+	static List<String> arguments(Map<String, String> properties) {
+		List<String> arguments = new ArrayList<>();
+		properties.forEach((name, value) -> arguments.add("--" + name + "=" + value));
+		return arguments;
+	}
+
+}

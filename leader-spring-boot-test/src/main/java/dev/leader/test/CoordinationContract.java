@@ -1,0 +1,52 @@
+package dev.leader.test;
+
+import java.time.Duration;
+
+import dev.leader.lease.CoordinationStore;
+import dev.leader.lease.CoordinationStore.AcquireResult;
+import dev.leader.lease.LeaseState;
+import dev.leader.node.NodeRegistration;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * What the groups of tests of {@link AbstractCoordinationStoreContractTests} share: the
+ * group, the nodes and the durations, and taking a lease that must be granted, which the
+ * other contract suites do too.
+ */
+abstract class CoordinationContract {
+
+	static final String GROUP = "orders";
+
+	static final Duration LONG = Duration.ofSeconds(10);
+
+	static final Duration SHORT = Duration.ofMillis(400);
+
+	static final Duration NODE_EXPIRY = Duration.ofSeconds(10);
+
+	static final Duration WAIT = Duration.ofSeconds(5);
+
+	static final Duration POLL = Duration.ofMillis(20);
+
+	static final NodeRegistration A = new NodeRegistration("node-a", "app-a", "host-a", 101);
+
+	static final NodeRegistration B = new NodeRegistration("node-b", "app-b", "host-b", 102);
+
+	static final NodeRegistration C = new NodeRegistration("node-c", "app-c", "host-c", 103);
+
+	/**
+	 * Acquires a lease and checks that it was granted.
+	 * @param store the coordination store
+	 * @param group the group
+	 * @param nodeId the node that acquires it
+	 * @param duration the lease's duration
+	 * @return the granted lease
+	 */
+	static LeaseState grant(CoordinationStore store, String group, String nodeId, Duration duration) {
+		AcquireResult result = store.acquire(group, nodeId, duration);
+		assertThat(result.granted()).as("%s granted to %s", group, nodeId).isTrue();
+		assertThat(result.lease()).isNotNull();
+		return result.lease();
+	}
+
+}

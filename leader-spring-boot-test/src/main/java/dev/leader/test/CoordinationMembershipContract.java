@@ -1,0 +1,147 @@
+package dev.leader.test;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
+
+import dev.leader.NodeInfo;
+import dev.leader.lease.CoordinationStore;
+import dev.leader.lease.CoordinationStore.Tick;
+import dev.leader.lease.LeaseState;
+import dev.leader.node.NodeRegistration;
+import org.jspecify.annotations.Nullable;
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.tuple;
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * The membership part of {@link AbstractCoordinationStoreContractTests}: how a
+ * {@link CoordinationStore} registers nodes, tells which are alive, forgets them, and
+ * names the successor it wakes listeners with when a lease is released.
+ */
+abstract class CoordinationMembershipContract extends CoordinationContract {
+
+	private final Supplier<CoordinationStore> store;
+
+	private final BooleanSupplier announcesReleases;
+
+	/**
+	 * Creates the tests of the store of the enclosing suite.
+	 * @param store the store of the running test
+	 * @param announcesReleases whether the store wakes listeners when a lease is released
+	 */
+	CoordinationMembershipContract(Supplier<CoordinationStore> store, BooleanSupplier announcesReleases) {
+		this.store = store;
+		this.announcesReleases = announcesReleases;
+	}
+
+	@Test
+	void tickRegistersTheNodeAndReturnsTheMembersWithTheirLiveness() {
+		Tick first = tick(A, NODE_EXPIRY);
+		assertThat(first.members()).singleElement().satisfies((member) -> {
+			assertThat(member.id()).isEqualTo(A.id());
+			assertThat(member.name()).isEqualTo(A.name());
+			assertThat(member.host()).isEqualTo(A.host());
+			assertThat(member.pid()).isEqualTo(A.pid());
+			assertThat(member.heartbeatAt()).isAfterOrEqualTo(member.startedAt());
+			assertThat(member.alive()).isTrue();
+		});
+		NodeInfo registered = first.members().get(0);
+		Tick second = tick(B, NODE_EXPIRY);
+		assertThat(second.members()).extracting(NodeInfo::id, NodeInfo::alive)
+			.containsExactlyInAnyOrder(tuple(A.id(), true), tuple(B.id(), true));
+		Tick third = tick(A, NODE_EXPIRY);
+		assertThat(third.members()).filteredOn(NodeInfo::id, A.id()).singleElement().satisfies((member) -> {
+			assertThat(member.startedAt()).isEqualTo(registered.startedAt());
+			assertThat(member.heartbeatAt()).isAfter(registered.heartbeatAt());
+		});
+	}
+
+	@Test
+	void nodeSilentPastTheNodeExpiryIsNotAliveAndIsForgottenAfterTwiceTheExpiry() {
+		Duration nodeExpiry = Duration.ofMillis(500);
+		NodeInfo silent = tick(A, nodeExpiry).members().get(0);
+		assertThat(member(tick(B, nodeExpiry), A.id())).isNotNull().extracting(NodeInfo::alive).isEqualTo(true);
+		NodeInfo dead = await().atMost(WAIT).pollInterval(POLL).until(() -> {
+			Tick tick = tick(B, nodeExpiry);
+			assertThat(member(tick, B.id())).extracting(NodeInfo::alive).isEqualTo(true);
+			return member(tick, A.id());
+		}, (member) -> member != null && !member.alive());
+		assertThat(dead.heartbeatAt()).isEqualTo(silent.heartbeatAt());
+		await().atMost(WAIT)
+			.pollInterval(POLL)
+			.untilAsserted(
+					() -> assertThat(tick(B, nodeExpiry).members()).extracting(NodeInfo::id).containsExactly(B.id()));
+	}
+
+	@Test
+	void deregisteredNodeLeavesTheMembersAtOnceAndRejoinsOnItsNextTick() {
+		tick(A, NODE_EXPIRY);
+		tick(B, NODE_EXPIRY);
+		store().deregister(A.id());
+		assertThat(tick(B, NODE_EXPIRY).members()).extracting(NodeInfo::id).containsExactly(B.id());
+		store().deregister("never-registered");
+		tick(A, NODE_EXPIRY);
+		assertThat(tick(B, NODE_EXPIRY).members()).extracting(NodeInfo::id).containsExactlyInAnyOrder(A.id(), B.id());
+	}
+
+	@Test
+	void releaseWakesListenersWithTheGroupNameAndTheLongestRunningOtherNode() throws Exception {
+		assumeTrue(this.announcesReleases.getAsBoolean(), "store announces releases");
+		for (NodeRegistration node : List.of(A, B, C)) {
+			tick(node, NODE_EXPIRY);
+		}
+		List<String> woken = new CopyOnWriteArrayList<>();
+		Map<String, String> successors = new ConcurrentHashMap<>();
+		try (AutoCloseable listening = store().listen((group, successor) -> {
+			woken.add(group);
+			successors.put(group, String.valueOf(successor));
+		})) {
+			// A listener may start listening after listen() returns, so release until one
+			// arrives.
+			await().atMost(WAIT).pollInterval(Duration.ofMillis(100)).until(() -> {
+				LeaseState warmUp = grant("warm-up", A);
+				store().release(A.id(), Map.of("warm-up", warmUp.term()));
+				return woken.contains("warm-up");
+			});
+			LeaseState kept = grant("kept", A);
+			assertThat(store().release(A.id(), Map.of("kept", kept.term() + 1))).isEmpty();
+			assertThat(store().release(B.id(), Map.of("kept", kept.term()))).isEmpty();
+			LeaseState released = grant(GROUP, A);
+			assertThat(store().release(A.id(), Map.of(GROUP, released.term()))).containsExactly(GROUP);
+			await().atMost(WAIT).until(() -> woken.contains(GROUP));
+			// Wake-ups come in release order, so the refused releases before would have
+			// shown up by now.
+			assertThat(woken).filteredOn((group) -> !group.equals("warm-up")).containsExactly(GROUP);
+			assertThat(successors).containsEntry(GROUP, B.id());
+			LeaseState second = grant("second", B);
+			store().release(B.id(), Map.of("second", second.term()));
+			await().atMost(WAIT).until(() -> woken.contains("second"));
+			assertThat(successors).containsEntry("second", A.id());
+		}
+	}
+
+	private Tick tick(NodeRegistration node, Duration nodeExpiry) {
+		return store().tick(node, Map.of(), List.of(), LONG, nodeExpiry);
+	}
+
+	private LeaseState grant(String group, NodeRegistration node) {
+		return grant(store(), group, node.id(), LONG);
+	}
+
+	private CoordinationStore store() {
+		return this.store.get();
+	}
+
+	private static @Nullable NodeInfo member(Tick tick, String id) {
+		return tick.members().stream().filter((member) -> member.id().equals(id)).findFirst().orElse(null);
+	}
+
+}
