@@ -95,6 +95,31 @@ final class OwnConnections {
 	}
 
 	/**
+	 * Runs one statement on a connection from {@link #borrow()} and gives it back.
+	 * @param <T> the type of the callback's result
+	 * @param statements the runner of the statement
+	 * @param task what the statement does, for the message of a failure
+	 * @param sql the statement
+	 * @param callback binds the parameters, executes the statement and reads its result
+	 * @return the callback's result
+	 */
+	<T> T run(Statements statements, String task, String sql, Statements.Callback<T> callback) {
+		Connection connection;
+		try {
+			connection = borrow();
+		}
+		catch (SQLException ex) {
+			throw Statements.translate(task, ex);
+		}
+		try {
+			return statements.run(connection, task, sql, callback);
+		}
+		finally {
+			giveBack(connection);
+		}
+	}
+
+	/**
 	 * Restores the pool's defaults on a connection from {@link #borrow()} and gives it
 	 * back.
 	 * @param connection the connection to give back

@@ -1,6 +1,5 @@
 package dev.leader.jdbc;
 
-import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -248,19 +247,7 @@ public final class PostgresDaemonStore implements DaemonStore {
 	}
 
 	private <T> T execute(String task, String sql, Statements.Callback<T> callback) {
-		Connection connection;
-		try {
-			connection = this.connections.borrow();
-		}
-		catch (SQLException ex) {
-			throw Statements.translate(task, ex);
-		}
-		try {
-			return this.statements.run(connection, task, sql, callback);
-		}
-		finally {
-			this.connections.giveBack(connection);
-		}
+		return this.connections.run(this.statements, task, sql, callback);
 	}
 
 	private static @Nullable OffsetDateTime timestamp(@Nullable Instant instant) {

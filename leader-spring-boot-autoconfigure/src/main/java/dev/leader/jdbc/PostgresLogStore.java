@@ -2,7 +2,6 @@ package dev.leader.jdbc;
 
 import java.sql.Connection;
 import java.sql.ResultSet;
-import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -216,19 +215,7 @@ public final class PostgresLogStore implements LogStore {
 	}
 
 	private <T> T onOwnConnection(String task, String sql, Statements.Callback<T> callback) {
-		Connection connection;
-		try {
-			connection = this.connections.borrow();
-		}
-		catch (SQLException ex) {
-			throw Statements.translate(task, ex);
-		}
-		try {
-			return this.statements.run(connection, task, sql, callback);
-		}
-		finally {
-			this.connections.giveBack(connection);
-		}
+		return this.connections.run(this.statements, task, sql, callback);
 	}
 
 }
