@@ -4,7 +4,6 @@ import java.time.Duration;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 
-import dev.leader.Leadership;
 import dev.leader.Leadership.LeadershipListener;
 import dev.leader.LeadershipGrantedEvent;
 import dev.leader.LeadershipRevokedEvent;
@@ -36,8 +35,6 @@ public class LeaderMetrics implements MeterBinder, LeaseMonitor {
 
 	private final LeaseStatus leases;
 
-	private final Leadership leadership;
-
 	private final @Nullable Fencing fencing;
 
 	private final @Nullable DaemonStatus daemons;
@@ -46,16 +43,13 @@ public class LeaderMetrics implements MeterBinder, LeaseMonitor {
 
 	/**
 	 * Creates the metrics.
-	 * @param leases this node's leases
-	 * @param leadership the leadership whose transitions to count
+	 * @param leases this node's leases, whose transitions to count
 	 * @param fencing the fencing facade whose rejections to count, or {@code null} if
 	 * there is none
 	 * @param daemons daemon assignment on this node, or {@code null} if it is off
 	 */
-	public LeaderMetrics(LeaseStatus leases, Leadership leadership, @Nullable Fencing fencing,
-			@Nullable DaemonStatus daemons) {
+	public LeaderMetrics(LeaseStatus leases, @Nullable Fencing fencing, @Nullable DaemonStatus daemons) {
 		this.leases = leases;
-		this.leadership = leadership;
 		this.fencing = fencing;
 		this.daemons = daemons;
 	}
@@ -80,7 +74,7 @@ public class LeaderMetrics implements MeterBinder, LeaseMonitor {
 				.tag(key(LeaderMeters.Tag.GROUP), group)
 				.register(registry);
 			Counter granted = transitions(registry, group, "granted", "none");
-			this.leadership.addListener(group, new LeadershipListener() {
+			this.leases.addListener(group, new LeadershipListener() {
 
 				@Override
 				public void granted(LeadershipGrantedEvent event) {

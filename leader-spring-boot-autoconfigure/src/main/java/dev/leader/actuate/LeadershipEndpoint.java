@@ -6,7 +6,6 @@ import java.util.Map;
 import java.util.NoSuchElementException;
 import java.util.TreeMap;
 
-import dev.leader.Leadership;
 import dev.leader.NodeInfo;
 import dev.leader.daemon.Assignment;
 import dev.leader.daemon.DaemonCommands;
@@ -55,8 +54,6 @@ import org.springframework.boot.actuate.endpoint.annotation.WriteOperation;
 @Endpoint(id = "leadership", defaultAccess = Access.READ_ONLY)
 public class LeadershipEndpoint {
 
-	private final Leadership leadership;
-
 	private final LeaseStatus leases;
 
 	private final @Nullable DaemonStatus daemons;
@@ -65,24 +62,20 @@ public class LeadershipEndpoint {
 
 	/**
 	 * Creates an endpoint.
-	 * @param leadership the leadership to yield
-	 * @param leases this node's leases
+	 * @param leases this node's leases, which it yields
 	 */
-	public LeadershipEndpoint(Leadership leadership, LeaseStatus leases) {
-		this(leadership, leases, null, null);
+	public LeadershipEndpoint(LeaseStatus leases) {
+		this(leases, null, null);
 	}
 
 	/**
 	 * Creates an endpoint that also shows the daemon assignments and takes the daemon
 	 * commands.
-	 * @param leadership the leadership to yield
-	 * @param leases this node's leases
+	 * @param leases this node's leases, which it yields
 	 * @param daemons daemon assignment on this node, or {@code null} if it is off
 	 * @param commands the daemon commands, or {@code null} if daemon assignment is off
 	 */
-	public LeadershipEndpoint(Leadership leadership, LeaseStatus leases, @Nullable DaemonStatus daemons,
-			@Nullable DaemonCommands commands) {
-		this.leadership = leadership;
+	public LeadershipEndpoint(LeaseStatus leases, @Nullable DaemonStatus daemons, @Nullable DaemonCommands commands) {
 		this.leases = leases;
 		this.daemons = daemons;
 		this.commands = commands;
@@ -126,7 +119,7 @@ public class LeadershipEndpoint {
 		if (!this.leases.groups().contains(group)) {
 			return null;
 		}
-		boolean yielded = this.leadership.yield(group);
+		boolean yielded = this.leases.yield(group);
 		return new YieldDescriptor(group, yielded, yielded ? this.leases.settings().yieldCooldown().toMillis() : 0);
 	}
 

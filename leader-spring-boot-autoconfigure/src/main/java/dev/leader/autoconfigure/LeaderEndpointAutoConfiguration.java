@@ -37,7 +37,7 @@ public final class LeaderEndpointAutoConfiguration {
 		@ConditionalOnMissingBean
 		LeadershipEndpoint leadershipEndpoint(LeaderEngine engine, ObjectProvider<DaemonCoordinator> daemons) {
 			DaemonCoordinator coordinator = daemons.getIfAvailable();
-			return new LeadershipEndpoint(engine, engine, coordinator, coordinator);
+			return new LeadershipEndpoint(engine, coordinator, coordinator);
 		}
 
 		@Bean

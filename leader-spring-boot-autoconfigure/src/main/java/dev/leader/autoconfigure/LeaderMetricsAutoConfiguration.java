@@ -31,7 +31,7 @@ public final class LeaderMetricsAutoConfiguration {
 	@ConditionalOnMissingBean
 	LeaderMetrics leaderMetrics(LeaderEngine engine, ObjectProvider<Fencing> fencing,
 			ObjectProvider<DaemonStatus> daemons) {
-		return new LeaderMetrics(engine, engine, fencing.getIfAvailable(), daemons.getIfAvailable());
+		return new LeaderMetrics(engine, fencing.getIfAvailable(), daemons.getIfAvailable());
 	}
 
 	// Once every singleton exists, so that the application's own metrics are the engine's

@@ -3,37 +3,17 @@ package dev.leader.lease;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
-import java.util.Set;
 
+import dev.leader.Leadership;
 import dev.leader.NodeInfo;
 
 /**
- * A read-only view of this node's leases and of the members, for endpoints, health
- * indicators and metrics. Every method may be called from any thread and returns at once,
- * without a round trip: it reflects what this node last read or did, which lags the
- * database by up to one renew interval.
+ * This node's {@link Leadership}, with a view of its leases and of the members, for
+ * endpoints, health indicators and metrics. Every method added here may be called from
+ * any thread and returns at once, without a round trip: it reflects what this node last
+ * read or did, which lags the database by up to one renew interval.
  */
-public interface LeaseStatus {
-
-	/**
-	 * Returns this node's id.
-	 * @return the node id
-	 */
-	String nodeId();
-
-	/**
-	 * Returns the groups this node takes part in.
-	 * @return the group names
-	 */
-	Set<String> groups();
-
-	/**
-	 * Returns whether this node leads the group, inside its safe window.
-	 * @param group the group
-	 * @return whether it leads
-	 * @throws IllegalArgumentException if the group is unknown
-	 */
-	boolean isLeader(String group);
+public interface LeaseStatus extends Leadership {
 
 	/**
 	 * Returns the lease of a group as last read by this node.

@@ -24,7 +24,6 @@ import dev.leader.actuate.LeadershipEndpoint.AssignmentDescriptor;
 import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.daemon.DaemonSettings;
 import dev.leader.lease.LeaderEngine;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -49,14 +48,9 @@ class DaemonAutoConfigurationTests {
 	@RegisterExtension
 	final SchemaContextRunners schema = new SchemaContextRunners();
 
-	private ApplicationContextRunner contextRunner;
-
-	@BeforeEach
-	void createRunner() {
-		this.contextRunner = this.schema.runner(LeaderEndpointAutoConfiguration.class)
-			.withPropertyValues("leader.node.id=test-node", "leader.lease.renew-interval=200ms",
-					"leader.daemons.settle-window=0s", "management.endpoints.web.exposure.include=leadership");
-	}
+	private final ApplicationContextRunner contextRunner = this.schema.runner(LeaderEndpointAutoConfiguration.class)
+		.withPropertyValues("leader.node.id=test-node", "leader.lease.renew-interval=200ms",
+				"leader.daemons.settle-window=0s", "management.endpoints.web.exposure.include=leadership");
 
 	@Test
 	void defaultsGiveACoordinatorWithTheDocumentedSettings() {

@@ -30,7 +30,6 @@ import dev.leader.lease.LeaseState;
 import dev.leader.node.NodeRegistration;
 import org.assertj.core.api.AbstractThrowableAssert;
 import org.jspecify.annotations.Nullable;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -58,12 +57,8 @@ class LeaderAutoConfigurationTests {
 	@RegisterExtension
 	final SchemaContextRunners schema = new SchemaContextRunners();
 
-	private ApplicationContextRunner contextRunner;
-
-	@BeforeEach
-	void createRunner() {
-		this.contextRunner = this.schema.runner().withPropertyValues("leader.node.id=test-node");
-	}
+	private final ApplicationContextRunner contextRunner = this.schema.runner()
+		.withPropertyValues("leader.node.id=test-node");
 
 	@Test
 	void defaultsGiveLeadershipOnPostgresWithTheDocumentedSettings() {

@@ -17,7 +17,6 @@ import dev.leader.NodeInfo;
 import dev.leader.daemon.DaemonStore;
 import dev.leader.fencing.Fencing;
 import dev.leader.lease.LeaderEngine;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -43,12 +42,8 @@ class LeaderSettingsValidationTests {
 	@RegisterExtension
 	final SchemaContextRunners schema = new SchemaContextRunners();
 
-	private ApplicationContextRunner contextRunner;
-
-	@BeforeEach
-	void createRunner() {
-		this.contextRunner = this.schema.runner().withPropertyValues("leader.node.id=test-node");
-	}
+	private final ApplicationContextRunner contextRunner = this.schema.runner()
+		.withPropertyValues("leader.node.id=test-node");
 
 	static Stream<Arguments> invalidSettings() {
 		String atMost24Days = " must be at most 24 days (PT576H), was ";

@@ -2,6 +2,7 @@ package dev.leader.autoconfigure;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 import dev.leader.test.TestDatabase;
 import org.jspecify.annotations.Nullable;
@@ -13,13 +14,15 @@ import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.test.context.runner.AbstractApplicationContextRunner;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.core.env.MapPropertySource;
 
 /**
  * The setup that the auto-configuration tests share, as a JUnit extension: a fresh schema
  * of the {@link TestDatabase} for each test, dropped after it, and context runners with
  * {@link DataSourceAutoConfiguration} and {@link LeaderAutoConfiguration} on that schema.
- * A test class registers it with {@code @RegisterExtension} and adds only what differs:
- * more auto-configurations and properties.
+ * A test class registers it with {@code @RegisterExtension} and keeps a runner in a
+ * field, adding only what differs: more auto-configurations and properties.
  */
 final class SchemaContextRunners implements BeforeEachCallback, AfterEachCallback {
 
@@ -71,11 +74,18 @@ final class SchemaContextRunners implements BeforeEachCallback, AfterEachCallbac
 		List<Class<?>> classes = new ArrayList<>(
 				List.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class));
 		classes.addAll(List.of(autoConfigurations));
-		TestDatabase database = database();
 		return runner.withConfiguration(AutoConfigurations.of(classes.toArray(Class<?>[]::new)))
-			.withPropertyValues("spring.datasource.url=" + database.url(),
-					"spring.datasource.username=" + database.user(),
-					"spring.datasource.password=" + database.password());
+			.withInitializer(this::useSchema);
+	}
+
+	// Read when a test runs a context, so that a runner can be a field, built before the
+	// test's schema exists. Last in precedence: a test's own properties win.
+	private void useSchema(ConfigurableApplicationContext context) {
+		TestDatabase database = database();
+		context.getEnvironment()
+			.getPropertySources()
+			.addLast(new MapPropertySource("schema", Map.of("spring.datasource.url", database.url(),
+					"spring.datasource.username", database.user(), "spring.datasource.password", database.password())));
 	}
 
 }
