@@ -1,11 +1,6 @@
 package dev.leader.autoconfigure;
 
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.sql.SQLException;
 import java.time.Duration;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -24,6 +19,7 @@ import dev.leader.actuate.LeadershipEndpoint.AssignmentDescriptor;
 import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.daemon.DaemonSettings;
 import dev.leader.lease.LeaderEngine;
+import dev.leader.test.Leftovers;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -163,7 +159,7 @@ class DaemonAutoConfigurationTests {
 	@Test
 	void contextStoppedAndStartedTwentyTimesLeadsAndRunsItsDaemonAgainAndKeepsNoThreadOrConnectionWhileStopped() {
 		String applicationName = "restart-" + this.schema.database().schema();
-		Set<Thread> threadsBefore = leaderThreads();
+		Set<Thread> threadsBefore = Leftovers.leaderThreads();
 		AtomicInteger runs = new AtomicInteger();
 		this.contextRunner
 			.withPropertyValues(
@@ -191,18 +187,19 @@ class DaemonAutoConfigurationTests {
 						.until(() -> coordinator.running().getOrDefault("steady", 0L), (now) -> now > generationBefore);
 					int runsSoFar = cycle;
 					await().atMost(WAIT).until(runs::get, (count) -> count == runsSoFar);
-					assertThat(leaderThreads()).extracting(Thread::getName)
+					assertThat(Leftovers.leaderThreads()).extracting(Thread::getName)
 						.contains("leader-io", "leader-listen", "leader-daemons", "leader-daemon-steady");
 					assertThat(pool.getActiveConnections()).isPositive();
 					context.stop();
 					assertThat(engine.isLeader("default")).isFalse();
 					assertThat(coordinator.running()).isEmpty();
-					assertThat(leaderThreads()).isSubsetOf(threadsBefore);
+					assertThat(Leftovers.leaderThreads()).isSubsetOf(threadsBefore);
 					assertThat(pool.getActiveConnections()).isZero();
 					// Every session under the application's name is an idle connection of
 					// its pool, which may still be opening or retiring one.
 					await().atMost(Duration.ofSeconds(5))
-						.until(() -> sessions(applicationName), (now) -> now == pool.getTotalConnections());
+						.until(() -> Leftovers.sessions(this.schema.database(), applicationName),
+								(now) -> now == pool.getTotalConnections());
 				}
 			});
 	}
@@ -266,24 +263,6 @@ class DaemonAutoConfigurationTests {
 				.rootCause()
 				.hasMessageContaining("bad name")
 				.hasMessageContaining("daemonName()"));
-	}
-
-	private static Set<Thread> leaderThreads() {
-		Set<Thread> threads = new HashSet<>(Thread.getAllStackTraces().keySet());
-		threads.removeIf((thread) -> !thread.getName().startsWith("leader-"));
-		return threads;
-	}
-
-	private long sessions(String applicationName) throws SQLException {
-		try (Connection connection = this.schema.database().connect();
-				PreparedStatement statement = connection
-					.prepareStatement("SELECT count(*) FROM pg_stat_activity WHERE application_name = ?")) {
-			statement.setString(1, applicationName);
-			try (ResultSet rows = statement.executeQuery()) {
-				rows.next();
-				return rows.getLong(1);
-			}
-		}
 	}
 
 	private static boolean drained(JdbcClient jdbc, String node) {

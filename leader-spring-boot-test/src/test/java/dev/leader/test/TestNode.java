@@ -194,20 +194,23 @@ public final class TestNode {
 
 	private static FencedWriter writer(LeaderEngine engine, HikariDataSource dataSource, Arguments arguments,
 			Consumer<NodeEvent> events) {
-		return new FencedWriter(engine, dataSource, new TablePrefix(arguments.get("table-prefix", "leader_")),
-				arguments.duration("query-timeout", Duration.ofSeconds(1)), settings(arguments).safeWindow(),
-				arguments.get("writer-table", "fault_log"), Long.parseLong(arguments.get("incarnation", "1")),
+		return new FencedWriter(log(engine, dataSource, arguments, "writer-table", "fault_log", events),
 				arguments.duration("writer-interval", Duration.ofMillis(30)),
-				Long.parseLong(arguments.get("writer-max-attempts", "1000000")), events);
+				Long.parseLong(arguments.get("writer-max-attempts", "1000000")));
 	}
 
 	private static GuardedLoad load(LeaderEngine engine, HikariDataSource dataSource, Arguments arguments, int threads,
 			Consumer<NodeEvent> events) {
-		return new GuardedLoad(engine, dataSource, new TablePrefix(arguments.get("table-prefix", "leader_")),
+		return new GuardedLoad(log(engine, dataSource, arguments, "load-table", "fault_load", events), threads,
+				settings(arguments).safeWindow(), arguments.duration("load-hold", Duration.ofMillis(100)),
+				Long.parseLong(arguments.get("load-max-transactions", "10000000")));
+	}
+
+	private static FencedLog log(LeaderEngine engine, HikariDataSource dataSource, Arguments arguments,
+			String tableArgument, String defaultTable, Consumer<NodeEvent> events) {
+		return new FencedLog(engine, dataSource, new TablePrefix(arguments.get("table-prefix", "leader_")),
 				arguments.duration("query-timeout", Duration.ofSeconds(1)), settings(arguments).safeWindow(),
-				arguments.get("load-table", "fault_load"), Long.parseLong(arguments.get("incarnation", "1")), threads,
-				arguments.duration("load-hold", Duration.ofMillis(100)),
-				Long.parseLong(arguments.get("load-max-transactions", "10000000")), events);
+				arguments.get(tableArgument, defaultTable), Long.parseLong(arguments.get("incarnation", "1")), events);
 	}
 
 	private static LeaseSettings settings(Arguments arguments) {
