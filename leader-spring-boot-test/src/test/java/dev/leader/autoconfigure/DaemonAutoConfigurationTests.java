@@ -9,7 +9,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import com.zaxxer.hikari.HikariDataSource;
 import com.zaxxer.hikari.HikariPoolMXBean;
 import dev.leader.DaemonAgent;
-import dev.leader.DaemonStartedEvent;
 import dev.leader.DaemonStoppedEvent;
 import dev.leader.DaemonStoppedEvent.Reason;
 import dev.leader.FencingToken;
@@ -24,8 +23,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
-import org.springframework.context.ApplicationListener;
-import org.springframework.context.PayloadApplicationEvent;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.jdbc.core.simple.JdbcClient;
@@ -60,7 +57,7 @@ class DaemonAutoConfigurationTests {
 	@Test
 	void daemonAgentBeanRunsOnTheOnlyNodeAndShowsInTheLeadershipEndpoint() {
 		this.contextRunner.withUserConfiguration(AgentsConfiguration.class).run((context) -> {
-			Events events = context.getBean(Events.class);
+			DaemonEvents events = context.getBean(DaemonEvents.class);
 			await().atMost(WAIT).until(() -> events.started("steady") > 0);
 			await().atMost(WAIT)
 				.until(() -> context.getBean(LeadershipEndpoint.class).leadership().assignments(),
@@ -82,7 +79,7 @@ class DaemonAutoConfigurationTests {
 	@Test
 	void agentThatThrowsIsReportedAndRestartedWithBackOff() {
 		this.contextRunner.withUserConfiguration(AgentsConfiguration.class).run((context) -> {
-			Events events = context.getBean(Events.class);
+			DaemonEvents events = context.getBean(DaemonEvents.class);
 			await().atMost(WAIT).until(() -> events.started("renamed-flaky") >= 3);
 			List<DaemonStoppedEvent> failures = events.stopped("renamed-flaky");
 			assertThat(failures).hasSize(2).allSatisfy((stopped) -> {
@@ -113,7 +110,7 @@ class DaemonAutoConfigurationTests {
 		JdbcClient[] jdbc = new JdbcClient[1];
 		this.contextRunner.withUserConfiguration(AgentsConfiguration.class).run((context) -> {
 			jdbc[0] = JdbcClient.create(context.getBean(javax.sql.DataSource.class));
-			await().atMost(WAIT).until(() -> context.getBean(Events.class).started("steady") > 0);
+			await().atMost(WAIT).until(() -> context.getBean(DaemonEvents.class).started("steady") > 0);
 			await().atMost(WAIT)
 				.until(() -> jdbc[0].sql("SELECT state FROM leader_assignments WHERE daemon_name = 'steady'")
 					.query(String.class)
@@ -283,8 +280,8 @@ class DaemonAutoConfigurationTests {
 		}
 
 		@Bean
-		Events events() {
-			return new Events();
+		DaemonEvents events() {
+			return new DaemonEvents();
 		}
 
 	}
@@ -366,30 +363,6 @@ class DaemonAutoConfigurationTests {
 				throw new IllegalStateException("failure " + call);
 			}
 			context.awaitCancellation(Duration.ofMinutes(1));
-		}
-
-	}
-
-	static class Events implements ApplicationListener<PayloadApplicationEvent<?>> {
-
-		private final List<Object> received = new CopyOnWriteArrayList<>();
-
-		@Override
-		public void onApplicationEvent(PayloadApplicationEvent<?> event) {
-			this.received.add(event.getPayload());
-		}
-
-		long started(String daemon) {
-			return this.received.stream()
-				.filter((event) -> event instanceof DaemonStartedEvent started && started.daemon().equals(daemon))
-				.count();
-		}
-
-		List<DaemonStoppedEvent> stopped(String daemon) {
-			return this.received.stream()
-				.filter((event) -> event instanceof DaemonStoppedEvent stopped && stopped.daemon().equals(daemon))
-				.map(DaemonStoppedEvent.class::cast)
-				.toList();
 		}
 
 	}

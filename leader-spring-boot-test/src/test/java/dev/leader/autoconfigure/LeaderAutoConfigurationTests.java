@@ -2,7 +2,6 @@ package dev.leader.autoconfigure;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
@@ -11,7 +10,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import dev.leader.FencingToken;
@@ -87,7 +85,7 @@ class LeaderAutoConfigurationTests {
 	void startupCreatesTheStarterTablesWithTheirOwnHistoryTable() {
 		this.contextRunner.run((context) -> {
 			assertThat(context).hasNotFailed();
-			assertThat(tables()).containsExactlyInAnyOrder("leader_leases", "leader_nodes", "leader_fences",
+			assertThat(this.schema.tables()).containsExactlyInAnyOrder("leader_leases", "leader_nodes", "leader_fences",
 					"leader_assignments", "leader_daemon_requests", "leader_schema_history");
 		});
 	}
@@ -196,7 +194,7 @@ class LeaderAutoConfigurationTests {
 	void userDefinedTablePrefixNamesTheTables() {
 		this.contextRunner.withUserConfiguration(TablePrefixConfiguration.class).run((context) -> {
 			assertThat(context).hasSingleBean(TablePrefix.class);
-			assertThat(tables()).containsExactlyInAnyOrder("custom_leases", "custom_nodes", "custom_fences",
+			assertThat(this.schema.tables()).containsExactlyInAnyOrder("custom_leases", "custom_nodes", "custom_fences",
 					"custom_assignments", "custom_daemon_requests", "custom_schema_history");
 		});
 	}
@@ -227,7 +225,7 @@ class LeaderAutoConfigurationTests {
 					.doesNotHaveBean(LeaderSchemaMigration.class)
 					.doesNotHaveBean(LEADER_ONLY_ADVISOR)
 					.doesNotHaveBean(LeaderProperties.class);
-				assertThat(tables()).isEmpty();
+				assertThat(this.schema.tables()).isEmpty();
 			});
 	}
 
@@ -235,7 +233,7 @@ class LeaderAutoConfigurationTests {
 	void migrateFalseCreatesNoTables() {
 		this.contextRunner.withPropertyValues("leader.jdbc.migrate=false").run((context) -> {
 			assertThat(context).hasSingleBean(Leadership.class).doesNotHaveBean(LeaderSchemaMigration.class);
-			assertThat(tables()).isEmpty();
+			assertThat(this.schema.tables()).isEmpty();
 		});
 	}
 
@@ -244,7 +242,7 @@ class LeaderAutoConfigurationTests {
 		this.contextRunner.withPropertyValues("leader.lease.renew-interval=6s").run((context) -> {
 			assertThatRootCause(context).hasMessageContaining(
 					"leader.lease.renew-interval (PT6S) must be less than half of leader.lease.duration (PT10S)");
-			assertThat(tables()).isEmpty();
+			assertThat(this.schema.tables()).isEmpty();
 		});
 	}
 
@@ -259,7 +257,7 @@ class LeaderAutoConfigurationTests {
 	void zeroQueryTimeoutFailsStartupBeforeAnythingIsCreated() {
 		this.contextRunner.withPropertyValues("leader.jdbc.query-timeout=0s").run((context) -> {
 			assertThatRootCause(context).hasMessageContaining("leader.jdbc.query-timeout must be positive, was PT0S");
-			assertThat(tables()).isEmpty();
+			assertThat(this.schema.tables()).isEmpty();
 		});
 	}
 
@@ -278,7 +276,7 @@ class LeaderAutoConfigurationTests {
 		}
 		this.contextRunner.withPropertyValues("leader.jdbc.table-prefix=x; drop table y").run((context) -> {
 			assertThatRootCause(context).hasMessageContaining("Invalid leader.jdbc.table-prefix 'x; drop table y'");
-			assertThat(tables()).containsExactly("y");
+			assertThat(this.schema.tables()).containsExactly("y");
 		});
 	}
 
@@ -286,27 +284,12 @@ class LeaderAutoConfigurationTests {
 	void upperCaseTablePrefixIsRejectedBeforeAnythingIsCreated() {
 		this.contextRunner.withPropertyValues("leader.jdbc.table-prefix=Leader_").run((context) -> {
 			assertThatRootCause(context).hasMessageContaining("Invalid leader.jdbc.table-prefix 'Leader_'");
-			assertThat(tables()).isEmpty();
+			assertThat(this.schema.tables()).isEmpty();
 		});
 	}
 
 	private static AbstractThrowableAssert<?, ?> assertThatRootCause(AssertableApplicationContext context) {
 		return assertThat(context).hasFailed().getFailure().rootCause();
-	}
-
-	private Set<String> tables() throws SQLException {
-		Set<String> tables = new TreeSet<>();
-		try (Connection connection = this.schema.database().connect();
-				PreparedStatement statement = connection
-					.prepareStatement("SELECT table_name FROM information_schema.tables WHERE table_schema = ?")) {
-			statement.setString(1, this.schema.database().schema());
-			try (ResultSet rows = statement.executeQuery()) {
-				while (rows.next()) {
-					tables.add(rows.getString(1));
-				}
-			}
-		}
-		return tables;
 	}
 
 	private void leaseHeldByAnotherNode(String group) throws SQLException {

@@ -1,8 +1,14 @@
 package dev.leader.autoconfigure;
 
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 
 import dev.leader.test.TestDatabase;
 import org.jspecify.annotations.Nullable;
@@ -50,6 +56,26 @@ final class SchemaContextRunners implements BeforeEachCallback, AfterEachCallbac
 			throw new IllegalStateException("No schema outside a test; register the extension with @RegisterExtension");
 		}
 		return this.database;
+	}
+
+	/**
+	 * Returns the tables in the schema of the running test.
+	 * @return the table names, sorted
+	 * @throws SQLException if they cannot be read
+	 */
+	Set<String> tables() throws SQLException {
+		Set<String> tables = new TreeSet<>();
+		try (Connection connection = database().connect();
+				PreparedStatement statement = connection
+					.prepareStatement("SELECT table_name FROM information_schema.tables WHERE table_schema = ?")) {
+			statement.setString(1, database().schema());
+			try (ResultSet rows = statement.executeQuery()) {
+				while (rows.next()) {
+					tables.add(rows.getString(1));
+				}
+			}
+		}
+		return tables;
 	}
 
 	/**

@@ -103,10 +103,7 @@ class SteadyStateLoadTests {
 	void leaderSendsOneStatementPerRenewIntervalHoweverManyGroupsItHolds(int groupCount) throws Exception {
 		List<String> groups = groups(groupCount);
 		CountingDataSource counted = new CountingDataSource(this.schema.dataSource());
-		LeaderEngine leader = start("leader", counted, groups);
-		for (String group : groups) {
-			assertThat(leader.awaitLeadership(group, TIMEOUT)).as("leads %s", group).isTrue();
-		}
+		LeaderEngine leader = startLeading(counted, groups);
 		Instant windowStart = databaseNow();
 		int mark = counted.mark();
 		await().atMost(TIMEOUT).until(() -> counted.since(mark).size() >= ROUND_TRIPS);
@@ -129,10 +126,7 @@ class SteadyStateLoadTests {
 	void followersOfHeldLeasesSendOnlyTheirRoundTripAndNeverTryToAcquire() throws Exception {
 		List<String> groups = groups(10);
 		CountingDataSource leaderCounted = new CountingDataSource(this.schema.dataSource());
-		LeaderEngine leader = start("leader", leaderCounted, groups);
-		for (String group : groups) {
-			assertThat(leader.awaitLeadership(group, TIMEOUT)).isTrue();
-		}
+		LeaderEngine leader = startLeading(leaderCounted, groups);
 		List<CountingDataSource> followers = new ArrayList<>();
 		for (String id : List.of("follower-1", "follower-2")) {
 			CountingDataSource counted = new CountingDataSource(this.schema.dataSource());
@@ -168,10 +162,7 @@ class SteadyStateLoadTests {
 	void handOverCostsTheLeaderOneReleaseAndEachFollowerAtMostTwoAcquiresPerGroup() throws Exception {
 		List<String> groups = groups(5);
 		CountingDataSource leaderCounted = new CountingDataSource(this.schema.dataSource());
-		LeaderEngine leader = start("leader", leaderCounted, groups);
-		for (String group : groups) {
-			assertThat(leader.awaitLeadership(group, TIMEOUT)).isTrue();
-		}
+		LeaderEngine leader = startLeading(leaderCounted, groups);
 		List<CountingDataSource> followers = new ArrayList<>();
 		List<LeaderEngine> followerEngines = new ArrayList<>();
 		for (String id : List.of("follower-1", "follower-2")) {
@@ -328,6 +319,14 @@ class SteadyStateLoadTests {
 			row.next();
 			return row.getObject(1, OffsetDateTime.class).toInstant();
 		}
+	}
+
+	private LeaderEngine startLeading(CountingDataSource counted, List<String> groups) {
+		LeaderEngine leader = start("leader", counted, groups);
+		for (String group : groups) {
+			assertThat(leader.awaitLeadership(group, TIMEOUT)).as("leads %s", group).isTrue();
+		}
+		return leader;
 	}
 
 	private LeaderEngine start(String id, CountingDataSource counted, List<String> groups) {

@@ -38,8 +38,6 @@ final class FencedWriter {
 
 	private final FencedLog log;
 
-	private final Leadership leadership;
-
 	private final Duration interval;
 
 	private final long maxAttempts;
@@ -56,7 +54,6 @@ final class FencedWriter {
 
 	FencedWriter(FencedLog log, Duration interval, long maxAttempts) {
 		this.log = log;
-		this.leadership = log.leadership();
 		this.interval = interval;
 		this.maxAttempts = maxAttempts;
 	}
@@ -76,7 +73,7 @@ final class FencedWriter {
 	}
 
 	private void writeRound() {
-		for (String group : List.copyOf(this.leadership.groups())) {
+		for (String group : List.copyOf(this.log.leadership().groups())) {
 			if (this.attempts.get() >= this.maxAttempts) {
 				this.executor.shutdown();
 				return;
@@ -86,7 +83,7 @@ final class FencedWriter {
 	}
 
 	private void write(String group) {
-		FencingToken token = this.leadership.token(group).orElse(null);
+		FencingToken token = this.log.leadership().token(group).orElse(null);
 		if (token != null) {
 			this.lastTokens.put(group, token);
 		}

@@ -38,8 +38,6 @@ final class GuardedLoad {
 
 	private final FencedLog log;
 
-	private final Leadership leadership;
-
 	private final Duration hold;
 
 	private final long maxTransactions;
@@ -56,7 +54,6 @@ final class GuardedLoad {
 					+ "hold limit " + holdLimit + ", or the database ends the load's transactions");
 		}
 		this.log = log;
-		this.leadership = log.leadership();
 		this.hold = hold;
 		this.maxTransactions = maxTransactions;
 		for (int i = 0; i < threads; i++) {
@@ -92,10 +89,10 @@ final class GuardedLoad {
 
 	private void run(int index) {
 		while (!this.stopped && this.attempts.get() < this.maxTransactions) {
-			List<String> groups = List.copyOf(this.leadership.groups());
+			List<String> groups = List.copyOf(this.log.leadership().groups());
 			boolean led = false;
 			for (int i = 0; i < groups.size() && !this.stopped; i++) {
-				FencingToken token = this.leadership.token(groups.get((index + i) % groups.size())).orElse(null);
+				FencingToken token = this.log.leadership().token(groups.get((index + i) % groups.size())).orElse(null);
 				if (token != null) {
 					led = true;
 					transaction(token);
