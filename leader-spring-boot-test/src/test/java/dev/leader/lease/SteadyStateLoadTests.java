@@ -321,7 +321,7 @@ class SteadyStateLoadTests {
 		}
 	}
 
-	private LeaderEngine startLeading(CountingDataSource counted, List<String> groups) {
+	private LeaderEngine startLeading(CountingDataSource counted, List<String> groups) throws InterruptedException {
 		LeaderEngine leader = start("leader", counted, groups);
 		for (String group : groups) {
 			assertThat(leader.awaitLeadership(group, TIMEOUT)).as("leads %s", group).isTrue();

@@ -29,7 +29,7 @@ public final class TemporaryPgBouncer implements AutoCloseable {
 
 	private final int port;
 
-	private TemporaryPgBouncer(Path directory) {
+	private TemporaryPgBouncer(Path directory) throws IOException {
 		this.directory = directory;
 		this.port = TemporaryPostgres.freePort();
 	}
