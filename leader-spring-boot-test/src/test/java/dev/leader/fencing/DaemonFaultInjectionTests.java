@@ -1,9 +1,6 @@
 package dev.leader.fencing;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -146,9 +143,7 @@ class DaemonFaultInjectionTests {
 		System.out.println(summary);
 		System.out.println("Reassignment times (ms, in episode order): "
 				+ checks.reassignments().stream().map((nanos) -> nanos / 1_000_000).toList());
-		Files.createDirectories(Path.of("target"));
-		Files.writeString(Path.of("target", "daemon-fault-summary.txt"), summary + System.lineSeparator(),
-				StandardCharsets.UTF_8);
+		FaultHistory.keepSummary("daemon-fault-summary.txt", summary);
 		assertThat(checks.violations()).as("violations of run with seed %d (%s)", seed, summary).isEmpty();
 		assertThat(this.history.episodes()).hasSize(episodes);
 		assertThat(checks.reassignments()).as("reassignments measured").isNotEmpty();

@@ -1,7 +1,6 @@
 package dev.leader.fencing;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -136,9 +135,7 @@ class FaultInjectionTests {
 		Checks checks = checkAfterGracefulStop();
 		String summary = checks.summary(seed, Duration.ofNanos(System.nanoTime() - began));
 		System.out.println(summary);
-		Files.createDirectories(Path.of("target"));
-		Files.writeString(Path.of("target", "fault-summary.txt"), summary + System.lineSeparator(),
-				StandardCharsets.UTF_8);
+		FaultHistory.keepSummary("fault-summary.txt", summary);
 		assertThat(checks.violations()).as("violations of run with seed %d (%s)", seed, summary).isEmpty();
 		assertThat(this.history.episodes()).hasSize(episodes);
 		assertThat(checks.failovers()).as("failovers measured").isNotEmpty();

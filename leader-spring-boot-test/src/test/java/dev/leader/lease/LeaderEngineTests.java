@@ -40,9 +40,6 @@ import static org.awaitility.Awaitility.await;
  */
 class LeaderEngineTests {
 
-	private static final LeaseSettings FAST = new LeaseSettings(Duration.ofSeconds(2), Duration.ofMillis(500),
-			Duration.ofMillis(500), Duration.ofMillis(100), Duration.ofSeconds(2), Duration.ofSeconds(3));
-
 	@RegisterExtension
 	final InProcessNodes nodes = new InProcessNodes();
 
@@ -310,7 +307,7 @@ class LeaderEngineTests {
 	}
 
 	private LeaderEngine start(String id, String... groups) {
-		return start(FAST, id, groups);
+		return start(InProcessNodes.FAST, id, groups);
 	}
 
 	private LeaderEngine start(LeaseSettings settings, String id, String... groups) {

@@ -27,9 +27,6 @@ import static org.awaitility.Awaitility.await;
 @ExtendWith(OutputCaptureExtension.class)
 class NodeIdentityTests {
 
-	private static final LeaseSettings FAST = new LeaseSettings(Duration.ofSeconds(2), Duration.ofMillis(500),
-			Duration.ofMillis(500), Duration.ofMillis(100), Duration.ofSeconds(2), Duration.ofSeconds(3));
-
 	@RegisterExtension
 	final InProcessNodes nodes = new InProcessNodes();
 
@@ -58,7 +55,8 @@ class NodeIdentityTests {
 	}
 
 	private LeaderEngine start(long pid) {
-		return this.nodes.start(FAST, new NodeRegistration("twin", "app", "localhost", pid), List.of("default"));
+		return this.nodes.start(InProcessNodes.FAST, new NodeRegistration("twin", "app", "localhost", pid),
+				List.of("default"));
 	}
 
 }

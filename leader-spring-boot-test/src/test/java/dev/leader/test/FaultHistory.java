@@ -1,5 +1,9 @@
 package dev.leader.test;
 
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -165,6 +169,17 @@ public final class FaultHistory {
 		catch (SQLException ex) {
 			throw new IllegalStateException("Could not read " + LOG_TABLE, ex);
 		}
+	}
+
+	/**
+	 * Keeps a run's summary in {@code target}, for the build's reports.
+	 * @param fileName the file's name
+	 * @param summary the summary
+	 * @throws IOException if the file cannot be written
+	 */
+	public static void keepSummary(String fileName, String summary) throws IOException {
+		Files.createDirectories(Path.of("target"));
+		Files.writeString(Path.of("target", fileName), summary + System.lineSeparator(), StandardCharsets.UTF_8);
 	}
 
 	/**

@@ -63,10 +63,7 @@ public final class MigratedSchema implements BeforeEachCallback, AfterEachCallba
 	 * @return the schema
 	 */
 	public TestDatabase database() {
-		if (this.database == null) {
-			throw new IllegalStateException("No schema outside a test");
-		}
-		return this.database;
+		return duringATest(this.database);
 	}
 
 	/**
@@ -74,10 +71,7 @@ public final class MigratedSchema implements BeforeEachCallback, AfterEachCallba
 	 * @return the pool
 	 */
 	public HikariDataSource dataSource() {
-		if (this.dataSource == null) {
-			throw new IllegalStateException("No schema outside a test");
-		}
-		return this.dataSource;
+		return duringATest(this.dataSource);
 	}
 
 	@Override
@@ -88,6 +82,13 @@ public final class MigratedSchema implements BeforeEachCallback, AfterEachCallba
 	@Override
 	public void afterEach(ExtensionContext context) {
 		drop();
+	}
+
+	private static <T> T duringATest(@Nullable T value) {
+		if (value == null) {
+			throw new IllegalStateException("No schema outside a test");
+		}
+		return value;
 	}
 
 }
