@@ -52,10 +52,10 @@ public record LeaseSettings(Duration duration, Duration renewInterval, Duration 
 		// A renewal sent at t is followed by one at t + renew interval; if that fails,
 		// the retry goes out a retry interval later at the earliest, and must still find
 		// the leader inside its safe window, which ends at t + duration - safety margin.
-		if (renewInterval.plus(retryInterval).plus(safetyMargin).compareTo(duration) >= 0) {
-			throw new IllegalArgumentException("leader.lease.renew-interval (" + renewInterval
-					+ ") plus leader.lease.retry-interval (" + retryInterval + ") plus leader.lease.safety-margin ("
-					+ safetyMargin + ") must be less than leader.lease.duration (" + duration
+		Duration failedRenewal = renewInterval.plus(retryInterval).plus(safetyMargin);
+		if (failedRenewal.compareTo(duration) >= 0) {
+			throw new IllegalArgumentException(describeFailedRenewal(renewInterval, retryInterval, safetyMargin)
+					+ " must be less than leader.lease.duration (" + duration
 					+ "), so that a failed renewal is retried before the leader's safe window closes; "
 					+ "lower one of them or raise the duration");
 		}
@@ -68,10 +68,9 @@ public record LeaseSettings(Duration duration, Duration renewInterval, Duration 
 		// A node stops its daemons once it has not heartbeated for the node expiry minus
 		// the safety margin; the same sum as above keeps them running through one failed
 		// heartbeat and its retry.
-		if (renewInterval.plus(retryInterval).plus(safetyMargin).compareTo(nodeExpiry) >= 0) {
-			throw new IllegalArgumentException("leader.lease.renew-interval (" + renewInterval
-					+ ") plus leader.lease.retry-interval (" + retryInterval + ") plus leader.lease.safety-margin ("
-					+ safetyMargin + ") must be less than leader.node.expiry (" + nodeExpiry
+		if (failedRenewal.compareTo(nodeExpiry) >= 0) {
+			throw new IllegalArgumentException(describeFailedRenewal(renewInterval, retryInterval, safetyMargin)
+					+ " must be less than leader.node.expiry (" + nodeExpiry
 					+ "), since a node stops its daemons once it has not heartbeated for the node expiry minus the "
 					+ "safety margin, and one failed heartbeat must not stop them; raise the expiry or lower the "
 					+ "others");
@@ -95,6 +94,11 @@ public record LeaseSettings(Duration duration, Duration renewInterval, Duration 
 	 */
 	public Duration safeWindow() {
 		return this.duration.minus(this.safetyMargin);
+	}
+
+	private static String describeFailedRenewal(Duration renewInterval, Duration retryInterval, Duration safetyMargin) {
+		return "leader.lease.renew-interval (" + renewInterval + ") plus leader.lease.retry-interval (" + retryInterval
+				+ ") plus leader.lease.safety-margin (" + safetyMargin + ")";
 	}
 
 	private static void requireInRange(String property, Duration value, boolean zeroAllowed) {

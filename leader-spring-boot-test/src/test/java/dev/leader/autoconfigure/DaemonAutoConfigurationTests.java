@@ -1,11 +1,6 @@
 package dev.leader.autoconfigure;
 
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.sql.SQLException;
 import java.time.Duration;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -14,7 +9,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import com.zaxxer.hikari.HikariDataSource;
 import com.zaxxer.hikari.HikariPoolMXBean;
 import dev.leader.DaemonAgent;
-import dev.leader.DaemonStartedEvent;
 import dev.leader.DaemonStoppedEvent;
 import dev.leader.DaemonStoppedEvent.Reason;
 import dev.leader.FencingToken;
@@ -24,13 +18,11 @@ import dev.leader.actuate.LeadershipEndpoint.AssignmentDescriptor;
 import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.daemon.DaemonSettings;
 import dev.leader.lease.LeaderEngine;
-import org.junit.jupiter.api.BeforeEach;
+import dev.leader.test.Leftovers;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
-import org.springframework.context.ApplicationListener;
-import org.springframework.context.PayloadApplicationEvent;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.jdbc.core.simple.JdbcClient;
@@ -49,14 +41,9 @@ class DaemonAutoConfigurationTests {
 	@RegisterExtension
 	final SchemaContextRunners schema = new SchemaContextRunners();
 
-	private ApplicationContextRunner contextRunner;
-
-	@BeforeEach
-	void createRunner() {
-		this.contextRunner = this.schema.runner(LeaderEndpointAutoConfiguration.class)
-			.withPropertyValues("leader.node.id=test-node", "leader.lease.renew-interval=200ms",
-					"leader.daemons.settle-window=0s", "management.endpoints.web.exposure.include=leadership");
-	}
+	private final ApplicationContextRunner contextRunner = this.schema.runner(LeaderEndpointAutoConfiguration.class)
+		.withPropertyValues("leader.node.id=test-node", "leader.lease.renew-interval=200ms",
+				"leader.daemons.settle-window=0s", "management.endpoints.web.exposure.include=leadership");
 
 	@Test
 	void defaultsGiveACoordinatorWithTheDocumentedSettings() {
@@ -70,7 +57,7 @@ class DaemonAutoConfigurationTests {
 	@Test
 	void daemonAgentBeanRunsOnTheOnlyNodeAndShowsInTheLeadershipEndpoint() {
 		this.contextRunner.withUserConfiguration(AgentsConfiguration.class).run((context) -> {
-			Events events = context.getBean(Events.class);
+			DaemonEvents events = context.getBean(DaemonEvents.class);
 			await().atMost(WAIT).until(() -> events.started("steady") > 0);
 			await().atMost(WAIT)
 				.until(() -> context.getBean(LeadershipEndpoint.class).leadership().assignments(),
@@ -92,7 +79,7 @@ class DaemonAutoConfigurationTests {
 	@Test
 	void agentThatThrowsIsReportedAndRestartedWithBackOff() {
 		this.contextRunner.withUserConfiguration(AgentsConfiguration.class).run((context) -> {
-			Events events = context.getBean(Events.class);
+			DaemonEvents events = context.getBean(DaemonEvents.class);
 			await().atMost(WAIT).until(() -> events.started("renamed-flaky") >= 3);
 			List<DaemonStoppedEvent> failures = events.stopped("renamed-flaky");
 			assertThat(failures).hasSize(2).allSatisfy((stopped) -> {
@@ -123,7 +110,7 @@ class DaemonAutoConfigurationTests {
 		JdbcClient[] jdbc = new JdbcClient[1];
 		this.contextRunner.withUserConfiguration(AgentsConfiguration.class).run((context) -> {
 			jdbc[0] = JdbcClient.create(context.getBean(javax.sql.DataSource.class));
-			await().atMost(WAIT).until(() -> context.getBean(Events.class).started("steady") > 0);
+			await().atMost(WAIT).until(() -> context.getBean(DaemonEvents.class).started("steady") > 0);
 			await().atMost(WAIT)
 				.until(() -> jdbc[0].sql("SELECT state FROM leader_assignments WHERE daemon_name = 'steady'")
 					.query(String.class)
@@ -169,7 +156,7 @@ class DaemonAutoConfigurationTests {
 	@Test
 	void contextStoppedAndStartedTwentyTimesLeadsAndRunsItsDaemonAgainAndKeepsNoThreadOrConnectionWhileStopped() {
 		String applicationName = "restart-" + this.schema.database().schema();
-		Set<Thread> threadsBefore = leaderThreads();
+		Set<Thread> threadsBefore = Leftovers.leaderThreads();
 		AtomicInteger runs = new AtomicInteger();
 		this.contextRunner
 			.withPropertyValues(
@@ -197,18 +184,19 @@ class DaemonAutoConfigurationTests {
 						.until(() -> coordinator.running().getOrDefault("steady", 0L), (now) -> now > generationBefore);
 					int runsSoFar = cycle;
 					await().atMost(WAIT).until(runs::get, (count) -> count == runsSoFar);
-					assertThat(leaderThreads()).extracting(Thread::getName)
+					assertThat(Leftovers.leaderThreads()).extracting(Thread::getName)
 						.contains("leader-io", "leader-listen", "leader-daemons", "leader-daemon-steady");
 					assertThat(pool.getActiveConnections()).isPositive();
 					context.stop();
 					assertThat(engine.isLeader("default")).isFalse();
 					assertThat(coordinator.running()).isEmpty();
-					assertThat(leaderThreads()).isSubsetOf(threadsBefore);
+					assertThat(Leftovers.leaderThreads()).isSubsetOf(threadsBefore);
 					assertThat(pool.getActiveConnections()).isZero();
 					// Every session under the application's name is an idle connection of
 					// its pool, which may still be opening or retiring one.
 					await().atMost(Duration.ofSeconds(5))
-						.until(() -> sessions(applicationName), (now) -> now == pool.getTotalConnections());
+						.until(() -> Leftovers.sessions(this.schema.database(), applicationName),
+								(now) -> now == pool.getTotalConnections());
 				}
 			});
 	}
@@ -274,24 +262,6 @@ class DaemonAutoConfigurationTests {
 				.hasMessageContaining("daemonName()"));
 	}
 
-	private static Set<Thread> leaderThreads() {
-		Set<Thread> threads = new HashSet<>(Thread.getAllStackTraces().keySet());
-		threads.removeIf((thread) -> !thread.getName().startsWith("leader-"));
-		return threads;
-	}
-
-	private long sessions(String applicationName) throws SQLException {
-		try (Connection connection = this.schema.database().connect();
-				PreparedStatement statement = connection
-					.prepareStatement("SELECT count(*) FROM pg_stat_activity WHERE application_name = ?")) {
-			statement.setString(1, applicationName);
-			try (ResultSet rows = statement.executeQuery()) {
-				rows.next();
-				return rows.getLong(1);
-			}
-		}
-	}
-
 	private static boolean drained(JdbcClient jdbc, String node) {
 		return jdbc.sql("SELECT drained FROM leader_nodes WHERE node_id = ?").param(node).query(Boolean.class).single();
 	}
@@ -310,8 +280,8 @@ class DaemonAutoConfigurationTests {
 		}
 
 		@Bean
-		Events events() {
-			return new Events();
+		DaemonEvents events() {
+			return new DaemonEvents();
 		}
 
 	}
@@ -393,30 +363,6 @@ class DaemonAutoConfigurationTests {
 				throw new IllegalStateException("failure " + call);
 			}
 			context.awaitCancellation(Duration.ofMinutes(1));
-		}
-
-	}
-
-	static class Events implements ApplicationListener<PayloadApplicationEvent<?>> {
-
-		private final List<Object> received = new CopyOnWriteArrayList<>();
-
-		@Override
-		public void onApplicationEvent(PayloadApplicationEvent<?> event) {
-			this.received.add(event.getPayload());
-		}
-
-		long started(String daemon) {
-			return this.received.stream()
-				.filter((event) -> event instanceof DaemonStartedEvent started && started.daemon().equals(daemon))
-				.count();
-		}
-
-		List<DaemonStoppedEvent> stopped(String daemon) {
-			return this.received.stream()
-				.filter((event) -> event instanceof DaemonStoppedEvent stopped && stopped.daemon().equals(daemon))
-				.map(DaemonStoppedEvent.class::cast)
-				.toList();
 		}
 
 	}

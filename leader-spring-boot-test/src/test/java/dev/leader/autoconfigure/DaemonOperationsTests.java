@@ -9,11 +9,9 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.stream.Stream;
 
 import dev.leader.DaemonAgent;
-import dev.leader.DaemonStartedEvent;
 import dev.leader.FencingToken;
 import dev.leader.Leadership;
 import dev.leader.actuate.LeaderMeters;
@@ -65,8 +63,6 @@ import org.springframework.boot.web.server.servlet.context.AnnotationConfigServl
 import org.springframework.boot.webmvc.autoconfigure.DispatcherServletAutoConfiguration;
 import org.springframework.boot.webmvc.autoconfigure.WebMvcAutoConfiguration;
 import org.springframework.context.ApplicationContext;
-import org.springframework.context.ApplicationListener;
-import org.springframework.context.PayloadApplicationEvent;
 import org.springframework.jdbc.core.simple.JdbcClient;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -130,7 +126,7 @@ class DaemonOperationsTests {
 					"leader.daemons.settle-window=0s", "leader.daemons.ack-timeout=2s",
 					"leader.daemons.drain-timeout=2s", "management.endpoints.web.exposure.include=leadership,health")
 			.withPropertyValues(properties)
-			.withBean(Events.class);
+			.withBean(DaemonEvents.class);
 	}
 
 	private JdbcClient jdbc() {
@@ -313,7 +309,7 @@ class DaemonOperationsTests {
 				assertThat(move.node()).isEqualTo("node-b");
 				await().atMost(WAIT).until(() -> placement("mover"), Optional.of("node-b ACTIVE 2")::equals);
 				assertThat(requests()).isZero();
-				assertThat(b.getBean(Events.class).started("mover")).isEqualTo(1);
+				assertThat(b.getBean(DaemonEvents.class).started("mover")).isEqualTo(1);
 
 				// Drain node-b: the daemon goes back to node-a, and stays there while
 				// node-b is drained.
@@ -396,7 +392,8 @@ class DaemonOperationsTests {
 		node("leading", slow).run((leader) -> {
 			await().atMost(WAIT).until(() -> leader.getBean(Leadership.class).isLeader("default"));
 			node("working", slow).withBean("quick", DaemonAgent.class, Waiter::new).run((worker) -> {
-				await().atMost(Duration.ofSeconds(15)).until(() -> worker.getBean(Events.class).started("quick") == 1);
+				await().atMost(Duration.ofSeconds(15))
+					.until(() -> worker.getBean(DaemonEvents.class).started("quick") == 1);
 				// The agent's thread publishes its start while the coordinator's thread
 				// acknowledges.
 				await().atMost(Duration.ofSeconds(2))
@@ -418,23 +415,6 @@ class DaemonOperationsTests {
 		@Override
 		public void run(dev.leader.DaemonContext context) throws InterruptedException {
 			context.awaitCancellation(Duration.ofMinutes(5));
-		}
-
-	}
-
-	static class Events implements ApplicationListener<PayloadApplicationEvent<?>> {
-
-		private final List<Object> received = new CopyOnWriteArrayList<>();
-
-		@Override
-		public void onApplicationEvent(PayloadApplicationEvent<?> event) {
-			this.received.add(event.getPayload());
-		}
-
-		long started(String daemon) {
-			return this.received.stream()
-				.filter((event) -> event instanceof DaemonStartedEvent started && started.daemon().equals(daemon))
-				.count();
 		}
 
 	}

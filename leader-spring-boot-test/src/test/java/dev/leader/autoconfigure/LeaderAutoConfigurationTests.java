@@ -2,7 +2,6 @@ package dev.leader.autoconfigure;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
@@ -11,7 +10,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import dev.leader.FencingToken;
@@ -30,7 +28,6 @@ import dev.leader.lease.LeaseState;
 import dev.leader.node.NodeRegistration;
 import org.assertj.core.api.AbstractThrowableAssert;
 import org.jspecify.annotations.Nullable;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -58,12 +55,8 @@ class LeaderAutoConfigurationTests {
 	@RegisterExtension
 	final SchemaContextRunners schema = new SchemaContextRunners();
 
-	private ApplicationContextRunner contextRunner;
-
-	@BeforeEach
-	void createRunner() {
-		this.contextRunner = this.schema.runner().withPropertyValues("leader.node.id=test-node");
-	}
+	private final ApplicationContextRunner contextRunner = this.schema.runner()
+		.withPropertyValues("leader.node.id=test-node");
 
 	@Test
 	void defaultsGiveLeadershipOnPostgresWithTheDocumentedSettings() {
@@ -92,7 +85,7 @@ class LeaderAutoConfigurationTests {
 	void startupCreatesTheStarterTablesWithTheirOwnHistoryTable() {
 		this.contextRunner.run((context) -> {
 			assertThat(context).hasNotFailed();
-			assertThat(tables()).containsExactlyInAnyOrder("leader_leases", "leader_nodes", "leader_fences",
+			assertThat(this.schema.tables()).containsExactlyInAnyOrder("leader_leases", "leader_nodes", "leader_fences",
 					"leader_log_heads", "leader_log_entries", "leader_assignments", "leader_daemon_requests",
 					"leader_schema_history");
 		});
@@ -202,7 +195,7 @@ class LeaderAutoConfigurationTests {
 	void userDefinedTablePrefixNamesTheTables() {
 		this.contextRunner.withUserConfiguration(TablePrefixConfiguration.class).run((context) -> {
 			assertThat(context).hasSingleBean(TablePrefix.class);
-			assertThat(tables()).containsExactlyInAnyOrder("custom_leases", "custom_nodes", "custom_fences",
+			assertThat(this.schema.tables()).containsExactlyInAnyOrder("custom_leases", "custom_nodes", "custom_fences",
 					"custom_log_heads", "custom_log_entries", "custom_assignments", "custom_daemon_requests",
 					"custom_schema_history");
 		});
@@ -234,7 +227,7 @@ class LeaderAutoConfigurationTests {
 					.doesNotHaveBean(LeaderSchemaMigration.class)
 					.doesNotHaveBean(LEADER_ONLY_ADVISOR)
 					.doesNotHaveBean(LeaderProperties.class);
-				assertThat(tables()).isEmpty();
+				assertThat(this.schema.tables()).isEmpty();
 			});
 	}
 
@@ -242,7 +235,7 @@ class LeaderAutoConfigurationTests {
 	void migrateFalseCreatesNoTables() {
 		this.contextRunner.withPropertyValues("leader.jdbc.migrate=false").run((context) -> {
 			assertThat(context).hasSingleBean(Leadership.class).doesNotHaveBean(LeaderSchemaMigration.class);
-			assertThat(tables()).isEmpty();
+			assertThat(this.schema.tables()).isEmpty();
 		});
 	}
 
@@ -251,7 +244,7 @@ class LeaderAutoConfigurationTests {
 		this.contextRunner.withPropertyValues("leader.lease.renew-interval=6s").run((context) -> {
 			assertThatRootCause(context).hasMessageContaining(
 					"leader.lease.renew-interval (PT6S) must be less than half of leader.lease.duration (PT10S)");
-			assertThat(tables()).isEmpty();
+			assertThat(this.schema.tables()).isEmpty();
 		});
 	}
 
@@ -266,7 +259,7 @@ class LeaderAutoConfigurationTests {
 	void zeroQueryTimeoutFailsStartupBeforeAnythingIsCreated() {
 		this.contextRunner.withPropertyValues("leader.jdbc.query-timeout=0s").run((context) -> {
 			assertThatRootCause(context).hasMessageContaining("leader.jdbc.query-timeout must be positive, was PT0S");
-			assertThat(tables()).isEmpty();
+			assertThat(this.schema.tables()).isEmpty();
 		});
 	}
 
@@ -285,7 +278,7 @@ class LeaderAutoConfigurationTests {
 		}
 		this.contextRunner.withPropertyValues("leader.jdbc.table-prefix=x; drop table y").run((context) -> {
 			assertThatRootCause(context).hasMessageContaining("Invalid leader.jdbc.table-prefix 'x; drop table y'");
-			assertThat(tables()).containsExactly("y");
+			assertThat(this.schema.tables()).containsExactly("y");
 		});
 	}
 
@@ -293,27 +286,12 @@ class LeaderAutoConfigurationTests {
 	void upperCaseTablePrefixIsRejectedBeforeAnythingIsCreated() {
 		this.contextRunner.withPropertyValues("leader.jdbc.table-prefix=Leader_").run((context) -> {
 			assertThatRootCause(context).hasMessageContaining("Invalid leader.jdbc.table-prefix 'Leader_'");
-			assertThat(tables()).isEmpty();
+			assertThat(this.schema.tables()).isEmpty();
 		});
 	}
 
 	private static AbstractThrowableAssert<?, ?> assertThatRootCause(AssertableApplicationContext context) {
 		return assertThat(context).hasFailed().getFailure().rootCause();
-	}
-
-	private Set<String> tables() throws SQLException {
-		Set<String> tables = new TreeSet<>();
-		try (Connection connection = this.schema.database().connect();
-				PreparedStatement statement = connection
-					.prepareStatement("SELECT table_name FROM information_schema.tables WHERE table_schema = ?")) {
-			statement.setString(1, this.schema.database().schema());
-			try (ResultSet rows = statement.executeQuery()) {
-				while (rows.next()) {
-					tables.add(rows.getString(1));
-				}
-			}
-		}
-		return tables;
 	}
 
 	private void leaseHeldByAnotherNode(String group) throws SQLException {

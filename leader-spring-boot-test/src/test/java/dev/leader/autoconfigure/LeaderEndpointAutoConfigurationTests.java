@@ -11,7 +11,6 @@ import dev.leader.actuate.LeadershipEndpoint.YieldDescriptor;
 import dev.leader.actuate.LeadershipEndpointWebExtension;
 import dev.leader.actuate.LeadershipHealthIndicator;
 import org.assertj.core.api.InstanceOfAssertFactories;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -34,13 +33,8 @@ class LeaderEndpointAutoConfigurationTests {
 	@RegisterExtension
 	final SchemaContextRunners schema = new SchemaContextRunners();
 
-	private ApplicationContextRunner contextRunner;
-
-	@BeforeEach
-	void createRunner() {
-		this.contextRunner = this.schema.runner(LeaderEndpointAutoConfiguration.class)
-			.withPropertyValues("leader.node.id=test-node");
-	}
+	private final ApplicationContextRunner contextRunner = this.schema.runner(LeaderEndpointAutoConfiguration.class)
+		.withPropertyValues("leader.node.id=test-node");
 
 	@Test
 	void endpointIsAutoConfiguredWhenExposed() {

@@ -18,7 +18,6 @@ import dev.leader.lease.LeaseObservations;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -45,18 +44,13 @@ class LeaderMetricsAutoConfigurationTests {
 	@RegisterExtension
 	final SchemaContextRunners schema = new SchemaContextRunners();
 
-	private ApplicationContextRunner contextRunner;
-
-	@BeforeEach
-	void createRunner() {
-		this.contextRunner = this.schema
-			.runner(ObservationAutoConfiguration.class, MetricsAutoConfiguration.class,
-					CompositeMeterRegistryAutoConfiguration.class, SimpleMetricsExportAutoConfiguration.class,
-					LeaderMetricsAutoConfiguration.class)
-			.withPropertyValues("leader.node.id=metrics-node", "leader.lease.duration=2s",
-					"leader.lease.renew-interval=300ms", "leader.lease.retry-interval=300ms",
-					"leader.lease.safety-margin=100ms", "leader.node.expiry=2s", "leader.lease.yield-cooldown=5s");
-	}
+	private final ApplicationContextRunner contextRunner = this.schema
+		.runner(ObservationAutoConfiguration.class, MetricsAutoConfiguration.class,
+				CompositeMeterRegistryAutoConfiguration.class, SimpleMetricsExportAutoConfiguration.class,
+				LeaderMetricsAutoConfiguration.class)
+		.withPropertyValues("leader.node.id=metrics-node", "leader.lease.duration=2s",
+				"leader.lease.renew-interval=300ms", "leader.lease.retry-interval=300ms",
+				"leader.lease.safety-margin=100ms", "leader.node.expiry=2s", "leader.lease.yield-cooldown=5s");
 
 	@Test
 	void metricsReportTheLeadershipTermTransitionsAndRoundTripsOfThisNode() {

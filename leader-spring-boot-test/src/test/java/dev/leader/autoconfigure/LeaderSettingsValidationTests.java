@@ -1,12 +1,6 @@
 package dev.leader.autoconfigure;
 
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.sql.SQLException;
 import java.time.Duration;
-import java.util.Set;
-import java.util.TreeSet;
 import java.util.stream.Stream;
 
 import javax.sql.DataSource;
@@ -17,7 +11,6 @@ import dev.leader.NodeInfo;
 import dev.leader.daemon.DaemonStore;
 import dev.leader.fencing.Fencing;
 import dev.leader.lease.LeaderEngine;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -43,12 +36,8 @@ class LeaderSettingsValidationTests {
 	@RegisterExtension
 	final SchemaContextRunners schema = new SchemaContextRunners();
 
-	private ApplicationContextRunner contextRunner;
-
-	@BeforeEach
-	void createRunner() {
-		this.contextRunner = this.schema.runner().withPropertyValues("leader.node.id=test-node");
-	}
+	private final ApplicationContextRunner contextRunner = this.schema.runner()
+		.withPropertyValues("leader.node.id=test-node");
 
 	static Stream<Arguments> invalidSettings() {
 		String atMost24Days = " must be at most 24 days (PT576H), was ";
@@ -133,7 +122,7 @@ class LeaderSettingsValidationTests {
 	void invalidSettingFailsStartupNamingThePropertyBeforeAnythingIsCreated(String message, String[] properties) {
 		this.contextRunner.withPropertyValues(properties).run((context) -> {
 			assertThat(context).hasFailed().getFailure().rootCause().hasMessageContaining(message);
-			assertThat(tables()).isEmpty();
+			assertThat(this.schema.tables()).isEmpty();
 		});
 	}
 
@@ -148,7 +137,7 @@ class LeaderSettingsValidationTests {
 					.rootCause()
 					.hasMessageContaining("leader.daemons.ack-timeout (PT6S) must be more than twice "
 							+ "leader.lease.renew-interval (PT3S)");
-				assertThat(tables()).isEmpty();
+				assertThat(this.schema.tables()).isEmpty();
 			});
 	}
 
@@ -208,21 +197,6 @@ class LeaderSettingsValidationTests {
 			}
 		}
 		return "application";
-	}
-
-	private Set<String> tables() throws SQLException {
-		Set<String> tables = new TreeSet<>();
-		try (Connection connection = this.schema.database().connect();
-				PreparedStatement statement = connection
-					.prepareStatement("SELECT table_name FROM information_schema.tables WHERE table_schema = ?")) {
-			statement.setString(1, this.schema.database().schema());
-			try (ResultSet rows = statement.executeQuery()) {
-				while (rows.next()) {
-					tables.add(rows.getString(1));
-				}
-			}
-		}
-		return tables;
 	}
 
 }

@@ -5,7 +5,6 @@ import java.time.Duration;
 
 import dev.leader.LeaderOnly;
 import dev.leader.Leadership;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -29,12 +28,8 @@ class LeaderWiringTests {
 	@RegisterExtension
 	final SchemaContextRunners schema = new SchemaContextRunners();
 
-	private ApplicationContextRunner contextRunner;
-
-	@BeforeEach
-	void createRunner() {
-		this.contextRunner = this.schema.runner().withPropertyValues("leader.node.id=test-node");
-	}
+	private final ApplicationContextRunner contextRunner = this.schema.runner()
+		.withPropertyValues("leader.node.id=test-node");
 
 	@Test
 	void storesAreCreatedAfterTheStarterSchemaWhichIsMigratedAfterTheApplicationsFlywayMigrations() {

@@ -1,7 +1,14 @@
 package dev.leader.autoconfigure;
 
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 
 import dev.leader.test.TestDatabase;
 import org.jspecify.annotations.Nullable;
@@ -13,13 +20,15 @@ import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.test.context.runner.AbstractApplicationContextRunner;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.core.env.MapPropertySource;
 
 /**
  * The setup that the auto-configuration tests share, as a JUnit extension: a fresh schema
  * of the {@link TestDatabase} for each test, dropped after it, and context runners with
  * {@link DataSourceAutoConfiguration} and {@link LeaderAutoConfiguration} on that schema.
- * A test class registers it with {@code @RegisterExtension} and adds only what differs:
- * more auto-configurations and properties.
+ * A test class registers it with {@code @RegisterExtension} and keeps a runner in a
+ * field, adding only what differs: more auto-configurations and properties.
  */
 final class SchemaContextRunners implements BeforeEachCallback, AfterEachCallback {
 
@@ -50,6 +59,26 @@ final class SchemaContextRunners implements BeforeEachCallback, AfterEachCallbac
 	}
 
 	/**
+	 * Returns the tables in the schema of the running test.
+	 * @return the table names, sorted
+	 * @throws SQLException if they cannot be read
+	 */
+	Set<String> tables() throws SQLException {
+		Set<String> tables = new TreeSet<>();
+		try (Connection connection = database().connect();
+				PreparedStatement statement = connection
+					.prepareStatement("SELECT table_name FROM information_schema.tables WHERE table_schema = ?")) {
+			statement.setString(1, database().schema());
+			try (ResultSet rows = statement.executeQuery()) {
+				while (rows.next()) {
+					tables.add(rows.getString(1));
+				}
+			}
+		}
+		return tables;
+	}
+
+	/**
 	 * Returns a runner of the data source and the starter's auto-configuration, and the
 	 * given ones, on the test's schema.
 	 * @param autoConfigurations more auto-configurations
@@ -71,11 +100,18 @@ final class SchemaContextRunners implements BeforeEachCallback, AfterEachCallbac
 		List<Class<?>> classes = new ArrayList<>(
 				List.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class));
 		classes.addAll(List.of(autoConfigurations));
-		TestDatabase database = database();
 		return runner.withConfiguration(AutoConfigurations.of(classes.toArray(Class<?>[]::new)))
-			.withPropertyValues("spring.datasource.url=" + database.url(),
-					"spring.datasource.username=" + database.user(),
-					"spring.datasource.password=" + database.password());
+			.withInitializer(this::useSchema);
+	}
+
+	// Read when a test runs a context, so that a runner can be a field, built before the
+	// test's schema exists. Last in precedence: a test's own properties win.
+	private void useSchema(ConfigurableApplicationContext context) {
+		TestDatabase database = database();
+		context.getEnvironment()
+			.getPropertySources()
+			.addLast(new MapPropertySource("schema", Map.of("spring.datasource.url", database.url(),
+					"spring.datasource.username", database.user(), "spring.datasource.password", database.password())));
 	}
 
 }

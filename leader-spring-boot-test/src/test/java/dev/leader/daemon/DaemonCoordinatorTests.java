@@ -27,7 +27,6 @@ import dev.leader.DaemonStoppedEvent;
 import dev.leader.DaemonStoppedEvent.Reason;
 import dev.leader.LeadershipGrantedEvent;
 import dev.leader.NodeJoinedEvent;
-import dev.leader.jdbc.LeaderSchemaMigration;
 import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.jdbc.PostgresDaemonStore;
 import dev.leader.jdbc.TablePrefix;
@@ -36,11 +35,11 @@ import dev.leader.lease.LeaseSettings;
 import dev.leader.node.NodeRegistration;
 import dev.leader.test.CountingDataSource;
 import dev.leader.test.CountingDataSource.Execution;
-import dev.leader.test.TestDatabase;
+import dev.leader.test.MigratedSchema;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.postgresql.PGConnection;
 
 import org.springframework.jdbc.core.simple.JdbcClient;
@@ -64,28 +63,18 @@ class DaemonCoordinatorTests {
 
 	private static final String ACKNOWLEDGE = "SET state = 'ACTIVE'";
 
-	private TestDatabase database;
-
-	private HikariDataSource dataSource;
+	@RegisterExtension
+	final MigratedSchema schema = new MigratedSchema(8);
 
 	private final List<AutoCloseable> cleanUp = new CopyOnWriteArrayList<>();
 
 	private final List<Object> events = new CopyOnWriteArrayList<>();
 
-	@BeforeEach
-	void createSchema() {
-		this.database = TestDatabase.createSchema();
-		this.dataSource = this.database.dataSource(8);
-		new LeaderSchemaMigration(this.dataSource, PREFIX).migrate();
-	}
-
 	@AfterEach
-	void dropSchema() throws Exception {
+	void closeInReverseOrder() throws Exception {
 		for (int i = this.cleanUp.size() - 1; i >= 0; i--) {
 			this.cleanUp.get(i).close();
 		}
-		this.dataSource.close();
-		this.database.drop();
 	}
 
 	@Test
@@ -111,14 +100,15 @@ class DaemonCoordinatorTests {
 		};
 		// The node logs in as a role of its own, so that a revoked privilege makes its
 		// next heartbeats fail.
-		String role = "r_" + this.database.schema();
-		execute("CREATE ROLE " + role + " LOGIN", "GRANT ALL ON SCHEMA " + this.database.schema() + " TO " + role,
-				"GRANT ALL ON ALL TABLES IN SCHEMA " + this.database.schema() + " TO " + role);
+		String role = "r_" + this.schema.database().schema();
+		execute("CREATE ROLE " + role + " LOGIN",
+				"GRANT ALL ON SCHEMA " + this.schema.database().schema() + " TO " + role,
+				"GRANT ALL ON ALL TABLES IN SCHEMA " + this.schema.database().schema() + " TO " + role);
 		this.cleanUp
 			.add(() -> execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '" + role + "'",
 					"DROP OWNED BY " + role, "DROP ROLE " + role));
 		HikariConfig config = new HikariConfig();
-		config.setJdbcUrl(this.database.url());
+		config.setJdbcUrl(this.schema.database().url());
 		config.setUsername(role);
 		config.setMaximumPoolSize(8);
 		HikariDataSource nodeDataSource = new HikariDataSource(config);
@@ -126,7 +116,8 @@ class DaemonCoordinatorTests {
 		CountingDataSource counted = new CountingDataSource(nodeDataSource);
 		start("a", lease, DaemonSettings.defaults(), counted.dataSource(), counted.dataSource(), agent);
 		awaitActive("steady", "a", 1);
-		try (Connection locker = this.database.connect(); Connection observer = this.database.connect()) {
+		try (Connection locker = this.schema.database().connect();
+				Connection observer = this.schema.database().connect()) {
 			// A dead node's row that the heartbeat's clean-up deletes from 1 s after now.
 			// Locked, it holds the heartbeat up after the heartbeat wrote this node's
 			// heartbeat_at, from which the database counts the node expiry: the reply
@@ -198,13 +189,13 @@ class DaemonCoordinatorTests {
 				cancelled.set(context.isCancelled());
 			}
 		};
-		TerminatingDataSource terminating = new TerminatingDataSource(this.dataSource, ACKNOWLEDGE);
-		start("a", lease, daemons, this.dataSource, terminating.dataSource(), agent);
+		TerminatingDataSource terminating = new TerminatingDataSource(this.schema.dataSource(), ACKNOWLEDGE);
+		start("a", lease, daemons, this.schema.dataSource(), terminating.dataSource(), agent);
 		await().atMost(Duration.ofSeconds(5)).until(() -> runs.get() > 0);
 		awaitActive("steady", "a", 1);
 		assertThat(terminating.terminated()).as("backends terminated under an acknowledgement").isOne();
 		assertThat(terminating.failures()).as("acknowledgements that failed").isOne();
-		long ackMillis = JdbcClient.create(this.dataSource)
+		long ackMillis = JdbcClient.create(this.schema.dataSource())
 			.sql("SELECT (extract(epoch from (acked_at - assigned_at)) * 1000)::bigint FROM leader_assignments "
 					+ "WHERE daemon_name = 'steady'")
 			.query(Long.class)
@@ -258,7 +249,7 @@ class DaemonCoordinatorTests {
 	}
 
 	private String assignment(String daemon) {
-		return JdbcClient.create(this.dataSource)
+		return JdbcClient.create(this.schema.dataSource())
 			.sql("SELECT state || ' ' || node_id || ' ' || generation FROM leader_assignments WHERE daemon_name = ?")
 			.param(daemon)
 			.query(String.class)
@@ -292,7 +283,7 @@ class DaemonCoordinatorTests {
 	}
 
 	private void execute(String... statements) throws SQLException {
-		try (Connection connection = this.database.connect()) {
+		try (Connection connection = this.schema.database().connect()) {
 			for (String sql : statements) {
 				execute(connection, sql);
 			}
@@ -374,7 +365,7 @@ class DaemonCoordinatorTests {
 		}
 
 		private void terminate(long pid) throws SQLException {
-			try (Connection admin = DaemonCoordinatorTests.this.database.connect()) {
+			try (Connection admin = DaemonCoordinatorTests.this.schema.database().connect()) {
 				assertThat(query(admin, "SELECT pg_terminate_backend(?::int)::int", pid)).isOne();
 				await().atMost(Duration.ofSeconds(5))
 					.pollInterval(Duration.ofMillis(5))

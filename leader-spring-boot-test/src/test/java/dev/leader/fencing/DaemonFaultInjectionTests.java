@@ -1,9 +1,6 @@
 package dev.leader.fencing;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -21,11 +18,10 @@ import dev.leader.test.FaultHistory;
 import dev.leader.test.FaultHistory.Episode;
 import dev.leader.test.FaultHistory.FaultKind;
 import dev.leader.test.FaultHistory.Incarnation;
-import dev.leader.test.NodeProcess;
+import dev.leader.test.NodeProxies;
 import dev.leader.test.StallingProxy;
 import dev.leader.test.TestNode;
 import org.awaitility.core.ConditionTimeoutException;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -113,18 +109,14 @@ class DaemonFaultInjectionTests {
 	@RegisterExtension
 	final Cluster cluster = TestNode.cluster(FAST, "aux");
 
-	private final FaultHistory history = new FaultHistory(FAST, List.of(), REASSIGNMENT_BOUND);
+	@RegisterExtension
+	final NodeProxies proxies = new NodeProxies(this.cluster::url);
 
-	private final Map<String, StallingProxy> proxies = new ConcurrentHashMap<>();
+	private final FaultHistory history = new FaultHistory(FAST, List.of(), REASSIGNMENT_BOUND);
 
 	private final Map<String, Incarnation> current = new ConcurrentHashMap<>();
 
 	private final AtomicLong incarnations = new AtomicLong();
-
-	@AfterEach
-	void closeProxies() {
-		this.proxies.values().forEach(StallingProxy::close);
-	}
 
 	@Test
 	void randomFaultsNeverLetTwoGenerationsOfADaemonCommitAtOnceAndEveryDaemonRunsAgainWithinNodeExpiry()
@@ -144,23 +136,14 @@ class DaemonFaultInjectionTests {
 			this.history.add(injectRandomFault(number, random));
 		}
 		awaitHealthy("after the last episode", seed);
-		List<NodeProcess> running = this.current.values()
-			.stream()
-			.map(Incarnation::process)
-			.filter(NodeProcess::isAlive)
-			.toList();
-		this.history.ended(System.nanoTime());
-		running.forEach(NodeProcess::sigterm);
-		running.forEach((process) -> process.awaitExit(Duration.ofSeconds(15)));
+		this.history.stopGracefully(this.current.values());
 		DaemonFaultChecks checks = new DaemonFaultChecks(this.history,
 				DaemonFaultChecks.readWrites(this.cluster.dataSource()), REASSIGNMENT_BOUND);
 		String summary = checks.summary(seed, rejectedWrites(), Duration.ofNanos(System.nanoTime() - began));
 		System.out.println(summary);
 		System.out.println("Reassignment times (ms, in episode order): "
 				+ checks.reassignments().stream().map((nanos) -> nanos / 1_000_000).toList());
-		Files.createDirectories(Path.of("target"));
-		Files.writeString(Path.of("target", "daemon-fault-summary.txt"), summary + System.lineSeparator(),
-				StandardCharsets.UTF_8);
+		FaultHistory.keepSummary("daemon-fault-summary.txt", summary);
 		assertThat(checks.violations()).as("violations of run with seed %d (%s)", seed, summary).isEmpty();
 		assertThat(this.history.episodes()).hasSize(episodes);
 		assertThat(checks.reassignments()).as("reassignments measured").isNotEmpty();
@@ -168,8 +151,7 @@ class DaemonFaultInjectionTests {
 
 	private Incarnation startNode(String nodeId) {
 		long number = this.incarnations.incrementAndGet();
-		String url = this.proxies.computeIfAbsent(nodeId, (id) -> StallingProxy.inFrontOf(id, this.cluster.url()))
-			.jdbcUrl();
+		String url = this.proxies.url(nodeId);
 		List<String> arguments = new ArrayList<>(List.of("--url=" + url, "--incarnation=" + number,
 				"--daemons=" + String.join(",", DAEMONS), "--daemon-group=" + DAEMON_GROUP,
 				"--ack-timeout=" + ACK_TIMEOUT, "--drain-timeout=" + DRAIN_TIMEOUT, "--settle=" + SETTLE,
@@ -185,7 +167,7 @@ class DaemonFaultInjectionTests {
 		String leader = daemonLeader();
 		String target = (random.nextDouble() < 0.5 && running.contains(leader)) ? leader
 				: running.get(random.nextInt(running.size()));
-		FaultKind kind = pick(random);
+		FaultKind kind = FaultKind.pick(random);
 		Duration duration = switch (kind) {
 			case PAUSE -> FAST.nodeExpiry().multipliedBy(500 + random.nextInt(2501)).dividedBy(1000);
 			case STALL -> FAST.nodeExpiry().multipliedBy(250 + random.nextInt(1251)).dividedBy(1000);
@@ -196,27 +178,17 @@ class DaemonFaultInjectionTests {
 		// first restart back-off.
 		FaultHistory.sleepAsFault(FIRST_BACKOFF.plusMillis(random.nextInt((int) FAST.renewInterval().toMillis())));
 		Incarnation incarnation = this.current.get(target);
-		NodeProcess process = incarnation.process();
 		Map<String, Long> ran = liveAssignmentsByNode().getOrDefault(target, Map.of());
 		long startedAt = System.nanoTime();
 		long liftedAt;
 		String detail;
 		switch (kind) {
 			case PAUSE -> {
-				process.sigstop();
-				try {
-					FaultHistory.sleepAsFault(duration);
-				}
-				finally {
-					process.sigcont();
-					liftedAt = System.nanoTime();
-					incarnation.frozen(startedAt, liftedAt);
-				}
+				liftedAt = incarnation.pause(startedAt, duration);
 				detail = "frozen for " + duration.toMillis() + " ms";
 			}
 			case KILL -> {
-				incarnation.killed(startedAt);
-				process.kill9();
+				incarnation.kill(startedAt);
 				liftedAt = startedAt;
 				startNode(target).process().awaitReady(STARTUP_TIMEOUT);
 				detail = "restarted";
@@ -226,27 +198,13 @@ class DaemonFaultInjectionTests {
 				liftedAt = System.nanoTime();
 			}
 			case STALL -> {
-				this.proxies.get(target).stall(duration);
-				FaultHistory.sleepAsFault(duration);
-				liftedAt = System.nanoTime();
-				this.history.stalled(target, startedAt, liftedAt);
+				liftedAt = this.history.stall(this.proxies.get(target), target, startedAt, duration);
 				detail = "stalled for " + duration.toMillis() + " ms";
 			}
 			default -> throw new IllegalStateException("Unknown fault " + kind);
 		}
 		detail += target.equals(leader) ? ", the daemons group's leader" : "";
 		return new Episode(number, kind, target, ran, startedAt, liftedAt, detail);
-	}
-
-	private static FaultKind pick(SplittableRandom random) {
-		int dice = random.nextInt(100);
-		if (dice < 35) {
-			return FaultKind.PAUSE;
-		}
-		if (dice < 60) {
-			return FaultKind.KILL;
-		}
-		return (dice < 80) ? FaultKind.TERMINATE : FaultKind.STALL;
 	}
 
 	/**

@@ -1,7 +1,6 @@
 package dev.leader.fencing;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -25,10 +24,10 @@ import dev.leader.test.FaultHistory.Write;
 import dev.leader.test.NodeEvent;
 import dev.leader.test.NodeEvent.Type;
 import dev.leader.test.NodeProcess;
+import dev.leader.test.NodeProxies;
 import dev.leader.test.StallingProxy;
 import dev.leader.test.TestNode;
 import org.awaitility.core.ConditionTimeoutException;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -100,18 +99,14 @@ class FaultInjectionTests {
 	@RegisterExtension
 	final Cluster cluster = TestNode.cluster(FAST, ALPHA, BETA);
 
-	private final FaultHistory history = new FaultHistory(FAST, GROUPS, WRITE_RESUME_BOUND);
+	@RegisterExtension
+	final NodeProxies proxies = new NodeProxies(this.cluster::url);
 
-	private final Map<String, StallingProxy> proxies = new ConcurrentHashMap<>();
+	private final FaultHistory history = new FaultHistory(FAST, GROUPS, WRITE_RESUME_BOUND);
 
 	private final Map<String, Incarnation> current = new ConcurrentHashMap<>();
 
 	private final AtomicLong incarnations = new AtomicLong();
-
-	@AfterEach
-	void closeProxies() {
-		this.proxies.values().forEach(StallingProxy::close);
-	}
 
 	@Test
 	void randomFaultsNeverLetAStaleWriteCommitAndLeadershipAlwaysComesBack() throws IOException {
@@ -140,9 +135,7 @@ class FaultInjectionTests {
 		Checks checks = checkAfterGracefulStop();
 		String summary = checks.summary(seed, Duration.ofNanos(System.nanoTime() - began));
 		System.out.println(summary);
-		Files.createDirectories(Path.of("target"));
-		Files.writeString(Path.of("target", "fault-summary.txt"), summary + System.lineSeparator(),
-				StandardCharsets.UTF_8);
+		FaultHistory.keepSummary("fault-summary.txt", summary);
 		assertThat(checks.violations()).as("violations of run with seed %d (%s)", seed, summary).isEmpty();
 		assertThat(this.history.episodes()).hasSize(episodes);
 		assertThat(checks.failovers()).as("failovers measured").isNotEmpty();
@@ -199,8 +192,8 @@ class FaultInjectionTests {
 
 	private Incarnation startNode(String nodeId) {
 		long number = this.incarnations.incrementAndGet();
-		List<String> arguments = List.of("--url=" + proxiedUrl(nodeId), "--writer=true", "--incarnation=" + number,
-				"--load-threads=" + LOAD_THREADS, "--load-hold=" + LOAD_HOLD,
+		List<String> arguments = List.of("--url=" + this.proxies.url(nodeId), "--writer=true",
+				"--incarnation=" + number, "--load-threads=" + LOAD_THREADS, "--load-hold=" + LOAD_HOLD,
 				"--pool-size=" + (POOL_SIZE_WITHOUT_LOAD + LOAD_THREADS));
 		Map<String, String> environment = nodeId.equals(FAKED_NODE) ? fakedClock() : Map.of();
 		Incarnation incarnation = this.history.started(number, this.cluster.start(nodeId, arguments, environment));
@@ -213,7 +206,7 @@ class FaultInjectionTests {
 		List<NodeProcess> leaders = this.cluster.leaders(group);
 		String target = (random.nextDouble() < 0.75 && leaders.size() == 1) ? leaders.get(0).nodeId()
 				: NODES.get(random.nextInt(NODES.size()));
-		FaultKind kind = pick(random);
+		FaultKind kind = FaultKind.pick(random);
 		Duration duration = FAST.duration().multipliedBy(switch (kind) {
 			case PAUSE -> 500 + random.nextInt(2501);
 			case STALL -> 250 + random.nextInt(1251);
@@ -228,20 +221,9 @@ class FaultInjectionTests {
 		long startedAt = System.nanoTime();
 		long liftedAt;
 		switch (kind) {
-			case PAUSE -> {
-				process.sigstop();
-				try {
-					FaultHistory.sleepAsFault(duration);
-				}
-				finally {
-					process.sigcont();
-					liftedAt = System.nanoTime();
-					incarnation.frozen(startedAt, liftedAt);
-				}
-			}
+			case PAUSE -> liftedAt = incarnation.pause(startedAt, duration);
 			case KILL -> {
-				incarnation.killed(startedAt);
-				process.kill9();
+				incarnation.kill(startedAt);
 				liftedAt = startedAt;
 				startNode(target).process().awaitReady(STARTUP_TIMEOUT);
 			}
@@ -252,10 +234,7 @@ class FaultInjectionTests {
 						terminated + " sessions terminated");
 			}
 			case STALL -> {
-				this.proxies.get(target).stall(duration);
-				FaultHistory.sleepAsFault(duration);
-				liftedAt = System.nanoTime();
-				this.history.stalled(target, startedAt, liftedAt);
+				liftedAt = this.history.stall(this.proxies.get(target), target, startedAt, duration);
 			}
 			default -> throw new IllegalStateException("Unknown fault " + kind);
 		}
@@ -265,17 +244,6 @@ class FaultInjectionTests {
 			default -> "restarted";
 		};
 		return new Episode(number, kind, target, held, startedAt, liftedAt, detail);
-	}
-
-	private static FaultKind pick(SplittableRandom random) {
-		int dice = random.nextInt(100);
-		if (dice < 35) {
-			return FaultKind.PAUSE;
-		}
-		if (dice < 60) {
-			return FaultKind.KILL;
-		}
-		return (dice < 80) ? FaultKind.TERMINATE : FaultKind.STALL;
 	}
 
 	/**
@@ -305,14 +273,7 @@ class FaultInjectionTests {
 	 * wall clocks they printed, and runs the checkers.
 	 */
 	private Checks checkAfterGracefulStop() {
-		List<NodeProcess> running = this.current.values()
-			.stream()
-			.map(Incarnation::process)
-			.filter(NodeProcess::isAlive)
-			.toList();
-		this.history.ended(System.nanoTime());
-		running.forEach(NodeProcess::sigterm);
-		running.forEach((process) -> process.awaitExit(Duration.ofSeconds(15)));
+		this.history.stopGracefully(this.current.values());
 		for (Incarnation incarnation : this.history.incarnations()) {
 			assertWallClock(incarnation.process());
 		}
@@ -351,10 +312,6 @@ class FaultInjectionTests {
 			}
 		}
 		return writes;
-	}
-
-	private String proxiedUrl(String nodeId) {
-		return this.proxies.computeIfAbsent(nodeId, (id) -> StallingProxy.inFrontOf(id, this.cluster.url())).jdbcUrl();
 	}
 
 	private static Map<String, String> fakedClock() {

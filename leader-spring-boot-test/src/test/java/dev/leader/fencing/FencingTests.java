@@ -7,20 +7,18 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
-import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.FencingToken;
 import dev.leader.StaleLeadershipException;
-import dev.leader.jdbc.LeaderSchemaMigration;
 import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.jdbc.PostgresFencingStore;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore.AcquireResult;
 import dev.leader.lease.CoordinationStore.Tick;
 import dev.leader.node.NodeRegistration;
-import dev.leader.test.TestDatabase;
-import org.junit.jupiter.api.AfterEach;
+import dev.leader.test.MigratedSchema;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
@@ -41,9 +39,8 @@ class FencingTests {
 
 	private static final NodeRegistration NODE_A = new NodeRegistration("a", "app", "host-a", 1);
 
-	private TestDatabase database;
-
-	private HikariDataSource dataSource;
+	@RegisterExtension
+	final MigratedSchema schema = new MigratedSchema(8);
 
 	private PostgresCoordinationStore leases;
 
@@ -52,20 +49,11 @@ class FencingTests {
 	private JdbcClient jdbc;
 
 	@BeforeEach
-	void createSchema() {
-		this.database = TestDatabase.createSchema();
-		this.dataSource = this.database.dataSource(8);
-		new LeaderSchemaMigration(this.dataSource, PREFIX).migrate();
-		this.leases = new PostgresCoordinationStore(this.dataSource, PREFIX, Duration.ofSeconds(5));
-		this.transactions = new TransactionTemplate(new DataSourceTransactionManager(this.dataSource));
-		this.jdbc = JdbcClient.create(this.dataSource);
+	void createStores() {
+		this.leases = new PostgresCoordinationStore(this.schema.dataSource(), PREFIX, Duration.ofSeconds(5));
+		this.transactions = new TransactionTemplate(new DataSourceTransactionManager(this.schema.dataSource()));
+		this.jdbc = JdbcClient.create(this.schema.dataSource());
 		this.jdbc.sql("CREATE TABLE writes (term BIGINT NOT NULL, node VARCHAR(20) NOT NULL)").update();
-	}
-
-	@AfterEach
-	void dropSchema() {
-		this.dataSource.close();
-		this.database.drop();
 	}
 
 	@Test
@@ -122,24 +110,15 @@ class FencingTests {
 	@Test
 	void takeoverWaitsUntilTheGuardedTransactionEnds() throws Exception {
 		FencingToken token = acquire("g", "a", Duration.ofMillis(500));
-		CountDownLatch guarded = new CountDownLatch(1);
-		CountDownLatch finish = new CountDownLatch(1);
-		CompletableFuture<Void> writer = CompletableFuture
-			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-				fencing("a").guard(token);
-				guarded.countDown();
-				awaitLatch(finish);
-				insert(token, "a");
-			}));
-		assertThat(guarded.await(5, TimeUnit.SECONDS)).isTrue();
+		HeldWrite writer = holdWrite(() -> fencing("a").guard(token), token);
 		awaitExpiry("g");
 		CompletableFuture<AcquireResult> takeover = CompletableFuture
 			.supplyAsync(() -> this.leases.acquire("g", "b", Duration.ofSeconds(10)));
 		// A takeover locks the row FOR UPDATE before it changes holder and term; a plain
 		// UPDATE would not wait.
 		await().during(Duration.ofMillis(700)).atMost(Duration.ofSeconds(2)).until(() -> !takeover.isDone());
-		finish.countDown();
-		writer.get(5, TimeUnit.SECONDS);
+		writer.letGo();
+		writer.outcome().get(5, TimeUnit.SECONDS);
 		AcquireResult result = takeover.get(5, TimeUnit.SECONDS);
 		assertThat(result.granted()).isTrue();
 		assertThat(result.lease().term()).isEqualTo(token.term() + 1);
@@ -149,18 +128,9 @@ class FencingTests {
 	@Test
 	void holderFrozenInsideItsGuardedTransactionHoldsATakeoverUpOnlyUntilTheHoldLimit() throws Exception {
 		FencingToken token = acquire("g", "a", Duration.ofMillis(300));
-		Fencing frozen = new Fencing(
-				new PostgresFencingStore(this.dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofMillis(800)), "a");
-		CountDownLatch guarded = new CountDownLatch(1);
-		CountDownLatch thaw = new CountDownLatch(1);
-		CompletableFuture<Void> writer = CompletableFuture
-			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-				frozen.guard(token);
-				guarded.countDown();
-				awaitLatch(thaw);
-				insert(token, "a");
-			}));
-		assertThat(guarded.await(5, TimeUnit.SECONDS)).isTrue();
+		Fencing frozen = new Fencing(new PostgresFencingStore(this.schema.dataSource(), PREFIX, Duration.ofSeconds(5),
+				Duration.ofMillis(800)), "a");
+		HeldWrite writer = holdWrite(() -> frozen.guard(token), token);
 		awaitExpiry("g");
 		long start = System.nanoTime();
 		AcquireResult takeover = CompletableFuture
@@ -170,53 +140,35 @@ class FencingTests {
 		assertThat(takeover.granted()).isTrue();
 		assertThat(takeover.lease().term()).isEqualTo(token.term() + 1);
 		assertThat(waited).isLessThan(Duration.ofSeconds(3));
-		thaw.countDown();
+		writer.letGo();
 		assertThatExceptionOfType(java.util.concurrent.ExecutionException.class)
-			.isThrownBy(() -> writer.get(5, TimeUnit.SECONDS));
+			.isThrownBy(() -> writer.outcome().get(5, TimeUnit.SECONDS));
 		assertThat(writes()).isEmpty();
 	}
 
 	@Test
 	void holderRenewsWhileItsGuardedTransactionsHoldTheLeaseRow() throws Exception {
 		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
-		CountDownLatch guarded = new CountDownLatch(1);
-		CountDownLatch finish = new CountDownLatch(1);
-		CompletableFuture<Void> writer = CompletableFuture
-			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-				fencing("a").guard(token);
-				guarded.countDown();
-				awaitLatch(finish);
-				insert(token, "a");
-			}));
-		assertThat(guarded.await(5, TimeUnit.SECONDS)).isTrue();
+		HeldWrite writer = holdWrite(() -> fencing("a").guard(token), token);
 		CompletableFuture<Tick> renewal = CompletableFuture.supplyAsync(() -> this.leases.tick(NODE_A,
 				Map.of("g", token.term()), List.of("g"), Duration.ofSeconds(10), Duration.ofSeconds(10)));
 		// FOR SHARE, which the guard took before, made this renewal wait for the guarded
 		// transaction.
 		assertThat(renewal.get(2, TimeUnit.SECONDS).renewed()).containsKey("g");
-		finish.countDown();
-		writer.get(5, TimeUnit.SECONDS);
+		writer.letGo();
+		writer.outcome().get(5, TimeUnit.SECONDS);
 		assertThat(writes()).containsExactly(List.of(token.term(), "a"));
 	}
 
 	@Test
 	void releaseWaitsUntilTheGuardedTransactionEnds() throws Exception {
 		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
-		CountDownLatch guarded = new CountDownLatch(1);
-		CountDownLatch finish = new CountDownLatch(1);
-		CompletableFuture<Void> writer = CompletableFuture
-			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-				fencing("a").guard(token);
-				guarded.countDown();
-				awaitLatch(finish);
-				insert(token, "a");
-			}));
-		assertThat(guarded.await(5, TimeUnit.SECONDS)).isTrue();
+		HeldWrite writer = holdWrite(() -> fencing("a").guard(token), token);
 		CompletableFuture<java.util.Collection<String>> release = CompletableFuture
 			.supplyAsync(() -> this.leases.release("a", Map.of("g", token.term())));
 		await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2)).until(() -> !release.isDone());
-		finish.countDown();
-		writer.get(5, TimeUnit.SECONDS);
+		writer.letGo();
+		writer.outcome().get(5, TimeUnit.SECONDS);
 		assertThat(release.get(5, TimeUnit.SECONDS)).containsExactly("g");
 		assertThat(writes()).containsExactly(List.of(token.term(), "a"));
 	}
@@ -257,8 +209,8 @@ class FencingTests {
 	@Test
 	void statementBlockedInsideAGuardedTransactionHoldsATakeoverUpOnlyUntilTheHoldLimit() throws Exception {
 		FencingToken token = acquire("g", "a", Duration.ofMillis(300));
-		Fencing blocked = new Fencing(
-				new PostgresFencingStore(this.dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofMillis(800)), "a");
+		Fencing blocked = new Fencing(new PostgresFencingStore(this.schema.dataSource(), PREFIX, Duration.ofSeconds(5),
+				Duration.ofMillis(800)), "a");
 		CountDownLatch guarded = new CountDownLatch(1);
 		CompletableFuture<Void> writer = CompletableFuture
 			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
@@ -284,8 +236,8 @@ class FencingTests {
 	@Test
 	void guardKeepsALowerStatementTimeoutOfTheSessionAndOtherwiseSetsTheHoldLimit() {
 		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
-		Fencing fencing = new Fencing(
-				new PostgresFencingStore(this.dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofMillis(1500)), "a");
+		Fencing fencing = new Fencing(new PostgresFencingStore(this.schema.dataSource(), PREFIX, Duration.ofSeconds(5),
+				Duration.ofMillis(1500)), "a");
 		List<String> limits = this.transactions.execute((tx) -> {
 			fencing.guard(token);
 			return List.of(show("statement_timeout"), show("idle_in_transaction_session_timeout"));
@@ -302,25 +254,16 @@ class FencingTests {
 
 	@Test
 	void fenceHeldByAFrozenWriterIsFreedAfterTheHoldLimit() throws Exception {
-		Fencing frozen = new Fencing(
-				new PostgresFencingStore(this.dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofMillis(800)), "a");
-		CountDownLatch advanced = new CountDownLatch(1);
-		CountDownLatch thaw = new CountDownLatch(1);
+		Fencing frozen = new Fencing(new PostgresFencingStore(this.schema.dataSource(), PREFIX, Duration.ofSeconds(5),
+				Duration.ofMillis(800)), "a");
 		FencingToken low = new FencingToken("g", 1);
-		CompletableFuture<Void> writer = CompletableFuture
-			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-				frozen.advance("mail", low);
-				advanced.countDown();
-				awaitLatch(thaw);
-				insert(low, "a");
-			}));
-		assertThat(advanced.await(5, TimeUnit.SECONDS)).isTrue();
+		HeldWrite writer = holdWrite(() -> frozen.advance("mail", low), low);
 		long start = System.nanoTime();
 		advance(fencing("b"), "mail", new FencingToken("g", 2));
 		assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(3));
-		thaw.countDown();
+		writer.letGo();
 		assertThatExceptionOfType(java.util.concurrent.ExecutionException.class)
-			.isThrownBy(() -> writer.get(5, TimeUnit.SECONDS));
+			.isThrownBy(() -> writer.outcome().get(5, TimeUnit.SECONDS));
 		assertThat(writes()).isEmpty();
 	}
 
@@ -380,17 +323,8 @@ class FencingTests {
 	@Test
 	void higherTokenWaitsForTheTransactionThatHoldsTheFence() throws Exception {
 		Fencing fencing = fencing("a");
-		CountDownLatch advanced = new CountDownLatch(1);
-		CountDownLatch finish = new CountDownLatch(1);
 		FencingToken low = new FencingToken("g", 1);
-		CompletableFuture<Void> first = CompletableFuture
-			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-				fencing.advance("mail", low);
-				advanced.countDown();
-				awaitLatch(finish);
-				insert(low, "a");
-			}));
-		assertThat(advanced.await(5, TimeUnit.SECONDS)).isTrue();
+		HeldWrite first = holdWrite(() -> fencing.advance("mail", low), low);
 		FencingToken high = new FencingToken("g", 2);
 		CompletableFuture<Void> second = CompletableFuture
 			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
@@ -398,17 +332,16 @@ class FencingTests {
 				insert(high, "b");
 			}));
 		await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2)).until(() -> !second.isDone());
-		finish.countDown();
-		first.get(5, TimeUnit.SECONDS);
+		first.letGo();
+		first.outcome().get(5, TimeUnit.SECONDS);
 		second.get(5, TimeUnit.SECONDS);
 		assertThat(writes()).containsExactly(List.of(1L, "a"), List.of(2L, "b"));
 		assertThatExceptionOfType(StaleLeadershipException.class).isThrownBy(() -> advance(fencing, "mail", low));
 	}
 
 	private Fencing fencing(String nodeId) {
-		return new Fencing(
-				new PostgresFencingStore(this.dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(10)),
-				nodeId);
+		return new Fencing(new PostgresFencingStore(this.schema.dataSource(), PREFIX, Duration.ofSeconds(5),
+				Duration.ofSeconds(10)), nodeId);
 	}
 
 	private FencingToken acquire(String group, String node, Duration duration) {
@@ -423,6 +356,22 @@ class FencingTests {
 				.param(group)
 				.query(Boolean.class)
 				.single());
+	}
+
+	// Writes the token's term as node a in a transaction on another thread: the fence is
+	// taken first, and the write waits until the test lets it go.
+	private HeldWrite holdWrite(Runnable fence, FencingToken token) throws InterruptedException {
+		CountDownLatch fenced = new CountDownLatch(1);
+		CountDownLatch letGo = new CountDownLatch(1);
+		CompletableFuture<Void> outcome = CompletableFuture
+			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
+				fence.run();
+				fenced.countDown();
+				awaitLatch(letGo);
+				insert(token, "a");
+			}));
+		assertThat(fenced.await(5, TimeUnit.SECONDS)).isTrue();
+		return new HeldWrite(letGo, outcome);
 	}
 
 	private void write(Fencing fencing, FencingToken token, String node) {
@@ -458,6 +407,14 @@ class FencingTests {
 			Thread.currentThread().interrupt();
 			throw new IllegalStateException(ex);
 		}
+	}
+
+	private record HeldWrite(CountDownLatch held, CompletableFuture<Void> outcome) {
+
+		void letGo() {
+			this.held.countDown();
+		}
+
 	}
 
 }

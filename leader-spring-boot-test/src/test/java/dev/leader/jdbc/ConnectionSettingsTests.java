@@ -8,6 +8,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
@@ -191,8 +192,7 @@ class ConnectionSettingsTests {
 		});
 	}
 
-	private static HikariDataSource pool(String url, String user, String password,
-			java.util.function.Consumer<HikariConfig> customizer) {
+	private static HikariDataSource pool(String url, String user, String password, Consumer<HikariConfig> customizer) {
 		HikariConfig config = new HikariConfig();
 		config.setJdbcUrl(url);
 		config.setUsername(user);
@@ -204,24 +204,25 @@ class ConnectionSettingsTests {
 	}
 
 	/**
-	 * The coordination store's contract on a pool with auto-commit off and
-	 * {@code SERIALIZABLE} isolation: without the store's own settings nothing would
-	 * commit, and racing nodes would fail on serialization errors.
+	 * The coordination store's contract on a pool of the test's schema with settings of
+	 * the application's own.
 	 */
-	@Nested
-	class OnAPoolWithAutoCommitOffAndSerializableIsolation extends AbstractCoordinationStoreContractTests {
+	abstract class OnAConfiguredPool extends AbstractCoordinationStoreContractTests {
+
+		private final Consumer<HikariConfig> settings;
 
 		private TestDatabase database;
 
 		private HikariDataSource dataSource;
 
+		OnAConfiguredPool(Consumer<HikariConfig> settings) {
+			this.settings = settings;
+		}
+
 		@Override
 		protected CoordinationStore createStore() {
 			this.database = TestDatabase.createSchema();
-			this.dataSource = pool(this.database.url(), this.database.user(), this.database.password(), (config) -> {
-				config.setAutoCommit(false);
-				config.setTransactionIsolation("TRANSACTION_SERIALIZABLE");
-			});
+			this.dataSource = pool(this.database.url(), this.database.user(), this.database.password(), this.settings);
 			new LeaderSchemaMigration(this.dataSource, PREFIX).migrate();
 			return new PostgresCoordinationStore(this.dataSource, PREFIX, TIMEOUT);
 		}
@@ -240,33 +241,30 @@ class ConnectionSettingsTests {
 	}
 
 	/**
+	 * The coordination store's contract on a pool with auto-commit off and
+	 * {@code SERIALIZABLE} isolation: without the store's own settings nothing would
+	 * commit, and racing nodes would fail on serialization errors.
+	 */
+	@Nested
+	class OnAPoolWithAutoCommitOffAndSerializableIsolation extends OnAConfiguredPool {
+
+		OnAPoolWithAutoCommitOffAndSerializableIsolation() {
+			super((config) -> {
+				config.setAutoCommit(false);
+				config.setTransactionIsolation("TRANSACTION_SERIALIZABLE");
+			});
+		}
+
+	}
+
+	/**
 	 * The same on {@code REPEATABLE READ} with auto-commit on.
 	 */
 	@Nested
-	class OnAPoolWithRepeatableReadIsolation extends AbstractCoordinationStoreContractTests {
+	class OnAPoolWithRepeatableReadIsolation extends OnAConfiguredPool {
 
-		private TestDatabase database;
-
-		private HikariDataSource dataSource;
-
-		@Override
-		protected CoordinationStore createStore() {
-			this.database = TestDatabase.createSchema();
-			this.dataSource = pool(this.database.url(), this.database.user(), this.database.password(),
-					(config) -> config.setTransactionIsolation("TRANSACTION_REPEATABLE_READ"));
-			new LeaderSchemaMigration(this.dataSource, PREFIX).migrate();
-			return new PostgresCoordinationStore(this.dataSource, PREFIX, TIMEOUT);
-		}
-
-		@Override
-		protected void destroyStore(CoordinationStore store) {
-			this.dataSource.close();
-			this.database.drop();
-		}
-
-		@Override
-		protected boolean supportsReleaseNotifications() {
-			return true;
+		OnAPoolWithRepeatableReadIsolation() {
+			super((config) -> config.setTransactionIsolation("TRANSACTION_REPEATABLE_READ"));
 		}
 
 	}

@@ -4,7 +4,7 @@ import java.time.Duration;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.test.AbstractDaemonStoreContractTests;
-import dev.leader.test.TestDatabase;
+import dev.leader.test.MigratedSchema;
 
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 
@@ -17,24 +17,19 @@ class PostgresDaemonStoreContractTests extends AbstractDaemonStoreContractTests 
 
 	private static final TablePrefix PREFIX = new TablePrefix("leader_");
 
-	private TestDatabase database;
-
-	private HikariDataSource dataSource;
+	private final MigratedSchema schema = new MigratedSchema(10);
 
 	@Override
 	protected Stores createStores() {
-		this.database = TestDatabase.createSchema();
-		this.dataSource = this.database.dataSource(10);
-		new LeaderSchemaMigration(this.dataSource, PREFIX).migrate();
-		return new Stores(new PostgresCoordinationStore(this.dataSource, PREFIX, Duration.ofSeconds(5)),
-				new PostgresDaemonStore(this.dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(10)),
-				new DataSourceTransactionManager(this.dataSource));
+		HikariDataSource dataSource = this.schema.create();
+		return new Stores(new PostgresCoordinationStore(dataSource, PREFIX, Duration.ofSeconds(5)),
+				new PostgresDaemonStore(dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(10)),
+				new DataSourceTransactionManager(dataSource));
 	}
 
 	@Override
 	protected void destroyStores(Stores stores) {
-		this.dataSource.close();
-		this.database.drop();
+		this.schema.drop();
 	}
 
 }

@@ -9,7 +9,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
-import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.FencingToken;
 import dev.leader.daemon.Assignment;
 import dev.leader.daemon.AssignmentState;
@@ -17,10 +16,10 @@ import dev.leader.daemon.DaemonRequest;
 import dev.leader.daemon.DaemonSnapshot;
 import dev.leader.daemon.Member;
 import dev.leader.node.NodeRegistration;
-import dev.leader.test.TestDatabase;
-import org.junit.jupiter.api.AfterEach;
+import dev.leader.test.MigratedSchema;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
@@ -43,9 +42,8 @@ class PostgresDaemonStoreTests {
 
 	private static final Duration EXPIRY = Duration.ofSeconds(10);
 
-	private TestDatabase database;
-
-	private HikariDataSource dataSource;
+	@RegisterExtension
+	final MigratedSchema schema = new MigratedSchema(6);
 
 	private PostgresCoordinationStore leases;
 
@@ -54,27 +52,19 @@ class PostgresDaemonStoreTests {
 	private FencingToken leader;
 
 	@BeforeEach
-	void createSchema() {
-		this.database = TestDatabase.createSchema();
-		this.dataSource = this.database.dataSource(6);
-		new LeaderSchemaMigration(this.dataSource, PREFIX).migrate();
-		this.leases = new PostgresCoordinationStore(this.dataSource, PREFIX, Duration.ofSeconds(5));
-		this.store = new PostgresDaemonStore(this.dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(10));
+	void createStores() {
+		this.leases = new PostgresCoordinationStore(this.schema.dataSource(), PREFIX, Duration.ofSeconds(5));
+		this.store = new PostgresDaemonStore(this.schema.dataSource(), PREFIX, Duration.ofSeconds(5),
+				Duration.ofSeconds(10));
 		long term = this.leases.acquire("default", "leader", LEASE).lease().term();
 		this.leader = new FencingToken("default", term);
-	}
-
-	@AfterEach
-	void dropSchema() {
-		this.dataSource.close();
-		this.database.drop();
 	}
 
 	@Test
 	void readShowsTheDaemonsEachNodeAdvertisesInItsHeartbeatAndWhetherItIsAlive() {
 		heartbeat(new NodeRegistration("node-a", "a", "host", 1, Set.of("outbox", "reports")));
 		heartbeat(new NodeRegistration("node-b", "b", "host", 2));
-		JdbcClient.create(this.dataSource)
+		JdbcClient.create(this.schema.dataSource())
 			.sql("UPDATE leader_nodes SET heartbeat_at = clock_timestamp() - interval '11 seconds' "
 					+ "WHERE node_id = 'node-b'")
 			.update();
@@ -86,7 +76,7 @@ class PostgresDaemonStoreTests {
 
 	@Test
 	void heartbeatOfAFollowingNodeReadsWhatAReadReadsInTheSameStatement() throws Exception {
-		PostgresDaemonStore following = new PostgresDaemonStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
+		PostgresDaemonStore following = new PostgresDaemonStore(this.schema.dataSource(), PREFIX, Duration.ofSeconds(5),
 				Duration.ofSeconds(10), this.leases);
 		heartbeat(new NodeRegistration("node-b", "b", "host", 2, Set.of("outbox")));
 		this.store.assign(this.leader, "leader", "outbox", "node-b", 0);
@@ -170,21 +160,8 @@ class PostgresDaemonStoreTests {
 	@Test
 	void reassignmentWaitsForATransactionThatGuardedTheAssignment() throws Exception {
 		this.store.assign(this.leader, "leader", "outbox", "node-a", 0);
-		TransactionTemplate transactions = new TransactionTemplate(new DataSourceTransactionManager(this.dataSource));
-		CountDownLatch locked = new CountDownLatch(1);
 		CountDownLatch commit = new CountDownLatch(1);
-		CompletableFuture<Assignment> guarded = CompletableFuture.supplyAsync(() -> transactions.execute((status) -> {
-			Assignment assignment = this.store.lock("outbox");
-			locked.countDown();
-			try {
-				commit.await(10, TimeUnit.SECONDS);
-			}
-			catch (InterruptedException ex) {
-				Thread.currentThread().interrupt();
-			}
-			return assignment;
-		}));
-		assertThat(locked.await(10, TimeUnit.SECONDS)).isTrue();
+		CompletableFuture<Assignment> guarded = lockUntil(commit, "outbox");
 		CompletableFuture<Boolean> reclaim = CompletableFuture
 			.supplyAsync(() -> this.store.reclaim(this.leader, "leader", "outbox", 1));
 		await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(2)).until(() -> !reclaim.isDone());
@@ -196,21 +173,8 @@ class PostgresDaemonStoreTests {
 	@Test
 	void revokeAndTheLeadersRenewalDoNotWaitForATransactionThatGuardedTheAssignment() throws Exception {
 		this.store.assign(this.leader, "leader", "outbox", "node-a", 0);
-		TransactionTemplate transactions = new TransactionTemplate(new DataSourceTransactionManager(this.dataSource));
-		CountDownLatch locked = new CountDownLatch(1);
 		CountDownLatch commit = new CountDownLatch(1);
-		CompletableFuture<Assignment> guarded = CompletableFuture.supplyAsync(() -> transactions.execute((status) -> {
-			Assignment assignment = this.store.lock("outbox");
-			locked.countDown();
-			try {
-				commit.await(10, TimeUnit.SECONDS);
-			}
-			catch (InterruptedException ex) {
-				Thread.currentThread().interrupt();
-			}
-			return assignment;
-		}));
-		assertThat(locked.await(10, TimeUnit.SECONDS)).isTrue();
+		CompletableFuture<Assignment> guarded = lockUntil(commit, "outbox");
 		// The assignment stays current while its daemon drains, so its guarded writes may
 		// go on.
 		assertThat(CompletableFuture.supplyAsync(() -> this.store.revoke(this.leader, "leader", "outbox", 1))
@@ -224,15 +188,16 @@ class PostgresDaemonStoreTests {
 	void statementBlockedInsideATransactionThatGuardedTheAssignmentHoldsTheReclaimUpOnlyUntilTheHoldLimit()
 			throws Exception {
 		this.store.assign(this.leader, "leader", "outbox", "node-a", 0);
-		PostgresDaemonStore limited = new PostgresDaemonStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
+		PostgresDaemonStore limited = new PostgresDaemonStore(this.schema.dataSource(), PREFIX, Duration.ofSeconds(5),
 				Duration.ofMillis(800));
-		TransactionTemplate transactions = new TransactionTemplate(new DataSourceTransactionManager(this.dataSource));
+		TransactionTemplate transactions = new TransactionTemplate(
+				new DataSourceTransactionManager(this.schema.dataSource()));
 		CountDownLatch locked = new CountDownLatch(1);
 		CompletableFuture<Void> guarded = CompletableFuture
 			.runAsync(() -> transactions.executeWithoutResult((status) -> {
 				limited.lock("outbox");
 				locked.countDown();
-				JdbcClient.create(this.dataSource).sql("SELECT pg_sleep(10)").query().singleRow();
+				JdbcClient.create(this.schema.dataSource()).sql("SELECT pg_sleep(10)").query().singleRow();
 			}));
 		assertThat(locked.await(10, TimeUnit.SECONDS)).isTrue();
 		long start = System.nanoTime();
@@ -252,6 +217,28 @@ class PostgresDaemonStoreTests {
 
 	private void heartbeat(NodeRegistration node) {
 		this.leases.tick(node, Map.of(), List.of(), LEASE, EXPIRY);
+	}
+
+	// Locks the daemon's assignment in a transaction on another thread, which commits
+	// once
+	// the latch opens; returns when the lock is held.
+	private CompletableFuture<Assignment> lockUntil(CountDownLatch commit, String daemon) throws InterruptedException {
+		TransactionTemplate transactions = new TransactionTemplate(
+				new DataSourceTransactionManager(this.schema.dataSource()));
+		CountDownLatch locked = new CountDownLatch(1);
+		CompletableFuture<Assignment> guarded = CompletableFuture.supplyAsync(() -> transactions.execute((status) -> {
+			Assignment assignment = this.store.lock(daemon);
+			locked.countDown();
+			try {
+				commit.await(10, TimeUnit.SECONDS);
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+			}
+			return assignment;
+		}));
+		assertThat(locked.await(10, TimeUnit.SECONDS)).isTrue();
+		return guarded;
 	}
 
 	private Assignment assignment(String daemon) {

@@ -4,7 +4,7 @@ import java.time.Duration;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.test.AbstractFencingStoreContractTests;
-import dev.leader.test.TestDatabase;
+import dev.leader.test.MigratedSchema;
 
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 
@@ -16,24 +16,19 @@ class PostgresFencingStoreTests extends AbstractFencingStoreContractTests {
 
 	private static final TablePrefix PREFIX = new TablePrefix("leader_");
 
-	private TestDatabase database;
-
-	private HikariDataSource dataSource;
+	private final MigratedSchema schema = new MigratedSchema(12);
 
 	@Override
 	protected Stores createStores() {
-		this.database = TestDatabase.createSchema();
-		this.dataSource = this.database.dataSource(12);
-		new LeaderSchemaMigration(this.dataSource, PREFIX).migrate();
-		return new Stores(new PostgresCoordinationStore(this.dataSource, PREFIX, Duration.ofSeconds(5)),
-				new PostgresFencingStore(this.dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(5)),
-				new DataSourceTransactionManager(this.dataSource));
+		HikariDataSource dataSource = this.schema.create();
+		return new Stores(new PostgresCoordinationStore(dataSource, PREFIX, Duration.ofSeconds(5)),
+				new PostgresFencingStore(dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(5)),
+				new DataSourceTransactionManager(dataSource));
 	}
 
 	@Override
 	protected void destroyStores(Stores stores) {
-		this.dataSource.close();
-		this.database.drop();
+		this.schema.drop();
 	}
 
 }

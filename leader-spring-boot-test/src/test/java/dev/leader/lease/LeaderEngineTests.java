@@ -7,13 +7,11 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -25,14 +23,13 @@ import dev.leader.Leadership;
 import dev.leader.LeadershipGrantedEvent;
 import dev.leader.LeadershipRevokedEvent;
 import dev.leader.RevokeReason;
-import dev.leader.jdbc.LeaderSchemaMigration;
 import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.node.NodeRegistration;
-import dev.leader.test.TestDatabase;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import dev.leader.test.InProcessNodes;
+import dev.leader.test.Leftovers;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.postgresql.ds.PGSimpleDataSource;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -43,30 +40,8 @@ import static org.awaitility.Awaitility.await;
  */
 class LeaderEngineTests {
 
-	private static final LeaseSettings FAST = new LeaseSettings(Duration.ofSeconds(2), Duration.ofMillis(500),
-			Duration.ofMillis(500), Duration.ofMillis(100), Duration.ofSeconds(2), Duration.ofSeconds(3));
-
-	private TestDatabase database;
-
-	private HikariDataSource dataSource;
-
-	private final List<LeaderEngine> engines = new CopyOnWriteArrayList<>();
-
-	private final List<Object> events = new CopyOnWriteArrayList<>();
-
-	@BeforeEach
-	void createSchema() {
-		this.database = TestDatabase.createSchema();
-		this.dataSource = this.database.dataSource(8);
-		new LeaderSchemaMigration(this.dataSource, new TablePrefix("leader_")).migrate();
-	}
-
-	@AfterEach
-	void dropSchema() {
-		this.engines.forEach(LeaderEngine::stop);
-		this.dataSource.close();
-		this.database.drop();
-	}
+	@RegisterExtension
+	final InProcessNodes nodes = new InProcessNodes();
 
 	@Test
 	void exactlyOneOfTwoEnginesLeadsAndYieldHandsOverAtOnce() throws Exception {
@@ -81,9 +56,9 @@ class LeaderEngineTests {
 		assertThat(follower.awaitLeadership("default", Duration.ofSeconds(1))).isTrue();
 		assertThat(follower.token("default").orElseThrow().term()).isGreaterThan(term);
 		await().atMost(Duration.ofSeconds(2))
-			.until(() -> this.events
+			.until(() -> this.nodes.events()
 				.contains(new LeadershipRevokedEvent("default", term, leader.nodeId(), RevokeReason.YIELDED)));
-		assertThat(this.events).contains(new LeadershipGrantedEvent("default", term, leader.nodeId()));
+		assertThat(this.nodes.events()).contains(new LeadershipGrantedEvent("default", term, leader.nodeId()));
 	}
 
 	@Test
@@ -91,11 +66,11 @@ class LeaderEngineTests {
 		LeaderEngine engine = start("a");
 		assertThat(engine.awaitLeadership("default", Duration.ofSeconds(5))).isTrue();
 		// The round trips' connection and the listening one.
-		assertThat(this.dataSource.getHikariPoolMXBean().getActiveConnections()).isEqualTo(2);
+		assertThat(this.nodes.dataSource().getHikariPoolMXBean().getActiveConnections()).isEqualTo(2);
 		engine.stop();
 		// The listening connection too: its thread gives it back within its half-second
 		// wait, and stop waits for it.
-		assertThat(this.dataSource.getHikariPoolMXBean().getActiveConnections()).isZero();
+		assertThat(this.nodes.dataSource().getHikariPoolMXBean().getActiveConnections()).isZero();
 	}
 
 	@Test
@@ -107,18 +82,18 @@ class LeaderEngineTests {
 				Duration.ofMillis(100), Duration.ofSeconds(2), Duration.ofSeconds(3));
 		// Without a pool, every session of the engine's store is one in use, and shows
 		// under this name.
-		String applicationName = "restart-" + this.database.schema();
-		PGSimpleDataSource unpooled = (PGSimpleDataSource) this.database.unpooled();
+		String applicationName = "restart-" + this.nodes.database().schema();
+		PGSimpleDataSource unpooled = (PGSimpleDataSource) this.nodes.database().unpooled();
 		unpooled.setApplicationName(applicationName);
 		LeaderEngine engine = new LeaderEngine(
 				new PostgresCoordinationStore(unpooled, new TablePrefix("leader_"), Duration.ofSeconds(2)), settings,
 				new NodeRegistration("a", "a", "localhost", ProcessHandle.current().pid()), List.of("default"),
-				this.events::add);
-		this.engines.add(engine);
-		PostgresCoordinationStore other = new PostgresCoordinationStore(this.dataSource, new TablePrefix("leader_"),
-				Duration.ofSeconds(2));
-		Set<Thread> threadsBefore = leaderThreads();
-		long sessionsBefore = sessions(applicationName);
+				this.nodes.events()::add);
+		this.nodes.add(engine);
+		PostgresCoordinationStore other = new PostgresCoordinationStore(this.nodes.dataSource(),
+				new TablePrefix("leader_"), Duration.ofSeconds(2));
+		Set<Thread> threadsBefore = Leftovers.leaderThreads();
+		long sessionsBefore = Leftovers.sessions(this.nodes.database(), applicationName);
 		List<Long> terms = new ArrayList<>();
 		for (int cycle = 0; cycle < 20; cycle++) {
 			long otherTerm = other.acquire("default", "other", Duration.ofMinutes(1)).lease().term();
@@ -126,9 +101,10 @@ class LeaderEngineTests {
 			await().atMost(Duration.ofSeconds(5))
 				.pollInterval(Duration.ofMillis(10))
 				.until(() -> engine.leader("default").map(LeaderInfo::nodeId), Optional.of("other")::equals);
-			assertThat(leaderThreads()).extracting(Thread::getName)
+			assertThat(Leftovers.leaderThreads()).extracting(Thread::getName)
 				.contains("leader-io", "leader-watchdog", "leader-events", "leader-listen");
-			assertThat(sessions(applicationName)).as("the kept and the listening connection")
+			assertThat(Leftovers.sessions(this.nodes.database(), applicationName))
+				.as("the kept and the listening connection")
 				.isGreaterThanOrEqualTo(sessionsBefore + 2);
 			other.release("other", Map.of("default", otherTerm));
 			assertThat(engine.awaitLeadership("default", Duration.ofMillis(500))).as("granted on the notification")
@@ -141,17 +117,19 @@ class LeaderEngineTests {
 			await().atMost(Duration.ofSeconds(3)).until(() -> renewedAfterGrant("default", "a", term));
 			engine.stop();
 			assertThat(engine.isLeader("default")).isFalse();
-			assertThat(leaderThreads()).isSubsetOf(threadsBefore);
+			assertThat(Leftovers.leaderThreads()).isSubsetOf(threadsBefore);
 			// A closed session leaves pg_stat_activity once its backend has exited, which
 			// the client does not wait for.
 			await().atMost(Duration.ofSeconds(5))
-				.until(() -> sessions(applicationName), (now) -> now == sessionsBefore);
+				.until(() -> Leftovers.sessions(this.nodes.database(), applicationName),
+						(now) -> now == sessionsBefore);
 		}
 		other.disconnect();
 		assertThat(terms).isSorted().doesNotHaveDuplicates();
 		List<String> expected = new ArrayList<>();
 		terms.forEach((term) -> expected.addAll(List.of("granted " + term, "revoked " + term + " SHUTDOWN")));
-		assertThat(this.events.stream()
+		assertThat(this.nodes.events()
+			.stream()
 			.map((event) -> (event instanceof LeadershipGrantedEvent granted) ? "granted " + granted.term()
 					: (event instanceof LeadershipRevokedEvent revoked)
 							? "revoked " + revoked.term() + " " + revoked.reason() : null)
@@ -233,11 +211,12 @@ class LeaderEngineTests {
 		// valid and ours.
 		LeaseSettings settings = new LeaseSettings(Duration.ofSeconds(6), Duration.ofSeconds(1), Duration.ofMillis(300),
 				Duration.ofMillis(100), Duration.ofSeconds(2), Duration.ofMillis(500));
-		String role = "r_" + this.database.schema();
-		execute("CREATE ROLE " + role + " LOGIN", "GRANT ALL ON SCHEMA " + this.database.schema() + " TO " + role,
-				"GRANT ALL ON ALL TABLES IN SCHEMA " + this.database.schema() + " TO " + role);
+		String role = "r_" + this.nodes.database().schema();
+		execute("CREATE ROLE " + role + " LOGIN",
+				"GRANT ALL ON SCHEMA " + this.nodes.database().schema() + " TO " + role,
+				"GRANT ALL ON ALL TABLES IN SCHEMA " + this.nodes.database().schema() + " TO " + role);
 		HikariConfig config = new HikariConfig();
-		config.setJdbcUrl(this.database.url());
+		config.setJdbcUrl(this.nodes.database().url());
 		config.setUsername(role);
 		config.setMaximumPoolSize(2);
 		config.setConnectionTimeout(250);
@@ -245,8 +224,8 @@ class LeaderEngineTests {
 			LeaderEngine engine = new LeaderEngine(
 					new PostgresCoordinationStore(refusable, new TablePrefix("leader_"), Duration.ofSeconds(1)),
 					settings, new NodeRegistration("a", "a", "localhost", ProcessHandle.current().pid()),
-					List.of("default"), this.events::add);
-			this.engines.add(engine);
+					List.of("default"), this.nodes.events()::add);
+			this.nodes.add(engine);
 			engine.start();
 			assertThat(engine.awaitLeadership("default", Duration.ofSeconds(5))).isTrue();
 			long term = engine.token("default").orElseThrow().term();
@@ -259,7 +238,7 @@ class LeaderEngineTests {
 			execute("ALTER ROLE " + role + " LOGIN");
 			assertThat(engine.awaitLeadership("default", Duration.ofSeconds(5))).isTrue();
 			assertThat(engine.token("default").orElseThrow().term()).isGreaterThan(term);
-			assertThat(this.events).filteredOn(LeadershipGrantedEvent.class::isInstance)
+			assertThat(this.nodes.events()).filteredOn(LeadershipGrantedEvent.class::isInstance)
 				.extracting((event) -> ((LeadershipGrantedEvent) event).term())
 				.doesNotHaveDuplicates();
 			engine.stop();
@@ -270,30 +249,12 @@ class LeaderEngineTests {
 		}
 	}
 
-	private static Set<Thread> leaderThreads() {
-		Set<Thread> threads = new HashSet<>(Thread.getAllStackTraces().keySet());
-		threads.removeIf((thread) -> !thread.getName().startsWith("leader-"));
-		return threads;
-	}
-
-	private long sessions(String applicationName) throws SQLException {
-		try (Connection connection = this.database.connect();
-				PreparedStatement statement = connection
-					.prepareStatement("SELECT count(*) FROM pg_stat_activity WHERE application_name = ?")) {
-			statement.setString(1, applicationName);
-			try (ResultSet rows = statement.executeQuery()) {
-				rows.next();
-				return rows.getLong(1);
-			}
-		}
-	}
-
 	/**
 	 * Returns whether the node renewed the lease of that term at least 100 ms after it
 	 * acquired it; an acquire sets both times, microseconds apart.
 	 */
 	private boolean renewedAfterGrant(String group, String holder, long term) throws SQLException {
-		try (Connection connection = this.database.connect();
+		try (Connection connection = this.nodes.database().connect();
 				PreparedStatement statement = connection.prepareStatement("""
 						SELECT renewed_at - acquired_at > interval '100 milliseconds' FROM leader_leases
 						WHERE group_name = ? AND holder = ? AND term = ?
@@ -308,7 +269,7 @@ class LeaderEngineTests {
 	}
 
 	private String holder(String group) throws SQLException {
-		try (Connection connection = this.database.connect();
+		try (Connection connection = this.nodes.database().connect();
 				PreparedStatement statement = connection
 					.prepareStatement("SELECT holder FROM leader_leases WHERE group_name = ?")) {
 			statement.setString(1, group);
@@ -319,7 +280,8 @@ class LeaderEngineTests {
 	}
 
 	private void execute(String... statements) throws SQLException {
-		try (Connection connection = this.database.connect(); Statement statement = connection.createStatement()) {
+		try (Connection connection = this.nodes.database().connect();
+				Statement statement = connection.createStatement()) {
 			for (String sql : statements) {
 				statement.execute(sql);
 			}
@@ -345,17 +307,12 @@ class LeaderEngineTests {
 	}
 
 	private LeaderEngine start(String id, String... groups) {
-		return start(FAST, id, groups);
+		return start(InProcessNodes.FAST, id, groups);
 	}
 
 	private LeaderEngine start(LeaseSettings settings, String id, String... groups) {
-		LeaderEngine engine = new LeaderEngine(
-				new PostgresCoordinationStore(this.dataSource, new TablePrefix("leader_"), Duration.ofSeconds(2)),
-				settings, new NodeRegistration(id, id, "localhost", ProcessHandle.current().pid()),
-				(groups.length > 0) ? List.of(groups) : List.of("default"), this.events::add);
-		this.engines.add(engine);
-		engine.start();
-		return engine;
+		return this.nodes.start(settings, new NodeRegistration(id, id, "localhost", ProcessHandle.current().pid()),
+				(groups.length > 0) ? List.of(groups) : List.of("default"));
 	}
 
 }

@@ -2,20 +2,14 @@ package dev.leader.lease;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 
-import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.FencingToken;
 import dev.leader.LeadershipGrantedEvent;
-import dev.leader.jdbc.LeaderSchemaMigration;
-import dev.leader.jdbc.PostgresCoordinationStore;
-import dev.leader.jdbc.TablePrefix;
 import dev.leader.node.NodeRegistration;
-import dev.leader.test.TestDatabase;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import dev.leader.test.InProcessNodes;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
@@ -33,30 +27,8 @@ import static org.awaitility.Awaitility.await;
 @ExtendWith(OutputCaptureExtension.class)
 class NodeIdentityTests {
 
-	private static final LeaseSettings FAST = new LeaseSettings(Duration.ofSeconds(2), Duration.ofMillis(500),
-			Duration.ofMillis(500), Duration.ofMillis(100), Duration.ofSeconds(2), Duration.ofSeconds(3));
-
-	private TestDatabase database;
-
-	private HikariDataSource dataSource;
-
-	private final List<LeaderEngine> engines = new CopyOnWriteArrayList<>();
-
-	private final List<Object> events = new CopyOnWriteArrayList<>();
-
-	@BeforeEach
-	void createSchema() {
-		this.database = TestDatabase.createSchema();
-		this.dataSource = this.database.dataSource(8);
-		new LeaderSchemaMigration(this.dataSource, new TablePrefix("leader_")).migrate();
-	}
-
-	@AfterEach
-	void dropSchema() {
-		this.engines.forEach(LeaderEngine::stop);
-		this.dataSource.close();
-		this.database.drop();
-	}
+	@RegisterExtension
+	final InProcessNodes nodes = new InProcessNodes();
 
 	@Test
 	void secondProcessWithALiveNodeIdStaysOutWithAClearErrorAndNeverSharesATerm(CapturedOutput output) {
@@ -69,10 +41,10 @@ class NodeIdentityTests {
 		await().pollDelay(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(4)).until(() -> true);
 		assertThat(second.isLeader("default")).isFalse();
 		assertThat(first.token("default")).contains(held);
-		assertThat(this.events).filteredOn(LeadershipGrantedEvent.class::isInstance).hasSize(1);
+		assertThat(this.nodes.events()).filteredOn(LeadershipGrantedEvent.class::isInstance).hasSize(1);
 		assertThat(output)
 			.containsOnlyOnce("Node id 'twin' is registered by another live process (host localhost, " + "pid 101");
-		assertThat(JdbcClient.create(this.dataSource)
+		assertThat(JdbcClient.create(this.nodes.dataSource())
 			.sql("SELECT pid FROM leader_nodes WHERE node_id = 'twin'")
 			.query(Long.class)
 			.single()).isEqualTo(101);
@@ -83,12 +55,8 @@ class NodeIdentityTests {
 	}
 
 	private LeaderEngine start(long pid) {
-		LeaderEngine engine = new LeaderEngine(
-				new PostgresCoordinationStore(this.dataSource, new TablePrefix("leader_"), Duration.ofSeconds(2)), FAST,
-				new NodeRegistration("twin", "app", "localhost", pid), List.of("default"), this.events::add);
-		this.engines.add(engine);
-		engine.start();
-		return engine;
+		return this.nodes.start(InProcessNodes.FAST, new NodeRegistration("twin", "app", "localhost", pid),
+				List.of("default"));
 	}
 
 }

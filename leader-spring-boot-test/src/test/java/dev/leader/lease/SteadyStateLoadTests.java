@@ -19,24 +19,22 @@ import java.util.stream.IntStream;
 
 import javax.sql.DataSource;
 
-import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.DaemonAgent;
 import dev.leader.LeadershipGrantedEvent;
 import dev.leader.NodeJoinedEvent;
 import dev.leader.NodeLeftEvent;
 import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.daemon.DaemonSettings;
-import dev.leader.jdbc.LeaderSchemaMigration;
 import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.jdbc.PostgresDaemonStore;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.node.NodeRegistration;
 import dev.leader.test.CountingDataSource;
 import dev.leader.test.CountingDataSource.Execution;
-import dev.leader.test.TestDatabase;
+import dev.leader.test.MigratedSchema;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -85,9 +83,8 @@ class SteadyStateLoadTests {
 
 	private static final String RELEASE = "pg_notify";
 
-	private TestDatabase database;
-
-	private HikariDataSource dataSource;
+	@RegisterExtension
+	final MigratedSchema schema = new MigratedSchema(10);
 
 	private final List<LeaderEngine> engines = new CopyOnWriteArrayList<>();
 
@@ -95,30 +92,18 @@ class SteadyStateLoadTests {
 
 	private final List<Object> events = new CopyOnWriteArrayList<>();
 
-	@BeforeEach
-	void createSchema() {
-		this.database = TestDatabase.createSchema();
-		this.dataSource = this.database.dataSource(10);
-		new LeaderSchemaMigration(this.dataSource, new TablePrefix("leader_")).migrate();
-	}
-
 	@AfterEach
-	void dropSchema() {
+	void stopNodes() {
 		this.coordinators.forEach(DaemonCoordinator::stop);
 		this.engines.forEach(LeaderEngine::stop);
-		this.dataSource.close();
-		this.database.drop();
 	}
 
 	@ParameterizedTest(name = "{0} groups")
 	@ValueSource(ints = { 1, 50 })
 	void leaderSendsOneStatementPerRenewIntervalHoweverManyGroupsItHolds(int groupCount) throws Exception {
 		List<String> groups = groups(groupCount);
-		CountingDataSource counted = new CountingDataSource(this.dataSource);
-		LeaderEngine leader = start("leader", counted, groups);
-		for (String group : groups) {
-			assertThat(leader.awaitLeadership(group, TIMEOUT)).as("leads %s", group).isTrue();
-		}
+		CountingDataSource counted = new CountingDataSource(this.schema.dataSource());
+		LeaderEngine leader = startLeading(counted, groups);
 		Instant windowStart = databaseNow();
 		int mark = counted.mark();
 		await().atMost(TIMEOUT).until(() -> counted.since(mark).size() >= ROUND_TRIPS);
@@ -140,14 +125,11 @@ class SteadyStateLoadTests {
 	@Test
 	void followersOfHeldLeasesSendOnlyTheirRoundTripAndNeverTryToAcquire() throws Exception {
 		List<String> groups = groups(10);
-		CountingDataSource leaderCounted = new CountingDataSource(this.dataSource);
-		LeaderEngine leader = start("leader", leaderCounted, groups);
-		for (String group : groups) {
-			assertThat(leader.awaitLeadership(group, TIMEOUT)).isTrue();
-		}
+		CountingDataSource leaderCounted = new CountingDataSource(this.schema.dataSource());
+		LeaderEngine leader = startLeading(leaderCounted, groups);
 		List<CountingDataSource> followers = new ArrayList<>();
 		for (String id : List.of("follower-1", "follower-2")) {
-			CountingDataSource counted = new CountingDataSource(this.dataSource);
+			CountingDataSource counted = new CountingDataSource(this.schema.dataSource());
 			start(id, counted, groups);
 			followers.add(counted);
 		}
@@ -179,15 +161,12 @@ class SteadyStateLoadTests {
 	@Test
 	void handOverCostsTheLeaderOneReleaseAndEachFollowerAtMostTwoAcquiresPerGroup() throws Exception {
 		List<String> groups = groups(5);
-		CountingDataSource leaderCounted = new CountingDataSource(this.dataSource);
-		LeaderEngine leader = start("leader", leaderCounted, groups);
-		for (String group : groups) {
-			assertThat(leader.awaitLeadership(group, TIMEOUT)).isTrue();
-		}
+		CountingDataSource leaderCounted = new CountingDataSource(this.schema.dataSource());
+		LeaderEngine leader = startLeading(leaderCounted, groups);
 		List<CountingDataSource> followers = new ArrayList<>();
 		List<LeaderEngine> followerEngines = new ArrayList<>();
 		for (String id : List.of("follower-1", "follower-2")) {
-			CountingDataSource counted = new CountingDataSource(this.dataSource);
+			CountingDataSource counted = new CountingDataSource(this.schema.dataSource());
 			followerEngines.add(start(id, counted, groups));
 			followers.add(counted);
 		}
@@ -242,7 +221,7 @@ class SteadyStateLoadTests {
 				Duration.ZERO);
 		List<CountingDataSource> nodes = new ArrayList<>();
 		for (String id : List.of("node-a", "node-b", "node-c")) {
-			CountingDataSource counted = new CountingDataSource(this.dataSource);
+			CountingDataSource counted = new CountingDataSource(this.schema.dataSource());
 			startWithDaemons(id, counted, daemons, daemonSettings);
 			nodes.add(counted);
 		}
@@ -277,7 +256,7 @@ class SteadyStateLoadTests {
 	 */
 	private List<Long> placement() throws SQLException {
 		Map<String, Long> byNode = new TreeMap<>();
-		try (Connection connection = this.dataSource.getConnection();
+		try (Connection connection = this.schema.dataSource().getConnection();
 				PreparedStatement statement = connection
 					.prepareStatement("SELECT node_id, state FROM leader_assignments");
 				ResultSet rows = statement.executeQuery()) {
@@ -319,7 +298,7 @@ class SteadyStateLoadTests {
 
 	private List<String> renewedSince(Instant start, String holder) throws SQLException {
 		List<String> renewed = new ArrayList<>();
-		try (Connection connection = this.dataSource.getConnection();
+		try (Connection connection = this.schema.dataSource().getConnection();
 				PreparedStatement statement = connection
 					.prepareStatement("SELECT group_name FROM leader_leases WHERE holder = ? AND renewed_at > ?")) {
 			statement.setString(1, holder);
@@ -334,12 +313,20 @@ class SteadyStateLoadTests {
 	}
 
 	private Instant databaseNow() throws SQLException {
-		try (Connection connection = this.dataSource.getConnection();
+		try (Connection connection = this.schema.dataSource().getConnection();
 				PreparedStatement statement = connection.prepareStatement("SELECT clock_timestamp()");
 				ResultSet row = statement.executeQuery()) {
 			row.next();
 			return row.getObject(1, OffsetDateTime.class).toInstant();
 		}
+	}
+
+	private LeaderEngine startLeading(CountingDataSource counted, List<String> groups) throws InterruptedException {
+		LeaderEngine leader = start("leader", counted, groups);
+		for (String group : groups) {
+			assertThat(leader.awaitLeadership(group, TIMEOUT)).as("leads %s", group).isTrue();
+		}
+		return leader;
 	}
 
 	private LeaderEngine start(String id, CountingDataSource counted, List<String> groups) {
@@ -351,7 +338,7 @@ class SteadyStateLoadTests {
 	 * that nodes started one after the other have run for different times.
 	 */
 	private LeaderEngine startAfterFirstRoundTrip(String id, List<String> groups) {
-		LeaderEngine engine = start(id, this.dataSource, groups, LeaseSettings.defaults());
+		LeaderEngine engine = start(id, this.schema.dataSource(), groups, LeaseSettings.defaults());
 		await().atMost(TIMEOUT).until(() -> engine.lease(groups.get(0)).isPresent());
 		return engine;
 	}

@@ -1,9 +1,5 @@
 package dev.leader.test;
 
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumMap;
@@ -18,6 +14,8 @@ import javax.sql.DataSource;
 
 import dev.leader.test.FaultHistory.Episode;
 import dev.leader.test.FaultHistory.FaultKind;
+
+import org.springframework.jdbc.core.simple.JdbcClient;
 
 /**
  * The checkers of a daemon fault run, over the writes that {@link DaemonTestNode} agents
@@ -93,21 +91,12 @@ public final class DaemonFaultChecks {
 	 * @return the writes
 	 */
 	public static List<Write> readWrites(DataSource dataSource) {
-		String sql = "SELECT id, daemon, generation, node, incarnation, stamp_nanos FROM %s WHERE kind = 'W' ORDER BY id"
-			.formatted(DaemonTestNode.WRITES_TABLE);
-		List<Write> writes = new ArrayList<>();
-		try (Connection connection = dataSource.getConnection();
-				PreparedStatement statement = connection.prepareStatement(sql);
-				ResultSet rows = statement.executeQuery()) {
-			while (rows.next()) {
-				writes.add(new Write(rows.getLong(1), rows.getString(2), rows.getLong(3), rows.getString(4),
-						rows.getLong(5), rows.getLong(6)));
-			}
-		}
-		catch (SQLException ex) {
-			throw new IllegalStateException("Could not read " + DaemonTestNode.WRITES_TABLE, ex);
-		}
-		return writes;
+		return JdbcClient.create(dataSource)
+			.sql("SELECT id, daemon, generation, node, incarnation, stamp_nanos FROM %s WHERE kind = 'W' ORDER BY id"
+				.formatted(DaemonTestNode.WRITES_TABLE))
+			.query((rows, i) -> new Write(rows.getLong(1), rows.getString(2), rows.getLong(3), rows.getString(4),
+					rows.getLong(5), rows.getLong(6)))
+			.list();
 	}
 
 	/**

@@ -1,7 +1,6 @@
 package dev.leader.test;
 
 import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -15,7 +14,6 @@ import java.util.concurrent.locks.LockSupport;
 
 import javax.sql.DataSource;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.DaemonAgent;
 import dev.leader.DaemonContext;
@@ -69,8 +67,6 @@ public final class DaemonTestNode {
 
 	private static final Duration STUBBORN_LIMIT = Duration.ofMinutes(1);
 
-	private static final Object printLock = new Object();
-
 	/**
 	 * The table the agents record their writes in.
 	 */
@@ -105,40 +101,39 @@ public final class DaemonTestNode {
 	 * @throws Exception if the node cannot start
 	 */
 	public static void main(String[] args) throws Exception {
-		PrintStream events = new PrintStream(System.out, true, StandardCharsets.UTF_8);
-		System.setOut(System.err);
-		Map<String, String> arguments = parse(args);
-		String nodeId = required(arguments, "node");
-		HikariDataSource dataSource = dataSource(arguments, nodeId);
+		PrintStream events = NodeEventLines.takeStandardOutput();
+		NodeArguments arguments = NodeArguments.parse(args);
+		String nodeId = arguments.required("node");
+		HikariDataSource dataSource = arguments.dataSource(nodeId, 5);
 		AtomicReference<@Nullable DaemonCoordinator> coordinator = new AtomicReference<>();
-		LeaseSettings lease = leaseSettings(arguments);
+		LeaseSettings lease = arguments.leaseSettings();
 		PostgresCoordinationStore coordination = new PostgresCoordinationStore(dataSource, new TablePrefix("leader_"),
 				Duration.ofSeconds(1));
 		LeaderEngine engine = new LeaderEngine(coordination, lease,
 				new NodeRegistration(nodeId, nodeId, "localhost", ProcessHandle.current().pid()),
-				Arrays.asList(required(arguments, "groups").split(",")), (event) -> {
-					print(events, toNodeEvent(event));
+				Arrays.asList(arguments.required("groups").split(",")), (event) -> {
+					NodeEventLines.print(events, NodeEventLines.ofMembership(event));
 					DaemonCoordinator daemons = coordinator.get();
 					if (daemons != null && (event instanceof NodeJoinedEvent || event instanceof NodeLeftEvent
 							|| event instanceof LeadershipGrantedEvent)) {
 						daemons.wake();
 					}
 				});
-		Set<String> names = list(arguments.getOrDefault("daemons", ""));
-		Set<String> stubborn = list(arguments.getOrDefault("stubborn", ""));
-		Duration writeInterval = duration(arguments, "write-interval", Duration.ofMillis(200));
-		Recorder recorder = new Recorder(dataSource, nodeId, Long.parseLong(arguments.getOrDefault("incarnation", "1")),
+		Set<String> names = list(arguments.get("daemons", ""));
+		Set<String> stubborn = list(arguments.get("stubborn", ""));
+		Duration writeInterval = arguments.duration("write-interval", Duration.ofMillis(200));
+		Recorder recorder = new Recorder(dataSource, nodeId, Long.parseLong(arguments.get("incarnation", "1")),
 				writeInterval);
-		if (Boolean.parseBoolean(arguments.getOrDefault("coordinator", "true"))) {
+		if (Boolean.parseBoolean(arguments.get("coordinator", "true"))) {
 			Map<String, DaemonAgent> agents = new LinkedHashMap<>();
 			names.forEach((name) -> agents.put(name,
 					stubborn.contains(name) ? recorder::runStubbornly : recorder::runPolitely));
 			DaemonSettings defaults = DaemonSettings.defaults();
-			DaemonSettings settings = new DaemonSettings(arguments.getOrDefault("daemon-group", "default"),
-					duration(arguments, "ack-timeout", defaults.ackTimeout()),
-					duration(arguments, "drain-timeout", defaults.drainTimeout()),
-					Integer.parseInt(arguments.getOrDefault("max-moves", "2")),
-					duration(arguments, "settle", defaults.settleWindow()));
+			DaemonSettings settings = new DaemonSettings(arguments.get("daemon-group", "default"),
+					arguments.duration("ack-timeout", defaults.ackTimeout()),
+					arguments.duration("drain-timeout", defaults.drainTimeout()),
+					Integer.parseInt(arguments.get("max-moves", "2")),
+					arguments.duration("settle", defaults.settleWindow()));
 			coordinator.set(new DaemonCoordinator(engine,
 					new PostgresDaemonStore(dataSource, new TablePrefix("leader_"), Duration.ofSeconds(1),
 							lease.nodeExpiry().minus(lease.safetyMargin()), coordination),
@@ -154,7 +149,7 @@ public final class DaemonTestNode {
 				daemons.stop();
 			}
 			engine.stop();
-			print(events, new NodeEvent(System.nanoTime(), Type.STOPPED, null, 0, nodeId, null));
+			NodeEventLines.print(events, new NodeEvent(System.nanoTime(), Type.STOPPED, null, 0, nodeId, null));
 			dataSource.close();
 			stopped.countDown();
 		}, "test-node-shutdown"));
@@ -164,75 +159,8 @@ public final class DaemonTestNode {
 		if (daemons != null) {
 			daemons.start();
 		}
-		print(events, new NodeEvent(System.nanoTime(), Type.READY, null, 0, nodeId, null));
+		NodeEventLines.print(events, new NodeEvent(System.nanoTime(), Type.READY, null, 0, nodeId, null));
 		stopped.await();
-	}
-
-	private static HikariDataSource dataSource(Map<String, String> arguments, String nodeId) {
-		HikariConfig config = new HikariConfig();
-		config.setPoolName("node-" + nodeId);
-		config.setJdbcUrl(required(arguments, "url"));
-		config.setUsername(required(arguments, "user"));
-		config.setPassword(arguments.getOrDefault("password", ""));
-		config.setMaximumPoolSize(Integer.parseInt(arguments.getOrDefault("pool-size", "5")));
-		config.setConnectionTimeout(1000);
-		config.setValidationTimeout(250);
-		config.addDataSourceProperty("ApplicationName", nodeId);
-		return new HikariDataSource(config);
-	}
-
-	private static LeaseSettings leaseSettings(Map<String, String> arguments) {
-		LeaseSettings defaults = LeaseSettings.defaults();
-		return new LeaseSettings(duration(arguments, "lease", defaults.duration()),
-				duration(arguments, "renew", defaults.renewInterval()),
-				duration(arguments, "retry", defaults.retryInterval()),
-				duration(arguments, "margin", defaults.safetyMargin()),
-				duration(arguments, "node-expiry", defaults.nodeExpiry()),
-				duration(arguments, "yield-cooldown", defaults.yieldCooldown()));
-	}
-
-	private static @Nullable NodeEvent toNodeEvent(Object event) {
-		long now = System.nanoTime();
-		if (event instanceof NodeJoinedEvent joined) {
-			return new NodeEvent(now, Type.JOINED, null, 0, joined.node().id(), null);
-		}
-		if (event instanceof NodeLeftEvent left) {
-			return new NodeEvent(now, Type.LEFT, null, 0, left.node().id(), null);
-		}
-		return null;
-	}
-
-	private static void print(PrintStream events, @Nullable NodeEvent event) {
-		if (event != null) {
-			synchronized (printLock) {
-				events.println(event.format());
-			}
-		}
-	}
-
-	private static Map<String, String> parse(String[] args) {
-		Map<String, String> values = new LinkedHashMap<>();
-		for (String arg : args) {
-			int equals = arg.indexOf('=');
-			if (!arg.startsWith("--") || equals < 0) {
-				throw new IllegalArgumentException("Expected --name=value but got '" + arg + "'");
-			}
-			values.put(arg.substring(2, equals), arg.substring(equals + 1));
-		}
-		return values;
-	}
-
-	private static String required(Map<String, String> arguments, String name) {
-		String value = arguments.get(name);
-		if (value == null) {
-			throw new IllegalArgumentException("Missing --" + name + "=...");
-		}
-		return value;
-	}
-
-	private static Duration duration(Map<String, String> arguments, String name, Duration fallback) {
-		String value = arguments.get(name);
-		return (value != null) ? Duration.parse(value) : fallback;
 	}
 
 	private static Set<String> list(String value) {

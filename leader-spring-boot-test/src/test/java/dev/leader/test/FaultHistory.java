@@ -1,5 +1,9 @@
 package dev.leader.test;
 
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -7,6 +11,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Comparator;
 import java.util.EnumMap;
 import java.util.HashMap;
@@ -16,6 +21,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
+import java.util.SplittableRandom;
 import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 
@@ -166,6 +172,17 @@ public final class FaultHistory {
 	}
 
 	/**
+	 * Keeps a run's summary in {@code target}, for the build's reports.
+	 * @param fileName the file's name
+	 * @param summary the summary
+	 * @throws IOException if the file cannot be written
+	 */
+	public static void keepSummary(String fileName, String summary) throws IOException {
+		Files.createDirectories(Path.of("target"));
+		Files.writeString(Path.of("target", fileName), summary + System.lineSeparator(), StandardCharsets.UTF_8);
+	}
+
+	/**
 	 * Waits as part of a fault: the length of a pause or a stall, or the random moment a
 	 * fault strikes. Never a way to wait for an outcome: that is Awaitility's job.
 	 * @param duration how long
@@ -208,6 +225,34 @@ public final class FaultHistory {
 	 */
 	public void stalled(String nodeId, long from, long to) {
 		this.stalls.add(new Interval(nodeId, from, to));
+	}
+
+	/**
+	 * Stalls the network between a node and the database for a while, and records that.
+	 * @param proxy the node's proxy
+	 * @param nodeId the node
+	 * @param from a time no later than the stall began
+	 * @param duration how long the stall lasts
+	 * @return a time no earlier than its end
+	 */
+	public long stall(StallingProxy proxy, String nodeId, long from, Duration duration) {
+		proxy.stall(duration);
+		sleepAsFault(duration);
+		long to = System.nanoTime();
+		stalled(nodeId, from, to);
+		return to;
+	}
+
+	/**
+	 * Ends the run: records its end, then stops the nodes still running with SIGTERM and
+	 * waits up to 15 s for each to exit, so that all their leaderships end.
+	 * @param current the latest incarnation of each node
+	 */
+	public void stopGracefully(Collection<Incarnation> current) {
+		List<NodeProcess> running = current.stream().map(Incarnation::process).filter(NodeProcess::isAlive).toList();
+		ended(System.nanoTime());
+		running.forEach(NodeProcess::sigterm);
+		running.forEach((process) -> process.awaitExit(Duration.ofSeconds(15)));
 	}
 
 	/**
@@ -327,6 +372,35 @@ public final class FaultHistory {
 			this.killedAt = at;
 		}
 
+		/**
+		 * Freezes the process with SIGSTOP for a while, thaws it with SIGCONT, and
+		 * records that.
+		 * @param from a time no later than the SIGSTOP
+		 * @param duration how long the process stays frozen
+		 * @return a time no earlier than the SIGCONT
+		 */
+		public long pause(long from, Duration duration) {
+			this.process.sigstop();
+			try {
+				sleepAsFault(duration);
+			}
+			finally {
+				this.process.sigcont();
+			}
+			long to = System.nanoTime();
+			frozen(from, to);
+			return to;
+		}
+
+		/**
+		 * Kills the process with SIGKILL, and records that.
+		 * @param at a time no later than the kill
+		 */
+		public void kill(long at) {
+			killed(at);
+			this.process.kill9();
+		}
+
 		boolean wasKilled() {
 			return this.killedAt != 0;
 		}
@@ -391,7 +465,24 @@ public final class FaultHistory {
 		/**
 		 * A network stall between the node and the database, in both directions.
 		 */
-		STALL
+		STALL;
+
+		/**
+		 * Picks a fault: a pause 35 times in 100, a kill 25, a termination 20 and a stall
+		 * 20.
+		 * @param random the source of randomness
+		 * @return the fault
+		 */
+		public static FaultKind pick(SplittableRandom random) {
+			int dice = random.nextInt(100);
+			if (dice < 35) {
+				return PAUSE;
+			}
+			if (dice < 60) {
+				return KILL;
+			}
+			return (dice < 80) ? TERMINATE : STALL;
+		}
 
 	}
 

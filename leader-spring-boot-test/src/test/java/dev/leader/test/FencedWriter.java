@@ -8,22 +8,12 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.Consumer;
-import java.util.regex.Pattern;
-
-import javax.sql.DataSource;
 
 import dev.leader.FencingToken;
 import dev.leader.Leadership;
 import dev.leader.StaleLeadershipException;
 import dev.leader.fencing.Fencing;
-import dev.leader.jdbc.PostgresFencingStore;
-import dev.leader.jdbc.TablePrefix;
 import dev.leader.test.NodeEvent.Type;
-
-import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.jdbc.datasource.DataSourceTransactionManager;
-import org.springframework.transaction.support.TransactionTemplate;
 
 /**
  * The fenced writes of a {@link TestNode} started with {@code --writer=true}: every
@@ -46,25 +36,11 @@ import org.springframework.transaction.support.TransactionTemplate;
  */
 final class FencedWriter {
 
-	private static final Pattern TABLE_NAME = Pattern.compile("[a-z_][a-z0-9_]{0,62}");
-
-	private final Leadership leadership;
-
-	private final Fencing fencing;
-
-	private final TransactionTemplate transactions;
-
-	private final JdbcTemplate jdbc;
-
-	private final String insertSql;
-
-	private final long incarnation;
+	private final FencedLog log;
 
 	private final Duration interval;
 
 	private final long maxAttempts;
-
-	private final Consumer<NodeEvent> events;
 
 	private final Map<String, FencingToken> lastTokens = new ConcurrentHashMap<>();
 
@@ -76,24 +52,10 @@ final class FencedWriter {
 		return thread;
 	});
 
-	FencedWriter(Leadership leadership, DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
-			Duration holdLimit, String table, long incarnation, Duration interval, long maxAttempts,
-			Consumer<NodeEvent> events) {
-		if (!TABLE_NAME.matcher(table).matches()) {
-			throw new IllegalArgumentException("Invalid writer table name '" + table + "'");
-		}
-		this.leadership = leadership;
-		this.fencing = new Fencing(new PostgresFencingStore(dataSource, tablePrefix, queryTimeout, holdLimit),
-				leadership.nodeId());
-		this.transactions = new TransactionTemplate(new DataSourceTransactionManager(dataSource));
-		this.jdbc = new JdbcTemplate(dataSource);
-		this.jdbc.setQueryTimeout((int) Math.max(1, queryTimeout.toSeconds()));
-		this.insertSql = "INSERT INTO " + table
-				+ " (group_name, term, node, incarnation, seq, stamp_nanos) VALUES (?, ?, ?, ?, ?, ?)";
-		this.incarnation = incarnation;
+	FencedWriter(FencedLog log, Duration interval, long maxAttempts) {
+		this.log = log;
 		this.interval = interval;
 		this.maxAttempts = maxAttempts;
-		this.events = events;
 	}
 
 	void start() {
@@ -111,7 +73,7 @@ final class FencedWriter {
 	}
 
 	private void writeRound() {
-		for (String group : List.copyOf(this.leadership.groups())) {
+		for (String group : List.copyOf(this.log.leadership().groups())) {
 			if (this.attempts.get() >= this.maxAttempts) {
 				this.executor.shutdown();
 				return;
@@ -121,7 +83,7 @@ final class FencedWriter {
 	}
 
 	private void write(String group) {
-		FencingToken token = this.leadership.token(group).orElse(null);
+		FencingToken token = this.log.leadership().token(group).orElse(null);
 		if (token != null) {
 			this.lastTokens.put(group, token);
 		}
@@ -134,26 +96,16 @@ final class FencedWriter {
 		FencingToken writing = token;
 		long seq = this.attempts.incrementAndGet();
 		try {
-			this.transactions.executeWithoutResult((status) -> {
-				this.fencing.guard(writing);
-				long stamp = System.nanoTime();
-				this.jdbc.update(this.insertSql, writing.group(), writing.term(), this.leadership.nodeId(),
-						this.incarnation, seq, stamp);
-			});
+			this.log.append(writing, seq, null);
 		}
 		catch (StaleLeadershipException ex) {
 			this.lastTokens.remove(group, writing);
-			print(Type.REJECTED, writing);
+			this.log.print(Type.REJECTED, writing);
 		}
 		catch (RuntimeException ex) {
-			print(Type.FAILED, writing);
+			this.log.print(Type.FAILED, writing);
 			System.err.println("Fenced write " + seq + " under " + writing + " failed: " + ex);
 		}
-	}
-
-	private void print(Type type, FencingToken token) {
-		this.events.accept(
-				new NodeEvent(System.nanoTime(), type, token.group(), token.term(), this.leadership.nodeId(), null));
 	}
 
 }

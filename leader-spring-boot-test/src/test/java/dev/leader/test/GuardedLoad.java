@@ -6,22 +6,12 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
-import java.util.function.Consumer;
-import java.util.regex.Pattern;
-
-import javax.sql.DataSource;
 
 import dev.leader.FencingToken;
 import dev.leader.Leadership;
 import dev.leader.StaleLeadershipException;
 import dev.leader.fencing.Fencing;
-import dev.leader.jdbc.PostgresFencingStore;
-import dev.leader.jdbc.TablePrefix;
 import dev.leader.test.NodeEvent.Type;
-
-import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.jdbc.datasource.DataSourceTransactionManager;
-import org.springframework.transaction.support.TransactionTemplate;
 
 /**
  * Guarded-write load of a {@link TestNode} started with {@code --load-threads=N}: while
@@ -44,27 +34,13 @@ import org.springframework.transaction.support.TransactionTemplate;
  */
 final class GuardedLoad {
 
-	private static final Pattern TABLE_NAME = Pattern.compile("[a-z_][a-z0-9_]{0,62}");
-
 	private static final long IDLE_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
 
-	private final Leadership leadership;
-
-	private final Fencing fencing;
-
-	private final TransactionTemplate transactions;
-
-	private final JdbcTemplate jdbc;
-
-	private final String insertSql;
-
-	private final long incarnation;
+	private final FencedLog log;
 
 	private final Duration hold;
 
 	private final long maxTransactions;
-
-	private final Consumer<NodeEvent> events;
 
 	private final AtomicLong attempts = new AtomicLong();
 
@@ -72,28 +48,14 @@ final class GuardedLoad {
 
 	private volatile boolean stopped;
 
-	GuardedLoad(Leadership leadership, DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
-			Duration holdLimit, String table, long incarnation, int threads, Duration hold, long maxTransactions,
-			Consumer<NodeEvent> events) {
-		if (!TABLE_NAME.matcher(table).matches()) {
-			throw new IllegalArgumentException("Invalid load table name '" + table + "'");
-		}
+	GuardedLoad(FencedLog log, int threads, Duration holdLimit, Duration hold, long maxTransactions) {
 		if (hold.isNegative() || hold.compareTo(holdLimit.dividedBy(2)) > 0) {
 			throw new IllegalArgumentException("The load's hold " + hold + " must be between 0 and half the guard's "
 					+ "hold limit " + holdLimit + ", or the database ends the load's transactions");
 		}
-		this.leadership = leadership;
-		this.fencing = new Fencing(new PostgresFencingStore(dataSource, tablePrefix, queryTimeout, holdLimit),
-				leadership.nodeId());
-		this.transactions = new TransactionTemplate(new DataSourceTransactionManager(dataSource));
-		this.jdbc = new JdbcTemplate(dataSource);
-		this.jdbc.setQueryTimeout((int) Math.max(1, queryTimeout.toSeconds()));
-		this.insertSql = "INSERT INTO " + table
-				+ " (group_name, term, node, incarnation, seq, stamp_nanos) VALUES (?, ?, ?, ?, ?, ?)";
-		this.incarnation = incarnation;
+		this.log = log;
 		this.hold = hold;
 		this.maxTransactions = maxTransactions;
-		this.events = events;
 		for (int i = 0; i < threads; i++) {
 			int index = i;
 			Thread thread = new Thread(() -> run(index), "test-node-load-" + i);
@@ -127,10 +89,10 @@ final class GuardedLoad {
 
 	private void run(int index) {
 		while (!this.stopped && this.attempts.get() < this.maxTransactions) {
-			List<String> groups = List.copyOf(this.leadership.groups());
+			List<String> groups = List.copyOf(this.log.leadership().groups());
 			boolean led = false;
 			for (int i = 0; i < groups.size() && !this.stopped; i++) {
-				FencingToken token = this.leadership.token(groups.get((index + i) % groups.size())).orElse(null);
+				FencingToken token = this.log.leadership().token(groups.get((index + i) % groups.size())).orElse(null);
 				if (token != null) {
 					led = true;
 					transaction(token);
@@ -145,29 +107,19 @@ final class GuardedLoad {
 	private void transaction(FencingToken token) {
 		long seq = this.attempts.incrementAndGet();
 		try {
-			this.transactions.executeWithoutResult((status) -> {
-				this.fencing.guard(token);
-				this.jdbc.queryForObject("SELECT 1 FROM pg_sleep(?)", Integer.class, this.hold.toNanos() / 1e9);
-				this.jdbc.update(this.insertSql, token.group(), token.term(), this.leadership.nodeId(),
-						this.incarnation, seq, System.nanoTime());
-			});
+			this.log.append(token, seq, this.hold);
 		}
 		catch (StaleLeadershipException ex) {
-			print(Type.LOAD_REJECTED, token);
+			this.log.print(Type.LOAD_REJECTED, token);
 		}
 		catch (RuntimeException ex) {
 			if (this.stopped) {
 				return;
 			}
-			print(Type.LOAD_FAILED, token);
+			this.log.print(Type.LOAD_FAILED, token);
 			System.err.println("Load transaction " + seq + " under " + token + " failed: " + ex);
 			LockSupport.parkNanos(this.hold.toNanos());
 		}
-	}
-
-	private void print(Type type, FencingToken token) {
-		this.events.accept(
-				new NodeEvent(System.nanoTime(), type, token.group(), token.term(), this.leadership.nodeId(), null));
 	}
 
 }

@@ -29,9 +29,9 @@ public final class TemporaryPgBouncer implements AutoCloseable {
 
 	private final int port;
 
-	private TemporaryPgBouncer(Path directory, int port) {
+	private TemporaryPgBouncer(Path directory) throws IOException {
 		this.directory = directory;
-		this.port = port;
+		this.port = TemporaryPostgres.freePort();
 	}
 
 	/**
@@ -48,7 +48,7 @@ public final class TemporaryPgBouncer implements AutoCloseable {
 		}
 		try {
 			Path directory = Files.createTempDirectory("leader-pgbouncer-");
-			TemporaryPgBouncer bouncer = new TemporaryPgBouncer(directory, TemporaryPostgres.freePort());
+			TemporaryPgBouncer bouncer = new TemporaryPgBouncer(directory);
 			try {
 				Files.writeString(directory.resolve("users.txt"), "\"postgres\" \"\"\n");
 				Files.writeString(directory.resolve("pgbouncer.ini"),

@@ -4,26 +4,21 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.LeaderChangedEvent;
 import dev.leader.LeadershipGrantedEvent;
 import dev.leader.LeadershipRevokedEvent;
-import dev.leader.NodeJoinedEvent;
-import dev.leader.NodeLeftEvent;
 import dev.leader.RevokeReason;
 import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.jdbc.TablePrefix;
@@ -31,7 +26,6 @@ import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseSettings;
 import dev.leader.node.NodeRegistration;
 import dev.leader.test.NodeEvent.Type;
-import org.jspecify.annotations.Nullable;
 
 /**
  * One cluster node in a process of its own: a {@link LeaderEngine} without a Spring
@@ -67,8 +61,6 @@ import org.jspecify.annotations.Nullable;
  * can check a faked one.
  */
 public final class TestNode {
-
-	private static final Object printLock = new Object();
 
 	private TestNode() {
 	}
@@ -114,23 +106,22 @@ public final class TestNode {
 	 * @throws Exception if the node cannot start
 	 */
 	public static void main(String[] args) throws Exception {
-		PrintStream events = new PrintStream(System.out, true, StandardCharsets.UTF_8);
-		// Whatever else writes to standard output (a logging backend) must not mix with
-		// the event lines.
-		System.setOut(System.err);
-		Arguments arguments = Arguments.parse(args);
+		PrintStream events = NodeEventLines.takeStandardOutput();
+		NodeArguments arguments = NodeArguments.parse(args);
 		String nodeId = arguments.required("node");
-		HikariDataSource dataSource = dataSource(arguments, nodeId);
+		HikariDataSource dataSource = arguments.dataSource(nodeId, 3);
 		LeaderEngine engine = new LeaderEngine(
 				new PostgresCoordinationStore(dataSource, new TablePrefix(arguments.get("table-prefix", "leader_")),
 						arguments.duration("query-timeout", Duration.ofSeconds(1))),
-				settings(arguments), new NodeRegistration(nodeId, nodeId, host(), ProcessHandle.current().pid()),
-				Arrays.asList(arguments.required("groups").split(",")), (event) -> print(events, toNodeEvent(event)));
+				arguments.leaseSettings(), new NodeRegistration(nodeId, nodeId, host(), ProcessHandle.current().pid()),
+				Arrays.asList(arguments.required("groups").split(",")),
+				(event) -> NodeEventLines.print(events, NodeEventLines.of(event)));
 		FencedWriter writer = Boolean.parseBoolean(arguments.get("writer", "false"))
-				? writer(engine, dataSource, arguments, (event) -> print(events, event)) : null;
+				? writer(engine, dataSource, arguments, (event) -> NodeEventLines.print(events, event)) : null;
 		int loadThreads = Integer.parseInt(arguments.get("load-threads", "0"));
 		GuardedLoad load = (loadThreads > 0)
-				? load(engine, dataSource, arguments, loadThreads, (event) -> print(events, event)) : null;
+				? load(engine, dataSource, arguments, loadThreads, (event) -> NodeEventLines.print(events, event))
+				: null;
 		CountDownLatch stopped = new CountDownLatch(1);
 		Runtime.getRuntime().addShutdownHook(new Thread(() -> {
 			// The engine first: its revokes empty the tokens, so the load stops guarding
@@ -143,7 +134,7 @@ public final class TestNode {
 			if (writer != null) {
 				writer.stop();
 			}
-			print(events, new NodeEvent(System.nanoTime(), Type.STOPPED, null, 0, nodeId, null));
+			NodeEventLines.print(events, new NodeEvent(System.nanoTime(), Type.STOPPED, null, 0, nodeId, null));
 			dataSource.close();
 			stopped.countDown();
 		}, "test-node-shutdown"));
@@ -156,8 +147,9 @@ public final class TestNode {
 		if (load != null) {
 			load.start();
 		}
-		print(events, new NodeEvent(System.nanoTime(), Type.READY, null, 0, nodeId, null));
-		print(events, new NodeEvent(System.nanoTime(), Type.CLOCK, null, System.currentTimeMillis(), nodeId, null));
+		NodeEventLines.print(events, new NodeEvent(System.nanoTime(), Type.READY, null, 0, nodeId, null));
+		NodeEventLines.print(events,
+				new NodeEvent(System.nanoTime(), Type.CLOCK, null, System.currentTimeMillis(), nodeId, null));
 		// The engine's threads are daemons: keep the JVM up until a signal ends it.
 		stopped.await();
 	}
@@ -172,52 +164,32 @@ public final class TestNode {
 		for (Object event : List.of(new LeadershipGrantedEvent("-", 1, nodeId),
 				new LeadershipRevokedEvent("-", 1, nodeId, RevokeReason.SHUTDOWN),
 				new LeaderChangedEvent("-", nodeId, 1, Instant.EPOCH))) {
-			NodeEvent line = toNodeEvent(event);
+			NodeEvent line = NodeEventLines.of(event);
 			if (line != null) {
 				NodeEvent.parse(line.format());
 			}
 		}
 	}
 
-	private static HikariDataSource dataSource(Arguments arguments, String nodeId) {
-		HikariConfig config = new HikariConfig();
-		config.setPoolName("node-" + nodeId);
-		config.setJdbcUrl(arguments.required("url"));
-		config.setUsername(arguments.required("user"));
-		config.setPassword(arguments.get("password", ""));
-		config.setMaximumPoolSize(Integer.parseInt(arguments.get("pool-size", "3")));
-		config.setConnectionTimeout(arguments.duration("connection-timeout", Duration.ofSeconds(1)).toMillis());
-		config.setValidationTimeout(250);
-		config.addDataSourceProperty("ApplicationName", nodeId);
-		return new HikariDataSource(config);
-	}
-
-	private static FencedWriter writer(LeaderEngine engine, HikariDataSource dataSource, Arguments arguments,
+	private static FencedWriter writer(LeaderEngine engine, HikariDataSource dataSource, NodeArguments arguments,
 			Consumer<NodeEvent> events) {
-		return new FencedWriter(engine, dataSource, new TablePrefix(arguments.get("table-prefix", "leader_")),
-				arguments.duration("query-timeout", Duration.ofSeconds(1)), settings(arguments).safeWindow(),
-				arguments.get("writer-table", "fault_log"), Long.parseLong(arguments.get("incarnation", "1")),
+		return new FencedWriter(log(engine, dataSource, arguments, "writer-table", "fault_log", events),
 				arguments.duration("writer-interval", Duration.ofMillis(30)),
-				Long.parseLong(arguments.get("writer-max-attempts", "1000000")), events);
+				Long.parseLong(arguments.get("writer-max-attempts", "1000000")));
 	}
 
-	private static GuardedLoad load(LeaderEngine engine, HikariDataSource dataSource, Arguments arguments, int threads,
-			Consumer<NodeEvent> events) {
-		return new GuardedLoad(engine, dataSource, new TablePrefix(arguments.get("table-prefix", "leader_")),
-				arguments.duration("query-timeout", Duration.ofSeconds(1)), settings(arguments).safeWindow(),
-				arguments.get("load-table", "fault_load"), Long.parseLong(arguments.get("incarnation", "1")), threads,
-				arguments.duration("load-hold", Duration.ofMillis(100)),
-				Long.parseLong(arguments.get("load-max-transactions", "10000000")), events);
+	private static GuardedLoad load(LeaderEngine engine, HikariDataSource dataSource, NodeArguments arguments,
+			int threads, Consumer<NodeEvent> events) {
+		return new GuardedLoad(log(engine, dataSource, arguments, "load-table", "fault_load", events), threads,
+				arguments.leaseSettings().safeWindow(), arguments.duration("load-hold", Duration.ofMillis(100)),
+				Long.parseLong(arguments.get("load-max-transactions", "10000000")));
 	}
 
-	private static LeaseSettings settings(Arguments arguments) {
-		LeaseSettings defaults = LeaseSettings.defaults();
-		return new LeaseSettings(arguments.duration("lease", defaults.duration()),
-				arguments.duration("renew", defaults.renewInterval()),
-				arguments.duration("retry", defaults.retryInterval()),
-				arguments.duration("margin", defaults.safetyMargin()),
-				arguments.duration("node-expiry", defaults.nodeExpiry()),
-				arguments.duration("yield-cooldown", defaults.yieldCooldown()));
+	private static FencedLog log(LeaderEngine engine, HikariDataSource dataSource, NodeArguments arguments,
+			String tableArgument, String defaultTable, Consumer<NodeEvent> events) {
+		return new FencedLog(engine, dataSource, new TablePrefix(arguments.get("table-prefix", "leader_")),
+				arguments.duration("query-timeout", Duration.ofSeconds(1)), arguments.leaseSettings().safeWindow(),
+				arguments.get(tableArgument, defaultTable), Long.parseLong(arguments.get("incarnation", "1")), events);
 	}
 
 	/**
@@ -236,35 +208,6 @@ public final class TestNode {
 		return arguments;
 	}
 
-	private static @Nullable NodeEvent toNodeEvent(Object event) {
-		long now = System.nanoTime();
-		if (event instanceof LeadershipGrantedEvent granted) {
-			return new NodeEvent(now, Type.GRANTED, granted.group(), granted.term(), granted.nodeId(), null);
-		}
-		if (event instanceof LeadershipRevokedEvent revoked) {
-			return new NodeEvent(now, Type.REVOKED, revoked.group(), revoked.term(), revoked.nodeId(),
-					revoked.reason().name());
-		}
-		if (event instanceof LeaderChangedEvent changed) {
-			return new NodeEvent(now, Type.CHANGED, changed.group(), changed.term(), changed.leaderNodeId(), null);
-		}
-		if (event instanceof NodeJoinedEvent joined) {
-			return new NodeEvent(now, Type.JOINED, null, 0, joined.node().id(), null);
-		}
-		if (event instanceof NodeLeftEvent left) {
-			return new NodeEvent(now, Type.LEFT, null, 0, left.node().id(), null);
-		}
-		return null;
-	}
-
-	private static void print(PrintStream events, @Nullable NodeEvent event) {
-		if (event != null) {
-			synchronized (printLock) {
-				events.println(event.format());
-			}
-		}
-	}
-
 	private static String host() {
 		try {
 			return InetAddress.getLocalHost().getHostName();
@@ -272,43 +215,6 @@ public final class TestNode {
 		catch (UnknownHostException ex) {
 			return "localhost";
 		}
-	}
-
-	private record Arguments(Map<String, String> values) {
-
-		static Arguments parse(String[] args) {
-			Map<String, String> values = new LinkedHashMap<>();
-			for (String arg : args) {
-				int equals = arg.indexOf('=');
-				if (!arg.startsWith("--") || equals < 0) {
-					throw new IllegalArgumentException("Expected --name=value but got '" + arg + "'");
-				}
-				values.put(arg.substring(2, equals), arg.substring(equals + 1));
-			}
-			return new Arguments(values);
-		}
-
-		String required(String name) {
-			String value = this.values.get(name);
-			if (value == null) {
-				throw new IllegalArgumentException("Missing --" + name + "=...");
-			}
-			return value;
-		}
-
-		@Nullable String optional(String name) {
-			return this.values.get(name);
-		}
-
-		String get(String name, String fallback) {
-			return this.values.getOrDefault(name, fallback);
-		}
-
-		Duration duration(String name, Duration fallback) {
-			String value = this.values.get(name);
-			return (value != null) ? Duration.parse(value) : fallback;
-		}
-
 	}
 
 	/**

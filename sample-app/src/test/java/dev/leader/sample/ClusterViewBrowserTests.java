@@ -8,29 +8,18 @@ import java.util.Optional;
 import java.util.TreeMap;
 
 import dev.leader.LeaderInfo;
-import dev.leader.Leadership;
 import dev.leader.daemon.DaemonSettings;
-import dev.leader.lease.LeaseSettings;
-import dev.leader.test.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.openqa.selenium.support.ui.WebDriverWait;
 
-import org.springframework.beans.factory.DisposableBean;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.resttestclient.autoconfigure.AutoConfigureRestTestClient;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.context.SpringBootTest.WebEnvironment;
 import org.springframework.boot.test.web.server.LocalServerPort;
-import org.springframework.context.annotation.Bean;
-import org.springframework.context.annotation.Import;
 import org.springframework.http.MediaType;
-import org.springframework.jdbc.core.simple.JdbcClient;
-import org.springframework.test.annotation.DirtiesContext;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
-import org.springframework.test.web.servlet.client.RestTestClient;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -49,49 +38,25 @@ import static org.hamcrest.Matchers.equalTo;
  * it fails, saying how to install them. The screenshot it takes is
  * {@code target/cluster-view.png}, copied to the README's {@code docs/} by hand.
  */
-@Import(ClusterViewBrowserTests.SchemaConfiguration.class)
 @SpringBootTest(webEnvironment = WebEnvironment.RANDOM_PORT,
 		properties = { "leader.lease.duration=2s", "leader.lease.renew-interval=500ms",
 				"leader.lease.retry-interval=500ms", "leader.lease.safety-margin=100ms", "leader.node.expiry=2s",
 				"leader.lease.yield-cooldown=30s", "leader.daemons.settle-window=1h",
 				"management.endpoint.leadership.access=unrestricted" })
 @AutoConfigureRestTestClient
-@DirtiesContext
-class ClusterViewBrowserTests {
+class ClusterViewBrowserTests extends FreshSchemaTests {
 
 	private static final List<String> DAEMONS = List.of("outbox-dispatcher", "report-builder");
-
-	private static TestDatabase database;
 
 	@LocalServerPort
 	private int port;
 
 	@Autowired
-	private RestTestClient http;
-
-	@Autowired
-	private Leadership leadership;
-
-	@Autowired
-	private LeaseSettings settings;
-
-	@Autowired
 	private DaemonSettings daemonSettings;
-
-	@Autowired
-	private JdbcClient jdbc;
 
 	private OtherNode other;
 
 	private HeadlessChromium browser;
-
-	@DynamicPropertySource
-	static void useFreshSchema(DynamicPropertyRegistry registry) {
-		database = TestDatabase.createSchema();
-		registry.add("spring.datasource.url", database::url);
-		registry.add("spring.datasource.username", database::user);
-		registry.add("spring.datasource.password", database::password);
-	}
 
 	@BeforeEach
 	void startBrowserAndSecondNode() {
@@ -206,17 +171,6 @@ class ClusterViewBrowserTests {
 
 	private List<String> nodeIds() {
 		return this.browser.read("#nodes tr[data-node]", "element.dataset.node");
-	}
-
-	// Imported, not a @TestConfiguration: the demo's test starts nodes with this class
-	// path, and their component scan must not find it.
-	static class SchemaConfiguration {
-
-		@Bean
-		DisposableBean dropSchemaOnClose() {
-			return database::drop;
-		}
-
 	}
 
 	private record Placement(String node, String state, long generation) {

@@ -10,28 +10,16 @@ import java.util.Optional;
 import java.util.function.Consumer;
 
 import dev.leader.LeaderInfo;
-import dev.leader.Leadership;
-import dev.leader.lease.LeaseSettings;
-import dev.leader.test.TestDatabase;
 import org.assertj.core.api.InstanceOfAssertFactories;
 import org.assertj.core.api.MapAssert;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-import org.springframework.beans.factory.DisposableBean;
-import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.resttestclient.autoconfigure.AutoConfigureRestTestClient;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.context.SpringBootTest.WebEnvironment;
-import org.springframework.context.annotation.Bean;
-import org.springframework.context.annotation.Import;
 import org.springframework.http.HttpStatus;
-import org.springframework.jdbc.core.simple.JdbcClient;
-import org.springframework.test.annotation.DirtiesContext;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 import org.springframework.test.json.AbstractJsonContentAssert;
-import org.springframework.test.web.servlet.client.RestTestClient;
 import org.springframework.test.web.servlet.client.assertj.RestTestClientResponse;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -46,40 +34,16 @@ import static org.hamcrest.Matchers.equalTo;
  * the settlement batch running only on the leader of {@code billing}. A second node, when
  * a test needs one, is a bare engine in the test's JVM.
  */
-@Import(SampleApplicationTests.SchemaConfiguration.class)
 @SpringBootTest(webEnvironment = WebEnvironment.RANDOM_PORT,
 		properties = { "leader.lease.duration=2s", "leader.lease.renew-interval=500ms",
 				"leader.lease.retry-interval=500ms", "leader.lease.safety-margin=100ms", "leader.node.expiry=2s",
 				"leader.lease.yield-cooldown=3s", "sample.settlement.interval=200ms" })
 @AutoConfigureRestTestClient
-@DirtiesContext
-class SampleApplicationTests {
+class SampleApplicationTests extends FreshSchemaTests {
 
 	private static final Duration LEASE = Duration.ofSeconds(2);
 
 	private static final String APPLICATION_NAME = "sample";
-
-	private static TestDatabase database;
-
-	@Autowired
-	private RestTestClient http;
-
-	@Autowired
-	private Leadership leadership;
-
-	@Autowired
-	private LeaseSettings settings;
-
-	@Autowired
-	private JdbcClient jdbc;
-
-	@DynamicPropertySource
-	static void useFreshSchema(DynamicPropertyRegistry registry) {
-		database = TestDatabase.createSchema();
-		registry.add("spring.datasource.url", database::url);
-		registry.add("spring.datasource.username", database::user);
-		registry.add("spring.datasource.password", database::password);
-	}
 
 	@BeforeEach
 	void awaitLeadershipOfEveryGroup() {
@@ -254,10 +218,6 @@ class SampleApplicationTests {
 			.single();
 	}
 
-	private RestTestClientResponse get(String path) {
-		return RestTestClientResponse.from(this.http.get().uri(path).exchange());
-	}
-
 	private static MapAssert<Object, Object> assertMember(AbstractJsonContentAssert<?> json, String id) {
 		return json.extractingPath("$.members[?(@.id == '" + id + "')]")
 			.asArray()
@@ -275,20 +235,6 @@ class SampleApplicationTests {
 		// clock.
 		return (value) -> assertThat(value).isInstanceOfSatisfying(String.class,
 				(text) -> assertThat(Instant.parse(text)).isCloseTo(Instant.now(), within(1, ChronoUnit.MINUTES)));
-	}
-
-	// Imported, not a @TestConfiguration: the demo's test starts nodes with this class
-	// path, and their component scan must not find it.
-	static class SchemaConfiguration {
-
-		// Dropped with the context (closed after this class by @DirtiesContext), after
-		// the lifecycle beans have stopped: the application releases its leases and stops
-		// its job before its tables go.
-		@Bean
-		DisposableBean dropSchemaOnClose() {
-			return database::drop;
-		}
-
 	}
 
 }

@@ -2,24 +2,12 @@ package dev.leader.sample;
 
 import java.time.Duration;
 
-import dev.leader.Leadership;
-import dev.leader.test.TestDatabase;
 import org.junit.jupiter.api.Test;
 
-import org.springframework.beans.factory.DisposableBean;
-import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.resttestclient.autoconfigure.AutoConfigureRestTestClient;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.context.SpringBootTest.WebEnvironment;
-import org.springframework.context.annotation.Bean;
-import org.springframework.context.annotation.Import;
-import org.springframework.jdbc.core.simple.JdbcClient;
-import org.springframework.test.annotation.DirtiesContext;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 import org.springframework.test.json.AbstractJsonContentAssert;
-import org.springframework.test.web.servlet.client.RestTestClient;
-import org.springframework.test.web.servlet.client.assertj.RestTestClientResponse;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -29,34 +17,13 @@ import static org.awaitility.Awaitility.await;
  * both run here, show in {@code /actuator/leadership}, and write under their assignment's
  * generation.
  */
-@Import(SampleDaemonsTests.SchemaConfiguration.class)
 @SpringBootTest(webEnvironment = WebEnvironment.RANDOM_PORT,
 		properties = { "leader.lease.renew-interval=200ms", "sample.outbox.interval=100ms",
 				"sample.reports.interval=200ms", "sample.settlement.interval=1h" })
 @AutoConfigureRestTestClient
-@DirtiesContext
-class SampleDaemonsTests {
+class SampleDaemonsTests extends FreshSchemaTests {
 
 	private static final Duration WAIT = Duration.ofSeconds(15);
-
-	private static TestDatabase database;
-
-	@Autowired
-	private RestTestClient http;
-
-	@Autowired
-	private Leadership leadership;
-
-	@Autowired
-	private JdbcClient jdbc;
-
-	@DynamicPropertySource
-	static void useFreshSchema(DynamicPropertyRegistry registry) {
-		database = TestDatabase.createSchema();
-		registry.add("spring.datasource.url", database::url);
-		registry.add("spring.datasource.username", database::user);
-		registry.add("spring.datasource.password", database::password);
-	}
 
 	@Test
 	void outboxDispatcherAndReportBuilderRunHereUnderTheirGenerationAndShowInTheLeadershipEndpoint() {
@@ -89,21 +56,6 @@ class SampleDaemonsTests {
 			.param(daemon)
 			.query(Long.class)
 			.single();
-	}
-
-	private RestTestClientResponse get(String path) {
-		return RestTestClientResponse.from(this.http.get().uri(path).exchange());
-	}
-
-	// Imported, not a @TestConfiguration: the demo's test starts nodes with this class
-	// path, and their component scan must not find it.
-	static class SchemaConfiguration {
-
-		@Bean
-		DisposableBean dropSchemaOnClose() {
-			return database::drop;
-		}
-
 	}
 
 }
