@@ -81,6 +81,8 @@ final class SampleAppBenchmarks {
 			Report.result(String.format(Locale.ROOT,
 					"sample app: idle load, 3 nodes, jobs paused, 2 daemons (%s), tx/s per %d s window", variant,
 					window.toSeconds()), result.load().format(), load);
+			System.out.printf(Locale.ROOT, "SERVER autovacuum ran %d vacuum(s) and %d analyze(s) of the database's "
+					+ "tables during the measurement%n", result.autovacuums(), result.autoanalyzes());
 			printStatements("STATEMENT (server log)", result.statements());
 			printStatements("STATEMENT (pg_stat_activity every 100 ms)", result.sampled());
 		}

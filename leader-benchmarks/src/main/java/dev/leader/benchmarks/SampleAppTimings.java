@@ -218,8 +218,10 @@ final class SampleAppTimings {
 			}
 			sleep(warmUp);
 			long logFrom = this.database.serverLogSize();
+			long[] maintenanceBefore = maintenanceRuns();
 			SessionSampler sampler = this.database.sampleSessions(Duration.ofMillis(100));
 			LoadWindows load = LoadWindows.measure(this.database, window, windows);
+			long[] maintenanceAfter = maintenanceRuns();
 			Map<String, Map<String, Integer>> sampled = sampler.stop();
 			sampler.close();
 			Map<Integer, String> sessions = this.database.applicationNames();
@@ -228,10 +230,26 @@ final class SampleAppTimings {
 					(log != null)
 							? StatementRate.fromServerLog(log, this.database.name(), sessions, leader, load.seconds())
 							: List.of(),
-					StatementRate.fromCounts(sampled, leader, load.seconds()));
+					StatementRate.fromCounts(sampled, leader, load.seconds()),
+					maintenanceAfter[0] - maintenanceBefore[0], maintenanceAfter[1] - maintenanceBefore[1]);
 		}
 		finally {
 			closeNodes();
+		}
+	}
+
+	/**
+	 * Reads how often the server's autovacuum has vacuumed and analyzed the tables of the
+	 * benchmark's database, whose transactions count in its load.
+	 * @return the vacuum runs, then the analyze runs
+	 */
+	private long[] maintenanceRuns() throws SQLException {
+		try (Connection connection = this.database.connect();
+				Statement statement = connection.createStatement();
+				ResultSet row = statement.executeQuery("SELECT coalesce(sum(autovacuum_count), 0), "
+						+ "coalesce(sum(autoanalyze_count), 0) FROM pg_stat_user_tables")) {
+			row.next();
+			return new long[] { row.getLong(1), row.getLong(2) };
 		}
 	}
 
@@ -332,8 +350,11 @@ final class SampleAppTimings {
 	 * frequent first
 	 * @param sampled each distinct statement of the nodes seen in
 	 * {@code pg_stat_activity}, empty queries too
+	 * @param autovacuums the autovacuum runs on the database's tables meanwhile
+	 * @param autoanalyzes the autoanalyze runs on them meanwhile
 	 */
-	record IdleResult(LoadWindows load, List<StatementRate> statements, List<StatementRate> sampled) {
+	record IdleResult(LoadWindows load, List<StatementRate> statements, List<StatementRate> sampled, long autovacuums,
+			long autoanalyzes) {
 	}
 
 }
