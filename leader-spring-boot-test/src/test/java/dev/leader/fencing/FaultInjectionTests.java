@@ -15,6 +15,7 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import dev.leader.lease.LeaseSettings;
 import dev.leader.test.Cluster;
+import dev.leader.test.DecisionLogChecks;
 import dev.leader.test.FaultHistory;
 import dev.leader.test.FaultHistory.Checks;
 import dev.leader.test.FaultHistory.Episode;
@@ -36,8 +37,9 @@ import static org.awaitility.Awaitility.await;
 
 /**
  * Fault injection in the manner of Jepsen (guarantees G1 to G3, and G5 and G6 of the
- * design): three node processes make fenced writes to a log table while they lead, and
- * random faults hit them, mostly the leader: SIGSTOP and SIGCONT, SIGKILL and a restart,
+ * design): three node processes make fenced writes to a log table while they lead, each
+ * fenced by an append to the group's decision log in the same transaction, and random
+ * faults hit them, mostly the leader: SIGSTOP and SIGCONT, SIGKILL and a restart,
  * {@code pg_terminate_backend} of their sessions, and network stalls through a
  * {@link StallingProxy} each. While it leads, each node also runs guarded-write load:
  * {@value #LOAD_THREADS} threads of back-to-back transactions that guard the lease and
@@ -45,7 +47,9 @@ import static org.awaitility.Awaitility.await;
  * the time, as under an application's load, and the leader's renewals must pass them. One
  * node runs with its wall clock five hours ahead under libfaketime, with the monotonic
  * clock left alone. At the end {@link FaultHistory.Checks} checks the history and the
- * tables, including that terms changed only when a fault hit the leader.
+ * tables, including that terms changed only when a fault hit the leader, and
+ * {@link DecisionLogChecks} the decision logs: no gap, no entry of an old term after a
+ * newer one, and exactly the committed writes.
  * <p>
  * The normal suite runs a few dozen episodes. The long run is
  * {@code ./mvnw -pl leader-spring-boot-autoconfigure verify -Dtest=FaultInjectionTests -Dsurefire.failIfNoSpecifiedTests=false -Dfault.episodes=1000}
@@ -192,7 +196,7 @@ class FaultInjectionTests {
 
 	private Incarnation startNode(String nodeId) {
 		long number = this.incarnations.incrementAndGet();
-		List<String> arguments = List.of("--url=" + this.proxies.url(nodeId), "--writer=true",
+		List<String> arguments = List.of("--url=" + this.proxies.url(nodeId), "--writer=true", "--writer-fence=log",
 				"--incarnation=" + number, "--load-threads=" + LOAD_THREADS, "--load-hold=" + LOAD_HOLD,
 				"--pool-size=" + (POOL_SIZE_WITHOUT_LOAD + LOAD_THREADS));
 		Map<String, String> environment = nodeId.equals(FAKED_NODE) ? fakedClock() : Map.of();
@@ -277,6 +281,10 @@ class FaultInjectionTests {
 		for (Incarnation incarnation : this.history.incarnations()) {
 			assertWallClock(incarnation.process());
 		}
+		assertThat(DecisionLogChecks.violations(this.cluster.dataSource(), "fault_log"))
+			.as("violations of the decision logs, whose appends fenced the writes")
+			.isEmpty();
+		assertThat(DecisionLogChecks.entries(this.cluster.dataSource())).as("decision log entries").isPositive();
 		return this.history.check(FaultHistory.readWrites(this.cluster.dataSource()),
 				FaultHistory.readLoad(this.cluster.dataSource()));
 	}

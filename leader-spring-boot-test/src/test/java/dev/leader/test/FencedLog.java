@@ -1,6 +1,7 @@
 package dev.leader.test;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.function.Consumer;
 import java.util.regex.Pattern;
 
@@ -10,7 +11,9 @@ import dev.leader.FencingToken;
 import dev.leader.Leadership;
 import dev.leader.fencing.Fencing;
 import dev.leader.jdbc.PostgresFencingStore;
+import dev.leader.jdbc.PostgresLogStore;
 import dev.leader.jdbc.TablePrefix;
+import dev.leader.log.DecisionLog;
 import dev.leader.test.NodeEvent.Type;
 import org.jspecify.annotations.Nullable;
 
@@ -24,7 +27,10 @@ import org.springframework.transaction.support.TransactionTemplate;
  * {@link FencedWriter} and {@link GuardedLoad}. Each append is one transaction that
  * {@link Fencing#guard guards} the group's lease, may hold the transaction open for a
  * while ({@code pg_sleep}), and then inserts the row, with {@code stamp_nanos} taken
- * after the guard passed and before the commit. Thread-safe.
+ * after the guard passed and before the commit. With the decision log, the transaction is
+ * fenced by an append to the group's decision log instead of the guard, with the payload
+ * {@code <incarnation>/<seq>}, so that the row and the entry commit together or not at
+ * all. Thread-safe.
  */
 final class FencedLog {
 
@@ -44,8 +50,10 @@ final class FencedLog {
 
 	private final Consumer<NodeEvent> events;
 
+	private final @Nullable DecisionLog decisions;
+
 	FencedLog(Leadership leadership, DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
-			Duration holdLimit, String table, long incarnation, Consumer<NodeEvent> events) {
+			Duration holdLimit, String table, long incarnation, Consumer<NodeEvent> events, boolean decisionLog) {
 		if (!TABLE_NAME.matcher(table).matches()) {
 			throw new IllegalArgumentException("Invalid log table name '" + table + "'");
 		}
@@ -59,6 +67,10 @@ final class FencedLog {
 				+ " (group_name, term, node, incarnation, seq, stamp_nanos) VALUES (?, ?, ?, ?, ?, ?)";
 		this.incarnation = incarnation;
 		this.events = events;
+		this.decisions = decisionLog
+				? new DecisionLog(new PostgresLogStore(dataSource, tablePrefix, queryTimeout, holdLimit, null),
+						leadership.nodeId(), List.of())
+				: null;
 	}
 
 	/**
@@ -79,7 +91,12 @@ final class FencedLog {
 	 */
 	void append(FencingToken token, long seq, @Nullable Duration hold) {
 		this.transactions.executeWithoutResult((status) -> {
-			this.fencing.guard(token);
+			if (this.decisions != null) {
+				this.decisions.append(token, "write", this.incarnation + "/" + seq);
+			}
+			else {
+				this.fencing.guard(token);
+			}
 			if (hold != null) {
 				this.jdbc.queryForObject("SELECT 1 FROM pg_sleep(?)", Integer.class, hold.toNanos() / 1e9);
 			}

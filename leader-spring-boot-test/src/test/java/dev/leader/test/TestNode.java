@@ -49,8 +49,10 @@ import dev.leader.test.NodeEvent.Type;
  * {@code connection-timeout} (1 s), {@code pool-size} (3)</li>
  * <li>{@code writer} ({@code false}): whether the node makes fenced writes, see
  * {@link FencedWriter}, with {@code writer-table} ({@code fault_log}),
- * {@code writer-interval} (30 ms), {@code writer-max-attempts} (1,000,000) and
- * {@code incarnation} (1), a number that tells the processes of one node id apart</li>
+ * {@code writer-interval} (30 ms), {@code writer-max-attempts} (1,000,000),
+ * {@code writer-fence} ({@code guard}, or {@code log} to fence each write with an append
+ * to the group's decision log) and {@code incarnation} (1), a number that tells the
+ * processes of one node id apart</li>
  * <li>{@code load-threads} (0): how many threads run guarded-write load while the node
  * leads, see {@link GuardedLoad}, with {@code load-table} ({@code fault_load}),
  * {@code load-hold} (100 ms), how long each transaction stays open after its guard, and
@@ -173,23 +175,26 @@ public final class TestNode {
 
 	private static FencedWriter writer(LeaderEngine engine, HikariDataSource dataSource, NodeArguments arguments,
 			Consumer<NodeEvent> events) {
-		return new FencedWriter(log(engine, dataSource, arguments, "writer-table", "fault_log", events),
+		return new FencedWriter(
+				log(engine, dataSource, arguments, "writer-table", "fault_log", events,
+						"log".equals(arguments.get("writer-fence", "guard"))),
 				arguments.duration("writer-interval", Duration.ofMillis(30)),
 				Long.parseLong(arguments.get("writer-max-attempts", "1000000")));
 	}
 
 	private static GuardedLoad load(LeaderEngine engine, HikariDataSource dataSource, NodeArguments arguments,
 			int threads, Consumer<NodeEvent> events) {
-		return new GuardedLoad(log(engine, dataSource, arguments, "load-table", "fault_load", events), threads,
+		return new GuardedLoad(log(engine, dataSource, arguments, "load-table", "fault_load", events, false), threads,
 				arguments.leaseSettings().safeWindow(), arguments.duration("load-hold", Duration.ofMillis(100)),
 				Long.parseLong(arguments.get("load-max-transactions", "10000000")));
 	}
 
 	private static FencedLog log(LeaderEngine engine, HikariDataSource dataSource, NodeArguments arguments,
-			String tableArgument, String defaultTable, Consumer<NodeEvent> events) {
+			String tableArgument, String defaultTable, Consumer<NodeEvent> events, boolean decisionLog) {
 		return new FencedLog(engine, dataSource, new TablePrefix(arguments.get("table-prefix", "leader_")),
 				arguments.duration("query-timeout", Duration.ofSeconds(1)), arguments.leaseSettings().safeWindow(),
-				arguments.get(tableArgument, defaultTable), Long.parseLong(arguments.get("incarnation", "1")), events);
+				arguments.get(tableArgument, defaultTable), Long.parseLong(arguments.get("incarnation", "1")), events,
+				decisionLog);
 	}
 
 	/**
