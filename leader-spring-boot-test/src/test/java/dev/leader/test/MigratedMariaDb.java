@@ -18,7 +18,8 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  * {@code @RegisterExtension} on a static field, it creates the database before the
  * class's own {@code @BeforeAll} methods, empties its tables before each test, before the
  * class's own {@code @BeforeEach} methods, and closes the pool and drops the database
- * after the class's own {@code @AfterAll} methods.
+ * after the class's own {@code @AfterAll} methods. Its {@code @Nested} classes share the
+ * database.
  */
 public final class MigratedMariaDb implements BeforeAllCallback, BeforeEachCallback, AfterAllCallback {
 
@@ -28,9 +29,7 @@ public final class MigratedMariaDb implements BeforeAllCallback, BeforeEachCallb
 
 	private final Consumer<HikariConfig> settings;
 
-	private @Nullable MariaDbTestDatabase database;
-
-	private @Nullable HikariDataSource dataSource;
+	private @Nullable Opened opened;
 
 	/**
 	 * Creates the extension.
@@ -57,7 +56,7 @@ public final class MigratedMariaDb implements BeforeAllCallback, BeforeEachCallb
 	 * @return the database
 	 */
 	public MariaDbTestDatabase database() {
-		return duringTheTests(this.database);
+		return opened().database();
 	}
 
 	/**
@@ -65,14 +64,24 @@ public final class MigratedMariaDb implements BeforeAllCallback, BeforeEachCallb
 	 * @return the pool
 	 */
 	public HikariDataSource dataSource() {
-		return duringTheTests(this.dataSource);
+		return opened().dataSource();
 	}
 
 	@Override
 	public void beforeAll(ExtensionContext context) {
-		this.database = MariaDbTestDatabase.create();
-		this.dataSource = this.database.dataSource(this.poolSize, this.settings);
-		new LeaderSchemaMigration(this.dataSource, PREFIX).migrate();
+		if (this.opened != null) {
+			return;
+		}
+		MariaDbTestDatabase database = MariaDbTestDatabase.create();
+		try {
+			this.opened = new Opened(context.getUniqueId(), database,
+					database.dataSource(this.poolSize, this.settings));
+		}
+		catch (RuntimeException ex) {
+			database.drop();
+			throw ex;
+		}
+		new LeaderSchemaMigration(this.opened.dataSource(), PREFIX).migrate();
 	}
 
 	@Override
@@ -82,21 +91,30 @@ public final class MigratedMariaDb implements BeforeAllCallback, BeforeEachCallb
 
 	@Override
 	public void afterAll(ExtensionContext context) {
-		if (this.dataSource != null) {
-			this.dataSource.close();
-			this.dataSource = null;
+		Opened opened = this.opened;
+		if (opened == null || !opened.owner().equals(context.getUniqueId())) {
+			return;
 		}
-		if (this.database != null) {
-			this.database.drop();
-			this.database = null;
+		this.opened = null;
+		try {
+			opened.dataSource().close();
+		}
+		finally {
+			opened.database().drop();
 		}
 	}
 
-	private static <T> T duringTheTests(@Nullable T value) {
-		if (value == null) {
+	private Opened opened() {
+		if (this.opened == null) {
 			throw new IllegalStateException("No MariaDB database outside the tests of a class");
 		}
-		return value;
+		return this.opened;
+	}
+
+	// Owned by the class that registers the extension: its @Nested classes inherit the
+	// extension, and run their tests on the same database.
+	private record Opened(String owner, MariaDbTestDatabase database, HikariDataSource dataSource) {
+
 	}
 
 }
