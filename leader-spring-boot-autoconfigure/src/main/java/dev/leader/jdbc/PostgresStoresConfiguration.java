@@ -56,32 +56,30 @@ public final class PostgresStoresConfiguration {
 		if (dialect(dataSource, dataSourceProperties) == JdbcDialect.MARIADB) {
 			MariaDbCoordinationStore store = new MariaDbCoordinationStore(dataSource, prefix,
 					properties.getJdbc().determineQueryTimeout());
-			if (migration.getIfAvailable() == null) {
-				try {
-					store.requireWritablePrimary();
-				}
-				catch (DataAccessException ex) {
-					logger.warn("Could not check that the DataSource leads to a writable primary; leadership starts "
-							+ "once the database answers: " + ex.getMessage());
-				}
-			}
+			requireWritablePrimaryUnlessMigrated(store::requireWritablePrimary, migration);
 			return store;
 		}
 		PostgresCoordinationStore store = new PostgresCoordinationStore(dataSource, prefix,
 				properties.getJdbc().determineQueryTimeout(),
 				notifications(properties.getJdbc().getNotifications(), dataSourceProperties.getIfAvailable()));
-		if (migration.getIfAvailable() == null) {
-			// The migration checks the database before it runs; without it, the store
-			// does.
-			try {
-				store.requireWritablePrimary();
-			}
-			catch (DataAccessException ex) {
-				logger.warn("Could not check that the DataSource leads to a writable primary; leadership starts "
-						+ "once the database answers: " + ex.getMessage());
-			}
-		}
+		requireWritablePrimaryUnlessMigrated(store::requireWritablePrimary, migration);
 		return store;
+	}
+
+	// The migration checks the database before it runs; without it, the store does. A
+	// database that does not answer yet only delays leadership.
+	private static void requireWritablePrimaryUnlessMigrated(Runnable requireWritablePrimary,
+			ObjectProvider<LeaderSchemaMigration> migration) {
+		if (migration.getIfAvailable() != null) {
+			return;
+		}
+		try {
+			requireWritablePrimary.run();
+		}
+		catch (DataAccessException ex) {
+			logger.warn("Could not check that the DataSource leads to a writable primary; leadership starts "
+					+ "once the database answers: " + ex.getMessage());
+		}
 	}
 
 	private static JdbcDialect dialect(DataSource dataSource, ObjectProvider<DataSourceProperties> properties) {

@@ -2,242 +2,73 @@ package dev.leader.fencing;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
+
+import javax.sql.DataSource;
 
 import dev.leader.FencingToken;
-import dev.leader.StaleLeadershipException;
 import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.jdbc.PostgresFencingStore;
-import dev.leader.jdbc.TablePrefix;
-import dev.leader.lease.CoordinationStore.AcquireResult;
-import dev.leader.lease.CoordinationStore.Tick;
-import dev.leader.node.NodeRegistration;
+import dev.leader.lease.CoordinationStore;
 import dev.leader.test.MigratedSchema;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-import org.springframework.jdbc.core.simple.JdbcClient;
-import org.springframework.jdbc.datasource.DataSourceTransactionManager;
-import org.springframework.transaction.IllegalTransactionStateException;
-import org.springframework.transaction.support.TransactionTemplate;
-
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
-import static org.awaitility.Awaitility.await;
 
 /**
  * {@link Fencing} against real PostgreSQL: the lease guard and the fences table
- * (guarantee G3).
+ * (guarantee G3), in a fresh schema per test. What only PostgreSQL shows: the hold limits
+ * are the transaction's {@code statement_timeout} and
+ * {@code idle_in_transaction_session_timeout}.
  */
-class FencingTests {
-
-	private static final TablePrefix PREFIX = new TablePrefix("leader_");
-
-	private static final NodeRegistration NODE_A = new NodeRegistration("a", "app", "host-a", 1);
+class FencingTests extends AbstractFencingTests {
 
 	@RegisterExtension
 	final MigratedSchema schema = new MigratedSchema(8);
 
-	private PostgresCoordinationStore leases;
-
-	private TransactionTemplate transactions;
-
-	private JdbcClient jdbc;
-
 	@BeforeEach
-	void createStores() {
-		this.leases = new PostgresCoordinationStore(this.schema.dataSource(), PREFIX, Duration.ofSeconds(5));
-		this.transactions = new TransactionTemplate(new DataSourceTransactionManager(this.schema.dataSource()));
-		this.jdbc = JdbcClient.create(this.schema.dataSource());
+	void createWritesTable() {
 		this.jdbc.sql("CREATE TABLE writes (term BIGINT NOT NULL, node VARCHAR(20) NOT NULL)").update();
 	}
 
-	@Test
-	void guardedWriteOfTheHolderCommits() {
-		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
-		write(fencing("a"), token, "a");
-		assertThat(writes()).containsExactly(List.of(token.term(), "a"));
+	@Override
+	DataSource dataSource() {
+		return this.schema.dataSource();
 	}
 
-	@Test
-	void guardedWriteOfASupersededTermIsRejectedAndRolledBack() {
-		FencingToken stale = acquire("g", "a", Duration.ofMillis(200));
-		awaitExpiry("g");
-		FencingToken current = acquire("g", "b", Duration.ofSeconds(10));
-		Fencing fencing = fencing("a");
-		assertThatExceptionOfType(StaleLeadershipException.class).isThrownBy(() -> write(fencing, stale, "a"))
-			.withMessageContaining("group 'g'")
-			.withMessageContaining("term " + stale.term())
-			.withMessageContaining("term " + current.term() + ", held by b")
-			.satisfies((ex) -> {
-				assertThat(ex.getHeldTerm()).isEqualTo(stale.term());
-				assertThat(ex.getCurrentTerm()).isEqualTo(current.term());
-				assertThat(ex.getCurrentHolder()).isEqualTo("b");
-			});
-		write(fencing("b"), current, "b");
-		assertThat(writes()).containsExactly(List.of(current.term(), "b"));
-		assertThat(fencing.rejections()).isEqualTo(1);
+	@Override
+	CoordinationStore coordinationStore(DataSource dataSource) {
+		return new PostgresCoordinationStore(dataSource, PREFIX, Duration.ofSeconds(5));
 	}
 
-	@Test
-	void guardedWriteAfterTheLeaseExpiredInDatabaseTimeIsRejected() {
-		FencingToken token = acquire("g", "a", Duration.ofMillis(200));
-		awaitExpiry("g");
-		assertThatExceptionOfType(StaleLeadershipException.class).isThrownBy(() -> write(fencing("a"), token, "a"))
-			.withMessageContaining("expired by the database clock");
-		assertThat(writes()).isEmpty();
+	@Override
+	FencingStore fencingStore(DataSource dataSource, Duration holdLimit) {
+		return new PostgresFencingStore(dataSource, PREFIX, Duration.ofSeconds(5), holdLimit);
 	}
 
-	@Test
-	void guardedWriteAfterReleaseIsRejected() {
-		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
-		this.leases.release("a", Map.of("g", token.term()));
-		assertThatExceptionOfType(StaleLeadershipException.class).isThrownBy(() -> write(fencing("a"), token, "a"))
-			.withMessageContaining("released");
-		assertThat(writes()).isEmpty();
+	@Override
+	boolean expired(String group) {
+		return this.jdbc.sql("SELECT expires_at <= clock_timestamp() FROM leader_leases WHERE group_name = ?")
+			.param(group)
+			.query(Boolean.class)
+			.single();
 	}
 
-	@Test
-	void guardOfAnotherNodeWithTheSameTermIsRejected() {
-		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
-		assertThatExceptionOfType(StaleLeadershipException.class).isThrownBy(() -> write(fencing("b"), token, "b"));
+	@Override
+	String sleepTenSeconds() {
+		return "SELECT pg_sleep(10)";
 	}
 
-	@Test
-	void takeoverWaitsUntilTheGuardedTransactionEnds() throws Exception {
-		FencingToken token = acquire("g", "a", Duration.ofMillis(500));
-		HeldWrite writer = holdWrite(() -> fencing("a").guard(token), token);
-		awaitExpiry("g");
-		CompletableFuture<AcquireResult> takeover = CompletableFuture
-			.supplyAsync(() -> this.leases.acquire("g", "b", Duration.ofSeconds(10)));
-		// A takeover locks the row FOR UPDATE before it changes holder and term; a plain
-		// UPDATE would not wait.
-		await().during(Duration.ofMillis(700)).atMost(Duration.ofSeconds(2)).until(() -> !takeover.isDone());
-		writer.letGo();
-		writer.outcome().get(5, TimeUnit.SECONDS);
-		AcquireResult result = takeover.get(5, TimeUnit.SECONDS);
-		assertThat(result.granted()).isTrue();
-		assertThat(result.lease().term()).isEqualTo(token.term() + 1);
-		assertThat(writes()).containsExactly(List.of(token.term(), "a"));
-	}
-
-	@Test
-	void holderFrozenInsideItsGuardedTransactionHoldsATakeoverUpOnlyUntilTheHoldLimit() throws Exception {
-		FencingToken token = acquire("g", "a", Duration.ofMillis(300));
-		Fencing frozen = new Fencing(new PostgresFencingStore(this.schema.dataSource(), PREFIX, Duration.ofSeconds(5),
-				Duration.ofMillis(800)), "a");
-		HeldWrite writer = holdWrite(() -> frozen.guard(token), token);
-		awaitExpiry("g");
-		long start = System.nanoTime();
-		AcquireResult takeover = CompletableFuture
-			.supplyAsync(() -> this.leases.acquire("g", "b", Duration.ofSeconds(10)))
-			.get(5, TimeUnit.SECONDS);
-		Duration waited = Duration.ofNanos(System.nanoTime() - start);
-		assertThat(takeover.granted()).isTrue();
-		assertThat(takeover.lease().term()).isEqualTo(token.term() + 1);
-		assertThat(waited).isLessThan(Duration.ofSeconds(3));
-		writer.letGo();
-		assertThatExceptionOfType(java.util.concurrent.ExecutionException.class)
-			.isThrownBy(() -> writer.outcome().get(5, TimeUnit.SECONDS));
-		assertThat(writes()).isEmpty();
-	}
-
-	@Test
-	void holderRenewsWhileItsGuardedTransactionsHoldTheLeaseRow() throws Exception {
-		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
-		HeldWrite writer = holdWrite(() -> fencing("a").guard(token), token);
-		CompletableFuture<Tick> renewal = CompletableFuture.supplyAsync(() -> this.leases.tick(NODE_A,
-				Map.of("g", token.term()), List.of("g"), Duration.ofSeconds(10), Duration.ofSeconds(10)));
-		// FOR SHARE, which the guard took before, made this renewal wait for the guarded
-		// transaction.
-		assertThat(renewal.get(2, TimeUnit.SECONDS).renewed()).containsKey("g");
-		writer.letGo();
-		writer.outcome().get(5, TimeUnit.SECONDS);
-		assertThat(writes()).containsExactly(List.of(token.term(), "a"));
-	}
-
-	@Test
-	void releaseWaitsUntilTheGuardedTransactionEnds() throws Exception {
-		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
-		HeldWrite writer = holdWrite(() -> fencing("a").guard(token), token);
-		CompletableFuture<java.util.Collection<String>> release = CompletableFuture
-			.supplyAsync(() -> this.leases.release("a", Map.of("g", token.term())));
-		await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2)).until(() -> !release.isDone());
-		writer.letGo();
-		writer.outcome().get(5, TimeUnit.SECONDS);
-		assertThat(release.get(5, TimeUnit.SECONDS)).containsExactly("g");
-		assertThat(writes()).containsExactly(List.of(token.term(), "a"));
-	}
-
-	@Test
-	void guardsOfTwoGroupsTakenInOppositeOrdersNeverDeadlockWithTheHeartbeat() throws Exception {
-		FencingToken a = acquire("a", "a", Duration.ofSeconds(10));
-		FencingToken b = acquire("b", "a", Duration.ofSeconds(10));
-		Fencing fencing = fencing("a");
-		CountDownLatch firstGuards = new CountDownLatch(2);
-		CountDownLatch renewed = new CountDownLatch(1);
-		CompletableFuture<Void> forward = CompletableFuture
-			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-				fencing.guard(a);
-				firstGuards.countDown();
-				awaitLatch(renewed);
-				fencing.guard(b);
-				insert(a, "a");
-			}));
-		CompletableFuture<Void> backward = CompletableFuture
-			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-				fencing.guard(b);
-				firstGuards.countDown();
-				awaitLatch(renewed);
-				fencing.guard(a);
-				insert(b, "a");
-			}));
-		assertThat(firstGuards.await(5, TimeUnit.SECONDS)).isTrue();
-		Tick tick = this.leases.tick(NODE_A, Map.of("a", a.term(), "b", b.term()), List.of("a", "b"),
-				Duration.ofSeconds(10), Duration.ofSeconds(10));
-		assertThat(tick.renewed()).containsOnlyKeys("a", "b");
-		renewed.countDown();
-		forward.get(5, TimeUnit.SECONDS);
-		backward.get(5, TimeUnit.SECONDS);
-		assertThat(writes()).hasSize(2);
-	}
-
-	@Test
-	void statementBlockedInsideAGuardedTransactionHoldsATakeoverUpOnlyUntilTheHoldLimit() throws Exception {
-		FencingToken token = acquire("g", "a", Duration.ofMillis(300));
-		Fencing blocked = new Fencing(new PostgresFencingStore(this.schema.dataSource(), PREFIX, Duration.ofSeconds(5),
-				Duration.ofMillis(800)), "a");
-		CountDownLatch guarded = new CountDownLatch(1);
-		CompletableFuture<Void> writer = CompletableFuture
-			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-				blocked.guard(token);
-				guarded.countDown();
-				this.jdbc.sql("SELECT pg_sleep(10)").query().singleRow();
-				insert(token, "a");
-			}));
-		assertThat(guarded.await(5, TimeUnit.SECONDS)).isTrue();
-		awaitExpiry("g");
-		long start = System.nanoTime();
-		AcquireResult takeover = CompletableFuture
-			.supplyAsync(() -> this.leases.acquire("g", "b", Duration.ofSeconds(10)))
-			.get(5, TimeUnit.SECONDS);
-		assertThat(takeover.granted()).isTrue();
-		assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(3));
-		assertThatExceptionOfType(java.util.concurrent.ExecutionException.class)
-			.isThrownBy(() -> writer.get(5, TimeUnit.SECONDS))
-			.withMessageContaining("statement timeout");
-		assertThat(writes()).isEmpty();
+	@Override
+	String holdLimitError() {
+		return "statement timeout";
 	}
 
 	@Test
 	void guardKeepsALowerStatementTimeoutOfTheSessionAndOtherwiseSetsTheHoldLimit() {
 		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
-		Fencing fencing = new Fencing(new PostgresFencingStore(this.schema.dataSource(), PREFIX, Duration.ofSeconds(5),
-				Duration.ofMillis(1500)), "a");
+		Fencing fencing = fencing("a", Duration.ofMillis(1500));
 		List<String> limits = this.transactions.execute((tx) -> {
 			fencing.guard(token);
 			return List.of(show("statement_timeout"), show("idle_in_transaction_session_timeout"));
@@ -252,169 +83,8 @@ class FencingTests {
 		assertThat(show("statement_timeout")).as("the limits end with the transaction").isEqualTo("0");
 	}
 
-	@Test
-	void fenceHeldByAFrozenWriterIsFreedAfterTheHoldLimit() throws Exception {
-		Fencing frozen = new Fencing(new PostgresFencingStore(this.schema.dataSource(), PREFIX, Duration.ofSeconds(5),
-				Duration.ofMillis(800)), "a");
-		FencingToken low = new FencingToken("g", 1);
-		HeldWrite writer = holdWrite(() -> frozen.advance("mail", low), low);
-		long start = System.nanoTime();
-		advance(fencing("b"), "mail", new FencingToken("g", 2));
-		assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(3));
-		writer.letGo();
-		assertThatExceptionOfType(java.util.concurrent.ExecutionException.class)
-			.isThrownBy(() -> writer.outcome().get(5, TimeUnit.SECONDS));
-		assertThat(writes()).isEmpty();
-	}
-
-	@Test
-	void guardWithoutATransactionFailsInsteadOfRunningUnfenced() {
-		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
-		assertThatExceptionOfType(IllegalTransactionStateException.class).isThrownBy(() -> fencing("a").guard(token))
-			.withMessageContaining("@Transactional");
-		assertThatExceptionOfType(IllegalTransactionStateException.class)
-			.isThrownBy(() -> fencing("a").advance("mail", token));
-	}
-
-	@Test
-	void fenceAcceptsEqualAndHigherTermsAndRejectsLowerOnes() {
-		Fencing fencing = fencing("a");
-		advance(fencing, "mail", new FencingToken("g", 3));
-		advance(fencing, "mail", new FencingToken("g", 3));
-		advance(fencing, "mail", new FencingToken("g", 5));
-		assertThatExceptionOfType(StaleLeadershipException.class)
-			.isThrownBy(() -> advance(fencing, "mail", new FencingToken("g", 4)))
-			.withMessageContaining("fence 'mail' has already seen term 5")
-			.satisfies((ex) -> assertThat(ex.getCurrentTerm()).isEqualTo(5));
-		assertThat(this.jdbc.sql("SELECT term FROM leader_fences WHERE resource = 'mail'").query(Long.class).single())
-			.isEqualTo(5);
-		assertThat(fencing.rejections()).isEqualTo(1);
-	}
-
-	@Test
-	void rejectedFenceRollsBackTheWritesOfItsTransaction() {
-		Fencing fencing = fencing("a");
-		advance(fencing, "mail", new FencingToken("g", 2));
-		FencingToken stale = new FencingToken("g", 1);
-		assertThatExceptionOfType(StaleLeadershipException.class)
-			.isThrownBy(() -> this.transactions.executeWithoutResult((tx) -> {
-				insert(stale, "a");
-				fencing.advance("mail", stale);
-			}));
-		assertThat(writes()).isEmpty();
-	}
-
-	@Test
-	void fenceOfOneGroupRejectsTokensOfAnother() {
-		Fencing fencing = fencing("a");
-		advance(fencing, "mail", new FencingToken("g", 1));
-		assertThatExceptionOfType(IllegalArgumentException.class)
-			.isThrownBy(() -> advance(fencing, "mail", new FencingToken("other", 9)))
-			.withMessageContaining("guards group 'g'");
-	}
-
-	@Test
-	void invalidFenceResourceIsRejected() {
-		assertThatExceptionOfType(IllegalArgumentException.class)
-			.isThrownBy(() -> advance(fencing("a"), "x'; drop table y", new FencingToken("g", 1)))
-			.withMessageContaining("Invalid fence resource");
-	}
-
-	@Test
-	void higherTokenWaitsForTheTransactionThatHoldsTheFence() throws Exception {
-		Fencing fencing = fencing("a");
-		FencingToken low = new FencingToken("g", 1);
-		HeldWrite first = holdWrite(() -> fencing.advance("mail", low), low);
-		FencingToken high = new FencingToken("g", 2);
-		CompletableFuture<Void> second = CompletableFuture
-			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-				fencing.advance("mail", high);
-				insert(high, "b");
-			}));
-		await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2)).until(() -> !second.isDone());
-		first.letGo();
-		first.outcome().get(5, TimeUnit.SECONDS);
-		second.get(5, TimeUnit.SECONDS);
-		assertThat(writes()).containsExactly(List.of(1L, "a"), List.of(2L, "b"));
-		assertThatExceptionOfType(StaleLeadershipException.class).isThrownBy(() -> advance(fencing, "mail", low));
-	}
-
-	private Fencing fencing(String nodeId) {
-		return new Fencing(new PostgresFencingStore(this.schema.dataSource(), PREFIX, Duration.ofSeconds(5),
-				Duration.ofSeconds(10)), nodeId);
-	}
-
-	private FencingToken acquire(String group, String node, Duration duration) {
-		AcquireResult result = this.leases.acquire(group, node, duration);
-		assertThat(result.granted()).isTrue();
-		return new FencingToken(group, result.lease().term());
-	}
-
-	private void awaitExpiry(String group) {
-		await().atMost(Duration.ofSeconds(5))
-			.until(() -> this.jdbc.sql("SELECT expires_at <= clock_timestamp() FROM leader_leases WHERE group_name = ?")
-				.param(group)
-				.query(Boolean.class)
-				.single());
-	}
-
-	// Writes the token's term as node a in a transaction on another thread: the fence is
-	// taken first, and the write waits until the test lets it go.
-	private HeldWrite holdWrite(Runnable fence, FencingToken token) throws InterruptedException {
-		CountDownLatch fenced = new CountDownLatch(1);
-		CountDownLatch letGo = new CountDownLatch(1);
-		CompletableFuture<Void> outcome = CompletableFuture
-			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-				fence.run();
-				fenced.countDown();
-				awaitLatch(letGo);
-				insert(token, "a");
-			}));
-		assertThat(fenced.await(5, TimeUnit.SECONDS)).isTrue();
-		return new HeldWrite(letGo, outcome);
-	}
-
-	private void write(Fencing fencing, FencingToken token, String node) {
-		this.transactions.executeWithoutResult((tx) -> {
-			fencing.guard(token);
-			insert(token, node);
-		});
-	}
-
-	private void advance(Fencing fencing, String resource, FencingToken token) {
-		this.transactions.executeWithoutResult((tx) -> fencing.advance(resource, token));
-	}
-
-	private void insert(FencingToken token, String node) {
-		this.jdbc.sql("INSERT INTO writes (term, node) VALUES (?, ?)").params(token.term(), node).update();
-	}
-
 	private String show(String setting) {
 		return this.jdbc.sql("SELECT current_setting(?)").param(setting).query(String.class).single();
-	}
-
-	private List<List<Object>> writes() {
-		return this.jdbc.sql("SELECT term, node FROM writes ORDER BY term, node")
-			.query((rows, i) -> List.<Object>of(rows.getLong(1), rows.getString(2)))
-			.list();
-	}
-
-	private static void awaitLatch(CountDownLatch latch) {
-		try {
-			assertThat(latch.await(10, TimeUnit.SECONDS)).isTrue();
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new IllegalStateException(ex);
-		}
-	}
-
-	private record HeldWrite(CountDownLatch held, CompletableFuture<Void> outcome) {
-
-		void letGo() {
-			this.held.countDown();
-		}
-
 	}
 
 }

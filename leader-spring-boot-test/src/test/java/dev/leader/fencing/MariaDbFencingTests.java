@@ -2,37 +2,27 @@ package dev.leader.fencing;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 
-import com.zaxxer.hikari.HikariConfig;
+import javax.sql.DataSource;
+
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.FencingToken;
 import dev.leader.StaleLeadershipException;
-import dev.leader.jdbc.LeaderSchemaMigration;
 import dev.leader.jdbc.MariaDbCoordinationStore;
 import dev.leader.jdbc.MariaDbFencingStore;
-import dev.leader.jdbc.TablePrefix;
-import dev.leader.lease.CoordinationStore.AcquireResult;
-import dev.leader.lease.CoordinationStore.Tick;
+import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaseState;
-import dev.leader.node.NodeRegistration;
-import dev.leader.test.MariaDbTestDatabase;
-import org.junit.jupiter.api.AfterAll;
+import dev.leader.test.MigratedMariaDb;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
-import org.springframework.transaction.IllegalTransactionStateException;
 import org.springframework.transaction.support.TransactionTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
-import static org.awaitility.Awaitility.await;
 
 /**
  * {@link Fencing} against the machine's MariaDB: the lease guard and the fences table
@@ -42,260 +32,49 @@ import static org.awaitility.Awaitility.await;
  * session's {@code max_statement_time} and {@code idle_transaction_timeout} (whole
  * seconds), restored when the transaction completes.
  */
-class MariaDbFencingTests {
+class MariaDbFencingTests extends AbstractFencingTests {
 
-	private static final TablePrefix PREFIX = new TablePrefix("leader_");
-
-	private static final NodeRegistration NODE_A = new NodeRegistration("a", "app", "host-a", 1);
-
-	private static MariaDbTestDatabase database;
-
-	private static HikariDataSource dataSource;
-
-	private MariaDbCoordinationStore leases;
-
-	private TransactionTemplate transactions;
-
-	private JdbcClient jdbc;
+	@RegisterExtension
+	static final MigratedMariaDb database = new MigratedMariaDb(8);
 
 	@BeforeAll
-	static void createDatabase() {
-		database = MariaDbTestDatabase.create();
-		dataSource = database.dataSource(8);
-		new LeaderSchemaMigration(dataSource, PREFIX).migrate();
-		JdbcClient.create(dataSource)
+	static void createWritesTable() {
+		JdbcClient.create(database.dataSource())
 			.sql("CREATE TABLE writes (term BIGINT NOT NULL, node VARCHAR(20) NOT NULL) ENGINE = InnoDB")
 			.update();
 	}
 
-	@AfterAll
-	static void dropDatabase() {
-		if (dataSource != null) {
-			dataSource.close();
-		}
-		if (database != null) {
-			database.drop();
-		}
+	@Override
+	DataSource dataSource() {
+		return database.dataSource();
 	}
 
-	@BeforeEach
-	void emptyTables() {
-		database.clear();
-		this.leases = new MariaDbCoordinationStore(dataSource, PREFIX, Duration.ofSeconds(5));
-		this.transactions = new TransactionTemplate(new DataSourceTransactionManager(dataSource));
-		this.jdbc = JdbcClient.create(dataSource);
+	@Override
+	CoordinationStore coordinationStore(DataSource dataSource) {
+		return new MariaDbCoordinationStore(dataSource, PREFIX, Duration.ofSeconds(5));
 	}
 
-	@Test
-	void guardedWriteOfTheHolderCommits() {
-		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
-		write(fencing("a"), token, "a");
-		assertThat(writes()).containsExactly(List.of(token.term(), "a"));
+	@Override
+	FencingStore fencingStore(DataSource dataSource, Duration holdLimit) {
+		return new MariaDbFencingStore(dataSource, PREFIX, Duration.ofSeconds(5), holdLimit);
 	}
 
-	@Test
-	void guardedWriteOfASupersededTermIsRejectedAndRolledBack() {
-		FencingToken stale = acquire("g", "a", Duration.ofMillis(200));
-		awaitExpiry("g");
-		FencingToken current = acquire("g", "b", Duration.ofSeconds(10));
-		Fencing fencing = fencing("a");
-		assertThatExceptionOfType(StaleLeadershipException.class).isThrownBy(() -> write(fencing, stale, "a"))
-			.withMessageContaining("group 'g'")
-			.withMessageContaining("term " + stale.term())
-			.withMessageContaining("term " + current.term() + ", held by b")
-			.satisfies((ex) -> {
-				assertThat(ex.getHeldTerm()).isEqualTo(stale.term());
-				assertThat(ex.getCurrentTerm()).isEqualTo(current.term());
-				assertThat(ex.getCurrentHolder()).isEqualTo("b");
-			});
-		write(fencing("b"), current, "b");
-		assertThat(writes()).containsExactly(List.of(current.term(), "b"));
-		assertThat(fencing.rejections()).isEqualTo(1);
+	@Override
+	boolean expired(String group) {
+		return this.leases.leases()
+			.stream()
+			.filter((lease) -> lease.group().equals(group))
+			.noneMatch(LeaseState::isHeld);
 	}
 
-	@Test
-	void guardedWriteAfterTheLeaseExpiredInDatabaseTimeIsRejected() {
-		FencingToken token = acquire("g", "a", Duration.ofMillis(200));
-		awaitExpiry("g");
-		assertThatExceptionOfType(StaleLeadershipException.class).isThrownBy(() -> write(fencing("a"), token, "a"))
-			.withMessageContaining("expired by the database clock");
-		assertThat(writes()).isEmpty();
+	@Override
+	String sleepTenSeconds() {
+		return "SELECT SLEEP(10)";
 	}
 
-	@Test
-	void guardedWriteAfterReleaseIsRejected() {
-		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
-		this.leases.release("a", Map.of("g", token.term()));
-		assertThatExceptionOfType(StaleLeadershipException.class).isThrownBy(() -> write(fencing("a"), token, "a"))
-			.withMessageContaining("released");
-		assertThat(writes()).isEmpty();
-	}
-
-	@Test
-	void guardOfAnotherNodeWithTheSameTermIsRejected() {
-		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
-		assertThatExceptionOfType(StaleLeadershipException.class).isThrownBy(() -> write(fencing("b"), token, "b"));
-	}
-
-	@Test
-	void takeoverWaitsUntilTheGuardedTransactionEnds() throws Exception {
-		FencingToken token = acquire("g", "a", Duration.ofMillis(500));
-		CountDownLatch guarded = new CountDownLatch(1);
-		CountDownLatch finish = new CountDownLatch(1);
-		CompletableFuture<Void> writer = CompletableFuture
-			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-				fencing("a").guard(token);
-				guarded.countDown();
-				awaitLatch(finish);
-				insert(token, "a");
-			}));
-		assertThat(guarded.await(5, TimeUnit.SECONDS)).isTrue();
-		awaitExpiry("g");
-		CompletableFuture<AcquireResult> takeover = CompletableFuture
-			.supplyAsync(() -> this.leases.acquire("g", "b", Duration.ofSeconds(10)));
-		// A takeover locks the lease_terms row FOR UPDATE before it changes holder and
-		// term.
-		await().during(Duration.ofMillis(700)).atMost(Duration.ofSeconds(2)).until(() -> !takeover.isDone());
-		finish.countDown();
-		writer.get(5, TimeUnit.SECONDS);
-		AcquireResult result = takeover.get(5, TimeUnit.SECONDS);
-		assertThat(result.granted()).isTrue();
-		assertThat(result.lease().term()).isEqualTo(token.term() + 1);
-		assertThat(writes()).containsExactly(List.of(token.term(), "a"));
-	}
-
-	@Test
-	void holderFrozenInsideItsGuardedTransactionHoldsATakeoverUpOnlyUntilTheHoldLimit() throws Exception {
-		FencingToken token = acquire("g", "a", Duration.ofMillis(300));
-		Fencing frozen = new Fencing(
-				new MariaDbFencingStore(dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofMillis(800)), "a");
-		CountDownLatch guarded = new CountDownLatch(1);
-		CountDownLatch thaw = new CountDownLatch(1);
-		CompletableFuture<Void> writer = CompletableFuture
-			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-				frozen.guard(token);
-				guarded.countDown();
-				awaitLatch(thaw);
-				insert(token, "a");
-			}));
-		assertThat(guarded.await(5, TimeUnit.SECONDS)).isTrue();
-		awaitExpiry("g");
-		long start = System.nanoTime();
-		AcquireResult takeover = CompletableFuture
-			.supplyAsync(() -> this.leases.acquire("g", "b", Duration.ofSeconds(10)))
-			.get(5, TimeUnit.SECONDS);
-		Duration waited = Duration.ofNanos(System.nanoTime() - start);
-		assertThat(takeover.granted()).isTrue();
-		assertThat(takeover.lease().term()).isEqualTo(token.term() + 1);
-		assertThat(waited).isLessThan(Duration.ofSeconds(3));
-		thaw.countDown();
-		assertThatExceptionOfType(java.util.concurrent.ExecutionException.class)
-			.isThrownBy(() -> writer.get(5, TimeUnit.SECONDS));
-		assertThat(writes()).isEmpty();
-	}
-
-	@Test
-	void holderRenewsWhileItsGuardedTransactionsHoldTheLeaseRow() throws Exception {
-		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
-		CountDownLatch guarded = new CountDownLatch(1);
-		CountDownLatch finish = new CountDownLatch(1);
-		CompletableFuture<Void> writer = CompletableFuture
-			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-				fencing("a").guard(token);
-				guarded.countDown();
-				awaitLatch(finish);
-				insert(token, "a");
-			}));
-		assertThat(guarded.await(5, TimeUnit.SECONDS)).isTrue();
-		CompletableFuture<Tick> renewal = CompletableFuture.supplyAsync(() -> this.leases.tick(NODE_A,
-				Map.of("g", token.term()), List.of("g"), Duration.ofSeconds(10), Duration.ofSeconds(10)));
-		// The guard's shared lock is on lease_terms, which the renewal does not update.
-		assertThat(renewal.get(2, TimeUnit.SECONDS).renewed()).containsKey("g");
-		finish.countDown();
-		writer.get(5, TimeUnit.SECONDS);
-		assertThat(writes()).containsExactly(List.of(token.term(), "a"));
-	}
-
-	@Test
-	void releaseWaitsUntilTheGuardedTransactionEnds() throws Exception {
-		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
-		CountDownLatch guarded = new CountDownLatch(1);
-		CountDownLatch finish = new CountDownLatch(1);
-		CompletableFuture<Void> writer = CompletableFuture
-			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-				fencing("a").guard(token);
-				guarded.countDown();
-				awaitLatch(finish);
-				insert(token, "a");
-			}));
-		assertThat(guarded.await(5, TimeUnit.SECONDS)).isTrue();
-		CompletableFuture<java.util.Collection<String>> release = CompletableFuture
-			.supplyAsync(() -> this.leases.release("a", Map.of("g", token.term())));
-		await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2)).until(() -> !release.isDone());
-		finish.countDown();
-		writer.get(5, TimeUnit.SECONDS);
-		assertThat(release.get(5, TimeUnit.SECONDS)).containsExactly("g");
-		assertThat(writes()).containsExactly(List.of(token.term(), "a"));
-	}
-
-	@Test
-	void guardsOfTwoGroupsTakenInOppositeOrdersNeverDeadlockWithTheHeartbeat() throws Exception {
-		FencingToken a = acquire("a", "a", Duration.ofSeconds(10));
-		FencingToken b = acquire("b", "a", Duration.ofSeconds(10));
-		Fencing fencing = fencing("a");
-		CountDownLatch firstGuards = new CountDownLatch(2);
-		CountDownLatch renewed = new CountDownLatch(1);
-		CompletableFuture<Void> forward = CompletableFuture
-			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-				fencing.guard(a);
-				firstGuards.countDown();
-				awaitLatch(renewed);
-				fencing.guard(b);
-				insert(a, "a");
-			}));
-		CompletableFuture<Void> backward = CompletableFuture
-			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-				fencing.guard(b);
-				firstGuards.countDown();
-				awaitLatch(renewed);
-				fencing.guard(a);
-				insert(b, "a");
-			}));
-		assertThat(firstGuards.await(5, TimeUnit.SECONDS)).isTrue();
-		Tick tick = this.leases.tick(NODE_A, Map.of("a", a.term(), "b", b.term()), List.of("a", "b"),
-				Duration.ofSeconds(10), Duration.ofSeconds(10));
-		assertThat(tick.renewed()).containsOnlyKeys("a", "b");
-		renewed.countDown();
-		forward.get(5, TimeUnit.SECONDS);
-		backward.get(5, TimeUnit.SECONDS);
-		assertThat(writes()).hasSize(2);
-	}
-
-	@Test
-	void statementBlockedInsideAGuardedTransactionHoldsATakeoverUpOnlyUntilTheHoldLimit() throws Exception {
-		FencingToken token = acquire("g", "a", Duration.ofMillis(300));
-		Fencing blocked = new Fencing(
-				new MariaDbFencingStore(dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofMillis(800)), "a");
-		CountDownLatch guarded = new CountDownLatch(1);
-		CompletableFuture<Void> writer = CompletableFuture
-			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-				blocked.guard(token);
-				guarded.countDown();
-				this.jdbc.sql("SELECT SLEEP(10)").query().singleRow();
-				insert(token, "a");
-			}));
-		assertThat(guarded.await(5, TimeUnit.SECONDS)).isTrue();
-		awaitExpiry("g");
-		long start = System.nanoTime();
-		AcquireResult takeover = CompletableFuture
-			.supplyAsync(() -> this.leases.acquire("g", "b", Duration.ofSeconds(10)))
-			.get(5, TimeUnit.SECONDS);
-		assertThat(takeover.granted()).isTrue();
-		assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(3));
-		assertThatExceptionOfType(java.util.concurrent.ExecutionException.class)
-			.isThrownBy(() -> writer.get(5, TimeUnit.SECONDS))
-			.withMessageContaining("max_statement_time");
-		assertThat(writes()).isEmpty();
+	@Override
+	String holdLimitError() {
+		return "max_statement_time";
 	}
 
 	@Test
@@ -303,16 +82,10 @@ class MariaDbFencingTests {
 		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
 		// One connection, so that what the pool lends after the transaction is the
 		// connection it ran on.
-		HikariConfig config = new HikariConfig();
-		config.setJdbcUrl(database.url());
-		config.setUsername(database.user());
-		config.setPassword(database.password());
-		config.setMaximumPoolSize(1);
-		try (HikariDataSource single = new HikariDataSource(config)) {
+		try (HikariDataSource single = database.database().dataSource(1)) {
 			TransactionTemplate transactions = new TransactionTemplate(new DataSourceTransactionManager(single));
 			JdbcClient jdbc = JdbcClient.create(single);
-			Fencing fencing = new Fencing(
-					new MariaDbFencingStore(single, PREFIX, Duration.ofSeconds(5), Duration.ofMillis(2500)), "a");
+			Fencing fencing = new Fencing(fencingStore(single, Duration.ofMillis(2500)), "a");
 			List<Object> limits = transactions.execute((tx) -> {
 				fencing.guard(token);
 				fencing.guard(token);
@@ -333,8 +106,7 @@ class MariaDbFencingTests {
 	@Test
 	void guardThatFindsNothingToLockLeavesTheSessionsLimitsAlone() {
 		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
-		Fencing fencing = new Fencing(
-				new MariaDbFencingStore(dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofMillis(1500)), "b");
+		Fencing fencing = fencing("b", Duration.ofMillis(1500));
 		List<Object> limits = this.transactions.execute((tx) -> {
 			assertThatExceptionOfType(StaleLeadershipException.class).isThrownBy(() -> fencing.guard(token));
 			return limits(this.jdbc);
@@ -346,161 +118,6 @@ class MariaDbFencingTests {
 		return jdbc.sql("SELECT @@session.max_statement_time, @@session.idle_transaction_timeout")
 			.query((rows, i) -> List.<Object>of(rows.getDouble(1), rows.getLong(2)))
 			.single();
-	}
-
-	@Test
-	void fenceHeldByAFrozenWriterIsFreedAfterTheHoldLimit() throws Exception {
-		Fencing frozen = new Fencing(
-				new MariaDbFencingStore(dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofMillis(800)), "a");
-		CountDownLatch advanced = new CountDownLatch(1);
-		CountDownLatch thaw = new CountDownLatch(1);
-		FencingToken low = new FencingToken("g", 1);
-		CompletableFuture<Void> writer = CompletableFuture
-			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-				frozen.advance("mail", low);
-				advanced.countDown();
-				awaitLatch(thaw);
-				insert(low, "a");
-			}));
-		assertThat(advanced.await(5, TimeUnit.SECONDS)).isTrue();
-		long start = System.nanoTime();
-		advance(fencing("b"), "mail", new FencingToken("g", 2));
-		assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(3));
-		thaw.countDown();
-		assertThatExceptionOfType(java.util.concurrent.ExecutionException.class)
-			.isThrownBy(() -> writer.get(5, TimeUnit.SECONDS));
-		assertThat(writes()).isEmpty();
-	}
-
-	@Test
-	void guardWithoutATransactionFailsInsteadOfRunningUnfenced() {
-		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
-		assertThatExceptionOfType(IllegalTransactionStateException.class).isThrownBy(() -> fencing("a").guard(token))
-			.withMessageContaining("@Transactional");
-		assertThatExceptionOfType(IllegalTransactionStateException.class)
-			.isThrownBy(() -> fencing("a").advance("mail", token));
-	}
-
-	@Test
-	void fenceAcceptsEqualAndHigherTermsAndRejectsLowerOnes() {
-		Fencing fencing = fencing("a");
-		advance(fencing, "mail", new FencingToken("g", 3));
-		advance(fencing, "mail", new FencingToken("g", 3));
-		advance(fencing, "mail", new FencingToken("g", 5));
-		assertThatExceptionOfType(StaleLeadershipException.class)
-			.isThrownBy(() -> advance(fencing, "mail", new FencingToken("g", 4)))
-			.withMessageContaining("fence 'mail' has already seen term 5")
-			.satisfies((ex) -> assertThat(ex.getCurrentTerm()).isEqualTo(5));
-		assertThat(this.jdbc.sql("SELECT term FROM leader_fences WHERE resource = 'mail'").query(Long.class).single())
-			.isEqualTo(5);
-		assertThat(fencing.rejections()).isEqualTo(1);
-	}
-
-	@Test
-	void rejectedFenceRollsBackTheWritesOfItsTransaction() {
-		Fencing fencing = fencing("a");
-		advance(fencing, "mail", new FencingToken("g", 2));
-		FencingToken stale = new FencingToken("g", 1);
-		assertThatExceptionOfType(StaleLeadershipException.class)
-			.isThrownBy(() -> this.transactions.executeWithoutResult((tx) -> {
-				insert(stale, "a");
-				fencing.advance("mail", stale);
-			}));
-		assertThat(writes()).isEmpty();
-	}
-
-	@Test
-	void fenceOfOneGroupRejectsTokensOfAnother() {
-		Fencing fencing = fencing("a");
-		advance(fencing, "mail", new FencingToken("g", 1));
-		assertThatExceptionOfType(IllegalArgumentException.class)
-			.isThrownBy(() -> advance(fencing, "mail", new FencingToken("other", 9)))
-			.withMessageContaining("guards group 'g'");
-	}
-
-	@Test
-	void invalidFenceResourceIsRejected() {
-		assertThatExceptionOfType(IllegalArgumentException.class)
-			.isThrownBy(() -> advance(fencing("a"), "x'; drop table y", new FencingToken("g", 1)))
-			.withMessageContaining("Invalid fence resource");
-	}
-
-	@Test
-	void higherTokenWaitsForTheTransactionThatHoldsTheFence() throws Exception {
-		Fencing fencing = fencing("a");
-		CountDownLatch advanced = new CountDownLatch(1);
-		CountDownLatch finish = new CountDownLatch(1);
-		FencingToken low = new FencingToken("g", 1);
-		CompletableFuture<Void> first = CompletableFuture
-			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-				fencing.advance("mail", low);
-				advanced.countDown();
-				awaitLatch(finish);
-				insert(low, "a");
-			}));
-		assertThat(advanced.await(5, TimeUnit.SECONDS)).isTrue();
-		FencingToken high = new FencingToken("g", 2);
-		CompletableFuture<Void> second = CompletableFuture
-			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-				fencing.advance("mail", high);
-				insert(high, "b");
-			}));
-		await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2)).until(() -> !second.isDone());
-		finish.countDown();
-		first.get(5, TimeUnit.SECONDS);
-		second.get(5, TimeUnit.SECONDS);
-		assertThat(writes()).containsExactly(List.of(1L, "a"), List.of(2L, "b"));
-		assertThatExceptionOfType(StaleLeadershipException.class).isThrownBy(() -> advance(fencing, "mail", low));
-	}
-
-	private Fencing fencing(String nodeId) {
-		return new Fencing(new MariaDbFencingStore(dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(10)),
-				nodeId);
-	}
-
-	private FencingToken acquire(String group, String node, Duration duration) {
-		AcquireResult result = this.leases.acquire(group, node, duration);
-		assertThat(result.granted()).isTrue();
-		return new FencingToken(group, result.lease().term());
-	}
-
-	private void awaitExpiry(String group) {
-		await().atMost(Duration.ofSeconds(5))
-			.until(() -> this.leases.leases()
-				.stream()
-				.filter((lease) -> lease.group().equals(group))
-				.noneMatch(LeaseState::isHeld));
-	}
-
-	private void write(Fencing fencing, FencingToken token, String node) {
-		this.transactions.executeWithoutResult((tx) -> {
-			fencing.guard(token);
-			insert(token, node);
-		});
-	}
-
-	private void advance(Fencing fencing, String resource, FencingToken token) {
-		this.transactions.executeWithoutResult((tx) -> fencing.advance(resource, token));
-	}
-
-	private void insert(FencingToken token, String node) {
-		this.jdbc.sql("INSERT INTO writes (term, node) VALUES (?, ?)").params(token.term(), node).update();
-	}
-
-	private List<List<Object>> writes() {
-		return this.jdbc.sql("SELECT term, node FROM writes ORDER BY term, node")
-			.query((rows, i) -> List.<Object>of(rows.getLong(1), rows.getString(2)))
-			.list();
-	}
-
-	private static void awaitLatch(CountDownLatch latch) {
-		try {
-			assertThat(latch.await(10, TimeUnit.SECONDS)).isTrue();
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new IllegalStateException(ex);
-		}
 	}
 
 }

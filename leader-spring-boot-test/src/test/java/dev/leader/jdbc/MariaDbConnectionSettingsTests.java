@@ -3,13 +3,11 @@ package dev.leader.jdbc;
 import java.sql.Connection;
 import java.time.Duration;
 
-import com.zaxxer.hikari.HikariConfig;
-import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.test.AbstractCoordinationStoreContractTests;
-import dev.leader.test.MariaDbTestDatabase;
+import dev.leader.test.MigratedMariaDb;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * {@link MariaDbCoordinationStore} passes the coordination store contract on a pool whose
@@ -20,47 +18,27 @@ import org.junit.jupiter.api.BeforeAll;
  */
 class MariaDbConnectionSettingsTests extends AbstractCoordinationStoreContractTests {
 
-	private static final TablePrefix PREFIX = new TablePrefix("leader_");
-
-	private static MariaDbTestDatabase database;
-
-	private static HikariDataSource dataSource;
-
-	@BeforeAll
-	static void createDatabase() {
-		database = MariaDbTestDatabase.create();
-		HikariConfig config = new HikariConfig();
-		config.setJdbcUrl(database.url());
-		config.setUsername(database.user());
-		config.setPassword(database.password());
-		config.setMaximumPoolSize(12);
+	@RegisterExtension
+	static final MigratedMariaDb database = new MigratedMariaDb(12, (config) -> {
 		config.setAutoCommit(false);
 		config.setTransactionIsolation("TRANSACTION_SERIALIZABLE");
-		dataSource = new HikariDataSource(config);
-		new LeaderSchemaMigration(dataSource, PREFIX).migrate();
-	}
+	});
 
+	// Runs before the extension closes the pool.
 	@AfterAll
-	static void dropDatabase() throws Exception {
-		if (dataSource != null) {
-			try (Connection connection = dataSource.getConnection()) {
-				// The pool's defaults are what the application finds after the tests.
-				if (connection.getAutoCommit()
-						|| connection.getTransactionIsolation() != Connection.TRANSACTION_SERIALIZABLE) {
-					throw new AssertionError("The pool's connection settings were not restored");
-				}
+	static void poolKeepsItsConnectionSettings() throws Exception {
+		try (Connection connection = database.dataSource().getConnection()) {
+			// The pool's defaults are what the application finds after the tests.
+			if (connection.getAutoCommit()
+					|| connection.getTransactionIsolation() != Connection.TRANSACTION_SERIALIZABLE) {
+				throw new AssertionError("The pool's connection settings were not restored");
 			}
-			dataSource.close();
-		}
-		if (database != null) {
-			database.drop();
 		}
 	}
 
 	@Override
 	protected CoordinationStore createStore() {
-		database.clear();
-		return new MariaDbCoordinationStore(dataSource, PREFIX, Duration.ofSeconds(3));
+		return new MariaDbCoordinationStore(database.dataSource(), new TablePrefix("leader_"), Duration.ofSeconds(3));
 	}
 
 }

@@ -13,11 +13,10 @@ import dev.leader.FencingToken;
 import dev.leader.daemon.Assignment;
 import dev.leader.daemon.AssignmentState;
 import dev.leader.node.NodeRegistration;
-import dev.leader.test.MariaDbTestDatabase;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import dev.leader.test.MigratedMariaDb;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
@@ -34,9 +33,8 @@ class MariaDbDaemonStoreTests {
 
 	private static final TablePrefix PREFIX = new TablePrefix("leader_");
 
-	private static MariaDbTestDatabase database;
-
-	private static HikariDataSource dataSource;
+	@RegisterExtension
+	static final MigratedMariaDb database = new MigratedMariaDb(8);
 
 	private MariaDbCoordinationStore coordination;
 
@@ -46,26 +44,9 @@ class MariaDbDaemonStoreTests {
 
 	private FencingToken leader;
 
-	@BeforeAll
-	static void createDatabase() {
-		database = MariaDbTestDatabase.create();
-		dataSource = database.dataSource(8);
-		new LeaderSchemaMigration(dataSource, PREFIX).migrate();
-	}
-
-	@AfterAll
-	static void dropDatabase() {
-		if (dataSource != null) {
-			dataSource.close();
-		}
-		if (database != null) {
-			database.drop();
-		}
-	}
-
 	@BeforeEach
 	void leadAndAssign() {
-		database.clear();
+		HikariDataSource dataSource = database.dataSource();
 		this.coordination = new MariaDbCoordinationStore(dataSource, PREFIX, Duration.ofSeconds(5));
 		this.daemons = new MariaDbDaemonStore(dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(10));
 		this.transactions = new TransactionTemplate(new DataSourceTransactionManager(dataSource));

@@ -4,9 +4,8 @@ import java.time.Duration;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.test.AbstractFencingStoreContractTests;
-import dev.leader.test.MariaDbTestDatabase;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import dev.leader.test.MigratedMariaDb;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 
@@ -18,30 +17,12 @@ class MariaDbFencingStoreTests extends AbstractFencingStoreContractTests {
 
 	private static final TablePrefix PREFIX = new TablePrefix("leader_");
 
-	private static MariaDbTestDatabase database;
-
-	private static HikariDataSource dataSource;
-
-	@BeforeAll
-	static void createDatabase() {
-		database = MariaDbTestDatabase.create();
-		dataSource = database.dataSource(12);
-		new LeaderSchemaMigration(dataSource, PREFIX).migrate();
-	}
-
-	@AfterAll
-	static void dropDatabase() {
-		if (dataSource != null) {
-			dataSource.close();
-		}
-		if (database != null) {
-			database.drop();
-		}
-	}
+	@RegisterExtension
+	static final MigratedMariaDb database = new MigratedMariaDb(12);
 
 	@Override
 	protected Stores createStores() {
-		database.clear();
+		HikariDataSource dataSource = database.dataSource();
 		return new Stores(new MariaDbCoordinationStore(dataSource, PREFIX, Duration.ofSeconds(5)),
 				new MariaDbFencingStore(dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(5)),
 				new DataSourceTransactionManager(dataSource));

@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.UUID;
+import java.util.function.Consumer;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
@@ -103,12 +104,25 @@ public final class MariaDbTestDatabase {
 	 * @return the data source
 	 */
 	public HikariDataSource dataSource(int poolSize) {
+		return dataSource(poolSize, (config) -> {
+		});
+	}
+
+	/**
+	 * Creates a small pool on the database, with settings of the caller's; close it when
+	 * done.
+	 * @param poolSize the maximum pool size
+	 * @param settings what the caller changes on the pool's configuration
+	 * @return the data source
+	 */
+	public HikariDataSource dataSource(int poolSize, Consumer<HikariConfig> settings) {
 		HikariConfig config = new HikariConfig();
 		config.setJdbcUrl(url());
 		config.setUsername(this.user);
 		config.setPassword(this.password);
 		config.setMaximumPoolSize(poolSize);
 		config.setConnectionTimeout(3000);
+		settings.accept(config);
 		return new HikariDataSource(config);
 	}
 
