@@ -183,6 +183,7 @@ final class GroupTail {
 	private void run() {
 		while (true) {
 			long from;
+			long knownAtRead;
 			synchronized (this) {
 				while (!this.stopped && this.failure == null && !this.readWanted && this.known <= this.applied) {
 					try {
@@ -197,6 +198,7 @@ final class GroupTail {
 				}
 				this.readWanted = false;
 				from = this.applied;
+				knownAtRead = this.known;
 			}
 			long sentAt = System.nanoTime();
 			List<LogEntry> entries;
@@ -216,7 +218,14 @@ final class GroupTail {
 			}
 			synchronized (this) {
 				if (entries.size() < BATCH) {
-					confirmed(from + entries.size(), sentAt);
+					long end = from + entries.size();
+					confirmed(end, sentAt);
+					if (this.known == knownAtRead && this.known > end) {
+						// Only a caller's bookmark claimed more, and the log ends
+						// before it: forget the claim rather than read again at once.
+						// What commits later is notified.
+						this.known = end;
+					}
 				}
 				else {
 					this.readWanted = true;

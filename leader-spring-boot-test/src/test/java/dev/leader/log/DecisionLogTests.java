@@ -14,6 +14,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.LongStream;
 
 import com.zaxxer.hikari.HikariDataSource;
@@ -226,6 +227,41 @@ class DecisionLogTests {
 		Bookmark otherHistory = new Bookmark("g", token.term() + 1, 1);
 		assertThatIllegalStateException().isThrownBy(() -> b.awaitApplied(otherHistory, TIMEOUT))
 			.withMessageContaining("not in the history");
+	}
+
+	@Test
+	void bookmarkBeyondTheLogTimesOutWithoutTheTailReadingAgainAndAgain() throws Exception {
+		FencingToken token = acquire("g", "a");
+		AtomicInteger reads = new AtomicInteger();
+		PostgresLogStore store = new PostgresLogStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
+				Duration.ofSeconds(10), null);
+		LogStore counted = new LogStore() {
+
+			@Override
+			public Appended append(FencingToken appending, String nodeId, String type, String payload) {
+				return store.append(appending, nodeId, type, payload);
+			}
+
+			@Override
+			public List<LogEntry> read(String group, long afterIndex, int limit) {
+				reads.incrementAndGet();
+				return store.read(group, afterIndex, limit);
+			}
+
+			@Override
+			public Bookmark head(String group) {
+				return store.head(group);
+			}
+
+		};
+		DecisionLog b = new DecisionLog(counted, "b", List.of(new Recorder("g")));
+		b.start();
+		this.logs.add(b);
+		start("a", true, new Recorder("g")).append(token, "set", "x");
+		assertThat(b.awaitApplied(new Bookmark("g", token.term(), 1), TIMEOUT)).isTrue();
+		int before = reads.get();
+		assertThat(b.awaitApplied(new Bookmark("g", token.term(), 1000), Duration.ofMillis(500))).isFalse();
+		assertThat(reads.get() - before).as("reads for a bookmark the log never reached").isLessThanOrEqualTo(2);
 	}
 
 	@Test
