@@ -19,7 +19,6 @@ import org.junit.jupiter.api.Test;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.tuple;
 import static org.awaitility.Awaitility.await;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The membership part of {@link AbstractCoordinationStoreContractTests}: how a
@@ -93,8 +92,43 @@ abstract class CoordinationMembershipContract extends CoordinationContract {
 	}
 
 	@Test
-	void releaseWakesListenersWithTheGroupNameAndTheLongestRunningOtherNode() throws Exception {
-		assumeTrue(this.announcesReleases.getAsBoolean(), "store announces releases");
+	void releaseEndsOnlyTheHoldersOwnTermAndKeepsTheTerm() {
+		LeaseState kept = grant("kept", A);
+		assertThat(store().release(A.id(), Map.of("kept", kept.term() + 1))).isEmpty();
+		assertThat(store().release(B.id(), Map.of("kept", kept.term()))).isEmpty();
+		assertThat(store().release(A.id(), Map.of("kept", kept.term()))).containsExactly("kept");
+		assertThat(store().leases()).filteredOn((lease) -> lease.group().equals("kept"))
+			.singleElement()
+			.satisfies((lease) -> {
+				assertThat(lease.holder()).isNull();
+				assertThat(lease.term()).isEqualTo(kept.term());
+			});
+	}
+
+	/**
+	 * A store announces releases, with the successor, or declares that it does not, and
+	 * then never calls a listener.
+	 */
+	@Test
+	void releaseIsAnnouncedToListenersExactlyWhenTheStoreSaysItAnnouncesReleases() throws Exception {
+		if (this.announcesReleases.getAsBoolean()) {
+			releaseWakesListenersWithTheGroupNameAndTheLongestRunningOtherNode();
+		}
+		else {
+			storeThatAnnouncesNoReleaseNeverCallsItsListener();
+		}
+	}
+
+	private void storeThatAnnouncesNoReleaseNeverCallsItsListener() throws Exception {
+		List<String> woken = new CopyOnWriteArrayList<>();
+		try (AutoCloseable listening = store().listen((group, successor) -> woken.add(group))) {
+			LeaseState released = grant(GROUP, A);
+			store().release(A.id(), Map.of(GROUP, released.term()));
+			await().during(Duration.ofMillis(300)).atMost(WAIT).until(woken::isEmpty);
+		}
+	}
+
+	private void releaseWakesListenersWithTheGroupNameAndTheLongestRunningOtherNode() throws Exception {
 		for (NodeRegistration node : List.of(A, B, C)) {
 			tick(node, NODE_EXPIRY);
 		}
