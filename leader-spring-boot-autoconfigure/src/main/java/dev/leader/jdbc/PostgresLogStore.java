@@ -17,7 +17,6 @@ import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.jdbc.datasource.DataSourceUtils;
-import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
  * {@link LogStore} on PostgreSQL. An append joins the Spring-managed transaction bound to
@@ -41,12 +40,16 @@ public final class PostgresLogStore implements LogStore {
 	 * current epoch), with the guard's hold limits on the rest of the transaction. The
 	 * head row's upsert takes the next index and holds its row lock until the transaction
 	 * ends, which orders the group's appends; it refuses a term lower than the last
-	 * entry's. The notification is sent when the transaction commits. A refused append
-	 * reads the lease as it stands, and the log's last term, for the message.
+	 * entry's. The transaction's commit is made {@linkplain Statements#DURABLE durable}:
+	 * followers apply an entry once notified, so an entry lost in a crash of the database
+	 * after that would let the leader append another at its index, under the same term,
+	 * which no bookmark could tell apart. The notification is sent when the transaction
+	 * commits. A refused append reads the lease as it stands, and the log's last term,
+	 * for the message.
 	 */
 	private static final String APPEND = """
 			WITH lease AS (
-			  SELECT l.term, ${hold_limits} AS limits FROM ${prefix}leases l, ${hold}
+			  SELECT l.term, ${hold_limits} AS limits FROM ${prefix}leases l, ${hold}, (SELECT ${durable}) AS durable
 			  WHERE l.group_name = ? AND l.holder = ? AND l.term = ? AND l.expires_at > clock_timestamp()
 			    AND l.term > (SELECT ${epoch_base})
 			  FOR KEY SHARE OF l
@@ -147,8 +150,7 @@ public final class PostgresLogStore implements LogStore {
 				return new Appended(null, rows.getString("holder"), rows.getLong("term"));
 			}
 		};
-		if (TransactionSynchronizationManager.isActualTransactionActive()
-				&& TransactionSynchronizationManager.hasResource(this.dataSource)) {
+		if (Statements.inTransaction(this.dataSource)) {
 			Connection connection = DataSourceUtils.getConnection(this.dataSource);
 			try {
 				return this.statements.run(connection, "append to the log", this.appendSql, call);

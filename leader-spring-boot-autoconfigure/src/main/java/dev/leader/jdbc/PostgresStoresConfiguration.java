@@ -40,6 +40,8 @@ public final class PostgresStoresConfiguration {
 	// starter's startup lines.
 	private static final Log logger = LogFactory.getLog(LeaderAutoConfiguration.class);
 
+	private @Nullable JdbcDialect dialect;
+
 	@Bean
 	@ConditionalOnMissingBean
 	TablePrefix leaderTablePrefix(LeaderProperties properties) {
@@ -82,9 +84,15 @@ public final class PostgresStoresConfiguration {
 		}
 	}
 
-	private static JdbcDialect dialect(DataSource dataSource, ObjectProvider<DataSourceProperties> properties) {
-		DataSourceProperties dataSourceProperties = properties.getIfAvailable();
-		return JdbcDialect.of(dataSource, (dataSourceProperties != null) ? dataSourceProperties.getUrl() : null);
+	// Told once, from one connection, so that every store speaks the same dialect even if
+	// the database comes up while they are built.
+	private synchronized JdbcDialect dialect(DataSource dataSource, ObjectProvider<DataSourceProperties> properties) {
+		if (this.dialect == null) {
+			DataSourceProperties dataSourceProperties = properties.getIfAvailable();
+			this.dialect = JdbcDialect.of(dataSource,
+					(dataSourceProperties != null) ? dataSourceProperties.getUrl() : null);
+		}
+		return this.dialect;
 	}
 
 	private static Notifications notifications(LeaderProperties.Jdbc.Notifications notifications,

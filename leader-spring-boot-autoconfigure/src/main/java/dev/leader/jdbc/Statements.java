@@ -131,8 +131,7 @@ final class Statements {
 	 * active
 	 */
 	<T> T runInTransaction(DataSource dataSource, String how, String task, String sql, Callback<T> callback) {
-		if (!TransactionSynchronizationManager.isActualTransactionActive()
-				|| !TransactionSynchronizationManager.hasResource(dataSource)) {
+		if (!inTransaction(dataSource)) {
 			throw new IllegalTransactionStateException("Fenced writes need a transaction on the application's "
 					+ "DataSource, active on the calling thread: " + how + ", or call it inside "
 					+ "TransactionTemplate.execute. A guard checked outside the transaction of its writes would not "
@@ -145,6 +144,17 @@ final class Statements {
 		finally {
 			DataSourceUtils.releaseConnection(connection, dataSource);
 		}
+	}
+
+	/**
+	 * Tells whether a Spring-managed transaction on the data source is active on the
+	 * calling thread.
+	 * @param dataSource the data source
+	 * @return whether its statements would join that transaction
+	 */
+	static boolean inTransaction(DataSource dataSource) {
+		return TransactionSynchronizationManager.isActualTransactionActive()
+				&& TransactionSynchronizationManager.hasResource(dataSource);
 	}
 
 	/**

@@ -136,6 +136,18 @@ class DecisionLogTests {
 	}
 
 	@Test
+	void appendMakesTheCommitOfItsTransactionDurableWhateverTheSessionSays() {
+		FencingToken token = acquire("g", "a");
+		DecisionLog a = start("a", true, new Recorder("g"));
+		String setting = this.transactions.execute((tx) -> {
+			this.jdbc.sql("SET LOCAL synchronous_commit = off").update();
+			a.append(token, "set", "x");
+			return this.jdbc.sql("SELECT current_setting('synchronous_commit')").query(String.class).single();
+		});
+		assertThat(setting).isEqualTo("on");
+	}
+
+	@Test
 	void appendOfAStaleTermIsRejectedAndWritesNothing() {
 		FencingToken stale = acquireFor("g", "a", Duration.ofMillis(200));
 		DecisionLog a = start("a", true, new Recorder("g"));
