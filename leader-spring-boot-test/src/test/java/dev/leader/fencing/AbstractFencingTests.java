@@ -200,6 +200,28 @@ abstract class AbstractFencingTests {
 	}
 
 	@Test
+	void guardInARepeatableReadTransactionThatReadBeforeARenewalCommits() {
+		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
+		TransactionTemplate repeatableRead = new TransactionTemplate(this.transactions.getTransactionManager());
+		repeatableRead.setIsolationLevel(TransactionTemplate.ISOLATION_REPEATABLE_READ);
+		repeatableRead.executeWithoutResult((tx) -> {
+			assertThat(writes()).isEmpty();
+			CompletableFuture
+				.runAsync(
+						() -> assertThat(
+								this.leases
+									.tick(NODE_A, Map.of("g", token.term()), List.of("g"), Duration.ofSeconds(10),
+											Duration.ofSeconds(10))
+									.renewed())
+							.containsKey("g"))
+				.join();
+			fencing("a").guard(token);
+			insert(token, "a");
+		});
+		assertThat(writes()).containsExactly(List.of(token.term(), "a"));
+	}
+
+	@Test
 	void releaseWaitsUntilTheGuardedTransactionEnds() throws Exception {
 		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
 		HeldWrite writer = holdWrite(() -> fencing("a").guard(token), token);
