@@ -4,9 +4,6 @@ import java.time.Duration;
 import java.util.Optional;
 import java.util.Set;
 
-import dev.leader.autoconfigure.LeaderAutoConfiguration;
-import dev.leader.autoconfigure.LeaderProperties;
-import dev.leader.autoconfigure.LeaderProperties.WhenNotLeader;
 import dev.leader.fencing.Fencing;
 
 import org.springframework.beans.factory.ObjectProvider;
@@ -21,7 +18,7 @@ import org.springframework.core.env.Environment;
 /**
  * Configuration of the {@link LeaderOnly} advice: the advisor that runs annotated methods
  * only on the leader, and the one that guards {@code fenced} calls inside their
- * transaction. Imported by {@link LeaderAutoConfiguration}, which makes sure an
+ * transaction. Imported by {@code LeaderAutoConfiguration}, which makes sure an
  * auto-proxy creator exists; public only for that import, not for application use.
  */
 @Configuration(proxyBeanMethods = false)
@@ -39,11 +36,14 @@ public final class LeaderOnlyConfiguration {
 	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
 	static LeaderOnlyAdvisor leaderOnlyAdvisor(ObjectProvider<Leadership> leadership, Environment environment) {
 		// Bound directly: the advisor is created while post-processors register, too
-		// early for the properties bean.
-		LeaderProperties.LeaderOnly leaderOnly = Binder.get(environment)
-			.bindOrCreate("leader.leader-only", LeaderProperties.LeaderOnly.class);
-		return new LeaderOnlyAdvisor(new LeaderOnlyInterceptor(new LazyLeadership(leadership),
-				leaderOnly.getWhenNotLeader() == WhenNotLeader.THROW, leaderOnly.isInterruptOnRevoke()));
+		// early for the properties bean, which checks the values when it is bound.
+		Binder binder = Binder.get(environment);
+		boolean throwWhenNotLeader = binder.bind("leader.leader-only.when-not-leader", String.class)
+			.map((value) -> value.trim().equalsIgnoreCase("throw"))
+			.orElse(false);
+		boolean interruptOnRevoke = binder.bind("leader.leader-only.interrupt-on-revoke", Boolean.class).orElse(true);
+		return new LeaderOnlyAdvisor(
+				new LeaderOnlyInterceptor(new LazyLeadership(leadership), throwWhenNotLeader, interruptOnRevoke));
 	}
 
 	/**

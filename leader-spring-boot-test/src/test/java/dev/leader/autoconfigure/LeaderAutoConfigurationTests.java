@@ -10,6 +10,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import dev.leader.FencingToken;
@@ -55,7 +58,7 @@ class LeaderAutoConfigurationTests {
 	@RegisterExtension
 	final SchemaContextRunners schema = new SchemaContextRunners();
 
-	private final ApplicationContextRunner contextRunner = this.schema.runner()
+	private ApplicationContextRunner contextRunner = this.schema.runner()
 		.withPropertyValues("leader.node.id=test-node");
 
 	@Test
@@ -168,6 +171,29 @@ class LeaderAutoConfigurationTests {
 				assertThatExceptionOfType(NotLeaderException.class).isThrownBy(jobs::report);
 				assertThat(jobs.runs()).isEqualTo(0);
 			});
+	}
+
+	@Test
+	void leaderOnlyCallIsInterruptedWhenItsLeadershipEndsUnlessTurnedOff() {
+		assertThat(interruptedByAYield()).isTrue();
+		this.contextRunner = this.contextRunner.withPropertyValues("leader.leader-only.interrupt-on-revoke=false");
+		assertThat(interruptedByAYield()).isFalse();
+	}
+
+	// Yields the group while a @LeaderOnly call waits, and tells whether that call was
+	// interrupted.
+	private boolean interruptedByAYield() {
+		AtomicBoolean interrupted = new AtomicBoolean();
+		this.contextRunner.withUserConfiguration(JobsConfiguration.class).run((context) -> {
+			Leadership leadership = context.getBean(Leadership.class);
+			assertThat(leadership.awaitLeadership("jobs", WAIT)).isTrue();
+			Jobs jobs = context.getBean(Jobs.class);
+			CompletableFuture<Boolean> call = CompletableFuture.supplyAsync(() -> jobs.waitUntilInterrupted(WAIT));
+			await().atMost(WAIT).until(jobs::waiting);
+			assertThat(leadership.yield("jobs")).isTrue();
+			interrupted.set(call.get(WAIT.toSeconds() + 5, TimeUnit.SECONDS));
+		});
+		return interrupted.get();
 	}
 
 	@Test
@@ -325,10 +351,16 @@ class LeaderAutoConfigurationTests {
 
 		private final AtomicInteger runs = new AtomicInteger();
 
+		private final AtomicBoolean waiting = new AtomicBoolean();
+
 		private volatile @Nullable FencingToken token;
 
 		int runs() {
 			return this.runs.get();
+		}
+
+		boolean waiting() {
+			return this.waiting.get();
 		}
 
 		@Nullable FencingToken token() {
@@ -344,6 +376,19 @@ class LeaderAutoConfigurationTests {
 		@LeaderOnly(group = "jobs")
 		public Optional<String> report() {
 			return Optional.of("report");
+		}
+
+		// Waits for at most the timeout, and answers whether an interrupt ended the wait.
+		@LeaderOnly(group = "jobs")
+		public boolean waitUntilInterrupted(Duration timeout) {
+			this.waiting.set(true);
+			try {
+				Thread.sleep(timeout.toMillis());
+				return false;
+			}
+			catch (InterruptedException ex) {
+				return true;
+			}
 		}
 
 		@LeaderOnly(group = "jobs")
