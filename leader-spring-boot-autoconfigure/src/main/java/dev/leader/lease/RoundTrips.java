@@ -248,6 +248,12 @@ final class RoundTrips {
 				heartbeat();
 			}
 		}
+		catch (RuntimeException ex) {
+			// A failure after the round trip (a bug, a listener): the heartbeat must go
+			// on, or this node would stop renewing and following without a word.
+			logger.error("Leader node " + this.node.id() + " failed to process its heartbeat", ex);
+			scheduleTick(this.settings.retryInterval().toNanos());
+		}
 		finally {
 			this.lock.unlock();
 		}

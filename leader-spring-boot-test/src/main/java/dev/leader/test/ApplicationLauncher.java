@@ -3,7 +3,6 @@ package dev.leader.test;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
@@ -17,8 +16,6 @@ final class ApplicationLauncher implements Cluster.Launcher {
 	// A Spring Boot application with a web server starts in seconds alone, and several
 	// share a small machine.
 	private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(90);
-
-	private static final List<String> JVM_OPTIONS = List.of("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
 
 	private final Class<?> application;
 
@@ -40,11 +37,7 @@ final class ApplicationLauncher implements Cluster.Launcher {
 	@Override
 	public NodeProcess launch(Class<?> main, String nodeId, List<String> arguments, Map<String, String> environment,
 			Path output) throws IOException {
-		List<String> allArguments = new ArrayList<>();
-		allArguments.add(main.getName());
-		allArguments.addAll(arguments);
-		return NodeProcess.start(nodeId, JVM_OPTIONS, ApplicationNode.class.getName(), allArguments, environment,
-				output);
+		return NodeProcess.startApplication(main, nodeId, arguments, environment, output);
 	}
 
 	@Override

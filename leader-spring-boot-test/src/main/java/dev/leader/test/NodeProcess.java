@@ -37,6 +37,10 @@ public final class NodeProcess implements AutoCloseable {
 
 	private static final Duration EXIT_TIMEOUT = Duration.ofSeconds(10);
 
+	// A Spring Boot application with a web server: more heap than a bare engine's node.
+	private static final List<String> APPLICATION_JVM_OPTIONS = List.of("-Xmx256m", "-XX:+UseSerialGC",
+			"-XX:TieredStopAtLevel=1");
+
 	private static final Duration POLL_INTERVAL = Duration.ofMillis(5);
 
 	private static final int STDERR_TAIL_LINES = 60;
@@ -87,6 +91,29 @@ public final class NodeProcess implements AutoCloseable {
 		allArguments.add("--node=" + nodeId);
 		allArguments.addAll(arguments);
 		return start(nodeId, options, main.getName(), allArguments, environment, stderr);
+	}
+
+	/**
+	 * Starts a node of a Spring Boot application in a JVM of its own on the test JVM's
+	 * class path: the application's main class runs under {@link ApplicationNode}, which
+	 * prints the node's {@link NodeEvent} lines. For an application on a database that
+	 * {@link Cluster} does not manage; the arguments give it its data source and node id,
+	 * for example {@code --spring.datasource.url=...} and {@code --leader.node.id=...}.
+	 * @param application the application's main class
+	 * @param nodeId the node id, for this object and its messages
+	 * @param arguments the application's arguments
+	 * @param environment variables added to the test JVM's environment
+	 * @param stderr the file that receives the node's standard error
+	 * @return the running node
+	 * @throws IOException if the process cannot be started
+	 */
+	public static NodeProcess startApplication(Class<?> application, String nodeId, List<String> arguments,
+			Map<String, String> environment, Path stderr) throws IOException {
+		List<String> allArguments = new ArrayList<>();
+		allArguments.add(application.getName());
+		allArguments.addAll(arguments);
+		return start(nodeId, APPLICATION_JVM_OPTIONS, ApplicationNode.class.getName(), allArguments, environment,
+				stderr);
 	}
 
 	/**

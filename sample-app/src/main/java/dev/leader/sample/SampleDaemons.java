@@ -51,9 +51,9 @@ class SampleDaemons {
 	@Bean("outbox-dispatcher")
 	DaemonAgent outboxDispatcher(@Value("${sample.outbox.interval:1s}") Duration interval) {
 		return fencedBatches("outbox-dispatcher", interval, """
-				UPDATE outbox SET dispatched_at = clock_timestamp(), dispatched_by = ?, generation = ?
-				WHERE id IN (SELECT id FROM outbox WHERE dispatched_at IS NULL ORDER BY id LIMIT 100
-				             FOR UPDATE SKIP LOCKED)
+				UPDATE outbox SET dispatched_at = CURRENT_TIMESTAMP(6), dispatched_by = ?, generation = ?
+				WHERE id IN (SELECT id FROM (SELECT id FROM outbox WHERE dispatched_at IS NULL ORDER BY id LIMIT 100)
+				             AS pending)
 				""");
 	}
 

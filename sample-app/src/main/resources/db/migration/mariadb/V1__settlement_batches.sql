@@ -1,0 +1,6 @@
+CREATE TABLE settlement_batches (
+    id       BIGINT       NOT NULL AUTO_INCREMENT PRIMARY KEY,
+    node_id  VARCHAR(120) NOT NULL,
+    term     BIGINT       NOT NULL,
+    ran_at   TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)
+) ENGINE = InnoDB;
