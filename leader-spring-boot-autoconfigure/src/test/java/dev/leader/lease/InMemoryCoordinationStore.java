@@ -12,6 +12,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -50,6 +51,8 @@ class InMemoryCoordinationStore implements CoordinationStore {
 
 	private volatile boolean reachable = true;
 
+	private final AtomicInteger unreadableTicks = new AtomicInteger();
+
 	/**
 	 * Creates a store that answers at once.
 	 */
@@ -74,6 +77,15 @@ class InMemoryCoordinationStore implements CoordinationStore {
 	 */
 	void setReachable(boolean reachable) {
 		this.reachable = reachable;
+	}
+
+	/**
+	 * Makes the next heartbeats succeed in the store but answer a tick without its member
+	 * list, which the engine cannot read: a stand-in for a bug in processing a tick.
+	 * @param count how many ticks answer so
+	 */
+	void answerUnreadableTicks(int count) {
+		this.unreadableTicks.set(count);
 	}
 
 	@Override
@@ -133,7 +145,8 @@ class InMemoryCoordinationStore implements CoordinationStore {
 			this.nodes.values().removeIf((member) -> member.heartbeatAt.plus(nodeExpiry.multipliedBy(2)).isBefore(now));
 			List<NodeInfo> members = new ArrayList<>();
 			this.nodes.values().forEach((member) -> members.add(member.info(now, nodeExpiry)));
-			return new Tick(renewed, before, members);
+			boolean unreadable = this.unreadableTicks.getAndUpdate((left) -> Math.max(left - 1, 0)) > 0;
+			return new Tick(renewed, before, unreadable ? null : members);
 		}
 		finally {
 			this.lock.unlock();

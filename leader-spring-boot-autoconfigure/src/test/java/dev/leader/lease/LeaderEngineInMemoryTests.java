@@ -9,6 +9,7 @@ import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 
+import dev.leader.FencingToken;
 import dev.leader.LeaderInfo;
 import dev.leader.Leadership;
 import dev.leader.LeadershipGrantedEvent;
@@ -104,6 +105,19 @@ class LeaderEngineInMemoryTests {
 				assertThat(transitions.get(i + 1)).matches("revoked " + term + " (YIELDED|SHUTDOWN)");
 			}
 		}
+	}
+
+	@Test
+	void heartbeatWhoseTickCannotBeProcessedIsFollowedByTheNextAndTheLeaderKeepsItsTerm() throws Exception {
+		LeaderEngine a = start(FAST, "a");
+		assertThat(a.awaitLeadership(GROUP, Duration.ofSeconds(2))).isTrue();
+		long term = a.token(GROUP).orElseThrow().term();
+		this.store.answerUnreadableTicks(3);
+		// Three times the lease: without a next heartbeat, the safe window closes in it.
+		await().during(Duration.ofSeconds(3))
+			.atMost(Duration.ofSeconds(4))
+			.until(() -> a.token(GROUP).map(FencingToken::term), Optional.of(term)::equals);
+		assertThat(transitions("a")).containsExactly("granted " + term);
 	}
 
 	@Test
