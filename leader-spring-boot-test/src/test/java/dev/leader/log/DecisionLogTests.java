@@ -437,6 +437,55 @@ class DecisionLogTests {
 	}
 
 	@Test
+	void storeWithoutRetentionIsAskedOnceAndTheLogGoesOnWithEveryEntry() throws Exception {
+		FencingToken token = acquire("g", "a");
+		PostgresLogStore store = new PostgresLogStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
+				Duration.ofSeconds(10), null);
+		AtomicInteger asked = new AtomicInteger();
+		LogStore keepsAll = new LogStore() {
+
+			@Override
+			public Appended append(FencingToken appending, String nodeId, String type, String payload) {
+				return store.append(appending, nodeId, type, payload);
+			}
+
+			@Override
+			public List<LogEntry> read(String group, long afterIndex, int limit) {
+				return store.read(group, afterIndex, limit);
+			}
+
+			@Override
+			public Bookmark head(String group) {
+				return store.head(group);
+			}
+
+			@Override
+			public Truncated truncate(FencingToken leading, String nodeId, long keepEntries, Duration maxAge,
+					int limit) {
+				asked.incrementAndGet();
+				return LogStore.super.truncate(leading, nodeId, keepEntries, maxAge, limit);
+			}
+
+		};
+		Recorder recorder = new Recorder("g");
+		DecisionLog a = new DecisionLog(keepsAll, "a", List.of(recorder),
+				new LogRetention(1, Duration.ofMillis(1), Duration.ofMillis(20)), (group) -> Optional.of(token));
+		a.start();
+		this.logs.add(a);
+		Bookmark last = null;
+		for (int i = 0; i < 3; i++) {
+			last = a.append(token, "set", "p" + i);
+			assertThat(a.awaitReadIndex("g", TIMEOUT)).isTrue();
+		}
+		assertThat(a.awaitApplied(last, TIMEOUT)).isTrue();
+		await().atMost(TIMEOUT).until(() -> asked.get() >= 1);
+		await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(2)).until(() -> asked.get() == 1);
+		assertThat(recorder.entries).hasSize(3);
+		assertThat(a.failure("g")).isEmpty();
+		assertThat(count("leader_log_entries")).isEqualTo(3);
+	}
+
+	@Test
 	void truncationOfAStaleTermIsRefusedAndRemovesNothing() {
 		FencingToken stale = acquireFor("g", "a", Duration.ofMillis(200));
 		PostgresLogStore store = new PostgresLogStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
