@@ -237,6 +237,22 @@
     return cell;
   }
 
+  // This node's state of each decision log it applies: "<group> <applied index> (lag <entries>, ≤ <staleness>)".
+  function logState(leadership) {
+    if (!leadership || !leadership.groups) {
+      return '–';
+    }
+    var states = Object.keys(leadership.groups).sort().filter(function (name) {
+      return leadership.groups[name].log;
+    }).map(function (name) {
+      var log = leadership.groups[name].log;
+      return name + ' ' + log.appliedIndex + ' (lag ' + log.lagEntries + ', '
+          + (log.stalenessMillis === null ? '?' : '≤ ' + log.stalenessMillis + ' ms')
+          + (log.halted ? ', halted' : '') + ')';
+    });
+    return states.length ? states.join(', ') : '–';
+  }
+
   function renderDemoNodes(view, cluster, leads, assigned) {
     var nodes = document.querySelector('#nodes tbody');
     nodes.replaceChildren();
@@ -258,6 +274,7 @@
       row.appendChild(el('td', member ? time(member.lastHeartbeat) : '–'));
       row.appendChild(el('td', member ? (leads[member.id] || []).sort().join(', ') : '', 'leads'));
       row.appendChild(el('td', member ? (assigned[member.id] || []).sort().join(', ') : ''));
+      row.appendChild(el('td', logState(node.leadership), 'log'));
       row.appendChild(controls(node));
       nodes.appendChild(row);
     });
@@ -308,6 +325,9 @@
       role.classList.add('role');
       row.appendChild(role);
       row.appendChild(el('td', group.remainingMillis === null ? '–' : (group.remainingMillis / 1000).toFixed(1) + ' s'));
+      var log = group.log;
+      row.appendChild(el('td', log ? log.appliedIndex + ' (lag ' + log.lagEntries + ', '
+          + (log.stalenessMillis === null ? '?' : '≤ ' + log.stalenessMillis + ' ms') + ')' : '–', 'log'));
       groups.appendChild(row);
     });
     var assigned = {};

@@ -27,19 +27,21 @@ import org.openjdk.jmh.util.Statistics;
  * {@code leader-benchmarks/README.md}.
  * <p>
  * Arguments, all optional:
- * {@code --only=handover,failover,load,daemons,guarded,jmh,app-handover,app-idle},
+ * {@code --only=handover,failover,load,daemons,guarded,log,jmh,app-handover,app-idle},
  * {@code --rounds=30} (hand-overs, on the bare engine and on the sample app, and
  * failovers), {@code --load=3x1,100x1000} (idle clusters, nodes x groups),
  * {@code --load-window=PT10S} and {@code --load-windows=6}, {@code --daemons=3x7} (nodes
  * x daemons) and {@code --daemon-rounds=5} (kills), {@code --guarded-threads=1,4,16} and
  * {@code --guarded-window=PT20S} (writer threads, and how long each count runs guarded
- * and plain), {@code --database=leader_bench} (the database created for the run, dropped
- * first if it exists, and {@code <database>_app} for the sample app's nodes),
- * {@code --app-handover=daemons,no-daemons}, {@code --app-idle=default,no-validation},
- * {@code --app-settle=PT4S} and {@code --quiet-wait=PT3M} (the sample app: see
- * {@link SampleAppTimings}), {@code --server-log=<path>} (the server's log file when
- * {@code pg_current_logfile()} does not name it). The server comes from
- * {@code LEADER_BENCH_JDBC_URL} (default
+ * and plain), {@code --log-rounds=1000}, {@code --log-rate=1000},
+ * {@code --log-threads=4}, {@code --log-window=PT10S} and {@code --log-bound=PT0.1S} (the
+ * decision log, see {@link LogBenchmark}), {@code --database=leader_bench} (the database
+ * created for the run, dropped first if it exists, and {@code <database>_app} for the
+ * sample app's nodes), {@code --app-handover=daemons,no-daemons},
+ * {@code --app-idle=default,no-validation}, {@code --app-settle=PT4S} and
+ * {@code --quiet-wait=PT3M} (the sample app: see {@link SampleAppTimings}),
+ * {@code --server-log=<path>} (the server's log file when {@code pg_current_logfile()}
+ * does not name it). The server comes from {@code LEADER_BENCH_JDBC_URL} (default
  * {@code jdbc:postgresql://127.0.0.1:5432/postgres}), {@code LEADER_BENCH_JDBC_USER}
  * ({@code postgres}) and {@code LEADER_BENCH_JDBC_PASSWORD}; the user must be allowed to
  * create databases, and to read the server log ({@code pg_read_server_files}) for the
@@ -59,7 +61,8 @@ public final class Benchmarks {
 
 	public static void main(String[] args) throws Exception {
 		BenchOptions options = BenchOptions.parse(args);
-		List<String> only = options.list("only", "handover,failover,load,daemons,guarded,jmh,app-handover,app-idle");
+		List<String> only = options.list("only",
+				"handover,failover,load,daemons,guarded,log,jmh,app-handover,app-idle");
 		int rounds = options.integer("rounds", 30);
 		String url = env("LEADER_BENCH_JDBC_URL", "jdbc:postgresql://127.0.0.1:5432/postgres");
 		String user = env("LEADER_BENCH_JDBC_USER", "postgres");
@@ -110,6 +113,10 @@ public final class Benchmarks {
 			}
 			if (only.contains("daemons")) {
 				runDaemons(database, logs, options);
+			}
+			if (only.contains("log")) {
+				Report.awaitQuietMachine(0.5, Duration.ofMinutes(1));
+				LogBenchmark.run(database, options);
 			}
 			if (only.contains("guarded")) {
 				// Last, as it loads the machine for minutes; on a quiet machine and a

@@ -88,7 +88,40 @@ public enum LeaderMeters {
 	 * elsewhere.
 	 */
 	DAEMON_MOVES("leader.daemon.moves", Kind.COUNTER, "Daemons taken away from a node by this node as leader",
-			Tag.CAUSE);
+			Tag.CAUSE),
+
+	/**
+	 * Entries of the group's decision log that this node knows are committed (from
+	 * notifications, heartbeats and reads) and has not applied yet. Only for the groups
+	 * this node has a {@code LogApplier} for.
+	 */
+	LOG_LAG("leader.log.lag", Kind.GAUGE, "Committed entries of the group's decision log not yet applied on this node",
+			Tag.GROUP),
+
+	/**
+	 * The estimated time this node's state of the group's decision log is behind: the
+	 * pessimistic staleness bound that bounded reads use, the time since the start of the
+	 * last read that found this node caught up. Idle time of the log does not count
+	 * beyond the time since that read, which the heartbeat renews. Not a number until the
+	 * first read.
+	 */
+	LOG_STALENESS("leader.log.staleness", Kind.GAUGE,
+			"Estimated time this node's state of the group's decision log is behind (pessimistic bound)", Tag.GROUP),
+
+	/**
+	 * Time the group's appliers took for each entry on this node.
+	 */
+	LOG_APPLY("leader.log.apply", Kind.TIMER, "Time the group's appliers took per entry of the decision log",
+			Tag.GROUP),
+
+	/**
+	 * Follower reads of the group's applied state on this node, by how they were served:
+	 * {@code local} (at once), {@code waited} (after waiting for the apply),
+	 * {@code forwarded} (sent to the leader) or {@code rejected} (timed out, not in this
+	 * node's history, or halted).
+	 */
+	LOG_READS("leader.log.reads", Kind.COUNTER, "Follower reads of the group's decision log state by outcome",
+			Tag.GROUP, Tag.OUTCOME);
 
 	private final String name;
 
@@ -193,7 +226,13 @@ public enum LeaderMeters {
 		 * {@code requested}, {@code drained}, {@code node_dead}, {@code ack_timeout} or
 		 * {@code drain_timeout}.
 		 */
-		CAUSE("cause");
+		CAUSE("cause"),
+
+		/**
+		 * How a follower read was served: {@code local}, {@code waited},
+		 * {@code forwarded} or {@code rejected}.
+		 */
+		OUTCOME("outcome");
 
 		private final String key;
 

@@ -14,6 +14,9 @@ import dev.leader.fencing.Fencing;
 import dev.leader.lease.LeaseMonitor;
 import dev.leader.lease.LeaseState;
 import dev.leader.lease.LeaseStatus;
+import dev.leader.log.DecisionLog;
+import dev.leader.log.LogMonitor;
+import dev.leader.log.LogMonitor.ReadOutcome;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
@@ -26,13 +29,15 @@ import org.jspecify.annotations.Nullable;
 /**
  * Registers the meters of {@link LeaderMeters}: per group whether this node leads, the
  * term, the time left in the safe window, the transitions and the time without a leader;
- * the members by state; and the fencing rejections; and, with daemon assignment, the
- * assignments by state and the leader's moves. Gauges and function counters read the
+ * the members by state; and the fencing rejections; with daemon assignment, the
+ * assignments by state and the leader's moves; and, per group this node applies a
+ * decision log of, the lag, the staleness bound, the apply time and the follower reads by
+ * outcome, as the log's {@link LogMonitor}. Gauges and function counters read the
  * read-only views when the registry is scraped; counters and timers are updated on
  * {@code leader-events} and, as the engine's {@link LeaseMonitor}, on the threads that
  * make its round trips, usually {@code leader-io}.
  */
-public class LeaderMetrics implements MeterBinder, LeaseMonitor {
+public class LeaderMetrics implements MeterBinder, LeaseMonitor, LogMonitor {
 
 	private final LeaseStatus leases;
 
@@ -41,6 +46,8 @@ public class LeaderMetrics implements MeterBinder, LeaseMonitor {
 	private final @Nullable Fencing fencing;
 
 	private final @Nullable DaemonStatus daemons;
+
+	private final @Nullable DecisionLog log;
 
 	private volatile @Nullable MeterRegistry registry;
 
@@ -54,10 +61,26 @@ public class LeaderMetrics implements MeterBinder, LeaseMonitor {
 	 */
 	public LeaderMetrics(LeaseStatus leases, Leadership leadership, @Nullable Fencing fencing,
 			@Nullable DaemonStatus daemons) {
+		this(leases, leadership, fencing, daemons, null);
+	}
+
+	/**
+	 * Creates the metrics, with those of the decision logs.
+	 * @param leases this node's leases
+	 * @param leadership the leadership whose transitions to count
+	 * @param fencing the fencing facade whose rejections to count, or {@code null} if
+	 * there is none
+	 * @param daemons daemon assignment on this node, or {@code null} if it is off
+	 * @param log the decision logs, or {@code null} if there are none; set this object as
+	 * its monitor for the apply times and the reads
+	 */
+	public LeaderMetrics(LeaseStatus leases, Leadership leadership, @Nullable Fencing fencing,
+			@Nullable DaemonStatus daemons, @Nullable DecisionLog log) {
 		this.leases = leases;
 		this.leadership = leadership;
 		this.fencing = fencing;
 		this.daemons = daemons;
+		this.log = log;
 	}
 
 	@Override
@@ -116,6 +139,67 @@ public class LeaderMetrics implements MeterBinder, LeaseMonitor {
 		if (this.daemons != null) {
 			bindDaemons(registry, this.daemons);
 		}
+		if (this.log != null) {
+			bindLog(registry, this.log);
+		}
+	}
+
+	private static void bindLog(MeterRegistry registry, DecisionLog log) {
+		for (String group : log.groups()) {
+			Gauge.builder(LeaderMeters.LOG_LAG.getName(), log, (logs) -> logs.lag(group))
+				.description(LeaderMeters.LOG_LAG.getDescription())
+				.tag(key(LeaderMeters.Tag.GROUP), group)
+				.register(registry);
+			TimeGauge
+				.builder(LeaderMeters.LOG_STALENESS.getName(), log, TimeUnit.NANOSECONDS,
+						(logs) -> logs.staleness(group).map((bound) -> (double) bound.toNanos()).orElse(Double.NaN))
+				.description(LeaderMeters.LOG_STALENESS.getDescription())
+				.tag(key(LeaderMeters.Tag.GROUP), group)
+				.register(registry);
+			applyTimer(registry, group);
+			for (ReadOutcome outcome : ReadOutcome.values()) {
+				reads(registry, group, outcome);
+			}
+		}
+	}
+
+	/**
+	 * Records the time an entry's appliers took, once the meters are bound; set on the
+	 * decision log as its {@link LogMonitor}.
+	 */
+	@Override
+	public void applied(String group, Duration duration) {
+		MeterRegistry registry = this.registry;
+		if (registry != null) {
+			applyTimer(registry, group).record(duration);
+		}
+	}
+
+	/**
+	 * Counts a follower read by outcome, once the meters are bound; set on the decision
+	 * log as its {@link LogMonitor}.
+	 */
+	@Override
+	public void read(String group, ReadOutcome outcome) {
+		MeterRegistry registry = this.registry;
+		if (registry != null) {
+			reads(registry, group, outcome).increment();
+		}
+	}
+
+	private static Timer applyTimer(MeterRegistry registry, String group) {
+		return Timer.builder(LeaderMeters.LOG_APPLY.getName())
+			.description(LeaderMeters.LOG_APPLY.getDescription())
+			.tag(key(LeaderMeters.Tag.GROUP), group)
+			.register(registry);
+	}
+
+	private static Counter reads(MeterRegistry registry, String group, ReadOutcome outcome) {
+		return Counter.builder(LeaderMeters.LOG_READS.getName())
+			.description(LeaderMeters.LOG_READS.getDescription())
+			.tag(key(LeaderMeters.Tag.GROUP), group)
+			.tag(key(LeaderMeters.Tag.OUTCOME), outcome.tagValue())
+			.register(registry);
 	}
 
 	private static void bindDaemons(MeterRegistry registry, DaemonStatus daemons) {

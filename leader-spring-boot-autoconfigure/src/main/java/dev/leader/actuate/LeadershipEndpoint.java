@@ -1,5 +1,6 @@
 package dev.leader.actuate;
 
+import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
@@ -14,6 +15,8 @@ import dev.leader.daemon.DaemonRequest;
 import dev.leader.daemon.DaemonStatus;
 import dev.leader.lease.LeaseState;
 import dev.leader.lease.LeaseStatus;
+import dev.leader.log.Bookmark;
+import dev.leader.log.DecisionLog;
 import dev.leader.node.Names;
 import org.jspecify.annotations.Nullable;
 
@@ -25,8 +28,9 @@ import org.springframework.boot.actuate.endpoint.annotation.Selector;
 import org.springframework.boot.actuate.endpoint.annotation.WriteOperation;
 
 /**
- * The {@code leadership} endpoint: this node, every group it takes part in, the members
- * and the daemon assignments; and write operations:
+ * The {@code leadership} endpoint: this node, every group it takes part in (with this
+ * node's applied bookmark, lag and staleness of the group's decision log, where it
+ * applies one), the members and the daemon assignments; and write operations:
  * <ul>
  * <li>{@code POST /actuator/leadership/{group}} yields a group;</li>
  * <li>{@code POST /actuator/leadership} asks the leader of the daemons group to rebalance
@@ -63,6 +67,8 @@ public class LeadershipEndpoint {
 
 	private final @Nullable DaemonCommands commands;
 
+	private final @Nullable DecisionLog log;
+
 	/**
 	 * Creates an endpoint.
 	 * @param leadership the leadership to yield
@@ -82,10 +88,26 @@ public class LeadershipEndpoint {
 	 */
 	public LeadershipEndpoint(Leadership leadership, LeaseStatus leases, @Nullable DaemonStatus daemons,
 			@Nullable DaemonCommands commands) {
+		this(leadership, leases, daemons, commands, null);
+	}
+
+	/**
+	 * Creates an endpoint that also shows the daemon assignments, takes the daemon
+	 * commands, and shows, per group this node applies a decision log of, the bookmark it
+	 * applied, its lag and its staleness bound.
+	 * @param leadership the leadership to yield
+	 * @param leases this node's leases
+	 * @param daemons daemon assignment on this node, or {@code null} if it is off
+	 * @param commands the daemon commands, or {@code null} if daemon assignment is off
+	 * @param log the decision logs, or {@code null} if there are none
+	 */
+	public LeadershipEndpoint(Leadership leadership, LeaseStatus leases, @Nullable DaemonStatus daemons,
+			@Nullable DaemonCommands commands, @Nullable DecisionLog log) {
 		this.leadership = leadership;
 		this.leases = leases;
 		this.daemons = daemons;
 		this.commands = commands;
+		this.log = log;
 	}
 
 	/**
@@ -201,13 +223,25 @@ public class LeadershipEndpoint {
 	private GroupDescriptor describe(String group) {
 		boolean leader = this.leases.isLeader(group);
 		LeaseState lease = this.leases.lease(group).orElse(null);
+		LogDescriptor log = describeLog(group);
 		if (lease == null) {
-			return new GroupDescriptor(group, leader ? Role.LEADER : Role.FOLLOWER, 0, null, null, null);
+			return new GroupDescriptor(group, leader ? Role.LEADER : Role.FOLLOWER, 0, null, null, null, log);
 		}
 		boolean held = lease.isHeld();
 		return new GroupDescriptor(group, leader ? Role.LEADER : Role.FOLLOWER, lease.term(),
 				held ? lease.holder() : null, held ? lease.expiresAt() : null,
-				held ? lease.remaining().toMillis() : null);
+				held ? lease.remaining().toMillis() : null, log);
+	}
+
+	private @Nullable LogDescriptor describeLog(String group) {
+		DecisionLog log = this.log;
+		if (log == null || !log.groups().contains(group)) {
+			return null;
+		}
+		Bookmark applied = log.applied(group);
+		return new LogDescriptor(applied.toString(), applied.index(), log.lag(group),
+				log.staleness(group).map(Duration::toMillis).orElse(null),
+				log.failure(group).map(Throwable::getMessage).orElse(null));
 	}
 
 	/**
@@ -249,9 +283,27 @@ public class LeadershipEndpoint {
 	 * @param leader the node holding the lease, or {@code null} if none holds it
 	 * @param expiresAt when the lease expires, in database time
 	 * @param remainingMillis the time left on the lease when it was read, in milliseconds
+	 * @param log this node's state of the group's decision log, or {@code null} if it
+	 * applies none
 	 */
 	public record GroupDescriptor(String group, Role role, long term, @Nullable String leader,
-			@Nullable Instant expiresAt, @Nullable Long remainingMillis) {
+			@Nullable Instant expiresAt, @Nullable Long remainingMillis, @Nullable LogDescriptor log) {
+	}
+
+	/**
+	 * This node's state of a group's decision log.
+	 *
+	 * @param applied the bookmark of the last entry applied,
+	 * {@code <group>@<term>.<index>}
+	 * @param appliedIndex the index of that entry, 0 before the first
+	 * @param lagEntries the committed entries this node knows of and has not applied
+	 * @param stalenessMillis the pessimistic bound of how far behind this node may be, in
+	 * milliseconds, or {@code null} before the first read of the log's end
+	 * @param halted why an applier halted the group's log on this node, or {@code null}
+	 * while it is applied
+	 */
+	public record LogDescriptor(String applied, long appliedIndex, long lagEntries, @Nullable Long stalenessMillis,
+			@Nullable String halted) {
 	}
 
 	/**

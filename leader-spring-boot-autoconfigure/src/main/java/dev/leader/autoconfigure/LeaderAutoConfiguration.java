@@ -25,6 +25,7 @@ import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseSettings;
 import dev.leader.log.DecisionLogConfiguration;
 import dev.leader.log.LogApplier;
+import dev.leader.log.LogRetention;
 import dev.leader.node.Names;
 import dev.leader.node.NodeRegistration;
 import io.micrometer.observation.ObservationRegistry;
@@ -163,6 +164,12 @@ public final class LeaderAutoConfiguration {
 
 	@Bean
 	@ConditionalOnMissingBean
+	LogRetention leaderLogRetention(LeaderProperties properties) {
+		return properties.getLog().getRetention().determineRetention();
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
 	Fencing leaderFencing(FencingStore store, Leadership leadership) {
 		return new Fencing(store, leadership.nodeId());
 	}
@@ -222,6 +229,7 @@ public final class LeaderAutoConfiguration {
 	private static void checkSettings(LeaderProperties properties, Environment environment, LeaseSettings lease,
 			@Nullable DaemonSettings daemons, ListableBeanFactory beanFactory) {
 		properties.getJdbc().determineQueryTimeout();
+		properties.getLog().getRetention().determineRetention();
 		groups(properties);
 		configuredId(properties);
 		nodeName(properties, environment);

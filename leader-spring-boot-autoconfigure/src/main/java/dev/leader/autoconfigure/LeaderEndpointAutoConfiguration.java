@@ -37,9 +37,10 @@ public final class LeaderEndpointAutoConfiguration {
 
 		@Bean
 		@ConditionalOnMissingBean
-		LeadershipEndpoint leadershipEndpoint(LeaderEngine engine, ObjectProvider<DaemonCoordinator> daemons) {
+		LeadershipEndpoint leadershipEndpoint(LeaderEngine engine, ObjectProvider<DaemonCoordinator> daemons,
+				ObjectProvider<DecisionLog> log) {
 			DaemonCoordinator coordinator = daemons.getIfAvailable();
-			return new LeadershipEndpoint(engine, engine, coordinator, coordinator);
+			return new LeadershipEndpoint(engine, engine, coordinator, coordinator, log.getIfAvailable());
 		}
 
 		@Bean

@@ -4,6 +4,7 @@ import dev.leader.actuate.LeaderMetrics;
 import dev.leader.daemon.DaemonStatus;
 import dev.leader.fencing.Fencing;
 import dev.leader.lease.LeaderEngine;
+import dev.leader.log.DecisionLog;
 import io.micrometer.core.instrument.MeterRegistry;
 
 import org.springframework.beans.factory.ObjectProvider;
@@ -18,7 +19,8 @@ import org.springframework.context.annotation.Bean;
  * Auto-configuration of the leadership {@link LeaderMetrics meters}, when Micrometer is
  * on the classpath and the application has a {@link MeterRegistry}. The acquire and
  * heartbeat timers come from the engine's observations, see
- * {@link LeaderAutoConfiguration}.
+ * {@link LeaderAutoConfiguration}. The metrics are the monitor of the engine and of the
+ * {@link DecisionLog}.
  */
 @AutoConfiguration(after = LeaderAutoConfiguration.class,
 		afterName = { "org.springframework.boot.micrometer.metrics.autoconfigure.MetricsAutoConfiguration",
@@ -30,16 +32,21 @@ public final class LeaderMetricsAutoConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	LeaderMetrics leaderMetrics(LeaderEngine engine, ObjectProvider<Fencing> fencing,
-			ObjectProvider<DaemonStatus> daemons) {
-		return new LeaderMetrics(engine, engine, fencing.getIfAvailable(), daemons.getIfAvailable());
+			ObjectProvider<DaemonStatus> daemons, ObjectProvider<DecisionLog> log) {
+		return new LeaderMetrics(engine, engine, fencing.getIfAvailable(), daemons.getIfAvailable(),
+				log.getIfAvailable());
 	}
 
 	// Once every singleton exists, so that the application's own metrics are the engine's
 	// monitor too: the metrics depend on the engine, so the engine cannot take them when
 	// it is created.
 	@Bean
-	SmartInitializingSingleton leaderMetricsMonitor(LeaderEngine engine, ObjectProvider<LeaderMetrics> metrics) {
-		return () -> metrics.ifUnique(engine::setMonitor);
+	SmartInitializingSingleton leaderMetricsMonitor(LeaderEngine engine, ObjectProvider<LeaderMetrics> metrics,
+			ObjectProvider<DecisionLog> log) {
+		return () -> metrics.ifUnique((monitor) -> {
+			engine.setMonitor(monitor);
+			log.ifUnique((logs) -> logs.setMonitor(monitor));
+		});
 	}
 
 }

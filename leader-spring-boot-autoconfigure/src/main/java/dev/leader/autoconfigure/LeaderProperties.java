@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
+import dev.leader.log.LogRetention;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.boot.context.properties.ConfigurationProperties;
@@ -37,6 +38,8 @@ public class LeaderProperties {
 	private final LeaderOnly leaderOnly = new LeaderOnly();
 
 	private final Daemons daemons = new Daemons();
+
+	private final Log log = new Log();
 
 	public boolean isEnabled() {
 		return this.enabled;
@@ -72,6 +75,10 @@ public class LeaderProperties {
 
 	public Daemons getDaemons() {
 		return this.daemons;
+	}
+
+	public Log getLog() {
+		return this.log;
 	}
 
 	public static class Node {
@@ -473,6 +480,77 @@ public class LeaderProperties {
 		 * Throw NotLeaderException.
 		 */
 		THROW
+
+	}
+
+	public static class Log {
+
+		private final Retention retention = new Retention();
+
+		public Retention getRetention() {
+			return this.retention;
+		}
+
+		public static class Retention {
+
+			/**
+			 * Newest entries of each group's decision log to keep; the group's leader
+			 * removes older ones. Unset keeps any number.
+			 */
+			private @Nullable Long maxEntries;
+
+			/**
+			 * Age, by the database clock, beyond which the group's leader removes entries
+			 * of its decision log; the last entry is always kept. Unset keeps entries of
+			 * any age.
+			 */
+			private @Nullable Duration maxAge;
+
+			/**
+			 * How often the leader of a group removes the entries that the limits no
+			 * longer keep, in batches of at most 1,000.
+			 */
+			private Duration interval = Duration.ofMinutes(1);
+
+			public @Nullable Long getMaxEntries() {
+				return this.maxEntries;
+			}
+
+			public void setMaxEntries(@Nullable Long maxEntries) {
+				this.maxEntries = maxEntries;
+			}
+
+			public @Nullable Duration getMaxAge() {
+				return this.maxAge;
+			}
+
+			public void setMaxAge(@Nullable Duration maxAge) {
+				this.maxAge = maxAge;
+			}
+
+			public Duration getInterval() {
+				return this.interval;
+			}
+
+			public void setInterval(Duration interval) {
+				this.interval = interval;
+			}
+
+			/**
+			 * Returns the retention these properties describe.
+			 * @return the retention
+			 * @throws IllegalArgumentException naming the property to change
+			 */
+			public LogRetention determineRetention() {
+				if (this.maxEntries != null && this.maxEntries < 1) {
+					throw new IllegalArgumentException(
+							"leader.log.retention.max-entries must be at least 1 (or unset to keep any number), was "
+									+ this.maxEntries);
+				}
+				return new LogRetention((this.maxEntries != null) ? this.maxEntries : 0, this.maxAge, this.interval);
+			}
+
+		}
 
 	}
 

@@ -2,6 +2,7 @@ package dev.leader.jdbc;
 
 import java.sql.Connection;
 import java.sql.ResultSet;
+import java.sql.Types;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -82,6 +83,50 @@ public final class PostgresLogStore implements LogStore {
 			SELECT last_index, last_term FROM ${prefix}log_heads WHERE group_name = ?
 			""";
 
+	/**
+	 * Removes a bounded batch from the start of a group's log, fenced as an append is
+	 * (the lease row locked FOR KEY SHARE, only if this node holds it with this term,
+	 * unexpired, in the server's current epoch). The cut is the higher of the count and
+	 * the age limits, never the last entry, so that the log's end stays readable. The
+	 * last entry removed is recorded in the starts table in the same statement; the head
+	 * row, which orders appends, is only read.
+	 */
+	private static final String TRUNCATE = """
+			WITH lease AS (
+			  SELECT l.term FROM ${prefix}leases l
+			  WHERE l.group_name = ? AND l.holder = ? AND l.term = ? AND l.expires_at > clock_timestamp()
+			    AND l.term > (SELECT ${epoch_base})
+			  FOR KEY SHARE OF l
+			), cut AS (
+			  SELECT least(h.last_index - 1, greatest(h.last_index - ?,
+			    coalesce((SELECT max(e.log_index) FROM ${prefix}log_entries e WHERE e.group_name = h.group_name
+			      AND e.appended_at < clock_timestamp() - ? * interval '1 millisecond'), 0))) AS through_index
+			  FROM ${prefix}log_heads h CROSS JOIN lease WHERE h.group_name = ?
+			), doomed AS (
+			  SELECT e.log_index FROM ${prefix}log_entries e CROSS JOIN cut
+			  WHERE e.group_name = ? AND e.log_index <= cut.through_index ORDER BY e.log_index LIMIT ?
+			), gone AS (
+			  DELETE FROM ${prefix}log_entries e USING doomed d WHERE e.group_name = ? AND e.log_index = d.log_index
+			  RETURNING e.log_index, e.term
+			), last AS (
+			  SELECT log_index, term FROM gone ORDER BY log_index DESC LIMIT 1
+			), moved AS (
+			  INSERT INTO ${prefix}log_starts AS s (group_name, truncated_index, truncated_term, truncated_at)
+			  SELECT ?, log_index, term, clock_timestamp() FROM last
+			  ON CONFLICT (group_name) DO UPDATE SET truncated_index = excluded.truncated_index,
+			    truncated_term = excluded.truncated_term, truncated_at = excluded.truncated_at
+			  WHERE s.truncated_index < excluded.truncated_index
+			  RETURNING 1
+			)
+			SELECT EXISTS (SELECT 1 FROM lease) AS allowed, (SELECT count(*) FROM gone) AS removed,
+			  (SELECT log_index FROM last) AS through_index, (SELECT term FROM last) AS through_term,
+			  (SELECT count(*) FROM moved) AS moved
+			""";
+
+	private static final String TRUNCATED = """
+			SELECT truncated_index, truncated_term FROM ${prefix}log_starts WHERE group_name = ?
+			""";
+
 	private final DataSource dataSource;
 
 	private final OwnConnections connections;
@@ -99,6 +144,10 @@ public final class PostgresLogStore implements LogStore {
 	private final String readSql;
 
 	private final String headSql;
+
+	private final String truncateSql;
+
+	private final String truncatedSql;
 
 	/**
 	 * Creates a store.
@@ -122,6 +171,8 @@ public final class PostgresLogStore implements LogStore {
 		this.appendSql = tablePrefix.render(APPEND);
 		this.readSql = tablePrefix.render(READ);
 		this.headSql = tablePrefix.render(HEAD);
+		this.truncateSql = tablePrefix.render(TRUNCATE);
+		this.truncatedSql = tablePrefix.render(TRUNCATED);
 	}
 
 	@Override
@@ -186,6 +237,47 @@ public final class PostgresLogStore implements LogStore {
 			statement.setString(1, group);
 			try (ResultSet rows = statement.executeQuery()) {
 				return rows.next() ? new Bookmark(group, rows.getLong("last_term"), rows.getLong("last_index"))
+						: new Bookmark(group, 0, 0);
+			}
+		});
+	}
+
+	@Override
+	public Truncated truncate(FencingToken token, String nodeId, long keepEntries, @Nullable Duration maxAge,
+			int limit) {
+		return onOwnConnection("truncate the log", this.truncateSql, (statement) -> {
+			statement.setString(1, token.group());
+			statement.setString(2, nodeId);
+			statement.setLong(3, token.term());
+			statement.setLong(4, keepEntries);
+			if (maxAge != null) {
+				statement.setLong(5, maxAge.toMillis());
+			}
+			else {
+				statement.setNull(5, Types.BIGINT);
+			}
+			statement.setString(6, token.group());
+			statement.setString(7, token.group());
+			statement.setInt(8, limit);
+			statement.setString(9, token.group());
+			statement.setString(10, token.group());
+			try (ResultSet rows = statement.executeQuery()) {
+				rows.next();
+				long through = rows.getLong("through_index");
+				Bookmark last = rows.wasNull() ? null
+						: new Bookmark(token.group(), rows.getLong("through_term"), through);
+				return new Truncated(rows.getBoolean("allowed"), rows.getInt("removed"), last);
+			}
+		});
+	}
+
+	@Override
+	public Bookmark truncated(String group) {
+		return onOwnConnection("read where the log was truncated", this.truncatedSql, (statement) -> {
+			statement.setString(1, group);
+			try (ResultSet rows = statement.executeQuery()) {
+				return rows.next()
+						? new Bookmark(group, rows.getLong("truncated_term"), rows.getLong("truncated_index"))
 						: new Bookmark(group, 0, 0);
 			}
 		});

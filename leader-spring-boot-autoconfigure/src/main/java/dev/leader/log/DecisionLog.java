@@ -8,9 +8,11 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 
 import dev.leader.FencingToken;
 import dev.leader.StaleLeadershipException;
+import dev.leader.log.LogMonitor.ReadOutcome;
 import dev.leader.node.Names;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
@@ -42,15 +44,34 @@ public final class DecisionLog {
 
 	private final Map<String, GroupTail> tails;
 
+	private volatile LogMonitor monitor = LogMonitor.NONE;
+
 	private @Nullable AutoCloseable listening;
+
+	/**
+	 * Creates the logs of a node that keep every entry. Nothing is applied before
+	 * {@link #start()}.
+	 * @param store the store
+	 * @param nodeId the id of this node, which must hold the leases it appends under
+	 * @param appliers the appliers of this node, of any groups
+	 */
+	public DecisionLog(LogStore store, String nodeId, List<LogApplier> appliers) {
+		this(store, nodeId, appliers, LogRetention.keepAll(), (group) -> Optional.empty());
+	}
 
 	/**
 	 * Creates the logs of a node. Nothing is applied before {@link #start()}.
 	 * @param store the store
 	 * @param nodeId the id of this node, which must hold the leases it appends under
 	 * @param appliers the appliers of this node, of any groups
+	 * @param retention what the logs keep; this node truncates the logs of the groups
+	 * that it leads and has appliers for
+	 * @param leading the token of a group while this node leads it, usually
+	 * {@link dev.leader.Leadership#token}; called on the {@code leader-log-<group>}
+	 * threads
 	 */
-	public DecisionLog(LogStore store, String nodeId, List<LogApplier> appliers) {
+	public DecisionLog(LogStore store, String nodeId, List<LogApplier> appliers, LogRetention retention,
+			Function<String, Optional<FencingToken>> leading) {
 		this.store = store;
 		this.nodeId = nodeId;
 		Map<String, List<LogApplier>> byGroup = new LinkedHashMap<>();
@@ -59,7 +80,8 @@ public final class DecisionLog {
 			byGroup.computeIfAbsent(group, (name) -> new ArrayList<>()).add(applier);
 		}
 		Map<String, GroupTail> tails = new LinkedHashMap<>();
-		byGroup.forEach((group, members) -> tails.put(group, new GroupTail(group, nodeId, members, store)));
+		byGroup.forEach(
+				(group, members) -> tails.put(group, new GroupTail(group, nodeId, members, store, retention, leading)));
 		this.tails = Map.copyOf(tails);
 	}
 
@@ -128,17 +150,22 @@ public final class DecisionLog {
 	 */
 	public boolean awaitApplied(Bookmark bookmark, Duration timeout) throws InterruptedException {
 		GroupTail tail = tail(bookmark.group());
-		tail.notified(bookmark.index());
-		if (!tail.awaitApplied(bookmark.index(), deadline(timeout))) {
-			return false;
+		boolean local = tail.applied().index() >= bookmark.index();
+		boolean served = false;
+		try {
+			if (!local) {
+				tail.notified(bookmark.index());
+				if (!tail.awaitApplied(bookmark.index(), deadline(timeout))) {
+					return false;
+				}
+			}
+			tail.requireInHistory(bookmark);
+			served = true;
+			return true;
 		}
-		long term = tail.termAt(bookmark.index());
-		if (term != bookmark.term()) {
-			throw new IllegalStateException("Bookmark " + bookmark + " is not in the history of group "
-					+ bookmark.group() + " on this node: its entry " + bookmark.index() + " has term " + term
-					+ ". The database lost the bookmark's entry (a failover to a standby that had not received it)");
+		finally {
+			read(bookmark.group(), local, served);
 		}
-		return true;
 	}
 
 	/**
@@ -155,11 +182,20 @@ public final class DecisionLog {
 	 */
 	public boolean awaitReadIndex(String group, Duration timeout) throws InterruptedException {
 		GroupTail tail = tail(group);
-		long deadline = deadline(timeout);
-		long sentAt = System.nanoTime();
-		Bookmark head = this.store.head(group);
-		tail.confirmed(head.index(), sentAt);
-		return tail.awaitApplied(head.index(), deadline);
+		boolean served = false;
+		boolean local = false;
+		try {
+			long deadline = deadline(timeout);
+			long sentAt = System.nanoTime();
+			Bookmark head = this.store.head(group);
+			tail.confirmed(head.index(), sentAt);
+			local = tail.applied().index() >= head.index();
+			served = local || tail.awaitApplied(head.index(), deadline);
+			return served;
+		}
+		finally {
+			read(group, local, served);
+		}
 	}
 
 	/**
@@ -190,10 +226,55 @@ public final class DecisionLog {
 	 * @throws InterruptedException if the calling thread was interrupted
 	 */
 	public boolean awaitStaleness(String group, Duration bound, Duration timeout) throws InterruptedException {
-		if (withinBound(group, bound)) {
-			return true;
+		GroupTail tail = tail(group);
+		boolean served = false;
+		boolean local = withinBound(tail, bound);
+		try {
+			if (!local) {
+				long deadline = deadline(timeout);
+				long sentAt = System.nanoTime();
+				Bookmark head = this.store.head(group);
+				tail.confirmed(head.index(), sentAt);
+				served = tail.awaitApplied(head.index(), deadline) && withinBound(tail, bound);
+			}
+			else {
+				served = true;
+			}
+			return served;
 		}
-		return awaitReadIndex(group, timeout) && withinBound(group, bound);
+		finally {
+			read(group, local, served);
+		}
+	}
+
+	/**
+	 * Counts a read of the group that this node forwarded to the group's leader instead
+	 * of serving it, for the follower-read metrics ({@code outcome=forwarded}). For the
+	 * web layer that forwards; the reads of this class count themselves.
+	 * @param group the group
+	 */
+	public void forwarded(String group) {
+		measured(group, ReadOutcome.FORWARDED);
+	}
+
+	/**
+	 * Returns how many entries of the group's log this node knows of beyond the last it
+	 * applied: those that notifications, heartbeats or reads showed committed.
+	 * @param group the group
+	 * @return the count, 0 or more
+	 * @throws IllegalArgumentException if this node has no applier for the group
+	 */
+	public long lag(String group) {
+		return tail(group).lag();
+	}
+
+	/**
+	 * Sets the monitor that receives measurements for metrics; none by default.
+	 * @param monitor the monitor
+	 */
+	public void setMonitor(LogMonitor monitor) {
+		this.monitor = monitor;
+		this.tails.values().forEach((tail) -> tail.setMonitor(monitor));
 	}
 
 	/**
@@ -253,9 +334,22 @@ public final class DecisionLog {
 		this.tails.values().forEach(GroupTail::stop);
 	}
 
-	private boolean withinBound(String group, Duration bound) {
-		long nanos = tail(group).stalenessNanos(System.nanoTime());
+	private static boolean withinBound(GroupTail tail, Duration bound) {
+		long nanos = tail.stalenessNanos(System.nanoTime());
 		return nanos >= 0 && nanos <= bound.toNanos();
+	}
+
+	private void read(String group, boolean local, boolean served) {
+		measured(group, local ? ReadOutcome.LOCAL : served ? ReadOutcome.WAITED : ReadOutcome.REJECTED);
+	}
+
+	private void measured(String group, ReadOutcome outcome) {
+		try {
+			this.monitor.read(group, outcome);
+		}
+		catch (RuntimeException ex) {
+			logger.debug("Log monitor failed: " + ex);
+		}
 	}
 
 	private GroupTail tail(String group) {

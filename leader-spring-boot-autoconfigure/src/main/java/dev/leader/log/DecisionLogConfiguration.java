@@ -11,8 +11,9 @@ import org.springframework.context.annotation.Configuration;
 
 /**
  * Configuration of the {@link DecisionLog} on the context's {@link LogStore}, with every
- * {@link LogApplier} bean; the logs are followed while the context runs. Imported by
- * {@code LeaderAutoConfiguration}; public only for that import, not for application use.
+ * {@link LogApplier} bean and the context's {@link LogRetention}; the logs are followed
+ * while the context runs. Imported by {@code LeaderAutoConfiguration}; public only for
+ * that import, not for application use.
  */
 @Configuration(proxyBeanMethods = false)
 public final class DecisionLogConfiguration {
@@ -20,8 +21,10 @@ public final class DecisionLogConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	@ConditionalOnBean(LogStore.class)
-	DecisionLog leaderDecisionLog(LogStore store, Leadership leadership, ObjectProvider<LogApplier> appliers) {
-		return new DecisionLog(store, leadership.nodeId(), appliers.orderedStream().toList());
+	DecisionLog leaderDecisionLog(LogStore store, Leadership leadership, ObjectProvider<LogApplier> appliers,
+			ObjectProvider<LogRetention> retention) {
+		return new DecisionLog(store, leadership.nodeId(), appliers.orderedStream().toList(),
+				retention.getIfAvailable(LogRetention::keepAll), leadership::token);
 	}
 
 	@Bean

@@ -1,12 +1,16 @@
 package dev.leader.log;
 
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
+import java.util.Optional;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 
+import dev.leader.FencingToken;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
@@ -23,6 +27,12 @@ import org.jspecify.annotations.Nullable;
  * applied, this node is no more than the time since that moment behind. The estimate
  * never counts idle time as lag beyond the time since the last confirmation, and it is
  * never low: the moment is taken before the read is sent.
+ * <p>
+ * With {@linkplain LogRetention retention}, the same thread removes old entries while
+ * this node leads the group: it wakes once per retention interval for it, and asks for
+ * the group's token outside the monitor, since the store's listener may call this object
+ * while the engine holds its lock. A read that finds entries missing at the start of what
+ * it asked for reads where the log was truncated and resets the appliers there.
  */
 final class GroupTail {
 
@@ -32,6 +42,13 @@ final class GroupTail {
 
 	private static final long NONE = Long.MIN_VALUE;
 
+	// The term of applied entries this node reset past, in termStarts.
+	private static final long UNKNOWN = -1;
+
+	private static final int RETENTION_BATCH = 1000;
+
+	private static final long FULL_BATCH_PAUSE = TimeUnit.MILLISECONDS.toNanos(100);
+
 	private final String group;
 
 	private final String nodeId;
@@ -39,6 +56,17 @@ final class GroupTail {
 	private final List<LogApplier> appliers;
 
 	private final LogStore store;
+
+	private final LogRetention retention;
+
+	private final Function<String, Optional<FencingToken>> leading;
+
+	private volatile LogMonitor monitor = LogMonitor.NONE;
+
+	// Only the tail's thread reads and writes these two.
+	private long nextRetention;
+
+	private long appliedAtRetention = -1;
 
 	private long applied;
 
@@ -61,16 +89,24 @@ final class GroupTail {
 
 	private @Nullable Thread thread;
 
-	GroupTail(String group, String nodeId, List<LogApplier> appliers, LogStore store) {
+	GroupTail(String group, String nodeId, List<LogApplier> appliers, LogStore store, LogRetention retention,
+			Function<String, Optional<FencingToken>> leading) {
 		this.group = group;
 		this.nodeId = nodeId;
 		this.appliers = List.copyOf(appliers);
 		this.store = store;
+		this.retention = retention;
+		this.leading = leading;
+	}
+
+	void setMonitor(LogMonitor monitor) {
+		this.monitor = monitor;
 	}
 
 	synchronized void start() {
 		this.stopped = false;
 		this.readWanted = true;
+		this.nextRetention = System.nanoTime();
 		Thread thread = new Thread(this::run, "leader-log-" + this.group);
 		thread.setDaemon(true);
 		this.thread = thread;
@@ -128,13 +164,41 @@ final class GroupTail {
 	}
 
 	/**
-	 * Returns the term of an applied entry.
-	 * @param index the index, at most the one applied
-	 * @return the term, or 0 for index 0
+	 * Checks that an applied bookmark is in this node's history: the entry it applied at
+	 * that index has the bookmark's term. For an entry this node reset past, the term is
+	 * known only where the reset landed; a bookmark of that term before it is in the
+	 * history too, since a term appends in one history only (a failover of the database
+	 * starts a new epoch of terms) and commits in index order.
+	 * @param bookmark the bookmark, at most the index applied
+	 * @throws IllegalStateException if it is not in this node's history, or this node
+	 * cannot tell
 	 */
-	synchronized long termAt(long index) {
-		Map.Entry<Long, Long> start = this.termStarts.floorEntry(index);
-		return (start != null) ? start.getValue() : 0;
+	synchronized void requireInHistory(Bookmark bookmark) {
+		Map.Entry<Long, Long> start = this.termStarts.floorEntry(bookmark.index());
+		long term = (start != null) ? start.getValue() : 0;
+		if (term == UNKNOWN) {
+			Map.Entry<Long, Long> reset = this.termStarts.higherEntry(bookmark.index());
+			if (reset != null && reset.getValue() == bookmark.term()) {
+				return;
+			}
+			throw new IllegalStateException("Bookmark " + bookmark + " is at an index that this node never applied: "
+					+ "the log of group " + this.group + " was truncated (leader.log.retention) before it, and this "
+					+ "node reset its appliers to index " + ((reset != null) ? reset.getKey() : "?")
+					+ ", so it cannot check the bookmark's term; read with a read index instead");
+		}
+		if (term != bookmark.term()) {
+			throw new IllegalStateException("Bookmark " + bookmark + " is not in the history of group "
+					+ bookmark.group() + " on this node: its entry " + bookmark.index() + " has term " + term
+					+ ". The database lost the bookmark's entry (a failover to a standby that had not received it)");
+		}
+	}
+
+	/**
+	 * Returns how many entries this node knows the log holds beyond those it applied.
+	 * @return the count, 0 or more
+	 */
+	synchronized long lag() {
+		return Math.max(0, this.known - this.applied);
 	}
 
 	/**
@@ -187,7 +251,16 @@ final class GroupTail {
 			synchronized (this) {
 				while (!this.stopped && this.failure == null && !this.readWanted && this.known <= this.applied) {
 					try {
-						wait();
+						if (!this.retention.truncates()) {
+							wait();
+						}
+						else {
+							long due = this.nextRetention - System.nanoTime();
+							if (due <= 0) {
+								break;
+							}
+							TimeUnit.NANOSECONDS.timedWait(this, due);
+						}
 					}
 					catch (InterruptedException ex) {
 						return;
@@ -195,6 +268,16 @@ final class GroupTail {
 				}
 				if (this.stopped || this.failure != null) {
 					return;
+				}
+				from = this.applied;
+				knownAtRead = this.known;
+			}
+			if (this.retention.truncates() && System.nanoTime() - this.nextRetention >= 0) {
+				truncate(from);
+			}
+			synchronized (this) {
+				if (!this.readWanted && this.known <= this.applied) {
+					continue;
 				}
 				this.readWanted = false;
 				from = this.applied;
@@ -209,6 +292,12 @@ final class GroupTail {
 				logger.warn("Decision log group=" + this.group + " node=" + this.nodeId
 						+ " could not be read after index " + from + "; retrying in 1 s: " + ex);
 				if (!pause()) {
+					return;
+				}
+				continue;
+			}
+			if (!entries.isEmpty() && entries.get(0).index() != from + 1) {
+				if (!resetPastTruncation(from, entries.get(0).index())) {
 					return;
 				}
 				continue;
@@ -242,6 +331,7 @@ final class GroupTail {
 						+ entry.index() + "; this node cannot apply the entries after " + from));
 				return false;
 			}
+			long started = System.nanoTime();
 			for (LogApplier applier : this.appliers) {
 				try {
 					applier.apply(entry);
@@ -252,10 +342,127 @@ final class GroupTail {
 					return false;
 				}
 			}
+			measured(Duration.ofNanos(System.nanoTime() - started));
 			advance(entry);
 			expected++;
 		}
 		return true;
+	}
+
+	/**
+	 * Resets the appliers past entries that retention removed before this node applied
+	 * them, or halts: if no truncation explains the missing entries, or an applier cannot
+	 * reset.
+	 * @param from the index applied
+	 * @param first the first index the read found
+	 * @return whether to go on reading
+	 */
+	private boolean resetPastTruncation(long from, long first) {
+		Bookmark through;
+		try {
+			through = this.store.truncated(this.group);
+		}
+		catch (RuntimeException ex) {
+			logger.warn("Decision log group=" + this.group + " node=" + this.nodeId
+					+ " could not read where the log was truncated; retrying in 1 s: " + ex);
+			return pause();
+		}
+		if (through.index() < first - 1) {
+			halt(new IllegalStateException("Entry " + (from + 1) + " is missing from the log, which goes on at " + first
+					+ "; this node cannot apply the entries after " + from));
+			return false;
+		}
+		for (LogApplier applier : this.appliers) {
+			try {
+				applier.reset(through);
+			}
+			catch (UnsupportedOperationException ex) {
+				halt(new IllegalStateException("The log of group " + this.group + " was truncated through entry "
+						+ through + " (leader.log.retention) before this node applied entry " + (from + 1)
+						+ ", and applier " + applier.getClass().getName()
+						+ " does not implement LogApplier.reset: this node cannot catch up without skipping entries."
+						+ " Implement reset, or keep more entries", ex));
+				return false;
+			}
+			catch (Throwable ex) {
+				halt(new IllegalStateException("Applier " + applier.getClass().getName() + " failed to reset to entry "
+						+ through + ", which retention truncated the log through", ex));
+				return false;
+			}
+		}
+		logger.info("Decision log group=" + this.group + " node=" + this.nodeId + " reset its appliers from index "
+				+ from + " to " + through + ", where the log was truncated");
+		resetTo(from, through);
+		return true;
+	}
+
+	private synchronized void resetTo(long from, Bookmark through) {
+		this.termStarts.put(from + 1, UNKNOWN);
+		this.termStarts.put(through.index(), through.term());
+		this.applied = through.index();
+		this.appliedTerm = through.term();
+		this.readWanted = true;
+		this.known = Math.max(this.known, this.applied);
+		while (!this.confirmations.isEmpty() && this.confirmations.peekFirst()[0] <= this.applied) {
+			this.confirmedAt = Math.max(this.confirmedAt, this.confirmations.pollFirst()[1]);
+		}
+		notifyAll();
+	}
+
+	/**
+	 * Removes what retention no longer keeps, if this node leads the group; once per
+	 * interval, or sooner after a full batch. A log that only a count limits is not
+	 * touched again until more entries were applied.
+	 * @param applied the index applied
+	 */
+	private void truncate(long applied) {
+		long now = System.nanoTime();
+		this.nextRetention = now + this.retention.interval().toNanos();
+		if (this.retention.maxAge() == null && applied == this.appliedAtRetention) {
+			return;
+		}
+		Optional<FencingToken> token = this.leading.apply(this.group);
+		if (token.isEmpty()) {
+			return;
+		}
+		try {
+			LogStore.Truncated truncated = this.store.truncate(token.get(), this.nodeId, this.retention.keepEntries(),
+					this.retention.maxAge(), RETENTION_BATCH);
+			if (!truncated.allowed()) {
+				logger.debug("Decision log group=" + this.group + " node=" + this.nodeId + " term=" + token.get().term()
+						+ " may not truncate: the term no longer leads");
+				return;
+			}
+			if (truncated.removed() >= RETENTION_BATCH) {
+				this.nextRetention = now + Math.min(FULL_BATCH_PAUSE, this.retention.interval().toNanos());
+			}
+			else {
+				this.appliedAtRetention = applied;
+			}
+			if (truncated.through() != null) {
+				logger.debug("Decision log group=" + this.group + " node=" + this.nodeId + " term=" + token.get().term()
+						+ " truncated " + truncated.removed() + " entries through " + truncated.through());
+			}
+		}
+		catch (UnsupportedOperationException ex) {
+			// Asking again would only repeat the message.
+			this.nextRetention = now + Long.MAX_VALUE / 2;
+			logger.error("Decision log group=" + this.group + " node=" + this.nodeId
+					+ " keeps every entry: its store cannot truncate. " + ex.getMessage());
+		}
+		catch (RuntimeException ex) {
+			logger.warn("Decision log group=" + this.group + " node=" + this.nodeId
+					+ " could not truncate the log; retrying in " + this.retention.interval() + ": " + ex);
+		}
+	}
+
+	private void measured(Duration duration) {
+		try {
+			this.monitor.applied(this.group, duration);
+		}
+		catch (RuntimeException ex) {
+			logger.debug("Log monitor failed: " + ex);
+		}
 	}
 
 	private synchronized void advance(LogEntry entry) {

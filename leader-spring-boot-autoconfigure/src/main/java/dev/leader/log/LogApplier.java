@@ -11,6 +11,13 @@ package dev.leader.log;
  * An applier that throws halts its group's log on this node: no later entry is applied,
  * nothing is skipped, {@link DecisionLog#failure} reports it and the {@code decisionLog}
  * health contributor turns {@code DOWN}. Restarting the application resumes.
+ * <p>
+ * With {@linkplain LogRetention retention}, the leader removes old entries. A node that
+ * has not applied them (it starts late, or falls behind) cannot apply them one by one:
+ * its appliers are asked to {@link #reset} their state to the last entry removed instead,
+ * and the entries after it are then applied as usual. An applier that does not implement
+ * {@code reset} halts its group's log on that node, as a failing applier does, rather
+ * than skip the entries.
  */
 public interface LogApplier {
 
@@ -27,5 +34,25 @@ public interface LogApplier {
 	 * this node
 	 */
 	void apply(LogEntry entry) throws Exception;
+
+	/**
+	 * Resets this node's state to what applying every entry of the group up to and
+	 * including {@code through} gives, because those entries were removed from the log
+	 * before this node applied them. Typically it reloads the state from the
+	 * application's own tables, which the leader writes in the transactions it appends
+	 * in. State loaded that way may already hold the effect of some entries after
+	 * {@code through}; they are applied next all the same, so applying them must be
+	 * idempotent. Called on the group's {@code leader-log-<group>} thread, instead of
+	 * {@link #apply} for the removed entries.
+	 * <p>
+	 * The default throws {@link UnsupportedOperationException}, which halts the group's
+	 * log on this node with a failure that says so.
+	 * @param through the last entry removed from the log
+	 * @throws Exception if the state cannot be reset, which halts the group's log on this
+	 * node
+	 */
+	default void reset(Bookmark through) throws Exception {
+		throw new UnsupportedOperationException(getClass().getName() + " does not implement LogApplier.reset");
+	}
 
 }

@@ -1,5 +1,6 @@
 package dev.leader.log;
 
+import java.time.Duration;
 import java.util.List;
 
 import dev.leader.FencingToken;
@@ -51,6 +52,43 @@ public interface LogStore {
 	Bookmark head(String group);
 
 	/**
+	 * Removes the oldest entries of the token's group that retention no longer keeps, in
+	 * one statement: only if the node holds the group's lease with the token's term,
+	 * unexpired by the database clock, as {@link #append} checks it. It removes, from the
+	 * start of the log, the entries beyond the newest {@code keepEntries} and those
+	 * appended longer ago than {@code maxAge} by the database clock, at most
+	 * {@code limit} of them, and never the log's last entry; it records the last entry
+	 * removed where {@link #truncated} reads it, in the same transaction.
+	 * <p>
+	 * The default refuses: the store keeps every entry.
+	 * @param token the token of the leader
+	 * @param nodeId the node that must hold the lease
+	 * @param keepEntries the newest entries to keep, or {@link Long#MAX_VALUE} to keep
+	 * any number
+	 * @param maxAge the age beyond which entries are removed, or {@code null} for no
+	 * limit of age
+	 * @param limit the most entries to remove
+	 * @return the outcome
+	 * @throws UnsupportedOperationException if the store has no retention
+	 */
+	default Truncated truncate(FencingToken token, String nodeId, long keepEntries, @Nullable Duration maxAge,
+			int limit) {
+		throw new UnsupportedOperationException(getClass().getName() + " keeps every entry of the decision log: it "
+				+ "has no retention, so leader.log.retention.max-entries and max-age cannot be set");
+	}
+
+	/**
+	 * Reads the last entry that retention removed from the group's log: entries up to it
+	 * can no longer be read.
+	 * @param group the group
+	 * @return that entry's bookmark, or the start of the log ({@code term} and
+	 * {@code index} 0) if none was removed
+	 */
+	default Bookmark truncated(String group) {
+		return new Bookmark(group, 0, 0);
+	}
+
+	/**
 	 * Starts telling the listener what the store learns of the logs' ends without a
 	 * statement of its own: append notifications and the heartbeat's reads, where the
 	 * store supports them.
@@ -93,6 +131,17 @@ public interface LogStore {
 	 * @param currentTerm when refused, the highest term the lease or the log has seen
 	 */
 	record Appended(@Nullable Bookmark entry, @Nullable String holder, long currentTerm) {
+	}
+
+	/**
+	 * The outcome of {@link #truncate}.
+	 *
+	 * @param allowed whether the token's term held the lease; nothing is removed
+	 * otherwise
+	 * @param removed how many entries were removed
+	 * @param through the last entry removed, or {@code null} if none was
+	 */
+	record Truncated(boolean allowed, int removed, @Nullable Bookmark through) {
 	}
 
 }

@@ -10,6 +10,7 @@ import dev.leader.log.Bookmark;
 import dev.leader.log.DecisionLog;
 import dev.leader.log.LogApplier;
 import dev.leader.log.LogEntry;
+import dev.leader.log.LogRetention;
 import dev.leader.log.LogStore;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -21,6 +22,7 @@ import org.springframework.context.annotation.Configuration;
 import org.springframework.transaction.support.TransactionTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * Tests for the auto-configuration of the {@link DecisionLog}, against a fresh PostgreSQL
@@ -49,6 +51,28 @@ class DecisionLogAutoConfigurationTests {
 				assertThat(log.awaitApplied(bookmark, WAIT)).isTrue();
 				assertThat(context.getBean(Rates.class).applied).extracting(LogEntry::payload)
 					.containsExactly("EUR 1.0845");
+			});
+	}
+
+	@Test
+	void retentionPropertiesMakeTheLeaderTruncateTheLogOfAGroupItApplies() {
+		this.schema.runner()
+			.withPropertyValues("leader.node.id=log-node", "leader.groups=rates", "leader.log.retention.max-entries=3",
+					"leader.log.retention.interval=100ms")
+			.withUserConfiguration(RatesConfiguration.class)
+			.run((context) -> {
+				assertThat(context.getBean(LogRetention.class))
+					.isEqualTo(new LogRetention(3, null, Duration.ofMillis(100)));
+				Leadership leadership = context.getBean(Leadership.class);
+				assertThat(leadership.awaitLeadership("rates", WAIT)).isTrue();
+				FencingToken token = leadership.token("rates").orElseThrow();
+				DecisionLog log = context.getBean(DecisionLog.class);
+				for (int i = 0; i < 10; i++) {
+					log.append(token, "rate", "EUR " + i);
+				}
+				LogStore store = context.getBean(LogStore.class);
+				await().atMost(WAIT).until(() -> store.truncated("rates").index() == 7);
+				assertThat(store.read("rates", 0, 100)).extracting(LogEntry::index).containsExactly(8L, 9L, 10L);
 			});
 	}
 

@@ -89,8 +89,8 @@ class LeaderAutoConfigurationTests {
 		this.contextRunner.run((context) -> {
 			assertThat(context).hasNotFailed();
 			assertThat(this.schema.tables()).containsExactlyInAnyOrder("leader_leases", "leader_nodes", "leader_fences",
-					"leader_log_heads", "leader_log_entries", "leader_assignments", "leader_daemon_requests",
-					"leader_schema_history");
+					"leader_log_heads", "leader_log_entries", "leader_log_starts", "leader_assignments",
+					"leader_daemon_requests", "leader_schema_history");
 		});
 	}
 
@@ -222,8 +222,8 @@ class LeaderAutoConfigurationTests {
 		this.contextRunner.withUserConfiguration(TablePrefixConfiguration.class).run((context) -> {
 			assertThat(context).hasSingleBean(TablePrefix.class);
 			assertThat(this.schema.tables()).containsExactlyInAnyOrder("custom_leases", "custom_nodes", "custom_fences",
-					"custom_log_heads", "custom_log_entries", "custom_assignments", "custom_daemon_requests",
-					"custom_schema_history");
+					"custom_log_heads", "custom_log_entries", "custom_log_starts", "custom_assignments",
+					"custom_daemon_requests", "custom_schema_history");
 		});
 	}
 

@@ -3,13 +3,19 @@ package dev.leader.autoconfigure;
 import java.time.Duration;
 import java.util.Map;
 
+import dev.leader.FencingToken;
 import dev.leader.Leadership;
 import dev.leader.actuate.LeadershipEndpoint;
 import dev.leader.actuate.LeadershipEndpoint.LeadershipDescriptor;
+import dev.leader.actuate.LeadershipEndpoint.LogDescriptor;
 import dev.leader.actuate.LeadershipEndpoint.Role;
 import dev.leader.actuate.LeadershipEndpoint.YieldDescriptor;
 import dev.leader.actuate.LeadershipEndpointWebExtension;
 import dev.leader.actuate.LeadershipHealthIndicator;
+import dev.leader.log.Bookmark;
+import dev.leader.log.DecisionLog;
+import dev.leader.log.LogApplier;
+import dev.leader.log.LogEntry;
 import org.assertj.core.api.InstanceOfAssertFactories;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -45,6 +51,31 @@ class LeaderEndpointAutoConfigurationTests {
 			assertThat(descriptor.node()).isEqualTo("test-node");
 			assertThat(descriptor.groups()).containsOnlyKeys("default");
 		});
+	}
+
+	@Test
+	void endpointShowsTheAppliedBookmarkLagAndStalenessOfEachGroupWithADecisionLog() {
+		this.contextRunner.withPropertyValues("management.endpoints.web.exposure.include=leadership")
+			.withBean(Prices.class)
+			.run((context) -> {
+				Leadership leadership = context.getBean(Leadership.class);
+				LeadershipEndpoint endpoint = context.getBean(LeadershipEndpoint.class);
+				DecisionLog log = context.getBean(DecisionLog.class);
+				assertThat(leadership.awaitLeadership("prices", Duration.ofSeconds(10))).isTrue();
+				FencingToken token = leadership.token("prices").orElseThrow();
+				log.append(token, "price", "a");
+				Bookmark last = log.append(token, "price", "b");
+				assertThat(log.awaitReadIndex("prices", Duration.ofSeconds(10))).isTrue();
+				LogDescriptor prices = endpoint.group("prices").log();
+				assertThat(prices).isNotNull();
+				assertThat(prices.applied()).isEqualTo(last.toString());
+				assertThat(prices.appliedIndex()).isEqualTo(2);
+				assertThat(prices.lagEntries()).isZero();
+				assertThat(prices.stalenessMillis()).isNotNull().isBetween(0L, 10_000L);
+				assertThat(prices.halted()).isNull();
+				assertThat(endpoint.leadership().groups()).containsOnlyKeys("default", "prices");
+				assertThat(endpoint.leadership().groups().get("default").log()).as("a group without applier").isNull();
+			});
 	}
 
 	@Test
@@ -136,6 +167,19 @@ class LeaderEndpointAutoConfigurationTests {
 				.doesNotHaveBean(Leadership.class)
 				.doesNotHaveBean(LeadershipEndpoint.class)
 				.doesNotHaveBean(LeadershipHealthIndicator.class));
+	}
+
+	static class Prices implements LogApplier {
+
+		@Override
+		public String group() {
+			return "prices";
+		}
+
+		@Override
+		public void apply(LogEntry entry) {
+		}
+
 	}
 
 }

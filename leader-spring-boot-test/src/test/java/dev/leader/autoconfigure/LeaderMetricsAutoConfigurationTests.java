@@ -1,6 +1,8 @@
 package dev.leader.autoconfigure;
 
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 
 import com.zaxxer.hikari.HikariDataSource;
@@ -15,6 +17,10 @@ import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseObservations;
+import dev.leader.log.Bookmark;
+import dev.leader.log.DecisionLog;
+import dev.leader.log.LogApplier;
+import dev.leader.log.LogEntry;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -143,6 +149,51 @@ class LeaderMetricsAutoConfigurationTests {
 	}
 
 	@Test
+	void decisionLogMetricsReportLagStalenessApplyTimeAndFollowerReadsByOutcome() {
+		this.contextRunner.withBean(GatedApplier.class).run((context) -> {
+			Leadership leadership = context.getBean(Leadership.class);
+			MeterRegistry registry = context.getBean(MeterRegistry.class);
+			DecisionLog log = context.getBean(DecisionLog.class);
+			GatedApplier applier = context.getBean(GatedApplier.class);
+			assertThat(leadership.awaitLeadership("rates", Duration.ofSeconds(10))).isTrue();
+			FencingToken token = leadership.token("rates").orElseThrow();
+			Bookmark first = log.append(token, "rate", "EUR 1.08");
+			await().atMost(Duration.ofSeconds(10)).until(() -> log.applied("rates").equals(first));
+			assertThat(log.awaitApplied(first, Duration.ofSeconds(1))).isTrue();
+			assertThat(reads(registry, "local")).isOne();
+			Bookmark second = log.append(token, "rate", "EUR 1.09");
+			await().atMost(Duration.ofSeconds(10))
+				.until(() -> gauge(registry, LeaderMeters.LOG_LAG, "group", "rates") == 1);
+			assertThat(log.awaitApplied(second, Duration.ofMillis(100))).isFalse();
+			assertThat(reads(registry, "rejected")).isOne();
+			CompletableFuture<Boolean> waiting = new CompletableFuture<>();
+			Thread reader = new Thread(() -> {
+				try {
+					waiting.complete(log.awaitApplied(second, Duration.ofSeconds(10)));
+				}
+				catch (Throwable ex) {
+					waiting.completeExceptionally(ex);
+				}
+			});
+			reader.start();
+			await().atMost(Duration.ofSeconds(10)).until(() -> reader.getState() == Thread.State.TIMED_WAITING);
+			applier.gate.release(100);
+			assertThat(waiting.get(10, TimeUnit.SECONDS)).isTrue();
+			assertThat(reads(registry, "waited")).isOne();
+			assertThat(log.awaitReadIndex("rates", Duration.ofSeconds(5))).isTrue();
+			assertThat(log.awaitStaleness("rates", Duration.ofSeconds(30), Duration.ofSeconds(5))).isTrue();
+			assertThat(reads(registry, "local")).isEqualTo(3);
+			log.forwarded("rates");
+			assertThat(reads(registry, "forwarded")).isOne();
+			assertThat(gauge(registry, LeaderMeters.LOG_LAG, "group", "rates")).isZero();
+			assertThat(gauge(registry, LeaderMeters.LOG_STALENESS, "group", "rates")).isBetween(0.0, 30.0);
+			Timer apply = registry.get(LeaderMeters.LOG_APPLY.getName()).tag("group", "rates").timer();
+			assertThat(apply.count()).isEqualTo(2);
+			assertThat(apply.max(TimeUnit.MILLISECONDS)).as("the entry that waited at the gate").isPositive();
+		});
+	}
+
+	@Test
 	void metricsBackOffWhenTheApplicationDefinesItsOwn() {
 		this.contextRunner
 			.withBean("customLeaderMetrics", LeaderMetrics.class,
@@ -179,6 +230,14 @@ class LeaderMetricsAutoConfigurationTests {
 		return registry.get(meter.getName()).tag(tag, value).gauge().value();
 	}
 
+	private static double reads(MeterRegistry registry, String outcome) {
+		return registry.get(LeaderMeters.LOG_READS.getName())
+			.tag("group", "rates")
+			.tag("outcome", outcome)
+			.counter()
+			.count();
+	}
+
 	private static double transitions(MeterRegistry registry, String action, String reason) {
 		return registry.get(LeaderMeters.TRANSITIONS.getName())
 			.tag("group", "default")
@@ -194,6 +253,27 @@ class LeaderMetricsAutoConfigurationTests {
 			.tag("outcome", outcome)
 			.timer();
 		return (timer != null) ? timer.count() : 0;
+	}
+
+	/**
+	 * Applies the group {@code rates}, holding every entry after the first at a gate.
+	 */
+	static class GatedApplier implements LogApplier {
+
+		final Semaphore gate = new Semaphore(0);
+
+		@Override
+		public String group() {
+			return "rates";
+		}
+
+		@Override
+		public void apply(LogEntry entry) throws InterruptedException {
+			if (entry.index() > 1) {
+				this.gate.acquire();
+			}
+		}
+
 	}
 
 }

@@ -63,6 +63,13 @@ class LeaderSettingsValidationTests {
 						"leader.lease.yield-cooldown=9999999d"),
 				invalid("leader.node.expiry must be positive, was PT0S", "leader.node.expiry=0s"),
 				invalid("leader.node.expiry" + atMost24Days + "PT720H", "leader.node.expiry=30d"),
+				// Ranges of the decision log's retention.
+				invalid("leader.log.retention.max-entries must be at least 1 (or unset to keep any number), was 0",
+						"leader.log.retention.max-entries=0"),
+				invalid("leader.log.retention.max-age must be at least 1ms (or unset for no limit of age), was PT-1S",
+						"leader.log.retention.max-age=-1s"),
+				invalid("leader.log.retention.interval must be positive, was PT0S", "leader.log.retention.interval=0s"),
+				invalid("leader.log.retention.interval" + atMost24Days + "PT720H", "leader.log.retention.interval=30d"),
 				// Ranges of the daemon settings.
 				invalid("leader.daemons.ack-timeout must be positive, was PT0S", "leader.daemons.ack-timeout=0s"),
 				invalid("leader.daemons.ack-timeout" + atMost24Days + "PT720H", "leader.daemons.ack-timeout=30d"),

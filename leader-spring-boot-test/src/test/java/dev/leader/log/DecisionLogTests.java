@@ -7,6 +7,7 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
@@ -348,6 +349,179 @@ class DecisionLogTests {
 		assertThat(count("leader_log_entries")).isZero();
 	}
 
+	@Test
+	void countRetentionKeepsTheNewestEntriesAndALateNodeResetsItsAppliersToWhereTheLogWasCut() throws Exception {
+		FencingToken token = acquire("g", "a");
+		AtomicInteger truncations = new AtomicInteger();
+		DecisionLog a = startRetaining("a", new LogRetention(5, null, Duration.ofMillis(50)), token, truncations,
+				new Recorder("g"));
+		Bookmark last = null;
+		for (int i = 1; i <= 20; i++) {
+			last = a.append(token, "set", "p" + i);
+		}
+		await().atMost(TIMEOUT).until(() -> count("leader_log_entries") == 5);
+		assertThat(this.jdbc.sql("SELECT min(log_index) FROM leader_log_entries").query(Long.class).single())
+			.isEqualTo(16);
+		assertThat(this.jdbc.sql("SELECT truncated_index FROM leader_log_starts WHERE group_name = 'g'")
+			.query(Long.class)
+			.single()).isEqualTo(15);
+		// Once the leader has applied what it truncated, an idle log costs it no
+		// statement.
+		await().atMost(TIMEOUT).until(() -> a.applied("g").index() == 20);
+		await().pollDelay(Duration.ofMillis(200)).atMost(TIMEOUT).until(() -> true);
+		int settled = truncations.get();
+		await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2)).until(() -> truncations.get() == settled);
+		Resettable late = new Resettable("g");
+		DecisionLog c = start("c", true, late);
+		assertThat(c.awaitApplied(last, TIMEOUT)).isTrue();
+		assertThat(late.resets).containsExactly(new Bookmark("g", token.term(), 15));
+		assertThat(late.entries).extracting(LogEntry::index).containsExactly(16L, 17L, 18L, 19L, 20L);
+		assertThat(c.awaitApplied(new Bookmark("g", token.term(), 3), TIMEOUT)).as("a bookmark of the reset's term")
+			.isTrue();
+		assertThatIllegalStateException()
+			.isThrownBy(() -> c.awaitApplied(new Bookmark("g", token.term() - 1, 3), TIMEOUT))
+			.withMessageContaining("cannot check the bookmark's term");
+		assertThat(a.awaitApplied(new Bookmark("g", token.term(), 3), TIMEOUT)).as("on a node that applied it")
+			.isTrue();
+	}
+
+	@Test
+	void ageRetentionRemovesEntriesOlderThanTheLimitAndKeepsTheLast() throws Exception {
+		FencingToken token = acquire("g", "a");
+		DecisionLog a = startRetaining("a", new LogRetention(0, Duration.ofMillis(300), Duration.ofMillis(50)), token,
+				new AtomicInteger(), new Recorder("g"));
+		for (int i = 1; i <= 3; i++) {
+			a.append(token, "set", "p" + i);
+		}
+		await().atMost(TIMEOUT)
+			.until(() -> this.jdbc.sql("SELECT log_index FROM leader_log_entries").query(Long.class).list(),
+					(indexes) -> indexes.equals(List.of(3L)));
+		Bookmark fourth = a.append(token, "set", "p4");
+		assertThat(fourth.index()).isEqualTo(4);
+		assertThat(
+				this.jdbc.sql("SELECT log_index FROM leader_log_entries ORDER BY log_index").query(Long.class).list())
+			.as("the young entry stays")
+			.contains(4L);
+		await().atMost(TIMEOUT)
+			.until(() -> this.jdbc.sql("SELECT log_index FROM leader_log_entries").query(Long.class).list(),
+					(indexes) -> indexes.equals(List.of(4L)));
+		Resettable late = new Resettable("g");
+		DecisionLog c = start("c", true, late);
+		assertThat(c.awaitApplied(fourth, TIMEOUT)).isTrue();
+		assertThat(late.resets).containsExactly(new Bookmark("g", token.term(), 3));
+		assertThat(late.entries).extracting(LogEntry::payload).containsExactly("p4");
+	}
+
+	@Test
+	void lateNodeWhoseApplierCannotResetHaltsItsGroupVisiblyRatherThanSkip() throws Exception {
+		FencingToken token = acquire("g", "a");
+		DecisionLog a = startRetaining("a", new LogRetention(2, null, Duration.ofMillis(50)), token,
+				new AtomicInteger(), new Recorder("g"));
+		for (int i = 1; i <= 6; i++) {
+			a.append(token, "set", "p" + i);
+		}
+		await().atMost(TIMEOUT).until(() -> count("leader_log_entries") == 2);
+		Recorder late = new Recorder("g");
+		DecisionLog c = start("c", true, late);
+		await().atMost(TIMEOUT).until(() -> c.failure("g").isPresent());
+		assertThat(c.failure("g").orElseThrow())
+			.hasMessageContaining("truncated through entry g@" + token.term() + ".4")
+			.hasMessageContaining("does not implement LogApplier.reset");
+		assertThat(late.entries).isEmpty();
+		assertThat(c.applied("g").index()).isZero();
+		Health health = new DecisionLogHealthIndicator(c).health(true);
+		assertThat(health.getStatus()).isEqualTo(Status.DOWN);
+		assertThat(health.getDetails()).extractingByKey("groups").asString().contains("LogApplier.reset");
+		assertThatIllegalStateException().isThrownBy(() -> c.awaitApplied(new Bookmark("g", token.term(), 6), TIMEOUT))
+			.withMessageContaining("halted");
+	}
+
+	@Test
+	void storeWithoutRetentionIsAskedOnceAndTheLogGoesOnWithEveryEntry() throws Exception {
+		FencingToken token = acquire("g", "a");
+		PostgresLogStore store = new PostgresLogStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
+				Duration.ofSeconds(10), null);
+		AtomicInteger asked = new AtomicInteger();
+		LogStore keepsAll = new LogStore() {
+
+			@Override
+			public Appended append(FencingToken appending, String nodeId, String type, String payload) {
+				return store.append(appending, nodeId, type, payload);
+			}
+
+			@Override
+			public List<LogEntry> read(String group, long afterIndex, int limit) {
+				return store.read(group, afterIndex, limit);
+			}
+
+			@Override
+			public Bookmark head(String group) {
+				return store.head(group);
+			}
+
+			@Override
+			public Truncated truncate(FencingToken leading, String nodeId, long keepEntries, Duration maxAge,
+					int limit) {
+				asked.incrementAndGet();
+				return LogStore.super.truncate(leading, nodeId, keepEntries, maxAge, limit);
+			}
+
+		};
+		Recorder recorder = new Recorder("g");
+		DecisionLog a = new DecisionLog(keepsAll, "a", List.of(recorder),
+				new LogRetention(1, Duration.ofMillis(1), Duration.ofMillis(20)), (group) -> Optional.of(token));
+		a.start();
+		this.logs.add(a);
+		Bookmark last = null;
+		for (int i = 0; i < 3; i++) {
+			last = a.append(token, "set", "p" + i);
+			assertThat(a.awaitReadIndex("g", TIMEOUT)).isTrue();
+		}
+		assertThat(a.awaitApplied(last, TIMEOUT)).isTrue();
+		await().atMost(TIMEOUT).until(() -> asked.get() >= 1);
+		await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(2)).until(() -> asked.get() == 1);
+		assertThat(recorder.entries).hasSize(3);
+		assertThat(a.failure("g")).isEmpty();
+		assertThat(count("leader_log_entries")).isEqualTo(3);
+	}
+
+	@Test
+	void truncationOfAStaleTermIsRefusedAndRemovesNothing() {
+		FencingToken stale = acquireFor("g", "a", Duration.ofMillis(200));
+		PostgresLogStore store = new PostgresLogStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
+				Duration.ofSeconds(10), null);
+		for (int i = 1; i <= 5; i++) {
+			store.append(stale, "a", "set", "p" + i);
+		}
+		await().atMost(TIMEOUT)
+			.until(() -> this.jdbc.sql("SELECT expires_at <= clock_timestamp() FROM leader_leases")
+				.query(Boolean.class)
+				.single());
+		FencingToken current = acquire("g", "b");
+		LogStore.Truncated refused = store.truncate(stale, "a", 1, null, 100);
+		assertThat(refused.allowed()).isFalse();
+		assertThat(refused.removed()).isZero();
+		assertThat(store.truncate(current, "a", 1, null, 100).allowed()).as("another node's term").isFalse();
+		assertThat(count("leader_log_entries")).isEqualTo(5);
+		assertThat(count("leader_log_starts")).isZero();
+		LogStore.Truncated truncated = store.truncate(current, "b", 1, null, 3);
+		assertThat(truncated).isEqualTo(new LogStore.Truncated(true, 3, new Bookmark("g", stale.term(), 3)));
+		assertThat(store.truncated("g")).isEqualTo(new Bookmark("g", stale.term(), 3));
+		assertThat(store.truncate(current, "b", 1, null, 100).through()).isEqualTo(new Bookmark("g", stale.term(), 4));
+		assertThat(store.read("g", 0, 10)).extracting(LogEntry::index).containsExactly(5L);
+	}
+
+	@Test
+	void retentionLimitsAreCheckedWithMessagesThatNameTheProperty() {
+		assertThatIllegalArgumentException().isThrownBy(() -> new LogRetention(-1, null, Duration.ofMinutes(1)))
+			.withMessageContaining("leader.log.retention.max-entries");
+		assertThatIllegalArgumentException()
+			.isThrownBy(() -> new LogRetention(0, Duration.ofSeconds(-1), Duration.ofMinutes(1)))
+			.withMessageContaining("leader.log.retention.max-age");
+		assertThatIllegalArgumentException().isThrownBy(() -> new LogRetention(0, null, Duration.ZERO))
+			.withMessageContaining("leader.log.retention.interval");
+	}
+
 	private DecisionLog start(String node, boolean notified, LogApplier applier) {
 		PostgresCoordinationStore listener = null;
 		if (notified) {
@@ -357,6 +531,54 @@ class DecisionLogTests {
 		DecisionLog log = new DecisionLog(
 				new PostgresLogStore(this.dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(10), listener),
 				node, List.of(applier));
+		log.start();
+		this.logs.add(log);
+		return log;
+	}
+
+	private DecisionLog startRetaining(String node, LogRetention retention, FencingToken leading,
+			AtomicInteger truncations, LogApplier applier) {
+		PostgresCoordinationStore listener = new PostgresCoordinationStore(this.dataSource, PREFIX,
+				Duration.ofSeconds(5));
+		this.listeners.add(listener);
+		PostgresLogStore store = new PostgresLogStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
+				Duration.ofSeconds(10), listener);
+		LogStore counted = new LogStore() {
+
+			@Override
+			public Appended append(FencingToken token, String nodeId, String type, String payload) {
+				return store.append(token, nodeId, type, payload);
+			}
+
+			@Override
+			public List<LogEntry> read(String group, long afterIndex, int limit) {
+				return store.read(group, afterIndex, limit);
+			}
+
+			@Override
+			public Bookmark head(String group) {
+				return store.head(group);
+			}
+
+			@Override
+			public Truncated truncate(FencingToken token, String nodeId, long keepEntries, Duration maxAge, int limit) {
+				truncations.incrementAndGet();
+				return store.truncate(token, nodeId, keepEntries, maxAge, limit);
+			}
+
+			@Override
+			public Bookmark truncated(String group) {
+				return store.truncated(group);
+			}
+
+			@Override
+			public AutoCloseable listen(LogListener listener) {
+				return store.listen(listener);
+			}
+
+		};
+		DecisionLog log = new DecisionLog(counted, node, List.of(applier), retention,
+				(group) -> Optional.of(leading).filter((token) -> token.group().equals(group)));
 		log.start();
 		this.logs.add(log);
 		return log;
@@ -407,6 +629,21 @@ class DecisionLogTests {
 		@Override
 		public void apply(LogEntry entry) throws Exception {
 			this.entries.add(entry);
+		}
+
+	}
+
+	private static class Resettable extends Recorder {
+
+		final List<Bookmark> resets = new CopyOnWriteArrayList<>();
+
+		Resettable(String group) {
+			super(group);
+		}
+
+		@Override
+		public void reset(Bookmark through) {
+			this.resets.add(through);
 		}
 
 	}

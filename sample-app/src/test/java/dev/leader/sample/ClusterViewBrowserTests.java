@@ -7,8 +7,13 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
 
+import dev.leader.FencingToken;
 import dev.leader.LeaderInfo;
 import dev.leader.daemon.DaemonSettings;
+import dev.leader.log.Bookmark;
+import dev.leader.log.DecisionLog;
+import dev.leader.log.LogApplier;
+import dev.leader.log.LogEntry;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -18,7 +23,9 @@ import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.resttestclient.autoconfigure.AutoConfigureRestTestClient;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.context.SpringBootTest.WebEnvironment;
+import org.springframework.boot.test.context.TestConfiguration;
 import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.context.annotation.Bean;
 import org.springframework.http.MediaType;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -54,6 +61,9 @@ class ClusterViewBrowserTests extends FreshSchemaTests {
 	@Autowired
 	private DaemonSettings daemonSettings;
 
+	@Autowired
+	private DecisionLog decisionLog;
+
 	private OtherNode other;
 
 	private HeadlessChromium browser;
@@ -77,7 +87,7 @@ class ClusterViewBrowserTests extends FreshSchemaTests {
 	}
 
 	@Test
-	void pageShowsLeadersAndDaemonsAndFollowsAYieldAndADaemonMove() throws IOException {
+	void pageShowsLeadersAndDaemonsAndFollowsAYieldAndADaemonMove() throws IOException, InterruptedException {
 		String node = this.leadership.nodeId();
 		long term = this.leadership.token("billing").orElseThrow().term();
 		this.browser.open("http://localhost:" + this.port + "/cluster.html");
@@ -87,6 +97,13 @@ class ClusterViewBrowserTests extends FreshSchemaTests {
 				&& groupCell("billing", "term").equals(Long.toString(term)));
 		wait.until((page) -> nodeIds().containsAll(List.of(node, OtherNode.ID)));
 		assertThat(groupCell("default", "leader")).isEqualTo(node);
+		// This node's applied index of the billing log, its lag and staleness bound.
+		FencingToken token = this.leadership.token("billing").orElseThrow();
+		this.decisionLog.append(token, "note", "first");
+		Bookmark second = this.decisionLog.append(token, "note", "second");
+		assertThat(this.decisionLog.awaitApplied(second, Duration.ofSeconds(10))).isTrue();
+		wait.until((page) -> groupCell("billing", "log").startsWith("2 (lag 0, ≤ "));
+		assertThat(groupCell("default", "log")).as("a group without applier").isEqualTo("–");
 		assertThat(this.browser.text("#nodes tr[data-node='" + OtherNode.ID + "'] .badge")).isEqualTo("ALIVE");
 
 		// The other node waits for this node's release once it has read its lease, so the
@@ -174,6 +191,30 @@ class ClusterViewBrowserTests extends FreshSchemaTests {
 	}
 
 	private record Placement(String node, String state, long generation) {
+	}
+
+	/**
+	 * A decision log applier of {@code billing} on this node, for the page's log column.
+	 */
+	@TestConfiguration(proxyBeanMethods = false)
+	static class BillingLog {
+
+		@Bean
+		LogApplier billingNotes() {
+			return new LogApplier() {
+
+				@Override
+				public String group() {
+					return "billing";
+				}
+
+				@Override
+				public void apply(LogEntry entry) {
+				}
+
+			};
+		}
+
 	}
 
 }
