@@ -1,0 +1,77 @@
+package dev.leader.autoconfigure;
+
+import dev.leader.web.FollowerReadAutoConfiguration;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import org.springframework.boot.test.context.runner.WebApplicationContextRunner;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Tests for {@link FollowerReadAutoConfiguration}, against a fresh PostgreSQL schema: it
+ * applies to servlet web applications with an engine only, and its settings are checked
+ * at startup.
+ */
+class FollowerReadAutoConfigurationTests {
+
+	private static final String[] BEANS = { "leaderFollowerReadWebMvcConfigurer", "leaderFollowerReadBodyAdvice",
+			"leaderNodeAddressAdvertiser" };
+
+	@RegisterExtension
+	final SchemaContextRunners schema = new SchemaContextRunners();
+
+	@Test
+	void servletWebApplicationGetsTheInterceptorTheBodyAdviceAndTheAddressAdvertiser() {
+		this.schema.on(new WebApplicationContextRunner(), FollowerReadAutoConfiguration.class)
+			.withPropertyValues("leader.node.id=web-node")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				for (String bean : BEANS) {
+					assertThat(context).hasBean(bean);
+				}
+			});
+	}
+
+	@Test
+	void applicationThatIsNotAWebApplicationGetsNone() {
+		this.schema.runner(FollowerReadAutoConfiguration.class)
+			.withPropertyValues("leader.node.id=plain-node")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				for (String bean : BEANS) {
+					assertThat(context).doesNotHaveBean(bean);
+				}
+			});
+	}
+
+	@Test
+	void webApplicationWithLeaderDisabledGetsNone() {
+		this.schema.on(new WebApplicationContextRunner(), FollowerReadAutoConfiguration.class)
+			.withPropertyValues("leader.enabled=false")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				for (String bean : BEANS) {
+					assertThat(context).doesNotHaveBean(bean);
+				}
+			});
+	}
+
+	@ParameterizedTest
+	@CsvSource(delimiter = '|',
+			textBlock = """
+					leader.follower-reads.default-consistency=eventual | leader.follower-reads.default-consistency must be one of bookmark, bounded, index or leader, was 'eventual'
+					leader.follower-reads.default-consistency=bounded  | leader.follower-reads.default-consistency must be index or leader
+					leader.follower-reads.wait=0s                      | leader.follower-reads.wait must be more than 0 and at most 1 day, was PT0S
+					leader.follower-reads.forward-timeout=-1s          | leader.follower-reads.forward-timeout must be more than 0 and at most 1 day, was PT-1S
+					leader.follower-reads.retry-after=0s               | leader.follower-reads.retry-after must be at least 1 s
+					""")
+	void invalidFollowerReadSettingFailsStartupNamingTheProperty(String property, String message) {
+		this.schema.on(new WebApplicationContextRunner(), FollowerReadAutoConfiguration.class)
+			.withPropertyValues("leader.node.id=web-node", property)
+			.run((context) -> assertThat(context).hasFailed().getFailure().rootCause().hasMessageContaining(message));
+	}
+
+}
