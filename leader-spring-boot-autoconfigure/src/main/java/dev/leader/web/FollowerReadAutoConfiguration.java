@@ -5,6 +5,7 @@ import dev.leader.autoconfigure.LeaderProperties;
 import dev.leader.lease.LeaderEngine;
 import dev.leader.log.DecisionLog;
 
+import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
@@ -59,6 +60,13 @@ public final class FollowerReadAutoConfiguration {
 			ObjectProvider<DecisionLog> log, FollowerReadSettings settings) {
 		return new FollowerReadWebMvcConfigurer(new FollowerReadInterceptor(log.getIfAvailable(), engine,
 				new LeaderForwarder(engine, settings.forwardTimeout()), settings));
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	AnnotatedHandlers leaderAnnotatedHandlers(ListableBeanFactory beanFactory, LeaderEngine engine,
+			ObjectProvider<DecisionLog> log) {
+		return new AnnotatedHandlers(beanFactory, engine, log.getIfAvailable());
 	}
 
 	@Bean

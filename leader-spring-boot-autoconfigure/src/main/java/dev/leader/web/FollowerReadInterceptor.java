@@ -30,6 +30,12 @@ final class FollowerReadInterceptor implements HandlerInterceptor {
 
 	private static final Log logger = LogFactory.getLog(FollowerReadInterceptor.class);
 
+	/**
+	 * The request attribute that holds the staleness bound of a read that runs its
+	 * handler, and when it was measured: {@code {nanoseconds, System.nanoTime()}}.
+	 */
+	static final String STALENESS_ATTRIBUTE = FollowerReadInterceptor.class.getName() + ".staleness";
+
 	private final @Nullable DecisionLog log;
 
 	private final LeaderEngine engine;
@@ -96,6 +102,13 @@ final class FollowerReadInterceptor implements HandlerInterceptor {
 								+ group);
 			}
 			if (withinLimits(log, group, headers)) {
+				// The staleness of the state the handler reads is at most this bound plus
+				// the time from now: the body advice reports it so when it writes the
+				// body.
+				long now = System.nanoTime();
+				log.staleness(group)
+					.ifPresent(
+							(bound) -> request.setAttribute(STALENESS_ATTRIBUTE, new long[] { bound.toNanos(), now }));
 				describe(log, group, response);
 				response.setHeader(ReadHeaders.SERVED_BY, this.engine.nodeId());
 				return true;

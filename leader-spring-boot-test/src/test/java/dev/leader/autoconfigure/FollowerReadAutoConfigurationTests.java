@@ -1,12 +1,20 @@
 package dev.leader.autoconfigure;
 
+import dev.leader.lease.LeaderEngine;
+import dev.leader.web.FollowerRead;
 import dev.leader.web.FollowerReadAutoConfiguration;
+import dev.leader.web.ForwardToLeader;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 import org.springframework.boot.test.context.runner.WebApplicationContextRunner;
+import org.springframework.boot.webmvc.autoconfigure.WebMvcAutoConfiguration;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.PathVariable;
+import org.springframework.web.bind.annotation.PutMapping;
+import org.springframework.web.bind.annotation.RestController;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -59,6 +67,31 @@ class FollowerReadAutoConfigurationTests {
 			});
 	}
 
+	@Test
+	void followerReadOfAGroupThisNodeDoesNotApplyFailsStartupNamingTheHandler() {
+		this.schema
+			.on(new WebApplicationContextRunner(), FollowerReadAutoConfiguration.class, WebMvcAutoConfiguration.class)
+			.withPropertyValues("leader.node.id=web-node")
+			.withUserConfiguration(ReadsController.class)
+			.run((context) -> assertThat(context).hasFailed()
+				.getFailure()
+				.hasMessageContaining("ReadsController#rate")
+				.hasMessageContaining("is @FollowerRead(group = \"rates\"), but this node does not apply the log of "
+						+ "group rates: add a LogApplier bean of that group"));
+	}
+
+	@Test
+	void forwardToLeaderGroupJoinsThisNodesElection() {
+		this.schema
+			.on(new WebApplicationContextRunner(), FollowerReadAutoConfiguration.class, WebMvcAutoConfiguration.class)
+			.withPropertyValues("leader.node.id=web-node")
+			.withUserConfiguration(WritesController.class)
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				assertThat(context.getBean(LeaderEngine.class).groups()).contains("orders");
+			});
+	}
+
 	@ParameterizedTest
 	@CsvSource(delimiter = '|',
 			textBlock = """
@@ -72,6 +105,28 @@ class FollowerReadAutoConfigurationTests {
 		this.schema.on(new WebApplicationContextRunner(), FollowerReadAutoConfiguration.class)
 			.withPropertyValues("leader.node.id=web-node", property)
 			.run((context) -> assertThat(context).hasFailed().getFailure().rootCause().hasMessageContaining(message));
+	}
+
+	@RestController
+	static class ReadsController {
+
+		@GetMapping("/rates/{code}")
+		@FollowerRead(group = "rates")
+		String rate(@PathVariable String code) {
+			return code;
+		}
+
+	}
+
+	@RestController
+	static class WritesController {
+
+		@PutMapping("/orders/{id}")
+		@ForwardToLeader(group = "orders")
+		String order(@PathVariable String id) {
+			return id;
+		}
+
 	}
 
 }
