@@ -19,8 +19,9 @@ import org.springframework.web.servlet.config.annotation.InterceptorRegistry;
 import org.springframework.web.servlet.config.annotation.WebMvcConfigurer;
 
 /**
- * Auto-configuration of {@link FollowerRead} and {@link ForwardToLeader} handlers, and of
- * the base URL a node advertises, in a servlet web application with Spring MVC.
+ * Auto-configuration of {@link FollowerRead} and {@link ForwardToLeader} handlers, of the
+ * base URL a node advertises, and of a {@link NearestNodeRouter} for the application's
+ * clients, in a servlet web application with Spring MVC.
  */
 @AutoConfiguration(after = LeaderAutoConfiguration.class,
 		afterName = "org.springframework.boot.webmvc.autoconfigure.WebMvcAutoConfiguration")
@@ -35,6 +36,12 @@ public final class FollowerReadAutoConfiguration {
 			Environment environment) {
 		return new NodeAddressAdvertiser(engine, environment, properties.getNode().getBaseUrl() != null,
 				properties.getNode().getZone());
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	NearestNodeRouter leaderNearestNodeRouter(LeaderEngine engine, LeaderProperties properties) {
+		return new NearestNodeRouter(engine::members, properties.getNode().getZone());
 	}
 
 	@Bean

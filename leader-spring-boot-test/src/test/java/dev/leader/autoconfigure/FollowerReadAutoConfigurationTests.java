@@ -26,7 +26,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 class FollowerReadAutoConfigurationTests {
 
 	private static final String[] BEANS = { "leaderFollowerReadWebMvcConfigurer", "leaderFollowerReadBodyAdvice",
-			"leaderNodeAddressAdvertiser" };
+			"leaderNearestNodeRouter", "leaderNodeAddressAdvertiser" };
 
 	@RegisterExtension
 	final SchemaContextRunners schema = new SchemaContextRunners();
