@@ -107,8 +107,9 @@ public final class LeaderAutoConfiguration {
 		String host = hostName();
 		String configuredId = configuredId(properties);
 		String id = (configuredId != null) ? configuredId : generatedId(host);
-		LeaderEngine engine = new LeaderEngine(store, settings,
-				new NodeRegistration(id, name, host, ProcessHandle.current().pid()), groups, publisher::publishEvent);
+		LeaderEngine engine = new LeaderEngine(store, settings, new NodeRegistration(id, name, host,
+				ProcessHandle.current().pid(), Set.of(), baseUrl(properties), zone(properties)), groups,
+				publisher::publishEvent);
 		leaderOnlyGroups.drainTo(engine::addGroup);
 		// A node follows the logs it applies through its heartbeat, which reads the
 		// logs' ends with the leases of its groups.
@@ -203,6 +204,36 @@ public final class LeaderAutoConfiguration {
 		return (id != null) ? requireValidName("leader.node.id", "node id", id) : null;
 	}
 
+	/**
+	 * Returns the configured base URL, validated.
+	 * @param properties the starter's properties
+	 * @return the URL without a trailing slash, or {@code null} if none is configured
+	 */
+	static @Nullable String baseUrl(LeaderProperties properties) {
+		String url = properties.getNode().getBaseUrl();
+		try {
+			return (url != null) ? Names.requireValidBaseUrl(url) : null;
+		}
+		catch (IllegalArgumentException ex) {
+			throw new IllegalArgumentException("leader.node.base-url: " + ex.getMessage());
+		}
+	}
+
+	/**
+	 * Returns the configured zone, validated.
+	 * @param properties the starter's properties
+	 * @return the zone, or {@code null} if none is configured
+	 */
+	static @Nullable String zone(LeaderProperties properties) {
+		String zone = properties.getNode().getZone();
+		try {
+			return (zone != null) ? Names.requireValidZone(zone) : null;
+		}
+		catch (IllegalArgumentException ex) {
+			throw new IllegalArgumentException("leader.node.zone: " + ex.getMessage());
+		}
+	}
+
 	private static String nodeName(LeaderProperties properties, Environment environment) {
 		String configured = properties.getNode().getName();
 		String name = (configured != null) ? configured
@@ -233,6 +264,8 @@ public final class LeaderAutoConfiguration {
 		groups(properties);
 		configuredId(properties);
 		nodeName(properties, environment);
+		baseUrl(properties);
+		zone(properties);
 		if (daemons != null && beanFactory.getBeanNamesForType(DaemonAgent.class, true, false).length > 0) {
 			daemons.requireAckTimeoutAllowsAPoll(lease);
 		}

@@ -41,6 +41,8 @@ public class LeaderProperties {
 
 	private final Log log = new Log();
 
+	private final FollowerReads followerReads = new FollowerReads();
+
 	public boolean isEnabled() {
 		return this.enabled;
 	}
@@ -81,6 +83,10 @@ public class LeaderProperties {
 		return this.log;
 	}
 
+	public FollowerReads getFollowerReads() {
+		return this.followerReads;
+	}
+
 	public static class Node {
 
 		/**
@@ -104,6 +110,22 @@ public class LeaderProperties {
 		 */
 		private Duration expiry = Duration.ofSeconds(10);
 
+		/**
+		 * URL at which other nodes reach this node's web application, such as
+		 * http://10.0.0.7:8080, advertised in the membership so that followers can
+		 * forward requests to a group's leader. An absolute http or https URL. In a
+		 * servlet web application, defaults to 'http://' followed by the address, the
+		 * local port and the context path, once the web server has started; the address
+		 * is server.address if it names one, else the address the host name resolves to.
+		 */
+		private @Nullable String baseUrl;
+
+		/**
+		 * Zone or region this node runs in, advertised in the membership: 1 to 64
+		 * letters, digits, '.', '_' or '-'.
+		 */
+		private @Nullable String zone;
+
 		public @Nullable String getId() {
 			return this.id;
 		}
@@ -126,6 +148,22 @@ public class LeaderProperties {
 
 		public void setExpiry(Duration expiry) {
 			this.expiry = expiry;
+		}
+
+		public @Nullable String getBaseUrl() {
+			return this.baseUrl;
+		}
+
+		public void setBaseUrl(@Nullable String baseUrl) {
+			this.baseUrl = baseUrl;
+		}
+
+		public @Nullable String getZone() {
+			return this.zone;
+		}
+
+		public void setZone(@Nullable String zone) {
+			this.zone = zone;
 		}
 
 	}
@@ -549,6 +587,95 @@ public class LeaderProperties {
 				}
 				return new LogRetention((this.maxEntries != null) ? this.maxEntries : 0, this.maxAge, this.interval);
 			}
+
+		}
+
+	}
+
+	public static class FollowerReads {
+
+		/**
+		 * Longest a follower read waits at this node for its bookmark, its read index or
+		 * its staleness bound before the unservable policy applies.
+		 */
+		private Duration wait = Duration.ofSeconds(1);
+
+		/**
+		 * What a node does with a read it cannot serve within the wait: 'forward' it to
+		 * the group's leader, or 'reject' it with 503 and Retry-After.
+		 */
+		private Unservable unservable = Unservable.FORWARD;
+
+		/**
+		 * Consistency of a read whose request names none and carries neither
+		 * Leader-Bookmark nor Max-Staleness: 'index', 'bounded', 'bookmark' or 'leader'.
+		 */
+		private String defaultConsistency = "index";
+
+		/**
+		 * Longest a forwarded request may take, connection included.
+		 */
+		private Duration forwardTimeout = Duration.ofSeconds(5);
+
+		/**
+		 * Value of the Retry-After header of a 503 answer, rounded up to whole seconds.
+		 */
+		private Duration retryAfter = Duration.ofSeconds(1);
+
+		public Duration getWait() {
+			return this.wait;
+		}
+
+		public void setWait(Duration wait) {
+			this.wait = wait;
+		}
+
+		public Unservable getUnservable() {
+			return this.unservable;
+		}
+
+		public void setUnservable(Unservable unservable) {
+			this.unservable = unservable;
+		}
+
+		public String getDefaultConsistency() {
+			return this.defaultConsistency;
+		}
+
+		public void setDefaultConsistency(String defaultConsistency) {
+			this.defaultConsistency = defaultConsistency;
+		}
+
+		public Duration getForwardTimeout() {
+			return this.forwardTimeout;
+		}
+
+		public void setForwardTimeout(Duration forwardTimeout) {
+			this.forwardTimeout = forwardTimeout;
+		}
+
+		public Duration getRetryAfter() {
+			return this.retryAfter;
+		}
+
+		public void setRetryAfter(Duration retryAfter) {
+			this.retryAfter = retryAfter;
+		}
+
+		/**
+		 * What a node does with a follower read it cannot serve in time.
+		 */
+		public enum Unservable {
+
+			/**
+			 * Forward it to the group's leader.
+			 */
+			FORWARD,
+
+			/**
+			 * Answer 503 with Retry-After.
+			 */
+			REJECT
 
 		}
 

@@ -79,18 +79,19 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 	static final String TICK = """
 			WITH me AS (
 			  INSERT INTO ${prefix}nodes AS n (node_id, name, host, pid, incarnation, started_at, heartbeat_at,
-			    daemons)
-			  SELECT ?, ?, ?, ?, ?, clock_timestamp(), clock_timestamp(), ?::varchar[]
+			    daemons, base_url, zone)
+			  SELECT ?, ?, ?, ?, ?, clock_timestamp(), clock_timestamp(), ?::varchar[], ?, ?
 			  FROM (SELECT ${durable}) AS durable
 			  ON CONFLICT (node_id) DO UPDATE SET heartbeat_at = clock_timestamp(), name = excluded.name,
 			    host = excluded.host, pid = excluded.pid, daemons = excluded.daemons,
+			    base_url = excluded.base_url, zone = excluded.zone,
 			    incarnation = excluded.incarnation,
 			    started_at = CASE WHEN n.incarnation = excluded.incarnation THEN n.started_at
 			                      ELSE clock_timestamp() END,
 			    drained = (n.drained AND n.incarnation = excluded.incarnation)
 			  WHERE n.incarnation = excluded.incarnation
 			     OR n.heartbeat_at <= clock_timestamp() - ? * interval '1 millisecond'
-			  RETURNING node_id, name, host, pid, started_at, heartbeat_at, daemons, drained
+			  RETURNING node_id, name, host, pid, started_at, heartbeat_at, daemons, drained, base_url, zone
 			), forgotten AS (
 			  DELETE FROM ${prefix}nodes
 			  WHERE node_id <> ? AND heartbeat_at < clock_timestamp() - 2 * ? * interval '1 millisecond'
@@ -109,23 +110,24 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 			       NULL::bigint AS heartbeat_age_ms, NULL::varchar[] AS daemons, NULL::boolean AS drained,
 			       NULL::varchar AS daemon_name, NULL::varchar AS state, NULL::bigint AS generation,
 			       NULL::timestamptz AS state_since, NULL::varchar AS request_kind, NULL::timestamptz AS requested_at,
-			       NULL::timestamptz AS db_now, NULL::bigint AS log_index
+			       NULL::timestamptz AS db_now, NULL::bigint AS log_index, NULL::varchar AS base_url,
+			       NULL::varchar AS zone
 			FROM renewed
 			UNION ALL
 			SELECT 'L', l.group_name, holder, term, expires_at, ${remaining_ms},
 			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, h.last_index
+			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, h.last_index, NULL, NULL
 			FROM ${prefix}leases l LEFT JOIN ${prefix}log_heads h ON h.group_name = l.group_name
 			WHERE l.group_name = ANY (?::varchar[])
 			UNION ALL
 			SELECT 'N', NULL, NULL, NULL, NULL, NULL,
 			       node_id, name, host, pid, started_at, heartbeat_at, 0, daemons, drained,
-			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, base_url, zone
 			FROM me
 			UNION ALL
 			SELECT CASE WHEN node_id = ? THEN 'D' ELSE 'N' END, NULL, NULL, NULL, NULL, NULL,
 			       node_id, name, host, pid, started_at, heartbeat_at, ${heartbeat_age_ms}, daemons, drained,
-			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, base_url, zone
 			FROM ${prefix}nodes WHERE node_id <> ? OR NOT EXISTS (SELECT 1 FROM me)
 			""";
 

@@ -6,6 +6,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.SQLFeatureNotSupportedException;
 import java.sql.Statement;
+import java.sql.Types;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDateTime;
@@ -250,16 +251,21 @@ final class MariaDbConnections {
 		 * same
 		 * @throws SQLException if the statement fails
 		 */
-		int update(String sql, Object... parameters) throws SQLException {
+		int update(String sql, @Nullable Object... parameters) throws SQLException {
 			return run(sql, (statement) -> {
 				bind(statement, parameters);
 				return statement.executeUpdate();
 			});
 		}
 
-		static void bind(PreparedStatement statement, Object... parameters) throws SQLException {
+		static void bind(PreparedStatement statement, @Nullable Object... parameters) throws SQLException {
 			for (int i = 0; i < parameters.length; i++) {
-				statement.setObject(i + 1, parameters[i]);
+				if (parameters[i] != null) {
+					statement.setObject(i + 1, parameters[i]);
+				}
+				else {
+					statement.setNull(i + 1, Types.VARCHAR);
+				}
 			}
 		}
 

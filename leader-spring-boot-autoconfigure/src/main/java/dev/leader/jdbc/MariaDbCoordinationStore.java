@@ -95,11 +95,12 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 
 	private static final String INSERT_NODE = """
 			INSERT INTO ${prefix}nodes (node_id, name, host, pid, incarnation, started_at, heartbeat_at, daemons,
-			  drained)
-			VALUES (?, ?, ?, ?, ?, ${now}, ${now}, ?, FALSE)""";
+			  drained, base_url, zone)
+			VALUES (?, ?, ?, ?, ?, ${now}, ${now}, ?, FALSE, ?, ?)""";
 
 	private static final String HEARTBEAT = """
-			UPDATE ${prefix}nodes SET heartbeat_at = ${now}, name = ?, host = ?, pid = ?, daemons = ?
+			UPDATE ${prefix}nodes SET heartbeat_at = ${now}, name = ?, host = ?, pid = ?, daemons = ?,
+			  base_url = ?, zone = ?
 			WHERE node_id = ?""";
 
 	/**
@@ -107,7 +108,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 	 */
 	private static final String TAKE_OVER_NODE = """
 			UPDATE ${prefix}nodes SET heartbeat_at = ${now}, started_at = ${now}, name = ?, host = ?, pid = ?,
-			  daemons = ?, incarnation = ?, drained = FALSE
+			  daemons = ?, base_url = ?, zone = ?, incarnation = ?, drained = FALSE
 			WHERE node_id = ?""";
 
 	/**
@@ -127,15 +128,16 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 	private static final String TICK_ROWS = """
 			SELECT 'R' AS kind, group_name, holder, term, expires_at, ${remaining_ms} AS remaining_ms,
 			       NULL AS node_id, NULL AS name, NULL AS host, NULL AS pid, NULL AS started_at,
-			       NULL AS heartbeat_at, NULL AS heartbeat_age_ms
+			       NULL AS heartbeat_at, NULL AS heartbeat_age_ms, NULL AS base_url, NULL AS zone
 			FROM ${prefix}leases
 			WHERE group_name IN (/*groups*/) AND (group_name, term) IN (/*terms*/) AND holder = ? AND renewed_at >= ?
 			UNION ALL
-			SELECT 'L', group_name, holder, term, expires_at, ${remaining_ms}, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+			SELECT 'L', group_name, holder, term, expires_at, ${remaining_ms}, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+			       NULL, NULL
 			FROM ${prefix}leases WHERE group_name IN (/*requested*/)
 			UNION ALL
 			SELECT 'N', NULL, NULL, NULL, NULL, NULL, node_id, name, host, pid, started_at, heartbeat_at,
-			       ${heartbeat_age_ms}
+			       ${heartbeat_age_ms}, base_url, zone
 			FROM ${prefix}nodes""";
 
 	private static final String FORGET = """
@@ -289,15 +291,18 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 						return rows.getObject("now", java.time.LocalDateTime.class);
 					}
 				});
-				tx.update(sql(INSERT_NODE), node.id(), node.name(), node.host(), node.pid(), incarnation, daemons);
+				tx.update(sql(INSERT_NODE), node.id(), node.name(), node.host(), node.pid(), incarnation, daemons,
+						node.baseUrl(), node.zone());
 			}
 			else if (incarnation.equals(row.incarnation())) {
 				start = row.now();
-				tx.update(sql(HEARTBEAT), node.name(), node.host(), node.pid(), daemons, node.id());
+				tx.update(sql(HEARTBEAT), node.name(), node.host(), node.pid(), daemons, node.baseUrl(), node.zone(),
+						node.id());
 			}
 			else if (row.silent()) {
 				start = row.now();
-				tx.update(sql(TAKE_OVER_NODE), node.name(), node.host(), node.pid(), daemons, incarnation, node.id());
+				tx.update(sql(TAKE_OVER_NODE), node.name(), node.host(), node.pid(), daemons, node.baseUrl(),
+						node.zone(), incarnation, node.id());
 			}
 			else {
 				throw new DuplicateKeyException(String.format("Node id '%s' is registered by another live process "
@@ -461,7 +466,8 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 		return new NodeInfo(rows.getString("node_id"), rows.getString("name"), rows.getString("host"),
 				rows.getLong("pid"), MariaDbConnections.instant(rows, "started_at"),
 				MariaDbConnections.instant(rows, "heartbeat_at"),
-				rows.getLong("heartbeat_age_ms") < nodeExpiry.toMillis());
+				rows.getLong("heartbeat_age_ms") < nodeExpiry.toMillis(), rows.getString("base_url"),
+				rows.getString("zone"));
 	}
 
 	private static String incarnation(NodeRegistration node) {

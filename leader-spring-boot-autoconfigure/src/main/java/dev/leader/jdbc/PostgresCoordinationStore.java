@@ -152,6 +152,8 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 			statement.setLong(++i, node.pid());
 			statement.setString(++i, incarnation(node));
 			statement.setArray(++i, connection.createArrayOf("varchar", new TreeSet<>(node.daemons()).toArray()));
+			statement.setString(++i, node.baseUrl());
+			statement.setString(++i, node.zone());
 			statement.setLong(++i, nodeExpiry.toMillis());
 			statement.setString(++i, node.id());
 			statement.setLong(++i, nodeExpiry.toMillis());
@@ -339,7 +341,8 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	private static NodeInfo member(ResultSet rows, Duration nodeExpiry) throws SQLException {
 		return new NodeInfo(rows.getString("node_id"), rows.getString("name"), rows.getString("host"),
 				rows.getLong("pid"), Statements.instant(rows, "started_at"), Statements.instant(rows, "heartbeat_at"),
-				rows.getLong("heartbeat_age_ms") < nodeExpiry.toMillis());
+				rows.getLong("heartbeat_age_ms") < nodeExpiry.toMillis(), rows.getString("base_url"),
+				rows.getString("zone"));
 	}
 
 	/**

@@ -171,6 +171,17 @@ public final class LeaderEngine implements Leadership, LeaseStatus {
 	}
 
 	/**
+	 * Sets the base URL and zone this node advertises in the membership; the next
+	 * heartbeat writes them.
+	 * @param baseUrl the URL other nodes reach this node at, or {@code null}
+	 * @param zone the zone, or {@code null}
+	 * @throws IllegalArgumentException if the URL or zone is invalid
+	 */
+	public void advertiseAddress(@Nullable String baseUrl, @Nullable String zone) {
+		this.roundTrips.advertiseAddress(baseUrl, zone);
+	}
+
+	/**
 	 * Starts heartbeating and taking part in the election. Returns at once; the first
 	 * round trip runs on the {@code leader-io} thread. An engine that was stopped starts
 	 * again like a new one, with new threads: it registers the node again and competes

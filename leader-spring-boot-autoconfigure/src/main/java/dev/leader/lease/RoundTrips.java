@@ -123,6 +123,10 @@ final class RoundTrips {
 		this.node = this.node.withDaemons(daemons);
 	}
 
+	void advertiseAddress(@Nullable String baseUrl, @Nullable String zone) {
+		this.node = this.node.withAddress(baseUrl, zone);
+	}
+
 	void setObservationRegistry(ObservationRegistry observationRegistry) {
 		this.observationRegistry = observationRegistry;
 	}

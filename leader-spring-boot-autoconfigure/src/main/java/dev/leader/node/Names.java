@@ -1,5 +1,7 @@
 package dev.leader.node;
 
+import java.net.URI;
+import java.net.URISyntaxException;
 import java.util.regex.Pattern;
 
 /**
@@ -13,6 +15,10 @@ public final class Names {
 	private static final Pattern VALID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._:-]{0,119}");
 
 	private static final int MAX_READABLE_LENGTH = 200;
+
+	private static final Pattern VALID_ZONE = Pattern.compile("[A-Za-z0-9._-]{1,64}");
+
+	private static final int MAX_URL_LENGTH = 500;
 
 	private Names() {
 	}
@@ -49,6 +55,57 @@ public final class Names {
 					+ ": use 1 to " + MAX_READABLE_LENGTH + " characters, not all blank, without control characters");
 		}
 		return name;
+	}
+
+	/**
+	 * Checks a zone: 1 to 64 letters, digits, {@code .}, {@code _} or {@code -}.
+	 * @param zone the zone
+	 * @return the zone
+	 * @throws IllegalArgumentException if the zone is invalid
+	 */
+	public static String requireValidZone(String zone) {
+		if (zone == null || !VALID_ZONE.matcher(zone).matches()) {
+			throw new IllegalArgumentException(
+					"Invalid zone '" + zone + "': use 1 to 64 letters, digits, '.', '_' or '-'");
+		}
+		return zone;
+	}
+
+	/**
+	 * Checks a node's base URL: an absolute {@code http} or {@code https} URL with a
+	 * host, no query and no fragment, of at most 500 characters. A trailing slash is
+	 * removed.
+	 * @param url the URL
+	 * @return the URL without a trailing slash
+	 * @throws IllegalArgumentException if the URL is invalid
+	 */
+	public static String requireValidBaseUrl(String url) {
+		String problem = null;
+		if (url == null || url.isBlank() || url.length() > MAX_URL_LENGTH) {
+			problem = "use an absolute http or https URL of at most " + MAX_URL_LENGTH + " characters";
+		}
+		else {
+			try {
+				URI uri = new URI(url);
+				if (!"http".equalsIgnoreCase(uri.getScheme()) && !"https".equalsIgnoreCase(uri.getScheme())) {
+					problem = "the scheme must be http or https";
+				}
+				else if (uri.getHost() == null) {
+					problem = "it has no host";
+				}
+				else if (uri.getRawQuery() != null || uri.getRawFragment() != null) {
+					problem = "it must have no query and no fragment";
+				}
+			}
+			catch (URISyntaxException ex) {
+				problem = ex.getMessage();
+			}
+		}
+		if (problem != null) {
+			throw new IllegalArgumentException("Invalid base URL '" + url + "': " + problem
+					+ ", such as http://10.0.0.7:8080 or https://node-1.example.com");
+		}
+		return url.endsWith("/") ? url.substring(0, url.length() - 1) : url;
 	}
 
 }

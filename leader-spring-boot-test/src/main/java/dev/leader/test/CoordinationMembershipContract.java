@@ -64,6 +64,29 @@ abstract class CoordinationMembershipContract extends CoordinationContract {
 	}
 
 	@Test
+	void tickAdvertisesTheNodesBaseUrlAndZoneToEveryMemberAndALaterTickChangesOrClearsThem() {
+		assertThat(member(tick(A, NODE_EXPIRY), A.id())).isNotNull().satisfies((member) -> {
+			assertThat(member.baseUrl()).isNull();
+			assertThat(member.zone()).isNull();
+		});
+		NodeRegistration addressed = A.withAddress("http://127.0.0.1:8081/app", "eu-west-1a");
+		assertThat(member(tick(addressed, NODE_EXPIRY), A.id())).isNotNull()
+			.extracting(NodeInfo::baseUrl, NodeInfo::zone)
+			.containsExactly("http://127.0.0.1:8081/app", "eu-west-1a");
+		assertThat(member(tick(B, NODE_EXPIRY), A.id())).isNotNull()
+			.extracting(NodeInfo::baseUrl, NodeInfo::zone)
+			.containsExactly("http://127.0.0.1:8081/app", "eu-west-1a");
+		tick(A.withAddress("https://node-a.example.com", null), NODE_EXPIRY);
+		assertThat(member(tick(B, NODE_EXPIRY), A.id())).isNotNull()
+			.extracting(NodeInfo::baseUrl, NodeInfo::zone)
+			.containsExactly("https://node-a.example.com", null);
+		tick(A, NODE_EXPIRY);
+		assertThat(member(tick(B, NODE_EXPIRY), A.id())).isNotNull()
+			.extracting(NodeInfo::baseUrl, NodeInfo::zone)
+			.containsExactly(null, null);
+	}
+
+	@Test
 	void nodeSilentPastTheNodeExpiryIsNotAliveAndIsForgottenAfterTwiceTheExpiry() {
 		Duration nodeExpiry = Duration.ofMillis(500);
 		NodeInfo silent = tick(A, nodeExpiry).members().get(0);

@@ -101,6 +101,19 @@ class LeaderSettingsValidationTests {
 				invalid("leader.node.id: Invalid node id", "leader.node.id=" + "i".repeat(121)),
 				invalid("leader.groups: Invalid group name", "leader.groups=default," + "g".repeat(121)),
 				invalid("leader.daemons.group: Invalid group name", "leader.daemons.group=" + "g".repeat(121)),
+				// The address a node advertises.
+				invalid("leader.node.base-url: Invalid base URL 'ftp://node-1:21': the scheme must be http or https",
+						"leader.node.base-url=ftp://node-1:21"),
+				invalid("leader.node.base-url: Invalid base URL 'node-1:8080': the scheme must be http or https",
+						"leader.node.base-url=node-1:8080"),
+				invalid("leader.node.base-url: Invalid base URL 'http:///x': it has no host",
+						"leader.node.base-url=http:///x"),
+				invalid("leader.node.base-url: Invalid base URL 'http://node-1/?a=1': it must have no query",
+						"leader.node.base-url=http://node-1/?a=1"),
+				invalid("leader.node.base-url: Invalid base URL", "leader.node.base-url=http://n/" + "p".repeat(500)),
+				invalid("leader.node.zone: Invalid zone 'eu west': use 1 to 64 letters, digits, '.', '_' or '-'",
+						"leader.node.zone=eu west"),
+				invalid("leader.node.zone: Invalid zone", "leader.node.zone=" + "z".repeat(65)),
 				// Relations.
 				invalid("leader.lease.renew-interval (PT5S) must be less than half of leader.lease.duration (PT10S)",
 						"leader.lease.renew-interval=5s"),
@@ -193,6 +206,22 @@ class LeaderSettingsValidationTests {
 				assertThat(context.getBean(DaemonStore.class).lock("never-assigned")).isNull();
 			});
 		});
+	}
+
+	@Test
+	void configuredBaseUrlAndZoneAreAdvertisedInTheMembership() {
+		this.contextRunner
+			.withPropertyValues("leader.node.base-url=https://node-1.example.com:8443/app/",
+					"leader.node.zone=" + "z".repeat(64))
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				LeaderEngine engine = context.getBean(LeaderEngine.class);
+				await().atMost(WAIT)
+					.untilAsserted(() -> assertThat(engine.members()).filteredOn(NodeInfo::id, engine.nodeId())
+						.singleElement()
+						.extracting(NodeInfo::baseUrl, NodeInfo::zone)
+						.containsExactly("https://node-1.example.com:8443/app", "z".repeat(64)));
+			});
 	}
 
 	private static String expectedName(String[] properties) {
