@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 import javax.sql.DataSource;
 
@@ -18,6 +19,8 @@ import dev.leader.NodeInfo;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaseState;
 import dev.leader.node.NodeRegistration;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.dao.DuplicateKeyException;
@@ -48,6 +51,8 @@ import org.springframework.dao.DuplicateKeyException;
  * Public so that a node can also be built without a Spring context.
  */
 public final class MariaDbCoordinationStore implements CoordinationStore {
+
+	private static final Log logger = LogFactory.getLog(MariaDbCoordinationStore.class);
 
 	private static final String PROCESS = Long.toHexString(new java.security.SecureRandom().nextLong());
 
@@ -122,20 +127,22 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 	/**
 	 * What the heartbeat reads after its writes: {@code R}, a lease it renewed (renewed
 	 * at or after the heartbeat's start, by this holder and term); {@code L}, a lease it
-	 * asks about; {@code N}, a member.
+	 * asks about, with the last index of the group's decision log; {@code N}, a member.
 	 */
 	private static final String TICK_ROWS = """
 			SELECT 'R' AS kind, group_name, holder, term, expires_at, ${remaining_ms} AS remaining_ms,
 			       NULL AS node_id, NULL AS name, NULL AS host, NULL AS pid, NULL AS started_at,
-			       NULL AS heartbeat_at, NULL AS heartbeat_age_ms
+			       NULL AS heartbeat_at, NULL AS heartbeat_age_ms, NULL AS log_index
 			FROM ${prefix}leases
 			WHERE group_name IN (/*groups*/) AND (group_name, term) IN (/*terms*/) AND holder = ? AND renewed_at >= ?
 			UNION ALL
-			SELECT 'L', group_name, holder, term, expires_at, ${remaining_ms}, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-			FROM ${prefix}leases WHERE group_name IN (/*requested*/)
+			SELECT 'L', l.group_name, l.holder, l.term, l.expires_at, ${remaining_ms}, NULL, NULL, NULL, NULL, NULL,
+			       NULL, NULL, h.last_index
+			FROM ${prefix}leases l LEFT JOIN ${prefix}log_heads h ON h.group_name = l.group_name
+			WHERE l.group_name IN (/*requested*/)
 			UNION ALL
 			SELECT 'N', NULL, NULL, NULL, NULL, NULL, node_id, name, host, pid, started_at, heartbeat_at,
-			       ${heartbeat_age_ms}
+			       ${heartbeat_age_ms}, NULL
 			FROM ${prefix}nodes""";
 
 	private static final String FORGET = """
@@ -162,6 +169,8 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 	private static final String LEASES = "SELECT " + LEASE_COLUMNS + " FROM ${prefix}leases ORDER BY group_name";
 
 	private final MariaDbConnections connections;
+
+	private final List<LogHeadsFollower> logFollowers = new CopyOnWriteArrayList<>();
 
 	private final Map<String, String> sql = new LinkedHashMap<>();
 
@@ -269,7 +278,9 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 			Duration nodeExpiry) {
 		long expiryMicros = nodeExpiry.toNanos() / 1000;
 		Map<String, Long> sortedHeld = new TreeMap<>(held);
-		return this.connections.transaction("heartbeat", (tx) -> {
+		Map<String, Long> logHeads = new LinkedHashMap<>();
+		long sentAt = System.nanoTime();
+		Tick result = this.connections.transaction("heartbeat", (tx) -> {
 			NodeRow row = tx.run(sql(LOCK_NODE), (statement) -> {
 				statement.setLong(1, expiryMicros);
 				statement.setString(2, node.id());
@@ -331,7 +342,10 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 					while (rows.next()) {
 						switch (rows.getString("kind")) {
 							case "R" -> renewed.put(rows.getString("group_name"), lease(rows));
-							case "L" -> leases.put(rows.getString("group_name"), lease(rows));
+							case "L" -> {
+								leases.put(rows.getString("group_name"), lease(rows));
+								logHeads.put(rows.getString("group_name"), rows.getLong("log_index"));
+							}
 							case "N" -> {
 								NodeInfo member = member(rows, nodeExpiry);
 								members.add(member);
@@ -361,6 +375,26 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 			}
 			return new Tick(renewed, leases, members);
 		});
+		for (LogHeadsFollower logFollower : this.logFollowers) {
+			try {
+				logFollower.heads(logHeads, sentAt);
+			}
+			catch (RuntimeException ex) {
+				logger.warn("Log follower failed; the heartbeat goes on: " + ex);
+			}
+		}
+		return result;
+	}
+
+	/**
+	 * Hands the last index of each group's decision log, as every heartbeat reads it with
+	 * the group's lease, to the follower.
+	 * @param follower called on the heartbeat's thread after each heartbeat
+	 * @return a handle that stops it
+	 */
+	AutoCloseable followLogHeads(LogHeadsFollower follower) {
+		this.logFollowers.add(follower);
+		return () -> this.logFollowers.remove(follower);
 	}
 
 	// Fills the IN lists of a statement: the held groups, their pairs of group and term,
