@@ -40,13 +40,13 @@ import org.springframework.dao.DuplicateKeyException;
  * queues a new shared lock behind a waiting exclusive one, so new guards cannot starve a
  * release, as PostgreSQL's {@code FOR KEY SHARE} can.
  * <p>
- * <b>What is weaker than on PostgreSQL.</b> No notifications: {@link #listen} delivers
- * nothing, and followers acquire when the lease expires or on their retry interval. No
- * epoch: terms do not rise across a failover of the server, so a grant lost with an old
- * primary can be granted again under the same term. Durability is the server's
- * ({@code innodb_flush_log_at_trx_commit}, checked at startup), since MariaDB cannot make
- * one transaction's commit durable on its own. A round trip is a transaction of a few
- * statements, not one statement.
+ * <b>What is weaker than on PostgreSQL.</b> No notifications: {@link #listen} delivers a
+ * wake-up hint instead ({@link MariaDbWakeUps}), and without it followers acquire when
+ * the lease expires or on their retry interval. No epoch: terms do not rise across a
+ * failover of the server, so a grant lost with an old primary can be granted again under
+ * the same term. Durability is the server's ({@code innodb_flush_log_at_trx_commit},
+ * checked at startup), since MariaDB cannot make one transaction's commit durable on its
+ * own. A round trip is a transaction of a few statements, not one statement.
  * <p>
  * Public so that a node can also be built without a Spring context.
  */
@@ -172,6 +172,8 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 
 	private final List<LogHeadsFollower> logFollowers = new CopyOnWriteArrayList<>();
 
+	private final @Nullable MariaDbWakeUps wakeUps;
+
 	private final Map<String, String> sql = new LinkedHashMap<>();
 
 	/**
@@ -181,7 +183,23 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 	 * @param queryTimeout the longest a statement may run; rounded up to whole seconds
 	 */
 	public MariaDbCoordinationStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout) {
+		this(dataSource, tablePrefix, queryTimeout, true);
+	}
+
+	/**
+	 * Creates a store.
+	 * @param dataSource the MariaDB data source
+	 * @param tablePrefix the prefix of the starter's tables
+	 * @param queryTimeout the longest a statement may run; rounded up to whole seconds
+	 * @param wakeUps whether a release wakes the nodes that follow the group at once
+	 * ({@link MariaDbWakeUps}), at the cost of connections kept from the pool; without,
+	 * they acquire when the lease would have expired or on their retry interval
+	 */
+	public MariaDbCoordinationStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
+			boolean wakeUps) {
 		this.connections = new MariaDbConnections(dataSource, queryTimeout);
+		this.wakeUps = wakeUps
+				? new MariaDbWakeUps(dataSource, tablePrefix, this.connections.statements().timeoutSeconds()) : null;
 		for (String template : List.of(READ_LEASE, LOCK_TERM, LOCK_LEASE, INSERT_TERM, INSERT_LEASE, GRANT_TERM,
 				GRANT_LEASE, LOCK_NODE, INSERT_NODE, HEARTBEAT, TAKE_OVER_NODE, RENEW, TICK_ROWS, FORGET, LOCK_RELEASED,
 				RELEASE_TERMS, RELEASE_LEASES, DEREGISTER, LEASES)) {
@@ -200,7 +218,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 	@Override
 	public AcquireResult acquire(String group, String nodeId, Duration duration) {
 		long micros = duration.toNanos() / 1000;
-		return this.connections.transaction("acquire", (tx) -> {
+		AcquireResult result = this.connections.transaction("acquire", (tx) -> {
 			Lease read = readLease(tx, group);
 			if (read != null && read.lease().holder() != null && !nodeId.equals(read.lease().holder())
 					&& !read.expired()) {
@@ -231,6 +249,11 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 			tx.update(sql(GRANT_LEASE), nodeId, next, locked.now(), locked.now(), locked.now(), micros, group);
 			return new AcquireResult(true, readLease(tx, group).lease());
 		});
+		LeaseState lease = result.lease();
+		if (this.wakeUps != null && lease != null) {
+			this.wakeUps.observed(lease, nodeId);
+		}
+		return result;
 	}
 
 	private AcquireResult create(MariaDbConnections.Transaction tx, String group, String nodeId, long micros)
@@ -375,6 +398,11 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 			}
 			return new Tick(renewed, leases, members);
 		});
+		if (this.wakeUps != null) {
+			this.wakeUps.checkHolding();
+			result.renewed().values().forEach((lease) -> this.wakeUps.observed(lease, node.id()));
+			result.leases().values().forEach((lease) -> this.wakeUps.observed(lease, node.id()));
+		}
 		for (LogHeadsFollower logFollower : this.logFollowers) {
 			try {
 				logFollower.heads(logHeads, sentAt);
@@ -432,7 +460,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 			return List.of();
 		}
 		Map<String, Long> sorted = new TreeMap<>(held);
-		return this.connections.transaction("release", (tx) -> {
+		Collection<String> released = this.connections.transaction("release", (tx) -> {
 			List<String> locked = tx.run(inLists(sql(LOCK_RELEASED), sorted, List.of()), (statement) -> {
 				int i = bindHeld(statement, 0, sorted);
 				statement.setString(++i, nodeId);
@@ -451,6 +479,32 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 			}
 			return locked;
 		});
+		if (this.wakeUps != null) {
+			this.wakeUps.giveBack(nodeId, released);
+		}
+		return released;
+	}
+
+	/**
+	 * Wakes the listener when another node releases a lease this node follows, or its
+	 * session ends: a hint from {@link MariaDbWakeUps}, without the successor, which
+	 * MariaDB cannot tell; this store's own releases wake other stores' listeners, never
+	 * its own.
+	 */
+	@Override
+	public AutoCloseable listen(ReleaseListener listener) {
+		return (this.wakeUps != null) ? this.wakeUps.listen(listener) : () -> {
+		};
+	}
+
+	/**
+	 * Gives back the connection that holds this node's wake-up locks.
+	 */
+	@Override
+	public void disconnect() {
+		if (this.wakeUps != null) {
+			this.wakeUps.disconnect();
+		}
 	}
 
 	@Override

@@ -56,7 +56,7 @@ public final class PostgresStoresConfiguration {
 			ObjectProvider<DataSourceProperties> dataSourceProperties) {
 		if (dialect(dataSource, dataSourceProperties) == JdbcDialect.MARIADB) {
 			MariaDbCoordinationStore store = new MariaDbCoordinationStore(dataSource, prefix,
-					properties.getJdbc().determineQueryTimeout());
+					properties.getJdbc().determineQueryTimeout(), properties.getJdbc().getNotifications().isEnabled());
 			requireWritablePrimaryUnlessMigrated(store::requireWritablePrimary, migration);
 			return store;
 		}
