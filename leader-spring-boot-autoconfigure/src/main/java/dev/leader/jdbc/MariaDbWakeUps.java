@@ -91,11 +91,18 @@ final class MariaDbWakeUps {
 	/**
 	 * Learns how a lease stands, from an acquire or a heartbeat of this node: takes the
 	 * group's lock when this node holds the lease, gives it back when it no longer does,
-	 * and has a waiter wait for the lock while another node holds it.
+	 * and has a waiter wait for the lock while another node holds it. Does nothing unless
+	 * a listener {@linkplain #listen listens}, as the engine's does while it runs, so
+	 * that a store used without an engine keeps no connection.
 	 * @param lease the lease as read
 	 * @param nodeId this node
 	 */
 	void observed(LeaseState lease, String nodeId) {
+		synchronized (this.lock) {
+			if (this.listener == null) {
+				return;
+			}
+		}
 		boolean mine = nodeId.equals(lease.holder()) && !lease.remaining().isNegative() && !lease.remaining().isZero();
 		if (mine) {
 			hold(lease.group(), nodeId);
@@ -170,9 +177,10 @@ final class MariaDbWakeUps {
 	}
 
 	/**
-	 * Starts telling the listener of released leases.
+	 * Starts telling the listener of released leases, and holding the locks of the leases
+	 * this node is granted.
 	 * @param listener called on a {@code leader-wake-<group>} thread
-	 * @return a handle that stops the waiters
+	 * @return a handle that stops the waiters and gives the held locks back
 	 */
 	AutoCloseable listen(ReleaseListener listener) {
 		synchronized (this.lock) {
@@ -186,6 +194,7 @@ final class MariaDbWakeUps {
 				this.waiters.clear();
 			}
 			stopped.values().forEach(Waiter::stop);
+			disconnect();
 		};
 	}
 
