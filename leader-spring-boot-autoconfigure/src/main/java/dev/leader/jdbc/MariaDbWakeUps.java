@@ -173,6 +173,9 @@ final class MariaDbWakeUps {
 					}
 				}
 			}
+			if (this.held.isEmpty() && this.listener == null) {
+				disconnect();
+			}
 		}
 	}
 
@@ -180,7 +183,9 @@ final class MariaDbWakeUps {
 	 * Starts telling the listener of released leases, and holding the locks of the leases
 	 * this node is granted.
 	 * @param listener called on a {@code leader-wake-<group>} thread
-	 * @return a handle that stops the waiters and gives the held locks back
+	 * @return a handle that stops the waiters; the locks held stay until their leases are
+	 * released or the store disconnects, so that the nodes waiting for them wake after
+	 * the release, not before
 	 */
 	AutoCloseable listen(ReleaseListener listener) {
 		synchronized (this.lock) {
@@ -194,19 +199,43 @@ final class MariaDbWakeUps {
 				this.waiters.clear();
 			}
 			stopped.values().forEach(Waiter::stop);
-			disconnect();
+			// The held locks stay until the leases are released (the engine stops
+			// listening first), or the store disconnects.
+			synchronized (this.lock) {
+				if (this.held.isEmpty()) {
+					disconnect();
+				}
+			}
 		};
 	}
 
 	/**
-	 * Gives back the connection that holds this node's locks, which releases them all.
+	 * Releases the locks this node still holds, and gives back the connection that held
+	 * them.
 	 */
 	void disconnect() {
 		synchronized (this.lock) {
 			Connection connection = this.holding;
 			this.holding = null;
+			boolean holds = !this.held.isEmpty();
 			this.held.clear();
 			if (connection != null) {
+				if (holds) {
+					// The pool keeps the session, and with it the locks, unless told.
+					try (PreparedStatement statement = connection.prepareStatement("SELECT RELEASE_ALL_LOCKS()")) {
+						statement.setQueryTimeout(this.timeoutSeconds);
+						statement.executeQuery().close();
+					}
+					catch (SQLException ex) {
+						logger.debug("Could not release the wake-up locks; the connection is evicted: " + ex);
+						try {
+							connection.abort(Runnable::run);
+						}
+						catch (SQLException | RuntimeException abortFailure) {
+							// closed below either way
+						}
+					}
+				}
 				OwnConnections.closeQuietly(connection);
 			}
 		}

@@ -35,15 +35,15 @@ import static org.awaitility.Awaitility.await;
 /**
  * The hand-over on MariaDB, which has no notifications: followers wait for the leader's
  * wake-up lock ({@code GET_LOCK}), which a graceful release and the end of the leader's
- * session give back. The leases here last a minute and followers retry every 20 s, so a
- * follower that takes over within a second was woken, and one that tries again and again
- * would show in its count of acquires.
+ * session give back. The leases here last a minute, nodes heartbeat every 5 s and
+ * followers retry every 20 s, so a follower that takes over within a second was woken,
+ * and one that tries again and again would show in its count of acquires.
  */
 class MariaDbHandOverTests {
 
 	private static final TablePrefix PREFIX = new TablePrefix("leader_");
 
-	private static final LeaseSettings SETTINGS = new LeaseSettings(Duration.ofSeconds(60), Duration.ofSeconds(1),
+	private static final LeaseSettings SETTINGS = new LeaseSettings(Duration.ofSeconds(60), Duration.ofSeconds(5),
 			Duration.ofSeconds(20), Duration.ofMillis(100), Duration.ofSeconds(30), Duration.ofSeconds(3));
 
 	private static final String GROUP = "default";
@@ -71,7 +71,7 @@ class MariaDbHandOverTests {
 		a.stop();
 		await().atMost(Duration.ofSeconds(5)).until(() -> b.isLeader(GROUP) || c.isLeader(GROUP));
 		long handOverMillis = TimeUnit.NANOSECONDS.toMillis(grantedAt(b, c) - stoppedAt);
-		assertThat(handOverMillis).as("release -> successor's grant, with a 20 s retry interval").isLessThan(2000);
+		assertThat(handOverMillis).as("release -> successor's grant, with heartbeats every 5 s").isLessThan(1000);
 	}
 
 	@Test
@@ -192,7 +192,7 @@ class MariaDbHandOverTests {
 	// Waits until this many sessions wait for the group's wake-up lock.
 	private void awaitWaiters(int count) {
 		DataSource dataSource = database.dataSource();
-		await().atMost(Duration.ofSeconds(10))
+		await().atMost(Duration.ofSeconds(20))
 			.until(() -> JdbcClient.create(dataSource)
 				.sql("SELECT count(*) FROM information_schema.PROCESSLIST WHERE DB = DATABASE() "
 						+ "AND STATE = 'User lock'")
