@@ -1,6 +1,11 @@
 package dev.leader.sample;
 
+import java.sql.Connection;
+import java.sql.SQLException;
 import java.time.Duration;
+import java.util.Locale;
+
+import javax.sql.DataSource;
 
 import dev.leader.DaemonAgent;
 import dev.leader.DaemonContext;
@@ -46,15 +51,31 @@ class SampleDaemons {
 	/**
 	 * Dispatches the outbox: marks pending messages as dispatched, in small batches.
 	 * @param interval the time between two batches
+	 * @param dataSource the database, whose dialect the statement follows
 	 * @return the daemon
 	 */
 	@Bean("outbox-dispatcher")
-	DaemonAgent outboxDispatcher(@Value("${sample.outbox.interval:1s}") Duration interval) {
-		return fencedBatches("outbox-dispatcher", interval, """
+	DaemonAgent outboxDispatcher(@Value("${sample.outbox.interval:1s}") Duration interval, DataSource dataSource) {
+		// MariaDB updates a table in the order and up to the limit it is given, but
+		// neither reads it in a subquery of the same UPDATE nor has clock_timestamp().
+		String statement = isMariaDb(dataSource) ? """
+				UPDATE outbox SET dispatched_at = UTC_TIMESTAMP(6), dispatched_by = ?, generation = ?
+				WHERE dispatched_at IS NULL ORDER BY id LIMIT 100
+				""" : """
 				UPDATE outbox SET dispatched_at = clock_timestamp(), dispatched_by = ?, generation = ?
 				WHERE id IN (SELECT id FROM outbox WHERE dispatched_at IS NULL ORDER BY id LIMIT 100
 				             FOR UPDATE SKIP LOCKED)
-				""");
+				""";
+		return fencedBatches("outbox-dispatcher", interval, statement);
+	}
+
+	private static boolean isMariaDb(DataSource dataSource) {
+		try (Connection connection = dataSource.getConnection()) {
+			return connection.getMetaData().getDatabaseProductName().toLowerCase(Locale.ROOT).contains("mariadb");
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException("Could not tell the sample's database: " + ex.getMessage(), ex);
+		}
 	}
 
 	/**
