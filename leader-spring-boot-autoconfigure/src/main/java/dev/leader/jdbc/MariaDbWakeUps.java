@@ -72,7 +72,7 @@ final class MariaDbWakeUps {
 	// Guarded by lock.
 	private final Map<String, Waiter> waiters = new LinkedHashMap<>();
 
-	private @Nullable ReleaseListener listener;
+	private volatile @Nullable ReleaseListener listener;
 
 	private volatile @Nullable String database;
 

