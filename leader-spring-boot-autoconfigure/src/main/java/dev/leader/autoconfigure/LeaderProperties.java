@@ -324,7 +324,10 @@ public class LeaderProperties {
 			 * (LISTEN), which let a follower take over at once. Without them, a follower
 			 * takes over on its next round trip, within the renew interval. Followed on a
 			 * connection of the application's DataSource unless 'url' is set; behind a
-			 * pooler in transaction mode, found at startup, none are followed.
+			 * pooler in transaction mode, found at startup, none are followed. On
+			 * MariaDB, whether followers wait for the leader's wake-up lock (GET_LOCK)
+			 * instead, on a connection of the DataSource per group that another node
+			 * leads.
 			 */
 			private boolean enabled = true;
 

@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 import javax.sql.DataSource;
 
@@ -18,6 +19,8 @@ import dev.leader.NodeInfo;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaseState;
 import dev.leader.node.NodeRegistration;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.dao.DuplicateKeyException;
@@ -37,17 +40,19 @@ import org.springframework.dao.DuplicateKeyException;
  * queues a new shared lock behind a waiting exclusive one, so new guards cannot starve a
  * release, as PostgreSQL's {@code FOR KEY SHARE} can.
  * <p>
- * <b>What is weaker than on PostgreSQL.</b> No notifications: {@link #listen} delivers
- * nothing, and followers acquire when the lease expires or on their retry interval. No
- * epoch: terms do not rise across a failover of the server, so a grant lost with an old
- * primary can be granted again under the same term. Durability is the server's
- * ({@code innodb_flush_log_at_trx_commit}, checked at startup), since MariaDB cannot make
- * one transaction's commit durable on its own. A round trip is a transaction of a few
- * statements, not one statement.
+ * <b>What is weaker than on PostgreSQL.</b> No notifications: {@link #listen} delivers a
+ * wake-up hint instead ({@link MariaDbWakeUps}), and without it followers acquire when
+ * the lease expires or on their retry interval. No epoch: terms do not rise across a
+ * failover of the server, so a grant lost with an old primary can be granted again under
+ * the same term. Durability is the server's ({@code innodb_flush_log_at_trx_commit},
+ * checked at startup), since MariaDB cannot make one transaction's commit durable on its
+ * own. A round trip is a transaction of a few statements, not one statement.
  * <p>
  * Public so that a node can also be built without a Spring context.
  */
 public final class MariaDbCoordinationStore implements CoordinationStore {
+
+	private static final Log logger = LogFactory.getLog(MariaDbCoordinationStore.class);
 
 	private static final String PROCESS = Long.toHexString(new java.security.SecureRandom().nextLong());
 
@@ -123,21 +128,22 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 	/**
 	 * What the heartbeat reads after its writes: {@code R}, a lease it renewed (renewed
 	 * at or after the heartbeat's start, by this holder and term); {@code L}, a lease it
-	 * asks about; {@code N}, a member.
+	 * asks about, with the last index of the group's decision log; {@code N}, a member.
 	 */
 	private static final String TICK_ROWS = """
 			SELECT 'R' AS kind, group_name, holder, term, expires_at, ${remaining_ms} AS remaining_ms,
 			       NULL AS node_id, NULL AS name, NULL AS host, NULL AS pid, NULL AS started_at,
-			       NULL AS heartbeat_at, NULL AS heartbeat_age_ms, NULL AS base_url, NULL AS zone
+			       NULL AS heartbeat_at, NULL AS heartbeat_age_ms, NULL AS base_url, NULL AS zone, NULL AS log_index
 			FROM ${prefix}leases
 			WHERE group_name IN (/*groups*/) AND (group_name, term) IN (/*terms*/) AND holder = ? AND renewed_at >= ?
 			UNION ALL
-			SELECT 'L', group_name, holder, term, expires_at, ${remaining_ms}, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-			       NULL, NULL
-			FROM ${prefix}leases WHERE group_name IN (/*requested*/)
+			SELECT 'L', l.group_name, l.holder, l.term, l.expires_at, ${remaining_ms}, NULL, NULL, NULL, NULL, NULL,
+			       NULL, NULL, NULL, NULL, h.last_index
+			FROM ${prefix}leases l LEFT JOIN ${prefix}log_heads h ON h.group_name = l.group_name
+			WHERE l.group_name IN (/*requested*/)
 			UNION ALL
 			SELECT 'N', NULL, NULL, NULL, NULL, NULL, node_id, name, host, pid, started_at, heartbeat_at,
-			       ${heartbeat_age_ms}, base_url, zone
+			       ${heartbeat_age_ms}, base_url, zone, NULL
 			FROM ${prefix}nodes""";
 
 	private static final String FORGET = """
@@ -165,6 +171,10 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 
 	private final MariaDbConnections connections;
 
+	private final List<LogHeadsFollower> logFollowers = new CopyOnWriteArrayList<>();
+
+	private final @Nullable MariaDbWakeUps wakeUps;
+
 	private final Map<String, String> sql = new LinkedHashMap<>();
 
 	/**
@@ -174,7 +184,23 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 	 * @param queryTimeout the longest a statement may run; rounded up to whole seconds
 	 */
 	public MariaDbCoordinationStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout) {
+		this(dataSource, tablePrefix, queryTimeout, true);
+	}
+
+	/**
+	 * Creates a store.
+	 * @param dataSource the MariaDB data source
+	 * @param tablePrefix the prefix of the starter's tables
+	 * @param queryTimeout the longest a statement may run; rounded up to whole seconds
+	 * @param wakeUps whether a release wakes the nodes that follow the group at once
+	 * ({@link MariaDbWakeUps}), at the cost of connections kept from the pool; without,
+	 * they acquire when the lease would have expired or on their retry interval
+	 */
+	public MariaDbCoordinationStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
+			boolean wakeUps) {
 		this.connections = new MariaDbConnections(dataSource, queryTimeout);
+		this.wakeUps = wakeUps
+				? new MariaDbWakeUps(dataSource, tablePrefix, this.connections.statements().timeoutSeconds()) : null;
 		for (String template : List.of(READ_LEASE, LOCK_TERM, LOCK_LEASE, INSERT_TERM, INSERT_LEASE, GRANT_TERM,
 				GRANT_LEASE, LOCK_NODE, INSERT_NODE, HEARTBEAT, TAKE_OVER_NODE, RENEW, TICK_ROWS, FORGET, LOCK_RELEASED,
 				RELEASE_TERMS, RELEASE_LEASES, DEREGISTER, LEASES)) {
@@ -193,7 +219,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 	@Override
 	public AcquireResult acquire(String group, String nodeId, Duration duration) {
 		long micros = duration.toNanos() / 1000;
-		return this.connections.transaction("acquire", (tx) -> {
+		AcquireResult result = this.connections.transaction("acquire", (tx) -> {
 			Lease read = readLease(tx, group);
 			if (read != null && read.lease().holder() != null && !nodeId.equals(read.lease().holder())
 					&& !read.expired()) {
@@ -224,6 +250,11 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 			tx.update(sql(GRANT_LEASE), nodeId, next, locked.now(), locked.now(), locked.now(), micros, group);
 			return new AcquireResult(true, readLease(tx, group).lease());
 		});
+		LeaseState lease = result.lease();
+		if (this.wakeUps != null && lease != null) {
+			this.wakeUps.observed(lease, nodeId);
+		}
+		return result;
 	}
 
 	private AcquireResult create(MariaDbConnections.Transaction tx, String group, String nodeId, long micros)
@@ -271,7 +302,9 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 			Duration nodeExpiry) {
 		long expiryMicros = nodeExpiry.toNanos() / 1000;
 		Map<String, Long> sortedHeld = new TreeMap<>(held);
-		return this.connections.transaction("heartbeat", (tx) -> {
+		Map<String, Long> logHeads = new LinkedHashMap<>();
+		long sentAt = System.nanoTime();
+		Tick result = this.connections.transaction("heartbeat", (tx) -> {
 			NodeRow row = tx.run(sql(LOCK_NODE), (statement) -> {
 				statement.setLong(1, expiryMicros);
 				statement.setString(2, node.id());
@@ -336,7 +369,10 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 					while (rows.next()) {
 						switch (rows.getString("kind")) {
 							case "R" -> renewed.put(rows.getString("group_name"), lease(rows));
-							case "L" -> leases.put(rows.getString("group_name"), lease(rows));
+							case "L" -> {
+								leases.put(rows.getString("group_name"), lease(rows));
+								logHeads.put(rows.getString("group_name"), rows.getLong("log_index"));
+							}
 							case "N" -> {
 								NodeInfo member = member(rows, nodeExpiry);
 								members.add(member);
@@ -366,6 +402,31 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 			}
 			return new Tick(renewed, leases, members);
 		});
+		if (this.wakeUps != null) {
+			this.wakeUps.checkHolding();
+			result.renewed().values().forEach((lease) -> this.wakeUps.observed(lease, node.id()));
+			result.leases().values().forEach((lease) -> this.wakeUps.observed(lease, node.id()));
+		}
+		for (LogHeadsFollower logFollower : this.logFollowers) {
+			try {
+				logFollower.heads(logHeads, sentAt);
+			}
+			catch (RuntimeException ex) {
+				logger.warn("Log follower failed; the heartbeat goes on: " + ex);
+			}
+		}
+		return result;
+	}
+
+	/**
+	 * Hands the last index of each group's decision log, as every heartbeat reads it with
+	 * the group's lease, to the follower.
+	 * @param follower called on the heartbeat's thread after each heartbeat
+	 * @return a handle that stops it
+	 */
+	AutoCloseable followLogHeads(LogHeadsFollower follower) {
+		this.logFollowers.add(follower);
+		return () -> this.logFollowers.remove(follower);
 	}
 
 	// Fills the IN lists of a statement: the held groups, their pairs of group and term,
@@ -403,7 +464,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 			return List.of();
 		}
 		Map<String, Long> sorted = new TreeMap<>(held);
-		return this.connections.transaction("release", (tx) -> {
+		Collection<String> released = this.connections.transaction("release", (tx) -> {
 			List<String> locked = tx.run(inLists(sql(LOCK_RELEASED), sorted, List.of()), (statement) -> {
 				int i = bindHeld(statement, 0, sorted);
 				statement.setString(++i, nodeId);
@@ -422,6 +483,32 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 			}
 			return locked;
 		});
+		if (this.wakeUps != null) {
+			this.wakeUps.giveBack(nodeId, released);
+		}
+		return released;
+	}
+
+	/**
+	 * Wakes the listener when another node releases a lease this node follows, or its
+	 * session ends: a hint from {@link MariaDbWakeUps}, without the successor, which
+	 * MariaDB cannot tell; this store's own releases wake other stores' listeners, never
+	 * its own.
+	 */
+	@Override
+	public AutoCloseable listen(ReleaseListener listener) {
+		return (this.wakeUps != null) ? this.wakeUps.listen(listener) : () -> {
+		};
+	}
+
+	/**
+	 * Gives back the connection that holds this node's wake-up locks.
+	 */
+	@Override
+	public void disconnect() {
+		if (this.wakeUps != null) {
+			this.wakeUps.disconnect();
+		}
 	}
 
 	@Override

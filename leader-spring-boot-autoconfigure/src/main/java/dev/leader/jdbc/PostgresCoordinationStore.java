@@ -361,20 +361,4 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 				Statements.instant(rows, "expires_at"), Duration.ofMillis(rows.getLong("remaining_ms")));
 	}
 
-	/**
-	 * Receives the last indexes of the groups' decision logs from each heartbeat.
-	 */
-	@FunctionalInterface
-	interface LogHeadsFollower {
-
-		/**
-		 * Called after a heartbeat.
-		 * @param heads the last index of each group the heartbeat read, 0 for a log
-		 * without entries
-		 * @param sentAt when the heartbeat was sent, on {@link System#nanoTime()}
-		 */
-		void heads(Map<String, Long> heads, long sentAt);
-
-	}
-
 }

@@ -8,7 +8,6 @@ import dev.leader.daemon.DaemonStore;
 import dev.leader.fencing.FencingStore;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaseSettings;
-import dev.leader.log.LogApplier;
 import dev.leader.log.LogStore;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
@@ -25,13 +24,13 @@ import org.springframework.jdbc.datasource.SimpleDriverDataSource;
 
 /**
  * Configuration of the stores on the application's {@link DataSource}: the
- * {@link CoordinationStore}, the {@link DaemonStore} and the {@link FencingStore}, each
- * replaceable by a bean of the application's, and the {@link TablePrefix} they share. The
- * stores are PostgreSQL's, or MariaDB's when the data source leads to MariaDB
- * ({@link JdbcDialect}); another database fails at startup with a message that says what
- * to change. Imported by {@link LeaderAutoConfiguration}, which it relies on for its
- * conditions and for the schema migration; public only for that import, not for
- * application use.
+ * {@link CoordinationStore}, the {@link DaemonStore}, the {@link FencingStore} and the
+ * {@link LogStore}, each replaceable by a bean of the application's, and the
+ * {@link TablePrefix} they share. The stores are PostgreSQL's, or MariaDB's when the data
+ * source leads to MariaDB ({@link JdbcDialect}); another database fails at startup with a
+ * message that says what to change. Imported by {@link LeaderAutoConfiguration}, which it
+ * relies on for its conditions and for the schema migration; public only for that import,
+ * not for application use.
  */
 @Configuration(proxyBeanMethods = false)
 public final class PostgresStoresConfiguration {
@@ -57,7 +56,7 @@ public final class PostgresStoresConfiguration {
 			ObjectProvider<DataSourceProperties> dataSourceProperties) {
 		if (dialect(dataSource, dataSourceProperties) == JdbcDialect.MARIADB) {
 			MariaDbCoordinationStore store = new MariaDbCoordinationStore(dataSource, prefix,
-					properties.getJdbc().determineQueryTimeout());
+					properties.getJdbc().determineQueryTimeout(), properties.getJdbc().getNotifications().isEnabled());
 			requireWritablePrimaryUnlessMigrated(store::requireWritablePrimary, migration);
 			return store;
 		}
@@ -144,17 +143,16 @@ public final class PostgresStoresConfiguration {
 	@ConditionalOnMissingBean
 	LogStore leaderLogStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
 			LeaseSettings settings, ObjectProvider<CoordinationStore> coordinationStore,
-			ObjectProvider<DataSourceProperties> dataSourceProperties, ObjectProvider<LogApplier> appliers) {
-		JdbcDialect dialect = dialect(dataSource, dataSourceProperties);
-		if (dialect != JdbcDialect.POSTGRESQL) {
-			UnsupportedLogStore unsupported = new UnsupportedLogStore("MariaDB");
-			if (appliers.stream().findAny().isPresent()) {
-				throw new IllegalStateException(unsupported.message() + ", and the application has LogApplier beans");
-			}
-			return unsupported;
+			ObjectProvider<DataSourceProperties> dataSourceProperties) {
+		// The coordination store's heartbeat reads the logs' last indexes, and on
+		// PostgreSQL its listening connection follows the append notifications, when it
+		// is ours; an append holds the lease as a guard does.
+		if (dialect(dataSource, dataSourceProperties) == JdbcDialect.MARIADB) {
+			MariaDbCoordinationStore heartbeat = (coordinationStore
+				.getIfAvailable() instanceof MariaDbCoordinationStore mariaDb) ? mariaDb : null;
+			return new MariaDbLogStore(dataSource, prefix, properties.getJdbc().determineQueryTimeout(),
+					settings.safeWindow(), heartbeat);
 		}
-		// Append notifications share the coordination store's listening connection when
-		// it is ours; an append holds the lease row as a guard does.
 		PostgresCoordinationStore notifications = (coordinationStore
 			.getIfAvailable() instanceof PostgresCoordinationStore postgres) ? postgres : null;
 		return new PostgresLogStore(dataSource, prefix, properties.getJdbc().determineQueryTimeout(),

@@ -1,17 +1,23 @@
 package dev.leader.autoconfigure;
 
 import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 
+import dev.leader.FencingToken;
 import dev.leader.Leadership;
 import dev.leader.daemon.DaemonStore;
 import dev.leader.fencing.FencingStore;
 import dev.leader.jdbc.MariaDbCoordinationStore;
 import dev.leader.jdbc.MariaDbDaemonStore;
 import dev.leader.jdbc.MariaDbFencingStore;
+import dev.leader.jdbc.MariaDbLogStore;
 import dev.leader.lease.CoordinationStore;
+import dev.leader.log.Bookmark;
 import dev.leader.log.DecisionLog;
 import dev.leader.log.LogApplier;
 import dev.leader.log.LogEntry;
+import dev.leader.log.LogStore;
 import dev.leader.test.MariaDbTestDatabase;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -23,7 +29,6 @@ import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.jdbc.core.simple.JdbcClient;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 
 /**
  * {@link LeaderAutoConfiguration} on a MariaDB {@code DataSource}: the MariaDB stores are
@@ -62,7 +67,8 @@ class MariaDbAutoConfigurationTests {
 				.sql("SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE()")
 				.query(String.class)
 				.list()).contains("leader_leases", "leader_lease_terms", "leader_nodes", "leader_assignments",
-						"leader_assignment_owners", "leader_fences", "leader_daemon_requests", "leader_schema_history");
+						"leader_assignment_owners", "leader_fences", "leader_daemon_requests", "leader_log_heads",
+						"leader_log_entries", "leader_schema_history");
 			Leadership leadership = context.getBean(Leadership.class);
 			assertThat(leadership.awaitLeadership("billing", Duration.ofSeconds(10))).isTrue();
 			assertThat(leadership.token("billing")).hasValueSatisfying((token) -> assertThat(token.term()).isOne());
@@ -70,15 +76,8 @@ class MariaDbAutoConfigurationTests {
 	}
 
 	@Test
-	void decisionLogOnMariaDbFailsClearlyAndAnApplierFailsStartup() {
-		this.contextRunner.run((context) -> {
-			DecisionLog log = context.getBean(DecisionLog.class);
-			Leadership leadership = context.getBean(Leadership.class);
-			assertThat(leadership.awaitLeadership("billing", Duration.ofSeconds(10))).isTrue();
-			assertThatExceptionOfType(UnsupportedOperationException.class)
-				.isThrownBy(() -> log.append(leadership.token("billing").orElseThrow(), "rate", "EUR 1"))
-				.withMessageContaining("decision log needs PostgreSQL");
-		});
+	void decisionLogOnMariaDbAppendsUnderTheLeadersTermAndItsNodeAppliesTheEntry() {
+		List<LogEntry> applied = new CopyOnWriteArrayList<>();
 		this.contextRunner.withBean(LogApplier.class, () -> new LogApplier() {
 
 			@Override
@@ -88,9 +87,21 @@ class MariaDbAutoConfigurationTests {
 
 			@Override
 			public void apply(LogEntry entry) {
+				applied.add(entry);
 			}
 
-		}).run((context) -> assertThat(context).getFailure().rootCause().hasMessageContaining("LogApplier beans"));
+		}).run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context.getBean(LogStore.class)).isInstanceOf(MariaDbLogStore.class);
+			DecisionLog log = context.getBean(DecisionLog.class);
+			Leadership leadership = context.getBean(Leadership.class);
+			assertThat(leadership.awaitLeadership("billing", Duration.ofSeconds(10))).isTrue();
+			FencingToken token = leadership.token("billing").orElseThrow();
+			Bookmark entry = log.append(token, "rate", "EUR 1");
+			assertThat(entry.term()).isEqualTo(token.term());
+			assertThat(log.awaitApplied(entry, Duration.ofSeconds(10))).isTrue();
+			assertThat(applied).extracting(LogEntry::payload).containsExactly("EUR 1");
+		});
 	}
 
 }

@@ -1,139 +1,80 @@
 package dev.leader.log;
 
-import java.sql.Connection;
-import java.sql.ResultSet;
-import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.stream.LongStream;
 
-import com.zaxxer.hikari.HikariDataSource;
+import javax.sql.DataSource;
+
 import dev.leader.FencingToken;
-import dev.leader.StaleLeadershipException;
 import dev.leader.actuate.DecisionLogHealthIndicator;
-import dev.leader.jdbc.LeaderSchemaMigration;
 import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.jdbc.PostgresLogStore;
-import dev.leader.jdbc.TablePrefix;
-import dev.leader.lease.CoordinationStore.AcquireResult;
-import dev.leader.test.TestDatabase;
-import org.junit.jupiter.api.AfterEach;
+import dev.leader.lease.CoordinationStore;
+import dev.leader.test.MigratedSchema;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.Status;
-import org.springframework.jdbc.core.simple.JdbcClient;
-import org.springframework.jdbc.datasource.DataSourceTransactionManager;
-import org.springframework.transaction.support.TransactionTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
 import static org.awaitility.Awaitility.await;
 
 /**
- * {@link DecisionLog} against real PostgreSQL: fenced, gap-free appends, the tail of
- * every node, and the reads by consistency. Two nodes, {@code a} and {@code b}, each with
- * its own log store, and notifications on their own listening connections.
+ * {@link DecisionLog} against real PostgreSQL, in a fresh schema per test: a followed
+ * node hears the append notifications on a listening connection of its own. What only
+ * PostgreSQL shows: an append makes its transaction's commit durable.
  */
-class DecisionLogTests {
+class DecisionLogTests extends AbstractDecisionLogTests {
 
-	private static final TablePrefix PREFIX = new TablePrefix("leader_");
-
-	private static final Duration TIMEOUT = Duration.ofSeconds(10);
-
-	private TestDatabase database;
-
-	private HikariDataSource dataSource;
-
-	private PostgresCoordinationStore leases;
-
-	private TransactionTemplate transactions;
-
-	private JdbcClient jdbc;
-
-	private final List<DecisionLog> logs = new ArrayList<>();
+	@RegisterExtension
+	final MigratedSchema schema = new MigratedSchema(12);
 
 	private final List<PostgresCoordinationStore> listeners = new ArrayList<>();
 
 	@BeforeEach
-	void createSchema() {
-		this.database = TestDatabase.createSchema();
-		this.dataSource = this.database.dataSource(12);
-		new LeaderSchemaMigration(this.dataSource, PREFIX).migrate();
-		this.leases = new PostgresCoordinationStore(this.dataSource, PREFIX, Duration.ofSeconds(5));
-		this.transactions = new TransactionTemplate(new DataSourceTransactionManager(this.dataSource));
-		this.jdbc = JdbcClient.create(this.dataSource);
+	void createDecisionsTable() {
 		this.jdbc.sql("CREATE TABLE decisions (payload VARCHAR(100) NOT NULL)").update();
 	}
 
-	@AfterEach
-	void dropSchema() {
-		this.logs.forEach(DecisionLog::stop);
+	@Override
+	void stopFollowing() {
 		this.listeners.forEach(PostgresCoordinationStore::disconnect);
-		this.dataSource.close();
-		this.database.drop();
 	}
 
-	@Test
-	void leaderAppendsGaplessIndexesInCommitOrderAndEveryNodeAppliesEachOnceInOrder() {
-		FencingToken token = acquire("g", "a");
-		Recorder onA = new Recorder("g");
-		Recorder onB = new Recorder("g");
-		DecisionLog a = start("a", true, onA);
-		DecisionLog b = start("b", true, onB);
-		List<Bookmark> appended = new ArrayList<>();
-		for (int i = 0; i < 30; i++) {
-			String payload = "p" + i;
-			if (i % 3 == 2) {
-				// rolled back with the transaction it joined: its index goes to the next
-				this.transactions.executeWithoutResult((tx) -> {
-					a.append(token, "set", payload);
-					tx.setRollbackOnly();
-				});
-			}
-			else {
-				appended.add(a.append(token, "set", payload));
-			}
-		}
-		assertThat(appended).extracting(Bookmark::index)
-			.containsExactlyElementsOf(LongStream.rangeClosed(1, 20).boxed().toList());
-		assertThat(appended).extracting(Bookmark::term).containsOnly(token.term());
-		Bookmark last = appended.get(appended.size() - 1);
-		await().atMost(TIMEOUT).until(() -> a.applied("g").equals(last) && b.applied("g").equals(last));
-		for (Recorder recorder : List.of(onA, onB)) {
-			assertThat(recorder.entries).extracting(LogEntry::index)
-				.containsExactlyElementsOf(LongStream.rangeClosed(1, 20).boxed().toList());
-			assertThat(recorder.entries).extracting(LogEntry::payload).doesNotContain("p2", "p5", "p29");
-		}
+	@Override
+	DataSource dataSource() {
+		return this.schema.dataSource();
 	}
 
-	@Test
-	void appendJoinsTheCallersTransactionAndCommitsWithItsWrites() {
-		FencingToken token = acquire("g", "a");
-		DecisionLog a = start("a", true, new Recorder("g"));
-		Bookmark entry = this.transactions.execute((tx) -> {
-			this.jdbc.sql("INSERT INTO decisions (payload) VALUES ('x')").update();
-			Bookmark appended = a.append(token, "set", "x");
-			assertThat(countElsewhere("leader_log_entries")).as("seen by another connection before commit").isZero();
-			return appended;
-		});
-		assertThat(entry).isEqualTo(new Bookmark("g", token.term(), 1));
-		assertThat(count("decisions")).isOne();
-		assertThat(count("leader_log_entries")).isOne();
+	@Override
+	CoordinationStore coordinationStore() {
+		return new PostgresCoordinationStore(dataSource(), PREFIX, Duration.ofSeconds(5));
+	}
+
+	@Override
+	LogStore logStore(String node, boolean followed) {
+		PostgresCoordinationStore listener = null;
+		if (followed) {
+			listener = new PostgresCoordinationStore(dataSource(), PREFIX, Duration.ofSeconds(5));
+			this.listeners.add(listener);
+		}
+		return new PostgresLogStore(dataSource(), PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(10), listener);
+	}
+
+	@Override
+	boolean expired(String group) {
+		return this.jdbc.sql("SELECT expires_at <= clock_timestamp() FROM leader_leases WHERE group_name = ?")
+			.param(group)
+			.query(Boolean.class)
+			.single();
 	}
 
 	@Test
@@ -146,207 +87,6 @@ class DecisionLogTests {
 			return this.jdbc.sql("SELECT current_setting('synchronous_commit')").query(String.class).single();
 		});
 		assertThat(setting).isEqualTo("on");
-	}
-
-	@Test
-	void appendOfAStaleTermIsRejectedAndWritesNothing() {
-		FencingToken stale = acquireFor("g", "a", Duration.ofMillis(200));
-		DecisionLog a = start("a", true, new Recorder("g"));
-		DecisionLog b = start("b", true, new Recorder("g"));
-		a.append(stale, "set", "from a");
-		await().atMost(TIMEOUT)
-			.until(() -> this.jdbc.sql("SELECT expires_at <= clock_timestamp() FROM leader_leases")
-				.query(Boolean.class)
-				.single());
-		FencingToken current = acquire("g", "b");
-		assertThatExceptionOfType(StaleLeadershipException.class).isThrownBy(() -> a.append(stale, "set", "late"))
-			.withMessageContaining("term " + current.term())
-			.withMessageContaining("held by b")
-			.satisfies((ex) -> assertThat(ex.getCurrentTerm()).isEqualTo(current.term()));
-		assertThat(b.append(current, "set", "from b")).isEqualTo(new Bookmark("g", current.term(), 2));
-		assertThatExceptionOfType(StaleLeadershipException.class).isThrownBy(() -> b.append(stale, "set", "forged"));
-		assertThat(
-				this.jdbc.sql("SELECT payload FROM leader_log_entries ORDER BY log_index").query(String.class).list())
-			.containsExactly("from a", "from b");
-	}
-
-	@Test
-	void appendsFromManyThreadsHaveNoGapAndEachThreadsEntriesKeepItsOrder() throws Exception {
-		FencingToken token = acquire("g", "a");
-		Recorder onB = new Recorder("g");
-		DecisionLog a = start("a", true, new Recorder("g"));
-		DecisionLog b = start("b", true, onB);
-		int threads = 8;
-		int each = 40;
-		ExecutorService pool = Executors.newFixedThreadPool(threads);
-		try {
-			List<CompletableFuture<List<Long>>> results = new ArrayList<>();
-			for (int t = 0; t < threads; t++) {
-				String thread = "t" + t;
-				results.add(CompletableFuture.supplyAsync(() -> {
-					List<Long> indexes = new ArrayList<>();
-					for (int i = 0; i < each; i++) {
-						boolean rollBack = ThreadLocalRandom.current().nextInt(5) == 0;
-						Bookmark entry = this.transactions.execute((tx) -> {
-							Bookmark appended = a.append(token, "set", thread + " " + indexes.size());
-							if (rollBack) {
-								tx.setRollbackOnly();
-							}
-							return appended;
-						});
-						if (!rollBack) {
-							indexes.add(entry.index());
-						}
-					}
-					return indexes;
-				}, pool));
-			}
-			List<Long> all = new ArrayList<>();
-			for (CompletableFuture<List<Long>> result : results) {
-				List<Long> indexes = result.get(60, TimeUnit.SECONDS);
-				assertThat(indexes).isSorted();
-				all.addAll(indexes);
-			}
-			assertThat(all).containsExactlyInAnyOrderElementsOf(LongStream.rangeClosed(1, all.size()).boxed().toList());
-			await().atMost(TIMEOUT).until(() -> b.applied("g").index() == all.size());
-			assertThat(onB.entries).extracting(LogEntry::index)
-				.containsExactlyElementsOf(LongStream.rangeClosed(1, all.size()).boxed().toList());
-		}
-		finally {
-			pool.shutdownNow();
-		}
-	}
-
-	@Test
-	void bookmarkReadWaitsForTheEntryAndFailsForAnEntryOfAnotherHistory() throws Exception {
-		FencingToken token = acquire("g", "a");
-		CountDownLatch released = new CountDownLatch(1);
-		Recorder blocked = new Recorder("g") {
-
-			@Override
-			public void apply(LogEntry entry) throws Exception {
-				released.await(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
-				super.apply(entry);
-			}
-
-		};
-		DecisionLog a = start("a", true, new Recorder("g"));
-		DecisionLog b = start("b", true, blocked);
-		Bookmark entry = a.append(token, "set", "x");
-		assertThat(b.awaitApplied(entry, Duration.ofMillis(200))).as("applied while the applier is blocked").isFalse();
-		released.countDown();
-		assertThat(b.awaitApplied(entry, TIMEOUT)).isTrue();
-		assertThat(blocked.entries).extracting(LogEntry::payload).containsExactly("x");
-		Bookmark otherHistory = new Bookmark("g", token.term() + 1, 1);
-		assertThatIllegalStateException().isThrownBy(() -> b.awaitApplied(otherHistory, TIMEOUT))
-			.withMessageContaining("not in the history");
-	}
-
-	@Test
-	void bookmarkBeyondTheLogTimesOutWithoutTheTailReadingAgainAndAgain() throws Exception {
-		FencingToken token = acquire("g", "a");
-		AtomicInteger reads = new AtomicInteger();
-		PostgresLogStore store = new PostgresLogStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
-				Duration.ofSeconds(10), null);
-		LogStore counted = new LogStore() {
-
-			@Override
-			public Appended append(FencingToken appending, String nodeId, String type, String payload) {
-				return store.append(appending, nodeId, type, payload);
-			}
-
-			@Override
-			public List<LogEntry> read(String group, long afterIndex, int limit) {
-				reads.incrementAndGet();
-				return store.read(group, afterIndex, limit);
-			}
-
-			@Override
-			public Bookmark head(String group) {
-				return store.head(group);
-			}
-
-		};
-		DecisionLog b = new DecisionLog(counted, "b", List.of(new Recorder("g")));
-		b.start();
-		this.logs.add(b);
-		start("a", true, new Recorder("g")).append(token, "set", "x");
-		assertThat(b.awaitApplied(new Bookmark("g", token.term(), 1), TIMEOUT)).isTrue();
-		int before = reads.get();
-		assertThat(b.awaitApplied(new Bookmark("g", token.term(), 1000), Duration.ofMillis(500))).isFalse();
-		assertThat(reads.get() - before).as("reads for a bookmark the log never reached").isLessThanOrEqualTo(2);
-	}
-
-	@Test
-	void readIndexCatchesUpANodeThatHearsNoNotification() throws Exception {
-		FencingToken token = acquire("g", "a");
-		DecisionLog a = start("a", true, new Recorder("g"));
-		Recorder deaf = new Recorder("g");
-		DecisionLog b = start("b", false, deaf);
-		await().atMost(TIMEOUT).until(() -> b.staleness("g").isPresent());
-		for (int i = 0; i < 5; i++) {
-			a.append(token, "set", "p" + i);
-		}
-		assertThat(b.awaitApplied(new Bookmark("g", 0, 0), TIMEOUT)).isTrue();
-		assertThat(b.applied("g").index()).as("applied without a notification").isZero();
-		assertThat(b.awaitReadIndex("g", TIMEOUT)).isTrue();
-		assertThat(b.applied("g")).isEqualTo(new Bookmark("g", token.term(), 5));
-		assertThat(deaf.entries).hasSize(5);
-	}
-
-	@Test
-	void stalenessBoundComesFromTheLastReadAndARefreshStaysWithinTheBound() throws Exception {
-		acquire("g", "a");
-		DecisionLog b = start("b", false, new Recorder("g"));
-		await().atMost(TIMEOUT).until(() -> b.staleness("g").isPresent());
-		Duration before = b.staleness("g").orElseThrow();
-		await().atMost(TIMEOUT).until(() -> b.staleness("g").orElseThrow().compareTo(before.plusMillis(100)) > 0);
-		assertThat(b.awaitStaleness("g", Duration.ofMillis(50), TIMEOUT)).isTrue();
-		assertThat(b.staleness("g").orElseThrow()).isLessThan(Duration.ofMillis(100));
-	}
-
-	@Test
-	void failingApplierHaltsItsGroupAndNothingAfterIsApplied() throws Exception {
-		FencingToken token = acquire("g", "a");
-		Recorder failing = new Recorder("g") {
-
-			@Override
-			public void apply(LogEntry entry) throws Exception {
-				if (entry.index() == 3) {
-					throw new IllegalArgumentException("bad entry");
-				}
-				super.apply(entry);
-			}
-
-		};
-		DecisionLog a = start("a", true, new Recorder("g"));
-		DecisionLog b = start("b", true, failing);
-		for (int i = 0; i < 5; i++) {
-			a.append(token, "set", "p" + i);
-		}
-		await().atMost(TIMEOUT).until(() -> b.failure("g").isPresent());
-		assertThat(b.failure("g").orElseThrow()).hasMessageContaining("entry 3").hasRootCauseMessage("bad entry");
-		assertThat(b.applied("g").index()).isEqualTo(2);
-		assertThatIllegalStateException().isThrownBy(() -> b.awaitApplied(new Bookmark("g", token.term(), 5), TIMEOUT))
-			.withMessageContaining("halted");
-		assertThat(failing.entries).extracting(LogEntry::index).containsExactly(1L, 2L);
-		Health health = new DecisionLogHealthIndicator(b).health(true);
-		assertThat(health.getStatus()).isEqualTo(Status.DOWN);
-		assertThat(health.getDetails()).extractingByKey("groups")
-			.asString()
-			.contains("halted=")
-			.contains("applied=g@" + token.term() + ".2");
-		assertThat(new DecisionLogHealthIndicator(a).health(true).getStatus()).isEqualTo(Status.UP);
-	}
-
-	@Test
-	void groupWithoutApplierAndInvalidTypeAreRefused() {
-		FencingToken token = acquire("g", "a");
-		DecisionLog a = start("a", true, new Recorder("g"));
-		assertThatIllegalArgumentException().isThrownBy(() -> a.applied("other"))
-			.withMessageContaining("no LogApplier bean for it");
-		assertThatIllegalArgumentException().isThrownBy(() -> a.append(token, "bad type; drop", "x"));
-		assertThat(count("leader_log_entries")).isZero();
 	}
 
 	@Test
@@ -439,7 +179,7 @@ class DecisionLogTests {
 	@Test
 	void storeWithoutRetentionIsAskedOnceAndTheLogGoesOnWithEveryEntry() throws Exception {
 		FencingToken token = acquire("g", "a");
-		PostgresLogStore store = new PostgresLogStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
+		PostgresLogStore store = new PostgresLogStore(dataSource(), PREFIX, Duration.ofSeconds(5),
 				Duration.ofSeconds(10), null);
 		AtomicInteger asked = new AtomicInteger();
 		LogStore keepsAll = new LogStore() {
@@ -488,7 +228,7 @@ class DecisionLogTests {
 	@Test
 	void truncationOfAStaleTermIsRefusedAndRemovesNothing() {
 		FencingToken stale = acquireFor("g", "a", Duration.ofMillis(200));
-		PostgresLogStore store = new PostgresLogStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
+		PostgresLogStore store = new PostgresLogStore(dataSource(), PREFIX, Duration.ofSeconds(5),
 				Duration.ofSeconds(10), null);
 		for (int i = 1; i <= 5; i++) {
 			store.append(stale, "a", "set", "p" + i);
@@ -522,26 +262,11 @@ class DecisionLogTests {
 			.withMessageContaining("leader.log.retention.interval");
 	}
 
-	private DecisionLog start(String node, boolean notified, LogApplier applier) {
-		PostgresCoordinationStore listener = null;
-		if (notified) {
-			listener = new PostgresCoordinationStore(this.dataSource, PREFIX, Duration.ofSeconds(5));
-			this.listeners.add(listener);
-		}
-		DecisionLog log = new DecisionLog(
-				new PostgresLogStore(this.dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(10), listener),
-				node, List.of(applier));
-		log.start();
-		this.logs.add(log);
-		return log;
-	}
-
 	private DecisionLog startRetaining(String node, LogRetention retention, FencingToken leading,
 			AtomicInteger truncations, LogApplier applier) {
-		PostgresCoordinationStore listener = new PostgresCoordinationStore(this.dataSource, PREFIX,
-				Duration.ofSeconds(5));
+		PostgresCoordinationStore listener = new PostgresCoordinationStore(dataSource(), PREFIX, Duration.ofSeconds(5));
 		this.listeners.add(listener);
-		PostgresLogStore store = new PostgresLogStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
+		PostgresLogStore store = new PostgresLogStore(dataSource(), PREFIX, Duration.ofSeconds(5),
 				Duration.ofSeconds(10), listener);
 		LogStore counted = new LogStore() {
 
@@ -584,56 +309,7 @@ class DecisionLogTests {
 		return log;
 	}
 
-	private FencingToken acquire(String group, String node) {
-		return acquireFor(group, node, Duration.ofSeconds(30));
-	}
-
-	private FencingToken acquireFor(String group, String node, Duration duration) {
-		AcquireResult result = this.leases.acquire(group, node, duration);
-		assertThat(result.granted()).isTrue();
-		return new FencingToken(group, result.lease().term());
-	}
-
-	private long countElsewhere(String table) {
-		// A connection of the pool's own, outside the transaction bound to the thread.
-		try (Connection connection = this.dataSource.getConnection();
-				Statement statement = connection.createStatement();
-				ResultSet row = statement.executeQuery("SELECT count(*) FROM " + table)) {
-			row.next();
-			return row.getLong(1);
-		}
-		catch (SQLException ex) {
-			throw new IllegalStateException(ex);
-		}
-	}
-
-	private long count(String table) {
-		return this.jdbc.sql("SELECT count(*) FROM " + table).query(Long.class).single();
-	}
-
-	private static class Recorder implements LogApplier {
-
-		private final String group;
-
-		final List<LogEntry> entries = new CopyOnWriteArrayList<>();
-
-		Recorder(String group) {
-			this.group = group;
-		}
-
-		@Override
-		public String group() {
-			return this.group;
-		}
-
-		@Override
-		public void apply(LogEntry entry) throws Exception {
-			this.entries.add(entry);
-		}
-
-	}
-
-	private static class Resettable extends Recorder {
+	static class Resettable extends Recorder {
 
 		final List<Bookmark> resets = new CopyOnWriteArrayList<>();
 

@@ -1,0 +1,325 @@
+package dev.leader.jdbc;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.LocalDateTime;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import javax.sql.DataSource;
+
+import dev.leader.FencingToken;
+import dev.leader.log.Bookmark;
+import dev.leader.log.LogEntry;
+import dev.leader.log.LogStore;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.jdbc.datasource.DataSourceUtils;
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+
+/**
+ * {@link LogStore} on MariaDB 10.11 and later, with the guarantees of
+ * {@link PostgresLogStore}: an append is fenced by the holder's term in its own
+ * transaction, indexes have no gap and commit in index order, and a stale or lower term
+ * writes nothing. An append joins the Spring-managed transaction bound to the data source
+ * when there is one, whatever its isolation level, and otherwise commits by itself
+ * ({@link MariaDbConnections}).
+ * <p>
+ * <b>Locks.</b> An append locks the group's {@code lease_terms} row in share mode, as
+ * {@link MariaDbFencingStore}'s guard does, so the holder's renewal, which updates only
+ * the {@code leases} row, is never held up, while a takeover or a release waits for the
+ * appending transaction. It then takes the next index on the group's {@code log_heads}
+ * row, whose exclusive lock it holds until its transaction ends: that orders the group's
+ * appends, and an append that rolls back gives its index to the next. Joining a
+ * transaction, it limits the rest of it as the guard does ({@link MariaDbHoldLimits}).
+ * <p>
+ * <b>Without notifications.</b> MariaDB has no {@code LISTEN/NOTIFY}. The appends made
+ * through this store are told to its own listeners once they commit, so a leader's own
+ * node applies them at once; other nodes learn of them from the last index of each group
+ * that {@link MariaDbCoordinationStore}'s heartbeat reads with the group's lease, within
+ * a renew interval and without a statement of their own, or at once from a read-index
+ * read.
+ * <p>
+ * <b>Durability</b> is the server's ({@code innodb_flush_log_at_trx_commit}, which the
+ * coordination store checks at startup): MariaDB cannot make one transaction's commit
+ * durable on its own, as PostgreSQL's store does.
+ * <p>
+ * Built by {@link PostgresStoresConfiguration} when the data source leads to MariaDB,
+ * unless the application defines its own store. Public so that a node can also be built
+ * without a Spring context.
+ */
+public final class MariaDbLogStore implements LogStore {
+
+	private static final Log logger = LogFactory.getLog(MariaDbLogStore.class);
+
+	/**
+	 * The lease guard's lock: the {@code lease_terms} row in share mode, only if this
+	 * holder holds it with this term, unexpired by the {@code leases} row of that term.
+	 */
+	private static final String LOCK_TERM = """
+			SELECT t.term FROM ${prefix}lease_terms t
+			WHERE t.group_name = ? AND t.holder = ? AND t.term = ?
+			  AND (SELECT l.expires_at > ${now} FROM ${prefix}leases l
+			       WHERE l.group_name = t.group_name AND l.term = t.term)
+			LOCK IN SHARE MODE""";
+
+	/**
+	 * Takes the next index, unless an entry of a higher term has been appended. The
+	 * assignments run left to right on the row's old values until {@code last_term},
+	 * which comes last. The count of affected rows depends on the connection's flags, so
+	 * the outcome is read back by {@link #READ_HEAD}.
+	 */
+	private static final String TAKE_INDEX = """
+			INSERT INTO ${prefix}log_heads (group_name, last_index, last_term, appended_at) VALUES (?, 1, ?, ${now})
+			ON DUPLICATE KEY UPDATE
+			  appended_at = IF(last_term <= VALUES(last_term), VALUES(appended_at), appended_at),
+			  last_index = IF(last_term <= VALUES(last_term), last_index + 1, last_index),
+			  last_term = GREATEST(last_term, VALUES(last_term))""";
+
+	/**
+	 * The head as this transaction left it: a locking read, which reads the latest
+	 * version whatever the transaction's isolation level; the lock is already held.
+	 */
+	private static final String READ_HEAD = """
+			SELECT last_index, last_term, appended_at FROM ${prefix}log_heads WHERE group_name = ? FOR UPDATE""";
+
+	private static final String INSERT_ENTRY = """
+			INSERT INTO ${prefix}log_entries (group_name, log_index, term, type, payload, appended_at)
+			VALUES (?, ?, ?, ?, ?, ?)""";
+
+	/**
+	 * The lease as it stands and the log's last term, for the outcome of a refused
+	 * append.
+	 */
+	private static final String REFUSED = """
+			SELECT l.holder, GREATEST(l.term, COALESCE((SELECT h.last_term FROM ${prefix}log_heads h
+			  WHERE h.group_name = l.group_name), 0)) AS term
+			FROM ${prefix}leases l WHERE l.group_name = ?""";
+
+	private static final String READ = """
+			SELECT log_index, term, type, payload, appended_at FROM ${prefix}log_entries
+			WHERE group_name = ? AND log_index > ? ORDER BY log_index LIMIT ?""";
+
+	private static final String HEAD = "SELECT last_index, last_term FROM ${prefix}log_heads WHERE group_name = ?";
+
+	private final DataSource dataSource;
+
+	private final MariaDbConnections connections;
+
+	private final long holdLimitMillis;
+
+	private final @Nullable MariaDbCoordinationStore heartbeat;
+
+	private final List<LogListener> listeners = new CopyOnWriteArrayList<>();
+
+	private final String lockTermSql;
+
+	private final String takeIndexSql;
+
+	private final String readHeadSql;
+
+	private final String insertEntrySql;
+
+	private final String refusedSql;
+
+	private final String readSql;
+
+	private final String headSql;
+
+	/**
+	 * Creates a store.
+	 * @param dataSource the MariaDB data source
+	 * @param tablePrefix the prefix of the starter's tables
+	 * @param queryTimeout the longest a statement may run, including the wait for a row
+	 * lock; rounded up to whole seconds
+	 * @param holdLimit the longest each later statement of an appending transaction that
+	 * the store joined may run, and the longest it may stay idle, while it holds the
+	 * locks, as {@link MariaDbFencingStore}'s guard limits it
+	 * @param heartbeat the node's coordination store, whose heartbeat reads the last
+	 * index of each group's log, or {@code null} for none
+	 */
+	public MariaDbLogStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout, Duration holdLimit,
+			@Nullable MariaDbCoordinationStore heartbeat) {
+		this.dataSource = dataSource;
+		this.connections = new MariaDbConnections(dataSource, queryTimeout);
+		this.holdLimitMillis = Math.max(1, holdLimit.toMillis());
+		this.heartbeat = heartbeat;
+		this.lockTermSql = MariaDbSql.render(tablePrefix, LOCK_TERM);
+		this.takeIndexSql = MariaDbSql.render(tablePrefix, TAKE_INDEX);
+		this.readHeadSql = MariaDbSql.render(tablePrefix, READ_HEAD);
+		this.insertEntrySql = MariaDbSql.render(tablePrefix, INSERT_ENTRY);
+		this.refusedSql = MariaDbSql.render(tablePrefix, REFUSED);
+		this.readSql = MariaDbSql.render(tablePrefix, READ);
+		this.headSql = MariaDbSql.render(tablePrefix, HEAD);
+	}
+
+	/**
+	 * Appends an entry in four statements of one transaction: locks the lease guard's
+	 * row, takes the next index on the head row, reads it back, and inserts the entry.
+	 */
+	@Override
+	public Appended append(FencingToken token, String nodeId, String type, String payload) {
+		if (Statements.inTransaction(this.dataSource)) {
+			Connection connection = DataSourceUtils.getConnection(this.dataSource);
+			try {
+				Appended appended = append(connection, true, token, nodeId, type, payload);
+				Bookmark entry = appended.entry();
+				if (entry != null && TransactionSynchronizationManager.isSynchronizationActive()) {
+					TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+
+						@Override
+						public void afterCommit() {
+							appended(entry);
+						}
+
+					});
+				}
+				return appended;
+			}
+			catch (SQLException ex) {
+				throw Statements.translate("append to the log", ex);
+			}
+			finally {
+				DataSourceUtils.releaseConnection(connection, this.dataSource);
+			}
+		}
+		Appended appended = this.connections.transaction("append to the log",
+				(tx) -> append(tx.connection(), false, token, nodeId, type, payload));
+		Bookmark entry = appended.entry();
+		if (entry != null) {
+			appended(entry);
+		}
+		return appended;
+	}
+
+	private Appended append(Connection connection, boolean joined, FencingToken token, String nodeId, String type,
+			String payload) throws SQLException {
+		int timeout = this.connections.statements().timeoutSeconds();
+		boolean locked;
+		try (PreparedStatement statement = prepare(connection, this.lockTermSql, timeout)) {
+			statement.setString(1, token.group());
+			statement.setString(2, nodeId);
+			statement.setLong(3, token.term());
+			try (ResultSet rows = statement.executeQuery()) {
+				locked = rows.next();
+			}
+		}
+		if (!locked) {
+			return refused(connection, token, timeout);
+		}
+		if (joined) {
+			MariaDbHoldLimits.apply(connection, this.holdLimitMillis);
+		}
+		try (PreparedStatement statement = prepare(connection, this.takeIndexSql, timeout)) {
+			statement.setString(1, token.group());
+			statement.setLong(2, token.term());
+			statement.executeUpdate();
+		}
+		long index;
+		LocalDateTime appendedAt;
+		try (PreparedStatement statement = prepare(connection, this.readHeadSql, timeout)) {
+			statement.setString(1, token.group());
+			try (ResultSet rows = statement.executeQuery()) {
+				rows.next();
+				if (rows.getLong("last_term") != token.term()) {
+					// A higher term has appended: the head is unchanged, nothing written.
+					return refused(connection, token, timeout);
+				}
+				index = rows.getLong("last_index");
+				appendedAt = rows.getObject("appended_at", LocalDateTime.class);
+			}
+		}
+		try (PreparedStatement statement = prepare(connection, this.insertEntrySql, timeout)) {
+			statement.setString(1, token.group());
+			statement.setLong(2, index);
+			statement.setLong(3, token.term());
+			statement.setString(4, type);
+			statement.setString(5, payload);
+			statement.setObject(6, appendedAt);
+			statement.executeUpdate();
+		}
+		return new Appended(new Bookmark(token.group(), token.term(), index), null, token.term());
+	}
+
+	private Appended refused(Connection connection, FencingToken token, int timeout) throws SQLException {
+		try (PreparedStatement statement = prepare(connection, this.refusedSql, timeout)) {
+			statement.setString(1, token.group());
+			try (ResultSet rows = statement.executeQuery()) {
+				return rows.next() ? new Appended(null, rows.getString("holder"), rows.getLong("term"))
+						: new Appended(null, null, 0);
+			}
+		}
+	}
+
+	private static PreparedStatement prepare(Connection connection, String sql, int timeout) throws SQLException {
+		PreparedStatement statement = connection.prepareStatement(sql);
+		statement.setQueryTimeout(timeout);
+		return statement;
+	}
+
+	private void appended(Bookmark entry) {
+		for (LogListener listener : this.listeners) {
+			try {
+				listener.appended(entry.group(), entry.index());
+			}
+			catch (RuntimeException ex) {
+				logger.warn("Log listener failed on a committed append; the heartbeat catches it up: " + ex);
+			}
+		}
+	}
+
+	@Override
+	public List<LogEntry> read(String group, long afterIndex, int limit) {
+		return this.connections.transaction("read the log", (tx) -> tx.run(this.readSql, (statement) -> {
+			statement.setString(1, group);
+			statement.setLong(2, afterIndex);
+			statement.setInt(3, limit);
+			List<LogEntry> entries = new ArrayList<>();
+			try (ResultSet rows = statement.executeQuery()) {
+				while (rows.next()) {
+					entries.add(
+							new LogEntry(group, rows.getLong("log_index"), rows.getLong("term"), rows.getString("type"),
+									rows.getString("payload"), MariaDbConnections.instant(rows, "appended_at")));
+				}
+			}
+			return entries;
+		}));
+	}
+
+	@Override
+	public Bookmark head(String group) {
+		return this.connections.transaction("read the log's head", (tx) -> tx.run(this.headSql, (statement) -> {
+			statement.setString(1, group);
+			try (ResultSet rows = statement.executeQuery()) {
+				return rows.next() ? new Bookmark(group, rows.getLong("last_term"), rows.getLong("last_index"))
+						: new Bookmark(group, 0, 0);
+			}
+		}));
+	}
+
+	/**
+	 * Tells the listener of the appends committed through this store, on the appending
+	 * thread once the append commits, and of the last indexes that the coordination
+	 * store's heartbeat reads, on the heartbeat's thread.
+	 */
+	@Override
+	public AutoCloseable listen(LogListener listener) {
+		this.listeners.add(listener);
+		AutoCloseable heads = (this.heartbeat != null) ? this.heartbeat.followLogHeads(
+				(indexes, sentAt) -> indexes.forEach((group, index) -> listener.confirmed(group, index, sentAt)))
+				: () -> {
+				};
+		return () -> {
+			this.listeners.remove(listener);
+			heads.close();
+		};
+	}
+
+}

@@ -1,0 +1,488 @@
+package dev.leader.jdbc;
+
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+
+import javax.sql.DataSource;
+
+import dev.leader.lease.CoordinationStore.ReleaseListener;
+import dev.leader.lease.LeaseState;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The hand-over wake-up of the MariaDB stores, which have no notifications: a hint, never
+ * a decision. The holder of a group's lease holds the named lock
+ * {@code <prefix>wake:<database>:<group>} ({@code GET_LOCK}, scoped to a session, not to
+ * a transaction) on a connection it keeps; a node that follows the group waits for that
+ * lock on a connection of its own. When the holder releases the lease, it releases the
+ * lock after the release commits, and when its session ends (a crash, a kill), the server
+ * releases it: the waiting node gets the lock, gives it back at once and tells its
+ * listener, which tries to acquire. Correctness stays with the lease rows: a wake-up
+ * whose acquire is refused costs one attempt.
+ * <p>
+ * Waiting never polls: a node waits only while the lock is held, for at most
+ * {@link #WAIT_SECONDS} per statement. After a wake-up, or when it finds the lock free
+ * while another node holds the lease (a holder that died, or one that has not taken the
+ * lock yet), it waits again only after the next thing the store learns of the lease: an
+ * acquire's outcome or a heartbeat, at most one statement per renew interval.
+ * <p>
+ * Costs, where this node follows a group another node leads: a connection of the pool per
+ * such group, kept while it is led by another node; on a leader, one connection that
+ * holds the locks of all its groups. Thread-safe.
+ */
+final class MariaDbWakeUps {
+
+	private static final Log logger = LogFactory.getLog(MariaDbWakeUps.class);
+
+	/**
+	 * The longest one {@code GET_LOCK} waits; the wait is repeated while the lease stays
+	 * with another node.
+	 */
+	static final int WAIT_SECONDS = 10;
+
+	private static final int MAX_NAME = 64;
+
+	private final DataSource dataSource;
+
+	private final String prefix;
+
+	private final int timeoutSeconds;
+
+	private final Object lock = new Object();
+
+	// Guarded by lock: the connection that holds this node's locks, and the groups whose
+	// lock it holds, with the node that holds each lease.
+	private @Nullable Connection holding;
+
+	private final Map<String, String> held = new TreeMap<>();
+
+	// Guarded by lock.
+	private final Map<String, Waiter> waiters = new LinkedHashMap<>();
+
+	private volatile @Nullable ReleaseListener listener;
+
+	private volatile @Nullable String database;
+
+	/**
+	 * Creates the wake-ups of a node's store.
+	 * @param dataSource the MariaDB data source whose connections wait and hold
+	 * @param prefix the table prefix, which starts the locks' names
+	 * @param timeoutSeconds the query timeout of the statements that do not wait
+	 */
+	MariaDbWakeUps(DataSource dataSource, TablePrefix prefix, int timeoutSeconds) {
+		this.dataSource = dataSource;
+		this.prefix = prefix.render("${prefix}");
+		this.timeoutSeconds = timeoutSeconds;
+	}
+
+	/**
+	 * Learns how a lease stands, from an acquire or a heartbeat of this node: takes the
+	 * group's lock when this node holds the lease, gives it back when it no longer does,
+	 * and has a waiter wait for the lock while another node holds it. Does nothing unless
+	 * a listener {@linkplain #listen listens}, as the engine's does while it runs, so
+	 * that a store used without an engine keeps no connection.
+	 * @param lease the lease as read
+	 * @param nodeId this node
+	 */
+	void observed(LeaseState lease, String nodeId) {
+		synchronized (this.lock) {
+			if (this.listener == null) {
+				return;
+			}
+		}
+		boolean mine = nodeId.equals(lease.holder()) && !lease.remaining().isNegative() && !lease.remaining().isZero();
+		if (mine) {
+			hold(lease.group(), nodeId);
+		}
+		else {
+			giveBack(nodeId, Set.of(lease.group()));
+		}
+		Waiter waiter;
+		synchronized (this.lock) {
+			if (this.listener == null) {
+				return;
+			}
+			boolean others = lease.holder() != null && !mine && lease.remaining().toMillis() > 0;
+			waiter = this.waiters.get(lease.group());
+			if (waiter == null && others) {
+				waiter = new Waiter(lease.group());
+				this.waiters.put(lease.group(), waiter);
+				waiter.start();
+			}
+		}
+		if (waiter != null) {
+			waiter.observed(lease.holder() != null && !mine && lease.remaining().toMillis() > 0);
+		}
+	}
+
+	/**
+	 * Checks that the connection holding this node's locks is still alive, with a ping,
+	 * and forgets the locks if it is not (its session ended, and the server released
+	 * them), so that the observations that follow take them again. Called once per
+	 * heartbeat, before its observations.
+	 */
+	void checkHolding() {
+		synchronized (this.lock) {
+			Connection connection = this.holding;
+			if (connection == null || this.held.isEmpty()) {
+				return;
+			}
+			try {
+				if (connection.isValid(this.timeoutSeconds)) {
+					return;
+				}
+				dropHolding("keep the wake-up locks", new SQLException("the holding session ended"));
+			}
+			catch (SQLException ex) {
+				dropHolding("keep the wake-up locks", ex);
+			}
+		}
+	}
+
+	/**
+	 * Gives the locks of groups back, once their release has committed, which wakes the
+	 * nodes that wait for them.
+	 * @param nodeId the node that held the leases
+	 * @param groups the groups
+	 */
+	void giveBack(String nodeId, Iterable<String> groups) {
+		synchronized (this.lock) {
+			Connection connection = this.holding;
+			for (String group : groups) {
+				if (connection != null && nodeId.equals(this.held.get(group))) {
+					this.held.remove(group);
+					try {
+						run(connection, "SELECT RELEASE_LOCK(?)", name(connection, group), this.timeoutSeconds);
+					}
+					catch (SQLException ex) {
+						dropHolding("release the wake-up lock of " + group, ex);
+						return;
+					}
+				}
+			}
+			if (this.held.isEmpty() && this.listener == null) {
+				disconnect();
+			}
+		}
+	}
+
+	/**
+	 * Starts telling the listener of released leases, and holding the locks of the leases
+	 * this node is granted.
+	 * @param listener called on a {@code leader-wake-<group>} thread
+	 * @return a handle that stops the waiters; the locks held stay until their leases are
+	 * released or the store disconnects, so that the nodes waiting for them wake after
+	 * the release, not before
+	 */
+	AutoCloseable listen(ReleaseListener listener) {
+		synchronized (this.lock) {
+			this.listener = listener;
+		}
+		return () -> {
+			Map<String, Waiter> stopped;
+			synchronized (this.lock) {
+				this.listener = null;
+				stopped = new LinkedHashMap<>(this.waiters);
+				this.waiters.clear();
+			}
+			stopped.values().forEach(Waiter::stop);
+			// The held locks stay until the leases are released (the engine stops
+			// listening first), or the store disconnects.
+			synchronized (this.lock) {
+				if (this.held.isEmpty()) {
+					disconnect();
+				}
+			}
+		};
+	}
+
+	/**
+	 * Releases the locks this node still holds, and gives back the connection that held
+	 * them.
+	 */
+	void disconnect() {
+		synchronized (this.lock) {
+			Connection connection = this.holding;
+			this.holding = null;
+			boolean holds = !this.held.isEmpty();
+			this.held.clear();
+			if (connection != null) {
+				if (holds) {
+					// The pool keeps the session, and with it the locks, unless told.
+					try (PreparedStatement statement = connection.prepareStatement("SELECT RELEASE_ALL_LOCKS()")) {
+						statement.setQueryTimeout(this.timeoutSeconds);
+						statement.executeQuery().close();
+					}
+					catch (SQLException ex) {
+						logger.debug("Could not release the wake-up locks; the connection is evicted: " + ex);
+						try {
+							connection.abort(Runnable::run);
+						}
+						catch (SQLException | RuntimeException abortFailure) {
+							// closed below either way
+						}
+					}
+				}
+				OwnConnections.closeQuietly(connection);
+			}
+		}
+	}
+
+	private void hold(String group, String nodeId) {
+		synchronized (this.lock) {
+			if (this.held.containsKey(group)) {
+				return;
+			}
+			try {
+				Connection connection = this.holding;
+				if (connection == null) {
+					connection = borrow();
+					this.holding = connection;
+				}
+				// Without waiting: a waiter that holds the lock for an instant gives it
+				// back at once, and the next heartbeat tries again.
+				if (run(connection, "SELECT GET_LOCK(?, 0)", name(connection, group), this.timeoutSeconds) == 1) {
+					this.held.put(group, nodeId);
+				}
+			}
+			catch (SQLException ex) {
+				dropHolding("take the wake-up lock of " + group, ex);
+			}
+		}
+	}
+
+	private void dropHolding(String task, SQLException ex) {
+		logger.debug("Could not " + task + "; the next heartbeat tries again: " + ex);
+		Connection connection = this.holding;
+		this.holding = null;
+		this.held.clear();
+		if (connection != null) {
+			OwnConnections.closeQuietly(connection);
+		}
+	}
+
+	private Connection borrow() throws SQLException {
+		Connection connection = this.dataSource.getConnection();
+		try {
+			// GET_LOCK is not transactional; auto-commit keeps the kept connection out
+			// of an idle transaction, which idle_transaction_timeout would end.
+			if (!connection.getAutoCommit()) {
+				connection.setAutoCommit(true);
+			}
+			return connection;
+		}
+		catch (SQLException ex) {
+			OwnConnections.closeQuietly(connection);
+			throw ex;
+		}
+	}
+
+	// The lock's name, unique to the database, since named locks are the server's: the
+	// readable form when it fits MariaDB's 64 characters, else a digest.
+	private String name(Connection connection, String group) throws SQLException {
+		String database = this.database;
+		if (database == null) {
+			try (PreparedStatement statement = connection.prepareStatement("SELECT DATABASE()");
+					ResultSet row = statement.executeQuery()) {
+				row.next();
+				database = String.valueOf(row.getString(1));
+			}
+			this.database = database;
+		}
+		String readable = this.prefix + "wake:" + database + ":" + group;
+		if (readable.length() <= MAX_NAME) {
+			return readable;
+		}
+		try {
+			byte[] digest = MessageDigest.getInstance("SHA-256")
+				.digest((database + "\u0000" + group).getBytes(StandardCharsets.UTF_8));
+			return this.prefix + "wake:" + HexFormat.of().formatHex(digest).substring(0, 32);
+		}
+		catch (NoSuchAlgorithmException ex) {
+			throw new IllegalStateException(ex);
+		}
+	}
+
+	private static @Nullable Long run(Connection connection, String sql, String name, int timeoutSeconds)
+			throws SQLException {
+		try (PreparedStatement statement = connection.prepareStatement(sql)) {
+			statement.setQueryTimeout(timeoutSeconds);
+			statement.setString(1, name);
+			try (ResultSet row = statement.executeQuery()) {
+				row.next();
+				long value = row.getLong(1);
+				return row.wasNull() ? null : value;
+			}
+		}
+	}
+
+	/**
+	 * Waits for one group's lock on a connection of its own, on the
+	 * {@code leader-wake-<group>} thread.
+	 */
+	private final class Waiter {
+
+		private final String group;
+
+		private final Thread thread;
+
+		// Guarded by this: whether another node holds the lease as last learned, and
+		// whether something was learned since the last wake-up or free lock.
+		private boolean othersHold;
+
+		private boolean fresh;
+
+		private boolean stopped;
+
+		private @Nullable Connection connection;
+
+		Waiter(String group) {
+			this.group = group;
+			this.thread = new Thread(this::run, "leader-wake-" + group);
+			this.thread.setDaemon(true);
+		}
+
+		void start() {
+			this.thread.start();
+		}
+
+		synchronized void observed(boolean othersHold) {
+			this.othersHold = othersHold;
+			this.fresh = true;
+			notifyAll();
+		}
+
+		void stop() {
+			Connection connection;
+			synchronized (this) {
+				this.stopped = true;
+				connection = this.connection;
+				notifyAll();
+			}
+			if (connection != null) {
+				try {
+					// Ends a GET_LOCK under way at once.
+					connection.abort(Runnable::run);
+				}
+				catch (SQLException | RuntimeException ex) {
+					logger.debug("Could not abort the wake-up wait of " + this.group + ": " + ex);
+				}
+			}
+		}
+
+		private void run() {
+			try {
+				while (true) {
+					if (!isArmed()) {
+						// Nothing to wait for until another node leads: the connection
+						// goes back to the pool meanwhile.
+						closeConnection();
+					}
+					if (!awaitArmed()) {
+						return;
+					}
+					Connection connection = connection();
+					if (connection == null) {
+						return;
+					}
+					String name = name(connection, this.group);
+					if (MariaDbWakeUps.run(connection, "SELECT IS_USED_LOCK(?)", name,
+							MariaDbWakeUps.this.timeoutSeconds) == null) {
+						consumed();
+						continue;
+					}
+					Long got = MariaDbWakeUps.run(connection, "SELECT GET_LOCK(?, " + WAIT_SECONDS + ")", name,
+							WAIT_SECONDS + MariaDbWakeUps.this.timeoutSeconds);
+					if (got != null && got == 1) {
+						MariaDbWakeUps.run(connection, "SELECT RELEASE_LOCK(?)", name,
+								MariaDbWakeUps.this.timeoutSeconds);
+						consumed();
+						ReleaseListener listener = MariaDbWakeUps.this.listener;
+						if (listener != null && !isStopped()) {
+							listener.released(this.group, null);
+						}
+					}
+				}
+			}
+			catch (SQLException | RuntimeException ex) {
+				if (!isStopped()) {
+					logger.debug("Wake-up wait of group " + this.group + " ended; the engine acquires on its own "
+							+ "timing until the next heartbeat starts it again: " + ex);
+				}
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+			}
+			finally {
+				closeConnection();
+				synchronized (MariaDbWakeUps.this.lock) {
+					MariaDbWakeUps.this.waiters.remove(this.group, this);
+				}
+			}
+		}
+
+		// Waits until another node holds the lease and something was learned since the
+		// last wake-up; false once stopped.
+		private synchronized boolean awaitArmed() throws InterruptedException {
+			while (!this.stopped && !(this.othersHold && this.fresh)) {
+				wait(TimeUnit.SECONDS.toMillis(WAIT_SECONDS));
+			}
+			return !this.stopped;
+		}
+
+		private synchronized boolean isArmed() {
+			return this.othersHold && this.fresh;
+		}
+
+		private synchronized void consumed() {
+			this.fresh = false;
+		}
+
+		private synchronized boolean isStopped() {
+			return this.stopped;
+		}
+
+		private @Nullable Connection connection() throws SQLException {
+			synchronized (this) {
+				if (this.connection != null) {
+					return this.connection;
+				}
+			}
+			Connection borrowed = borrow();
+			synchronized (this) {
+				if (this.stopped) {
+					OwnConnections.closeQuietly(borrowed);
+					return null;
+				}
+				this.connection = borrowed;
+				return borrowed;
+			}
+		}
+
+		private void closeConnection() {
+			Connection connection;
+			synchronized (this) {
+				connection = this.connection;
+				this.connection = null;
+			}
+			if (connection != null) {
+				OwnConnections.closeQuietly(connection);
+			}
+		}
+
+	}
+
+}
