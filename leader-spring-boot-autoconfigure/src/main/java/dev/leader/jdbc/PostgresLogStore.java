@@ -243,6 +243,11 @@ public final class PostgresLogStore implements LogStore {
 	}
 
 	@Override
+	public boolean supportsRetention() {
+		return true;
+	}
+
+	@Override
 	public Truncated truncate(FencingToken token, String nodeId, long keepEntries, @Nullable Duration maxAge,
 			int limit) {
 		return onOwnConnection("truncate the log", this.truncateSql, (statement) -> {

@@ -69,9 +69,14 @@ public final class DecisionLog {
 	 * @param leading the token of a group while this node leads it, usually
 	 * {@link dev.leader.Leadership#token}; called on the {@code leader-log-<group>}
 	 * threads
+	 * @throws IllegalStateException if the retention removes entries and the store cannot
 	 */
 	public DecisionLog(LogStore store, String nodeId, List<LogApplier> appliers, LogRetention retention,
 			Function<String, Optional<FencingToken>> leading) {
+		if (retention.truncates() && !store.supportsRetention()) {
+			throw new IllegalStateException(store.getClass().getName() + " keeps every entry of the decision log: "
+					+ "it has no retention, so leader.log.retention.max-entries and max-age cannot be set");
+		}
 		this.store = store;
 		this.nodeId = nodeId;
 		Map<String, List<LogApplier>> byGroup = new LinkedHashMap<>();

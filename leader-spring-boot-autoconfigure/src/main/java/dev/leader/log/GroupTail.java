@@ -444,12 +444,6 @@ final class GroupTail {
 						+ " truncated " + truncated.removed() + " entries through " + truncated.through());
 			}
 		}
-		catch (UnsupportedOperationException ex) {
-			// Asking again would only repeat the message.
-			this.nextRetention = now + Long.MAX_VALUE / 2;
-			logger.error("Decision log group=" + this.group + " node=" + this.nodeId
-					+ " keeps every entry: its store cannot truncate. " + ex.getMessage());
-		}
 		catch (RuntimeException ex) {
 			logger.warn("Decision log group=" + this.group + " node=" + this.nodeId
 					+ " could not truncate the log; retrying in " + this.retention.interval() + ": " + ex);

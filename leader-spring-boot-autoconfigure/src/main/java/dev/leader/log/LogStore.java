@@ -52,6 +52,15 @@ public interface LogStore {
 	Bookmark head(String group);
 
 	/**
+	 * Returns whether this store implements {@link #truncate}. A {@link DecisionLog} with
+	 * retention limits refuses a store that does not, at its creation.
+	 * @return whether entries can be removed; the default is {@code false}
+	 */
+	default boolean supportsRetention() {
+		return false;
+	}
+
+	/**
 	 * Removes the oldest entries of the token's group that retention no longer keeps, in
 	 * one statement: only if the node holds the group's lease with the token's term,
 	 * unexpired by the database clock, as {@link #append} checks it. It removes, from the

@@ -104,4 +104,15 @@ class MariaDbAutoConfigurationTests {
 		});
 	}
 
+	@Test
+	void retentionLimitsFailStartupOnMariaDbWhoseLogKeepsEveryEntry() {
+		this.contextRunner.withPropertyValues("leader.log.retention.max-entries=100").run((context) -> {
+			assertThat(context).hasFailed();
+			assertThat(context).getFailure()
+				.rootCause()
+				.hasMessageContaining(MariaDbLogStore.class.getName())
+				.hasMessageContaining("leader.log.retention.max-entries and max-age cannot be set");
+		});
+	}
+
 }

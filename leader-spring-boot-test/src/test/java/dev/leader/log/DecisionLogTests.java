@@ -177,11 +177,9 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 	}
 
 	@Test
-	void storeWithoutRetentionIsAskedOnceAndTheLogGoesOnWithEveryEntry() throws Exception {
-		FencingToken token = acquire("g", "a");
+	void storeWithoutRetentionIsRefusedWithRetentionLimitsAndAcceptedWithout() {
 		PostgresLogStore store = new PostgresLogStore(dataSource(), PREFIX, Duration.ofSeconds(5),
 				Duration.ofSeconds(10), null);
-		AtomicInteger asked = new AtomicInteger();
 		LogStore keepsAll = new LogStore() {
 
 			@Override
@@ -199,30 +197,17 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 				return store.head(group);
 			}
 
-			@Override
-			public Truncated truncate(FencingToken leading, String nodeId, long keepEntries, Duration maxAge,
-					int limit) {
-				asked.incrementAndGet();
-				return LogStore.super.truncate(leading, nodeId, keepEntries, maxAge, limit);
-			}
-
 		};
-		Recorder recorder = new Recorder("g");
-		DecisionLog a = new DecisionLog(keepsAll, "a", List.of(recorder),
-				new LogRetention(1, Duration.ofMillis(1), Duration.ofMillis(20)), (group) -> Optional.of(token));
-		a.start();
-		this.logs.add(a);
-		Bookmark last = null;
-		for (int i = 0; i < 3; i++) {
-			last = a.append(token, "set", "p" + i);
-			assertThat(a.awaitReadIndex("g", TIMEOUT)).isTrue();
-		}
-		assertThat(a.awaitApplied(last, TIMEOUT)).isTrue();
-		await().atMost(TIMEOUT).until(() -> asked.get() >= 1);
-		await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(2)).until(() -> asked.get() == 1);
-		assertThat(recorder.entries).hasSize(3);
-		assertThat(a.failure("g")).isEmpty();
-		assertThat(count("leader_log_entries")).isEqualTo(3);
+		List<LogApplier> appliers = List.of(new Recorder("g"));
+		assertThatIllegalStateException()
+			.isThrownBy(() -> new DecisionLog(keepsAll, "a", appliers, new LogRetention(1, null, Duration.ofMinutes(1)),
+					(group) -> Optional.empty()))
+			.withMessageContaining("leader.log.retention.max-entries and max-age cannot be set");
+		assertThatIllegalStateException().isThrownBy(() -> new DecisionLog(keepsAll, "a", appliers,
+				new LogRetention(0, Duration.ofHours(1), Duration.ofMinutes(1)), (group) -> Optional.empty()));
+		assertThat(
+				new DecisionLog(keepsAll, "a", appliers, LogRetention.keepAll(), (group) -> Optional.empty()).groups())
+			.containsExactly("g");
 	}
 
 	@Test
@@ -283,6 +268,11 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 			@Override
 			public Bookmark head(String group) {
 				return store.head(group);
+			}
+
+			@Override
+			public boolean supportsRetention() {
+				return store.supportsRetention();
 			}
 
 			@Override
