@@ -180,24 +180,7 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 	void storeWithoutRetentionIsRefusedWithRetentionLimitsAndAcceptedWithout() {
 		PostgresLogStore store = new PostgresLogStore(dataSource(), PREFIX, Duration.ofSeconds(5),
 				Duration.ofSeconds(10), null);
-		LogStore keepsAll = new LogStore() {
-
-			@Override
-			public Appended append(FencingToken appending, String nodeId, String type, String payload) {
-				return store.append(appending, nodeId, type, payload);
-			}
-
-			@Override
-			public List<LogEntry> read(String group, long afterIndex, int limit) {
-				return store.read(group, afterIndex, limit);
-			}
-
-			@Override
-			public Bookmark head(String group) {
-				return store.head(group);
-			}
-
-		};
+		LogStore keepsAll = new DelegatingStore(store, new AtomicInteger(), false);
 		List<LogApplier> appliers = List.of(new Recorder("g"));
 		assertThatIllegalStateException()
 			.isThrownBy(() -> new DecisionLog(keepsAll, "a", appliers, new LogRetention(1, null, Duration.ofMinutes(1)),
@@ -253,45 +236,7 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 		this.listeners.add(listener);
 		PostgresLogStore store = new PostgresLogStore(dataSource(), PREFIX, Duration.ofSeconds(5),
 				Duration.ofSeconds(10), listener);
-		LogStore counted = new LogStore() {
-
-			@Override
-			public Appended append(FencingToken token, String nodeId, String type, String payload) {
-				return store.append(token, nodeId, type, payload);
-			}
-
-			@Override
-			public List<LogEntry> read(String group, long afterIndex, int limit) {
-				return store.read(group, afterIndex, limit);
-			}
-
-			@Override
-			public Bookmark head(String group) {
-				return store.head(group);
-			}
-
-			@Override
-			public boolean supportsRetention() {
-				return store.supportsRetention();
-			}
-
-			@Override
-			public Truncated truncate(FencingToken token, String nodeId, long keepEntries, Duration maxAge, int limit) {
-				truncations.incrementAndGet();
-				return store.truncate(token, nodeId, keepEntries, maxAge, limit);
-			}
-
-			@Override
-			public Bookmark truncated(String group) {
-				return store.truncated(group);
-			}
-
-			@Override
-			public AutoCloseable listen(LogListener listener) {
-				return store.listen(listener);
-			}
-
-		};
+		LogStore counted = new DelegatingStore(store, truncations, true);
 		DecisionLog log = new DecisionLog(counted, node, List.of(applier), retention,
 				(group) -> Optional.of(leading).filter((token) -> token.group().equals(group)));
 		log.start();
@@ -310,6 +255,62 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 		@Override
 		public void reset(Bookmark through) {
 			this.resets.add(through);
+		}
+
+	}
+
+	/**
+	 * A PostgreSQL log store that counts the truncations asked of it, and may say it has
+	 * no retention.
+	 */
+	private static final class DelegatingStore implements LogStore {
+
+		private final PostgresLogStore store;
+
+		private final AtomicInteger truncations;
+
+		private final boolean retention;
+
+		DelegatingStore(PostgresLogStore store, AtomicInteger truncations, boolean retention) {
+			this.store = store;
+			this.truncations = truncations;
+			this.retention = retention;
+		}
+
+		@Override
+		public Appended append(FencingToken token, String nodeId, String type, String payload) {
+			return this.store.append(token, nodeId, type, payload);
+		}
+
+		@Override
+		public List<LogEntry> read(String group, long afterIndex, int limit) {
+			return this.store.read(group, afterIndex, limit);
+		}
+
+		@Override
+		public Bookmark head(String group) {
+			return this.store.head(group);
+		}
+
+		@Override
+		public boolean supportsRetention() {
+			return this.retention;
+		}
+
+		@Override
+		public Truncated truncate(FencingToken token, String nodeId, long keepEntries, Duration maxAge, int limit) {
+			this.truncations.incrementAndGet();
+			return this.store.truncate(token, nodeId, keepEntries, maxAge, limit);
+		}
+
+		@Override
+		public Bookmark truncated(String group) {
+			return this.store.truncated(group);
+		}
+
+		@Override
+		public AutoCloseable listen(LogListener listener) {
+			return this.store.listen(listener);
 		}
 
 	}
