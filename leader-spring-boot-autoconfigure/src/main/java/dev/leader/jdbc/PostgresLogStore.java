@@ -98,7 +98,7 @@ public final class PostgresLogStore implements LogStore {
 			    AND l.term > (SELECT ${epoch_base})
 			  FOR KEY SHARE OF l
 			), cut AS (
-			  SELECT least(h.last_index - 1, greatest(h.last_index - ?,
+			  SELECT least(h.last_index - 1, ?, greatest(h.last_index - ?,
 			    coalesce((SELECT max(e.log_index) FROM ${prefix}log_entries e WHERE e.group_name = h.group_name
 			      AND e.appended_at < clock_timestamp() - ? * interval '1 millisecond'), 0))) AS through_index
 			  FROM ${prefix}log_heads h CROSS JOIN lease WHERE h.group_name = ?
@@ -249,23 +249,24 @@ public final class PostgresLogStore implements LogStore {
 
 	@Override
 	public Truncated truncate(FencingToken token, String nodeId, long keepEntries, @Nullable Duration maxAge,
-			int limit) {
+			long applied, int limit) {
 		return onOwnConnection("truncate the log", this.truncateSql, (statement) -> {
 			statement.setString(1, token.group());
 			statement.setString(2, nodeId);
 			statement.setLong(3, token.term());
-			statement.setLong(4, keepEntries);
+			statement.setLong(4, applied);
+			statement.setLong(5, keepEntries);
 			if (maxAge != null) {
-				statement.setLong(5, maxAge.toMillis());
+				statement.setLong(6, maxAge.toMillis());
 			}
 			else {
-				statement.setNull(5, Types.BIGINT);
+				statement.setNull(6, Types.BIGINT);
 			}
-			statement.setString(6, token.group());
 			statement.setString(7, token.group());
-			statement.setInt(8, limit);
-			statement.setString(9, token.group());
+			statement.setString(8, token.group());
+			statement.setInt(9, limit);
 			statement.setString(10, token.group());
+			statement.setString(11, token.group());
 			try (ResultSet rows = statement.executeQuery()) {
 				rows.next();
 				long through = rows.getLong("through_index");

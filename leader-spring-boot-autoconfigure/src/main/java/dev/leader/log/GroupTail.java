@@ -427,7 +427,7 @@ final class GroupTail {
 		}
 		try {
 			LogStore.Truncated truncated = this.store.truncate(token.get(), this.nodeId, this.retention.keepEntries(),
-					this.retention.maxAge(), RETENTION_BATCH);
+					this.retention.maxAge(), applied, RETENTION_BATCH);
 			if (!truncated.allowed()) {
 				logger.debug("Decision log group=" + this.group + " node=" + this.nodeId + " term=" + token.get().term()
 						+ " may not truncate: the term no longer leads");

@@ -206,16 +206,19 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 				.query(Boolean.class)
 				.single());
 		FencingToken current = acquire("g", "b");
-		LogStore.Truncated refused = store.truncate(stale, "a", 1, null, 100);
+		LogStore.Truncated refused = store.truncate(stale, "a", 1, null, 5, 100);
 		assertThat(refused.allowed()).isFalse();
 		assertThat(refused.removed()).isZero();
-		assertThat(store.truncate(current, "a", 1, null, 100).allowed()).as("another node's term").isFalse();
+		assertThat(store.truncate(current, "a", 1, null, 5, 100).allowed()).as("another node's term").isFalse();
 		assertThat(count("leader_log_entries")).isEqualTo(5);
 		assertThat(count("leader_log_starts")).isZero();
-		LogStore.Truncated truncated = store.truncate(current, "b", 1, null, 3);
+		LogStore.Truncated truncated = store.truncate(current, "b", 1, null, 5, 3);
 		assertThat(truncated).isEqualTo(new LogStore.Truncated(true, 3, new Bookmark("g", stale.term(), 3)));
 		assertThat(store.truncated("g")).isEqualTo(new Bookmark("g", stale.term(), 3));
-		assertThat(store.truncate(current, "b", 1, null, 100).through()).isEqualTo(new Bookmark("g", stale.term(), 4));
+		assertThat(store.truncate(current, "b", 1, null, 3, 100).removed()).as("nothing after what the node applied")
+			.isZero();
+		assertThat(store.truncate(current, "b", 1, null, 5, 100).through())
+			.isEqualTo(new Bookmark("g", stale.term(), 4));
 		assertThat(store.read("g", 0, 10)).extracting(LogEntry::index).containsExactly(5L);
 	}
 
@@ -298,9 +301,10 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 		}
 
 		@Override
-		public Truncated truncate(FencingToken token, String nodeId, long keepEntries, Duration maxAge, int limit) {
+		public Truncated truncate(FencingToken token, String nodeId, long keepEntries, Duration maxAge, long applied,
+				int limit) {
 			this.truncations.incrementAndGet();
-			return this.store.truncate(token, nodeId, keepEntries, maxAge, limit);
+			return this.store.truncate(token, nodeId, keepEntries, maxAge, applied, limit);
 		}
 
 		@Override
