@@ -71,6 +71,15 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 	private static final String LOCK_TERM = "SELECT term FROM ${prefix}lease_terms WHERE group_name = ? FOR UPDATE";
 
 	/**
+	 * Creates the group's empty log head, if absent, in a grant, which holds the
+	 * {@code lease_terms} row: no append can be creating it at the same time, so appends
+	 * only ever update it. Concurrent first appends that each inserted it could deadlock.
+	 */
+	private static final String CREATE_LOG_HEAD = """
+			INSERT INTO ${prefix}log_heads (group_name, last_index, last_term, appended_at) VALUES (?, 0, 0, ${now})
+			ON DUPLICATE KEY UPDATE group_name = group_name""";
+
+	/**
 	 * The lease locked for a grant, with the database time after the lock was granted.
 	 */
 	private static final String LOCK_LEASE = "SELECT holder, term, expires_at <= ${now} AS expired, ${now} AS now "
@@ -201,9 +210,9 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 		this.connections = new MariaDbConnections(dataSource, queryTimeout);
 		this.wakeUps = wakeUps
 				? new MariaDbWakeUps(dataSource, tablePrefix, this.connections.statements().timeoutSeconds()) : null;
-		for (String template : List.of(READ_LEASE, LOCK_TERM, LOCK_LEASE, INSERT_TERM, INSERT_LEASE, GRANT_TERM,
-				GRANT_LEASE, LOCK_NODE, INSERT_NODE, HEARTBEAT, TAKE_OVER_NODE, RENEW, TICK_ROWS, FORGET, LOCK_RELEASED,
-				RELEASE_TERMS, RELEASE_LEASES, DEREGISTER, LEASES)) {
+		for (String template : List.of(READ_LEASE, LOCK_TERM, CREATE_LOG_HEAD, LOCK_LEASE, INSERT_TERM, INSERT_LEASE,
+				GRANT_TERM, GRANT_LEASE, LOCK_NODE, INSERT_NODE, HEARTBEAT, TAKE_OVER_NODE, RENEW, TICK_ROWS, FORGET,
+				LOCK_RELEASED, RELEASE_TERMS, RELEASE_LEASES, DEREGISTER, LEASES)) {
 			this.sql.put(template, MariaDbSql.render(tablePrefix, template));
 		}
 	}
@@ -248,6 +257,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 			long next = term + 1;
 			tx.update(sql(GRANT_TERM), nodeId, next, group);
 			tx.update(sql(GRANT_LEASE), nodeId, next, locked.now(), locked.now(), locked.now(), micros, group);
+			tx.update(sql(CREATE_LOG_HEAD), group);
 			return new AcquireResult(true, readLease(tx, group).lease());
 		});
 		LeaseState lease = result.lease();
@@ -278,6 +288,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 			return new AcquireResult(false, (lease != null) ? lease.lease() : null);
 		}
 		tx.update(sql(INSERT_LEASE), group, nodeId, 1L, now, now, now, micros);
+		tx.update(sql(CREATE_LOG_HEAD), group);
 		return new AcquireResult(true, readLease(tx, group).lease());
 	}
 

@@ -37,7 +37,9 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * the {@code leases} row, is never held up, while a takeover or a release waits for the
  * appending transaction. It then takes the next index on the group's {@code log_heads}
  * row, whose exclusive lock it holds until its transaction ends: that orders the group's
- * appends, and an append that rolls back gives its index to the next. Joining a
+ * appends, and an append that rolls back gives its index to the next. The grant of the
+ * lease creates that row empty, so appends update it and never insert it: concurrent
+ * inserts of one key deadlock in InnoDB when the first inserter rolls back. Joining a
  * transaction, it limits the rest of it as the guard does ({@link MariaDbHoldLimits}).
  * <p>
  * <b>Without notifications.</b> MariaDB has no {@code LISTEN/NOTIFY}. The appends made

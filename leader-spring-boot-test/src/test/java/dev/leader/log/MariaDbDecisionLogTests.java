@@ -4,6 +4,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -25,6 +27,7 @@ import org.springframework.jdbc.core.simple.JdbcClient;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+import static org.awaitility.Awaitility.await;
 
 /**
  * {@link DecisionLog} against the machine's MariaDB, in a fresh database for the class,
@@ -114,6 +117,51 @@ class MariaDbDecisionLogTests extends AbstractDecisionLogTests {
 			.satisfies((ex) -> assertThat(ex.getCurrentTerm()).isEqualTo(token.term() + 5));
 		assertThat(count("leader_log_entries")).isOne();
 		assertThat(this.jdbc.sql("SELECT last_index FROM leader_log_heads").query(Long.class).single()).isOne();
+	}
+
+	/**
+	 * The classic InnoDB deadlock of inserts that wait on a duplicate key whose inserter
+	 * rolls back: the first appends of a group must not meet it, because the grant
+	 * created the group's log head and appends only update it.
+	 */
+	@Test
+	void firstAppendsWaitingOnOneThatRollsBackAllCommit() throws Exception {
+		FencingToken token = acquire("g", "a");
+		DecisionLog a = start("a", false, new Recorder("g"));
+		CountDownLatch appended = new CountDownLatch(1);
+		CountDownLatch rollBack = new CountDownLatch(1);
+		CompletableFuture<Void> first = CompletableFuture
+			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
+				a.append(token, "set", "rolled back");
+				appended.countDown();
+				try {
+					rollBack.await(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+				}
+				catch (InterruptedException ex) {
+					Thread.currentThread().interrupt();
+				}
+				tx.setRollbackOnly();
+			}));
+		assertThat(appended.await(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)).isTrue();
+		List<CompletableFuture<Bookmark>> waiting = new ArrayList<>();
+		for (int i = 0; i < 2; i++) {
+			String payload = "committed " + i;
+			waiting.add(CompletableFuture
+				.supplyAsync(() -> this.transactions.execute((tx) -> a.append(token, "set", payload))));
+		}
+		await().atMost(TIMEOUT)
+			.until(() -> this.jdbc
+				.sql("SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'")
+				.query(Long.class)
+				.single() == 2);
+		rollBack.countDown();
+		first.get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+		List<Long> indexes = new ArrayList<>();
+		for (CompletableFuture<Bookmark> append : waiting) {
+			indexes.add(append.get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS).index());
+		}
+		assertThat(indexes).containsExactlyInAnyOrder(1L, 2L);
+		assertThat(count("leader_log_entries")).isEqualTo(2);
 	}
 
 }
