@@ -5,6 +5,8 @@ import java.sql.ResultSet;
 import java.sql.Types;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Comparator;
 import java.util.List;
 
 import javax.sql.DataSource;
@@ -22,11 +24,13 @@ import org.springframework.jdbc.datasource.DataSourceUtils;
 /**
  * {@link LogStore} on PostgreSQL. An append joins the Spring-managed transaction bound to
  * the data source when there is one, and otherwise commits by itself on a connection set
- * up as the other stores' are. Appends are announced with {@code NOTIFY} on the channel
- * {@code <prefix>appended}, which PostgreSQL delivers only once the append commits, on
- * the listening connection of the node's {@link PostgresCoordinationStore}, whose
- * heartbeat also reads the last index of each group it takes part in: a node that missed
- * a notification catches up within a renew interval, and an idle log costs no statement.
+ * up as the other stores' are, in one transaction with the appends that other threads of
+ * the node make to the group meanwhile ({@link AppendBatches}). Appends are announced
+ * with {@code NOTIFY} on the channel {@code <prefix>appended}, which PostgreSQL delivers
+ * only once the append commits, on the listening connection of the node's
+ * {@link PostgresCoordinationStore}, whose heartbeat also reads the last index of each
+ * group it takes part in: a node that missed a notification catches up within a renew
+ * interval, and an idle log costs no statement.
  * <p>
  * Built by {@link PostgresStoresConfiguration} unless the application defines its own
  * store.
@@ -36,17 +40,19 @@ public final class PostgresLogStore implements LogStore {
 	private static final Log logger = LogFactory.getLog(PostgresLogStore.class);
 
 	/**
-	 * Appends an entry. The lease row is locked as the lease guard locks it (FOR KEY
-	 * SHARE, only if this node holds it with this term, unexpired, in the server's
-	 * current epoch), with the guard's hold limits on the rest of the transaction. The
-	 * head row's upsert takes the next index and holds its row lock until the transaction
-	 * ends, which orders the group's appends; it refuses a term lower than the last
-	 * entry's. The transaction's commit is made {@linkplain Statements#DURABLE durable}:
-	 * followers apply an entry once notified, so an entry lost in a crash of the database
-	 * after that would let the leader append another at its index, under the same term,
-	 * which no bookmark could tell apart. The notification is sent when the transaction
-	 * commits. A refused append reads the lease as it stands, and the log's last term,
-	 * for the message.
+	 * Appends entries, one or an {@linkplain AppendBatches batch}, which take consecutive
+	 * indexes in their order, all or none of them. The lease row is locked as the lease
+	 * guard locks it (FOR KEY SHARE, only if this node holds it with this term,
+	 * unexpired, in the server's current epoch), with the guard's hold limits on the rest
+	 * of the transaction. The head row's upsert takes the next index and holds its row
+	 * lock until the transaction ends, which orders the group's appends; it refuses a
+	 * term lower than the last entry's. The transaction's commit is made
+	 * {@linkplain Statements#DURABLE durable}: followers apply an entry once notified, so
+	 * an entry lost in a crash of the database after that would let the leader append
+	 * another at its index, under the same term, which no bookmark could tell apart. The
+	 * notification, of the last index, is sent when the transaction commits (once: the
+	 * same payload is sent once a transaction). A refused append reads the lease as it
+	 * stands, and the log's last term, for the message.
 	 */
 	private static final String APPEND = """
 			WITH lease AS (
@@ -56,18 +62,20 @@ public final class PostgresLogStore implements LogStore {
 			  FOR KEY SHARE OF l
 			), head AS (
 			  INSERT INTO ${prefix}log_heads AS h (group_name, last_index, last_term, appended_at)
-			  SELECT ?, 1, term, clock_timestamp() FROM lease
-			  ON CONFLICT (group_name) DO UPDATE SET last_index = h.last_index + 1, last_term = excluded.last_term,
-			    appended_at = excluded.appended_at
+			  SELECT ?, ?, term, clock_timestamp() FROM lease
+			  ON CONFLICT (group_name) DO UPDATE SET last_index = h.last_index + excluded.last_index,
+			    last_term = excluded.last_term, appended_at = excluded.appended_at
 			  WHERE h.last_term <= excluded.last_term
 			  RETURNING h.last_index, h.last_term, h.appended_at
 			), entry AS (
 			  INSERT INTO ${prefix}log_entries (group_name, log_index, term, type, payload, appended_at)
-			  SELECT ?, last_index, last_term, ?, ?, appended_at FROM head
+			  SELECT ?, h.last_index - ? + e.n, h.last_term, e.type, e.payload, h.appended_at
+			  FROM head h CROSS JOIN unnest(?::text[], ?::text[]) WITH ORDINALITY AS e(type, payload, n)
 			  RETURNING log_index, term
 			)
 			SELECT true AS appended, e.log_index, e.term, NULL AS holder
-			FROM entry e CROSS JOIN LATERAL (SELECT pg_notify(?, ? || ' ' || e.log_index)) AS notified
+			FROM entry e CROSS JOIN LATERAL (SELECT pg_notify(?, ? || ' ' || h.last_index) FROM head h
+			  WHERE e.log_index > 0) AS notified
 			UNION ALL
 			SELECT false, NULL, greatest(l.term, (SELECT max(last_term) FROM ${prefix}log_heads WHERE group_name = ?)),
 			  l.holder
@@ -141,6 +149,8 @@ public final class PostgresLogStore implements LogStore {
 
 	private final String appendSql;
 
+	private final AppendBatches batches = new AppendBatches(this::appendBatch);
+
 	private final String readSql;
 
 	private final String headSql;
@@ -177,40 +187,69 @@ public final class PostgresLogStore implements LogStore {
 
 	@Override
 	public Appended append(FencingToken token, String nodeId, String type, String payload) {
-		Statements.Callback<Appended> call = (statement) -> {
-			statement.setLong(1, this.holdLimitMillis);
-			statement.setString(2, token.group());
-			statement.setString(3, nodeId);
-			statement.setLong(4, token.term());
-			statement.setString(5, token.group());
-			statement.setString(6, token.group());
-			statement.setString(7, type);
-			statement.setString(8, payload);
-			statement.setString(9, this.channel);
-			statement.setString(10, token.group());
-			statement.setString(11, token.group());
-			statement.setString(12, token.group());
-			try (ResultSet rows = statement.executeQuery()) {
-				if (!rows.next()) {
-					return new Appended(null, null, 0);
-				}
-				if (rows.getBoolean("appended")) {
-					return new Appended(new Bookmark(token.group(), rows.getLong("term"), rows.getLong("log_index")),
-							null, rows.getLong("term"));
-				}
-				return new Appended(null, rows.getString("holder"), rows.getLong("term"));
-			}
-		};
+		AppendBatches.Entry entry = new AppendBatches.Entry(type, payload);
 		if (Statements.inTransaction(this.dataSource)) {
 			Connection connection = DataSourceUtils.getConnection(this.dataSource);
 			try {
-				return this.statements.run(connection, "append to the log", this.appendSql, call);
+				return this.statements
+					.run(connection, "append to the log", this.appendSql, appendCall(token, nodeId, List.of(entry)))
+					.get(0);
 			}
 			finally {
 				DataSourceUtils.releaseConnection(connection, this.dataSource);
 			}
 		}
-		return onOwnConnection("append to the log", this.appendSql, call);
+		return this.batches.append(token, nodeId, entry);
+	}
+
+	/**
+	 * Appends a batch of entries in one transaction of its own.
+	 * @param token the token of the appending leader
+	 * @param nodeId the node that must hold the lease
+	 * @param entries the entries, at least one
+	 * @return the outcome of each entry, in their order
+	 */
+	List<Appended> appendBatch(FencingToken token, String nodeId, List<AppendBatches.Entry> entries) {
+		return onOwnConnection("append to the log", this.appendSql, appendCall(token, nodeId, entries));
+	}
+
+	private Statements.Callback<List<Appended>> appendCall(FencingToken token, String nodeId,
+			List<AppendBatches.Entry> entries) {
+		return (statement) -> {
+			Connection connection = statement.getConnection();
+			statement.setLong(1, this.holdLimitMillis);
+			statement.setString(2, token.group());
+			statement.setString(3, nodeId);
+			statement.setLong(4, token.term());
+			statement.setString(5, token.group());
+			statement.setInt(6, entries.size());
+			statement.setString(7, token.group());
+			statement.setInt(8, entries.size());
+			statement.setArray(9,
+					connection.createArrayOf("text", entries.stream().map(AppendBatches.Entry::type).toArray()));
+			statement.setArray(10,
+					connection.createArrayOf("text", entries.stream().map(AppendBatches.Entry::payload).toArray()));
+			statement.setString(11, this.channel);
+			statement.setString(12, token.group());
+			statement.setString(13, token.group());
+			statement.setString(14, token.group());
+			List<Bookmark> appended = new ArrayList<>();
+			try (ResultSet rows = statement.executeQuery()) {
+				while (rows.next()) {
+					if (!rows.getBoolean("appended")) {
+						return Collections.nCopies(entries.size(),
+								new Appended(null, rows.getString("holder"), rows.getLong("term")));
+					}
+					appended.add(new Bookmark(token.group(), rows.getLong("term"), rows.getLong("log_index")));
+				}
+			}
+			if (appended.isEmpty()) {
+				return Collections.nCopies(entries.size(), new Appended(null, null, 0));
+			}
+			// The entries took consecutive indexes in their order.
+			appended.sort(Comparator.comparingLong(Bookmark::index));
+			return appended.stream().map((entry) -> new Appended(entry, null, entry.term())).toList();
+		};
 	}
 
 	@Override

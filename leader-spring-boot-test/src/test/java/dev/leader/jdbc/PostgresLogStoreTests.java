@@ -7,10 +7,12 @@ import java.util.concurrent.CopyOnWriteArrayList;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.FencingToken;
+import dev.leader.jdbc.AppendBatches.Entry;
 import dev.leader.log.Bookmark;
 import dev.leader.log.DecisionLog;
 import dev.leader.log.LogApplier;
 import dev.leader.log.LogEntry;
+import dev.leader.log.LogStore.Appended;
 import dev.leader.node.NodeRegistration;
 import dev.leader.test.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
@@ -18,6 +20,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.tuple;
 import static org.awaitility.Awaitility.await;
 
 /**
@@ -98,6 +101,42 @@ class PostgresLogStoreTests {
 		this.deafStore.tick(node, Map.of(), List.of("g"), Duration.ofSeconds(30), Duration.ofSeconds(10));
 		assertThat(this.deaf.staleness("g").orElseThrow()).as("an idle log's staleness, after the next heartbeat")
 			.isLessThan(afterTick.plusMillis(1));
+	}
+
+	@Test
+	void aBatchTakesConsecutiveIndexesInOneTransactionAndIsAnnouncedOnce() throws Exception {
+		long term = this.leaderStore.acquire("g", "a", Duration.ofSeconds(30)).lease().term();
+		FencingToken token = new FencingToken("g", term);
+		PostgresLogStore store = store(this.leaderStore);
+		List<String> announced = new CopyOnWriteArrayList<>();
+		try (AutoCloseable listening = this.leaderStore.subscribe(PREFIX.channel("appended"), announced::add)) {
+			assertThat(store.append(token, "a", "set", "first").entry()).isEqualTo(new Bookmark("g", term, 1));
+			List<Appended> batch = store.appendBatch(token, "a",
+					List.of(new Entry("set", "x"), new Entry("set", "y"), new Entry("other", "z")));
+			assertThat(batch).extracting(Appended::entry)
+				.containsExactly(new Bookmark("g", term, 2), new Bookmark("g", term, 3), new Bookmark("g", term, 4));
+			await().atMost(TIMEOUT).until(() -> announced.contains("g 4"));
+			await().during(Duration.ofMillis(300)).atMost(TIMEOUT).until(() -> announced.size() == 2);
+			assertThat(announced).containsExactly("g 1", "g 4");
+		}
+		List<LogEntry> entries = store.read("g", 0, 10);
+		assertThat(entries).extracting(LogEntry::type, LogEntry::payload)
+			.containsExactly(tuple("set", "first"), tuple("set", "x"), tuple("set", "y"), tuple("other", "z"));
+		assertThat(entries.subList(1, 4)).extracting(LogEntry::appendedAt)
+			.as("one transaction's time")
+			.containsOnly(entries.get(1).appendedAt());
+		assertThat(store.head("g")).isEqualTo(new Bookmark("g", term, 4));
+	}
+
+	@Test
+	void aBatchUnderATermThatDoesNotHoldTheLeaseWritesNothing() {
+		long term = this.leaderStore.acquire("g", "a", Duration.ofSeconds(30)).lease().term();
+		PostgresLogStore store = store(this.leaderStore);
+		List<Appended> batch = store.appendBatch(new FencingToken("g", term + 1), "a",
+				List.of(new Entry("set", "x"), new Entry("set", "y")));
+		assertThat(batch).containsExactly(new Appended(null, "a", term), new Appended(null, "a", term));
+		assertThat(store.read("g", 0, 10)).isEmpty();
+		assertThat(store.head("g")).isEqualTo(new Bookmark("g", 0, 0));
 	}
 
 	private PostgresLogStore store(PostgresCoordinationStore notifications) {

@@ -184,6 +184,25 @@ abstract class AbstractDecisionLogTests {
 
 	@Test
 	void appendsFromManyThreadsHaveNoGapAndEachThreadsEntriesKeepItsOrder() throws Exception {
+		appendFromManyThreads(true);
+	}
+
+	/**
+	 * Outside a transaction, concurrent appends of a group may commit together
+	 * ({@code PostgresLogStore} batches them); each still gets its own index.
+	 */
+	@Test
+	void appendsFromManyThreadsOutsideATransactionHaveNoGapAndEachThreadsEntriesKeepItsOrder() throws Exception {
+		appendFromManyThreads(false);
+	}
+
+	/**
+	 * Appends from 8 threads, 40 each, and checks that the indexes have no gap, that each
+	 * thread's entries keep its order, and that a follower applies every one in order.
+	 * @param inTransactions whether each append joins a transaction of its own, one in
+	 * five of which rolls back, or commits by itself
+	 */
+	private void appendFromManyThreads(boolean inTransactions) throws Exception {
 		FencingToken token = acquire("g", "a");
 		Recorder onB = new Recorder("g");
 		DecisionLog a = start("a", true, new Recorder("g"));
@@ -198,9 +217,14 @@ abstract class AbstractDecisionLogTests {
 				results.add(CompletableFuture.supplyAsync(() -> {
 					List<Long> indexes = new ArrayList<>();
 					for (int i = 0; i < each; i++) {
+						String payload = thread + " " + indexes.size();
+						if (!inTransactions) {
+							indexes.add(a.append(token, "set", payload).index());
+							continue;
+						}
 						boolean rollBack = ThreadLocalRandom.current().nextInt(5) == 0;
 						Bookmark entry = this.transactions.execute((tx) -> {
-							Bookmark appended = a.append(token, "set", thread + " " + indexes.size());
+							Bookmark appended = a.append(token, "set", payload);
 							if (rollBack) {
 								tx.setRollbackOnly();
 							}
