@@ -40,6 +40,7 @@ import dev.leader.test.NodeEvent;
 import dev.leader.test.NodeEvent.Type;
 import dev.leader.test.NodeProcess;
 import dev.leader.test.ReplicatedPostgres;
+import dev.leader.test.ReplicatedPostgres.Promotion;
 import dev.leader.test.TestNode;
 import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.Order;
@@ -126,8 +127,7 @@ class PostgresHighAvailabilityTests {
 		awaitWrites(lost.term(), 3);
 		advanceFence(new FencingToken(ALPHA, lost.term()));
 		long highestBefore = highestGrantedTerm();
-		long promoted = this.servers.failover();
-		Failover failover = measure("asynchronous, standby stopped streaming", promoted, highestBefore);
+		Failover failover = measure("asynchronous, standby stopped streaming", this.servers.failover(), highestBefore);
 		assertThat(failover.leader().term()).as("the first term after the promotion")
 			.isGreaterThan(highestBefore)
 			.isEqualTo(EPOCH + 1);
@@ -149,8 +149,7 @@ class PostgresHighAvailabilityTests {
 		awaitWrites(first.term(), 5);
 		List<Write> before = FaultHistory.readWrites(this.cluster.dataSource());
 		long highestBefore = highestGrantedTerm();
-		long promoted = this.servers.failover();
-		Failover failover = measure("synchronous", promoted, highestBefore);
+		Failover failover = measure("synchronous", this.servers.failover(), highestBefore);
 		assertThat(failover.leader().term()).isGreaterThan(highestBefore).isGreaterThan(EPOCH);
 		assertThat(FaultHistory.readWrites(this.cluster.dataSource())).as("writes committed before the failover")
 			.containsAll(before);
@@ -177,8 +176,8 @@ class PostgresHighAvailabilityTests {
 			.isLessThan(FAST.duration().plus(FAST.renewInterval()).plusSeconds(1));
 		assertThat(this.cluster.leaders(ALPHA)).as("leaders while commits cannot reach the standby").isEmpty();
 		long highestBefore = highestGrantedTerm();
-		long promoted = this.servers.failover();
-		Failover failover = measure("synchronous primary cut off from its standby", promoted, highestBefore);
+		Failover failover = measure("synchronous primary cut off from its standby", this.servers.failover(),
+				highestBefore);
 		assertThat(failover.leader().term()).isGreaterThan(EPOCH);
 		checkHistory();
 	}
@@ -335,8 +334,9 @@ class PostgresHighAvailabilityTests {
 					awaitWritesSince(System.nanoTime());
 					highestBefore = highestGrantedTerm();
 				}
-				mark = this.servers.failover();
-				Failover failover = measure(kind, mark, highestBefore);
+				Promotion promotion = this.servers.failover();
+				mark = promotion.requested();
+				Failover failover = measure(kind, promotion, highestBefore);
 				assertThat(failover.leader().term()).isGreaterThan(highestBefore);
 			}
 			else {
@@ -411,8 +411,9 @@ class PostgresHighAvailabilityTests {
 	 * (a stable leader), and to the first fenced write that commits under a term of the
 	 * new epoch.
 	 */
-	private Failover measure(String kind, long promoted, long highestBefore) {
-		NodeEvent leader = awaitStableLeader(highestBefore, promoted);
+	private Failover measure(String kind, Promotion promotion, long highestBefore) {
+		long promoted = promotion.accepted();
+		NodeEvent leader = awaitStableLeader(highestBefore, promotion.requested());
 		long firstWrite = awaitWritesSince(promoted);
 		awaitEveryNodeListening();
 		Failover failover = new Failover(leader, Duration.ofNanos(Math.max(0, leader.nanoTime() - promoted)),

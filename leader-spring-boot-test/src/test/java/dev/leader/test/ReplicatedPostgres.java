@@ -122,14 +122,16 @@ public final class ReplicatedPostgres implements BeforeEachCallback, AfterEachCa
 	 * Crashes the primary and promotes the standby, as a failover tool does once the
 	 * primary is gone. The old primary is removed; the new one runs without a standby, so
 	 * commits do not wait, until {@link #replaceStandby()}.
-	 * @return when the promoted server accepted writes ({@link System#nanoTime()})
+	 * @return when the promotion was asked for and when the promoted server accepted
+	 * writes
 	 */
-	public long failover() {
+	public Promotion failover() {
 		TemporaryPostgres standby = this.standby;
 		if (standby == null) {
 			throw new IllegalStateException("No standby to promote: call replaceStandby() after a failover");
 		}
 		primary().stop("immediate");
+		long requested = System.nanoTime();
 		standby.promote();
 		long promoted = System.nanoTime();
 		// Its settings came with the base backup; without a standby of its own, commits
@@ -138,7 +140,7 @@ public final class ReplicatedPostgres implements BeforeEachCallback, AfterEachCa
 		primary().close();
 		this.primary = standby;
 		this.standby = null;
-		return promoted;
+		return new Promotion(requested, promoted);
 	}
 
 	/**
@@ -159,13 +161,26 @@ public final class ReplicatedPostgres implements BeforeEachCallback, AfterEachCa
 	 * again.
 	 * @param mode {@code fast} (a clean shutdown) or {@code immediate} (a crash)
 	 * @param down how long the server stays down
-	 * @return when the server accepted connections again ({@link System#nanoTime()})
+	 * @return when the server was asked to start again ({@link System#nanoTime()}): nodes
+	 * may reach it before {@code pg_ctl start} returns, never before
 	 */
 	public long restart(String mode, Duration down) {
 		primary().stop(mode);
 		FaultHistory.sleepAsFault(down);
+		long starting = System.nanoTime();
 		primary().startServer();
-		return System.nanoTime();
+		return starting;
+	}
+
+	/**
+	 * The times of a failover, on {@link System#nanoTime()}. Nodes may reach the promoted
+	 * server before {@code pg_ctl promote} returns, so a grant of the new epoch can come
+	 * before {@code accepted}, never before {@code requested}.
+	 *
+	 * @param requested when the standby was asked to promote, after the primary's crash
+	 * @param accepted when {@code pg_ctl promote} returned: the server accepted writes
+	 */
+	public record Promotion(long requested, long accepted) {
 	}
 
 }
