@@ -21,7 +21,7 @@ import dev.leader.test.TestNode;
  */
 class MariaDbFaultInjectionTests extends AbstractFaultInjectionTests {
 
-	private static final int EPISODES = 30;
+	private static final int EPISODES = 40;
 
 	/**
 	 * Connections a node needs besides its load: one for each transition of the
