@@ -26,6 +26,8 @@ import org.jspecify.annotations.Nullable;
  * After a guard or an advance that succeeded, the rest of the transaction is limited as
  * on PostgreSQL ({@link MariaDbHoldLimits}): each later statement may run, and the
  * transaction may stay idle, for at most the hold limit, the idle time in whole seconds.
+ * The limits are set before the lock is taken, so that no moment of the transaction holds
+ * the lock without them, and undone if the guard or the advance is refused.
  * <p>
  * Public so that a node can also be built without a Spring context.
  */
@@ -109,11 +111,14 @@ public final class MariaDbFencingStore implements FencingStore {
 			statement.setString(1, token.group());
 			statement.setString(2, nodeId);
 			statement.setLong(3, token.term());
+			MariaDbHoldLimits limits = MariaDbHoldLimits.apply(statement.getConnection(), this.holdLimitMillis);
 			try (ResultSet rows = statement.executeQuery()) {
 				if (!rows.next()) {
+					if (limits != null) {
+						limits.undo();
+					}
 					return null;
 				}
-				MariaDbHoldLimits.apply(statement.getConnection(), this.holdLimitMillis);
 				return new LeaseLock(true, rows.getString("holder"), rows.getLong("term"), true);
 			}
 		});
@@ -132,25 +137,29 @@ public final class MariaDbFencingStore implements FencingStore {
 
 	@Override
 	public @Nullable Fence advance(String resource, FencingToken token) {
-		execute("advance fence", this.ensureFenceSql, (statement) -> {
+		// The upsert locks the fence's row: the limits come first.
+		MariaDbHoldLimits limits = execute("advance fence", this.ensureFenceSql, (statement) -> {
 			statement.setString(1, resource);
 			statement.setString(2, token.group());
 			statement.setLong(3, token.term());
-			return statement.executeUpdate();
+			MariaDbHoldLimits lowered = MariaDbHoldLimits.apply(statement.getConnection(), this.holdLimitMillis);
+			statement.executeUpdate();
+			return lowered;
 		});
 		Fence fence = execute("advance fence", this.readFenceSql, (statement) -> {
 			statement.setString(1, resource);
 			try (ResultSet rows = statement.executeQuery()) {
-				if (!rows.next()) {
-					return null;
+				Fence read = null;
+				if (rows.next()) {
+					String group = rows.getString("group_name");
+					long term = rows.getLong("term");
+					boolean accepted = group.equals(token.group()) && term <= token.term();
+					read = new Fence(accepted, group, accepted ? token.term() : term);
 				}
-				String group = rows.getString("group_name");
-				long term = rows.getLong("term");
-				boolean accepted = group.equals(token.group()) && term <= token.term();
-				if (accepted) {
-					MariaDbHoldLimits.apply(statement.getConnection(), this.holdLimitMillis);
+				if ((read == null || !read.advanced()) && limits != null) {
+					limits.undo();
 				}
-				return new Fence(accepted, group, accepted ? token.term() : term);
+				return read;
 			}
 		});
 		if (fence != null && fence.advanced()) {

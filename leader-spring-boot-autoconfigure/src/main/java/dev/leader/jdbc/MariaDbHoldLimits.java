@@ -22,6 +22,12 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * back to the pool. Several guards in one transaction restore once, the values from
  * before the first.
  * <p>
+ * A guard lowers the limits before it takes its lock, not after: between two statements
+ * the client may stall (a paused process, a network stall), and a lock taken with the
+ * session's own limits, often none, would then hold a takeover up for as long as the
+ * stall, where the limits bound it. A guard that then finds nothing to lock
+ * {@linkplain #undo() undoes} what it lowered.
+ * <p>
  * The restore runs as a {@link TransactionSynchronization}; where the transaction has no
  * synchronization, nothing could restore the settings, so the guard sets none and the
  * transaction has no hold limit.
@@ -44,14 +50,17 @@ final class MariaDbHoldLimits implements TransactionSynchronization {
 
 	/**
 	 * Limits the rest of the transaction active on the connection.
-	 * @param connection the connection of the transaction, which the guard locked a row
-	 * on
+	 * @param connection the connection of the transaction, which the guard is about to
+	 * lock a row on
 	 * @param holdMillis the hold limit
+	 * @return the limits that this call lowered first in the transaction, to
+	 * {@link #undo()} if the guard locks nothing, or {@code null} if it changed nothing
+	 * or an earlier guard of the transaction had lowered them already
 	 * @throws SQLException if the settings cannot be read or changed
 	 */
-	static void apply(Connection connection, long holdMillis) throws SQLException {
+	static @Nullable MariaDbHoldLimits apply(Connection connection, long holdMillis) throws SQLException {
 		if (!TransactionSynchronizationManager.isSynchronizationActive()) {
-			return;
+			return null;
 		}
 		double statementTime;
 		long idleTimeout;
@@ -70,13 +79,24 @@ final class MariaDbHoldLimits implements TransactionSynchronization {
 		double newStatementTime = (statementTime > 0 && statementTime <= holdSeconds) ? statementTime : holdSeconds;
 		long newIdleTimeout = (idleTimeout > 0 && idleTimeout <= holdWholeSeconds) ? idleTimeout : holdWholeSeconds;
 		if (newStatementTime == statementTime && newIdleTimeout == idleTimeout) {
-			return;
+			return null;
 		}
+		MariaDbHoldLimits first = null;
 		if (registered(connection) == null) {
-			TransactionSynchronizationManager
-				.registerSynchronization(new MariaDbHoldLimits(connection, statementTime, idleTimeout));
+			first = new MariaDbHoldLimits(connection, statementTime, idleTimeout);
+			TransactionSynchronizationManager.registerSynchronization(first);
 		}
 		set(connection, newStatementTime, newIdleTimeout);
+		return first;
+	}
+
+	/**
+	 * Gives the session back the limits it had before {@link #apply}, for a guard that
+	 * locked nothing; the restore at the transaction's completion then changes nothing.
+	 * @throws SQLException if the settings cannot be changed
+	 */
+	void undo() throws SQLException {
+		set(this.connection, this.statementTime, this.idleTimeout);
 	}
 
 	private static @Nullable MariaDbHoldLimits registered(Connection connection) {

@@ -40,7 +40,8 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * appends, and an append that rolls back gives its index to the next. The grant of the
  * lease creates that row empty, so appends update it and never insert it: concurrent
  * inserts of one key deadlock in InnoDB when the first inserter rolls back. Joining a
- * transaction, it limits the rest of it as the guard does ({@link MariaDbHoldLimits}).
+ * transaction, it limits the rest of it as the guard does ({@link MariaDbHoldLimits}),
+ * from before it takes the lock.
  * <p>
  * <b>Without notifications.</b> MariaDB has no {@code LISTEN/NOTIFY}. The appends made
  * through this store are told to its own listeners once they commit, so a leader's own
@@ -204,6 +205,8 @@ public final class MariaDbLogStore implements LogStore {
 	private Appended append(Connection connection, boolean joined, FencingToken token, String nodeId, String type,
 			String payload) throws SQLException {
 		int timeout = this.connections.statements().timeoutSeconds();
+		// Before the lock, so that the joined transaction never holds it unlimited.
+		MariaDbHoldLimits limits = joined ? MariaDbHoldLimits.apply(connection, this.holdLimitMillis) : null;
 		boolean locked;
 		try (PreparedStatement statement = prepare(connection, this.lockTermSql, timeout)) {
 			statement.setString(1, token.group());
@@ -214,10 +217,10 @@ public final class MariaDbLogStore implements LogStore {
 			}
 		}
 		if (!locked) {
+			if (limits != null) {
+				limits.undo();
+			}
 			return refused(connection, token, timeout);
-		}
-		if (joined) {
-			MariaDbHoldLimits.apply(connection, this.holdLimitMillis);
 		}
 		try (PreparedStatement statement = prepare(connection, this.takeIndexSql, timeout)) {
 			statement.setString(1, token.group());

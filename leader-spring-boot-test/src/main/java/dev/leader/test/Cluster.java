@@ -26,7 +26,8 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  * creates the schema (and, for the starter's own test nodes, its tables; the
  * application's nodes run their migrations themselves); after each test it kills every
  * node it started, prints their events and output if the test failed, and drops the
- * schema and the nodes' roles.
+ * schema and the nodes' roles. The clusters of this class's factories run on PostgreSQL;
+ * the starter's own test nodes also run on a fresh MariaDB database.
  * <p>
  * {@link #of(Class)} makes a cluster of the application's own Spring Boot nodes: each
  * node runs the application's main class, on the test's class path, with
@@ -53,17 +54,19 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  * {@link #terminateSessions} ends a node's database sessions and
  * {@link #refuseConnections} refuses new ones: every node logs in with a database role of
  * its own, and every session sets the cluster's shared role, which owns what the nodes
- * create, so the nodes share their tables while database faults hit one node alone.
- * {@link #stallNetwork} stalls the connections of an application node, which reaches the
- * database through a {@link StallingProxy} of its own; {@link #clockOffset} runs a node
- * with its wall clock off, under libfaketime. The cluster also reads the coordinator's
- * view of the leases ({@link #lease}).
+ * create, so the nodes share their tables while database faults hit one node alone (on
+ * MariaDB, every node's user may use the whole test database). {@link #stallNetwork}
+ * stalls the connections of an application node, which reaches the database through a
+ * {@link StallingProxy} of its own; {@link #clockOffset} runs a node with its wall clock
+ * off, under libfaketime. The cluster also reads the coordinator's view of the leases
+ * ({@link #lease}).
  * <p>
  * Not for parallel tests: one test at a time uses a cluster.
  * <p>
  * The class is long for its documented API alone, the methods tests call and the nested
  * types they name: it hands the work to package-private helpers, one for the nodes'
- * processes, one for the schema and the roles, and one for reading who leads.
+ * processes, one for the schema and the roles ({@link ClusterDatabase}, one per
+ * database), and one for reading who leads.
  */
 public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 
@@ -71,7 +74,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 
 	private final Launcher launcher;
 
-	private final Supplier<TestDatabase> schemas;
+	private final Supplier<? extends ClusterDatabase> databases;
 
 	private final Map<String, String> properties = new LinkedHashMap<>();
 
@@ -81,9 +84,9 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 
 	private @Nullable ClusterDatabase database;
 
-	Cluster(Launcher launcher, Supplier<TestDatabase> schemas) {
+	Cluster(Launcher launcher, Supplier<? extends ClusterDatabase> databases) {
 		this.launcher = launcher;
-		this.schemas = schemas;
+		this.databases = databases;
 		this.nodes = new ClusterNodes(launcher, this.properties);
 		this.leadership = new ClusterLeadership(this.nodes.all(), this::lease);
 	}
@@ -108,7 +111,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 * @return the cluster
 	 */
 	public static Cluster of(Class<?> application, Supplier<TestDatabase> schemas) {
-		return new Cluster(new ApplicationLauncher(application), schemas);
+		return new Cluster(new ApplicationLauncher(application), () -> new PostgresClusterDatabase(schemas.get()));
 	}
 
 	/**
@@ -150,7 +153,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 
 	@Override
 	public void beforeEach(ExtensionContext context) {
-		this.database = new ClusterDatabase(this.schemas.get());
+		this.database = this.databases.get();
 		this.database.prepare(this.launcher.createsTables() ? prefix() : null);
 	}
 
@@ -160,8 +163,8 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 				() -> this.nodes.forget(context.getExecutionException().isPresent()), this.nodes::closeProxies));
 		ClusterDatabase database = this.database;
 		if (database != null) {
-			// The schema first: it holds what the shared role owns.
-			steps.addAll(List.of(database.database()::drop, database::dropRoles, database.dataSource()::close));
+			// The database first: it holds what the nodes' roles own.
+			steps.addAll(List.of(database::dropDatabase, database::dropRoles, database.dataSource()::close));
 			this.database = null;
 		}
 		cleanUp(steps);
@@ -260,7 +263,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 * @return the URL
 	 */
 	public String url() {
-		return database().database().url();
+		return database().url();
 	}
 
 	/**
@@ -336,7 +339,8 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	}
 
 	/**
-	 * Terminates every database session of a node with {@code pg_terminate_backend}.
+	 * Terminates every database session of a node: with {@code pg_terminate_backend} on
+	 * PostgreSQL, {@code KILL CONNECTION} on MariaDB.
 	 * @param nodeId the node
 	 * @return how many sessions were terminated
 	 */

@@ -6,7 +6,6 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Instant;
-import java.time.OffsetDateTime;
 import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
@@ -19,33 +18,39 @@ import dev.leader.test.Cluster.Lease;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The database side of a {@link Cluster}: the test's schema, a pool on it with the schema
- * owner's rights, and the roles the nodes log in with.
- * <p>
- * Every node logs in with a role of its own, and every session of it takes the cluster's
- * shared role, which owns what the nodes create: the nodes share their tables, while
- * {@link #terminateSessions} and {@link #refuseConnections} hit one node alone. Roles are
- * server-wide, so their names come from the schema's, which is unique to the test.
+ * The database side of a {@link Cluster}: a fresh database of the test's own (a schema on
+ * PostgreSQL, a database on MariaDB), a pool on it with its owner's rights, and the
+ * database users the nodes log in with, one per node id, so that
+ * {@link #terminateSessions} and {@link #refuseConnections} hit one node alone. User
+ * names are server-wide, so they come from the database's name, which is unique to the
+ * test. {@link PostgresClusterDatabase} and {@link MariaDbClusterDatabase} differ in how
+ * they create, grant, find and end.
  */
-final class ClusterDatabase {
-
-	private static final String UNDEFINED_TABLE = "42P01";
-
-	private final TestDatabase database;
+abstract sealed class ClusterDatabase permits PostgresClusterDatabase, MariaDbClusterDatabase {
 
 	private final HikariDataSource dataSource;
 
 	private final Map<String, Role> roles = new ConcurrentHashMap<>();
 
-	private @Nullable String sharedRole;
-
-	ClusterDatabase(TestDatabase database) {
-		this.database = database;
-		this.dataSource = database.dataSource(2);
+	ClusterDatabase(HikariDataSource dataSource) {
+		this.dataSource = dataSource;
 	}
 
 	/**
-	 * Creates the shared role and, if asked, the starter's tables.
+	 * Returns the name of the test's schema or database, unique to the test.
+	 * @return the name
+	 */
+	abstract String name();
+
+	/**
+	 * Returns the JDBC URL the nodes use.
+	 * @return the URL
+	 */
+	abstract String url();
+
+	/**
+	 * Creates the starter's tables if asked, and whatever the node users need before the
+	 * first one is created.
 	 * @param tables the prefix of the starter's tables to create, or {@code null} if the
 	 * nodes create them, as an application's migrations do
 	 */
@@ -53,16 +58,6 @@ final class ClusterDatabase {
 		if (tables != null) {
 			new LeaderSchemaMigration(this.dataSource, tables).migrate();
 		}
-		// Nodes create tables, such as the application's migrations, as this role, so
-		// that every node may use them.
-		String shared = this.database.schema() + "_nodes";
-		execute("CREATE ROLE " + shared + " NOLOGIN");
-		this.sharedRole = shared;
-		execute("GRANT USAGE, CREATE ON SCHEMA " + this.database.schema() + " TO " + shared);
-	}
-
-	TestDatabase database() {
-		return this.database;
 	}
 
 	HikariDataSource dataSource() {
@@ -70,20 +65,31 @@ final class ClusterDatabase {
 	}
 
 	/**
-	 * Returns the role a node logs in with, creating it on the node's first start, and
-	 * lets the nodes use the tables and sequences that exist now.
+	 * Returns the user a node logs in with, creating it on the node's first start, and
+	 * lets the nodes use what the test created since the last start.
 	 * @param nodeId the node
-	 * @param name the role's name if it is created now
-	 * @return the node's role
+	 * @param name the user's name if it is created now
+	 * @return the node's user
 	 */
 	Role login(String nodeId, String name) {
-		Role role = this.roles.computeIfAbsent(nodeId, (id) -> createRole(name));
-		// Tables the test created since the last start: every node may use them.
-		String schema = this.database.schema();
-		execute("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA " + schema + " TO " + this.sharedRole);
-		execute("GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA " + schema + " TO " + this.sharedRole);
+		Role role = this.roles.computeIfAbsent(nodeId,
+				(id) -> createRole(new Role(name, UUID.randomUUID().toString().replace("-", ""))));
+		grantExisting();
 		return role;
 	}
+
+	/**
+	 * Creates a node's user, which may use everything in the test's database.
+	 * @param role its name and password
+	 * @return the role
+	 */
+	abstract Role createRole(Role role);
+
+	/**
+	 * Lets the nodes use the tables and sequences that exist now, where grants on the
+	 * database do not cover those created later.
+	 */
+	abstract void grantExisting();
 
 	/**
 	 * Reads a group's lease.
@@ -93,12 +99,8 @@ final class ClusterDatabase {
 	 * not exist yet
 	 */
 	Optional<Lease> lease(TablePrefix tables, String group) {
-		String sql = """
-				SELECT holder, term, renewed_at, expires_at, clock_timestamp()
-				FROM %sleases WHERE group_name = ?
-				""".formatted(tables.value());
 		try (Connection connection = this.dataSource.getConnection();
-				PreparedStatement statement = connection.prepareStatement(sql)) {
+				PreparedStatement statement = connection.prepareStatement(leaseSql(tables))) {
 			statement.setString(1, group);
 			try (ResultSet row = statement.executeQuery()) {
 				long readAt = System.nanoTime();
@@ -110,55 +112,64 @@ final class ClusterDatabase {
 			}
 		}
 		catch (SQLException ex) {
-			if (UNDEFINED_TABLE.equals(ex.getSQLState())) {
+			if (undefinedTable(ex)) {
 				return Optional.empty();
 			}
 			throw new IllegalStateException("Could not read the lease of " + group, ex);
 		}
 	}
 
-	int terminateSessions(String nodeId) {
-		String sql = """
-				SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))
-				FROM pg_stat_activity WHERE usename = ?
-				""";
-		// By role, which is unique to this cluster's schema: node ids repeat across test
-		// classes and runs.
-		try (Connection connection = this.dataSource.getConnection();
-				PreparedStatement statement = connection.prepareStatement(sql)) {
-			statement.setString(1, role(nodeId).name());
-			try (ResultSet row = statement.executeQuery()) {
-				row.next();
-				return row.getInt(1);
-			}
-		}
-		catch (SQLException ex) {
-			throw new IllegalStateException("Could not terminate the sessions of " + nodeId, ex);
-		}
-	}
-
-	void refuseConnections(String nodeId) {
-		execute("ALTER ROLE " + role(nodeId).name() + " NOLOGIN");
-	}
-
-	void allowConnections(String nodeId) {
-		execute("ALTER ROLE " + role(nodeId).name() + " LOGIN");
-	}
+	/**
+	 * Returns the statement that reads a lease: holder, term, renewed at, expires at and
+	 * the database clock, for the group given as the one parameter.
+	 * @param tables the prefix of the starter's tables
+	 * @return the SQL
+	 */
+	abstract String leaseSql(TablePrefix tables);
 
 	/**
-	 * Drops the roles; after the schema is dropped, as it holds what the shared role
-	 * owns.
+	 * Reads a database instant of the lease's row.
+	 * @param row the row
+	 * @param column the column
+	 * @return the instant
+	 * @throws SQLException if the column cannot be read
+	 */
+	abstract Instant instant(ResultSet row, int column) throws SQLException;
+
+	/**
+	 * Tells whether a statement failed because the table does not exist.
+	 * @param ex the failure
+	 * @return whether the table is missing
+	 */
+	abstract boolean undefinedTable(SQLException ex);
+
+	/**
+	 * Ends every database session of a node.
+	 * @param nodeId the node
+	 * @return how many sessions were ended
+	 */
+	abstract int terminateSessions(String nodeId);
+
+	abstract void refuseConnections(String nodeId);
+
+	abstract void allowConnections(String nodeId);
+
+	/**
+	 * Drops the test's schema or database and everything in it.
+	 */
+	abstract void dropDatabase();
+
+	/**
+	 * Drops the node users; after the database, which holds what they may own.
 	 */
 	void dropRoles() {
-		this.roles.values().forEach((role) -> execute("DROP ROLE IF EXISTS " + role.name()));
+		this.roles.values().forEach(this::dropRole);
 		this.roles.clear();
-		if (this.sharedRole != null) {
-			execute("DROP ROLE IF EXISTS " + this.sharedRole);
-			this.sharedRole = null;
-		}
 	}
 
-	private Role role(String nodeId) {
+	abstract void dropRole(Role role);
+
+	Role role(String nodeId) {
 		Role role = this.roles.get(nodeId);
 		if (role == null) {
 			throw new IllegalArgumentException("No node " + nodeId + " was started");
@@ -166,16 +177,7 @@ final class ClusterDatabase {
 		return role;
 	}
 
-	private Role createRole(String name) {
-		Role role = new Role(name, UUID.randomUUID().toString().replace("-", ""));
-		execute("CREATE ROLE " + role.name() + " LOGIN PASSWORD '" + role.password() + "' IN ROLE " + this.sharedRole);
-		// Sessions take the shared role at once: what one node creates, the others may
-		// use.
-		execute("ALTER ROLE " + role.name() + " SET role = '" + this.sharedRole + "'");
-		return role;
-	}
-
-	private void execute(String sql) {
+	void execute(String sql) {
 		try (Connection connection = this.dataSource.getConnection();
 				Statement statement = connection.createStatement()) {
 			statement.execute(sql);
@@ -185,16 +187,12 @@ final class ClusterDatabase {
 		}
 	}
 
-	private static Instant instant(ResultSet row, int column) throws SQLException {
-		return row.getObject(column, OffsetDateTime.class).toInstant();
-	}
-
 	/**
-	 * The database role a node logs in with; the name is generated, so it needs no
+	 * The database user a node logs in with; the name is generated, so it needs no
 	 * quoting.
 	 *
-	 * @param name the role's name
-	 * @param password the role's password
+	 * @param name the user's name
+	 * @param password the password
 	 */
 	record Role(String name, String password) {
 	}

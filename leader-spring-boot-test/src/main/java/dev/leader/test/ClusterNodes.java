@@ -53,17 +53,16 @@ final class ClusterNodes {
 
 	NodeProcess start(ClusterDatabase database, String nodeId, Class<?> main, List<String> extraArguments,
 			Map<String, String> environment) {
-		TestDatabase schema = database.database();
 		int count = this.started.incrementAndGet();
-		Role role = database.login(nodeId, schema.schema() + "_n" + count);
-		String url = schema.url();
+		Role role = database.login(nodeId, database.name() + "_n" + count);
+		String url = database.url();
 		if (this.launcher.proxied()) {
-			url = this.proxies.computeIfAbsent(nodeId, (id) -> StallingProxy.inFrontOf(id, schema.url())).jdbcUrl();
+			url = this.proxies.computeIfAbsent(nodeId, (id) -> StallingProxy.inFrontOf(id, database.url())).jdbcUrl();
 		}
 		List<String> arguments = new ArrayList<>(this.launcher.arguments(nodeId, url, role.name(), role.password()));
 		arguments.addAll(arguments(this.properties));
 		arguments.addAll(extraArguments);
-		Path output = Path.of("target", "node-logs", schema.schema(), nodeId + "-" + count + ".log");
+		Path output = Path.of("target", "node-logs", database.name(), nodeId + "-" + count + ".log");
 		try {
 			NodeProcess node = this.launcher.launch(main, nodeId, arguments, environment, output);
 			this.nodes.add(node);

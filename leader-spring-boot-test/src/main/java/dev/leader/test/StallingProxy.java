@@ -30,13 +30,15 @@ public final class StallingProxy implements AutoCloseable {
 
 	private static final int BUFFER_SIZE = 16 * 1024;
 
-	private static final Pattern JDBC_URL = Pattern.compile("jdbc:postgresql://([^/:?]+)(?::(\\d+))?(/.*)");
+	private static final Pattern JDBC_URL = Pattern.compile("jdbc:(postgresql|mariadb)://([^/:?]+)(?::(\\d+))?(/.*)");
 
 	private final String name;
 
 	private final InetSocketAddress target;
 
 	private final ServerSocket server;
+
+	private final String scheme;
 
 	private final String pathAndQuery;
 
@@ -48,9 +50,11 @@ public final class StallingProxy implements AutoCloseable {
 
 	private volatile boolean closed;
 
-	private StallingProxy(String name, InetSocketAddress target, String pathAndQuery, ServerSocket server) {
+	private StallingProxy(String name, InetSocketAddress target, String scheme, String pathAndQuery,
+			ServerSocket server) {
 		this.name = name;
 		this.target = target;
+		this.scheme = scheme;
 		this.pathAndQuery = pathAndQuery;
 		this.server = server;
 		Thread acceptor = new Thread(this::accept, "proxy-" + name + "-accept");
@@ -66,13 +70,14 @@ public final class StallingProxy implements AutoCloseable {
 	 * @return the running proxy
 	 */
 	public static StallingProxy start(String name, String targetHost, int targetPort) {
-		return start(name, targetHost, targetPort, "/");
+		return start(name, targetHost, targetPort, "postgresql", "/");
 	}
 
-	private static StallingProxy start(String name, String targetHost, int targetPort, String pathAndQuery) {
+	private static StallingProxy start(String name, String targetHost, int targetPort, String scheme,
+			String pathAndQuery) {
 		try {
 			ServerSocket server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
-			return new StallingProxy(name, new InetSocketAddress(targetHost, targetPort), pathAndQuery, server);
+			return new StallingProxy(name, new InetSocketAddress(targetHost, targetPort), scheme, pathAndQuery, server);
 		}
 		catch (IOException ex) {
 			throw new UncheckedIOException("Could not start the proxy for " + name, ex);
@@ -80,10 +85,11 @@ public final class StallingProxy implements AutoCloseable {
 	}
 
 	/**
-	 * Starts a proxy on a free loopback port in front of the server of a PostgreSQL JDBC
-	 * URL.
+	 * Starts a proxy on a free loopback port in front of the server of a PostgreSQL or
+	 * MariaDB JDBC URL.
 	 * @param name a name for threads and messages, usually the node id
 	 * @param jdbcUrl the URL, {@code jdbc:postgresql://host[:port]/database[?parameters]}
+	 * or {@code jdbc:mariadb://host[:port]/database[?parameters]}
 	 * @return the running proxy, whose {@link #jdbcUrl()} leads to the same database
 	 * through it
 	 * @throws IllegalArgumentException if the URL is not of that form
@@ -93,7 +99,10 @@ public final class StallingProxy implements AutoCloseable {
 		if (!url.matches()) {
 			throw new IllegalArgumentException("Cannot put a proxy in front of " + jdbcUrl);
 		}
-		return start(name, url.group(1), (url.group(2) != null) ? Integer.parseInt(url.group(2)) : 5432, url.group(3));
+		String scheme = url.group(1);
+		int defaultPort = scheme.equals("mariadb") ? 3306 : 5432;
+		return start(name, url.group(2), (url.group(3) != null) ? Integer.parseInt(url.group(3)) : defaultPort, scheme,
+				url.group(4));
 	}
 
 	/**
@@ -102,7 +111,7 @@ public final class StallingProxy implements AutoCloseable {
 	 * @return the URL
 	 */
 	public String jdbcUrl() {
-		return "jdbc:postgresql://" + host() + ":" + port() + this.pathAndQuery;
+		return "jdbc:" + this.scheme + "://" + host() + ":" + port() + this.pathAndQuery;
 	}
 
 	/**

@@ -1,7 +1,17 @@
 package dev.leader.fencing;
 
+import java.lang.reflect.InvocationHandler;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 
 import javax.sql.DataSource;
 
@@ -11,6 +21,7 @@ import dev.leader.StaleLeadershipException;
 import dev.leader.jdbc.MariaDbCoordinationStore;
 import dev.leader.jdbc.MariaDbFencingStore;
 import dev.leader.lease.CoordinationStore;
+import dev.leader.lease.CoordinationStore.AcquireResult;
 import dev.leader.lease.LeaseState;
 import dev.leader.test.MigratedMariaDb;
 import org.junit.jupiter.api.BeforeAll;
@@ -23,6 +34,7 @@ import org.springframework.transaction.support.TransactionTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+import static org.awaitility.Awaitility.await;
 
 /**
  * {@link Fencing} against the machine's MariaDB: the lease guard and the fences table
@@ -114,10 +126,117 @@ class MariaDbFencingTests extends AbstractFencingTests {
 		assertThat(limits).containsExactly(0.0, 0L);
 	}
 
+	/**
+	 * A holder that stalls right after its guard's lock statement (SIGSTOP, a network
+	 * stall), before its next statement: the hold limits must already be set then, or the
+	 * lock it holds keeps the takeover waiting for as long as the stall. They were set
+	 * after the lock, and a fault run caught a takeover held up for a 4.8 s pause.
+	 */
+	@Test
+	void holderFrozenRightAfterItsGuardLockedTheLeaseHoldsATakeoverUpOnlyUntilTheHoldLimit() throws Exception {
+		FencingToken token = acquire("g", "a", Duration.ofMillis(300));
+		FreezeAfterLock freeze = new FreezeAfterLock();
+		DataSource freezing = freeze.wrap(dataSource());
+		TransactionTemplate transactions = new TransactionTemplate(new DataSourceTransactionManager(freezing));
+		Fencing fencing = new Fencing(fencingStore(freezing, Duration.ofMillis(800)), "a");
+		CompletableFuture<Void> writer = CompletableFuture.runAsync(() -> transactions.executeWithoutResult((tx) -> {
+			fencing.guard(token);
+			JdbcClient.create(freezing)
+				.sql("INSERT INTO writes (term, node) VALUES (?, ?)")
+				.params(token.term(), "a")
+				.update();
+		}));
+		try {
+			assertThat(freeze.frozen.await(5, TimeUnit.SECONDS)).as("the holder froze after its lock").isTrue();
+			await().atMost(Duration.ofSeconds(5)).until(() -> expired("g"));
+			long start = System.nanoTime();
+			AcquireResult takeover = CompletableFuture
+				.supplyAsync(() -> this.leases.acquire("g", "b", Duration.ofSeconds(10)))
+				.get(10, TimeUnit.SECONDS);
+			assertThat(takeover.granted()).isTrue();
+			assertThat(takeover.lease().term()).isEqualTo(token.term() + 1);
+			assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(3));
+		}
+		finally {
+			freeze.thaw.countDown();
+		}
+		assertThatExceptionOfType(ExecutionException.class).isThrownBy(() -> writer.get(10, TimeUnit.SECONDS));
+		assertThat(this.jdbc.sql("SELECT count(*) FROM writes").query(Long.class).single()).isZero();
+	}
+
 	private static List<Object> limits(JdbcClient jdbc) {
 		return jdbc.sql("SELECT @@session.max_statement_time, @@session.idle_transaction_timeout")
 			.query((rows, i) -> List.<Object>of(rows.getDouble(1), rows.getLong(2)))
 			.single();
+	}
+
+	/**
+	 * Data sources whose connections freeze the calling thread, as a paused process would
+	 * be frozen, at the first statement they create after the lease guard's lock
+	 * statement ran, until {@link #thaw}; the server sees an idle session in a
+	 * transaction that holds the lock.
+	 */
+	private static final class FreezeAfterLock {
+
+		final CountDownLatch frozen = new CountDownLatch(1);
+
+		final CountDownLatch thaw = new CountDownLatch(1);
+
+		private volatile boolean locked;
+
+		DataSource wrap(DataSource target) {
+			return proxy(DataSource.class, (proxy, method, args) -> {
+				Object result = invoke(target, method, args);
+				return (result instanceof Connection connection) ? connection(connection) : result;
+			});
+		}
+
+		private Connection connection(Connection target) {
+			Connection[] self = new Connection[1];
+			self[0] = proxy(Connection.class, (proxy, method, args) -> {
+				if (method.getName().startsWith("create") || method.getName().startsWith("prepare")) {
+					if (this.locked && this.frozen.getCount() > 0) {
+						this.frozen.countDown();
+						this.thaw.await(30, TimeUnit.SECONDS);
+					}
+				}
+				Object result = invoke(target, method, args);
+				if (result instanceof PreparedStatement statement
+						&& ((String) args[0]).contains("LOCK IN SHARE MODE")) {
+					return statement(statement, self[0]);
+				}
+				return result;
+			});
+			return self[0];
+		}
+
+		private PreparedStatement statement(PreparedStatement target, Connection connection) {
+			return proxy(PreparedStatement.class, (proxy, method, args) -> {
+				if (method.getName().equals("getConnection")) {
+					return connection;
+				}
+				Object result = invoke(target, method, args);
+				if (method.getName().equals("executeQuery")) {
+					this.locked = true;
+				}
+				return result;
+			});
+		}
+
+		private static Object invoke(Object target, Method method, Object[] args) throws Throwable {
+			try {
+				return method.invoke(target, args);
+			}
+			catch (InvocationTargetException ex) {
+				throw ex.getCause();
+			}
+		}
+
+		private static <T> T proxy(Class<T> type, InvocationHandler handler) {
+			return type
+				.cast(Proxy.newProxyInstance(FreezeAfterLock.class.getClassLoader(), new Class<?>[] { type }, handler));
+		}
+
 	}
 
 }

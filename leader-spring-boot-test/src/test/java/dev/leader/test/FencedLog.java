@@ -10,10 +10,9 @@ import javax.sql.DataSource;
 import dev.leader.FencingToken;
 import dev.leader.Leadership;
 import dev.leader.fencing.Fencing;
-import dev.leader.jdbc.PostgresFencingStore;
-import dev.leader.jdbc.PostgresLogStore;
-import dev.leader.jdbc.TablePrefix;
+import dev.leader.fencing.FencingStore;
 import dev.leader.log.DecisionLog;
+import dev.leader.log.LogStore;
 import dev.leader.test.NodeEvent.Type;
 import org.jspecify.annotations.Nullable;
 
@@ -26,11 +25,11 @@ import org.springframework.transaction.support.TransactionTemplate;
  * {@code (group_name, term, node, incarnation, seq, stamp_nanos)}, shared by
  * {@link FencedWriter} and {@link GuardedLoad}. Each append is one transaction that
  * {@link Fencing#guard guards} the group's lease, may hold the transaction open for a
- * while ({@code pg_sleep}), and then inserts the row, with {@code stamp_nanos} taken
- * after the guard passed and before the commit. With the decision log, the transaction is
- * fenced by an append to the group's decision log instead of the guard, with the payload
- * {@code <incarnation>/<seq>}, so that the row and the entry commit together or not at
- * all. Thread-safe.
+ * while ({@code pg_sleep}, or {@code SLEEP} on MariaDB), and then inserts the row, with
+ * {@code stamp_nanos} taken after the guard passed and before the commit. With the
+ * decision log, the transaction is fenced by an append to the group's decision log
+ * instead of the guard, with the payload {@code <incarnation>/<seq>}, so that the row and
+ * the entry commit together or not at all. Thread-safe.
  */
 final class FencedLog {
 
@@ -46,31 +45,30 @@ final class FencedLog {
 
 	private final String insertSql;
 
+	private final String sleepSql;
+
 	private final long incarnation;
 
 	private final Consumer<NodeEvent> events;
 
 	private final @Nullable DecisionLog decisions;
 
-	FencedLog(Leadership leadership, DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
-			Duration holdLimit, String table, long incarnation, Consumer<NodeEvent> events, boolean decisionLog) {
+	FencedLog(Leadership leadership, DataSource dataSource, FencingStore fencingStore, @Nullable LogStore logStore,
+			String sleepSql, Duration queryTimeout, String table, long incarnation, Consumer<NodeEvent> events) {
 		if (!TABLE_NAME.matcher(table).matches()) {
 			throw new IllegalArgumentException("Invalid log table name '" + table + "'");
 		}
 		this.leadership = leadership;
-		this.fencing = new Fencing(new PostgresFencingStore(dataSource, tablePrefix, queryTimeout, holdLimit),
-				leadership.nodeId());
+		this.fencing = new Fencing(fencingStore, leadership.nodeId());
 		this.transactions = new TransactionTemplate(new DataSourceTransactionManager(dataSource));
 		this.jdbc = new JdbcTemplate(dataSource);
 		this.jdbc.setQueryTimeout((int) Math.max(1, queryTimeout.toSeconds()));
 		this.insertSql = "INSERT INTO " + table
 				+ " (group_name, term, node, incarnation, seq, stamp_nanos) VALUES (?, ?, ?, ?, ?, ?)";
+		this.sleepSql = sleepSql;
 		this.incarnation = incarnation;
 		this.events = events;
-		this.decisions = decisionLog
-				? new DecisionLog(new PostgresLogStore(dataSource, tablePrefix, queryTimeout, holdLimit, null),
-						leadership.nodeId(), List.of())
-				: null;
+		this.decisions = (logStore != null) ? new DecisionLog(logStore, leadership.nodeId(), List.of()) : null;
 	}
 
 	/**
@@ -98,7 +96,7 @@ final class FencedLog {
 				this.fencing.guard(token);
 			}
 			if (hold != null) {
-				this.jdbc.queryForObject("SELECT 1 FROM pg_sleep(?)", Integer.class, hold.toNanos() / 1e9);
+				this.jdbc.queryForObject(this.sleepSql, Integer.class, hold.toNanos() / 1e9);
 			}
 			long stamp = System.nanoTime();
 			this.jdbc.update(this.insertSql, token.group(), token.term(), this.leadership.nodeId(), this.incarnation,

@@ -20,8 +20,8 @@ import dev.leader.LeaderChangedEvent;
 import dev.leader.LeadershipGrantedEvent;
 import dev.leader.LeadershipRevokedEvent;
 import dev.leader.RevokeReason;
-import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.jdbc.TablePrefix;
+import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseSettings;
 import dev.leader.node.NodeRegistration;
@@ -30,8 +30,9 @@ import dev.leader.test.NodeEvent.Type;
 /**
  * One cluster node in a process of its own: a {@link LeaderEngine} without a Spring
  * context, on a small Hikari pool whose PostgreSQL sessions carry the node id as
- * {@code application_name}, so that a test can find and terminate them. Started by
- * {@link NodeProcess}.
+ * {@code application_name}. Started by {@link NodeProcess}. It runs on PostgreSQL or,
+ * with a {@code jdbc:mariadb:} URL, on MariaDB, with that database's stores
+ * ({@link NodeDialect}).
  * <p>
  * Standard output carries only {@link NodeEvent} lines, one per event; logging goes to
  * standard error. SIGTERM stops the engine gracefully (it releases its leases and prints
@@ -78,6 +79,19 @@ public final class TestNode {
 	}
 
 	/**
+	 * Creates a cluster of test nodes on a fresh database of the
+	 * {@link MariaDbTestDatabase}'s server, in which each node logs in with a user of its
+	 * own.
+	 * @param settings the settings of every node
+	 * @param groups the groups every node takes part in
+	 * @return the cluster, to register with {@code @RegisterExtension}
+	 */
+	public static Cluster clusterOnMariaDb(LeaseSettings settings, String... groups) {
+		return new Cluster(new Launcher(settings, List.of(groups)),
+				() -> new MariaDbClusterDatabase(MariaDbTestDatabase.create()));
+	}
+
+	/**
 	 * Creates a cluster of test nodes on a database of the test's own, for example a
 	 * {@link ReplicatedPostgres} pair; register its extension before the cluster, so that
 	 * the servers run before the schema is created and until it is dropped.
@@ -87,7 +101,7 @@ public final class TestNode {
 	 * @return the cluster, to register with {@code @RegisterExtension}
 	 */
 	public static Cluster cluster(LeaseSettings settings, Supplier<TestDatabase> schemas, String... groups) {
-		return new Cluster(new Launcher(settings, List.of(groups)), schemas);
+		return new Cluster(new Launcher(settings, List.of(groups)), () -> new PostgresClusterDatabase(schemas.get()));
 	}
 
 	/**
@@ -112,18 +126,17 @@ public final class TestNode {
 		NodeArguments arguments = NodeArguments.parse(args);
 		String nodeId = arguments.required("node");
 		HikariDataSource dataSource = arguments.dataSource(nodeId, 3);
-		LeaderEngine engine = new LeaderEngine(
-				new PostgresCoordinationStore(dataSource, new TablePrefix(arguments.get("table-prefix", "leader_")),
-						arguments.duration("query-timeout", Duration.ofSeconds(1))),
-				arguments.leaseSettings(), new NodeRegistration(nodeId, nodeId, host(), ProcessHandle.current().pid()),
+		NodeDialect dialect = NodeDialect.of(arguments.required("url"));
+		CoordinationStore store = dialect.coordinationStore(dataSource, prefix(arguments), queryTimeout(arguments));
+		LeaderEngine engine = new LeaderEngine(store, arguments.leaseSettings(),
+				new NodeRegistration(nodeId, nodeId, host(), ProcessHandle.current().pid()),
 				Arrays.asList(arguments.required("groups").split(",")),
 				(event) -> NodeEventLines.print(events, NodeEventLines.of(event)));
-		FencedWriter writer = Boolean.parseBoolean(arguments.get("writer", "false"))
-				? writer(engine, dataSource, arguments, (event) -> NodeEventLines.print(events, event)) : null;
+		Node node = new Node(engine, store, dialect, dataSource, arguments,
+				(event) -> NodeEventLines.print(events, event));
+		FencedWriter writer = Boolean.parseBoolean(arguments.get("writer", "false")) ? writer(node) : null;
 		int loadThreads = Integer.parseInt(arguments.get("load-threads", "0"));
-		GuardedLoad load = (loadThreads > 0)
-				? load(engine, dataSource, arguments, loadThreads, (event) -> NodeEventLines.print(events, event))
-				: null;
+		GuardedLoad load = (loadThreads > 0) ? load(node, loadThreads) : null;
 		CountDownLatch stopped = new CountDownLatch(1);
 		Runtime.getRuntime().addShutdownHook(new Thread(() -> {
 			// The engine first: its revokes empty the tokens, so the load stops guarding
@@ -173,28 +186,40 @@ public final class TestNode {
 		}
 	}
 
-	private static FencedWriter writer(LeaderEngine engine, HikariDataSource dataSource, NodeArguments arguments,
-			Consumer<NodeEvent> events) {
+	private static FencedWriter writer(Node node) {
+		NodeArguments arguments = node.arguments();
 		return new FencedWriter(
-				log(engine, dataSource, arguments, "writer-table", "fault_log", events,
-						"log".equals(arguments.get("writer-fence", "guard"))),
+				log(node, "writer-table", "fault_log", "log".equals(arguments.get("writer-fence", "guard"))),
 				arguments.duration("writer-interval", Duration.ofMillis(30)),
 				Long.parseLong(arguments.get("writer-max-attempts", "1000000")));
 	}
 
-	private static GuardedLoad load(LeaderEngine engine, HikariDataSource dataSource, NodeArguments arguments,
-			int threads, Consumer<NodeEvent> events) {
-		return new GuardedLoad(log(engine, dataSource, arguments, "load-table", "fault_load", events, false), threads,
+	private static GuardedLoad load(Node node, int threads) {
+		NodeArguments arguments = node.arguments();
+		return new GuardedLoad(log(node, "load-table", "fault_load", false), threads,
 				arguments.leaseSettings().safeWindow(), arguments.duration("load-hold", Duration.ofMillis(100)),
 				Long.parseLong(arguments.get("load-max-transactions", "10000000")));
 	}
 
-	private static FencedLog log(LeaderEngine engine, HikariDataSource dataSource, NodeArguments arguments,
-			String tableArgument, String defaultTable, Consumer<NodeEvent> events, boolean decisionLog) {
-		return new FencedLog(engine, dataSource, new TablePrefix(arguments.get("table-prefix", "leader_")),
-				arguments.duration("query-timeout", Duration.ofSeconds(1)), arguments.leaseSettings().safeWindow(),
-				arguments.get(tableArgument, defaultTable), Long.parseLong(arguments.get("incarnation", "1")), events,
-				decisionLog);
+	private static FencedLog log(Node node, String tableArgument, String defaultTable, boolean decisionLog) {
+		NodeArguments arguments = node.arguments();
+		TablePrefix prefix = prefix(arguments);
+		Duration queryTimeout = queryTimeout(arguments);
+		Duration holdLimit = arguments.leaseSettings().safeWindow();
+		NodeDialect dialect = node.dialect();
+		return new FencedLog(node.engine(), node.dataSource(),
+				dialect.fencingStore(node.dataSource(), prefix, queryTimeout, holdLimit),
+				decisionLog ? dialect.logStore(node.dataSource(), prefix, queryTimeout, holdLimit, node.store()) : null,
+				dialect.sleepSql(), queryTimeout, arguments.get(tableArgument, defaultTable),
+				Long.parseLong(arguments.get("incarnation", "1")), node.events());
+	}
+
+	private static TablePrefix prefix(NodeArguments arguments) {
+		return new TablePrefix(arguments.get("table-prefix", "leader_"));
+	}
+
+	private static Duration queryTimeout(NodeArguments arguments) {
+		return arguments.duration("query-timeout", Duration.ofSeconds(1));
 	}
 
 	/**
@@ -220,6 +245,13 @@ public final class TestNode {
 		catch (UnknownHostException ex) {
 			return "localhost";
 		}
+	}
+
+	/**
+	 * What the writer and the load of a node are built on.
+	 */
+	private record Node(LeaderEngine engine, CoordinationStore store, NodeDialect dialect, HikariDataSource dataSource,
+			NodeArguments arguments, Consumer<NodeEvent> events) {
 	}
 
 	/**
