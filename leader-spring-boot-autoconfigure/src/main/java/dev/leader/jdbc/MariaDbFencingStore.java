@@ -65,11 +65,7 @@ public final class MariaDbFencingStore implements FencingStore {
 	private static final String ADVANCE = """
 			UPDATE ${prefix}fences SET term = ?, updated_at = ${now} WHERE resource = ?""";
 
-	private final DataSource dataSource;
-
-	private final Statements statements;
-
-	private final long holdLimitMillis;
+	private final GuardStatements guards;
 
 	private final String lockLeaseSql;
 
@@ -93,9 +89,8 @@ public final class MariaDbFencingStore implements FencingStore {
 	 */
 	public MariaDbFencingStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
 			Duration holdLimit) {
-		this.dataSource = dataSource;
-		this.statements = new Statements(queryTimeout);
-		this.holdLimitMillis = Math.max(1, holdLimit.toMillis());
+		this.guards = new GuardStatements(dataSource, queryTimeout, holdLimit,
+				"annotate the method with @Transactional");
 		this.lockLeaseSql = MariaDbSql.render(tablePrefix, LOCK_LEASE);
 		this.readLeaseSql = MariaDbSql.render(tablePrefix, READ_LEASE);
 		this.ensureFenceSql = MariaDbSql.render(tablePrefix, ENSURE_FENCE);
@@ -113,7 +108,7 @@ public final class MariaDbFencingStore implements FencingStore {
 				if (!rows.next()) {
 					return null;
 				}
-				MariaDbHoldLimits.apply(statement.getConnection(), this.holdLimitMillis);
+				MariaDbHoldLimits.apply(statement.getConnection(), this.guards.holdLimitMillis());
 				return new LeaseLock(true, rows.getString("holder"), rows.getLong("term"), true);
 			}
 		});
@@ -148,7 +143,7 @@ public final class MariaDbFencingStore implements FencingStore {
 				long term = rows.getLong("term");
 				boolean accepted = group.equals(token.group()) && term <= token.term();
 				if (accepted) {
-					MariaDbHoldLimits.apply(statement.getConnection(), this.holdLimitMillis);
+					MariaDbHoldLimits.apply(statement.getConnection(), this.guards.holdLimitMillis());
 				}
 				return new Fence(accepted, group, accepted ? token.term() : term);
 			}
@@ -164,8 +159,7 @@ public final class MariaDbFencingStore implements FencingStore {
 	}
 
 	private <T> @Nullable T execute(String task, String sql, Statements.Callback<@Nullable T> callback) {
-		return this.statements.runInTransaction(this.dataSource, "annotate the method with @Transactional", task, sql,
-				callback);
+		return this.guards.run(task, sql, callback);
 	}
 
 }
