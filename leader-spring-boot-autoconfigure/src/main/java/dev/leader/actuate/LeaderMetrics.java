@@ -58,19 +58,6 @@ public class LeaderMetrics implements MeterBinder, LeaseMonitor, LogMonitor {
 	 * @param fencing the fencing facade whose rejections to count, or {@code null} if
 	 * there is none
 	 * @param daemons daemon assignment on this node, or {@code null} if it is off
-	 */
-	public LeaderMetrics(LeaseStatus leases, Leadership leadership, @Nullable Fencing fencing,
-			@Nullable DaemonStatus daemons) {
-		this(leases, leadership, fencing, daemons, null);
-	}
-
-	/**
-	 * Creates the metrics, with those of the decision logs.
-	 * @param leases this node's leases
-	 * @param leadership the leadership whose transitions to count
-	 * @param fencing the fencing facade whose rejections to count, or {@code null} if
-	 * there is none
-	 * @param daemons daemon assignment on this node, or {@code null} if it is off
 	 * @param log the decision logs, or {@code null} if there are none; set this object as
 	 * its monitor for the apply times and the reads
 	 */

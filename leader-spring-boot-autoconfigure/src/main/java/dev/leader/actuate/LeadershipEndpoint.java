@@ -70,31 +70,9 @@ public class LeadershipEndpoint {
 	private final @Nullable DecisionLog log;
 
 	/**
-	 * Creates an endpoint.
-	 * @param leadership the leadership to yield
-	 * @param leases this node's leases
-	 */
-	public LeadershipEndpoint(Leadership leadership, LeaseStatus leases) {
-		this(leadership, leases, null, null);
-	}
-
-	/**
-	 * Creates an endpoint that also shows the daemon assignments and takes the daemon
-	 * commands.
-	 * @param leadership the leadership to yield
-	 * @param leases this node's leases
-	 * @param daemons daemon assignment on this node, or {@code null} if it is off
-	 * @param commands the daemon commands, or {@code null} if daemon assignment is off
-	 */
-	public LeadershipEndpoint(Leadership leadership, LeaseStatus leases, @Nullable DaemonStatus daemons,
-			@Nullable DaemonCommands commands) {
-		this(leadership, leases, daemons, commands, null);
-	}
-
-	/**
-	 * Creates an endpoint that also shows the daemon assignments, takes the daemon
-	 * commands, and shows, per group this node applies a decision log of, the bookmark it
-	 * applied, its lag and its staleness bound.
+	 * Creates an endpoint. Besides the groups and members, it shows the daemon
+	 * assignments, takes the daemon commands, and shows, per group this node applies a
+	 * decision log of, the bookmark it applied, its lag and its staleness bound.
 	 * @param leadership the leadership to yield
 	 * @param leases this node's leases
 	 * @param daemons daemon assignment on this node, or {@code null} if it is off

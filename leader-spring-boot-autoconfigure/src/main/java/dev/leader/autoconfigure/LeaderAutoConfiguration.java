@@ -1,11 +1,7 @@
 package dev.leader.autoconfigure;
 
-import java.net.InetAddress;
-import java.net.UnknownHostException;
-import java.util.LinkedHashSet;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ThreadLocalRandom;
 
 import javax.sql.DataSource;
 
@@ -26,8 +22,6 @@ import dev.leader.lease.LeaseSettings;
 import dev.leader.log.DecisionLogConfiguration;
 import dev.leader.log.LogApplier;
 import dev.leader.log.LogRetention;
-import dev.leader.node.Names;
-import dev.leader.node.NodeRegistration;
 import io.micrometer.observation.ObservationRegistry;
 import org.flywaydb.core.Flyway;
 import org.jspecify.annotations.Nullable;
@@ -46,20 +40,12 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandi
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.sql.init.dependency.DatabaseInitializationDependencyConfigurer;
-import org.springframework.context.ApplicationContext;
-import org.springframework.context.ApplicationContextAware;
-import org.springframework.context.ApplicationEvent;
 import org.springframework.context.ApplicationEventPublisher;
-import org.springframework.context.SmartLifecycle;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
 import org.springframework.context.annotation.ImportBeanDefinitionRegistrar;
 import org.springframework.context.annotation.Role;
-import org.springframework.context.event.ContextClosedEvent;
-import org.springframework.context.event.GenericApplicationListener;
-import org.springframework.core.Ordered;
-import org.springframework.core.ResolvableType;
 import org.springframework.core.env.Environment;
 import org.springframework.core.type.AnnotationMetadata;
 
@@ -102,14 +88,9 @@ public final class LeaderAutoConfiguration {
 	LeaderEngine leaderEngine(CoordinationStore store, LeaseSettings settings, LeaderProperties properties,
 			Environment environment, ApplicationEventPublisher publisher, LeaderOnlyGroups leaderOnlyGroups,
 			ObjectProvider<LogApplier> logAppliers, ObjectProvider<ObservationRegistry> observationRegistry) {
-		Set<String> groups = groups(properties);
-		String name = nodeName(properties, environment);
-		String host = hostName();
-		String configuredId = configuredId(properties);
-		String id = (configuredId != null) ? configuredId : generatedId(host);
-		LeaderEngine engine = new LeaderEngine(store, settings, new NodeRegistration(id, name, host,
-				ProcessHandle.current().pid(), Set.of(), baseUrl(properties), zone(properties)), groups,
-				publisher::publishEvent);
+		Set<String> groups = NodeIdentity.groups(properties);
+		LeaderEngine engine = new LeaderEngine(store, settings, NodeIdentity.registration(properties, environment),
+				groups, publisher::publishEvent);
 		leaderOnlyGroups.drainTo(engine::addGroup);
 		// A node follows the logs it applies through its heartbeat, which reads the
 		// logs' ends with the leases of its groups.
@@ -182,72 +163,6 @@ public final class LeaderAutoConfiguration {
 		return new LeaderOnlyGroups();
 	}
 
-	private static String requireValidName(String property, String what, String name) {
-		try {
-			return Names.requireValid(what, name);
-		}
-		catch (IllegalArgumentException ex) {
-			// Not chained, so that the root cause of the startup failure names the
-			// property to change.
-			throw new IllegalArgumentException(property + ": " + ex.getMessage());
-		}
-	}
-
-	private static Set<String> groups(LeaderProperties properties) {
-		Set<String> groups = new LinkedHashSet<>();
-		properties.getGroups().forEach((group) -> groups.add(requireValidName("leader.groups", "group name", group)));
-		return groups;
-	}
-
-	private static @Nullable String configuredId(LeaderProperties properties) {
-		String id = properties.getNode().getId();
-		return (id != null) ? requireValidName("leader.node.id", "node id", id) : null;
-	}
-
-	/**
-	 * Returns the configured base URL, validated.
-	 * @param properties the starter's properties
-	 * @return the URL without a trailing slash, or {@code null} if none is configured
-	 */
-	static @Nullable String baseUrl(LeaderProperties properties) {
-		String url = properties.getNode().getBaseUrl();
-		try {
-			return (url != null) ? Names.requireValidBaseUrl(url) : null;
-		}
-		catch (IllegalArgumentException ex) {
-			throw new IllegalArgumentException("leader.node.base-url: " + ex.getMessage());
-		}
-	}
-
-	/**
-	 * Returns the configured zone, validated.
-	 * @param properties the starter's properties
-	 * @return the zone, or {@code null} if none is configured
-	 */
-	static @Nullable String zone(LeaderProperties properties) {
-		String zone = properties.getNode().getZone();
-		try {
-			return (zone != null) ? Names.requireValidZone(zone) : null;
-		}
-		catch (IllegalArgumentException ex) {
-			throw new IllegalArgumentException("leader.node.zone: " + ex.getMessage());
-		}
-	}
-
-	private static String nodeName(LeaderProperties properties, Environment environment) {
-		String configured = properties.getNode().getName();
-		String name = (configured != null) ? configured
-				: environment.getProperty("spring.application.name", "application");
-		try {
-			return Names.requireValidNodeName(name);
-		}
-		catch (IllegalArgumentException ex) {
-			throw new IllegalArgumentException((configured != null) ? "leader.node.name: " + ex.getMessage()
-					: "spring.application.name, the default of leader.node.name: " + ex.getMessage()
-							+ "; or set leader.node.name");
-		}
-	}
-
 	/**
 	 * Checks every setting that the beans check when they are created, for the migration
 	 * to run only with valid ones: the beans that check them may be created after it.
@@ -261,32 +176,10 @@ public final class LeaderAutoConfiguration {
 			@Nullable DaemonSettings daemons, ListableBeanFactory beanFactory) {
 		properties.getJdbc().determineQueryTimeout();
 		properties.getLog().getRetention().determineRetention();
-		groups(properties);
-		configuredId(properties);
-		nodeName(properties, environment);
-		baseUrl(properties);
-		zone(properties);
+		NodeIdentity.check(properties, environment);
 		if (daemons != null && beanFactory.getBeanNamesForType(DaemonAgent.class, true, false).length > 0) {
 			daemons.requireAckTimeoutAllowsAPoll(lease);
 		}
-	}
-
-	private static String hostName() {
-		try {
-			return InetAddress.getLocalHost().getHostName();
-		}
-		catch (UnknownHostException ex) {
-			return "localhost";
-		}
-	}
-
-	private static String generatedId(String host) {
-		String readable = host.replaceAll("[^A-Za-z0-9._-]", "-");
-		if (readable.isEmpty() || !Character.isLetterOrDigit(readable.charAt(0))) {
-			readable = "node" + readable;
-		}
-		readable = readable.substring(0, Math.min(readable.length(), 100));
-		return readable + "-" + Long.toHexString(ThreadLocalRandom.current().nextLong(0x1000000L, 0x10000000L));
 	}
 
 	@Configuration(proxyBeanMethods = false)
@@ -304,103 +197,6 @@ public final class LeaderAutoConfiguration {
 			LeaderSchemaMigration migration = new LeaderSchemaMigration(dataSource, prefix);
 			migration.migrate();
 			return migration;
-		}
-
-	}
-
-	/**
-	 * Starts the engine after the context is refreshed. On shutdown it first gives up the
-	 * leases, as early as the revoked events can still reach their listeners: on a
-	 * signal, in a JVM shutdown hook of its own, which starts with the application's hook
-	 * rather than after it, and otherwise when the context publishes its
-	 * {@link ContextClosedEvent}, before any lifecycle phase stops; the context waits
-	 * there until the release is done. The node stays registered and keeps heartbeating,
-	 * so that the daemon coordinator, stopped next, drains its daemons on a live node and
-	 * hands them back, while another node already leads; the engine stops, deregistering
-	 * the node, after the coordinator. A context that is only stopped, not closed, gives
-	 * up the leases when it stops the engine.
-	 */
-	static final class LeaderEngineLifecycle
-			implements SmartLifecycle, GenericApplicationListener, ApplicationContextAware {
-
-		private final LeaderEngine engine;
-
-		private final Object lock = new Object();
-
-		private @Nullable ApplicationContext context;
-
-		private @Nullable Thread shutdownHook;
-
-		LeaderEngineLifecycle(LeaderEngine engine) {
-			this.engine = engine;
-		}
-
-		@Override
-		public void setApplicationContext(ApplicationContext context) {
-			this.context = context;
-		}
-
-		@Override
-		public boolean supportsEventType(ResolvableType eventType) {
-			return ContextClosedEvent.class.isAssignableFrom(eventType.toClass());
-		}
-
-		@Override
-		public void onApplicationEvent(ApplicationEvent event) {
-			// A child context's closed event reaches this context's listeners too.
-			if (event instanceof ContextClosedEvent closed && closed.getApplicationContext() == this.context) {
-				this.engine.relinquish();
-				removeShutdownHook();
-			}
-		}
-
-		@Override
-		public int getOrder() {
-			return Ordered.HIGHEST_PRECEDENCE;
-		}
-
-		@Override
-		public void start() {
-			this.engine.start();
-			Thread hook = new Thread(this.engine::relinquish, "leader-shutdown");
-			try {
-				Runtime.getRuntime().addShutdownHook(hook);
-				synchronized (this.lock) {
-					this.shutdownHook = hook;
-				}
-			}
-			catch (IllegalStateException ex) {
-				// The JVM is shutting down already; the context's close gives the leases
-				// up.
-			}
-		}
-
-		@Override
-		public void stop() {
-			removeShutdownHook();
-			this.engine.stop();
-		}
-
-		private void removeShutdownHook() {
-			Thread hook;
-			synchronized (this.lock) {
-				hook = this.shutdownHook;
-				this.shutdownHook = null;
-			}
-			if (hook != null && hook != Thread.currentThread()) {
-				try {
-					Runtime.getRuntime().removeShutdownHook(hook);
-				}
-				catch (IllegalStateException ex) {
-					// The JVM is shutting down: the hook runs, or ran, and releases
-					// nothing twice.
-				}
-			}
-		}
-
-		@Override
-		public boolean isRunning() {
-			return this.engine.isRunning();
 		}
 
 	}

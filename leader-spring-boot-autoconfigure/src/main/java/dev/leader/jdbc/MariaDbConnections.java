@@ -258,6 +258,20 @@ final class MariaDbConnections {
 			});
 		}
 
+		/**
+		 * Reads the database clock ({@link MariaDbSql#NOW}).
+		 * @return the database's time in UTC
+		 * @throws SQLException if the statement fails
+		 */
+		LocalDateTime now() throws SQLException {
+			return run("SELECT " + MariaDbSql.NOW + " AS now", (statement) -> {
+				try (ResultSet rows = statement.executeQuery()) {
+					rows.next();
+					return rows.getObject("now", LocalDateTime.class);
+				}
+			});
+		}
+
 		static void bind(PreparedStatement statement, @Nullable Object... parameters) throws SQLException {
 			for (int i = 0; i < parameters.length; i++) {
 				if (parameters[i] != null) {

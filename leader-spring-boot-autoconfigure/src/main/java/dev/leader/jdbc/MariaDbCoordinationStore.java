@@ -4,26 +4,20 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.LocalDateTime;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.TreeSet;
-import java.util.concurrent.CopyOnWriteArrayList;
 
 import javax.sql.DataSource;
 
-import dev.leader.NodeInfo;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaseState;
 import dev.leader.node.NodeRegistration;
-import org.apache.commons.logging.Log;
-import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
-
-import org.springframework.dao.DuplicateKeyException;
 
 /**
  * {@link CoordinationStore} on MariaDB 10.11 and later. Every transition is one
@@ -51,10 +45,6 @@ import org.springframework.dao.DuplicateKeyException;
  * Public so that a node can also be built without a Spring context.
  */
 public final class MariaDbCoordinationStore implements CoordinationStore {
-
-	private static final Log logger = LogFactory.getLog(MariaDbCoordinationStore.class);
-
-	private static final String PROCESS = Long.toHexString(new java.security.SecureRandom().nextLong());
 
 	private static final String LEASE_COLUMNS = "group_name, holder, term, expires_at, ${remaining_ms} AS remaining_ms";
 
@@ -100,65 +90,6 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 			WHERE group_name = ?""";
 
 	/**
-	 * The node's row, locked, with the database time: the heartbeat's first statement.
-	 */
-	private static final String LOCK_NODE = """
-			SELECT incarnation, heartbeat_at <= ${now} - INTERVAL ? MICROSECOND AS silent, host, pid,
-			       ${heartbeat_age_ms} AS heartbeat_age_ms, ${now} AS now
-			FROM ${prefix}nodes WHERE node_id = ? FOR UPDATE""";
-
-	private static final String INSERT_NODE = """
-			INSERT INTO ${prefix}nodes (node_id, name, host, pid, incarnation, started_at, heartbeat_at, daemons,
-			  drained, base_url, zone)
-			VALUES (?, ?, ?, ?, ?, ${now}, ${now}, ?, FALSE, ?, ?)""";
-
-	private static final String HEARTBEAT = """
-			UPDATE ${prefix}nodes SET heartbeat_at = ${now}, name = ?, host = ?, pid = ?, daemons = ?,
-			  base_url = ?, zone = ?
-			WHERE node_id = ?""";
-
-	/**
-	 * A heartbeat that takes the node's row over from a silent process with the same id.
-	 */
-	private static final String TAKE_OVER_NODE = """
-			UPDATE ${prefix}nodes SET heartbeat_at = ${now}, started_at = ${now}, name = ?, host = ?, pid = ?,
-			  daemons = ?, base_url = ?, zone = ?, incarnation = ?, drained = FALSE
-			WHERE node_id = ?""";
-
-	/**
-	 * The renewal: updates the {@code leases} rows only, never {@code lease_terms}, so
-	 * that it does not wait for guards. {@code renewed_at} marks the rows it renewed.
-	 */
-	private static final String RENEW = """
-			UPDATE ${prefix}leases SET renewed_at = ${now}, expires_at = ${now} + INTERVAL ? MICROSECOND
-			WHERE group_name IN (/*groups*/) AND (group_name, term) IN (/*terms*/) AND holder = ?
-			  AND expires_at > ${now}""";
-
-	/**
-	 * What the heartbeat reads after its writes: {@code R}, a lease it renewed (renewed
-	 * at or after the heartbeat's start, by this holder and term); {@code L}, a lease it
-	 * asks about, with the last index of the group's decision log; {@code N}, a member.
-	 */
-	private static final String TICK_ROWS = """
-			SELECT 'R' AS kind, group_name, holder, term, expires_at, ${remaining_ms} AS remaining_ms,
-			       NULL AS node_id, NULL AS name, NULL AS host, NULL AS pid, NULL AS started_at,
-			       NULL AS heartbeat_at, NULL AS heartbeat_age_ms, NULL AS base_url, NULL AS zone, NULL AS log_index
-			FROM ${prefix}leases
-			WHERE group_name IN (/*groups*/) AND (group_name, term) IN (/*terms*/) AND holder = ? AND renewed_at >= ?
-			UNION ALL
-			SELECT 'L', l.group_name, l.holder, l.term, l.expires_at, ${remaining_ms}, NULL, NULL, NULL, NULL, NULL,
-			       NULL, NULL, NULL, NULL, h.last_index
-			FROM ${prefix}leases l LEFT JOIN ${prefix}log_heads h ON h.group_name = l.group_name
-			WHERE l.group_name IN (/*requested*/)
-			UNION ALL
-			SELECT 'N', NULL, NULL, NULL, NULL, NULL, node_id, name, host, pid, started_at, heartbeat_at,
-			       ${heartbeat_age_ms}, base_url, zone, NULL
-			FROM ${prefix}nodes""";
-
-	private static final String FORGET = """
-			DELETE FROM ${prefix}nodes WHERE node_id IN (/*nodes*/) AND heartbeat_at < ${now} - INTERVAL ? MICROSECOND""";
-
-	/**
 	 * The first step of a release: locks the {@code lease_terms} rows the node holds with
 	 * the given terms, in a fixed order, which waits for the guarded transactions of
 	 * those terms.
@@ -180,7 +111,9 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 
 	private final MariaDbConnections connections;
 
-	private final List<LogHeadsFollower> logFollowers = new CopyOnWriteArrayList<>();
+	private final MariaDbHeartbeat heartbeat;
+
+	private final LogHeadsFollowers logFollowers = new LogHeadsFollowers();
 
 	private final @Nullable MariaDbWakeUps wakeUps;
 
@@ -208,11 +141,11 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 	public MariaDbCoordinationStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
 			boolean wakeUps) {
 		this.connections = new MariaDbConnections(dataSource, queryTimeout);
+		this.heartbeat = new MariaDbHeartbeat(this.connections, tablePrefix);
 		this.wakeUps = wakeUps
 				? new MariaDbWakeUps(dataSource, tablePrefix, this.connections.statements().timeoutSeconds()) : null;
 		for (String template : List.of(READ_LEASE, LOCK_TERM, CREATE_LOG_HEAD, LOCK_LEASE, INSERT_TERM, INSERT_LEASE,
-				GRANT_TERM, GRANT_LEASE, LOCK_NODE, INSERT_NODE, HEARTBEAT, TAKE_OVER_NODE, RENEW, TICK_ROWS, FORGET,
-				LOCK_RELEASED, RELEASE_TERMS, RELEASE_LEASES, DEREGISTER, LEASES)) {
+				GRANT_TERM, GRANT_LEASE, LOCK_RELEASED, RELEASE_TERMS, RELEASE_LEASES, DEREGISTER, LEASES)) {
 			this.sql.put(template, MariaDbSql.render(tablePrefix, template));
 		}
 	}
@@ -248,7 +181,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 				try (ResultSet rows = statement.executeQuery()) {
 					rows.next();
 					return new Locked(rows.getString("holder"), rows.getBoolean("expired"),
-							rows.getObject("now", java.time.LocalDateTime.class));
+							rows.getObject("now", LocalDateTime.class));
 				}
 			});
 			if (locked.holder() != null && !nodeId.equals(locked.holder()) && !locked.expired()) {
@@ -269,12 +202,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 
 	private AcquireResult create(MariaDbConnections.Transaction tx, String group, String nodeId, long micros)
 			throws SQLException {
-		java.time.LocalDateTime now = tx.run("SELECT " + MariaDbSql.NOW + " AS now", (statement) -> {
-			try (ResultSet rows = statement.executeQuery()) {
-				rows.next();
-				return rows.getObject("now", java.time.LocalDateTime.class);
-			}
-		});
+		LocalDateTime now = tx.now();
 		try {
 			tx.update(sql(INSERT_TERM), group, nodeId, 1L);
 		}
@@ -302,130 +230,21 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 	}
 
 	/**
-	 * The heartbeat in one transaction: locks the node's row and reads the database time,
-	 * registers or heartbeats the node (or finds another live process under its id, and
-	 * changes nothing), renews the node's leases, reads the renewed leases, the requested
-	 * ones and the members, and forgets members dead for twice the node expiry. The
-	 * leases of the requested groups are read after the renewal.
+	 * The heartbeat in one transaction ({@link MariaDbHeartbeat}). The wake-ups observe
+	 * the leases it read, and the log followers get the heads it read.
 	 */
 	@Override
 	public Tick tick(NodeRegistration node, Map<String, Long> held, Collection<String> groups, Duration leaseDuration,
 			Duration nodeExpiry) {
-		long expiryMicros = nodeExpiry.toNanos() / 1000;
-		Map<String, Long> sortedHeld = new TreeMap<>(held);
-		Map<String, Long> logHeads = new LinkedHashMap<>();
 		long sentAt = System.nanoTime();
-		Tick result = this.connections.transaction("heartbeat", (tx) -> {
-			NodeRow row = tx.run(sql(LOCK_NODE), (statement) -> {
-				statement.setLong(1, expiryMicros);
-				statement.setString(2, node.id());
-				try (ResultSet rows = statement.executeQuery()) {
-					return rows.next() ? new NodeRow(rows.getString("incarnation"), rows.getBoolean("silent"),
-							rows.getString("host"), rows.getLong("pid"), rows.getLong("heartbeat_age_ms"),
-							rows.getObject("now", java.time.LocalDateTime.class)) : null;
-				}
-			});
-			String incarnation = incarnation(node);
-			String daemons = String.join(" ", new TreeSet<>(node.daemons()));
-			java.time.LocalDateTime start;
-			if (row == null) {
-				start = tx.run("SELECT " + MariaDbSql.NOW + " AS now", (statement) -> {
-					try (ResultSet rows = statement.executeQuery()) {
-						rows.next();
-						return rows.getObject("now", java.time.LocalDateTime.class);
-					}
-				});
-				tx.update(sql(INSERT_NODE), node.id(), node.name(), node.host(), node.pid(), incarnation, daemons,
-						node.baseUrl(), node.zone());
-			}
-			else if (incarnation.equals(row.incarnation())) {
-				start = row.now();
-				tx.update(sql(HEARTBEAT), node.name(), node.host(), node.pid(), daemons, node.baseUrl(), node.zone(),
-						node.id());
-			}
-			else if (row.silent()) {
-				start = row.now();
-				tx.update(sql(TAKE_OVER_NODE), node.name(), node.host(), node.pid(), daemons, node.baseUrl(),
-						node.zone(), incarnation, node.id());
-			}
-			else {
-				throw new DuplicateKeyException(String.format("Node id '%s' is registered by another live process "
-						+ "(host %s, pid %d, last heartbeat %d ms ago). Two processes must never share a node id: "
-						+ "give each its own leader.node.id, or leave it unset to have one generated. This process "
-						+ "takes part in nothing until that registration has been silent for the node expiry",
-						node.id(), row.host(), row.pid(), row.heartbeatAgeMillis()));
-			}
-			if (!sortedHeld.isEmpty()) {
-				String renew = inLists(sql(RENEW), sortedHeld, groups);
-				tx.run(renew, (statement) -> {
-					int i = 0;
-					statement.setLong(++i, leaseDuration.toNanos() / 1000);
-					i = bindHeld(statement, i, sortedHeld);
-					statement.setString(++i, node.id());
-					return statement.executeUpdate();
-				});
-			}
-			Map<String, LeaseState> renewed = new LinkedHashMap<>();
-			Map<String, LeaseState> leases = new LinkedHashMap<>();
-			List<NodeInfo> members = new ArrayList<>();
-			List<String> forgotten = new ArrayList<>();
-			tx.run(inLists(sql(TICK_ROWS), sortedHeld, groups), (statement) -> {
-				int i = bindHeld(statement, 0, sortedHeld);
-				statement.setString(++i, node.id());
-				statement.setObject(++i, start);
-				for (String group : groups) {
-					statement.setString(++i, group);
-				}
-				try (ResultSet rows = statement.executeQuery()) {
-					while (rows.next()) {
-						switch (rows.getString("kind")) {
-							case "R" -> renewed.put(rows.getString("group_name"), lease(rows));
-							case "L" -> {
-								leases.put(rows.getString("group_name"), lease(rows));
-								logHeads.put(rows.getString("group_name"), rows.getLong("log_index"));
-							}
-							case "N" -> {
-								NodeInfo member = member(rows, nodeExpiry);
-								members.add(member);
-								if (!member.id().equals(node.id())
-										&& rows.getLong("heartbeat_age_ms") > 2 * nodeExpiry.toMillis()) {
-									forgotten.add(member.id());
-								}
-							}
-							default -> {
-							}
-						}
-					}
-				}
-				return null;
-			});
-			if (!forgotten.isEmpty()) {
-				// By primary key, so that the delete locks only the rows of dead nodes,
-				// never the row of a live node whose heartbeat holds it.
-				tx.run(sql(FORGET).replace("/*nodes*/", MariaDbSql.markers(forgotten.size())), (statement) -> {
-					int i = 0;
-					for (String id : forgotten) {
-						statement.setString(++i, id);
-					}
-					statement.setLong(++i, 2 * expiryMicros);
-					return statement.executeUpdate();
-				});
-			}
-			return new Tick(renewed, leases, members);
-		});
+		HeartbeatRows read = this.heartbeat.run(node, held, groups, leaseDuration, nodeExpiry);
+		Tick result = read.tick();
 		if (this.wakeUps != null) {
 			this.wakeUps.checkHolding();
 			result.renewed().values().forEach((lease) -> this.wakeUps.observed(lease, node.id()));
 			result.leases().values().forEach((lease) -> this.wakeUps.observed(lease, node.id()));
 		}
-		for (LogHeadsFollower logFollower : this.logFollowers) {
-			try {
-				logFollower.heads(logHeads, sentAt);
-			}
-			catch (RuntimeException ex) {
-				logger.warn("Log follower failed; the heartbeat goes on: " + ex);
-			}
-		}
+		this.logFollowers.heads(read.logHeads(), sentAt);
 		return result;
 	}
 
@@ -436,31 +255,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 	 * @return a handle that stops it
 	 */
 	AutoCloseable followLogHeads(LogHeadsFollower follower) {
-		this.logFollowers.add(follower);
-		return () -> this.logFollowers.remove(follower);
-	}
-
-	// Fills the IN lists of a statement: the held groups, their pairs of group and term,
-	// and the requested groups. An empty list becomes NULL, which matches nothing.
-	private static String inLists(String sql, Map<String, Long> held, Collection<String> requested) {
-		String pairs = held.isEmpty() ? "(NULL, NULL)"
-				: String.join(", ", java.util.Collections.nCopies(held.size(), "(?, ?)"));
-		return sql.replace("/*groups*/", held.isEmpty() ? "NULL" : MariaDbSql.markers(held.size()))
-			.replace("/*terms*/", pairs)
-			.replace("/*requested*/", requested.isEmpty() ? "NULL" : MariaDbSql.markers(requested.size()));
-	}
-
-	private static int bindHeld(java.sql.PreparedStatement statement, int index, Map<String, Long> held)
-			throws SQLException {
-		int i = index;
-		for (String group : held.keySet()) {
-			statement.setString(++i, group);
-		}
-		for (Map.Entry<String, Long> entry : held.entrySet()) {
-			statement.setString(++i, entry.getKey());
-			statement.setLong(++i, entry.getValue());
-		}
-		return i;
+		return this.logFollowers.add(follower);
 	}
 
 	/**
@@ -476,8 +271,8 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 		}
 		Map<String, Long> sorted = new TreeMap<>(held);
 		Collection<String> released = this.connections.transaction("release", (tx) -> {
-			List<String> locked = tx.run(inLists(sql(LOCK_RELEASED), sorted, List.of()), (statement) -> {
-				int i = bindHeld(statement, 0, sorted);
+			List<String> locked = tx.run(MariaDbSql.inLists(sql(LOCK_RELEASED), sorted, List.of()), (statement) -> {
+				int i = MariaDbSql.bindHeld(statement, 0, sorted);
 				statement.setString(++i, nodeId);
 				List<String> groups = new ArrayList<>();
 				try (ResultSet rows = statement.executeQuery()) {
@@ -560,19 +355,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 		return this.sql.get(template);
 	}
 
-	private static NodeInfo member(ResultSet rows, Duration nodeExpiry) throws SQLException {
-		return new NodeInfo(rows.getString("node_id"), rows.getString("name"), rows.getString("host"),
-				rows.getLong("pid"), MariaDbConnections.instant(rows, "started_at"),
-				MariaDbConnections.instant(rows, "heartbeat_at"),
-				rows.getLong("heartbeat_age_ms") < nodeExpiry.toMillis(), rows.getString("base_url"),
-				rows.getString("zone"));
-	}
-
-	private static String incarnation(NodeRegistration node) {
-		return node.pid() + "/" + Integer.toHexString(node.host().hashCode()) + "/" + PROCESS;
-	}
-
-	private static LeaseState lease(ResultSet rows) throws SQLException {
+	static LeaseState lease(ResultSet rows) throws SQLException {
 		Instant expiresAt = MariaDbConnections.instant(rows, "expires_at");
 		return new LeaseState(rows.getString("group_name"), rows.getString("holder"), rows.getLong("term"),
 				(expiresAt != null) ? expiresAt : Instant.EPOCH, Duration.ofMillis(rows.getLong("remaining_ms")));
@@ -581,11 +364,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 	private record Lease(LeaseState lease, boolean expired) {
 	}
 
-	private record Locked(@Nullable String holder, boolean expired, java.time.LocalDateTime now) {
-	}
-
-	private record NodeRow(String incarnation, boolean silent, String host, long pid, long heartbeatAgeMillis,
-			java.time.LocalDateTime now) {
+	private record Locked(@Nullable String holder, boolean expired, LocalDateTime now) {
 	}
 
 }

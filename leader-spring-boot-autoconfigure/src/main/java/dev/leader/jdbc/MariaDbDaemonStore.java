@@ -159,11 +159,9 @@ public final class MariaDbDaemonStore implements DaemonStore {
 			FROM ${prefix}assignment_owners o WHERE o.daemon_name = ?
 			LOCK IN SHARE MODE""";
 
-	private final DataSource dataSource;
-
 	private final MariaDbConnections connections;
 
-	private final long holdLimitMillis;
+	private final GuardStatements guards;
 
 	private final Map<String, String> sql = new ConcurrentHashMap<>();
 
@@ -178,9 +176,9 @@ public final class MariaDbDaemonStore implements DaemonStore {
 	 */
 	public MariaDbDaemonStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
 			Duration holdLimit) {
-		this.dataSource = dataSource;
 		this.connections = new MariaDbConnections(dataSource, queryTimeout);
-		this.holdLimitMillis = Math.max(1, holdLimit.toMillis());
+		this.guards = new GuardStatements(dataSource, queryTimeout, holdLimit,
+				"call DaemonContext.guard() inside a @Transactional method");
 		for (String template : List.of(READ, LEASE, LOCK_OWNER, INSERT_OWNER, INSERT_ASSIGNMENT, REASSIGN_OWNER,
 				REASSIGN, CONSUME_REQUEST, REVOKE, END_OWNER, END, ACKNOWLEDGE, REQUEST, READ_REQUEST, DRAIN,
 				NODE_EXISTS, FORGET, LOCK)) {
@@ -335,25 +333,22 @@ public final class MariaDbDaemonStore implements DaemonStore {
 
 	@Override
 	public @Nullable Assignment lock(String daemon) {
-		return this.connections.statements()
-			.runInTransaction(this.dataSource, "call DaemonContext.guard() inside a @Transactional method",
-					"lock assignment", sql(LOCK), (statement) -> {
-						statement.setString(1, daemon);
-						try (ResultSet rows = statement.executeQuery()) {
-							if (!rows.next()) {
-								return null;
-							}
-							boolean live = rows.getBoolean("live");
-							String state = rows.getString("state");
-							if (live) {
-								MariaDbHoldLimits.apply(statement.getConnection(), this.holdLimitMillis);
-							}
-							AssignmentState current = !live ? AssignmentState.DELETED
-									: (state == null || "DELETED".equals(state)) ? AssignmentState.ASSIGNING
-											: AssignmentState.valueOf(state);
-							return assignment(rows, current);
-						}
-					});
+		return this.guards.run("lock assignment", sql(LOCK), (statement) -> {
+			statement.setString(1, daemon);
+			try (ResultSet rows = statement.executeQuery()) {
+				if (!rows.next()) {
+					return null;
+				}
+				boolean live = rows.getBoolean("live");
+				String state = rows.getString("state");
+				if (live) {
+					MariaDbHoldLimits.apply(statement.getConnection(), this.guards.holdLimitMillis());
+				}
+				AssignmentState current = !live ? AssignmentState.DELETED : (state == null || "DELETED".equals(state))
+						? AssignmentState.ASSIGNING : AssignmentState.valueOf(state);
+				return assignment(rows, current);
+			}
+		});
 	}
 
 	private boolean leads(MariaDbConnections.Transaction tx, FencingToken leader, String leaderNode)

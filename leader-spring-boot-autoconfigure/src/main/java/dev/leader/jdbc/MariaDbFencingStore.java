@@ -67,11 +67,7 @@ public final class MariaDbFencingStore implements FencingStore {
 	private static final String ADVANCE = """
 			UPDATE ${prefix}fences SET term = ?, updated_at = ${now} WHERE resource = ?""";
 
-	private final DataSource dataSource;
-
-	private final Statements statements;
-
-	private final long holdLimitMillis;
+	private final GuardStatements guards;
 
 	private final String lockLeaseSql;
 
@@ -95,9 +91,8 @@ public final class MariaDbFencingStore implements FencingStore {
 	 */
 	public MariaDbFencingStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
 			Duration holdLimit) {
-		this.dataSource = dataSource;
-		this.statements = new Statements(queryTimeout);
-		this.holdLimitMillis = Math.max(1, holdLimit.toMillis());
+		this.guards = new GuardStatements(dataSource, queryTimeout, holdLimit,
+				"annotate the method with @Transactional");
 		this.lockLeaseSql = MariaDbSql.render(tablePrefix, LOCK_LEASE);
 		this.readLeaseSql = MariaDbSql.render(tablePrefix, READ_LEASE);
 		this.ensureFenceSql = MariaDbSql.render(tablePrefix, ENSURE_FENCE);
@@ -111,7 +106,8 @@ public final class MariaDbFencingStore implements FencingStore {
 			statement.setString(1, token.group());
 			statement.setString(2, nodeId);
 			statement.setLong(3, token.term());
-			MariaDbHoldLimits limits = MariaDbHoldLimits.apply(statement.getConnection(), this.holdLimitMillis);
+			MariaDbHoldLimits limits = MariaDbHoldLimits.apply(statement.getConnection(),
+					this.guards.holdLimitMillis());
 			try (ResultSet rows = statement.executeQuery()) {
 				if (!rows.next()) {
 					if (limits != null) {
@@ -142,7 +138,8 @@ public final class MariaDbFencingStore implements FencingStore {
 			statement.setString(1, resource);
 			statement.setString(2, token.group());
 			statement.setLong(3, token.term());
-			MariaDbHoldLimits lowered = MariaDbHoldLimits.apply(statement.getConnection(), this.holdLimitMillis);
+			MariaDbHoldLimits lowered = MariaDbHoldLimits.apply(statement.getConnection(),
+					this.guards.holdLimitMillis());
 			statement.executeUpdate();
 			return lowered;
 		});
@@ -173,8 +170,7 @@ public final class MariaDbFencingStore implements FencingStore {
 	}
 
 	private <T> @Nullable T execute(String task, String sql, Statements.Callback<@Nullable T> callback) {
-		return this.statements.runInTransaction(this.dataSource, "annotate the method with @Transactional", task, sql,
-				callback);
+		return this.guards.run(task, sql, callback);
 	}
 
 }

@@ -1,5 +1,9 @@
 package dev.leader.jdbc;
 
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.util.Collection;
+import java.util.Collections;
 import java.util.Map;
 
 /**
@@ -60,7 +64,46 @@ final class MariaDbSql {
 	 * @return the markers
 	 */
 	static String markers(int count) {
-		return String.join(", ", java.util.Collections.nCopies(count, "?"));
+		return String.join(", ", Collections.nCopies(count, "?"));
+	}
+
+	/**
+	 * Fills the {@code IN} lists of a statement, marked by the comments {@code groups},
+	 * the held groups; {@code terms}, their pairs of group and term; and
+	 * {@code requested}, the requested groups. An empty list becomes {@code NULL}, which
+	 * matches nothing.
+	 * @param sql the rendered statement
+	 * @param held the held groups and their terms, in the order {@link #bindHeld} binds
+	 * them
+	 * @param requested the requested groups
+	 * @return the statement with its markers
+	 */
+	static String inLists(String sql, Map<String, Long> held, Collection<String> requested) {
+		String pairs = held.isEmpty() ? "(NULL, NULL)" : String.join(", ", Collections.nCopies(held.size(), "(?, ?)"));
+		return sql.replace("/*groups*/", held.isEmpty() ? "NULL" : markers(held.size()))
+			.replace("/*terms*/", pairs)
+			.replace("/*requested*/", requested.isEmpty() ? "NULL" : markers(requested.size()));
+	}
+
+	/**
+	 * Binds the held groups, then their pairs of group and term, for the lists of
+	 * {@link #inLists}.
+	 * @param statement the statement
+	 * @param index the index of the parameter before the first to bind
+	 * @param held the held groups and their terms
+	 * @return the index of the last parameter bound
+	 * @throws SQLException if a parameter cannot be bound
+	 */
+	static int bindHeld(PreparedStatement statement, int index, Map<String, Long> held) throws SQLException {
+		int i = index;
+		for (String group : held.keySet()) {
+			statement.setString(++i, group);
+		}
+		for (Map.Entry<String, Long> entry : held.entrySet()) {
+			statement.setString(++i, entry.getKey());
+			statement.setLong(++i, entry.getValue());
+		}
+		return i;
 	}
 
 }

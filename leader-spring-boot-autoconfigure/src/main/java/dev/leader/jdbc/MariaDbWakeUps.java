@@ -1,18 +1,12 @@
 package dev.leader.jdbc;
 
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.concurrent.TimeUnit;
 
 import javax.sql.DataSource;
 
@@ -53,11 +47,7 @@ final class MariaDbWakeUps {
 	 */
 	static final int WAIT_SECONDS = 10;
 
-	private static final int MAX_NAME = 64;
-
-	private final DataSource dataSource;
-
-	private final String prefix;
+	private final MariaDbNamedLocks locks;
 
 	private final int timeoutSeconds;
 
@@ -70,11 +60,9 @@ final class MariaDbWakeUps {
 	private final Map<String, String> held = new TreeMap<>();
 
 	// Guarded by lock.
-	private final Map<String, Waiter> waiters = new LinkedHashMap<>();
+	private final Map<String, MariaDbWakeUpWaiter> waiters = new LinkedHashMap<>();
 
 	private volatile @Nullable ReleaseListener listener;
-
-	private volatile @Nullable String database;
 
 	/**
 	 * Creates the wake-ups of a node's store.
@@ -83,8 +71,7 @@ final class MariaDbWakeUps {
 	 * @param timeoutSeconds the query timeout of the statements that do not wait
 	 */
 	MariaDbWakeUps(DataSource dataSource, TablePrefix prefix, int timeoutSeconds) {
-		this.dataSource = dataSource;
-		this.prefix = prefix.render("${prefix}");
+		this.locks = new MariaDbNamedLocks(dataSource, prefix, timeoutSeconds);
 		this.timeoutSeconds = timeoutSeconds;
 	}
 
@@ -110,7 +97,7 @@ final class MariaDbWakeUps {
 		else {
 			giveBack(nodeId, Set.of(lease.group()));
 		}
-		Waiter waiter;
+		MariaDbWakeUpWaiter waiter;
 		synchronized (this.lock) {
 			if (this.listener == null) {
 				return;
@@ -118,7 +105,7 @@ final class MariaDbWakeUps {
 			boolean others = lease.holder() != null && !mine && lease.remaining().toMillis() > 0;
 			waiter = this.waiters.get(lease.group());
 			if (waiter == null && others) {
-				waiter = new Waiter(lease.group());
+				waiter = new MariaDbWakeUpWaiter(lease.group(), this.locks, () -> this.listener, this::ended);
 				this.waiters.put(lease.group(), waiter);
 				waiter.start();
 			}
@@ -165,7 +152,8 @@ final class MariaDbWakeUps {
 				if (connection != null && nodeId.equals(this.held.get(group))) {
 					this.held.remove(group);
 					try {
-						run(connection, "SELECT RELEASE_LOCK(?)", name(connection, group), this.timeoutSeconds);
+						MariaDbNamedLocks.run(connection, "SELECT RELEASE_LOCK(?)", this.locks.name(connection, group),
+								this.timeoutSeconds);
 					}
 					catch (SQLException ex) {
 						dropHolding("release the wake-up lock of " + group, ex);
@@ -192,13 +180,13 @@ final class MariaDbWakeUps {
 			this.listener = listener;
 		}
 		return () -> {
-			Map<String, Waiter> stopped;
+			Map<String, MariaDbWakeUpWaiter> stopped;
 			synchronized (this.lock) {
 				this.listener = null;
 				stopped = new LinkedHashMap<>(this.waiters);
 				this.waiters.clear();
 			}
-			stopped.values().forEach(Waiter::stop);
+			stopped.values().forEach(MariaDbWakeUpWaiter::stop);
 			// The held locks stay until the leases are released (the engine stops
 			// listening first), or the store disconnects.
 			synchronized (this.lock) {
@@ -249,18 +237,25 @@ final class MariaDbWakeUps {
 			try {
 				Connection connection = this.holding;
 				if (connection == null) {
-					connection = borrow();
+					connection = this.locks.borrow();
 					this.holding = connection;
 				}
 				// Without waiting: a waiter that holds the lock for an instant gives it
 				// back at once, and the next heartbeat tries again.
-				if (run(connection, "SELECT GET_LOCK(?, 0)", name(connection, group), this.timeoutSeconds) == 1) {
+				if (MariaDbNamedLocks.run(connection, "SELECT GET_LOCK(?, 0)", this.locks.name(connection, group),
+						this.timeoutSeconds) == 1) {
 					this.held.put(group, nodeId);
 				}
 			}
 			catch (SQLException ex) {
 				dropHolding("take the wake-up lock of " + group, ex);
 			}
+		}
+	}
+
+	private void ended(MariaDbWakeUpWaiter waiter) {
+		synchronized (this.lock) {
+			this.waiters.remove(waiter.group(), waiter);
 		}
 	}
 
@@ -272,217 +267,6 @@ final class MariaDbWakeUps {
 		if (connection != null) {
 			OwnConnections.closeQuietly(connection);
 		}
-	}
-
-	private Connection borrow() throws SQLException {
-		Connection connection = this.dataSource.getConnection();
-		try {
-			// GET_LOCK is not transactional; auto-commit keeps the kept connection out
-			// of an idle transaction, which idle_transaction_timeout would end.
-			if (!connection.getAutoCommit()) {
-				connection.setAutoCommit(true);
-			}
-			return connection;
-		}
-		catch (SQLException ex) {
-			OwnConnections.closeQuietly(connection);
-			throw ex;
-		}
-	}
-
-	// The lock's name, unique to the database, since named locks are the server's: the
-	// readable form when it fits MariaDB's 64 characters, else a digest.
-	private String name(Connection connection, String group) throws SQLException {
-		String database = this.database;
-		if (database == null) {
-			try (PreparedStatement statement = connection.prepareStatement("SELECT DATABASE()");
-					ResultSet row = statement.executeQuery()) {
-				row.next();
-				database = String.valueOf(row.getString(1));
-			}
-			this.database = database;
-		}
-		String readable = this.prefix + "wake:" + database + ":" + group;
-		if (readable.length() <= MAX_NAME) {
-			return readable;
-		}
-		try {
-			byte[] digest = MessageDigest.getInstance("SHA-256")
-				.digest((database + "\u0000" + group).getBytes(StandardCharsets.UTF_8));
-			return this.prefix + "wake:" + HexFormat.of().formatHex(digest).substring(0, 32);
-		}
-		catch (NoSuchAlgorithmException ex) {
-			throw new IllegalStateException(ex);
-		}
-	}
-
-	private static @Nullable Long run(Connection connection, String sql, String name, int timeoutSeconds)
-			throws SQLException {
-		try (PreparedStatement statement = connection.prepareStatement(sql)) {
-			statement.setQueryTimeout(timeoutSeconds);
-			statement.setString(1, name);
-			try (ResultSet row = statement.executeQuery()) {
-				row.next();
-				long value = row.getLong(1);
-				return row.wasNull() ? null : value;
-			}
-		}
-	}
-
-	/**
-	 * Waits for one group's lock on a connection of its own, on the
-	 * {@code leader-wake-<group>} thread.
-	 */
-	private final class Waiter {
-
-		private final String group;
-
-		private final Thread thread;
-
-		// Guarded by this: whether another node holds the lease as last learned, and
-		// whether something was learned since the last wake-up or free lock.
-		private boolean othersHold;
-
-		private boolean fresh;
-
-		private boolean stopped;
-
-		private @Nullable Connection connection;
-
-		Waiter(String group) {
-			this.group = group;
-			this.thread = new Thread(this::run, "leader-wake-" + group);
-			this.thread.setDaemon(true);
-		}
-
-		void start() {
-			this.thread.start();
-		}
-
-		synchronized void observed(boolean othersHold) {
-			this.othersHold = othersHold;
-			this.fresh = true;
-			notifyAll();
-		}
-
-		void stop() {
-			Connection connection;
-			synchronized (this) {
-				this.stopped = true;
-				connection = this.connection;
-				notifyAll();
-			}
-			if (connection != null) {
-				try {
-					// Ends a GET_LOCK under way at once.
-					connection.abort(Runnable::run);
-				}
-				catch (SQLException | RuntimeException ex) {
-					logger.debug("Could not abort the wake-up wait of " + this.group + ": " + ex);
-				}
-			}
-		}
-
-		private void run() {
-			try {
-				while (true) {
-					if (!isArmed()) {
-						// Nothing to wait for until another node leads: the connection
-						// goes back to the pool meanwhile.
-						closeConnection();
-					}
-					if (!awaitArmed()) {
-						return;
-					}
-					Connection connection = connection();
-					if (connection == null) {
-						return;
-					}
-					String name = name(connection, this.group);
-					if (MariaDbWakeUps.run(connection, "SELECT IS_USED_LOCK(?)", name,
-							MariaDbWakeUps.this.timeoutSeconds) == null) {
-						consumed();
-						continue;
-					}
-					Long got = MariaDbWakeUps.run(connection, "SELECT GET_LOCK(?, " + WAIT_SECONDS + ")", name,
-							WAIT_SECONDS + MariaDbWakeUps.this.timeoutSeconds);
-					if (got != null && got == 1) {
-						MariaDbWakeUps.run(connection, "SELECT RELEASE_LOCK(?)", name,
-								MariaDbWakeUps.this.timeoutSeconds);
-						consumed();
-						ReleaseListener listener = MariaDbWakeUps.this.listener;
-						if (listener != null && !isStopped()) {
-							listener.released(this.group, null);
-						}
-					}
-				}
-			}
-			catch (SQLException | RuntimeException ex) {
-				if (!isStopped()) {
-					logger.debug("Wake-up wait of group " + this.group + " ended; the engine acquires on its own "
-							+ "timing until the next heartbeat starts it again: " + ex);
-				}
-			}
-			catch (InterruptedException ex) {
-				Thread.currentThread().interrupt();
-			}
-			finally {
-				closeConnection();
-				synchronized (MariaDbWakeUps.this.lock) {
-					MariaDbWakeUps.this.waiters.remove(this.group, this);
-				}
-			}
-		}
-
-		// Waits until another node holds the lease and something was learned since the
-		// last wake-up; false once stopped.
-		private synchronized boolean awaitArmed() throws InterruptedException {
-			while (!this.stopped && !(this.othersHold && this.fresh)) {
-				wait(TimeUnit.SECONDS.toMillis(WAIT_SECONDS));
-			}
-			return !this.stopped;
-		}
-
-		private synchronized boolean isArmed() {
-			return this.othersHold && this.fresh;
-		}
-
-		private synchronized void consumed() {
-			this.fresh = false;
-		}
-
-		private synchronized boolean isStopped() {
-			return this.stopped;
-		}
-
-		private @Nullable Connection connection() throws SQLException {
-			synchronized (this) {
-				if (this.connection != null) {
-					return this.connection;
-				}
-			}
-			Connection borrowed = borrow();
-			synchronized (this) {
-				if (this.stopped) {
-					OwnConnections.closeQuietly(borrowed);
-					return null;
-				}
-				this.connection = borrowed;
-				return borrowed;
-			}
-		}
-
-		private void closeConnection() {
-			Connection connection;
-			synchronized (this) {
-				connection = this.connection;
-				this.connection = null;
-			}
-			if (connection != null) {
-				OwnConnections.closeQuietly(connection);
-			}
-		}
-
 	}
 
 }

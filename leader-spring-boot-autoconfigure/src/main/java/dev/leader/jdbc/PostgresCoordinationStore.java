@@ -6,11 +6,9 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 
@@ -24,8 +22,6 @@ import dev.leader.node.NodeRegistration;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
-
-import org.springframework.dao.DuplicateKeyException;
 
 /**
  * {@link CoordinationStore} on PostgreSQL. Every transition is one statement, and every
@@ -64,8 +60,6 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 
 	private static final Log logger = LogFactory.getLog(PostgresCoordinationStore.class);
 
-	private static final String PROCESS = Long.toHexString(new java.security.SecureRandom().nextLong());
-
 	private final OwnConnections connections;
 
 	private final KeptConnection kept;
@@ -78,7 +72,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 
 	private final AtomicReference<@Nullable Consumer<DaemonSnapshot>> daemonsFollower = new AtomicReference<>();
 
-	private final List<LogHeadsFollower> logFollowers = new CopyOnWriteArrayList<>();
+	private final LogHeadsFollowers logFollowers = new LogHeadsFollowers();
 
 	/**
 	 * Creates a store.
@@ -141,7 +135,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 		Consumer<DaemonSnapshot> follower = this.daemonsFollower.get();
 		DaemonRows daemons = (follower != null) ? new DaemonRows(nodeExpiry) : null;
 		String sql = (daemons != null) ? this.sql.tickWithDaemons() : this.sql.tick();
-		Map<String, Long> logHeads = new LinkedHashMap<>();
+		HeartbeatRows read = new HeartbeatRows(PostgresCoordinationStore::lease, (rows) -> member(rows, nodeExpiry));
 		long sentAt = System.nanoTime();
 		Tick result = this.kept.execute("heartbeat", sql, (statement) -> {
 			Connection connection = statement.getConnection();
@@ -150,7 +144,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 			statement.setString(++i, node.name());
 			statement.setString(++i, node.host());
 			statement.setLong(++i, node.pid());
-			statement.setString(++i, incarnation(node));
+			statement.setString(++i, HeartbeatRows.incarnation(node));
 			statement.setArray(++i, connection.createArrayOf("varchar", new TreeSet<>(node.daemons()).toArray()));
 			statement.setString(++i, node.baseUrl());
 			statement.setString(++i, node.zone());
@@ -164,43 +158,22 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 			statement.setArray(++i, connection.createArrayOf("varchar", groups.toArray()));
 			statement.setString(++i, node.id());
 			statement.setString(++i, node.id());
-			Map<String, LeaseState> renewed = new LinkedHashMap<>();
-			Map<String, LeaseState> leases = new LinkedHashMap<>();
-			List<NodeInfo> members = new ArrayList<>();
 			try (ResultSet rows = statement.executeQuery()) {
 				Statements.requireDurable(statement);
 				while (rows.next()) {
-					switch (rows.getString("kind")) {
-						case "R" -> renewed.put(rows.getString("group_name"), lease(rows));
-						case "L" -> {
-							leases.put(rows.getString("group_name"), lease(rows));
-							logHeads.put(rows.getString("group_name"), rows.getLong("log_index"));
-						}
-						case "N" -> members.add(member(rows, nodeExpiry));
-						case "D" -> throw new DuplicateKeyException(String.format("Node id '%s' is registered by "
-								+ "another live process (host %s, pid %d, last heartbeat %d ms ago). Two processes "
-								+ "must never share a node id: give each its own leader.node.id, or leave it unset "
-								+ "to have one generated. This process takes part in nothing until that "
-								+ "registration has been silent for the node expiry", node.id(), rows.getString("host"),
-								rows.getLong("pid"), rows.getLong("heartbeat_age_ms")));
-						default -> {
-						}
+					if ("D".equals(rows.getString("kind"))) {
+						throw HeartbeatRows.duplicateNodeId(node.id(), rows.getString("host"), rows.getLong("pid"),
+								rows.getLong("heartbeat_age_ms"));
 					}
+					read.add(rows);
 					if (daemons != null) {
 						daemons.add(rows);
 					}
 				}
 			}
-			return new Tick(renewed, leases, members);
+			return read.tick();
 		});
-		for (LogHeadsFollower logFollower : this.logFollowers) {
-			try {
-				logFollower.heads(logHeads, sentAt);
-			}
-			catch (RuntimeException ex) {
-				logger.warn("Log follower failed; the heartbeat goes on: " + ex);
-			}
-		}
+		this.logFollowers.heads(read.logHeads(), sentAt);
 		if (follower != null && daemons != null) {
 			try {
 				follower.accept(daemons.snapshot());
@@ -232,8 +205,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	 * @return a handle that stops it
 	 */
 	AutoCloseable followLogHeads(LogHeadsFollower follower) {
-		this.logFollowers.add(follower);
-		return () -> this.logFollowers.remove(follower);
+		return this.logFollowers.add(follower);
 	}
 
 	@Override
@@ -343,17 +315,6 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 				rows.getLong("pid"), Statements.instant(rows, "started_at"), Statements.instant(rows, "heartbeat_at"),
 				rows.getLong("heartbeat_age_ms") < nodeExpiry.toMillis(), rows.getString("base_url"),
 				rows.getString("zone"));
-	}
-
-	/**
-	 * Returns the incarnation of a node: its process, told apart from an earlier or
-	 * another process with the same id by the pid, the host and a value drawn once per
-	 * JVM.
-	 * @param node the node's registration
-	 * @return the pid, the hash of the host and the JVM's value, separated by slashes
-	 */
-	private static String incarnation(NodeRegistration node) {
-		return node.pid() + "/" + Integer.toHexString(node.host().hashCode()) + "/" + PROCESS;
 	}
 
 	private static LeaseState lease(ResultSet rows) throws SQLException {

@@ -44,8 +44,6 @@ import org.jspecify.annotations.Nullable;
  */
 public final class PostgresDaemonStore implements DaemonStore {
 
-	private final DataSource dataSource;
-
 	private final OwnConnections connections;
 
 	private final Statements statements;
@@ -56,7 +54,7 @@ public final class PostgresDaemonStore implements DaemonStore {
 
 	private final @Nullable PostgresCoordinationStore coordination;
 
-	private final long holdLimitMillis;
+	private final GuardStatements guards;
 
 	/**
 	 * Creates a store.
@@ -86,9 +84,9 @@ public final class PostgresDaemonStore implements DaemonStore {
 	 */
 	public PostgresDaemonStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
 			Duration holdLimit, @Nullable PostgresCoordinationStore coordination) {
-		this.dataSource = dataSource;
 		this.connections = new OwnConnections(dataSource);
-		this.holdLimitMillis = Math.max(1, holdLimit.toMillis());
+		this.guards = new GuardStatements(dataSource, queryTimeout, holdLimit,
+				"call DaemonContext.guard() inside a @Transactional method");
 		this.coordination = coordination;
 		this.statements = new Statements(queryTimeout);
 		this.channel = tablePrefix.channel("assignments");
@@ -199,17 +197,15 @@ public final class PostgresDaemonStore implements DaemonStore {
 
 	@Override
 	public @Nullable Assignment lock(String daemon) {
-		return this.statements.runInTransaction(this.dataSource,
-				"call DaemonContext.guard() inside a @Transactional method", "lock assignment", this.sql.lock(),
-				(statement) -> {
-					statement.setLong(1, this.holdLimitMillis);
-					statement.setString(2, daemon);
-					try (ResultSet rows = statement.executeQuery()) {
-						return rows.next() ? new Assignment(rows.getString("daemon_name"), rows.getString("node_id"),
-								AssignmentState.valueOf(rows.getString("state")), rows.getLong("generation"),
-								rows.getLong("term"), Statements.instant(rows, "state_since")) : null;
-					}
-				});
+		return this.guards.run("lock assignment", this.sql.lock(), (statement) -> {
+			statement.setLong(1, this.guards.holdLimitMillis());
+			statement.setString(2, daemon);
+			try (ResultSet rows = statement.executeQuery()) {
+				return rows.next() ? new Assignment(rows.getString("daemon_name"), rows.getString("node_id"),
+						AssignmentState.valueOf(rows.getString("state")), rows.getLong("generation"),
+						rows.getLong("term"), Statements.instant(rows, "state_since")) : null;
+			}
+		});
 	}
 
 	private boolean leaderUpdate(String task, String sql, FencingToken leader, String leaderNode, String daemon,

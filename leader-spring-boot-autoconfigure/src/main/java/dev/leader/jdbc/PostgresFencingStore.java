@@ -61,11 +61,7 @@ public final class PostgresFencingStore implements FencingStore {
 			WHERE resource = ? AND NOT EXISTS (SELECT 1 FROM advanced)
 			""";
 
-	private final DataSource dataSource;
-
-	private final Statements statements;
-
-	private final long holdLimitMillis;
+	private final GuardStatements guards;
 
 	private final String lockLeaseSql;
 
@@ -85,9 +81,8 @@ public final class PostgresFencingStore implements FencingStore {
 	 */
 	public PostgresFencingStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
 			Duration holdLimit) {
-		this.dataSource = dataSource;
-		this.statements = new Statements(queryTimeout);
-		this.holdLimitMillis = Math.max(1, holdLimit.toMillis());
+		this.guards = new GuardStatements(dataSource, queryTimeout, holdLimit,
+				"annotate the method with @Transactional");
 		this.lockLeaseSql = tablePrefix.render(LOCK_LEASE);
 		this.advanceSql = tablePrefix.render(ADVANCE);
 	}
@@ -98,7 +93,7 @@ public final class PostgresFencingStore implements FencingStore {
 			statement.setString(1, token.group());
 			statement.setString(2, nodeId);
 			statement.setLong(3, token.term());
-			statement.setLong(4, this.holdLimitMillis);
+			statement.setLong(4, this.guards.holdLimitMillis());
 			statement.setString(5, token.group());
 			try (ResultSet rows = statement.executeQuery()) {
 				return rows.next() ? new LeaseLock(rows.getBoolean("locked"), rows.getString("holder"),
@@ -113,7 +108,7 @@ public final class PostgresFencingStore implements FencingStore {
 			statement.setString(1, resource);
 			statement.setString(2, token.group());
 			statement.setLong(3, token.term());
-			statement.setLong(4, this.holdLimitMillis);
+			statement.setLong(4, this.guards.holdLimitMillis());
 			statement.setString(5, resource);
 			try (ResultSet rows = statement.executeQuery()) {
 				return rows.next()
@@ -124,8 +119,7 @@ public final class PostgresFencingStore implements FencingStore {
 	}
 
 	private <T> T execute(String task, String sql, Statements.Callback<T> callback) {
-		return this.statements.runInTransaction(this.dataSource, "annotate the method with @Transactional", task, sql,
-				callback);
+		return this.guards.run(task, sql, callback);
 	}
 
 }

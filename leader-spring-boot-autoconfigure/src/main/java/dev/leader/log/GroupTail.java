@@ -3,10 +3,7 @@ package dev.leader.log;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.List;
-import java.util.Map;
-import java.util.NavigableMap;
 import java.util.Optional;
-import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 
@@ -42,13 +39,6 @@ final class GroupTail {
 
 	private static final long NONE = Long.MIN_VALUE;
 
-	// The term of applied entries this node reset past, in termStarts.
-	private static final long UNKNOWN = -1;
-
-	private static final int RETENTION_BATCH = 1000;
-
-	private static final long FULL_BATCH_PAUSE = TimeUnit.MILLISECONDS.toNanos(100);
-
 	private final String group;
 
 	private final String nodeId;
@@ -57,22 +47,15 @@ final class GroupTail {
 
 	private final LogStore store;
 
-	private final LogRetention retention;
-
-	private final Function<String, Optional<FencingToken>> leading;
+	private final GroupRetention retention;
 
 	private volatile LogMonitor monitor = LogMonitor.NONE;
-
-	// Only the tail's thread reads and writes these two.
-	private long nextRetention;
-
-	private long appliedAtRetention = -1;
 
 	private long applied;
 
 	private long appliedTerm;
 
-	private final NavigableMap<Long, Long> termStarts = new TreeMap<>();
+	private final AppliedTerms terms;
 
 	private long known;
 
@@ -95,8 +78,8 @@ final class GroupTail {
 		this.nodeId = nodeId;
 		this.appliers = List.copyOf(appliers);
 		this.store = store;
-		this.retention = retention;
-		this.leading = leading;
+		this.retention = new GroupRetention(group, nodeId, store, retention, leading);
+		this.terms = new AppliedTerms(group);
 	}
 
 	void setMonitor(LogMonitor monitor) {
@@ -106,7 +89,7 @@ final class GroupTail {
 	synchronized void start() {
 		this.stopped = false;
 		this.readWanted = true;
-		this.nextRetention = System.nanoTime();
+		this.retention.start(System.nanoTime());
 		Thread thread = new Thread(this::run, "leader-log-" + this.group);
 		thread.setDaemon(true);
 		this.thread = thread;
@@ -164,33 +147,14 @@ final class GroupTail {
 	}
 
 	/**
-	 * Checks that an applied bookmark is in this node's history: the entry it applied at
-	 * that index has the bookmark's term. For an entry this node reset past, the term is
-	 * known only where the reset landed; a bookmark of that term before it is in the
-	 * history too, since a term appends in one history only (a failover of the database
-	 * starts a new epoch of terms) and commits in index order.
+	 * Checks that an applied bookmark is in this node's history.
 	 * @param bookmark the bookmark, at most the index applied
 	 * @throws IllegalStateException if it is not in this node's history, or this node
 	 * cannot tell
+	 * @see AppliedTerms#requireInHistory
 	 */
 	synchronized void requireInHistory(Bookmark bookmark) {
-		Map.Entry<Long, Long> start = this.termStarts.floorEntry(bookmark.index());
-		long term = (start != null) ? start.getValue() : 0;
-		if (term == UNKNOWN) {
-			Map.Entry<Long, Long> reset = this.termStarts.higherEntry(bookmark.index());
-			if (reset != null && reset.getValue() == bookmark.term()) {
-				return;
-			}
-			throw new IllegalStateException("Bookmark " + bookmark + " is at an index that this node never applied: "
-					+ "the log of group " + this.group + " was truncated (leader.log.retention) before it, and this "
-					+ "node reset its appliers to index " + ((reset != null) ? reset.getKey() : "?")
-					+ ", so it cannot check the bookmark's term; read with a read index instead");
-		}
-		if (term != bookmark.term()) {
-			throw new IllegalStateException("Bookmark " + bookmark + " is not in the history of group "
-					+ bookmark.group() + " on this node: its entry " + bookmark.index() + " has term " + term
-					+ ". The database lost the bookmark's entry (a failover to a standby that had not received it)");
-		}
+		this.terms.requireInHistory(bookmark);
 	}
 
 	/**
@@ -255,7 +219,7 @@ final class GroupTail {
 							wait();
 						}
 						else {
-							long due = this.nextRetention - System.nanoTime();
+							long due = this.retention.dueIn(System.nanoTime());
 							if (due <= 0) {
 								break;
 							}
@@ -272,8 +236,8 @@ final class GroupTail {
 				from = this.applied;
 				knownAtRead = this.known;
 			}
-			if (this.retention.truncates() && System.nanoTime() - this.nextRetention >= 0) {
-				truncate(from);
+			if (this.retention.truncates() && this.retention.dueIn(System.nanoTime()) <= 0) {
+				this.retention.truncate(from);
 			}
 			synchronized (this) {
 				if (!this.readWanted && this.known <= this.applied) {
@@ -397,8 +361,7 @@ final class GroupTail {
 	}
 
 	private synchronized void resetTo(long from, Bookmark through) {
-		this.termStarts.put(from + 1, UNKNOWN);
-		this.termStarts.put(through.index(), through.term());
+		this.terms.resetPast(from, through);
 		this.applied = through.index();
 		this.appliedTerm = through.term();
 		this.readWanted = true;
@@ -407,47 +370,6 @@ final class GroupTail {
 			this.confirmedAt = Math.max(this.confirmedAt, this.confirmations.pollFirst()[1]);
 		}
 		notifyAll();
-	}
-
-	/**
-	 * Removes what retention no longer keeps, if this node leads the group; once per
-	 * interval, or sooner after a full batch. A log that only a count limits is not
-	 * touched again until more entries were applied.
-	 * @param applied the index applied
-	 */
-	private void truncate(long applied) {
-		long now = System.nanoTime();
-		this.nextRetention = now + this.retention.interval().toNanos();
-		if (this.retention.maxAge() == null && applied == this.appliedAtRetention) {
-			return;
-		}
-		Optional<FencingToken> token = this.leading.apply(this.group);
-		if (token.isEmpty()) {
-			return;
-		}
-		try {
-			LogStore.Truncated truncated = this.store.truncate(token.get(), this.nodeId, this.retention.keepEntries(),
-					this.retention.maxAge(), applied, RETENTION_BATCH);
-			if (!truncated.allowed()) {
-				logger.debug("Decision log group=" + this.group + " node=" + this.nodeId + " term=" + token.get().term()
-						+ " may not truncate: the term no longer leads");
-				return;
-			}
-			if (truncated.removed() >= RETENTION_BATCH) {
-				this.nextRetention = now + Math.min(FULL_BATCH_PAUSE, this.retention.interval().toNanos());
-			}
-			else {
-				this.appliedAtRetention = applied;
-			}
-			if (truncated.through() != null) {
-				logger.debug("Decision log group=" + this.group + " node=" + this.nodeId + " term=" + token.get().term()
-						+ " truncated " + truncated.removed() + " entries through " + truncated.through());
-			}
-		}
-		catch (RuntimeException ex) {
-			logger.warn("Decision log group=" + this.group + " node=" + this.nodeId
-					+ " could not truncate the log; retrying in " + this.retention.interval() + ": " + ex);
-		}
 	}
 
 	private void measured(Duration duration) {
@@ -462,7 +384,7 @@ final class GroupTail {
 	private synchronized void advance(LogEntry entry) {
 		this.applied = entry.index();
 		if (entry.term() != this.appliedTerm) {
-			this.termStarts.put(entry.index(), entry.term());
+			this.terms.started(entry.index(), entry.term());
 			this.appliedTerm = entry.term();
 		}
 		while (!this.confirmations.isEmpty() && this.confirmations.peekFirst()[0] <= this.applied) {

@@ -32,6 +32,10 @@ import static org.awaitility.Awaitility.await;
  * outright, and {@link #sigstop()} and {@link #sigcont()} freeze and thaw it.
  * {@link #close()} kills it for sure; every process is also killed when the test JVM
  * shuts down.
+ * <p>
+ * Longer than most classes here because it is the test kit's one public handle on a node
+ * process, and each of its small methods (start, events, signals, exit) carries the
+ * Javadoc of a published API; reading the output is {@code NodeOutput}'s job.
  */
 public final class NodeProcess implements AutoCloseable {
 

@@ -9,6 +9,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
+import org.springframework.boot.test.context.assertj.ApplicationContextAssertProvider;
 import org.springframework.boot.test.context.runner.WebApplicationContextRunner;
 import org.springframework.boot.webmvc.autoconfigure.WebMvcAutoConfiguration;
 import org.springframework.web.bind.annotation.GetMapping;
@@ -35,36 +36,21 @@ class FollowerReadAutoConfigurationTests {
 	void servletWebApplicationGetsTheInterceptorTheBodyAdviceAndTheAddressAdvertiser() {
 		this.schema.on(new WebApplicationContextRunner(), FollowerReadAutoConfiguration.class)
 			.withPropertyValues("leader.node.id=web-node")
-			.run((context) -> {
-				assertThat(context).hasNotFailed();
-				for (String bean : BEANS) {
-					assertThat(context).hasBean(bean);
-				}
-			});
+			.run((context) -> hasFollowerReadBeans(context, true));
 	}
 
 	@Test
 	void applicationThatIsNotAWebApplicationGetsNone() {
 		this.schema.runner(FollowerReadAutoConfiguration.class)
 			.withPropertyValues("leader.node.id=plain-node")
-			.run((context) -> {
-				assertThat(context).hasNotFailed();
-				for (String bean : BEANS) {
-					assertThat(context).doesNotHaveBean(bean);
-				}
-			});
+			.run((context) -> hasFollowerReadBeans(context, false));
 	}
 
 	@Test
 	void webApplicationWithLeaderDisabledGetsNone() {
 		this.schema.on(new WebApplicationContextRunner(), FollowerReadAutoConfiguration.class)
 			.withPropertyValues("leader.enabled=false")
-			.run((context) -> {
-				assertThat(context).hasNotFailed();
-				for (String bean : BEANS) {
-					assertThat(context).doesNotHaveBean(bean);
-				}
-			});
+			.run((context) -> hasFollowerReadBeans(context, false));
 	}
 
 	@Test
@@ -105,6 +91,18 @@ class FollowerReadAutoConfigurationTests {
 		this.schema.on(new WebApplicationContextRunner(), FollowerReadAutoConfiguration.class)
 			.withPropertyValues("leader.node.id=web-node", property)
 			.run((context) -> assertThat(context).hasFailed().getFailure().rootCause().hasMessageContaining(message));
+	}
+
+	private static void hasFollowerReadBeans(ApplicationContextAssertProvider<?> context, boolean present) {
+		assertThat(context).hasNotFailed();
+		for (String bean : BEANS) {
+			if (present) {
+				assertThat(context).hasBean(bean);
+			}
+			else {
+				assertThat(context).doesNotHaveBean(bean);
+			}
+		}
 	}
 
 	@RestController

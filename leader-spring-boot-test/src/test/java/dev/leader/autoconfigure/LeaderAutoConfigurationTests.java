@@ -20,7 +20,6 @@ import dev.leader.LeaderInfo;
 import dev.leader.LeaderOnly;
 import dev.leader.Leadership;
 import dev.leader.NotLeaderException;
-import dev.leader.autoconfigure.LeaderAutoConfiguration.LeaderEngineLifecycle;
 import dev.leader.jdbc.LeaderSchemaMigration;
 import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.jdbc.TablePrefix;

@@ -198,7 +198,7 @@ class LeaderMetricsAutoConfigurationTests {
 		this.contextRunner
 			.withBean("customLeaderMetrics", LeaderMetrics.class,
 					() -> new LeaderMetrics(org.mockito.Mockito.mock(LeaderEngine.class),
-							org.mockito.Mockito.mock(LeaderEngine.class), null, null))
+							org.mockito.Mockito.mock(LeaderEngine.class), null, null, null))
 			.run((context) -> assertThat(context).getBean(LeaderMetrics.class)
 				.isSameAs(context.getBean("customLeaderMetrics")));
 	}

@@ -49,10 +49,7 @@ class FencingTests extends AbstractFencingTests {
 
 	@Override
 	boolean expired(String group) {
-		return this.jdbc.sql("SELECT expires_at <= clock_timestamp() FROM leader_leases WHERE group_name = ?")
-			.param(group)
-			.query(Boolean.class)
-			.single();
+		return this.schema.leaseExpired(group);
 	}
 
 	@Override

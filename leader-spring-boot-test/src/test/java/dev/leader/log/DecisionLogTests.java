@@ -71,10 +71,7 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 
 	@Override
 	boolean expired(String group) {
-		return this.jdbc.sql("SELECT expires_at <= clock_timestamp() FROM leader_leases WHERE group_name = ?")
-			.param(group)
-			.query(Boolean.class)
-			.single();
+		return this.schema.leaseExpired(group);
 	}
 
 	@Test

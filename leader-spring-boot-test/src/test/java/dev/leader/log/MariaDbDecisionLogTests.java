@@ -97,10 +97,7 @@ class MariaDbDecisionLogTests extends AbstractDecisionLogTests {
 
 	@Override
 	boolean expired(String group) {
-		return this.jdbc.sql("SELECT expires_at <= UTC_TIMESTAMP(6) FROM leader_leases WHERE group_name = ?")
-			.param(group)
-			.query(Boolean.class)
-			.single();
+		return database.leaseExpired(group);
 	}
 
 	@Test

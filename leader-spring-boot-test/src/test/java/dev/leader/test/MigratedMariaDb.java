@@ -12,6 +12,8 @@ import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.BeforeEachCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
+import org.springframework.jdbc.core.simple.JdbcClient;
+
 /**
  * A fresh {@link MariaDbTestDatabase} for one test class, migrated with the starter's
  * tables (prefix {@code leader_}), and a pool on it. Registered with
@@ -65,6 +67,19 @@ public final class MigratedMariaDb implements BeforeAllCallback, BeforeEachCallb
 	 */
 	public HikariDataSource dataSource() {
 		return opened().dataSource();
+	}
+
+	/**
+	 * Tells whether a group's lease has expired by the database clock.
+	 * @param group the group, whose lease row must exist
+	 * @return whether its expiry has passed
+	 */
+	public boolean leaseExpired(String group) {
+		return JdbcClient.create(dataSource())
+			.sql("SELECT expires_at <= UTC_TIMESTAMP(6) FROM leader_leases WHERE group_name = ?")
+			.param(group)
+			.query(Boolean.class)
+			.single();
 	}
 
 	@Override

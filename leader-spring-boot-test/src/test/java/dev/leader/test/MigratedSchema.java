@@ -8,6 +8,8 @@ import org.junit.jupiter.api.extension.AfterEachCallback;
 import org.junit.jupiter.api.extension.BeforeEachCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
+import org.springframework.jdbc.core.simple.JdbcClient;
+
 /**
  * A fresh schema of the {@link TestDatabase}, migrated with the starter's tables (prefix
  * {@code leader_}), and a pool on it. Registered with {@code @RegisterExtension}, it is
@@ -72,6 +74,19 @@ public final class MigratedSchema implements BeforeEachCallback, AfterEachCallba
 	 */
 	public HikariDataSource dataSource() {
 		return duringATest(this.dataSource);
+	}
+
+	/**
+	 * Tells whether a group's lease has expired by the database clock.
+	 * @param group the group, whose lease row must exist
+	 * @return whether its expiry has passed
+	 */
+	public boolean leaseExpired(String group) {
+		return JdbcClient.create(dataSource())
+			.sql("SELECT expires_at <= clock_timestamp() FROM leader_leases WHERE group_name = ?")
+			.param(group)
+			.query(Boolean.class)
+			.single();
 	}
 
 	@Override

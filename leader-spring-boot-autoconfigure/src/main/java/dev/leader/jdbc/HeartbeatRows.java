@@ -1,0 +1,127 @@
+package dev.leader.jdbc;
+
+import java.security.SecureRandom;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import dev.leader.NodeInfo;
+import dev.leader.lease.CoordinationStore.Tick;
+import dev.leader.lease.LeaseState;
+import dev.leader.node.NodeRegistration;
+
+import org.springframework.dao.DuplicateKeyException;
+
+/**
+ * The rows that a coordination store's heartbeat reads back after its writes, in the
+ * layout both dialects share: each row has a {@code kind}, and this class reads
+ * {@code R}, a lease the heartbeat renewed; {@code L}, a lease it asks about, with the
+ * last index of the group's decision log in {@code log_index}; {@code N}, a member. Rows
+ * of other kinds are the caller's. How a lease and a member are read from a row is the
+ * dialect's, since the two databases return their times differently.
+ */
+final class HeartbeatRows {
+
+	private static final String PROCESS = Long.toHexString(new SecureRandom().nextLong());
+
+	private final RowReader<LeaseState> lease;
+
+	private final RowReader<NodeInfo> member;
+
+	private final Map<String, LeaseState> renewed = new LinkedHashMap<>();
+
+	private final Map<String, LeaseState> leases = new LinkedHashMap<>();
+
+	private final Map<String, Long> logHeads = new LinkedHashMap<>();
+
+	private final List<NodeInfo> members = new ArrayList<>();
+
+	/**
+	 * Creates an empty reading.
+	 * @param lease reads the lease of an {@code R} or {@code L} row
+	 * @param member reads the member of an {@code N} row
+	 */
+	HeartbeatRows(RowReader<LeaseState> lease, RowReader<NodeInfo> member) {
+		this.lease = lease;
+		this.member = member;
+	}
+
+	/**
+	 * Reads the row the result set stands on, if it is of a kind this class reads.
+	 * @param rows the heartbeat's rows
+	 * @throws SQLException if a column cannot be read
+	 */
+	void add(ResultSet rows) throws SQLException {
+		switch (rows.getString("kind")) {
+			case "R" -> this.renewed.put(rows.getString("group_name"), this.lease.read(rows));
+			case "L" -> {
+				this.leases.put(rows.getString("group_name"), this.lease.read(rows));
+				this.logHeads.put(rows.getString("group_name"), rows.getLong("log_index"));
+			}
+			case "N" -> this.members.add(this.member.read(rows));
+			default -> {
+			}
+		}
+	}
+
+	/**
+	 * Returns what the heartbeat read.
+	 * @return the renewed and requested leases and the members
+	 */
+	Tick tick() {
+		return new Tick(this.renewed, this.leases, this.members);
+	}
+
+	/**
+	 * Returns the last index of each requested group's decision log.
+	 * @return the indexes by group, 0 for a log without entries
+	 */
+	Map<String, Long> logHeads() {
+		return this.logHeads;
+	}
+
+	/**
+	 * Returns the incarnation of a node: its process, told apart from an earlier or
+	 * another process with the same id by the pid, the host and a value drawn once per
+	 * JVM.
+	 * @param node the node's registration
+	 * @return the pid, the hash of the host and the JVM's value, separated by slashes
+	 */
+	static String incarnation(NodeRegistration node) {
+		return node.pid() + "/" + Integer.toHexString(node.host().hashCode()) + "/" + PROCESS;
+	}
+
+	/**
+	 * Returns the failure of a heartbeat that found the node's id registered by another
+	 * process that is still alive.
+	 * @param nodeId the node's id
+	 * @param host the host of the other process
+	 * @param pid the pid of the other process
+	 * @param heartbeatAgeMillis how long ago the other process last heartbeated
+	 * @return the exception to throw
+	 */
+	static DuplicateKeyException duplicateNodeId(String nodeId, String host, long pid, long heartbeatAgeMillis) {
+		return new DuplicateKeyException(String.format(
+				"Node id '%s' is registered by another live process "
+						+ "(host %s, pid %d, last heartbeat %d ms ago). Two processes must never share a node id: "
+						+ "give each its own leader.node.id, or leave it unset to have one generated. This process "
+						+ "takes part in nothing until that registration has been silent for the node expiry",
+				nodeId, host, pid, heartbeatAgeMillis));
+	}
+
+	/**
+	 * Reads one value from the row a result set stands on.
+	 *
+	 * @param <T> the type of the value
+	 */
+	@FunctionalInterface
+	interface RowReader<T> {
+
+		T read(ResultSet rows) throws SQLException;
+
+	}
+
+}

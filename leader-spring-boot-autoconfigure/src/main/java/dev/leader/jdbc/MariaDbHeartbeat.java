@@ -1,0 +1,207 @@
+package dev.leader.jdbc;
+
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.LocalDateTime;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.TreeSet;
+
+import dev.leader.NodeInfo;
+import dev.leader.node.NodeRegistration;
+
+/**
+ * The heartbeat of {@link MariaDbCoordinationStore}, in one transaction: locks the node's
+ * row and reads the database time, registers or heartbeats the node (or finds another
+ * live process under its id, and changes nothing), renews the node's leases, reads the
+ * renewed leases, the requested ones and the members, and forgets members dead for twice
+ * the node expiry. The leases of the requested groups are read after the renewal.
+ */
+final class MariaDbHeartbeat {
+
+	/**
+	 * The node's row, locked, with the database time: the heartbeat's first statement.
+	 */
+	private static final String LOCK_NODE = """
+			SELECT incarnation, heartbeat_at <= ${now} - INTERVAL ? MICROSECOND AS silent, host, pid,
+			       ${heartbeat_age_ms} AS heartbeat_age_ms, ${now} AS now
+			FROM ${prefix}nodes WHERE node_id = ? FOR UPDATE""";
+
+	private static final String INSERT_NODE = """
+			INSERT INTO ${prefix}nodes (node_id, name, host, pid, incarnation, started_at, heartbeat_at, daemons,
+			  drained, base_url, zone)
+			VALUES (?, ?, ?, ?, ?, ${now}, ${now}, ?, FALSE, ?, ?)""";
+
+	private static final String HEARTBEAT = """
+			UPDATE ${prefix}nodes SET heartbeat_at = ${now}, name = ?, host = ?, pid = ?, daemons = ?,
+			  base_url = ?, zone = ?
+			WHERE node_id = ?""";
+
+	/**
+	 * A heartbeat that takes the node's row over from a silent process with the same id.
+	 */
+	private static final String TAKE_OVER_NODE = """
+			UPDATE ${prefix}nodes SET heartbeat_at = ${now}, started_at = ${now}, name = ?, host = ?, pid = ?,
+			  daemons = ?, base_url = ?, zone = ?, incarnation = ?, drained = FALSE
+			WHERE node_id = ?""";
+
+	/**
+	 * The renewal: updates the {@code leases} rows only, never {@code lease_terms}, so
+	 * that it does not wait for guards. {@code renewed_at} marks the rows it renewed.
+	 */
+	private static final String RENEW = """
+			UPDATE ${prefix}leases SET renewed_at = ${now}, expires_at = ${now} + INTERVAL ? MICROSECOND
+			WHERE group_name IN (/*groups*/) AND (group_name, term) IN (/*terms*/) AND holder = ?
+			  AND expires_at > ${now}""";
+
+	/**
+	 * What the heartbeat reads after its writes: {@code R}, a lease it renewed (renewed
+	 * at or after the heartbeat's start, by this holder and term); {@code L}, a lease it
+	 * asks about, with the last index of the group's decision log; {@code N}, a member.
+	 */
+	private static final String TICK_ROWS = """
+			SELECT 'R' AS kind, group_name, holder, term, expires_at, ${remaining_ms} AS remaining_ms,
+			       NULL AS node_id, NULL AS name, NULL AS host, NULL AS pid, NULL AS started_at,
+			       NULL AS heartbeat_at, NULL AS heartbeat_age_ms, NULL AS base_url, NULL AS zone, NULL AS log_index
+			FROM ${prefix}leases
+			WHERE group_name IN (/*groups*/) AND (group_name, term) IN (/*terms*/) AND holder = ? AND renewed_at >= ?
+			UNION ALL
+			SELECT 'L', l.group_name, l.holder, l.term, l.expires_at, ${remaining_ms}, NULL, NULL, NULL, NULL, NULL,
+			       NULL, NULL, NULL, NULL, h.last_index
+			FROM ${prefix}leases l LEFT JOIN ${prefix}log_heads h ON h.group_name = l.group_name
+			WHERE l.group_name IN (/*requested*/)
+			UNION ALL
+			SELECT 'N', NULL, NULL, NULL, NULL, NULL, node_id, name, host, pid, started_at, heartbeat_at,
+			       ${heartbeat_age_ms}, base_url, zone, NULL
+			FROM ${prefix}nodes""";
+
+	private static final String FORGET = """
+			DELETE FROM ${prefix}nodes WHERE node_id IN (/*nodes*/) AND heartbeat_at < ${now} - INTERVAL ? MICROSECOND""";
+
+	private final MariaDbConnections connections;
+
+	private final Map<String, String> sql = new LinkedHashMap<>();
+
+	MariaDbHeartbeat(MariaDbConnections connections, TablePrefix tablePrefix) {
+		this.connections = connections;
+		for (String template : List.of(LOCK_NODE, INSERT_NODE, HEARTBEAT, TAKE_OVER_NODE, RENEW, TICK_ROWS, FORGET)) {
+			this.sql.put(template, MariaDbSql.render(tablePrefix, template));
+		}
+	}
+
+	/**
+	 * Runs a heartbeat.
+	 * @param node the node's registration
+	 * @param held the groups whose leases the node holds, with their terms
+	 * @param groups the groups whose leases to read
+	 * @param leaseDuration the duration of a renewed lease
+	 * @param nodeExpiry how long a node stays a live member after its last heartbeat
+	 * @return the rows read
+	 */
+	HeartbeatRows run(NodeRegistration node, Map<String, Long> held, Collection<String> groups, Duration leaseDuration,
+			Duration nodeExpiry) {
+		long expiryMicros = nodeExpiry.toNanos() / 1000;
+		Map<String, Long> sortedHeld = new TreeMap<>(held);
+		return this.connections.transaction("heartbeat", (tx) -> {
+			LocalDateTime start = register(tx, node, expiryMicros);
+			if (!sortedHeld.isEmpty()) {
+				tx.run(MariaDbSql.inLists(sql(RENEW), sortedHeld, groups), (statement) -> {
+					int i = 0;
+					statement.setLong(++i, leaseDuration.toNanos() / 1000);
+					i = MariaDbSql.bindHeld(statement, i, sortedHeld);
+					statement.setString(++i, node.id());
+					return statement.executeUpdate();
+				});
+			}
+			HeartbeatRows read = new HeartbeatRows(MariaDbCoordinationStore::lease, (rows) -> member(rows, nodeExpiry));
+			List<String> forgotten = new ArrayList<>();
+			tx.run(MariaDbSql.inLists(sql(TICK_ROWS), sortedHeld, groups), (statement) -> {
+				int i = MariaDbSql.bindHeld(statement, 0, sortedHeld);
+				statement.setString(++i, node.id());
+				statement.setObject(++i, start);
+				for (String group : groups) {
+					statement.setString(++i, group);
+				}
+				try (ResultSet rows = statement.executeQuery()) {
+					while (rows.next()) {
+						read.add(rows);
+						if ("N".equals(rows.getString("kind")) && !node.id().equals(rows.getString("node_id"))
+								&& rows.getLong("heartbeat_age_ms") > 2 * nodeExpiry.toMillis()) {
+							forgotten.add(rows.getString("node_id"));
+						}
+					}
+				}
+				return null;
+			});
+			if (!forgotten.isEmpty()) {
+				// By primary key, so that the delete locks only the rows of dead nodes,
+				// never the row of a live node whose heartbeat holds it.
+				tx.run(sql(FORGET).replace("/*nodes*/", MariaDbSql.markers(forgotten.size())), (statement) -> {
+					int i = 0;
+					for (String id : forgotten) {
+						statement.setString(++i, id);
+					}
+					statement.setLong(++i, 2 * expiryMicros);
+					return statement.executeUpdate();
+				});
+			}
+			return read;
+		});
+	}
+
+	// Registers, heartbeats or takes over the node's row, and returns the database time
+	// at which the row was locked.
+	private LocalDateTime register(MariaDbConnections.Transaction tx, NodeRegistration node, long expiryMicros)
+			throws SQLException {
+		NodeRow row = tx.run(sql(LOCK_NODE), (statement) -> {
+			statement.setLong(1, expiryMicros);
+			statement.setString(2, node.id());
+			try (ResultSet rows = statement.executeQuery()) {
+				return rows.next() ? new NodeRow(rows.getString("incarnation"), rows.getBoolean("silent"),
+						rows.getString("host"), rows.getLong("pid"), rows.getLong("heartbeat_age_ms"),
+						rows.getObject("now", LocalDateTime.class)) : null;
+			}
+		});
+		String incarnation = HeartbeatRows.incarnation(node);
+		String daemons = String.join(" ", new TreeSet<>(node.daemons()));
+		if (row == null) {
+			LocalDateTime start = tx.now();
+			tx.update(sql(INSERT_NODE), node.id(), node.name(), node.host(), node.pid(), incarnation, daemons,
+					node.baseUrl(), node.zone());
+			return start;
+		}
+		if (incarnation.equals(row.incarnation())) {
+			tx.update(sql(HEARTBEAT), node.name(), node.host(), node.pid(), daemons, node.baseUrl(), node.zone(),
+					node.id());
+			return row.now();
+		}
+		if (row.silent()) {
+			tx.update(sql(TAKE_OVER_NODE), node.name(), node.host(), node.pid(), daemons, node.baseUrl(), node.zone(),
+					incarnation, node.id());
+			return row.now();
+		}
+		throw HeartbeatRows.duplicateNodeId(node.id(), row.host(), row.pid(), row.heartbeatAgeMillis());
+	}
+
+	private String sql(String template) {
+		return this.sql.get(template);
+	}
+
+	private static NodeInfo member(ResultSet rows, Duration nodeExpiry) throws SQLException {
+		return new NodeInfo(rows.getString("node_id"), rows.getString("name"), rows.getString("host"),
+				rows.getLong("pid"), MariaDbConnections.instant(rows, "started_at"),
+				MariaDbConnections.instant(rows, "heartbeat_at"),
+				rows.getLong("heartbeat_age_ms") < nodeExpiry.toMillis(), rows.getString("base_url"),
+				rows.getString("zone"));
+	}
+
+	private record NodeRow(String incarnation, boolean silent, String host, long pid, long heartbeatAgeMillis,
+			LocalDateTime now) {
+	}
+
+}
