@@ -335,15 +335,19 @@ public final class MariaDbDaemonStore implements DaemonStore {
 	public @Nullable Assignment lock(String daemon) {
 		return this.guards.run("lock assignment", sql(LOCK), (statement) -> {
 			statement.setString(1, daemon);
+			// The limits come before the lock, as the lease guard's do.
+			MariaDbHoldLimits limits = MariaDbHoldLimits.apply(statement.getConnection(),
+					this.guards.holdLimitMillis());
 			try (ResultSet rows = statement.executeQuery()) {
-				if (!rows.next()) {
+				boolean found = rows.next();
+				boolean live = found && rows.getBoolean("live");
+				if (!live && limits != null) {
+					limits.undo();
+				}
+				if (!found) {
 					return null;
 				}
-				boolean live = rows.getBoolean("live");
 				String state = rows.getString("state");
-				if (live) {
-					MariaDbHoldLimits.apply(statement.getConnection(), this.guards.holdLimitMillis());
-				}
 				AssignmentState current = !live ? AssignmentState.DELETED : (state == null || "DELETED".equals(state))
 						? AssignmentState.ASSIGNING : AssignmentState.valueOf(state);
 				return assignment(rows, current);

@@ -1,15 +1,8 @@
 package dev.leader.fencing;
 
-import java.lang.reflect.InvocationHandler;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Method;
-import java.lang.reflect.Proxy;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
@@ -23,6 +16,7 @@ import dev.leader.jdbc.MariaDbFencingStore;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.CoordinationStore.AcquireResult;
 import dev.leader.lease.LeaseState;
+import dev.leader.test.FreezeAfterLock;
 import dev.leader.test.MigratedMariaDb;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -168,75 +162,6 @@ class MariaDbFencingTests extends AbstractFencingTests {
 		return jdbc.sql("SELECT @@session.max_statement_time, @@session.idle_transaction_timeout")
 			.query((rows, i) -> List.<Object>of(rows.getDouble(1), rows.getLong(2)))
 			.single();
-	}
-
-	/**
-	 * Data sources whose connections freeze the calling thread, as a paused process would
-	 * be frozen, at the first statement they create after the lease guard's lock
-	 * statement ran, until {@link #thaw}; the server sees an idle session in a
-	 * transaction that holds the lock.
-	 */
-	private static final class FreezeAfterLock {
-
-		final CountDownLatch frozen = new CountDownLatch(1);
-
-		final CountDownLatch thaw = new CountDownLatch(1);
-
-		private volatile boolean locked;
-
-		DataSource wrap(DataSource target) {
-			return proxy(DataSource.class, (proxy, method, args) -> {
-				Object result = invoke(target, method, args);
-				return (result instanceof Connection connection) ? connection(connection) : result;
-			});
-		}
-
-		private Connection connection(Connection target) {
-			Connection[] self = new Connection[1];
-			self[0] = proxy(Connection.class, (proxy, method, args) -> {
-				if (method.getName().startsWith("create") || method.getName().startsWith("prepare")) {
-					if (this.locked && this.frozen.getCount() > 0) {
-						this.frozen.countDown();
-						this.thaw.await(30, TimeUnit.SECONDS);
-					}
-				}
-				Object result = invoke(target, method, args);
-				if (result instanceof PreparedStatement statement
-						&& ((String) args[0]).contains("LOCK IN SHARE MODE")) {
-					return statement(statement, self[0]);
-				}
-				return result;
-			});
-			return self[0];
-		}
-
-		private PreparedStatement statement(PreparedStatement target, Connection connection) {
-			return proxy(PreparedStatement.class, (proxy, method, args) -> {
-				if (method.getName().equals("getConnection")) {
-					return connection;
-				}
-				Object result = invoke(target, method, args);
-				if (method.getName().equals("executeQuery")) {
-					this.locked = true;
-				}
-				return result;
-			});
-		}
-
-		private static Object invoke(Object target, Method method, Object[] args) throws Throwable {
-			try {
-				return method.invoke(target, args);
-			}
-			catch (InvocationTargetException ex) {
-				throw ex.getCause();
-			}
-		}
-
-		private static <T> T proxy(Class<T> type, InvocationHandler handler) {
-			return type
-				.cast(Proxy.newProxyInstance(FreezeAfterLock.class.getClassLoader(), new Class<?>[] { type }, handler));
-		}
-
 	}
 
 }

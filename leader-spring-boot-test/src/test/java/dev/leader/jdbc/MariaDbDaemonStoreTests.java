@@ -6,22 +6,28 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+
+import javax.sql.DataSource;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.FencingToken;
 import dev.leader.daemon.Assignment;
 import dev.leader.daemon.AssignmentState;
 import dev.leader.node.NodeRegistration;
+import dev.leader.test.FreezeAfterLock;
 import dev.leader.test.MigratedMariaDb;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
+import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.awaitility.Awaitility.await;
 
 /**
@@ -92,6 +98,35 @@ class MariaDbDaemonStoreTests {
 		assertThat(this.daemons.reclaim(this.leader, "leader", "outbox", 1)).isTrue();
 		Assignment locked = this.transactions.execute((tx) -> this.daemons.lock("outbox"));
 		assertThat(locked).extracting(Assignment::generation, Assignment::isLive).containsExactly(1L, false);
+	}
+
+	/**
+	 * A holder that stalls right after the daemon guard's lock statement: the hold limits
+	 * must already be set, so that the leader's reclaim waits only until the server ends
+	 * the idle transaction, as for the lease guard in {@code MariaDbFencingTests}.
+	 */
+	@Test
+	void holderFrozenRightAfterTheDaemonGuardsLockHoldsAReclaimUpOnlyUntilTheHoldLimit() throws Exception {
+		FreezeAfterLock freeze = new FreezeAfterLock();
+		DataSource freezing = freeze.wrap(database.dataSource());
+		MariaDbDaemonStore guards = new MariaDbDaemonStore(freezing, PREFIX, Duration.ofSeconds(5),
+				Duration.ofMillis(800));
+		TransactionTemplate transactions = new TransactionTemplate(new DataSourceTransactionManager(freezing));
+		CompletableFuture<Integer> writer = CompletableFuture.supplyAsync(() -> transactions.execute((tx) -> {
+			guards.lock("outbox");
+			return JdbcClient.create(freezing).sql("SELECT 1").query(Integer.class).single();
+		}));
+		try {
+			assertThat(freeze.frozen.await(5, TimeUnit.SECONDS)).as("the holder froze after its lock").isTrue();
+			long start = System.nanoTime();
+			assertThat(CompletableFuture.supplyAsync(() -> this.daemons.reclaim(this.leader, "leader", "outbox", 1))
+				.get(10, TimeUnit.SECONDS)).isTrue();
+			assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(3));
+		}
+		finally {
+			freeze.thaw.countDown();
+		}
+		assertThatExceptionOfType(ExecutionException.class).isThrownBy(() -> writer.get(10, TimeUnit.SECONDS));
 	}
 
 	private static void await(CountDownLatch latch) {

@@ -1,0 +1,91 @@
+package dev.leader.test;
+
+import java.lang.reflect.InvocationHandler;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import javax.sql.DataSource;
+
+/**
+ * Data sources of MariaDB whose connections freeze the calling thread, as a paused
+ * process would be frozen, at the first statement they create after a guard's lock
+ * statement ({@code LOCK IN SHARE MODE}) ran, until {@link #thaw}; the server sees an
+ * idle session in a transaction that holds the lock.
+ */
+public final class FreezeAfterLock {
+
+	/**
+	 * Counted down when the calling thread froze.
+	 */
+	public final CountDownLatch frozen = new CountDownLatch(1);
+
+	/**
+	 * Counted down by the test to let the frozen thread go on.
+	 */
+	public final CountDownLatch thaw = new CountDownLatch(1);
+
+	private volatile boolean locked;
+
+	/**
+	 * Wraps a data source.
+	 * @param target the data source
+	 * @return a data source whose connections freeze as described
+	 */
+	public DataSource wrap(DataSource target) {
+		return proxy(DataSource.class, (proxy, method, args) -> {
+			Object result = invoke(target, method, args);
+			return (result instanceof Connection connection) ? connection(connection) : result;
+		});
+	}
+
+	private Connection connection(Connection target) {
+		Connection[] self = new Connection[1];
+		self[0] = proxy(Connection.class, (proxy, method, args) -> {
+			if (method.getName().startsWith("create") || method.getName().startsWith("prepare")) {
+				if (this.locked && this.frozen.getCount() > 0) {
+					this.frozen.countDown();
+					this.thaw.await(30, TimeUnit.SECONDS);
+				}
+			}
+			Object result = invoke(target, method, args);
+			if (result instanceof PreparedStatement statement && ((String) args[0]).contains("LOCK IN SHARE MODE")) {
+				return statement(statement, self[0]);
+			}
+			return result;
+		});
+		return self[0];
+	}
+
+	private PreparedStatement statement(PreparedStatement target, Connection connection) {
+		return proxy(PreparedStatement.class, (proxy, method, args) -> {
+			if (method.getName().equals("getConnection")) {
+				return connection;
+			}
+			Object result = invoke(target, method, args);
+			if (method.getName().equals("executeQuery")) {
+				this.locked = true;
+			}
+			return result;
+		});
+	}
+
+	private static Object invoke(Object target, Method method, Object[] args) throws Throwable {
+		try {
+			return method.invoke(target, args);
+		}
+		catch (InvocationTargetException ex) {
+			throw ex.getCause();
+		}
+	}
+
+	private static <T> T proxy(Class<T> type, InvocationHandler handler) {
+		return type
+			.cast(Proxy.newProxyInstance(FreezeAfterLock.class.getClassLoader(), new Class<?>[] { type }, handler));
+	}
+
+}
