@@ -6,9 +6,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 
 import javax.sql.DataSource;
 
@@ -163,7 +161,7 @@ public final class MariaDbDaemonStore implements DaemonStore {
 
 	private final GuardStatements guards;
 
-	private final Map<String, String> sql = new ConcurrentHashMap<>();
+	private final MariaDbSql.Rendered sql;
 
 	/**
 	 * Creates a store.
@@ -179,11 +177,9 @@ public final class MariaDbDaemonStore implements DaemonStore {
 		this.connections = new MariaDbConnections(dataSource, queryTimeout);
 		this.guards = new GuardStatements(dataSource, queryTimeout, holdLimit,
 				"call DaemonContext.guard() inside a @Transactional method");
-		for (String template : List.of(READ, LEASE, LOCK_OWNER, INSERT_OWNER, INSERT_ASSIGNMENT, REASSIGN_OWNER,
-				REASSIGN, CONSUME_REQUEST, REVOKE, END_OWNER, END, ACKNOWLEDGE, REQUEST, READ_REQUEST, DRAIN,
-				NODE_EXISTS, FORGET, LOCK)) {
-			this.sql.put(template, MariaDbSql.render(tablePrefix, template));
-		}
+		this.sql = MariaDbSql.renderAll(tablePrefix, READ, LEASE, LOCK_OWNER, INSERT_OWNER, INSERT_ASSIGNMENT,
+				REASSIGN_OWNER, REASSIGN, CONSUME_REQUEST, REVOKE, END_OWNER, END, ACKNOWLEDGE, REQUEST, READ_REQUEST,
+				DRAIN, NODE_EXISTS, FORGET, LOCK);
 	}
 
 	@Override
@@ -375,7 +371,7 @@ public final class MariaDbDaemonStore implements DaemonStore {
 	}
 
 	private String sql(String template) {
-		return this.sql.get(template);
+		return this.sql.of(template);
 	}
 
 	private static Assignment assignment(ResultSet rows, AssignmentState state) throws SQLException {

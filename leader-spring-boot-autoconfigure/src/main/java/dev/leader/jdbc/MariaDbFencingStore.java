@@ -67,15 +67,7 @@ public final class MariaDbFencingStore implements FencingStore {
 
 	private final GuardStatements guards;
 
-	private final String lockLeaseSql;
-
-	private final String readLeaseSql;
-
-	private final String ensureFenceSql;
-
-	private final String readFenceSql;
-
-	private final String advanceSql;
+	private final MariaDbSql.Rendered sql;
 
 	/**
 	 * Creates a store.
@@ -91,16 +83,12 @@ public final class MariaDbFencingStore implements FencingStore {
 			Duration holdLimit) {
 		this.guards = new GuardStatements(dataSource, queryTimeout, holdLimit,
 				"annotate the method with @Transactional");
-		this.lockLeaseSql = MariaDbSql.render(tablePrefix, LOCK_LEASE);
-		this.readLeaseSql = MariaDbSql.render(tablePrefix, READ_LEASE);
-		this.ensureFenceSql = MariaDbSql.render(tablePrefix, ENSURE_FENCE);
-		this.readFenceSql = MariaDbSql.render(tablePrefix, READ_FENCE);
-		this.advanceSql = MariaDbSql.render(tablePrefix, ADVANCE);
+		this.sql = MariaDbSql.renderAll(tablePrefix, LOCK_LEASE, READ_LEASE, ENSURE_FENCE, READ_FENCE, ADVANCE);
 	}
 
 	@Override
 	public @Nullable LeaseLock lockLease(FencingToken token, String nodeId) {
-		LeaseLock locked = execute("lock lease", this.lockLeaseSql, (statement) -> {
+		LeaseLock locked = execute("lock lease", this.sql.of(LOCK_LEASE), (statement) -> {
 			statement.setString(1, token.group());
 			statement.setString(2, nodeId);
 			statement.setLong(3, token.term());
@@ -115,7 +103,7 @@ public final class MariaDbFencingStore implements FencingStore {
 		if (locked != null) {
 			return locked;
 		}
-		return execute("read lease", this.readLeaseSql, (statement) -> {
+		return execute("read lease", this.sql.of(READ_LEASE), (statement) -> {
 			statement.setString(1, token.group());
 			try (ResultSet rows = statement.executeQuery()) {
 				return rows.next()
@@ -127,13 +115,13 @@ public final class MariaDbFencingStore implements FencingStore {
 
 	@Override
 	public @Nullable Fence advance(String resource, FencingToken token) {
-		execute("advance fence", this.ensureFenceSql, (statement) -> {
+		execute("advance fence", this.sql.of(ENSURE_FENCE), (statement) -> {
 			statement.setString(1, resource);
 			statement.setString(2, token.group());
 			statement.setLong(3, token.term());
 			return statement.executeUpdate();
 		});
-		Fence fence = execute("advance fence", this.readFenceSql, (statement) -> {
+		Fence fence = execute("advance fence", this.sql.of(READ_FENCE), (statement) -> {
 			statement.setString(1, resource);
 			try (ResultSet rows = statement.executeQuery()) {
 				if (!rows.next()) {
@@ -149,7 +137,7 @@ public final class MariaDbFencingStore implements FencingStore {
 			}
 		});
 		if (fence != null && fence.advanced()) {
-			execute("advance fence", this.advanceSql, (statement) -> {
+			execute("advance fence", this.sql.of(ADVANCE), (statement) -> {
 				statement.setLong(1, token.term());
 				statement.setString(2, resource);
 				return statement.executeUpdate();

@@ -4,6 +4,7 @@ import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.util.Collection;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.Map;
 
 /**
@@ -58,6 +59,20 @@ final class MariaDbSql {
 	}
 
 	/**
+	 * Renders a store's templates for a table prefix, once.
+	 * @param prefix the validated table prefix
+	 * @param templates the store's templates
+	 * @return the SQL of each template
+	 */
+	static Rendered renderAll(TablePrefix prefix, String... templates) {
+		Map<String, String> sql = new HashMap<>();
+		for (String template : templates) {
+			sql.put(template, render(prefix, template));
+		}
+		return new Rendered(Map.copyOf(sql));
+	}
+
+	/**
 	 * Returns {@code count} parameter markers separated by commas, for an {@code IN}
 	 * list.
 	 * @param count how many, at least one
@@ -104,6 +119,29 @@ final class MariaDbSql {
 			statement.setLong(++i, entry.getValue());
 		}
 		return i;
+	}
+
+	/**
+	 * A store's templates, rendered for its table prefix.
+	 *
+	 * @param sql the SQL of each template, by template
+	 */
+	record Rendered(Map<String, String> sql) {
+
+		/**
+		 * Returns the SQL of a template.
+		 * @param template the template, one of those rendered
+		 * @return its SQL
+		 * @throws IllegalArgumentException if the template was not rendered
+		 */
+		String of(String template) {
+			String sql = this.sql.get(template);
+			if (sql == null) {
+				throw new IllegalArgumentException("Template not rendered: " + template);
+			}
+			return sql;
+		}
+
 	}
 
 }
