@@ -62,15 +62,10 @@ public final class MariaDbDaemonStore implements DaemonStore {
 			SELECT 'T', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, ${now}, NULL""";
 
 	/**
-	 * The leader's lease, locked in share mode as the lease guard locks it, the first
-	 * statement of each of the leader's transitions.
+	 * The leader's lease, locked by the lease guard ({@link MariaDbSql#LOCK_LEASE}): the
+	 * first statement of each of the leader's transitions.
 	 */
-	private static final String LEASE = """
-			SELECT t.term FROM ${prefix}lease_terms t
-			WHERE t.group_name = ? AND t.holder = ? AND t.term = ?
-			  AND (SELECT l.expires_at > ${now} FROM ${prefix}leases l
-			       WHERE l.group_name = t.group_name AND l.term = t.term)
-			LOCK IN SHARE MODE""";
+	private static final String LEASE = MariaDbSql.LOCK_LEASE;
 
 	private static final String LOCK_OWNER = """
 			SELECT node_id, generation, live FROM ${prefix}assignment_owners WHERE daemon_name = ? FOR UPDATE""";

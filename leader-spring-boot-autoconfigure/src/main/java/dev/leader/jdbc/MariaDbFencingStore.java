@@ -32,17 +32,10 @@ import org.jspecify.annotations.Nullable;
 public final class MariaDbFencingStore implements FencingStore {
 
 	/**
-	 * The lease guard: locks the row only if this holder holds it with this term,
-	 * unexpired. In a {@code REPEATABLE READ} transaction InnoDB keeps the lock of a row
-	 * it read even when the row did not match, until the transaction ends; the guard then
+	 * The lease guard ({@link MariaDbSql#LOCK_LEASE}). A guard that locked nothing
 	 * throws, and the transaction rolls back.
 	 */
-	private static final String LOCK_LEASE = """
-			SELECT t.holder, t.term FROM ${prefix}lease_terms t
-			WHERE t.group_name = ? AND t.holder = ? AND t.term = ?
-			  AND (SELECT l.expires_at > ${now} FROM ${prefix}leases l
-			       WHERE l.group_name = t.group_name AND l.term = t.term)
-			LOCK IN SHARE MODE""";
+	private static final String LOCK_LEASE = MariaDbSql.LOCK_LEASE;
 
 	/**
 	 * The lease as it stands, for the message of a guard that locked nothing.

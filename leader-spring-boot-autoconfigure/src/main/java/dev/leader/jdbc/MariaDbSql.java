@@ -38,6 +38,22 @@ final class MariaDbSql {
 	 */
 	static final String HEARTBEAT_AGE_MS = "(TIMESTAMPDIFF(MICROSECOND, heartbeat_at, " + NOW + ") DIV 1000)";
 
+	/**
+	 * The lease guard, a template: locks the group's {@code lease_terms} row in share
+	 * mode, and reads its holder and term, only if this holder holds it with this term,
+	 * unexpired by the {@code leases} row of that term, read by a subquery without a
+	 * lock. Parameters: the group, the holder, the term. In a {@code REPEATABLE READ}
+	 * transaction InnoDB keeps the lock of a row it read even when the row did not match,
+	 * until the transaction ends. The fencing guard and the leader's transitions of the
+	 * daemon store take it first.
+	 */
+	static final String LOCK_LEASE = """
+			SELECT t.holder, t.term FROM ${prefix}lease_terms t
+			WHERE t.group_name = ? AND t.holder = ? AND t.term = ?
+			  AND (SELECT l.expires_at > ${now} FROM ${prefix}leases l
+			       WHERE l.group_name = t.group_name AND l.term = t.term)
+			LOCK IN SHARE MODE""";
+
 	private static final Map<String, String> FRAGMENTS = Map.of("${now}", NOW, "${remaining_ms}", REMAINING_MS,
 			"${heartbeat_age_ms}", HEARTBEAT_AGE_MS);
 
