@@ -7,7 +7,6 @@ import java.time.Instant;
 import java.time.LocalDateTime;
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -117,7 +116,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 
 	private final @Nullable MariaDbWakeUps wakeUps;
 
-	private final Map<String, String> sql = new LinkedHashMap<>();
+	private final MariaDbSql.Rendered sql;
 
 	/**
 	 * Creates a store.
@@ -144,10 +143,9 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 		this.heartbeat = new MariaDbHeartbeat(this.connections, tablePrefix);
 		this.wakeUps = wakeUps
 				? new MariaDbWakeUps(dataSource, tablePrefix, this.connections.statements().timeoutSeconds()) : null;
-		for (String template : List.of(READ_LEASE, LOCK_TERM, CREATE_LOG_HEAD, LOCK_LEASE, INSERT_TERM, INSERT_LEASE,
-				GRANT_TERM, GRANT_LEASE, LOCK_RELEASED, RELEASE_TERMS, RELEASE_LEASES, DEREGISTER, LEASES)) {
-			this.sql.put(template, MariaDbSql.render(tablePrefix, template));
-		}
+		this.sql = MariaDbSql.renderAll(tablePrefix, READ_LEASE, LOCK_TERM, CREATE_LOG_HEAD, LOCK_LEASE, INSERT_TERM,
+				INSERT_LEASE, GRANT_TERM, GRANT_LEASE, LOCK_RELEASED, RELEASE_TERMS, RELEASE_LEASES, DEREGISTER,
+				LEASES);
 	}
 
 	/**
@@ -352,7 +350,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 	}
 
 	private String sql(String template) {
-		return this.sql.get(template);
+		return this.sql.of(template);
 	}
 
 	static LeaseState lease(ResultSet rows) throws SQLException {

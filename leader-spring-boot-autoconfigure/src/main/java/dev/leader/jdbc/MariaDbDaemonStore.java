@@ -6,9 +6,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 
 import javax.sql.DataSource;
 
@@ -64,15 +62,10 @@ public final class MariaDbDaemonStore implements DaemonStore {
 			SELECT 'T', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, ${now}, NULL""";
 
 	/**
-	 * The leader's lease, locked in share mode as the lease guard locks it, the first
-	 * statement of each of the leader's transitions.
+	 * The leader's lease, locked by the lease guard ({@link MariaDbSql#LOCK_LEASE}): the
+	 * first statement of each of the leader's transitions.
 	 */
-	private static final String LEASE = """
-			SELECT t.term FROM ${prefix}lease_terms t
-			WHERE t.group_name = ? AND t.holder = ? AND t.term = ?
-			  AND (SELECT l.expires_at > ${now} FROM ${prefix}leases l
-			       WHERE l.group_name = t.group_name AND l.term = t.term)
-			LOCK IN SHARE MODE""";
+	private static final String LEASE = MariaDbSql.LOCK_LEASE;
 
 	private static final String LOCK_OWNER = """
 			SELECT node_id, generation, live FROM ${prefix}assignment_owners WHERE daemon_name = ? FOR UPDATE""";
@@ -163,7 +156,7 @@ public final class MariaDbDaemonStore implements DaemonStore {
 
 	private final GuardStatements guards;
 
-	private final Map<String, String> sql = new ConcurrentHashMap<>();
+	private final MariaDbSql.Rendered sql;
 
 	/**
 	 * Creates a store.
@@ -179,11 +172,9 @@ public final class MariaDbDaemonStore implements DaemonStore {
 		this.connections = new MariaDbConnections(dataSource, queryTimeout);
 		this.guards = new GuardStatements(dataSource, queryTimeout, holdLimit,
 				"call DaemonContext.guard() inside a @Transactional method");
-		for (String template : List.of(READ, LEASE, LOCK_OWNER, INSERT_OWNER, INSERT_ASSIGNMENT, REASSIGN_OWNER,
-				REASSIGN, CONSUME_REQUEST, REVOKE, END_OWNER, END, ACKNOWLEDGE, REQUEST, READ_REQUEST, DRAIN,
-				NODE_EXISTS, FORGET, LOCK)) {
-			this.sql.put(template, MariaDbSql.render(tablePrefix, template));
-		}
+		this.sql = MariaDbSql.renderAll(tablePrefix, READ, LEASE, LOCK_OWNER, INSERT_OWNER, INSERT_ASSIGNMENT,
+				REASSIGN_OWNER, REASSIGN, CONSUME_REQUEST, REVOKE, END_OWNER, END, ACKNOWLEDGE, REQUEST, READ_REQUEST,
+				DRAIN, NODE_EXISTS, FORGET, LOCK);
 	}
 
 	@Override
@@ -379,7 +370,7 @@ public final class MariaDbDaemonStore implements DaemonStore {
 	}
 
 	private String sql(String template) {
-		return this.sql.get(template);
+		return this.sql.of(template);
 	}
 
 	private static Assignment assignment(ResultSet rows, AssignmentState state) throws SQLException {

@@ -34,17 +34,10 @@ import org.jspecify.annotations.Nullable;
 public final class MariaDbFencingStore implements FencingStore {
 
 	/**
-	 * The lease guard: locks the row only if this holder holds it with this term,
-	 * unexpired. In a {@code REPEATABLE READ} transaction InnoDB keeps the lock of a row
-	 * it read even when the row did not match, until the transaction ends; the guard then
+	 * The lease guard ({@link MariaDbSql#LOCK_LEASE}). A guard that locked nothing
 	 * throws, and the transaction rolls back.
 	 */
-	private static final String LOCK_LEASE = """
-			SELECT t.holder, t.term FROM ${prefix}lease_terms t
-			WHERE t.group_name = ? AND t.holder = ? AND t.term = ?
-			  AND (SELECT l.expires_at > ${now} FROM ${prefix}leases l
-			       WHERE l.group_name = t.group_name AND l.term = t.term)
-			LOCK IN SHARE MODE""";
+	private static final String LOCK_LEASE = MariaDbSql.LOCK_LEASE;
 
 	/**
 	 * The lease as it stands, for the message of a guard that locked nothing.
@@ -69,15 +62,7 @@ public final class MariaDbFencingStore implements FencingStore {
 
 	private final GuardStatements guards;
 
-	private final String lockLeaseSql;
-
-	private final String readLeaseSql;
-
-	private final String ensureFenceSql;
-
-	private final String readFenceSql;
-
-	private final String advanceSql;
+	private final MariaDbSql.Rendered sql;
 
 	/**
 	 * Creates a store.
@@ -93,16 +78,12 @@ public final class MariaDbFencingStore implements FencingStore {
 			Duration holdLimit) {
 		this.guards = new GuardStatements(dataSource, queryTimeout, holdLimit,
 				"annotate the method with @Transactional");
-		this.lockLeaseSql = MariaDbSql.render(tablePrefix, LOCK_LEASE);
-		this.readLeaseSql = MariaDbSql.render(tablePrefix, READ_LEASE);
-		this.ensureFenceSql = MariaDbSql.render(tablePrefix, ENSURE_FENCE);
-		this.readFenceSql = MariaDbSql.render(tablePrefix, READ_FENCE);
-		this.advanceSql = MariaDbSql.render(tablePrefix, ADVANCE);
+		this.sql = MariaDbSql.renderAll(tablePrefix, LOCK_LEASE, READ_LEASE, ENSURE_FENCE, READ_FENCE, ADVANCE);
 	}
 
 	@Override
 	public @Nullable LeaseLock lockLease(FencingToken token, String nodeId) {
-		LeaseLock locked = execute("lock lease", this.lockLeaseSql, (statement) -> {
+		LeaseLock locked = execute("lock lease", this.sql.of(LOCK_LEASE), (statement) -> {
 			statement.setString(1, token.group());
 			statement.setString(2, nodeId);
 			statement.setLong(3, token.term());
@@ -121,7 +102,7 @@ public final class MariaDbFencingStore implements FencingStore {
 		if (locked != null) {
 			return locked;
 		}
-		return execute("read lease", this.readLeaseSql, (statement) -> {
+		return execute("read lease", this.sql.of(READ_LEASE), (statement) -> {
 			statement.setString(1, token.group());
 			try (ResultSet rows = statement.executeQuery()) {
 				return rows.next()
@@ -134,7 +115,7 @@ public final class MariaDbFencingStore implements FencingStore {
 	@Override
 	public @Nullable Fence advance(String resource, FencingToken token) {
 		// The upsert locks the fence's row: the limits come first.
-		MariaDbHoldLimits limits = execute("advance fence", this.ensureFenceSql, (statement) -> {
+		MariaDbHoldLimits limits = execute("advance fence", this.sql.of(ENSURE_FENCE), (statement) -> {
 			statement.setString(1, resource);
 			statement.setString(2, token.group());
 			statement.setLong(3, token.term());
@@ -143,7 +124,7 @@ public final class MariaDbFencingStore implements FencingStore {
 			statement.executeUpdate();
 			return lowered;
 		});
-		Fence fence = execute("advance fence", this.readFenceSql, (statement) -> {
+		Fence fence = execute("advance fence", this.sql.of(READ_FENCE), (statement) -> {
 			statement.setString(1, resource);
 			try (ResultSet rows = statement.executeQuery()) {
 				Fence read = null;
@@ -160,7 +141,7 @@ public final class MariaDbFencingStore implements FencingStore {
 			}
 		});
 		if (fence != null && fence.advanced()) {
-			execute("advance fence", this.advanceSql, (statement) -> {
+			execute("advance fence", this.sql.of(ADVANCE), (statement) -> {
 				statement.setLong(1, token.term());
 				statement.setString(2, resource);
 				return statement.executeUpdate();

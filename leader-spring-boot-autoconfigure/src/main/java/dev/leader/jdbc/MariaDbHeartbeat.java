@@ -6,7 +6,6 @@ import java.time.Duration;
 import java.time.LocalDateTime;
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -85,13 +84,12 @@ final class MariaDbHeartbeat {
 
 	private final MariaDbConnections connections;
 
-	private final Map<String, String> sql = new LinkedHashMap<>();
+	private final MariaDbSql.Rendered sql;
 
 	MariaDbHeartbeat(MariaDbConnections connections, TablePrefix tablePrefix) {
 		this.connections = connections;
-		for (String template : List.of(LOCK_NODE, INSERT_NODE, HEARTBEAT, TAKE_OVER_NODE, RENEW, TICK_ROWS, FORGET)) {
-			this.sql.put(template, MariaDbSql.render(tablePrefix, template));
-		}
+		this.sql = MariaDbSql.renderAll(tablePrefix, LOCK_NODE, INSERT_NODE, HEARTBEAT, TAKE_OVER_NODE, RENEW,
+				TICK_ROWS, FORGET);
 	}
 
 	/**
@@ -189,7 +187,7 @@ final class MariaDbHeartbeat {
 	}
 
 	private String sql(String template) {
-		return this.sql.get(template);
+		return this.sql.of(template);
 	}
 
 	private static NodeInfo member(ResultSet rows, Duration nodeExpiry) throws SQLException {

@@ -4,6 +4,7 @@ import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.util.Collection;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.Map;
 
 /**
@@ -37,6 +38,22 @@ final class MariaDbSql {
 	 */
 	static final String HEARTBEAT_AGE_MS = "(TIMESTAMPDIFF(MICROSECOND, heartbeat_at, " + NOW + ") DIV 1000)";
 
+	/**
+	 * The lease guard, a template: locks the group's {@code lease_terms} row in share
+	 * mode, and reads its holder and term, only if this holder holds it with this term,
+	 * unexpired by the {@code leases} row of that term, read by a subquery without a
+	 * lock. Parameters: the group, the holder, the term. In a {@code REPEATABLE READ}
+	 * transaction InnoDB keeps the lock of a row it read even when the row did not match,
+	 * until the transaction ends. The fencing guard and the leader's transitions of the
+	 * daemon store take it first.
+	 */
+	static final String LOCK_LEASE = """
+			SELECT t.holder, t.term FROM ${prefix}lease_terms t
+			WHERE t.group_name = ? AND t.holder = ? AND t.term = ?
+			  AND (SELECT l.expires_at > ${now} FROM ${prefix}leases l
+			       WHERE l.group_name = t.group_name AND l.term = t.term)
+			LOCK IN SHARE MODE""";
+
 	private static final Map<String, String> FRAGMENTS = Map.of("${now}", NOW, "${remaining_ms}", REMAINING_MS,
 			"${heartbeat_age_ms}", HEARTBEAT_AGE_MS);
 
@@ -55,6 +72,20 @@ final class MariaDbSql {
 			sql = sql.replace(fragment.getKey(), fragment.getValue());
 		}
 		return prefix.render(sql);
+	}
+
+	/**
+	 * Renders a store's templates for a table prefix, once.
+	 * @param prefix the validated table prefix
+	 * @param templates the store's templates
+	 * @return the SQL of each template
+	 */
+	static Rendered renderAll(TablePrefix prefix, String... templates) {
+		Map<String, String> sql = new HashMap<>();
+		for (String template : templates) {
+			sql.put(template, render(prefix, template));
+		}
+		return new Rendered(Map.copyOf(sql));
 	}
 
 	/**
@@ -104,6 +135,29 @@ final class MariaDbSql {
 			statement.setLong(++i, entry.getValue());
 		}
 		return i;
+	}
+
+	/**
+	 * A store's templates, rendered for its table prefix.
+	 *
+	 * @param sql the SQL of each template, by template
+	 */
+	record Rendered(Map<String, String> sql) {
+
+		/**
+		 * Returns the SQL of a template.
+		 * @param template the template, one of those rendered
+		 * @return its SQL
+		 * @throws IllegalArgumentException if the template was not rendered
+		 */
+		String of(String template) {
+			String sql = this.sql.get(template);
+			if (sql == null) {
+				throw new IllegalArgumentException("Template not rendered: " + template);
+			}
+			return sql;
+		}
+
 	}
 
 }

@@ -20,12 +20,13 @@ import org.jspecify.annotations.Nullable;
  * The hand-over wake-up of the MariaDB stores, which have no notifications: a hint, never
  * a decision. The holder of a group's lease holds the named lock
  * {@code <prefix>wake:<database>:<group>} ({@code GET_LOCK}, scoped to a session, not to
- * a transaction) on a connection it keeps; a node that follows the group waits for that
- * lock on a connection of its own. When the holder releases the lease, it releases the
- * lock after the release commits, and when its session ends (a crash, a kill), the server
- * releases it: the waiting node gets the lock, gives it back at once and tells its
- * listener, which tries to acquire. Correctness stays with the lease rows: a wake-up
- * whose acquire is refused costs one attempt.
+ * a transaction, {@link MariaDbNamedLocks}) on a connection it keeps; a node that follows
+ * the group waits for that lock on a connection of its own ({@link MariaDbWakeUpWaiter}).
+ * When the holder releases the lease, it releases the lock after the release commits, and
+ * when its session ends (a crash, a kill), the server releases it: the waiting node gets
+ * the lock, gives it back at once and tells its listener, which tries to acquire.
+ * Correctness stays with the lease rows: a wake-up whose acquire is refused costs one
+ * attempt.
  * <p>
  * Waiting never polls: a node waits only while the lock is held, for at most
  * {@link #WAIT_SECONDS} per statement. After a wake-up, or when it finds the lock free

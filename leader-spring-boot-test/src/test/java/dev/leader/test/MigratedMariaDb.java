@@ -12,8 +12,6 @@ import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.BeforeEachCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
-import org.springframework.jdbc.core.simple.JdbcClient;
-
 /**
  * A fresh {@link MariaDbTestDatabase} for one test class, migrated with the starter's
  * tables (prefix {@code leader_}), and a pool on it. Registered with
@@ -75,11 +73,7 @@ public final class MigratedMariaDb implements BeforeAllCallback, BeforeEachCallb
 	 * @return whether its expiry has passed
 	 */
 	public boolean leaseExpired(String group) {
-		return JdbcClient.create(dataSource())
-			.sql("SELECT expires_at <= UTC_TIMESTAMP(6) FROM leader_leases WHERE group_name = ?")
-			.param(group)
-			.query(Boolean.class)
-			.single();
+		return MigratedSchema.leaseExpired(dataSource(), "UTC_TIMESTAMP(6)", group);
 	}
 
 	@Override

@@ -1,5 +1,7 @@
 package dev.leader.test;
 
+import javax.sql.DataSource;
+
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.jdbc.LeaderSchemaMigration;
 import dev.leader.jdbc.TablePrefix;
@@ -82,8 +84,21 @@ public final class MigratedSchema implements BeforeEachCallback, AfterEachCallba
 	 * @return whether its expiry has passed
 	 */
 	public boolean leaseExpired(String group) {
-		return JdbcClient.create(dataSource())
-			.sql("SELECT expires_at <= clock_timestamp() FROM leader_leases WHERE group_name = ?")
+		return leaseExpired(dataSource(), "clock_timestamp()", group);
+	}
+
+	/**
+	 * Tells whether a group's lease has expired by the database clock, on any of the
+	 * starter's databases.
+	 * @param dataSource the pool on the migrated database
+	 * @param clock the database's expression for the current time, in the time zone of
+	 * the lease rows
+	 * @param group the group, whose lease row must exist
+	 * @return whether its expiry has passed
+	 */
+	static boolean leaseExpired(DataSource dataSource, String clock, String group) {
+		return JdbcClient.create(dataSource)
+			.sql("SELECT expires_at <= " + clock + " FROM leader_leases WHERE group_name = ?")
 			.param(group)
 			.query(Boolean.class)
 			.single();
