@@ -14,6 +14,11 @@ import dev.leader.test.TestNode;
  * learn of a leader's appends from the heartbeat, which the checks do not depend on, as
  * they read the tables.
  * <p>
+ * Known to fail now and then (one episode in 300 in the README's long run): a node frozen
+ * between two statements of its own heartbeat transaction keeps the lease rows locked for
+ * as long as it is frozen, and a pause longer than the lease breaks the failover bound;
+ * no fenced write is at stake.
+ * <p>
  * The normal suite runs {@value #EPISODES} episodes, about two minutes. The long run is
  * {@code ./mvnw -pl leader-spring-boot-test -am verify -Dtest=MariaDbFaultInjectionTests -Dsurefire.failIfNoSpecifiedTests=false -Dfault.episodes=300};
  * {@code -Dfault.seed=N} repeats a run's choices. The summary goes to

@@ -553,9 +553,10 @@ public final class FaultHistory {
 	 * {@code FOR SHARE}; a takeover is an {@code UPDATE} of that row, so it waits until
 	 * every guarded transaction of the earlier term has committed or rolled back, and
 	 * every write of the later term guards only after the takeover, so it draws a later
-	 * value from the sequence (which hands out rising values in the order they are
-	 * drawn). Within a term, one writer thread commits one transaction after
-	 * another.</li>
+	 * value from the sequence (which hands out rising values in the order they are drawn;
+	 * on MariaDB, InnoDB's auto-increment counter, and the guard's lock is on the
+	 * {@code lease_terms} row, which a takeover locks {@code FOR UPDATE}). Within a term,
+	 * one writer thread commits one transaction after another.</li>
 	 * <li><b>One writer per term.</b> The committed writes of a term come from one node,
 	 * and from an incarnation that was granted that term; so do the committed
 	 * transactions of the guarded-write load.</li>
