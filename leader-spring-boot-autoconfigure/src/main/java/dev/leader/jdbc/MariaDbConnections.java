@@ -27,6 +27,12 @@ import org.jspecify.annotations.Nullable;
  * and forgets), so nothing of the session changes for the application. Every statement
  * runs with the query timeout, and the connection with a network timeout of twice that.
  * <p>
+ * The transaction may stay idle between its statements for at most the query timeout
+ * ({@code idle_transaction_timeout}, lowered with auto-commit in the same statement and
+ * restored with it, unless the pool's sessions have a lower limit): a node frozen in the
+ * middle of a transition (a paused process, a stalled network) would otherwise keep its
+ * row locks, and hold up every other node's grant, for as long as it stays frozen.
+ * <p>
  * MariaDB has no statement that upserts and returns rows in one round trip on both
  * MariaDB and MySQL, nor {@code UPDATE … RETURNING}, so a transition is a transaction of
  * a few statements rather than the one statement it is on PostgreSQL: its row locks are
@@ -49,6 +55,10 @@ final class MariaDbConnections {
 
 	private volatile @Nullable Boolean readCommitted;
 
+	private volatile @Nullable Long idleTimeout;
+
+	private final long idleLimitSeconds;
+
 	/**
 	 * Creates a runner.
 	 * @param dataSource the MariaDB data source
@@ -58,6 +68,7 @@ final class MariaDbConnections {
 		this.dataSource = dataSource;
 		this.statements = new Statements(queryTimeout);
 		this.networkTimeoutMillis = 2 * this.statements.timeoutSeconds() * 1000;
+		this.idleLimitSeconds = this.statements.timeoutSeconds();
 	}
 
 	/**
@@ -86,6 +97,7 @@ final class MariaDbConnections {
 			throw Statements.translate(task, ex);
 		}
 		boolean autoCommit = true;
+		long sessionIdle = 0;
 		try {
 			autoCommit = connection.getAutoCommit();
 			try {
@@ -94,13 +106,19 @@ final class MariaDbConnections {
 			catch (SQLFeatureNotSupportedException ex) {
 				// The query timeout still bounds statements on a server that answers.
 			}
-			if (autoCommit) {
+			sessionIdle = idleTimeout(connection);
+			boolean limitIdle = sessionIdle == 0 || sessionIdle > this.idleLimitSeconds;
+			if (limitIdle) {
+				// One round trip, as setAutoCommit(false) alone would be; the driver
+				// follows auto-commit from the server's status.
+				execute(connection, (autoCommit ? "SET autocommit = 0, " : "SET ") + "idle_transaction_timeout = "
+						+ this.idleLimitSeconds);
+			}
+			else if (autoCommit) {
 				connection.setAutoCommit(false);
 			}
 			if (!readCommitted(connection)) {
-				try (Statement statement = connection.createStatement()) {
-					statement.execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
-				}
+				execute(connection, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
 			}
 			T result = work.run(new Transaction(connection, this.statements));
 			connection.commit();
@@ -112,12 +130,13 @@ final class MariaDbConnections {
 		}
 		finally {
 			try {
-				if (autoCommit && !connection.isClosed()) {
-					connection.setAutoCommit(true);
+				if (!connection.isClosed()) {
+					restore(connection, autoCommit, sessionIdle);
 				}
 			}
 			catch (SQLException ex) {
-				logger.debug("Could not restore a connection's auto-commit; the pool resets or retires it: " + ex);
+				logger.debug("Could not restore a connection's auto-commit and idle limit; the pool resets or retires "
+						+ "it: " + ex);
 			}
 			OwnConnections.closeQuietly(connection);
 		}
@@ -160,6 +179,42 @@ final class MariaDbConnections {
 						+ "granted just before a crash of the server may be lost and granted again under the same "
 						+ "term. Set innodb_flush_log_at_trx_commit=1 where leases must survive a crash of the server");
 			}
+		}
+	}
+
+	private void restore(Connection connection, boolean autoCommit, long idleTimeout) throws SQLException {
+		if (idleTimeout == 0 || idleTimeout > this.idleLimitSeconds) {
+			execute(connection,
+					(autoCommit ? "SET autocommit = 1, " : "SET ") + "idle_transaction_timeout = " + idleTimeout);
+		}
+		else if (autoCommit) {
+			connection.setAutoCommit(true);
+		}
+	}
+
+	/**
+	 * Returns the pool's {@code idle_transaction_timeout}, read once, as the isolation
+	 * level is.
+	 * @param connection a connection of the pool
+	 * @return the session's idle limit in seconds, {@code 0} for none
+	 */
+	private long idleTimeout(Connection connection) throws SQLException {
+		Long idleTimeout = this.idleTimeout;
+		if (idleTimeout == null) {
+			try (Statement statement = connection.createStatement();
+					ResultSet row = statement.executeQuery("SELECT @@session.idle_transaction_timeout")) {
+				row.next();
+				idleTimeout = row.getLong(1);
+			}
+			this.idleTimeout = idleTimeout;
+		}
+		return idleTimeout;
+	}
+
+	private static void execute(Connection connection, String sql) throws SQLException {
+		// Numbers formatted here and fixed text, never user input.
+		try (Statement statement = connection.createStatement()) {
+			statement.execute(sql);
 		}
 	}
 

@@ -14,8 +14,8 @@ import javax.sql.DataSource;
 /**
  * Data sources of MariaDB whose connections freeze the calling thread, as a paused
  * process would be frozen, at the first statement they create after a guard's lock
- * statement ({@code LOCK IN SHARE MODE}) ran, until {@link #thaw}; the server sees an
- * idle session in a transaction that holds the lock.
+ * statement ({@code LOCK IN SHARE MODE}, or another given statement) ran, until
+ * {@link #thaw}; the server sees an idle session in a transaction that holds the lock.
  */
 public final class FreezeAfterLock {
 
@@ -29,7 +29,24 @@ public final class FreezeAfterLock {
 	 */
 	public final CountDownLatch thaw = new CountDownLatch(1);
 
+	private final String lockStatement;
+
 	private volatile boolean locked;
+
+	/**
+	 * Freezes after a guard's lock statement, one with {@code LOCK IN SHARE MODE}.
+	 */
+	public FreezeAfterLock() {
+		this("LOCK IN SHARE MODE");
+	}
+
+	/**
+	 * Freezes after the first statement whose SQL contains the given text.
+	 * @param lockStatement text of the statement that takes the locks
+	 */
+	public FreezeAfterLock(String lockStatement) {
+		this.lockStatement = lockStatement;
+	}
 
 	/**
 	 * Wraps a data source.
@@ -53,7 +70,7 @@ public final class FreezeAfterLock {
 				}
 			}
 			Object result = invoke(target, method, args);
-			if (result instanceof PreparedStatement statement && ((String) args[0]).contains("LOCK IN SHARE MODE")) {
+			if (result instanceof PreparedStatement statement && ((String) args[0]).contains(this.lockStatement)) {
 				return statement(statement, self[0]);
 			}
 			return result;
@@ -67,7 +84,7 @@ public final class FreezeAfterLock {
 				return connection;
 			}
 			Object result = invoke(target, method, args);
-			if (method.getName().equals("executeQuery")) {
+			if (method.getName().startsWith("execute")) {
 				this.locked = true;
 			}
 			return result;
