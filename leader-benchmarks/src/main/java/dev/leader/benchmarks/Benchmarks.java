@@ -41,7 +41,8 @@ import org.openjdk.jmh.util.Statistics;
  * created for the run, dropped first if it exists, and {@code <database>_app} for the
  * sample app's nodes), {@code --app-handover=daemons,no-daemons},
  * {@code --app-idle=default,no-validation}, {@code --app-settle=PT4S} and
- * {@code --quiet-wait=PT3M} (the sample app: see {@link SampleAppTimings}),
+ * {@code --quiet-wait=PT3M} (how long to wait at most for a quiet machine before JMH, the
+ * hand-overs and the guarded writes; the sample app: see {@link SampleAppTimings}),
  * {@code --server-log=<path>} (the server's log file when {@code pg_current_logfile()}
  * does not name it). The server comes from {@code LEADER_BENCH_JDBC_URL} (default
  * {@code jdbc:postgresql://127.0.0.1:5432/postgres}; or {@code jdbc:mariadb://…}),
@@ -82,6 +83,7 @@ public final class Benchmarks {
 					+ "nodes and stores of PostgreSQL), was " + String.join(",", only));
 		}
 		int rounds = options.integer("rounds", 30);
+		Duration quietWait = options.duration("quiet-wait", Duration.ofMinutes(3));
 		String user = env("LEADER_BENCH_JDBC_USER", dialect.defaultUser());
 		String password = env("LEADER_BENCH_JDBC_PASSWORD", "");
 		Path logs = Files.createDirectories(Path.of("target", "benchmark-logs"));
@@ -99,12 +101,12 @@ public final class Benchmarks {
 				// slower for minutes (the CPU-only leader check too), and whatever is
 				// left for the server to write would slow down the guarded writes and not
 				// the plain ones.
-				Report.awaitQuietMachine(0.5, Duration.ofMinutes(3));
+				Report.awaitQuietMachine(0.5, quietWait);
 				database.settle();
 				runJmh(database);
 			}
 			if (only.contains("handover")) {
-				Report.awaitQuietMachine(0.5, Duration.ofMinutes(3));
+				Report.awaitQuietMachine(0.5, quietWait);
 				String load = Report.loadAverage();
 				// Each round starts after more than a renew interval, so that every
 				// follower has made a round trip since it started, as in a cluster that
@@ -138,7 +140,7 @@ public final class Benchmarks {
 			if (only.contains("guarded")) {
 				// Last, as it loads the machine for minutes; on a quiet machine and a
 				// checkpointed database, as the JMH writes.
-				Report.awaitQuietMachine(0.5, Duration.ofMinutes(3));
+				Report.awaitQuietMachine(0.5, quietWait);
 				database.settle();
 				runGuardedLoad(database, options);
 			}

@@ -61,8 +61,8 @@ record LoadWindows(Stats perWindow, double mean, long rollbacks, long errorLines
 	String format() {
 		return this.perWindow.format("tx/s") + String.format(Locale.ROOT, "; mean %.2f tx/s", this.mean)
 				+ ((this.statements >= 0) ? String.format(Locale.ROOT, "; %.2f statements/s", this.statements) : "")
-				+ String.format(Locale.ROOT, "; %d rolled back, %s server error lines", this.rollbacks,
-						(this.errorLines >= 0) ? Long.toString(this.errorLines) : "not read");
+				+ String.format(Locale.ROOT, "; %d rolled back, %s", this.rollbacks,
+						(this.errorLines >= 0) ? this.errorLines + " server error lines" : "server log not read");
 	}
 
 }

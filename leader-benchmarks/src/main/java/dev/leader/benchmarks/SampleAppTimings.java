@@ -302,7 +302,7 @@ final class SampleAppTimings {
 				sampled = sampler.stop();
 				sampler.close();
 			}
-			Map<Integer, String> sessions = this.database.applicationNames();
+			Map<Integer, String> sessions = logged ? this.database.applicationNames() : Map.of();
 			String log = logged ? this.database.serverLogSince(logFrom) : null;
 			return new IdleResult(load,
 					(log != null)
