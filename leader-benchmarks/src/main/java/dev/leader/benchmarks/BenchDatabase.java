@@ -294,11 +294,16 @@ final class BenchDatabase implements AutoCloseable {
 	 * Reads the server's counters of the nodes' work in this database. On PostgreSQL:
 	 * {@code pg_stat_database}'s committed and rolled-back transactions of the database,
 	 * every autocommitted statement one (statements unknown). On MariaDB: the nodes'
-	 * user's {@code USER_STATISTICS}, {@code COMMIT_TRANSACTIONS} and
-	 * {@code ROLLBACK_TRANSACTIONS}, and its statements
+	 * user's {@code USER_STATISTICS}: its statements
 	 * ({@code SELECT_COMMANDS + UPDATE_COMMANDS + OTHER_COMMANDS}: every statement the
 	 * nodes sent, {@code COMMIT}, {@code SET} and the wake-up's {@code GET_LOCK}
-	 * included; a driver's ping is not a statement).
+	 * included; a driver's ping is not one), and its commits and rollbacks
+	 * ({@code COMMIT_TRANSACTIONS}, {@code ROLLBACK_TRANSACTIONS}), which are the storage
+	 * engine's, not transactions: an autocommitted read of a table counts one, a
+	 * {@code SELECT} without a table or a {@code GET_LOCK} none, and a transaction of
+	 * {@code SET TRANSACTION}, {@code SELECT … FOR UPDATE}, {@code UPDATE} and
+	 * {@code COMMIT} between {@code SET autocommit = 0} and {@code 1} three (probed on
+	 * MariaDB 10.11).
 	 * @return the counters
 	 */
 	Counters counters() throws SQLException {
@@ -518,6 +523,15 @@ final class BenchDatabase implements AutoCloseable {
 			}
 			throw new IllegalArgumentException(
 					"LEADER_BENCH_JDBC_URL must start with jdbc:postgresql: or jdbc:mariadb:, was " + url);
+		}
+
+		/**
+		 * Returns the unit of {@link Counters#transactions()}: transactions on
+		 * PostgreSQL, the storage engine's commits on MariaDB.
+		 * @return the unit, per second
+		 */
+		String transactionUnit() {
+			return (this == POSTGRESQL) ? "tx/s" : "commits/s";
 		}
 
 		/**

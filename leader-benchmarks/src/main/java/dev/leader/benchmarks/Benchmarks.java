@@ -185,10 +185,8 @@ public final class Benchmarks {
 			String load = Report.loadAverage();
 			IdleLoad.Result result = idle.measure(Integer.parseInt(size[0]), Integer.parseInt(size[1]), jvmOptions,
 					Duration.ofSeconds(10), window, windows);
-			Report.result(
-					String.format(Locale.ROOT, "idle load, %d nodes x %d groups (defaults%s), tx/s per %d s window",
-							result.nodes(), result.groups(), skipValidation ? ", no pool validation" : "",
-							window.toSeconds()),
+			Report.result(String.format(Locale.ROOT, "idle load, %d nodes x %d groups (defaults%s), per %d s window",
+					result.nodes(), result.groups(), skipValidation ? ", no pool validation" : "", window.toSeconds()),
 					result.load().format()
 							+ String.format(Locale.ROOT, "; engines sent %.2f statements/s", result.statements()),
 					load);

@@ -14,16 +14,18 @@ import java.util.concurrent.TimeUnit;
  * MariaDB the nodes' user's commits and rollbacks, and statements), and on PostgreSQL the
  * ERROR/FATAL lines of that database in the server log over the same time.
  *
- * @param perWindow transactions per second in each window
- * @param mean transactions per second over all windows
+ * @param perWindow transactions (MariaDB: commits) per second in each window
+ * @param mean transactions (MariaDB: commits) per second over all windows
  * @param rollbacks transactions rolled back over all windows
  * @param errorLines ERROR/FATAL lines of the database in the server log, -1 if the log
  * cannot be read
  * @param seconds how long all windows took together, in seconds
  * @param statements statements per second over all windows as the server counted them, or
  * -1 where it does not (PostgreSQL)
+ * @param unit the unit of the rates, see {@link BenchDatabase.Dialect#transactionUnit()}
  */
-record LoadWindows(Stats perWindow, double mean, long rollbacks, long errorLines, double seconds, double statements) {
+record LoadWindows(Stats perWindow, double mean, long rollbacks, long errorLines, double seconds, double statements,
+		String unit) {
 
 	/**
 	 * Lets the cluster idle for the given windows while the server counts; each window is
@@ -50,7 +52,8 @@ record LoadWindows(Stats perWindow, double mean, long rollbacks, long errorLines
 		double seconds = (System.nanoTime() - began) / 1e9;
 		double statements = (start.statements() >= 0) ? (previous.statements() - start.statements()) / seconds : -1;
 		return new LoadWindows(Stats.of(rates), (previous.transactions() - start.transactions()) / seconds,
-				previous.rollbacks() - start.rollbacks(), database.errorLines(logFrom), seconds, statements);
+				previous.rollbacks() - start.rollbacks(), database.errorLines(logFrom), seconds, statements,
+				database.dialect().transactionUnit());
 	}
 
 	/**
@@ -59,7 +62,7 @@ record LoadWindows(Stats perWindow, double mean, long rollbacks, long errorLines
 	 * and the error lines
 	 */
 	String format() {
-		return this.perWindow.format("tx/s") + String.format(Locale.ROOT, "; mean %.2f tx/s", this.mean)
+		return this.perWindow.format(this.unit) + String.format(Locale.ROOT, "; mean %.2f %s", this.mean, this.unit)
 				+ ((this.statements >= 0) ? String.format(Locale.ROOT, "; %.2f statements/s", this.statements) : "")
 				+ String.format(Locale.ROOT, "; %d rolled back, %s", this.rollbacks,
 						(this.errorLines >= 0) ? this.errorLines + " server error lines" : "server log not read");

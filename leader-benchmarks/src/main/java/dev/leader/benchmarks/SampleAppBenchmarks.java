@@ -114,7 +114,7 @@ final class SampleAppBenchmarks {
 			String load = Report.loadAverage();
 			SampleAppTimings.IdleResult result = app.idle(arguments, true, Duration.ofSeconds(15), window, windows);
 			Report.result(String.format(Locale.ROOT,
-					"sample app: idle load, 3 nodes, jobs paused, 2 daemons (%s), tx/s per %d s window", variant,
+					"sample app: idle load, 3 nodes, jobs paused, 2 daemons (%s), per %d s window", variant,
 					window.toSeconds()), result.load().format(), load);
 			if (app.dialect() == BenchDatabase.Dialect.POSTGRESQL) {
 				System.out.printf(Locale.ROOT,
