@@ -27,11 +27,13 @@ import org.openjdk.jmh.util.Statistics;
  * {@code leader-benchmarks/README.md}.
  * <p>
  * Arguments, all optional:
- * {@code --only=handover,failover,load,daemons,guarded,log,jmh,app-handover,app-idle},
- * {@code --rounds=30} (hand-overs, on the bare engine and on the sample app, and
- * failovers), {@code --load=3x1,100x1000} (idle clusters, nodes x groups),
- * {@code --load-window=PT10S} and {@code --load-windows=6}, {@code --daemons=3x7} (nodes
- * x daemons) and {@code --daemon-rounds=5} (kills), {@code --guarded-threads=1,4,16} and
+ * {@code --only=handover,failover,load,daemons,guarded,log,jmh,app-handover,app-failover,app-idle}
+ * (on MariaDB {@code load,guarded,app-handover,app-failover,app-idle}, the default
+ * there), {@code --rounds=30} (hand-overs, on the bare engine and on the sample app, and
+ * failovers), {@code --load=3x1,100x1000} (idle clusters, nodes x groups; on MariaDB
+ * {@code 3x1}, at most 5 nodes), {@code --load-window=PT10S} and
+ * {@code --load-windows=6}, {@code --daemons=3x7} (nodes x daemons) and
+ * {@code --daemon-rounds=5} (kills), {@code --guarded-threads=1,4,16} and
  * {@code --guarded-window=PT20S} (writer threads, and how long each count runs guarded
  * and plain), {@code --log-rounds=1000}, {@code --log-rate=1000},
  * {@code --log-threads=4}, {@code --log-window=PT10S} and {@code --log-bound=PT0.1S} (the
@@ -39,13 +41,15 @@ import org.openjdk.jmh.util.Statistics;
  * created for the run, dropped first if it exists, and {@code <database>_app} for the
  * sample app's nodes), {@code --app-handover=daemons,no-daemons},
  * {@code --app-idle=default,no-validation}, {@code --app-settle=PT4S} and
- * {@code --quiet-wait=PT3M} (the sample app: see {@link SampleAppTimings}),
+ * {@code --quiet-wait=PT3M} (how long to wait at most for a quiet machine before JMH, the
+ * hand-overs and the guarded writes; the sample app: see {@link SampleAppTimings}),
  * {@code --server-log=<path>} (the server's log file when {@code pg_current_logfile()}
  * does not name it). The server comes from {@code LEADER_BENCH_JDBC_URL} (default
- * {@code jdbc:postgresql://127.0.0.1:5432/postgres}), {@code LEADER_BENCH_JDBC_USER}
- * ({@code postgres}) and {@code LEADER_BENCH_JDBC_PASSWORD}; the user must be allowed to
- * create databases, and to read the server log ({@code pg_read_server_files}) for the
- * error-line count.
+ * {@code jdbc:postgresql://127.0.0.1:5432/postgres}; or {@code jdbc:mariadb://…}),
+ * {@code LEADER_BENCH_JDBC_USER} ({@code postgres}, on MariaDB {@code root}) and
+ * {@code LEADER_BENCH_JDBC_PASSWORD}; the user must be allowed to create databases (on
+ * MariaDB also users, and to set {@code userstat}), and on PostgreSQL to read the server
+ * log ({@code pg_read_server_files}) for the error-line count.
  */
 public final class Benchmarks {
 
@@ -53,19 +57,34 @@ public final class Benchmarks {
 	 * Fast timings for the failover rounds: the lag after expiry does not depend on the
 	 * lease duration, and a two-second lease keeps a round short.
 	 */
-	private static final LeaseSettings FAILOVER = new LeaseSettings(Duration.ofSeconds(2), Duration.ofMillis(500),
+	static final LeaseSettings FAILOVER = new LeaseSettings(Duration.ofSeconds(2), Duration.ofMillis(500),
 			Duration.ofMillis(500), Duration.ofMillis(300), Duration.ofSeconds(2), Duration.ofSeconds(3));
+
+	/**
+	 * The benchmarks that run on MariaDB: the others start {@code TestNode} and
+	 * {@code DaemonTestNode}, or build the stores of the decision log, which are
+	 * PostgreSQL's.
+	 */
+	private static final String MARIADB_BENCHMARKS = "load,guarded,app-handover,app-failover,app-idle";
 
 	private Benchmarks() {
 	}
 
 	public static void main(String[] args) throws Exception {
 		BenchOptions options = BenchOptions.parse(args);
-		List<String> only = options.list("only",
-				"handover,failover,load,daemons,guarded,log,jmh,app-handover,app-idle");
-		int rounds = options.integer("rounds", 30);
 		String url = env("LEADER_BENCH_JDBC_URL", "jdbc:postgresql://127.0.0.1:5432/postgres");
-		String user = env("LEADER_BENCH_JDBC_USER", "postgres");
+		BenchDatabase.Dialect dialect = BenchDatabase.Dialect.of(url);
+		boolean postgres = dialect == BenchDatabase.Dialect.POSTGRESQL;
+		List<String> only = options.list("only",
+				postgres ? "handover,failover,load,daemons,guarded,log,jmh,app-handover,app-failover,app-idle"
+						: MARIADB_BENCHMARKS);
+		if (!postgres && !List.of(MARIADB_BENCHMARKS.split(",")).containsAll(only)) {
+			throw new IllegalArgumentException("On MariaDB --only takes " + MARIADB_BENCHMARKS + " (the others run "
+					+ "nodes and stores of PostgreSQL), was " + String.join(",", only));
+		}
+		int rounds = options.integer("rounds", 30);
+		Duration quietWait = options.duration("quiet-wait", Duration.ofMinutes(3));
+		String user = env("LEADER_BENCH_JDBC_USER", dialect.defaultUser());
 		String password = env("LEADER_BENCH_JDBC_PASSWORD", "");
 		Path logs = Files.createDirectories(Path.of("target", "benchmark-logs"));
 		System.out.println(Report.machine(url, user, password));
@@ -82,12 +101,12 @@ public final class Benchmarks {
 				// slower for minutes (the CPU-only leader check too), and whatever is
 				// left for the server to write would slow down the guarded writes and not
 				// the plain ones.
-				Report.awaitQuietMachine(0.5, Duration.ofMinutes(3));
+				Report.awaitQuietMachine(0.5, quietWait);
 				database.settle();
 				runJmh(database);
 			}
 			if (only.contains("handover")) {
-				Report.awaitQuietMachine(0.5, Duration.ofMinutes(3));
+				Report.awaitQuietMachine(0.5, quietWait);
 				String load = Report.loadAverage();
 				// Each round starts after more than a renew interval, so that every
 				// follower has made a round trip since it started, as in a cluster that
@@ -121,12 +140,12 @@ public final class Benchmarks {
 			if (only.contains("guarded")) {
 				// Last, as it loads the machine for minutes; on a quiet machine and a
 				// checkpointed database, as the JMH writes.
-				Report.awaitQuietMachine(0.5, Duration.ofMinutes(3));
+				Report.awaitQuietMachine(0.5, quietWait);
 				database.settle();
 				runGuardedLoad(database, options);
 			}
 		}
-		if (only.contains("app-handover") || only.contains("app-idle")) {
+		if (only.contains("app-handover") || only.contains("app-failover") || only.contains("app-idle")) {
 			// A database of its own, empty: the sample's nodes migrate it themselves, its
 			// tables and the starter's.
 			try (BenchDatabase database = BenchDatabase.createEmpty(url, user, password, name + "_app",
@@ -134,6 +153,9 @@ public final class Benchmarks {
 				SampleAppTimings app = new SampleAppTimings(database, logs, SampleAppNode.sampleAppJar());
 				if (only.contains("app-handover")) {
 					SampleAppBenchmarks.handOver(app, options, rounds, engineHandOver);
+				}
+				if (only.contains("app-failover")) {
+					SampleAppBenchmarks.failover(app, options, rounds, FAILOVER);
 				}
 				if (only.contains("app-idle")) {
 					SampleAppBenchmarks.idle(app, options);
@@ -146,21 +168,25 @@ public final class Benchmarks {
 		IdleLoad idle = new IdleLoad(database, logs);
 		Duration window = options.duration("load-window", Duration.ofSeconds(10));
 		int windows = options.integer("load-windows", 6);
-		for (String cluster : options.list("load", "3x1,100x1000")) {
+		boolean postgres = database.dialect() == BenchDatabase.Dialect.POSTGRESQL;
+		for (String cluster : options.list("load", postgres ? "3x1,100x1000" : "3x1")) {
 			// "3x1" runs the nodes with Hikari's defaults; "3x1v" with pool validation
 			// skipped for a minute of idleness, which separates the engine's statements
 			// from the pool's validation queries.
 			boolean skipValidation = cluster.endsWith("v");
 			String[] size = cluster.replace("v", "").split("x");
+			if (!postgres && Integer.parseInt(size[0]) > 5) {
+				// Beyond 5 nodes the engines of a JVM share one store, and so on MariaDB
+				// one wake-up connection: not what separate nodes do.
+				throw new IllegalArgumentException("On MariaDB --load takes at most 5 nodes, was " + cluster);
+			}
 			List<String> jvmOptions = skipValidation ? List.of("-Dcom.zaxxer.hikari.aliveBypassWindowMs=60000")
 					: List.of();
 			String load = Report.loadAverage();
 			IdleLoad.Result result = idle.measure(Integer.parseInt(size[0]), Integer.parseInt(size[1]), jvmOptions,
 					Duration.ofSeconds(10), window, windows);
-			Report.result(
-					String.format(Locale.ROOT, "idle load, %d nodes x %d groups (defaults%s), tx/s per %d s window",
-							result.nodes(), result.groups(), skipValidation ? ", no pool validation" : "",
-							window.toSeconds()),
+			Report.result(String.format(Locale.ROOT, "idle load, %d nodes x %d groups (defaults%s), per %d s window",
+					result.nodes(), result.groups(), skipValidation ? ", no pool validation" : "", window.toSeconds()),
 					result.load().format()
 							+ String.format(Locale.ROOT, "; engines sent %.2f statements/s", result.statements()),
 					load);

@@ -12,7 +12,6 @@ import java.util.stream.IntStream;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
-import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseSettings;
@@ -22,13 +21,15 @@ import dev.leader.test.CountingDataSource;
 
 /**
  * A JVM that hosts several lightweight nodes: one {@link LeaderEngine} each, with the
- * default settings, sharing one small pool and one {@code LISTEN} connection, so that a
- * hundred nodes fit in a few processes and within the server's connection limit. Each
- * engine still makes its own round trips, exactly as a node of its own would. They take
- * turns on the store, so that they all run on the connection it keeps, as a node's single
- * {@code leader-io} thread does on its own store; otherwise a round trip that overlapped
- * another would borrow a second connection, which the pool checks first if it has been
- * idle, and the server would count load that separate nodes never cause.
+ * default settings, sharing one small pool and one {@code LISTEN} connection (on MariaDB
+ * one store's wake-ups: run one engine per host there, as {@link IdleLoad} does for up to
+ * five nodes), so that a hundred nodes fit in a few processes and within the server's
+ * connection limit. Each engine still makes its own round trips, exactly as a node of its
+ * own would. They take turns on the store, so that they all run on the connection it
+ * keeps, as a node's single {@code leader-io} thread does on its own store; otherwise a
+ * round trip that overlapped another would borrow a second connection, which the pool
+ * checks first if it has been idle, and the server would count load that separate nodes
+ * never cause.
  * <p>
  * Arguments: {@code url user password firstNode nodeCount groupCount leadFirst}. With
  * {@code leadFirst} the first engine is started alone and takes every group before the
@@ -62,7 +63,7 @@ public final class EngineHost {
 		// with the pool's validation queries and with autovacuum.
 		CountingDataSource counted = new CountingDataSource(dataSource);
 		SharedListenStore store = new SharedListenStore(
-				new PostgresCoordinationStore(counted.dataSource(), BenchDatabase.PREFIX, Duration.ofSeconds(3)));
+				BenchDatabase.Dialect.of(url).coordinationStore(counted.dataSource(), Duration.ofSeconds(3)));
 		List<String> groups = IntStream.range(0, groupCount).mapToObj((i) -> "group-" + i).toList();
 		List<LeaderEngine> engines = new CopyOnWriteArrayList<>();
 		CountDownLatch stopped = new CountDownLatch(1);

@@ -18,8 +18,6 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.FencingToken;
 import dev.leader.LeadershipRevokedEvent;
 import dev.leader.fencing.Fencing;
-import dev.leader.jdbc.PostgresCoordinationStore;
-import dev.leader.jdbc.PostgresFencingStore;
 import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseObservations;
 import dev.leader.lease.LeaseSettings;
@@ -100,7 +98,8 @@ final class GuardedWriteLoad implements AutoCloseable {
 	 * @throws IllegalStateException if the engine does not take the lease within 30 s
 	 */
 	static GuardedWriteLoad start(BenchDatabase database, int maxThreads) throws InterruptedException {
-		// The engine keeps a connection for its round trips and one to LISTEN, and hands
+		// The engine keeps a connection for its round trips and one to LISTEN (on MariaDB
+		// one that holds its wake-up lock), and hands
 		// the first back to the pool and borrows it again on every round trip: two more
 		// than the writers, so that it never waits behind them.
 		HikariDataSource dataSource = database.dataSource("bench-guarded", maxThreads + 2);
@@ -111,9 +110,8 @@ final class GuardedWriteLoad implements AutoCloseable {
 			jdbc.update("INSERT INTO bench_guarded VALUES (?, 0)", thread);
 		}
 		List<LeadershipRevokedEvent> revocations = new CopyOnWriteArrayList<>();
-		LeaderEngine engine = new LeaderEngine(
-				new PostgresCoordinationStore(dataSource, BenchDatabase.PREFIX, Duration.ofSeconds(3)), SETTINGS,
-				new NodeRegistration(NODE, NODE, "localhost", ProcessHandle.current().pid()), List.of(GROUP),
+		LeaderEngine engine = new LeaderEngine(database.dialect().coordinationStore(dataSource, Duration.ofSeconds(3)),
+				SETTINGS, new NodeRegistration(NODE, NODE, "localhost", ProcessHandle.current().pid()), List.of(GROUP),
 				(event) -> {
 					if (event instanceof LeadershipRevokedEvent revoked) {
 						revocations.add(revoked);
@@ -124,8 +122,8 @@ final class GuardedWriteLoad implements AutoCloseable {
 		observations.observationConfig().observationHandler(heartbeats);
 		// As the auto-configuration builds it: a guard may hold the lease row for the
 		// leader's safe window at most.
-		Fencing fencing = new Fencing(new PostgresFencingStore(dataSource, BenchDatabase.PREFIX, Duration.ofSeconds(3),
-				SETTINGS.safeWindow()), NODE);
+		Fencing fencing = new Fencing(
+				database.dialect().fencingStore(dataSource, Duration.ofSeconds(3), SETTINGS.safeWindow()), NODE);
 		engine.setObservationRegistry(observations);
 		engine.start();
 		if (!engine.awaitLeadership(GROUP, Duration.ofSeconds(30))) {

@@ -18,10 +18,11 @@ import static org.awaitility.Awaitility.await;
 
 /**
  * The database load of an idle cluster: N nodes with the default settings taking part in
- * G groups, all leases held, nothing changing. Counted by the server in
- * {@code pg_stat_database} (committed plus rolled-back transactions of the benchmark's
- * own database) over consecutive windows, together with the ERROR/FATAL lines of that
- * database in the server log.
+ * G groups, all leases held, nothing changing. Counted by the server over consecutive
+ * windows ({@link LoadWindows}: on PostgreSQL the committed plus rolled-back transactions
+ * of the benchmark's own database in {@code pg_stat_database}, with the ERROR/FATAL lines
+ * of that database in the server log; on MariaDB the nodes' user's commits, rollbacks and
+ * statements).
  * <p>
  * Up to five nodes run in a JVM each; more run as {@link EngineHost lightweight engines},
  * 25 per JVM.
@@ -70,8 +71,8 @@ final class IdleLoad {
 			await().atMost(Duration.ofMinutes(2))
 				.pollInterval(Duration.ofMillis(500))
 				.until(() -> count("SELECT count(*) FROM leader_nodes") == nodes
-						&& count("SELECT count(*) FROM leader_leases WHERE holder IS NOT NULL "
-								+ "AND expires_at > clock_timestamp()") == groups);
+						&& count("SELECT count(*) FROM leader_leases WHERE holder IS NOT NULL " + "AND expires_at > "
+								+ this.database.dialect().clock()) == groups);
 			sleep(warmUp);
 			long statementsFrom = sum(statements);
 			long statementsAt = System.nanoTime();

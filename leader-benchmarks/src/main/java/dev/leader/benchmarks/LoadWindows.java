@@ -9,18 +9,23 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The database load of an idle cluster over consecutive windows: the transactions of the
- * benchmarks' database as the server counts them in {@code pg_stat_database} (committed
- * plus rolled back), and the ERROR/FATAL lines of that database in the server log over
- * the same time.
+ * nodes as the server counts them ({@link BenchDatabase#counters()}: on PostgreSQL
+ * {@code pg_stat_database}'s committed plus rolled back of the benchmarks' database, on
+ * MariaDB the nodes' user's commits and rollbacks, and statements), and on PostgreSQL the
+ * ERROR/FATAL lines of that database in the server log over the same time.
  *
- * @param perWindow transactions per second in each window
- * @param mean transactions per second over all windows
+ * @param perWindow transactions (MariaDB: commits) per second in each window
+ * @param mean transactions (MariaDB: commits) per second over all windows
  * @param rollbacks transactions rolled back over all windows
  * @param errorLines ERROR/FATAL lines of the database in the server log, -1 if the log
  * cannot be read
  * @param seconds how long all windows took together, in seconds
+ * @param statements statements per second over all windows as the server counted them, or
+ * -1 where it does not (PostgreSQL)
+ * @param unit the unit of the rates, see {@link BenchDatabase.Dialect#transactionUnit()}
  */
-record LoadWindows(Stats perWindow, double mean, long rollbacks, long errorLines, double seconds) {
+record LoadWindows(Stats perWindow, double mean, long rollbacks, long errorLines, double seconds, double statements,
+		String unit) {
 
 	/**
 	 * Lets the cluster idle for the given windows while the server counts; each window is
@@ -33,30 +38,34 @@ record LoadWindows(Stats perWindow, double mean, long rollbacks, long errorLines
 	static LoadWindows measure(BenchDatabase database, Duration window, int windows)
 			throws SQLException, InterruptedException {
 		long logFrom = database.serverLogSize();
-		long[] start = database.transactions();
-		long[] previous = start;
+		BenchDatabase.Counters start = database.counters();
+		BenchDatabase.Counters previous = start;
 		long began = System.nanoTime();
 		List<Double> rates = new ArrayList<>();
 		for (int i = 0; i < windows; i++) {
 			long windowStart = System.nanoTime();
 			TimeUnit.NANOSECONDS.sleep(window.toNanos());
-			long[] now = database.transactions();
-			rates.add((now[0] - previous[0]) / ((System.nanoTime() - windowStart) / 1e9));
+			BenchDatabase.Counters now = database.counters();
+			rates.add((now.transactions() - previous.transactions()) / ((System.nanoTime() - windowStart) / 1e9));
 			previous = now;
 		}
 		double seconds = (System.nanoTime() - began) / 1e9;
-		return new LoadWindows(Stats.of(rates), (previous[0] - start[0]) / seconds, previous[1] - start[1],
-				database.errorLines(logFrom), seconds);
+		double statements = (start.statements() >= 0) ? (previous.statements() - start.statements()) / seconds : -1;
+		return new LoadWindows(Stats.of(rates), (previous.transactions() - start.transactions()) / seconds,
+				previous.rollbacks() - start.rollbacks(), database.errorLines(logFrom), seconds, statements,
+				database.dialect().transactionUnit());
 	}
 
 	/**
 	 * Formats the load for a report line.
-	 * @return the rates per window, the mean, the rollbacks and the error lines
+	 * @return the rates per window, the mean, the statements where counted, the rollbacks
+	 * and the error lines
 	 */
 	String format() {
-		return this.perWindow.format("tx/s")
-				+ String.format(Locale.ROOT, "; mean %.2f tx/s; %d rolled back, %s server error lines", this.mean,
-						this.rollbacks, (this.errorLines >= 0) ? Long.toString(this.errorLines) : "unreadable");
+		return this.perWindow.format(this.unit) + String.format(Locale.ROOT, "; mean %.2f %s", this.mean, this.unit)
+				+ ((this.statements >= 0) ? String.format(Locale.ROOT, "; %.2f statements/s", this.statements) : "")
+				+ String.format(Locale.ROOT, "; %d rolled back, %s", this.rollbacks,
+						(this.errorLines >= 0) ? this.errorLines + " server error lines" : "server log not read");
 	}
 
 }

@@ -5,8 +5,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
-import java.sql.ResultSet;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
@@ -82,16 +80,11 @@ final class Report {
 	 */
 	static String machine(String url, String user, String password) {
 		String server;
-		try (Connection connection = DriverManager.getConnection(url, user, password);
-				Statement statement = connection.createStatement();
-				ResultSet row = statement.executeQuery("SELECT current_setting('server_version'), "
-						+ "current_setting('synchronous_commit'), current_setting('fsync')")) {
-			row.next();
-			server = "PostgreSQL " + row.getString(1) + " (synchronous_commit=" + row.getString(2) + ", fsync="
-					+ row.getString(3) + ")";
+		try (Connection connection = DriverManager.getConnection(url, user, password)) {
+			server = BenchDatabase.Dialect.of(url).describe(connection);
 		}
 		catch (Exception ex) {
-			server = "PostgreSQL unreachable: " + ex.getMessage();
+			server = "server unreachable: " + ex.getMessage();
 		}
 		return String.format(Locale.ROOT, "MACHINE %d cores, Java %s, %s, %s, load %s",
 				Runtime.getRuntime().availableProcessors(), System.getProperty("java.version"),

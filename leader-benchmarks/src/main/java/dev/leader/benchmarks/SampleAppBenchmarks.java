@@ -8,6 +8,8 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.function.Predicate;
 
+import dev.leader.lease.LeaseSettings;
+
 /**
  * The sample application's part of {@link Benchmarks}: runs {@link SampleAppTimings} for
  * each variant the options ask for and reports its figures.
@@ -64,6 +66,39 @@ final class SampleAppBenchmarks {
 	}
 
 	/**
+	 * The crash failover on three sample-app nodes, with the lease settings of the
+	 * bare-engine failover: kill -9 of the leader of {@code billing} until the
+	 * successor's grant, and that grant's lag after the dead lease's expiry, both on the
+	 * database clock. {@code --app-settle=PT4S} before each round, and
+	 * {@code --quiet-wait=PT3M}.
+	 * @param app the sample-app timings
+	 * @param options the command line's options
+	 * @param rounds the number of failovers
+	 * @param settings the lease settings of every node
+	 */
+	static void failover(SampleAppTimings app, BenchOptions options, int rounds, LeaseSettings settings)
+			throws Exception {
+		List<String> arguments = List.of("--leader.lease.duration=" + settings.duration(),
+				"--leader.lease.renew-interval=" + settings.renewInterval(),
+				"--leader.lease.retry-interval=" + settings.retryInterval(),
+				"--leader.lease.safety-margin=" + settings.safetyMargin(),
+				"--leader.node.expiry=" + settings.nodeExpiry(),
+				"--leader.lease.yield-cooldown=" + settings.yieldCooldown());
+		Report.awaitQuietMachine(0.5, options.duration("quiet-wait", Duration.ofMinutes(3)));
+		String load = Report.loadAverage();
+		List<SampleAppTimings.Failover> results = app.failover(arguments, true, rounds,
+				options.duration("app-settle", Duration.ofSeconds(4)));
+		Report.result(
+				String.format(Locale.ROOT,
+						"sample app: crash failover, kill -9 -> successor's grant of billing, database clock (3 nodes, "
+								+ "2 daemons, lease %d s, renew %d ms)",
+						settings.duration().toSeconds(), settings.renewInterval().toMillis()),
+				Stats.of(results.stream().map(SampleAppTimings.Failover::grant).toList()).format("ms"), load);
+		Report.result("  grant after the lease's database expiry, database clock (takeover's acquired_at)",
+				Stats.of(results.stream().map(SampleAppTimings.Failover::afterExpiry).toList()).format("ms"), load);
+	}
+
+	/**
 	 * The idle load of three sample-app nodes: {@code --app-idle=default,no-validation}
 	 * (Hikari's defaults, or pool validation skipped for a minute of idleness), with
 	 * {@code --load-window} and {@code --load-windows}.
@@ -79,10 +114,14 @@ final class SampleAppBenchmarks {
 			String load = Report.loadAverage();
 			SampleAppTimings.IdleResult result = app.idle(arguments, true, Duration.ofSeconds(15), window, windows);
 			Report.result(String.format(Locale.ROOT,
-					"sample app: idle load, 3 nodes, jobs paused, 2 daemons (%s), tx/s per %d s window", variant,
+					"sample app: idle load, 3 nodes, jobs paused, 2 daemons (%s), per %d s window", variant,
 					window.toSeconds()), result.load().format(), load);
-			System.out.printf(Locale.ROOT, "SERVER autovacuum ran %d vacuum(s) and %d analyze(s) of the database's "
-					+ "tables during the measurement%n", result.autovacuums(), result.autoanalyzes());
+			if (app.dialect() == BenchDatabase.Dialect.POSTGRESQL) {
+				System.out.printf(Locale.ROOT,
+						"SERVER autovacuum ran %d vacuum(s) and %d analyze(s) of the "
+								+ "database's tables during the measurement%n",
+						result.autovacuums(), result.autoanalyzes());
+			}
 			printStatements("STATEMENT (server log)", result.statements());
 			printStatements("STATEMENT (pg_stat_activity every 100 ms)", result.sampled());
 		}

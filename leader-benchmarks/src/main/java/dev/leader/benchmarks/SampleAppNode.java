@@ -68,7 +68,8 @@ final class SampleAppNode implements AutoCloseable {
 	 * Starts a node.
 	 * @param jar the sample application's executable jar
 	 * @param database the database, empty or migrated by earlier nodes
-	 * @param name the node's name, also its connections' {@code application_name}
+	 * @param name the node's name, also its connections' name on the server (PostgreSQL's
+	 * {@code application_name}, MariaDB's {@code program_name} attribute)
 	 * @param arguments further arguments of the application, and JVM options
 	 * ({@code -D…}, {@code -X…})
 	 * @param log the file for the node's output
@@ -85,7 +86,7 @@ final class SampleAppNode implements AutoCloseable {
 		command.add(jar.toString());
 		command.add("--spring.datasource.url=" + database.url());
 		command.add("--spring.datasource.username=" + database.user());
-		command.add("--spring.datasource.hikari.data-source-properties.ApplicationName=" + name);
+		command.add(database.dialect().connectionNameArgument(name));
 		command.add("--server.address=127.0.0.1");
 		command.add("--server.port=" + freePort());
 		command.add("--leader.node.name=" + name);

@@ -1,16 +1,16 @@
 package dev.leader.benchmarks;
 
 import java.nio.file.Path;
-import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
-import java.time.OffsetDateTime;
+import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -29,11 +29,12 @@ import org.jspecify.annotations.Nullable;
  * Spring Boot application adds: its shutdown hook and lifecycle phases, the daemon
  * coordinator, the connection pool's validation, the actuator.
  * <p>
- * A hand-over is timed on the database clock: from the signal, as the harness reads
- * {@code clock_timestamp()} just before it sends SIGTERM to the leader of
- * {@code billing}, to the {@code acquired_at} of the successor's lease. The steps in
- * between come from the {@code TIMING} lines the nodes print on the machine's monotonic
- * clock.
+ * A hand-over is timed on the database clock: from the signal, as the harness reads the
+ * database clock ({@code clock_timestamp()}, or on MariaDB the expression the starter's
+ * stores use) just before it sends SIGTERM to the leader of {@code billing}, to the
+ * {@code acquired_at} of the successor's lease. The steps in between come from the
+ * {@code TIMING} lines the nodes print on the machine's monotonic clock. A failover is
+ * timed the same way, from kill -9 of that leader.
  */
 final class SampleAppTimings {
 
@@ -63,6 +64,10 @@ final class SampleAppTimings {
 		// that none outlives it.
 		Runtime.getRuntime()
 			.addShutdownHook(new Thread(() -> this.nodes.forEach(SampleAppNode::kill), "sample-nodes-shutdown"));
+	}
+
+	BenchDatabase.Dialect dialect() {
+		return this.database.dialect();
 	}
 
 	/**
@@ -109,27 +114,20 @@ final class SampleAppTimings {
 			.orElseThrow(() -> new IllegalStateException("The leader " + holder + " is not a node of the benchmark"));
 		// The signal on the database clock: the server read its clock between sent and
 		// received.
-		long sent = System.nanoTime();
-		OffsetDateTime databaseNow;
-		try (Statement statement = connection.createStatement();
-				ResultSet row = statement.executeQuery("SELECT clock_timestamp()")) {
-			row.next();
-			databaseNow = row.getObject(1, OffsetDateTime.class);
-		}
-		long received = System.nanoTime();
+		DatabaseClock clock = readClock(connection);
 		long signalledAt = System.nanoTime();
 		leader.sigterm();
-		OffsetDateTime signalOnDatabase = databaseNow.plusNanos(signalledAt - (sent + received) / 2);
+		Instant signalOnDatabase = clock.at(signalledAt);
 		if (!leader.awaitExit(60)) {
 			throw new IllegalStateException(leader.name() + " did not exit within 60 s of SIGTERM");
 		}
-		Map<String, OffsetDateTime> grants = awaitGrants(connection, held);
+		Map<String, Instant> grants = awaitGrants(connection, held);
 		String successor = queryString(connection,
 				"SELECT holder FROM leader_leases WHERE group_name = '" + GROUP + "'");
 		long successorPid = queryLong(connection, "SELECT pid FROM leader_nodes WHERE node_id = '" + successor + "'");
 		double first = Double.MAX_VALUE;
 		double last = 0;
-		for (OffsetDateTime grant : grants.values()) {
+		for (Instant grant : grants.values()) {
 			double ms = ChronoUnit.MICROS.between(signalOnDatabase, grant) / 1e3;
 			first = Math.min(first, ms);
 			last = Math.max(last, ms);
@@ -156,6 +154,80 @@ final class SampleAppTimings {
 				ChronoUnit.MICROS.between(signalOnDatabase, grants.get(GROUP)) / 1e3, steps);
 	}
 
+	/**
+	 * kill -9 of the leader of {@code billing}, then a new node in its place, round after
+	 * round.
+	 * @param arguments further arguments of every node, the lease settings among them
+	 * @param daemons whether the nodes run the sample's daemons
+	 * @param rounds how many failovers
+	 * @param settle how long the cluster idles before each round, once it is complete
+	 * @return every round
+	 */
+	List<Failover> failover(List<String> arguments, boolean daemons, int rounds, Duration settle) throws Exception {
+		List<Failover> results = new ArrayList<>();
+		try (Connection connection = this.database.connect()) {
+			startNodes(arguments);
+			for (int round = 0; round < rounds; round++) {
+				awaitSettled(connection, daemons);
+				sleep(settle);
+				results.add(failoverOnce(connection, arguments));
+			}
+		}
+		finally {
+			closeNodes();
+		}
+		return results;
+	}
+
+	private Failover failoverOnce(Connection connection, List<String> arguments) throws Exception {
+		String holder = queryString(connection, "SELECT holder FROM leader_leases WHERE group_name = '" + GROUP + "'");
+		long pid = queryLong(connection, "SELECT pid FROM leader_nodes WHERE node_id = '" + holder + "'");
+		long term = queryLong(connection, "SELECT term FROM leader_leases WHERE group_name = '" + GROUP + "'");
+		SampleAppNode leader = this.nodes.stream()
+			.filter((node) -> node.pid() == pid)
+			.findFirst()
+			.orElseThrow(() -> new IllegalStateException("The leader " + holder + " is not a node of the benchmark"));
+		DatabaseClock clock = readClock(connection);
+		long killedAt = System.nanoTime();
+		leader.kill();
+		Instant killOnDatabase = clock.at(killedAt);
+		if (!leader.awaitExit(60)) {
+			throw new IllegalStateException(leader.name() + " did not exit within 60 s of SIGKILL");
+		}
+		Instant expiresAt;
+		try (Statement statement = connection.createStatement();
+				ResultSet row = statement
+					.executeQuery("SELECT term, expires_at FROM leader_leases WHERE group_name = '" + GROUP + "'")) {
+			row.next();
+			if (row.getLong(1) != term) {
+				// A kill lost in a race with the end of a round: the failover would be
+				// timed from the wrong lease.
+				throw new IllegalStateException("The lease of " + GROUP + " moved on before it expired");
+			}
+			expiresAt = this.database.dialect().instant(row, 2);
+		}
+		Instant grant = awaitGrants(connection, Map.of(GROUP, term)).get(GROUP);
+		replace(leader, arguments);
+		return new Failover(ChronoUnit.MICROS.between(killOnDatabase, grant) / 1e3,
+				ChronoUnit.MICROS.between(expiresAt, grant) / 1e3);
+	}
+
+	/**
+	 * Reads the database clock, and the harness's monotonic clock around it, so that a
+	 * moment of the harness can be placed on the database clock.
+	 * @param connection the harness's connection
+	 * @return the reading
+	 */
+	private DatabaseClock readClock(Connection connection) throws SQLException {
+		long sent = System.nanoTime();
+		try (Statement statement = connection.createStatement();
+				ResultSet row = statement.executeQuery("SELECT " + this.database.dialect().clock())) {
+			row.next();
+			Instant now = this.database.dialect().instant(row, 1);
+			return new DatabaseClock(now, (sent + System.nanoTime()) / 2);
+		}
+	}
+
 	private static void step(Map<String, Double> steps, String name, Optional<SampleAppNode.Timing> timing,
 			long signalledAt) {
 		timing.ifPresent((reached) -> steps.put(name, (reached.nanoTime() - signalledAt) / 1e6));
@@ -169,18 +241,21 @@ final class SampleAppTimings {
 	 * @param held the terms the stopped leader held, by group name
 	 * @return the time each later term was acquired at, by group name
 	 */
-	private Map<String, OffsetDateTime> awaitGrants(Connection connection, Map<String, Long> held) throws Exception {
+	private Map<String, Instant> awaitGrants(Connection connection, Map<String, Long> held) throws Exception {
 		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+		String sql = "SELECT group_name, term, acquired_at FROM leader_leases WHERE group_name IN ("
+				+ String.join(", ", Collections.nCopies(held.size(), "?")) + ")";
 		while (true) {
-			Map<String, OffsetDateTime> grants = new TreeMap<>();
-			try (PreparedStatement statement = connection.prepareStatement(
-					"SELECT group_name, term, acquired_at FROM leader_leases WHERE group_name = ANY (?)")) {
-				Array groups = connection.createArrayOf("varchar", held.keySet().toArray());
-				statement.setArray(1, groups);
+			Map<String, Instant> grants = new TreeMap<>();
+			try (PreparedStatement statement = connection.prepareStatement(sql)) {
+				int index = 0;
+				for (String group : held.keySet()) {
+					statement.setString(++index, group);
+				}
 				try (ResultSet rows = statement.executeQuery()) {
 					while (rows.next()) {
 						if (rows.getLong(2) > held.get(rows.getString(1))) {
-							grants.put(rows.getString(1), rows.getObject(3, OffsetDateTime.class));
+							grants.put(rows.getString(1), this.database.dialect().instant(rows, 3));
 						}
 					}
 				}
@@ -222,9 +297,12 @@ final class SampleAppTimings {
 			SessionSampler sampler = this.database.sampleSessions(Duration.ofMillis(100));
 			LoadWindows load = LoadWindows.measure(this.database, window, windows);
 			long[] maintenanceAfter = maintenanceRuns();
-			Map<String, Map<String, Integer>> sampled = sampler.stop();
-			sampler.close();
-			Map<Integer, String> sessions = this.database.applicationNames();
+			Map<String, Map<String, Integer>> sampled = Map.of();
+			if (sampler != null) {
+				sampled = sampler.stop();
+				sampler.close();
+			}
+			Map<Integer, String> sessions = logged ? this.database.applicationNames() : Map.of();
 			String log = logged ? this.database.serverLogSince(logFrom) : null;
 			return new IdleResult(load,
 					(log != null)
@@ -240,10 +318,14 @@ final class SampleAppTimings {
 
 	/**
 	 * Reads how often the server's autovacuum has vacuumed and analyzed the tables of the
-	 * benchmark's database, whose transactions count in its load.
-	 * @return the vacuum runs, then the analyze runs
+	 * benchmark's database, whose transactions count in its load; PostgreSQL only.
+	 * @return the vacuum runs, then the analyze runs; 0 and 0 on MariaDB, whose purge
+	 * does not count in the nodes' user's statistics
 	 */
 	private long[] maintenanceRuns() throws SQLException {
+		if (this.database.dialect() != BenchDatabase.Dialect.POSTGRESQL) {
+			return new long[] { 0, 0 };
+		}
 		try (Connection connection = this.database.connect();
 				Statement statement = connection.createStatement();
 				ResultSet row = statement.executeQuery("SELECT coalesce(sum(autovacuum_count), 0), "
@@ -288,7 +370,8 @@ final class SampleAppTimings {
 			boolean settled = queryLong(connection, "SELECT count(*) FROM leader_nodes") == this.nodes.size()
 					&& queryLong(connection,
 							"SELECT count(*) FROM leader_leases l JOIN leader_nodes n "
-									+ "ON n.node_id = l.holder WHERE l.expires_at > clock_timestamp()") == GROUPS.size()
+									+ "ON n.node_id = l.holder WHERE l.expires_at > "
+									+ this.database.dialect().clock()) == GROUPS.size()
 					&& (!daemons || queryLong(connection, "SELECT count(*) FROM leader_assignments a "
 							+ "JOIN leader_nodes n ON n.node_id = a.node_id WHERE a.state = 'ACTIVE'") == DAEMONS);
 			if (settled) {
@@ -340,6 +423,31 @@ final class SampleAppTimings {
 	 */
 	record Round(long daemonsOnLeader, int groups, double firstGrant, double lastGrant, double groupGrant,
 			Map<String, Double> steps) {
+	}
+
+	/**
+	 * One failover.
+	 *
+	 * @param grant kill -9 to the successor's grant of {@code billing}, database clock,
+	 * ms
+	 * @param afterExpiry the dead lease's expiry to that grant, ms
+	 */
+	record Failover(double grant, double afterExpiry) {
+	}
+
+	/**
+	 * The database clock as the harness read it: the server read its clock between sent
+	 * and received, taken as their middle.
+	 *
+	 * @param databaseNow what the server read
+	 * @param nanoTime the harness's monotonic clock at that moment
+	 */
+	private record DatabaseClock(Instant databaseNow, long nanoTime) {
+
+		Instant at(long nanoTime) {
+			return this.databaseNow.plusNanos(nanoTime - this.nanoTime);
+		}
+
 	}
 
 	/**
