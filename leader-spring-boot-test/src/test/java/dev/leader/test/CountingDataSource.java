@@ -1,9 +1,5 @@
 package dev.leader.test;
 
-import java.lang.reflect.InvocationHandler;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Method;
-import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.Statement;
@@ -39,8 +35,8 @@ public final class CountingDataSource {
 	 */
 	public CountingDataSource(DataSource target) {
 		this.target = target;
-		this.proxy = proxy(DataSource.class, (p, method, args) -> {
-			Object result = invoke(this.target, method, args);
+		this.proxy = Proxies.proxy(DataSource.class, (p, method, args) -> {
+			Object result = Proxies.invoke(this.target, method, args);
 			return (result instanceof Connection connection) ? connection(connection) : result;
 		});
 	}
@@ -80,8 +76,8 @@ public final class CountingDataSource {
 	}
 
 	private Connection connection(Connection connection) {
-		return proxy(Connection.class, (p, method, args) -> {
-			Object result = invoke(connection, method, args);
+		return Proxies.proxy(Connection.class, (p, method, args) -> {
+			Object result = Proxies.invoke(connection, method, args);
 			if (result instanceof Statement statement) {
 				String sql = (method.getName().startsWith("prepare") && args != null && args[0] instanceof String text)
 						? text : null;
@@ -94,14 +90,14 @@ public final class CountingDataSource {
 	}
 
 	private <S extends Statement> S statement(Class<S> type, Statement statement, @Nullable String preparedSql) {
-		return type.cast(proxy(type, (p, method, args) -> {
+		return type.cast(Proxies.proxy(type, (p, method, args) -> {
 			if (!method.getName().startsWith("execute") || method.getName().equals("executeBatch")) {
-				return invoke(statement, method, args);
+				return Proxies.invoke(statement, method, args);
 			}
 			String sql = (args != null && args.length > 0 && args[0] instanceof String text) ? text : preparedSql;
 			long sent = System.nanoTime();
 			try {
-				Object result = invoke(statement, method, args);
+				Object result = Proxies.invoke(statement, method, args);
 				this.executions.add(new Execution(String.valueOf(sql), sent, System.nanoTime(),
 						Thread.currentThread().getName(), null));
 				return result;
@@ -112,20 +108,6 @@ public final class CountingDataSource {
 				throw ex;
 			}
 		}));
-	}
-
-	private static Object invoke(Object target, Method method, Object @Nullable [] args) throws Throwable {
-		try {
-			return method.invoke(target, args);
-		}
-		catch (InvocationTargetException ex) {
-			throw ex.getCause();
-		}
-	}
-
-	private static <T> T proxy(Class<T> type, InvocationHandler handler) {
-		return type
-			.cast(Proxy.newProxyInstance(CountingDataSource.class.getClassLoader(), new Class<?>[] { type }, handler));
 	}
 
 	/**

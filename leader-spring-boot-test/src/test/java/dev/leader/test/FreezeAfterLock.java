@@ -1,9 +1,5 @@
 package dev.leader.test;
 
-import java.lang.reflect.InvocationHandler;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Method;
-import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.util.concurrent.CountDownLatch;
@@ -54,22 +50,22 @@ public final class FreezeAfterLock {
 	 * @return a data source whose connections freeze as described
 	 */
 	public DataSource wrap(DataSource target) {
-		return proxy(DataSource.class, (proxy, method, args) -> {
-			Object result = invoke(target, method, args);
+		return Proxies.proxy(DataSource.class, (proxy, method, args) -> {
+			Object result = Proxies.invoke(target, method, args);
 			return (result instanceof Connection connection) ? connection(connection) : result;
 		});
 	}
 
 	private Connection connection(Connection target) {
 		Connection[] self = new Connection[1];
-		self[0] = proxy(Connection.class, (proxy, method, args) -> {
+		self[0] = Proxies.proxy(Connection.class, (proxy, method, args) -> {
 			if (method.getName().startsWith("create") || method.getName().startsWith("prepare")) {
 				if (this.locked && this.frozen.getCount() > 0) {
 					this.frozen.countDown();
 					this.thaw.await(30, TimeUnit.SECONDS);
 				}
 			}
-			Object result = invoke(target, method, args);
+			Object result = Proxies.invoke(target, method, args);
 			if (result instanceof PreparedStatement statement && ((String) args[0]).contains(this.lockStatement)) {
 				return statement(statement, self[0]);
 			}
@@ -79,30 +75,16 @@ public final class FreezeAfterLock {
 	}
 
 	private PreparedStatement statement(PreparedStatement target, Connection connection) {
-		return proxy(PreparedStatement.class, (proxy, method, args) -> {
+		return Proxies.proxy(PreparedStatement.class, (proxy, method, args) -> {
 			if (method.getName().equals("getConnection")) {
 				return connection;
 			}
-			Object result = invoke(target, method, args);
+			Object result = Proxies.invoke(target, method, args);
 			if (method.getName().startsWith("execute")) {
 				this.locked = true;
 			}
 			return result;
 		});
-	}
-
-	private static Object invoke(Object target, Method method, Object[] args) throws Throwable {
-		try {
-			return method.invoke(target, args);
-		}
-		catch (InvocationTargetException ex) {
-			throw ex.getCause();
-		}
-	}
-
-	private static <T> T proxy(Class<T> type, InvocationHandler handler) {
-		return type
-			.cast(Proxy.newProxyInstance(FreezeAfterLock.class.getClassLoader(), new Class<?>[] { type }, handler));
 	}
 
 }
