@@ -109,7 +109,7 @@ class MariaDbHandOverTests {
 			new LeaderSchemaMigration(dataSource, PREFIX).migrate();
 			List<Long> postgreSql = handOvers(rounds,
 					(node) -> new PostgresCoordinationStore(dataSource, PREFIX, Duration.ofSeconds(5)),
-					(followers) -> sleepQuietly(1500));
+					(followers) -> awaitListening(dataSource, followers + 1));
 			System.out.printf(
 					"Graceful hand-over, stop() -> successor's grant, 3 in-process nodes, %d rounds, "
 							+ "load %.2f:%n  MariaDB (GET_LOCK wake-up): %s%n  PostgreSQL (LISTEN/NOTIFY): %s%n",
@@ -204,13 +204,15 @@ class MariaDbHandOverTests {
 		return "leader_wake:" + database.database().name() + ":" + GROUP;
 	}
 
-	private static void sleepQuietly(long millis) {
-		try {
-			Thread.sleep(millis);
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-		}
+	// Waits until every node's listening session on PostgreSQL has subscribed: its last
+	// statement is a LISTEN.
+	private static void awaitListening(DataSource dataSource, int nodes) {
+		await().atMost(Duration.ofSeconds(20))
+			.until(() -> JdbcClient.create(dataSource)
+				.sql("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+						+ "AND query LIKE 'LISTEN %'")
+				.query(Long.class)
+				.single() >= nodes);
 	}
 
 	private static CoordinationStore counted(CoordinationStore store, AtomicInteger acquires) {
