@@ -63,15 +63,9 @@ public final class MariaDbLogStore implements LogStore {
 	private static final Log logger = LogFactory.getLog(MariaDbLogStore.class);
 
 	/**
-	 * The lease guard's lock: the {@code lease_terms} row in share mode, only if this
-	 * holder holds it with this term, unexpired by the {@code leases} row of that term.
+	 * The lease guard's lock ({@link MariaDbSql#LOCK_LEASE}).
 	 */
-	private static final String LOCK_TERM = """
-			SELECT t.term FROM ${prefix}lease_terms t
-			WHERE t.group_name = ? AND t.holder = ? AND t.term = ?
-			  AND (SELECT l.expires_at > ${now} FROM ${prefix}leases l
-			       WHERE l.group_name = t.group_name AND l.term = t.term)
-			LOCK IN SHARE MODE""";
+	private static final String LOCK_TERM = MariaDbSql.LOCK_LEASE;
 
 	/**
 	 * Takes the next index, unless an entry of a higher term has been appended. The
@@ -122,19 +116,7 @@ public final class MariaDbLogStore implements LogStore {
 
 	private final List<LogListener> listeners = new CopyOnWriteArrayList<>();
 
-	private final String lockTermSql;
-
-	private final String takeIndexSql;
-
-	private final String readHeadSql;
-
-	private final String insertEntrySql;
-
-	private final String refusedSql;
-
-	private final String readSql;
-
-	private final String headSql;
+	private final MariaDbSql.Rendered sql;
 
 	/**
 	 * Creates a store.
@@ -154,13 +136,8 @@ public final class MariaDbLogStore implements LogStore {
 		this.connections = new MariaDbConnections(dataSource, queryTimeout);
 		this.holdLimitMillis = Math.max(1, holdLimit.toMillis());
 		this.heartbeat = heartbeat;
-		this.lockTermSql = MariaDbSql.render(tablePrefix, LOCK_TERM);
-		this.takeIndexSql = MariaDbSql.render(tablePrefix, TAKE_INDEX);
-		this.readHeadSql = MariaDbSql.render(tablePrefix, READ_HEAD);
-		this.insertEntrySql = MariaDbSql.render(tablePrefix, INSERT_ENTRY);
-		this.refusedSql = MariaDbSql.render(tablePrefix, REFUSED);
-		this.readSql = MariaDbSql.render(tablePrefix, READ);
-		this.headSql = MariaDbSql.render(tablePrefix, HEAD);
+		this.sql = MariaDbSql.renderAll(tablePrefix, LOCK_TERM, TAKE_INDEX, READ_HEAD, INSERT_ENTRY, REFUSED, READ,
+				HEAD);
 	}
 
 	/**
@@ -208,7 +185,7 @@ public final class MariaDbLogStore implements LogStore {
 		// Before the lock, so that the joined transaction never holds it unlimited.
 		MariaDbHoldLimits limits = joined ? MariaDbHoldLimits.apply(connection, this.holdLimitMillis) : null;
 		boolean locked;
-		try (PreparedStatement statement = prepare(connection, this.lockTermSql, timeout)) {
+		try (PreparedStatement statement = prepare(connection, this.sql.of(LOCK_TERM), timeout)) {
 			statement.setString(1, token.group());
 			statement.setString(2, nodeId);
 			statement.setLong(3, token.term());
@@ -222,14 +199,14 @@ public final class MariaDbLogStore implements LogStore {
 			}
 			return refused(connection, token, timeout);
 		}
-		try (PreparedStatement statement = prepare(connection, this.takeIndexSql, timeout)) {
+		try (PreparedStatement statement = prepare(connection, this.sql.of(TAKE_INDEX), timeout)) {
 			statement.setString(1, token.group());
 			statement.setLong(2, token.term());
 			statement.executeUpdate();
 		}
 		long index;
 		LocalDateTime appendedAt;
-		try (PreparedStatement statement = prepare(connection, this.readHeadSql, timeout)) {
+		try (PreparedStatement statement = prepare(connection, this.sql.of(READ_HEAD), timeout)) {
 			statement.setString(1, token.group());
 			try (ResultSet rows = statement.executeQuery()) {
 				rows.next();
@@ -241,7 +218,7 @@ public final class MariaDbLogStore implements LogStore {
 				appendedAt = rows.getObject("appended_at", LocalDateTime.class);
 			}
 		}
-		try (PreparedStatement statement = prepare(connection, this.insertEntrySql, timeout)) {
+		try (PreparedStatement statement = prepare(connection, this.sql.of(INSERT_ENTRY), timeout)) {
 			statement.setString(1, token.group());
 			statement.setLong(2, index);
 			statement.setLong(3, token.term());
@@ -254,7 +231,7 @@ public final class MariaDbLogStore implements LogStore {
 	}
 
 	private Appended refused(Connection connection, FencingToken token, int timeout) throws SQLException {
-		try (PreparedStatement statement = prepare(connection, this.refusedSql, timeout)) {
+		try (PreparedStatement statement = prepare(connection, this.sql.of(REFUSED), timeout)) {
 			statement.setString(1, token.group());
 			try (ResultSet rows = statement.executeQuery()) {
 				return rows.next() ? new Appended(null, rows.getString("holder"), rows.getLong("term"))
@@ -282,7 +259,7 @@ public final class MariaDbLogStore implements LogStore {
 
 	@Override
 	public List<LogEntry> read(String group, long afterIndex, int limit) {
-		return this.connections.transaction("read the log", (tx) -> tx.run(this.readSql, (statement) -> {
+		return this.connections.transaction("read the log", (tx) -> tx.run(this.sql.of(READ), (statement) -> {
 			statement.setString(1, group);
 			statement.setLong(2, afterIndex);
 			statement.setInt(3, limit);
@@ -300,7 +277,7 @@ public final class MariaDbLogStore implements LogStore {
 
 	@Override
 	public Bookmark head(String group) {
-		return this.connections.transaction("read the log's head", (tx) -> tx.run(this.headSql, (statement) -> {
+		return this.connections.transaction("read the log's head", (tx) -> tx.run(this.sql.of(HEAD), (statement) -> {
 			statement.setString(1, group);
 			try (ResultSet rows = statement.executeQuery()) {
 				return rows.next() ? new Bookmark(group, rows.getLong("last_term"), rows.getLong("last_index"))
