@@ -73,8 +73,8 @@ public final class Benchmarks {
 	public static void main(String[] args) throws Exception {
 		BenchOptions options = BenchOptions.parse(args);
 		String url = env("LEADER_BENCH_JDBC_URL", "jdbc:postgresql://127.0.0.1:5432/postgres");
-		BenchDatabase.Dialect dialect = BenchDatabase.Dialect.of(url);
-		boolean postgres = dialect == BenchDatabase.Dialect.POSTGRESQL;
+		Dialect dialect = Dialect.of(url);
+		boolean postgres = dialect == Dialect.POSTGRESQL;
 		List<String> only = options.list("only",
 				postgres ? "handover,failover,load,daemons,guarded,log,jmh,app-handover,app-failover,app-idle"
 						: MARIADB_BENCHMARKS);
@@ -168,7 +168,7 @@ public final class Benchmarks {
 		IdleLoad idle = new IdleLoad(database, logs);
 		Duration window = options.duration("load-window", Duration.ofSeconds(10));
 		int windows = options.integer("load-windows", 6);
-		boolean postgres = database.dialect() == BenchDatabase.Dialect.POSTGRESQL;
+		boolean postgres = database.dialect() == Dialect.POSTGRESQL;
 		for (String cluster : options.list("load", postgres ? "3x1,100x1000" : "3x1")) {
 			// "3x1" runs the nodes with Hikari's defaults; "3x1v" with pool validation
 			// skipped for a minute of idleness, which separates the engine's statements

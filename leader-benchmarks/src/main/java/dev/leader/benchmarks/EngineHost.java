@@ -63,7 +63,7 @@ public final class EngineHost {
 		// with the pool's validation queries and with autovacuum.
 		CountingDataSource counted = new CountingDataSource(dataSource);
 		SharedListenStore store = new SharedListenStore(
-				BenchDatabase.Dialect.of(url).coordinationStore(counted.dataSource(), Duration.ofSeconds(3)));
+				Dialect.of(url).coordinationStore(counted.dataSource(), Duration.ofSeconds(3)));
 		List<String> groups = IntStream.range(0, groupCount).mapToObj((i) -> "group-" + i).toList();
 		List<LeaderEngine> engines = new CopyOnWriteArrayList<>();
 		CountDownLatch stopped = new CountDownLatch(1);

@@ -9,7 +9,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The database load of an idle cluster over consecutive windows: the transactions of the
- * nodes as the server counts them ({@link BenchDatabase#counters()}: on PostgreSQL
+ * nodes as the server counts them ({@link ServerStatistics#counters()}: on PostgreSQL
  * {@code pg_stat_database}'s committed plus rolled back of the benchmarks' database, on
  * MariaDB the nodes' user's commits and rollbacks, and statements), and on PostgreSQL the
  * ERROR/FATAL lines of that database in the server log over the same time.
@@ -22,7 +22,7 @@ import java.util.concurrent.TimeUnit;
  * @param seconds how long all windows took together, in seconds
  * @param statements statements per second over all windows as the server counted them, or
  * -1 where it does not (PostgreSQL)
- * @param unit the unit of the rates, see {@link BenchDatabase.Dialect#transactionUnit()}
+ * @param unit the unit of the rates, see {@link Dialect#transactionUnit()}
  */
 record LoadWindows(Stats perWindow, double mean, long rollbacks, long errorLines, double seconds, double statements,
 		String unit) {
@@ -37,22 +37,22 @@ record LoadWindows(Stats perWindow, double mean, long rollbacks, long errorLines
 	 */
 	static LoadWindows measure(BenchDatabase database, Duration window, int windows)
 			throws SQLException, InterruptedException {
-		long logFrom = database.serverLogSize();
-		BenchDatabase.Counters start = database.counters();
-		BenchDatabase.Counters previous = start;
+		long logFrom = database.serverLog().size();
+		ServerStatistics.Counters start = database.statistics().counters();
+		ServerStatistics.Counters previous = start;
 		long began = System.nanoTime();
 		List<Double> rates = new ArrayList<>();
 		for (int i = 0; i < windows; i++) {
 			long windowStart = System.nanoTime();
 			TimeUnit.NANOSECONDS.sleep(window.toNanos());
-			BenchDatabase.Counters now = database.counters();
+			ServerStatistics.Counters now = database.statistics().counters();
 			rates.add((now.transactions() - previous.transactions()) / ((System.nanoTime() - windowStart) / 1e9));
 			previous = now;
 		}
 		double seconds = (System.nanoTime() - began) / 1e9;
 		double statements = (start.statements() >= 0) ? (previous.statements() - start.statements()) / seconds : -1;
 		return new LoadWindows(Stats.of(rates), (previous.transactions() - start.transactions()) / seconds,
-				previous.rollbacks() - start.rollbacks(), database.errorLines(logFrom), seconds, statements,
+				previous.rollbacks() - start.rollbacks(), database.serverLog().errorLines(logFrom), seconds, statements,
 				database.dialect().transactionUnit());
 	}
 

@@ -81,7 +81,7 @@ final class Report {
 	static String machine(String url, String user, String password) {
 		String server;
 		try (Connection connection = DriverManager.getConnection(url, user, password)) {
-			server = BenchDatabase.Dialect.of(url).describe(connection);
+			server = Dialect.of(url).describe(connection);
 		}
 		catch (Exception ex) {
 			server = "server unreachable: " + ex.getMessage();

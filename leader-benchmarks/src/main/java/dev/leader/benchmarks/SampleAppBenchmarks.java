@@ -116,7 +116,7 @@ final class SampleAppBenchmarks {
 			Report.result(String.format(Locale.ROOT,
 					"sample app: idle load, 3 nodes, jobs paused, 2 daemons (%s), per %d s window", variant,
 					window.toSeconds()), result.load().format(), load);
-			if (app.dialect() == BenchDatabase.Dialect.POSTGRESQL) {
+			if (app.dialect() == Dialect.POSTGRESQL) {
 				System.out.printf(Locale.ROOT,
 						"SERVER autovacuum ran %d vacuum(s) and %d analyze(s) of the "
 								+ "database's tables during the measurement%n",

@@ -1,0 +1,130 @@
+package dev.leader.benchmarks;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The three sample-app nodes of {@link SampleAppTimings}: started, replaced one at a
+ * time, and killed together. Nodes are named in the order they start, so a node that
+ * replaces a stopped one never reuses its name.
+ */
+final class SampleCluster {
+
+	private static final long START_TIMEOUT_SECONDS = 180;
+
+	private final BenchDatabase database;
+
+	private final Path logs;
+
+	private final Path jar;
+
+	private final List<SampleAppNode> nodes = new CopyOnWriteArrayList<>();
+
+	private int started;
+
+	/**
+	 * Creates the cluster, no node started yet.
+	 * @param database the benchmarks' database
+	 * @param logs the directory of the nodes' log files
+	 * @param jar the sample application's executable jar
+	 */
+	SampleCluster(BenchDatabase database, Path logs, Path jar) {
+		this.database = database;
+		this.logs = logs;
+		this.jar = jar;
+		// The nodes do not watch the harness: if it is stopped, it stops them first, so
+		// that none outlives it.
+		Runtime.getRuntime()
+			.addShutdownHook(new Thread(() -> this.nodes.forEach(SampleAppNode::kill), "sample-nodes-shutdown"));
+	}
+
+	/**
+	 * Starts three nodes and waits until each of them is ready: the first alone, so that
+	 * it migrates the schema and leads, then the other two together.
+	 * @param arguments further arguments of every node
+	 */
+	void start(List<String> arguments) throws Exception {
+		this.nodes.add(startNext(arguments).awaitReady(START_TIMEOUT_SECONDS));
+		List<SampleAppNode> others = List.of(startNext(arguments), startNext(arguments));
+		this.nodes.addAll(others);
+		for (SampleAppNode node : others) {
+			node.awaitReady(START_TIMEOUT_SECONDS);
+		}
+	}
+
+	/**
+	 * Returns how many nodes run.
+	 * @return the number of nodes
+	 */
+	int size() {
+		return this.nodes.size();
+	}
+
+	/**
+	 * Returns the node of a process.
+	 * @param pid the process id, as the node registered it
+	 * @param nodeId the node's id, for the failure message
+	 * @return the node
+	 * @throws IllegalStateException if no node of the cluster runs in that process
+	 */
+	SampleAppNode node(long pid, @Nullable String nodeId) {
+		return find(pid)
+			.orElseThrow(() -> new IllegalStateException("The leader " + nodeId + " is not a node of the benchmark"));
+	}
+
+	/**
+	 * Finds the node of a process.
+	 * @param pid the process id, as the node registered it
+	 * @return the node, or empty if no node of the cluster runs in that process
+	 */
+	Optional<SampleAppNode> find(long pid) {
+		return this.nodes.stream().filter((node) -> node.pid() == pid).findFirst();
+	}
+
+	/**
+	 * Puts a new node in the place of a stopped or killed one, and waits until it is
+	 * ready.
+	 * @param stopped the node to replace
+	 * @param arguments further arguments of the new node
+	 */
+	void replace(SampleAppNode stopped, List<String> arguments) throws Exception {
+		stopped.close();
+		this.nodes.remove(stopped);
+		this.nodes.add(startNext(arguments).awaitReady(START_TIMEOUT_SECONDS));
+	}
+
+	/**
+	 * Kills every node and forgets them.
+	 */
+	void close() {
+		this.nodes.forEach(SampleAppNode::close);
+		this.nodes.clear();
+	}
+
+	/**
+	 * Waits until the cluster is complete, as {@link SampleTables#settled} reads it.
+	 * @param tables the harness's reads
+	 * @param daemons whether the nodes run daemons
+	 */
+	void awaitSettled(SampleTables tables, boolean daemons) throws Exception {
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+		while (!tables.settled(size(), daemons)) {
+			if (System.nanoTime() - deadline > 0) {
+				throw new IllegalStateException("The sample nodes did not settle within 120 s");
+			}
+			TimeUnit.MILLISECONDS.sleep(250);
+		}
+	}
+
+	private SampleAppNode startNext(List<String> arguments) throws Exception {
+		String name = "node-" + (++this.started);
+		return SampleAppNode.start(this.jar, this.database, name, arguments,
+				this.logs.resolve("sample-" + name + ".log"));
+	}
+
+}
