@@ -41,9 +41,9 @@ import static org.awaitility.Awaitility.await;
  */
 final class DaemonTimings {
 
-	private static final String GROUP = DaemonSettings.defaults().group();
-
 	private static final Duration TIMEOUT = Duration.ofMinutes(2);
+
+	private static final String GROUP = DaemonSettings.defaults().group();
 
 	private final BenchDatabase database;
 

@@ -64,6 +64,11 @@ public class LeaderCheckBenchmark {
 	static final class GrantingStore implements CoordinationStore {
 
 		@Override
+		public List<LeaseState> leases() {
+			return List.of();
+		}
+
+		@Override
 		public AcquireResult acquire(String group, String nodeId, Duration duration) {
 			return new AcquireResult(true, new LeaseState(group, nodeId, 1, Instant.now().plus(duration), duration));
 		}
@@ -84,11 +89,6 @@ public class LeaderCheckBenchmark {
 
 		@Override
 		public void deregister(String nodeId) {
-		}
-
-		@Override
-		public List<LeaseState> leases() {
-			return List.of();
 		}
 
 	}
