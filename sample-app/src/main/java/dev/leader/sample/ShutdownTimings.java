@@ -119,6 +119,11 @@ class ShutdownTimings {
 		}
 
 		@Override
+		public int getPhase() {
+			return this.phase;
+		}
+
+		@Override
 		public void stop() {
 			print("phase", Integer.toString(this.phase));
 			this.running = false;
@@ -127,11 +132,6 @@ class ShutdownTimings {
 		@Override
 		public boolean isRunning() {
 			return this.running;
-		}
-
-		@Override
-		public int getPhase() {
-			return this.phase;
 		}
 
 	}
