@@ -12,9 +12,7 @@ import dev.leader.LeaderInfo;
 import dev.leader.daemon.DaemonSettings;
 import dev.leader.log.Bookmark;
 import dev.leader.log.DecisionLog;
-import dev.leader.log.LogApplier;
-import dev.leader.log.LogEntry;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.openqa.selenium.support.ui.WebDriverWait;
@@ -23,9 +21,7 @@ import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.resttestclient.autoconfigure.AutoConfigureRestTestClient;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.context.SpringBootTest.WebEnvironment;
-import org.springframework.boot.test.context.TestConfiguration;
 import org.springframework.boot.test.web.server.LocalServerPort;
-import org.springframework.context.annotation.Bean;
 import org.springframework.http.MediaType;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -64,8 +60,10 @@ class ClusterViewBrowserTests extends FreshSchemaTests {
 	@Autowired
 	private DecisionLog decisionLog;
 
+	@AutoClose
 	private OtherNode other;
 
+	@AutoClose
 	private HeadlessChromium browser;
 
 	@BeforeEach
@@ -74,16 +72,6 @@ class ClusterViewBrowserTests extends FreshSchemaTests {
 		this.other = OtherNode.startWithDaemons(database, this.settings, this.daemonSettings, DAEMONS, "default",
 				"billing");
 		this.browser = HeadlessChromium.start("The cluster view test", 1100, 920);
-	}
-
-	@AfterEach
-	void stopBrowserAndSecondNode() {
-		if (this.browser != null) {
-			this.browser.close();
-		}
-		if (this.other != null) {
-			this.other.close();
-		}
 	}
 
 	@Test
@@ -191,30 +179,6 @@ class ClusterViewBrowserTests extends FreshSchemaTests {
 	}
 
 	private record Placement(String node, String state, long generation) {
-	}
-
-	/**
-	 * A decision log applier of {@code billing} on this node, for the page's log column.
-	 */
-	@TestConfiguration(proxyBeanMethods = false)
-	static class BillingLog {
-
-		@Bean
-		LogApplier billingNotes() {
-			return new LogApplier() {
-
-				@Override
-				public String group() {
-					return "billing";
-				}
-
-				@Override
-				public void apply(LogEntry entry) {
-				}
-
-			};
-		}
-
 	}
 
 }

@@ -8,7 +8,6 @@ import java.time.Duration;
 
 import dev.leader.Leadership;
 import dev.leader.test.TestDatabase;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import org.springframework.boot.web.server.context.WebServerApplicationContext;
@@ -26,37 +25,26 @@ class DemoModeTests {
 
 	private final HttpClient http = HttpClient.newHttpClient();
 
-	private TestDatabase database;
-
-	private ConfigurableApplicationContext context;
-
-	@AfterEach
-	void close() {
-		if (this.context != null) {
-			this.context.close();
-		}
-		if (this.database != null) {
-			this.database.drop();
-		}
-	}
-
 	@Test
 	void withADatasourceUrlMainRunsOneNodeWithoutTheDemoControls() throws Exception {
-		this.database = TestDatabase.createSchema();
-		this.context = SampleApplication.application()
-			.run("--spring.datasource.url=" + this.database.url(),
-					"--spring.datasource.username=" + this.database.user(),
-					"--spring.datasource.password=" + this.database.password(), "--server.port=0",
-					"--server.address=127.0.0.1");
-		Leadership leadership = this.context.getBean(Leadership.class);
-		await().atMost(Duration.ofSeconds(15)).until(() -> leadership.isLeader("billing"));
-		assertThat(this.context.getBeanDefinitionNames()).noneMatch((name) -> name.toLowerCase().contains("demo"));
-		assertThat(this.context.containsBean("demoNodeProcesses")).isFalse();
-		int port = ((WebServerApplicationContext) this.context).getWebServer().getPort();
-		assertThat(status(port, "GET", "/demo/cluster")).isEqualTo(404);
-		assertThat(status(port, "POST", "/demo/nodes/1/kill")).isEqualTo(404);
-		assertThat(status(port, "GET", "/rejected-writes")).isEqualTo(200);
-		assertThat(status(port, "GET", "/actuator/leadership")).isEqualTo(200);
+		TestDatabase database = TestDatabase.createSchema();
+		try (ConfigurableApplicationContext context = SampleApplication.application()
+			.run("--spring.datasource.url=" + database.url(), "--spring.datasource.username=" + database.user(),
+					"--spring.datasource.password=" + database.password(), "--server.port=0",
+					"--server.address=127.0.0.1")) {
+			Leadership leadership = context.getBean(Leadership.class);
+			await().atMost(Duration.ofSeconds(15)).until(() -> leadership.isLeader("billing"));
+			assertThat(context.getBeanDefinitionNames()).noneMatch((name) -> name.toLowerCase().contains("demo"));
+			assertThat(context.containsBean("demoNodeProcesses")).isFalse();
+			int port = ((WebServerApplicationContext) context).getWebServer().getPort();
+			assertThat(status(port, "GET", "/demo/cluster")).isEqualTo(404);
+			assertThat(status(port, "POST", "/demo/nodes/1/kill")).isEqualTo(404);
+			assertThat(status(port, "GET", "/rejected-writes")).isEqualTo(200);
+			assertThat(status(port, "GET", "/actuator/leadership")).isEqualTo(200);
+		}
+		finally {
+			database.drop();
+		}
 	}
 
 	private int status(int port, String method, String path) throws Exception {

@@ -18,7 +18,6 @@ import dev.leader.test.NodeEvent;
 import dev.leader.test.NodeEvent.Type;
 import dev.leader.test.NodeProcess;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -56,15 +55,9 @@ class SampleOnMariaDbTests {
 	@TempDir
 	Path output;
 
-	private MariaDbTestDatabase database;
+	private final MariaDbTestDatabase database = MariaDbTestDatabase.create();
 
-	private HikariDataSource dataSource;
-
-	@BeforeEach
-	void createDatabase() {
-		this.database = MariaDbTestDatabase.create();
-		this.dataSource = this.database.dataSource(2);
-	}
+	private final HikariDataSource dataSource = this.database.dataSource(2);
 
 	@AfterEach
 	void stopNodesAndDropDatabase() {

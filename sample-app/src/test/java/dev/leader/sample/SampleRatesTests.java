@@ -88,10 +88,8 @@ class SampleRatesTests {
 
 	@Test
 	void pausedFollowerIsNeverUsedForABoundedReadBeyondItsBound() throws Exception {
-		NodeProcess leader = this.cluster.start("node-a").awaitReady(STARTUP);
-		this.cluster.awaitSingleLeader(BILLING, STARTUP);
-		NodeProcess follower = this.cluster.start("node-b", Map.of("leader.follower-reads.unservable", "reject"))
-			.awaitReady(STARTUP);
+		NodeProcess leader = startLeader();
+		NodeProcess follower = startRejectingFollower();
 		Map<String, String> urls = awaitBaseUrls(List.of(leader, follower));
 		String atLeader = urls.get(leader.nodeId());
 		String atFollower = urls.get(follower.nodeId());
@@ -134,10 +132,8 @@ class SampleRatesTests {
 				assertThat(bounded.rate()).as("bounded read %d", round).isEqualTo(rate);
 				assertThat(bounded.header("Served-By")).isEqualTo(follower.nodeId());
 				// Within the bound when the node checked it; the header is the bound when
-				// the
-				// body was written, after the handler ran, so it may have grown since by
-				// at
-				// most the time the request took.
+				// the body was written, after the handler ran, so it may have grown since
+				// by at most the time the request took.
 				assertThat(Long.parseLong(bounded.header("Staleness-Millis"))).isLessThanOrEqualTo(bound + took);
 			}
 			else {
@@ -179,10 +175,8 @@ class SampleRatesTests {
 
 	@Test
 	void malformedHeadersAreAnswered400AndAnUnservableReadIsAnswered503UnderTheRejectPolicy() throws Exception {
-		NodeProcess leader = this.cluster.start("node-a").awaitReady(STARTUP);
-		this.cluster.awaitSingleLeader(BILLING, STARTUP);
-		NodeProcess rejecting = this.cluster.start("node-b", Map.of("leader.follower-reads.unservable", "reject"))
-			.awaitReady(STARTUP);
+		NodeProcess leader = startLeader();
+		NodeProcess rejecting = startRejectingFollower();
 		NodeProcess forwarding = this.cluster.start("node-c").awaitReady(STARTUP);
 		Map<String, String> urls = awaitBaseUrls(List.of(leader, rejecting, forwarding));
 		String atRejecting = urls.get(rejecting.nodeId());
@@ -223,6 +217,23 @@ class SampleRatesTests {
 		assertThat(marked.status()).isEqualTo(503);
 		assertThat(marked.body()).contains("is not forwarded again");
 		assertThat(put(atForwarding, "EUR", "1.2000", Map.of("Leader-Forwarded-By", "x")).status()).isEqualTo(503);
+	}
+
+	/**
+	 * Starts {@code node-a} alone, and waits until it leads {@code billing}.
+	 */
+	private NodeProcess startLeader() {
+		NodeProcess leader = this.cluster.start("node-a").awaitReady(STARTUP);
+		this.cluster.awaitSingleLeader(BILLING, STARTUP);
+		return leader;
+	}
+
+	/**
+	 * Starts {@code node-b}, which answers a read it cannot serve with 503 instead of
+	 * forwarding it to the leader.
+	 */
+	private NodeProcess startRejectingFollower() {
+		return this.cluster.start("node-b", Map.of("leader.follower-reads.unservable", "reject")).awaitReady(STARTUP);
 	}
 
 	private Map<String, String> awaitBaseUrls(List<NodeProcess> nodes) {
