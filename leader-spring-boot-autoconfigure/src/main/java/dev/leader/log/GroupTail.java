@@ -7,6 +7,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 
 import dev.leader.FencingToken;
+import dev.leader.node.OwnThreads;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
@@ -80,8 +81,7 @@ final class GroupTail {
 		this.stopped = false;
 		this.readWanted = true;
 		this.retention.start(System.nanoTime());
-		Thread thread = new Thread(this::run, "leader-log-" + this.group);
-		thread.setDaemon(true);
+		Thread thread = OwnThreads.daemon("leader-log-" + this.group, this::run);
 		this.thread = thread;
 		thread.start();
 	}
