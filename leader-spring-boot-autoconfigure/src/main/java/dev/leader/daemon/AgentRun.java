@@ -12,6 +12,7 @@ import dev.leader.DaemonStartedEvent;
 import dev.leader.DaemonStoppedEvent;
 import dev.leader.DaemonStoppedEvent.Reason;
 import dev.leader.StaleLeadershipException;
+import dev.leader.node.OwnThreads;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 
@@ -93,8 +94,7 @@ final class AgentRun implements DaemonContext {
 		this.events = events;
 		this.ended = ended;
 		this.backoff = backoff;
-		this.thread = new Thread(this::runAgent, "leader-daemon-" + daemon);
-		this.thread.setDaemon(true);
+		this.thread = OwnThreads.daemon("leader-daemon-" + daemon, this::runAgent);
 	}
 
 	@Override

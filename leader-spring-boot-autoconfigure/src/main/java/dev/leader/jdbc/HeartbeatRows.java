@@ -112,16 +112,4 @@ final class HeartbeatRows {
 				nodeId, host, pid, heartbeatAgeMillis));
 	}
 
-	/**
-	 * Reads one value from the row a result set stands on.
-	 *
-	 * @param <T> the type of the value
-	 */
-	@FunctionalInterface
-	interface RowReader<T> {
-
-		T read(ResultSet rows) throws SQLException;
-
-	}
-
 }

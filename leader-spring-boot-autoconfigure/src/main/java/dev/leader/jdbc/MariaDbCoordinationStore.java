@@ -5,7 +5,6 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDateTime;
-import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
@@ -272,13 +271,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 			List<String> locked = tx.run(MariaDbSql.inLists(sql(LOCK_RELEASED), sorted, List.of()), (statement) -> {
 				int i = MariaDbSql.bindHeld(statement, 0, sorted);
 				statement.setString(++i, nodeId);
-				List<String> groups = new ArrayList<>();
-				try (ResultSet rows = statement.executeQuery()) {
-					while (rows.next()) {
-						groups.add(rows.getString("group_name"));
-					}
-				}
-				return groups;
+				return Statements.list(statement, (rows) -> rows.getString("group_name"));
 			});
 			if (!locked.isEmpty()) {
 				String markers = MariaDbSql.markers(locked.size());
@@ -322,15 +315,8 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 
 	@Override
 	public List<LeaseState> leases() {
-		return this.connections.transaction("read leases", (tx) -> tx.run(sql(LEASES), (statement) -> {
-			List<LeaseState> leases = new ArrayList<>();
-			try (ResultSet rows = statement.executeQuery()) {
-				while (rows.next()) {
-					leases.add(lease(rows));
-				}
-			}
-			return leases;
-		}));
+		return this.connections.transaction("read leases", (tx) -> tx.run(sql(LEASES),
+				(statement) -> Statements.list(statement, MariaDbCoordinationStore::lease)));
 	}
 
 	/**

@@ -291,11 +291,8 @@ public final class MariaDbDaemonStore implements DaemonStore {
 			return tx.run(sql(READ_REQUEST), (statement) -> {
 				statement.setString(1, kind.name());
 				statement.setString(2, daemon);
-				try (ResultSet rows = statement.executeQuery()) {
-					rows.next();
-					return new DaemonRequest(kind, rows.getString("daemon_name"), rows.getString("node_id"),
-							MariaDbConnections.instant(rows, "requested_at"));
-				}
+				return Statements.first(statement, (rows) -> new DaemonRequest(kind, rows.getString("daemon_name"),
+						rows.getString("node_id"), MariaDbConnections.instant(rows, "requested_at")));
 			});
 		});
 	}

@@ -6,7 +6,6 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.LocalDateTime;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
@@ -259,31 +258,14 @@ public final class MariaDbLogStore implements LogStore {
 
 	@Override
 	public List<LogEntry> read(String group, long afterIndex, int limit) {
-		return this.connections.transaction("read the log", (tx) -> tx.run(this.sql.of(READ), (statement) -> {
-			statement.setString(1, group);
-			statement.setLong(2, afterIndex);
-			statement.setInt(3, limit);
-			List<LogEntry> entries = new ArrayList<>();
-			try (ResultSet rows = statement.executeQuery()) {
-				while (rows.next()) {
-					entries.add(
-							new LogEntry(group, rows.getLong("log_index"), rows.getLong("term"), rows.getString("type"),
-									rows.getString("payload"), MariaDbConnections.instant(rows, "appended_at")));
-				}
-			}
-			return entries;
-		}));
+		return this.connections.transaction("read the log",
+				(tx) -> tx.run(this.sql.of(READ), LogRows.read(group, afterIndex, limit, MariaDbConnections::instant)));
 	}
 
 	@Override
 	public Bookmark head(String group) {
-		return this.connections.transaction("read the log's head", (tx) -> tx.run(this.sql.of(HEAD), (statement) -> {
-			statement.setString(1, group);
-			try (ResultSet rows = statement.executeQuery()) {
-				return rows.next() ? new Bookmark(group, rows.getLong("last_term"), rows.getLong("last_index"))
-						: new Bookmark(group, 0, 0);
-			}
-		}));
+		return this.connections.transaction("read the log's head",
+				(tx) -> tx.run(this.sql.of(HEAD), LogRows.head(group)));
 	}
 
 	/**

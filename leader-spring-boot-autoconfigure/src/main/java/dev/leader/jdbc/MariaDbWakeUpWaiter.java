@@ -7,6 +7,7 @@ import java.util.function.Consumer;
 import java.util.function.Supplier;
 
 import dev.leader.lease.CoordinationStore.ReleaseListener;
+import dev.leader.node.OwnThreads;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
@@ -53,8 +54,7 @@ final class MariaDbWakeUpWaiter {
 		this.locks = locks;
 		this.listener = listener;
 		this.ended = ended;
-		this.thread = new Thread(this::run, "leader-wake-" + group);
-		this.thread.setDaemon(true);
+		this.thread = OwnThreads.daemon("leader-wake-" + group, this::run);
 	}
 
 	String group() {

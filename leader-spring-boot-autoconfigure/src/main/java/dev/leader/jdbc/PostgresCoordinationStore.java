@@ -4,7 +4,6 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
@@ -222,13 +221,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 			statement.setString(3, nodeId);
 			statement.setString(4, nodeId);
 			statement.setString(5, channel);
-			List<String> released = new ArrayList<>();
-			try (ResultSet rows = statement.executeQuery()) {
-				while (rows.next()) {
-					released.add(rows.getString("group_name"));
-				}
-			}
-			return released;
+			return Statements.list(statement, (rows) -> rows.getString("group_name"));
 		};
 	}
 
@@ -242,15 +235,8 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 
 	@Override
 	public List<LeaseState> leases() {
-		return this.kept.execute("read leases", this.sql.leases(), (statement) -> {
-			List<LeaseState> leases = new ArrayList<>();
-			try (ResultSet rows = statement.executeQuery()) {
-				while (rows.next()) {
-					leases.add(lease(rows));
-				}
-			}
-			return leases;
-		});
+		return this.kept.execute("read leases", this.sql.leases(),
+				(statement) -> Statements.list(statement, PostgresCoordinationStore::lease));
 	}
 
 	/**

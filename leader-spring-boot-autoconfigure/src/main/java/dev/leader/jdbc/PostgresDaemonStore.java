@@ -151,11 +151,8 @@ public final class PostgresDaemonStore implements DaemonStore {
 			statement.setString(2, daemon);
 			statement.setString(3, node);
 			statement.setString(4, this.channel);
-			try (ResultSet rows = statement.executeQuery()) {
-				rows.next();
-				return new DaemonRequest(kind, rows.getString("daemon_name"), rows.getString("node_id"),
-						Statements.instant(rows, "requested_at"));
-			}
+			return Statements.first(statement, (rows) -> new DaemonRequest(kind, rows.getString("daemon_name"),
+					rows.getString("node_id"), Statements.instant(rows, "requested_at")));
 		});
 	}
 

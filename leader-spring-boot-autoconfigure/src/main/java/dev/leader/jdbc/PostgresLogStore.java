@@ -254,31 +254,13 @@ public final class PostgresLogStore implements LogStore {
 
 	@Override
 	public List<LogEntry> read(String group, long afterIndex, int limit) {
-		return onOwnConnection("read the log", this.readSql, (statement) -> {
-			statement.setString(1, group);
-			statement.setLong(2, afterIndex);
-			statement.setInt(3, limit);
-			List<LogEntry> entries = new ArrayList<>();
-			try (ResultSet rows = statement.executeQuery()) {
-				while (rows.next()) {
-					entries.add(
-							new LogEntry(group, rows.getLong("log_index"), rows.getLong("term"), rows.getString("type"),
-									rows.getString("payload"), Statements.instant(rows, "appended_at")));
-				}
-			}
-			return entries;
-		});
+		return onOwnConnection("read the log", this.readSql,
+				LogRows.read(group, afterIndex, limit, Statements::instant));
 	}
 
 	@Override
 	public Bookmark head(String group) {
-		return onOwnConnection("read the log's head", this.headSql, (statement) -> {
-			statement.setString(1, group);
-			try (ResultSet rows = statement.executeQuery()) {
-				return rows.next() ? new Bookmark(group, rows.getLong("last_term"), rows.getLong("last_index"))
-						: new Bookmark(group, 0, 0);
-			}
-		});
+		return onOwnConnection("read the log's head", this.headSql, LogRows.head(group));
 	}
 
 	@Override

@@ -9,6 +9,8 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 
 import javax.sql.DataSource;
@@ -191,6 +193,39 @@ final class Statements {
 
 	static Instant instant(ResultSet rows, String column) throws SQLException {
 		return rows.getObject(column, OffsetDateTime.class).toInstant();
+	}
+
+	/**
+	 * Runs a query and reads each of its rows.
+	 * @param <T> the type of a row's value
+	 * @param statement the query, its parameters set
+	 * @param reader reads the value of a row
+	 * @return the values, in the order of the rows
+	 * @throws SQLException if the query fails or a row cannot be read
+	 */
+	static <T> List<T> list(PreparedStatement statement, RowReader<T> reader) throws SQLException {
+		List<T> values = new ArrayList<>();
+		try (ResultSet rows = statement.executeQuery()) {
+			while (rows.next()) {
+				values.add(reader.read(rows));
+			}
+		}
+		return values;
+	}
+
+	/**
+	 * Runs a query that returns a row, and reads the first.
+	 * @param <T> the type of the row's value
+	 * @param statement the query, its parameters set
+	 * @param reader reads the value of the row
+	 * @return the value
+	 * @throws SQLException if the query fails or the row cannot be read
+	 */
+	static <T> T first(PreparedStatement statement, RowReader<T> reader) throws SQLException {
+		try (ResultSet rows = statement.executeQuery()) {
+			rows.next();
+			return reader.read(rows);
+		}
 	}
 
 	static RuntimeException translate(String task, SQLException ex) {

@@ -1,5 +1,7 @@
 package dev.leader.lease;
 
+import java.util.Locale;
+
 import io.micrometer.common.docs.KeyName;
 import io.micrometer.observation.docs.ObservationDocumentation;
 
@@ -16,19 +18,7 @@ public enum LeaseObservations implements ObservationDocumentation {
 	 * by outcome is the number of acquisitions; a follower only attempts when the lease
 	 * it read runs out or is released, so refusals are rare.
 	 */
-	ACQUIRE {
-
-		@Override
-		public String getName() {
-			return "leader.acquire";
-		}
-
-		@Override
-		public KeyName[] getLowCardinalityKeyNames() {
-			return AcquireKeyNames.values();
-		}
-
-	},
+	ACQUIRE("leader.acquire", AcquireKeyNames.values()),
 
 	/**
 	 * The steady-state round trip of a node, which heartbeats it and renews every lease
@@ -36,53 +26,53 @@ public enum LeaseObservations implements ObservationDocumentation {
 	 * this is the renewal latency; outcome {@code lost} means at least one of those
 	 * leases was not renewed.
 	 */
-	HEARTBEAT {
+	HEARTBEAT("leader.heartbeat", HeartbeatKeyNames.values());
 
-		@Override
-		public String getName() {
-			return "leader.heartbeat";
-		}
+	private final String name;
 
-		@Override
-		public KeyName[] getLowCardinalityKeyNames() {
-			return HeartbeatKeyNames.values();
-		}
+	private final KeyName[] keyNames;
 
-	};
+	LeaseObservations(String name, KeyName[] keyNames) {
+		this.name = name;
+		this.keyNames = keyNames;
+	}
+
+	@Override
+	public String getName() {
+		return this.name;
+	}
+
+	@Override
+	public KeyName[] getLowCardinalityKeyNames() {
+		return this.keyNames.clone();
+	}
 
 	/**
-	 * The low-cardinality keys of {@link #ACQUIRE}.
+	 * The low-cardinality keys of {@link #ACQUIRE}, each its constant's name in lower
+	 * case.
 	 */
 	public enum AcquireKeyNames implements KeyName {
 
 		/**
 		 * The group name.
 		 */
-		GROUP {
-
-			@Override
-			public String asString() {
-				return "group";
-			}
-
-		},
+		GROUP,
 
 		/**
 		 * {@code granted}, {@code refused} or {@code error}.
 		 */
-		OUTCOME {
+		OUTCOME;
 
-			@Override
-			public String asString() {
-				return "outcome";
-			}
-
+		@Override
+		public String asString() {
+			return name().toLowerCase(Locale.ROOT);
 		}
 
 	}
 
 	/**
-	 * The low-cardinality keys of {@link #HEARTBEAT}.
+	 * The low-cardinality keys of {@link #HEARTBEAT}, each its constant's name in lower
+	 * case.
 	 */
 	public enum HeartbeatKeyNames implements KeyName {
 
@@ -90,25 +80,16 @@ public enum LeaseObservations implements ObservationDocumentation {
 		 * {@code leader} if the node held at least one lease when the round trip started,
 		 * else {@code follower}.
 		 */
-		ROLE {
-
-			@Override
-			public String asString() {
-				return "role";
-			}
-
-		},
+		ROLE,
 
 		/**
 		 * {@code success}, {@code lost} (a held lease was not renewed) or {@code error}.
 		 */
-		OUTCOME {
+		OUTCOME;
 
-			@Override
-			public String asString() {
-				return "outcome";
-			}
-
+		@Override
+		public String asString() {
+			return name().toLowerCase(Locale.ROOT);
 		}
 
 	}

@@ -1,13 +1,13 @@
 package dev.leader.log;
 
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 
 import dev.leader.FencingToken;
+import dev.leader.node.OwnThreads;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
@@ -19,11 +19,7 @@ import org.jspecify.annotations.Nullable;
  * read index) and once at start. Every field below is guarded by this object's monitor,
  * which the thread never holds while it reads or applies.
  * <p>
- * The staleness estimate rests on confirmations: a read of the log that started at a
- * moment of the local monotonic clock and found its end at an index. Once that index is
- * applied, this node is no more than the time since that moment behind. The estimate
- * never counts idle time as lag beyond the time since the last confirmation, and it is
- * never low: the moment is taken before the read is sent.
+ * Each read of the log's end is a confirmation for the {@link StalenessEstimate}.
  * <p>
  * With {@linkplain LogRetention retention}, the same thread removes old entries while
  * this node leads the group: it wakes once per retention interval for it, and asks for
@@ -36,8 +32,6 @@ final class GroupTail {
 	private static final Log logger = LogFactory.getLog(DecisionLog.class);
 
 	private static final int BATCH = 500;
-
-	private static final long NONE = Long.MIN_VALUE;
 
 	private final String group;
 
@@ -61,10 +55,7 @@ final class GroupTail {
 
 	private boolean readWanted = true;
 
-	// Confirmations beyond the index applied: {index, moment}, in rising order of both.
-	private final ArrayDeque<long[]> confirmations = new ArrayDeque<>();
-
-	private long confirmedAt = NONE;
+	private final StalenessEstimate staleness = new StalenessEstimate();
 
 	private @Nullable Throwable failure;
 
@@ -90,8 +81,7 @@ final class GroupTail {
 		this.stopped = false;
 		this.readWanted = true;
 		this.retention.start(System.nanoTime());
-		Thread thread = new Thread(this::run, "leader-log-" + this.group);
-		thread.setDaemon(true);
+		Thread thread = OwnThreads.daemon("leader-log-" + this.group, this::run);
 		this.thread = thread;
 		thread.start();
 	}
@@ -134,12 +124,7 @@ final class GroupTail {
 	 */
 	synchronized void confirmed(long index, long sentAt) {
 		notified(index);
-		if (index <= this.applied) {
-			this.confirmedAt = Math.max(this.confirmedAt, sentAt);
-		}
-		else {
-			this.confirmations.addLast(new long[] { index, sentAt });
-		}
+		this.staleness.confirmed(index, sentAt, this.applied);
 	}
 
 	synchronized Bookmark applied() {
@@ -191,7 +176,7 @@ final class GroupTail {
 	 * @return the bound in nanoseconds, or -1 if no read of the log has confirmed it yet
 	 */
 	synchronized long stalenessNanos(long now) {
-		return (this.confirmedAt == NONE) ? -1 : Math.max(0, now - this.confirmedAt);
+		return this.staleness.nanos(now);
 	}
 
 	synchronized @Nullable Throwable failure() {
@@ -366,9 +351,7 @@ final class GroupTail {
 		this.appliedTerm = through.term();
 		this.readWanted = true;
 		this.known = Math.max(this.known, this.applied);
-		while (!this.confirmations.isEmpty() && this.confirmations.peekFirst()[0] <= this.applied) {
-			this.confirmedAt = Math.max(this.confirmedAt, this.confirmations.pollFirst()[1]);
-		}
+		this.staleness.applied(this.applied);
 		notifyAll();
 	}
 
@@ -387,9 +370,7 @@ final class GroupTail {
 			this.terms.started(entry.index(), entry.term());
 			this.appliedTerm = entry.term();
 		}
-		while (!this.confirmations.isEmpty() && this.confirmations.peekFirst()[0] <= this.applied) {
-			this.confirmedAt = Math.max(this.confirmedAt, this.confirmations.pollFirst()[1]);
-		}
+		this.staleness.applied(this.applied);
 		notifyAll();
 	}
 

@@ -25,11 +25,22 @@ public final class OwnThreads {
 	 */
 	public ThreadFactory named(String name) {
 		return (runnable) -> {
-			Thread thread = new Thread(runnable, name);
-			thread.setDaemon(true);
+			Thread thread = daemon(name, runnable);
 			this.threads.add(thread);
 			return thread;
 		};
+	}
+
+	/**
+	 * Returns a daemon thread, not started, that runs the task.
+	 * @param name the name of the thread, {@code leader-…}
+	 * @param task what the thread runs
+	 * @return the thread
+	 */
+	public static Thread daemon(String name, Runnable task) {
+		Thread thread = new Thread(task, name);
+		thread.setDaemon(true);
+		return thread;
 	}
 
 	/**

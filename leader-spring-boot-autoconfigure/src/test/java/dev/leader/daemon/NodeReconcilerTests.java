@@ -85,11 +85,8 @@ class NodeReconcilerTests {
 
 	@Test
 	void revokedDaemonIsCancelledAndHandedBackOnceItsAgentReturned() {
-		this.store.assignment("d1", "a", AssignmentState.ASSIGNING, 1);
-		reconcile();
-		awaitStarted();
-		this.store.assignment("d1", "a", AssignmentState.REVOKING, 1);
-		reconcile();
+		startD1OnThisNode();
+		revokeD1();
 		await().atMost(Duration.ofSeconds(5)).until(() -> this.runsEnded.get() == 1);
 		reconcile();
 		assertThat(this.store.assignment("d1")).get().extracting(Assignment::state).isEqualTo(AssignmentState.DELETED);
@@ -101,11 +98,8 @@ class NodeReconcilerTests {
 	@Test
 	void revokedDaemonWhoseAgentIgnoresCancellationIsInterruptedAndHandedBackAtTheDrainTimeout() {
 		this.agent = (context) -> this.stuck.await();
-		this.store.assignment("d1", "a", AssignmentState.ASSIGNING, 1);
-		reconcile();
-		awaitStarted();
-		this.store.assignment("d1", "a", AssignmentState.REVOKING, 1);
-		reconcile();
+		startD1OnThisNode();
+		revokeD1();
 		await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(50)).until(() -> {
 			reconcile();
 			return this.reconciler.running().isEmpty();
@@ -116,9 +110,7 @@ class NodeReconcilerTests {
 
 	@Test
 	void daemonWhoseAssignmentMovedToAnotherNodeIsStoppedAtOnce() {
-		this.store.assignment("d1", "a", AssignmentState.ASSIGNING, 1);
-		reconcile();
-		awaitStarted();
+		startD1OnThisNode();
 		this.store.assignment("d1", "b", AssignmentState.ASSIGNING, 2);
 		reconcile();
 		assertThat(this.reconciler.running()).isEmpty();
@@ -151,9 +143,7 @@ class NodeReconcilerTests {
 
 	@Test
 	void watchdogStopsEveryDaemonOnceTheLastHeartbeatIsTooOld() {
-		this.store.assignment("d1", "a", AssignmentState.ASSIGNING, 1);
-		reconcile();
-		awaitStarted();
+		startD1OnThisNode();
 		this.reconciler.checkHeartbeat();
 		assertThat(this.reconciler.running()).containsKey("d1");
 		this.node.heartbeated(Duration.ofSeconds(3));
@@ -164,9 +154,7 @@ class NodeReconcilerTests {
 
 	@Test
 	void handOverDrainsTheNodeHandsEveryDaemonBackAndTheNextStartUndrains() {
-		this.store.assignment("d1", "a", AssignmentState.ASSIGNING, 1);
-		reconcile();
-		awaitStarted();
+		startD1OnThisNode();
 		this.reconciler.handOver();
 		assertThat(this.store.applied()).containsSubsequence("drain a", "release d1 a 1");
 		assertThat(this.reconciler.running()).isEmpty();
@@ -182,6 +170,17 @@ class NodeReconcilerTests {
 					this.events::add, this.runsEnded::incrementAndGet, AgentRun.Backoff.DEFAULT);
 		}
 		this.reconciler.reconcile(this.store.read(Duration.ofSeconds(4)));
+	}
+
+	private void startD1OnThisNode() {
+		this.store.assignment("d1", "a", AssignmentState.ASSIGNING, 1);
+		reconcile();
+		awaitStarted();
+	}
+
+	private void revokeD1() {
+		this.store.assignment("d1", "a", AssignmentState.REVOKING, 1);
+		reconcile();
 	}
 
 	// Either the caller or the agent's thread publishes the stop, whichever ends the run

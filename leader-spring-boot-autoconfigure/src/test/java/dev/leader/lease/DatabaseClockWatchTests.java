@@ -20,17 +20,15 @@ class DatabaseClockWatchTests {
 
 	@Test
 	void databaseClockThatAdvancesNoFurtherThanTheTimeFromTheEarlierSendToTheLaterReplyIsNoStep() {
-		this.watch.heartbeat(this.start, 0, SECOND / 10);
 		// 3 s passed locally from the first send to the second reply; the database may
 		// have seen up to that plus the margin.
-		this.watch.heartbeat(this.start.plusMillis(3200), 3 * SECOND - SECOND / 10, 3 * SECOND);
+		twoHeartbeatsThreeSecondsApart(this.start.plusMillis(3200));
 		assertThat(this.watch.steps()).isZero();
 	}
 
 	@Test
 	void databaseClockThatAdvancesBeyondTheLocalTimeByMoreThanTheMarginIsAStep() {
-		this.watch.heartbeat(this.start, 0, SECOND / 10);
-		this.watch.heartbeat(this.start.plusMillis(3201), 3 * SECOND - SECOND / 10, 3 * SECOND);
+		twoHeartbeatsThreeSecondsApart(this.start.plusMillis(3201));
 		assertThat(this.watch.steps()).isOne();
 		// The next comparison starts from the stepped time.
 		this.watch.heartbeat(this.start.plusMillis(6201), 6 * SECOND - SECOND / 10, 6 * SECOND);
@@ -39,9 +37,18 @@ class DatabaseClockWatchTests {
 
 	@Test
 	void databaseClockThatStepsBackIsNotCountedAsAForwardStep() {
-		this.watch.heartbeat(this.start, 0, SECOND / 10);
-		this.watch.heartbeat(this.start.minusSeconds(60), 3 * SECOND - SECOND / 10, 3 * SECOND);
+		twoHeartbeatsThreeSecondsApart(this.start.minusSeconds(60));
 		assertThat(this.watch.steps()).isZero();
+	}
+
+	/**
+	 * Heartbeats at the start, sent at 0 and answered at 0.1 s locally, then again, sent
+	 * at 2.9 s and answered at 3 s.
+	 * @param secondDatabaseTime the database's time in the second heartbeat
+	 */
+	private void twoHeartbeatsThreeSecondsApart(Instant secondDatabaseTime) {
+		this.watch.heartbeat(this.start, 0, SECOND / 10);
+		this.watch.heartbeat(secondDatabaseTime, 3 * SECOND - SECOND / 10, 3 * SECOND);
 	}
 
 }
