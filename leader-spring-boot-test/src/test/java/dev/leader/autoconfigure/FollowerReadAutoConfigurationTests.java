@@ -9,6 +9,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
+import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.assertj.ApplicationContextAssertProvider;
 import org.springframework.boot.test.context.runner.WebApplicationContextRunner;
 import org.springframework.boot.webmvc.autoconfigure.WebMvcAutoConfiguration;
@@ -32,10 +33,16 @@ class FollowerReadAutoConfigurationTests {
 	@RegisterExtension
 	final SchemaContextRunners schema = new SchemaContextRunners();
 
+	private final WebApplicationContextRunner contextRunner = this.schema.on(new WebApplicationContextRunner(),
+			FollowerReadAutoConfiguration.class);
+
+	private final WebApplicationContextRunner mvcContextRunner = this.contextRunner
+		.withConfiguration(AutoConfigurations.of(WebMvcAutoConfiguration.class))
+		.withPropertyValues("leader.node.id=web-node");
+
 	@Test
 	void servletWebApplicationGetsTheInterceptorTheBodyAdviceAndTheAddressAdvertiser() {
-		this.schema.on(new WebApplicationContextRunner(), FollowerReadAutoConfiguration.class)
-			.withPropertyValues("leader.node.id=web-node")
+		this.contextRunner.withPropertyValues("leader.node.id=web-node")
 			.run((context) -> hasFollowerReadBeans(context, true));
 	}
 
@@ -48,17 +55,13 @@ class FollowerReadAutoConfigurationTests {
 
 	@Test
 	void webApplicationWithLeaderDisabledGetsNone() {
-		this.schema.on(new WebApplicationContextRunner(), FollowerReadAutoConfiguration.class)
-			.withPropertyValues("leader.enabled=false")
+		this.contextRunner.withPropertyValues("leader.enabled=false")
 			.run((context) -> hasFollowerReadBeans(context, false));
 	}
 
 	@Test
 	void followerReadOfAGroupThisNodeDoesNotApplyFailsStartupNamingTheHandler() {
-		this.schema
-			.on(new WebApplicationContextRunner(), FollowerReadAutoConfiguration.class, WebMvcAutoConfiguration.class)
-			.withPropertyValues("leader.node.id=web-node")
-			.withUserConfiguration(ReadsController.class)
+		this.mvcContextRunner.withUserConfiguration(ReadsController.class)
 			.run((context) -> assertThat(context).hasFailed()
 				.getFailure()
 				.hasMessageContaining("ReadsController#rate")
@@ -68,14 +71,10 @@ class FollowerReadAutoConfigurationTests {
 
 	@Test
 	void forwardToLeaderGroupJoinsThisNodesElection() {
-		this.schema
-			.on(new WebApplicationContextRunner(), FollowerReadAutoConfiguration.class, WebMvcAutoConfiguration.class)
-			.withPropertyValues("leader.node.id=web-node")
-			.withUserConfiguration(WritesController.class)
-			.run((context) -> {
-				assertThat(context).hasNotFailed();
-				assertThat(context.getBean(LeaderEngine.class).groups()).contains("orders");
-			});
+		this.mvcContextRunner.withUserConfiguration(WritesController.class).run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context.getBean(LeaderEngine.class).groups()).contains("orders");
+		});
 	}
 
 	@ParameterizedTest
@@ -88,8 +87,7 @@ class FollowerReadAutoConfigurationTests {
 					leader.follower-reads.retry-after=0s               | leader.follower-reads.retry-after must be at least 1 s
 					""")
 	void invalidFollowerReadSettingFailsStartupNamingTheProperty(String property, String message) {
-		this.schema.on(new WebApplicationContextRunner(), FollowerReadAutoConfiguration.class)
-			.withPropertyValues("leader.node.id=web-node", property)
+		this.contextRunner.withPropertyValues("leader.node.id=web-node", property)
 			.run((context) -> assertThat(context).hasFailed().getFailure().rootCause().hasMessageContaining(message));
 	}
 
