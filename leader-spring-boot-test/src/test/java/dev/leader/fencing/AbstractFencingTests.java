@@ -31,13 +31,16 @@ import static org.awaitility.Awaitility.await;
 /**
  * {@link Fencing} against a real database: the lease guard and the fences table
  * (guarantee G3), the same behaviour on every database. A subclass per database gives the
- * data source, with the starter's tables and an empty {@code writes (term, node)} table
- * before each test, the database's stores, and the few statements that differ; the tests
- * of what only one database does stay in its subclass.
+ * data source, with the starter's tables empty before each test, the constructors of the
+ * database's stores, and the few statements that differ; the suite adds the
+ * {@code writes (term, node)} table the tests write to. The tests of what only one
+ * database does stay in its subclass.
  */
 abstract class AbstractFencingTests {
 
 	static final TablePrefix PREFIX = new TablePrefix("leader_");
+
+	private static final Duration QUERY_TIMEOUT = Duration.ofSeconds(5);
 
 	private static final NodeRegistration NODE_A = new NodeRegistration("a", "app", "host-a", 1);
 
@@ -47,26 +50,25 @@ abstract class AbstractFencingTests {
 
 	JdbcClient jdbc;
 
+	private final CoordinationStores coordinationStores;
+
+	private final FencingStores fencingStores;
+
+	/**
+	 * Creates the suite on the stores of a database.
+	 * @param coordinationStores the constructor of the database's coordination store
+	 * @param fencingStores the constructor of the database's fencing store
+	 */
+	AbstractFencingTests(CoordinationStores coordinationStores, FencingStores fencingStores) {
+		this.coordinationStores = coordinationStores;
+		this.fencingStores = fencingStores;
+	}
+
 	/**
 	 * Returns the data source of the running test.
 	 * @return the data source
 	 */
 	abstract DataSource dataSource();
-
-	/**
-	 * Creates the database's coordination store, with a query timeout of five seconds.
-	 * @param dataSource the data source of the test
-	 * @return the store
-	 */
-	abstract CoordinationStore coordinationStore(DataSource dataSource);
-
-	/**
-	 * Creates the database's fencing store, with a query timeout of five seconds.
-	 * @param dataSource the data source whose transactions are fenced
-	 * @param holdLimit the hold limit of guarded transactions
-	 * @return the store
-	 */
-	abstract FencingStore fencingStore(DataSource dataSource, Duration holdLimit);
 
 	/**
 	 * Returns whether the lease of the group has expired by the database clock.
@@ -87,11 +89,33 @@ abstract class AbstractFencingTests {
 	 */
 	abstract String holdLimitError();
 
+	/**
+	 * Creates the database's coordination store, with a query timeout of five seconds.
+	 * @param dataSource the data source of the test
+	 * @return the store
+	 */
+	CoordinationStore coordinationStore(DataSource dataSource) {
+		return this.coordinationStores.create(dataSource, PREFIX, QUERY_TIMEOUT);
+	}
+
+	/**
+	 * Creates the database's fencing store, with a query timeout of five seconds.
+	 * @param dataSource the data source whose transactions are fenced
+	 * @param holdLimit the hold limit of guarded transactions
+	 * @return the store
+	 */
+	FencingStore fencingStore(DataSource dataSource, Duration holdLimit) {
+		return this.fencingStores.create(dataSource, PREFIX, QUERY_TIMEOUT, holdLimit);
+	}
+
 	@BeforeEach
 	void createStores() {
 		this.leases = coordinationStore(dataSource());
 		this.transactions = new TransactionTemplate(new DataSourceTransactionManager(dataSource()));
 		this.jdbc = JdbcClient.create(dataSource());
+		// Once for a class whose database is emptied rather than dropped between tests;
+		// on MariaDB, on its default (transactional) engine, InnoDB.
+		this.jdbc.sql("CREATE TABLE IF NOT EXISTS writes (term BIGINT NOT NULL, node VARCHAR(20) NOT NULL)").update();
 	}
 
 	@Test
@@ -125,18 +149,14 @@ abstract class AbstractFencingTests {
 	void guardedWriteAfterTheLeaseExpiredInDatabaseTimeIsRejected() {
 		FencingToken token = acquire("g", "a", Duration.ofMillis(200));
 		awaitExpiry("g");
-		assertThatExceptionOfType(StaleLeadershipException.class).isThrownBy(() -> write(fencing("a"), token, "a"))
-			.withMessageContaining("expired by the database clock");
-		assertThat(writes()).isEmpty();
+		assertWriteOfARejected(token, "expired by the database clock");
 	}
 
 	@Test
 	void guardedWriteAfterReleaseIsRejected() {
 		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
 		this.leases.release("a", Map.of("g", token.term()));
-		assertThatExceptionOfType(StaleLeadershipException.class).isThrownBy(() -> write(fencing("a"), token, "a"))
-			.withMessageContaining("released");
-		assertThat(writes()).isEmpty();
+		assertWriteOfARejected(token, "released");
 	}
 
 	@Test
@@ -428,6 +448,12 @@ abstract class AbstractFencingTests {
 		this.jdbc.sql("INSERT INTO writes (term, node) VALUES (?, ?)").params(token.term(), node).update();
 	}
 
+	private void assertWriteOfARejected(FencingToken token, String reason) {
+		assertThatExceptionOfType(StaleLeadershipException.class).isThrownBy(() -> write(fencing("a"), token, "a"))
+			.withMessageContaining(reason);
+		assertThat(writes()).isEmpty();
+	}
+
 	private List<List<Object>> writes() {
 		return this.jdbc.sql("SELECT term, node FROM writes ORDER BY term, node")
 			.query((rows, i) -> List.<Object>of(rows.getLong(1), rows.getString(2)))
@@ -435,13 +461,7 @@ abstract class AbstractFencingTests {
 	}
 
 	private static void awaitLatch(CountDownLatch latch) {
-		try {
-			assertThat(latch.await(10, TimeUnit.SECONDS)).isTrue();
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new IllegalStateException(ex);
-		}
+		await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(10)).until(() -> latch.getCount() == 0);
 	}
 
 	private record HeldWrite(CountDownLatch held, CompletableFuture<Void> outcome) {
@@ -449,6 +469,26 @@ abstract class AbstractFencingTests {
 		void letGo() {
 			this.held.countDown();
 		}
+
+	}
+
+	/**
+	 * The constructor of a database's coordination store.
+	 */
+	@FunctionalInterface
+	interface CoordinationStores {
+
+		CoordinationStore create(DataSource dataSource, TablePrefix prefix, Duration queryTimeout);
+
+	}
+
+	/**
+	 * The constructor of a database's fencing store.
+	 */
+	@FunctionalInterface
+	interface FencingStores {
+
+		FencingStore create(DataSource dataSource, TablePrefix prefix, Duration queryTimeout, Duration holdLimit);
 
 	}
 

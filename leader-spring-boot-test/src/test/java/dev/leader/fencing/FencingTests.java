@@ -8,9 +8,7 @@ import javax.sql.DataSource;
 import dev.leader.FencingToken;
 import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.jdbc.PostgresFencingStore;
-import dev.leader.lease.CoordinationStore;
 import dev.leader.test.MigratedSchema;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -27,24 +25,13 @@ class FencingTests extends AbstractFencingTests {
 	@RegisterExtension
 	final MigratedSchema schema = new MigratedSchema(8);
 
-	@BeforeEach
-	void createWritesTable() {
-		this.jdbc.sql("CREATE TABLE writes (term BIGINT NOT NULL, node VARCHAR(20) NOT NULL)").update();
+	FencingTests() {
+		super(PostgresCoordinationStore::new, PostgresFencingStore::new);
 	}
 
 	@Override
 	DataSource dataSource() {
 		return this.schema.dataSource();
-	}
-
-	@Override
-	CoordinationStore coordinationStore(DataSource dataSource) {
-		return new PostgresCoordinationStore(dataSource, PREFIX, Duration.ofSeconds(5));
-	}
-
-	@Override
-	FencingStore fencingStore(DataSource dataSource, Duration holdLimit) {
-		return new PostgresFencingStore(dataSource, PREFIX, Duration.ofSeconds(5), holdLimit);
 	}
 
 	@Override

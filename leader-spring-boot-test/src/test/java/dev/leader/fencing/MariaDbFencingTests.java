@@ -18,7 +18,6 @@ import dev.leader.lease.CoordinationStore.AcquireResult;
 import dev.leader.lease.LeaseState;
 import dev.leader.test.FreezeAfterLock;
 import dev.leader.test.MigratedMariaDb;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -43,26 +42,13 @@ class MariaDbFencingTests extends AbstractFencingTests {
 	@RegisterExtension
 	static final MigratedMariaDb database = new MigratedMariaDb(8);
 
-	@BeforeAll
-	static void createWritesTable() {
-		JdbcClient.create(database.dataSource())
-			.sql("CREATE TABLE writes (term BIGINT NOT NULL, node VARCHAR(20) NOT NULL) ENGINE = InnoDB")
-			.update();
+	MariaDbFencingTests() {
+		super(MariaDbCoordinationStore::new, MariaDbFencingStore::new);
 	}
 
 	@Override
 	DataSource dataSource() {
 		return database.dataSource();
-	}
-
-	@Override
-	CoordinationStore coordinationStore(DataSource dataSource) {
-		return new MariaDbCoordinationStore(dataSource, PREFIX, Duration.ofSeconds(5));
-	}
-
-	@Override
-	FencingStore fencingStore(DataSource dataSource, Duration holdLimit) {
-		return new MariaDbFencingStore(dataSource, PREFIX, Duration.ofSeconds(5), holdLimit);
 	}
 
 	@Override

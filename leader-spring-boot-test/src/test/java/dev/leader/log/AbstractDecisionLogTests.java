@@ -49,9 +49,9 @@ import static org.awaitility.Awaitility.await;
  * nodes, {@code a} and {@code b}, each with its own log store; a node that is followed
  * learns of appends as the database lets it without a statement of its own (PostgreSQL's
  * notifications, MariaDB's heartbeat). A subclass per database gives the data source,
- * with the starter's tables and an empty {@code decisions (payload)} table before each
- * test, and the database's stores; the tests of what only one database does stay in its
- * subclass.
+ * with the starter's tables empty before each test, and the database's stores; the suite
+ * adds the {@code decisions (payload)} table the tests write to. The tests of what only
+ * one database does stay in its subclass.
  */
 abstract class AbstractDecisionLogTests {
 
@@ -67,17 +67,21 @@ abstract class AbstractDecisionLogTests {
 
 	final List<DecisionLog> logs = new ArrayList<>();
 
+	private final CoordinationStores coordinationStores;
+
+	/**
+	 * Creates the suite on the coordination store of a database.
+	 * @param coordinationStores the constructor of the database's coordination store
+	 */
+	AbstractDecisionLogTests(CoordinationStores coordinationStores) {
+		this.coordinationStores = coordinationStores;
+	}
+
 	/**
 	 * Returns the data source of the running test.
 	 * @return the data source
 	 */
 	abstract DataSource dataSource();
-
-	/**
-	 * Creates the database's coordination store, with a query timeout of five seconds.
-	 * @return the store
-	 */
-	abstract CoordinationStore coordinationStore();
 
 	/**
 	 * Creates the log store of a node, with a query timeout of five seconds and a hold
@@ -95,11 +99,22 @@ abstract class AbstractDecisionLogTests {
 	 */
 	abstract boolean expired(String group);
 
+	/**
+	 * Creates the database's coordination store, with a query timeout of five seconds.
+	 * @return the store
+	 */
+	CoordinationStore coordinationStore() {
+		return this.coordinationStores.create(dataSource(), PREFIX, Duration.ofSeconds(5));
+	}
+
 	@BeforeEach
 	void createStores() {
 		this.leases = coordinationStore();
 		this.transactions = new TransactionTemplate(new DataSourceTransactionManager(dataSource()));
 		this.jdbc = JdbcClient.create(dataSource());
+		// Once for a class whose database is emptied rather than dropped between tests;
+		// on MariaDB, on its default (transactional) engine, InnoDB.
+		this.jdbc.sql("CREATE TABLE IF NOT EXISTS decisions (payload VARCHAR(100) NOT NULL)").update();
 	}
 
 	/**
@@ -468,6 +483,16 @@ abstract class AbstractDecisionLogTests {
 		public void apply(LogEntry entry) throws Exception {
 			this.entries.add(entry);
 		}
+
+	}
+
+	/**
+	 * The constructor of a database's coordination store.
+	 */
+	@FunctionalInterface
+	interface CoordinationStores {
+
+		CoordinationStore create(DataSource dataSource, TablePrefix prefix, Duration queryTimeout);
 
 	}
 

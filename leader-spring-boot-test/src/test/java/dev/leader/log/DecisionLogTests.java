@@ -13,9 +13,7 @@ import dev.leader.FencingToken;
 import dev.leader.actuate.DecisionLogHealthIndicator;
 import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.jdbc.PostgresLogStore;
-import dev.leader.lease.CoordinationStore;
 import dev.leader.test.MigratedSchema;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -39,9 +37,8 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 
 	private final List<PostgresCoordinationStore> listeners = new ArrayList<>();
 
-	@BeforeEach
-	void createDecisionsTable() {
-		this.jdbc.sql("CREATE TABLE decisions (payload VARCHAR(100) NOT NULL)").update();
+	DecisionLogTests() {
+		super(PostgresCoordinationStore::new);
 	}
 
 	@Override
@@ -55,18 +52,9 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 	}
 
 	@Override
-	CoordinationStore coordinationStore() {
-		return new PostgresCoordinationStore(dataSource(), PREFIX, Duration.ofSeconds(5));
-	}
-
-	@Override
 	LogStore logStore(String node, boolean followed) {
-		PostgresCoordinationStore listener = null;
-		if (followed) {
-			listener = new PostgresCoordinationStore(dataSource(), PREFIX, Duration.ofSeconds(5));
-			this.listeners.add(listener);
-		}
-		return new PostgresLogStore(dataSource(), PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(10), listener);
+		return new PostgresLogStore(dataSource(), PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(10),
+				followed ? listener() : null);
 	}
 
 	@Override
@@ -232,16 +220,19 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 
 	private DecisionLog startRetaining(String node, LogRetention retention, FencingToken leading,
 			AtomicInteger truncations, LogApplier applier) {
-		PostgresCoordinationStore listener = new PostgresCoordinationStore(dataSource(), PREFIX, Duration.ofSeconds(5));
-		this.listeners.add(listener);
-		PostgresLogStore store = new PostgresLogStore(dataSource(), PREFIX, Duration.ofSeconds(5),
-				Duration.ofSeconds(10), listener);
-		LogStore counted = new DelegatingStore(store, truncations, true);
+		LogStore counted = new DelegatingStore(logStore(node, true), truncations, true);
 		DecisionLog log = new DecisionLog(counted, node, List.of(applier), retention,
 				(group) -> Optional.of(leading).filter((token) -> token.group().equals(group)));
 		log.start();
 		this.logs.add(log);
 		return log;
+	}
+
+	// A listening connection of a followed node's own, disconnected after the test.
+	private PostgresCoordinationStore listener() {
+		PostgresCoordinationStore listener = new PostgresCoordinationStore(dataSource(), PREFIX, Duration.ofSeconds(5));
+		this.listeners.add(listener);
+		return listener;
 	}
 
 	static class Resettable extends Recorder {
@@ -260,22 +251,10 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 	}
 
 	/**
-	 * A PostgreSQL log store that counts the truncations asked of it, and may say it has
-	 * no retention.
+	 * A log store that counts the truncations asked of it, and may say it has no
+	 * retention.
 	 */
-	private static final class DelegatingStore implements LogStore {
-
-		private final PostgresLogStore store;
-
-		private final AtomicInteger truncations;
-
-		private final boolean retention;
-
-		DelegatingStore(PostgresLogStore store, AtomicInteger truncations, boolean retention) {
-			this.store = store;
-			this.truncations = truncations;
-			this.retention = retention;
-		}
+	private record DelegatingStore(LogStore store, AtomicInteger truncations, boolean retention) implements LogStore {
 
 		@Override
 		public Appended append(FencingToken token, String nodeId, String type, String payload) {
