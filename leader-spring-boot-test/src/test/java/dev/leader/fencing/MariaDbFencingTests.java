@@ -13,7 +13,6 @@ import dev.leader.FencingToken;
 import dev.leader.StaleLeadershipException;
 import dev.leader.jdbc.MariaDbCoordinationStore;
 import dev.leader.jdbc.MariaDbFencingStore;
-import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.CoordinationStore.AcquireResult;
 import dev.leader.lease.LeaseState;
 import dev.leader.test.FreezeAfterLock;
