@@ -10,6 +10,7 @@ import dev.leader.log.LogApplier;
 import dev.leader.log.LogEntry;
 import dev.leader.log.LogRetention;
 import dev.leader.log.LogStore;
+import dev.leader.log.RecordingApplier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -45,7 +46,7 @@ class DecisionLogAutoConfigurationTests {
 				Bookmark bookmark = context.getBean(TransactionTemplate.class)
 					.execute((tx) -> log.append(token, "rate", "EUR 1.0845"));
 				assertThat(log.awaitApplied(bookmark, WAIT)).isTrue();
-				assertThat(context.getBean(RecordingApplier.class).applied).extracting(LogEntry::payload)
+				assertThat(context.getBean(RecordingApplier.class).entries()).extracting(LogEntry::payload)
 					.containsExactly("EUR 1.0845");
 			});
 	}

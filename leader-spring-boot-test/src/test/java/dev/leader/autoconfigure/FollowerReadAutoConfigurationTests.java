@@ -11,6 +11,7 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.assertj.ApplicationContextAssertProvider;
+import org.springframework.boot.test.context.runner.ContextConsumer;
 import org.springframework.boot.test.context.runner.WebApplicationContextRunner;
 import org.springframework.boot.webmvc.autoconfigure.WebMvcAutoConfiguration;
 import org.springframework.web.bind.annotation.GetMapping;
@@ -42,21 +43,19 @@ class FollowerReadAutoConfigurationTests {
 
 	@Test
 	void servletWebApplicationGetsTheInterceptorTheBodyAdviceAndTheAddressAdvertiser() {
-		this.contextRunner.withPropertyValues("leader.node.id=web-node")
-			.run((context) -> hasFollowerReadBeans(context, true));
+		this.contextRunner.withPropertyValues("leader.node.id=web-node").run(followerReadBeans(true));
+	}
+
+	@Test
+	void webApplicationWithLeaderDisabledGetsNone() {
+		this.contextRunner.withPropertyValues("leader.enabled=false").run(followerReadBeans(false));
 	}
 
 	@Test
 	void applicationThatIsNotAWebApplicationGetsNone() {
 		this.schema.runner(FollowerReadAutoConfiguration.class)
 			.withPropertyValues("leader.node.id=plain-node")
-			.run((context) -> hasFollowerReadBeans(context, false));
-	}
-
-	@Test
-	void webApplicationWithLeaderDisabledGetsNone() {
-		this.contextRunner.withPropertyValues("leader.enabled=false")
-			.run((context) -> hasFollowerReadBeans(context, false));
+			.run(followerReadBeans(false));
 	}
 
 	@Test
@@ -91,16 +90,19 @@ class FollowerReadAutoConfigurationTests {
 			.run((context) -> assertThat(context).hasFailed().getFailure().rootCause().hasMessageContaining(message));
 	}
 
-	private static void hasFollowerReadBeans(ApplicationContextAssertProvider<?> context, boolean present) {
-		assertThat(context).hasNotFailed();
-		for (String bean : BEANS) {
-			if (present) {
-				assertThat(context).hasBean(bean);
+	private static <C extends ApplicationContextAssertProvider<?>> ContextConsumer<C> followerReadBeans(
+			boolean present) {
+		return (context) -> {
+			assertThat(context).hasNotFailed();
+			for (String bean : BEANS) {
+				if (present) {
+					assertThat(context).hasBean(bean);
+				}
+				else {
+					assertThat(context).doesNotHaveBean(bean);
+				}
 			}
-			else {
-				assertThat(context).doesNotHaveBean(bean);
-			}
-		}
+		};
 	}
 
 	@RestController
@@ -117,10 +119,10 @@ class FollowerReadAutoConfigurationTests {
 	@RestController
 	static class WritesController {
 
-		@PutMapping("/orders/{id}")
+		@PutMapping("/orders")
 		@ForwardToLeader(group = "orders")
-		String order(@PathVariable String id) {
-			return id;
+		String order() {
+			return "ordered";
 		}
 
 	}

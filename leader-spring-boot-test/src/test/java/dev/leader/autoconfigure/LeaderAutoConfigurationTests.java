@@ -406,15 +406,15 @@ class LeaderAutoConfigurationTests {
 		final AtomicInteger ticks = new AtomicInteger();
 
 		@Override
+		public AcquireResult acquire(String group, String nodeId, Duration duration) {
+			return new AcquireResult(false, null);
+		}
+
+		@Override
 		public Tick tick(NodeRegistration node, Map<String, Long> held, Collection<String> groups,
 				Duration leaseDuration, Duration nodeExpiry) {
 			this.ticks.incrementAndGet();
 			return new Tick(Map.of(), Map.of(), List.of());
-		}
-
-		@Override
-		public AcquireResult acquire(String group, String nodeId, Duration duration) {
-			return new AcquireResult(false, null);
 		}
 
 		@Override

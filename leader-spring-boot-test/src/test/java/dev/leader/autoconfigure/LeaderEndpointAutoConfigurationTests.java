@@ -14,6 +14,7 @@ import dev.leader.actuate.LeadershipHealthAssertions;
 import dev.leader.actuate.LeadershipHealthIndicator;
 import dev.leader.log.Bookmark;
 import dev.leader.log.DecisionLog;
+import dev.leader.log.RecordingApplier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 

@@ -16,6 +16,7 @@ import dev.leader.log.DecisionLog;
 import dev.leader.log.LogApplier;
 import dev.leader.log.LogEntry;
 import dev.leader.log.LogStore;
+import dev.leader.log.RecordingApplier;
 import dev.leader.test.MariaDbTestDatabase;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -86,7 +87,7 @@ class MariaDbAutoConfigurationTests {
 			Bookmark entry = log.append(token, "rate", "EUR 1");
 			assertThat(entry.term()).isEqualTo(token.term());
 			assertThat(log.awaitApplied(entry, Duration.ofSeconds(10))).isTrue();
-			assertThat(billing.applied).extracting(LogEntry::payload).containsExactly("EUR 1");
+			assertThat(billing.entries()).extracting(LogEntry::payload).containsExactly("EUR 1");
 		});
 	}
 

@@ -54,14 +54,19 @@ abstract class AbstractFencingTests {
 
 	private final FencingStores fencingStores;
 
+	private final SlowStatement slowStatement;
+
 	/**
 	 * Creates the suite on the stores of a database.
 	 * @param coordinationStores the constructor of the database's coordination store
 	 * @param fencingStores the constructor of the database's fencing store
+	 * @param slowStatement a statement that outlasts the hold limits of the tests
 	 */
-	AbstractFencingTests(CoordinationStores coordinationStores, FencingStores fencingStores) {
+	AbstractFencingTests(CoordinationStores coordinationStores, FencingStores fencingStores,
+			SlowStatement slowStatement) {
 		this.coordinationStores = coordinationStores;
 		this.fencingStores = fencingStores;
+		this.slowStatement = slowStatement;
 	}
 
 	/**
@@ -76,18 +81,6 @@ abstract class AbstractFencingTests {
 	 * @return whether the lease expired
 	 */
 	abstract boolean expired(String group);
-
-	/**
-	 * Returns a query that sleeps for ten seconds in the database.
-	 * @return the query
-	 */
-	abstract String sleepTenSeconds();
-
-	/**
-	 * Returns what the error of a statement cancelled at the hold limit says.
-	 * @return part of the error's message
-	 */
-	abstract String holdLimitError();
 
 	/**
 	 * Creates the database's coordination store, with a query timeout of five seconds.
@@ -261,22 +254,8 @@ abstract class AbstractFencingTests {
 		Fencing fencing = fencing("a");
 		CountDownLatch firstGuards = new CountDownLatch(2);
 		CountDownLatch renewed = new CountDownLatch(1);
-		CompletableFuture<Void> forward = CompletableFuture
-			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-				fencing.guard(a);
-				firstGuards.countDown();
-				awaitLatch(renewed);
-				fencing.guard(b);
-				insert(a, "a");
-			}));
-		CompletableFuture<Void> backward = CompletableFuture
-			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-				fencing.guard(b);
-				firstGuards.countDown();
-				awaitLatch(renewed);
-				fencing.guard(a);
-				insert(b, "a");
-			}));
+		CompletableFuture<Void> forward = guardBoth(fencing, a, b, firstGuards, renewed);
+		CompletableFuture<Void> backward = guardBoth(fencing, b, a, firstGuards, renewed);
 		assertThat(firstGuards.await(5, TimeUnit.SECONDS)).isTrue();
 		Tick tick = this.leases.tick(NODE_A, Map.of("a", a.term(), "b", b.term()), List.of("a", "b"),
 				Duration.ofSeconds(10), Duration.ofSeconds(10));
@@ -296,7 +275,7 @@ abstract class AbstractFencingTests {
 			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
 				blocked.guard(token);
 				guarded.countDown();
-				this.jdbc.sql(sleepTenSeconds()).query().singleRow();
+				this.jdbc.sql(this.slowStatement.sql()).query().singleRow();
 				insert(token, "a");
 			}));
 		assertThat(guarded.await(5, TimeUnit.SECONDS)).isTrue();
@@ -309,7 +288,7 @@ abstract class AbstractFencingTests {
 		assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(3));
 		assertThatExceptionOfType(java.util.concurrent.ExecutionException.class)
 			.isThrownBy(() -> writer.get(5, TimeUnit.SECONDS))
-			.withMessageContaining(holdLimitError());
+			.withMessageContaining(this.slowStatement.cancellation());
 		assertThat(writes()).isEmpty();
 	}
 
@@ -417,6 +396,20 @@ abstract class AbstractFencingTests {
 		await().atMost(Duration.ofSeconds(5)).until(() -> expired(group));
 	}
 
+	// Guards the first token, then, once the heartbeat has renewed, the second, and
+	// writes
+	// the first's term as node a, in a transaction on another thread.
+	private CompletableFuture<Void> guardBoth(Fencing fencing, FencingToken first, FencingToken second,
+			CountDownLatch firstGuards, CountDownLatch renewed) {
+		return CompletableFuture.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
+			fencing.guard(first);
+			firstGuards.countDown();
+			awaitLatch(renewed);
+			fencing.guard(second);
+			insert(first, "a");
+		}));
+	}
+
 	// Writes the token's term as node a in a transaction on another thread: the fence is
 	// taken first, and the write waits until the test lets it go.
 	private HeldWrite holdWrite(Runnable fence, FencingToken token) throws InterruptedException {
@@ -469,6 +462,17 @@ abstract class AbstractFencingTests {
 		void letGo() {
 			this.held.countDown();
 		}
+
+	}
+
+	/**
+	 * A statement that sleeps for ten seconds in the database, and what its error says
+	 * when the hold limit cancels it.
+	 *
+	 * @param sql the statement
+	 * @param cancellation part of the error's message
+	 */
+	record SlowStatement(String sql, String cancellation) {
 
 	}
 

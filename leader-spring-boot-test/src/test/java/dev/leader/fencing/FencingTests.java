@@ -26,7 +26,8 @@ class FencingTests extends AbstractFencingTests {
 	final MigratedSchema schema = new MigratedSchema(8);
 
 	FencingTests() {
-		super(PostgresCoordinationStore::new, PostgresFencingStore::new);
+		super(PostgresCoordinationStore::new, PostgresFencingStore::new,
+				new SlowStatement("SELECT pg_sleep(10)", "statement timeout"));
 	}
 
 	@Override
@@ -37,16 +38,6 @@ class FencingTests extends AbstractFencingTests {
 	@Override
 	boolean expired(String group) {
 		return this.schema.leaseExpired(group);
-	}
-
-	@Override
-	String sleepTenSeconds() {
-		return "SELECT pg_sleep(10)";
-	}
-
-	@Override
-	String holdLimitError() {
-		return "statement timeout";
 	}
 
 	@Test

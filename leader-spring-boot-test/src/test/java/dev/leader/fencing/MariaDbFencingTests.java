@@ -42,7 +42,8 @@ class MariaDbFencingTests extends AbstractFencingTests {
 	static final MigratedMariaDb database = new MigratedMariaDb(8);
 
 	MariaDbFencingTests() {
-		super(MariaDbCoordinationStore::new, MariaDbFencingStore::new);
+		super(MariaDbCoordinationStore::new, MariaDbFencingStore::new,
+				new SlowStatement("SELECT SLEEP(10)", "max_statement_time"));
 	}
 
 	@Override
@@ -56,16 +57,6 @@ class MariaDbFencingTests extends AbstractFencingTests {
 			.stream()
 			.filter((lease) -> lease.group().equals(group))
 			.noneMatch(LeaseState::isHeld);
-	}
-
-	@Override
-	String sleepTenSeconds() {
-		return "SELECT SLEEP(10)";
-	}
-
-	@Override
-	String holdLimitError() {
-		return "max_statement_time";
 	}
 
 	@Test

@@ -94,7 +94,7 @@ class MariaDbDecisionLogTests extends AbstractDecisionLogTests {
 	@Test
 	void appendOfALowerTermThanTheLogsIsRejectedEvenUnderAValidLease() {
 		FencingToken token = acquire("g", "a");
-		DecisionLog a = start("a", false, new Recorder("g"));
+		DecisionLog a = start("a", false, new RecordingApplier("g"));
 		a.append(token, "set", "x");
 		// The log has a later term than the lease, as after a failover to a replica that
 		// lost the grant of that term.
@@ -115,7 +115,7 @@ class MariaDbDecisionLogTests extends AbstractDecisionLogTests {
 	@Test
 	void firstAppendsWaitingOnOneThatRollsBackAllCommit() throws Exception {
 		FencingToken token = acquire("g", "a");
-		DecisionLog a = start("a", false, new Recorder("g"));
+		DecisionLog a = start("a", false, new RecordingApplier("g"));
 		CountDownLatch appended = new CountDownLatch(1);
 		CountDownLatch rollBack = new CountDownLatch(1);
 		CompletableFuture<Void> first = CompletableFuture
