@@ -16,7 +16,6 @@ import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseSettings;
 import dev.leader.node.NodeRegistration;
 import dev.leader.test.TestDatabase;
-import org.assertj.core.api.InstanceOfAssertFactories;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -81,15 +80,7 @@ class LeadershipHealthIndicatorTests {
 		await().atMost(Duration.ofSeconds(5)).until(() -> this.engine.isLeader("default"));
 		Health up = indicator.health(true);
 		assertThat(up.getStatus()).isEqualTo(Status.UP);
-		assertThat(up.getDetails()).containsEntry("node", "health-node")
-			.containsEntry("coordinator", "reachable")
-			.containsEntry("roles", Map.of("default", "LEADER"));
-		assertThat(up.getDetails().get("groups")).asInstanceOf(InstanceOfAssertFactories.MAP)
-			.extractingByKey("default", InstanceOfAssertFactories.MAP)
-			.containsEntry("role", "LEADER")
-			.containsEntry("leader", "health-node")
-			.hasEntrySatisfying("leaseRemainingMillis",
-					(left) -> assertThat((long) left).isPositive().isLessThanOrEqualTo(FAST.safeWindow().toMillis()));
+		LeadershipHealthAssertions.assertLeadsTheDefaultGroup(up, "health-node", FAST.safeWindow().toMillis());
 		execute("ALTER ROLE " + this.role + " NOLOGIN",
 				"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '" + this.role + "'");
 		long cutOff = System.nanoTime();

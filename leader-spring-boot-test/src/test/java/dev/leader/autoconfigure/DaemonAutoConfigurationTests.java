@@ -129,7 +129,8 @@ class DaemonAutoConfigurationTests {
 
 	@Test
 	void closingTheLeaderHandsItsLeaseOverBeforeItsDaemonDrainsAndTheDaemonNeverRunsOnTwoNodes() {
-		ApplicationContextRunner nodes = this.contextRunner.withUserConfiguration(SlowToDrainConfiguration.class)
+		ApplicationContextRunner nodes = this.contextRunner
+			.withBean("slow", SlowToDrainAgent.class, SlowToDrainAgent::new)
 			.withPropertyValues("leader.daemons.drain-timeout=5s");
 		nodes.withPropertyValues("leader.node.id=a").run((a) -> {
 			Leadership leaderA = a.getBean(Leadership.class);
@@ -282,16 +283,6 @@ class DaemonAutoConfigurationTests {
 		@Bean
 		DaemonEvents events() {
 			return new DaemonEvents();
-		}
-
-	}
-
-	@Configuration(proxyBeanMethods = false)
-	static class SlowToDrainConfiguration {
-
-		@Bean
-		SlowToDrainAgent slow() {
-			return new SlowToDrainAgent();
 		}
 
 	}

@@ -1,8 +1,6 @@
 package dev.leader.autoconfigure;
 
 import java.time.Duration;
-import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 
 import dev.leader.FencingToken;
 import dev.leader.Leadership;
@@ -12,13 +10,12 @@ import dev.leader.log.LogApplier;
 import dev.leader.log.LogEntry;
 import dev.leader.log.LogRetention;
 import dev.leader.log.LogStore;
+import dev.leader.log.RecordingApplier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration;
 import org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration;
-import org.springframework.context.annotation.Bean;
-import org.springframework.context.annotation.Configuration;
 import org.springframework.transaction.support.TransactionTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -39,7 +36,7 @@ class DecisionLogAutoConfigurationTests {
 	void leaderAppendsInItsTransactionAndTheApplierBeanAppliesWhileTheContextRuns() {
 		this.schema.runner(DataSourceTransactionManagerAutoConfiguration.class, TransactionAutoConfiguration.class)
 			.withPropertyValues("leader.node.id=log-node", "leader.groups=rates")
-			.withUserConfiguration(RatesConfiguration.class)
+			.withBean(RecordingApplier.class, () -> new RecordingApplier("rates"))
 			.run((context) -> {
 				assertThat(context).hasSingleBean(LogStore.class).hasSingleBean(DecisionLog.class);
 				Leadership leadership = context.getBean(Leadership.class);
@@ -49,7 +46,7 @@ class DecisionLogAutoConfigurationTests {
 				Bookmark bookmark = context.getBean(TransactionTemplate.class)
 					.execute((tx) -> log.append(token, "rate", "EUR 1.0845"));
 				assertThat(log.awaitApplied(bookmark, WAIT)).isTrue();
-				assertThat(context.getBean(Rates.class).applied).extracting(LogEntry::payload)
+				assertThat(context.getBean(RecordingApplier.class).entries()).extracting(LogEntry::payload)
 					.containsExactly("EUR 1.0845");
 			});
 	}
@@ -59,7 +56,7 @@ class DecisionLogAutoConfigurationTests {
 		this.schema.runner()
 			.withPropertyValues("leader.node.id=log-node", "leader.groups=rates", "leader.log.retention.max-entries=3",
 					"leader.log.retention.interval=100ms")
-			.withUserConfiguration(RatesConfiguration.class)
+			.withBean(RecordingApplier.class, () -> new RecordingApplier("rates"))
 			.run((context) -> {
 				assertThat(context.getBean(LogRetention.class))
 					.isEqualTo(new LogRetention(3, null, Duration.ofMillis(100)));
@@ -85,32 +82,6 @@ class DecisionLogAutoConfigurationTests {
 			assertThat(log.append(leadership.token("default").orElseThrow(), "note", "x").index()).isEqualTo(1);
 			assertThat(context.getBeansOfType(LogApplier.class)).isEmpty();
 		});
-	}
-
-	@Configuration(proxyBeanMethods = false)
-	static class RatesConfiguration {
-
-		@Bean
-		Rates rates() {
-			return new Rates();
-		}
-
-	}
-
-	static class Rates implements LogApplier {
-
-		final List<LogEntry> applied = new CopyOnWriteArrayList<>();
-
-		@Override
-		public String group() {
-			return "rates";
-		}
-
-		@Override
-		public void apply(LogEntry entry) {
-			this.applied.add(entry);
-		}
-
 	}
 
 }

@@ -9,7 +9,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
+import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.assertj.ApplicationContextAssertProvider;
+import org.springframework.boot.test.context.runner.ContextConsumer;
 import org.springframework.boot.test.context.runner.WebApplicationContextRunner;
 import org.springframework.boot.webmvc.autoconfigure.WebMvcAutoConfiguration;
 import org.springframework.web.bind.annotation.GetMapping;
@@ -32,33 +34,33 @@ class FollowerReadAutoConfigurationTests {
 	@RegisterExtension
 	final SchemaContextRunners schema = new SchemaContextRunners();
 
+	private final WebApplicationContextRunner contextRunner = this.schema.on(new WebApplicationContextRunner(),
+			FollowerReadAutoConfiguration.class);
+
+	private final WebApplicationContextRunner mvcContextRunner = this.contextRunner
+		.withConfiguration(AutoConfigurations.of(WebMvcAutoConfiguration.class))
+		.withPropertyValues("leader.node.id=web-node");
+
 	@Test
 	void servletWebApplicationGetsTheInterceptorTheBodyAdviceAndTheAddressAdvertiser() {
-		this.schema.on(new WebApplicationContextRunner(), FollowerReadAutoConfiguration.class)
-			.withPropertyValues("leader.node.id=web-node")
-			.run((context) -> hasFollowerReadBeans(context, true));
+		this.contextRunner.withPropertyValues("leader.node.id=web-node").run(followerReadBeans(true));
+	}
+
+	@Test
+	void webApplicationWithLeaderDisabledGetsNone() {
+		this.contextRunner.withPropertyValues("leader.enabled=false").run(followerReadBeans(false));
 	}
 
 	@Test
 	void applicationThatIsNotAWebApplicationGetsNone() {
 		this.schema.runner(FollowerReadAutoConfiguration.class)
 			.withPropertyValues("leader.node.id=plain-node")
-			.run((context) -> hasFollowerReadBeans(context, false));
-	}
-
-	@Test
-	void webApplicationWithLeaderDisabledGetsNone() {
-		this.schema.on(new WebApplicationContextRunner(), FollowerReadAutoConfiguration.class)
-			.withPropertyValues("leader.enabled=false")
-			.run((context) -> hasFollowerReadBeans(context, false));
+			.run(followerReadBeans(false));
 	}
 
 	@Test
 	void followerReadOfAGroupThisNodeDoesNotApplyFailsStartupNamingTheHandler() {
-		this.schema
-			.on(new WebApplicationContextRunner(), FollowerReadAutoConfiguration.class, WebMvcAutoConfiguration.class)
-			.withPropertyValues("leader.node.id=web-node")
-			.withUserConfiguration(ReadsController.class)
+		this.mvcContextRunner.withUserConfiguration(ReadsController.class)
 			.run((context) -> assertThat(context).hasFailed()
 				.getFailure()
 				.hasMessageContaining("ReadsController#rate")
@@ -68,14 +70,10 @@ class FollowerReadAutoConfigurationTests {
 
 	@Test
 	void forwardToLeaderGroupJoinsThisNodesElection() {
-		this.schema
-			.on(new WebApplicationContextRunner(), FollowerReadAutoConfiguration.class, WebMvcAutoConfiguration.class)
-			.withPropertyValues("leader.node.id=web-node")
-			.withUserConfiguration(WritesController.class)
-			.run((context) -> {
-				assertThat(context).hasNotFailed();
-				assertThat(context.getBean(LeaderEngine.class).groups()).contains("orders");
-			});
+		this.mvcContextRunner.withUserConfiguration(WritesController.class).run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context.getBean(LeaderEngine.class).groups()).contains("orders");
+		});
 	}
 
 	@ParameterizedTest
@@ -88,21 +86,23 @@ class FollowerReadAutoConfigurationTests {
 					leader.follower-reads.retry-after=0s               | leader.follower-reads.retry-after must be at least 1 s
 					""")
 	void invalidFollowerReadSettingFailsStartupNamingTheProperty(String property, String message) {
-		this.schema.on(new WebApplicationContextRunner(), FollowerReadAutoConfiguration.class)
-			.withPropertyValues("leader.node.id=web-node", property)
+		this.contextRunner.withPropertyValues("leader.node.id=web-node", property)
 			.run((context) -> assertThat(context).hasFailed().getFailure().rootCause().hasMessageContaining(message));
 	}
 
-	private static void hasFollowerReadBeans(ApplicationContextAssertProvider<?> context, boolean present) {
-		assertThat(context).hasNotFailed();
-		for (String bean : BEANS) {
-			if (present) {
-				assertThat(context).hasBean(bean);
+	private static <C extends ApplicationContextAssertProvider<?>> ContextConsumer<C> followerReadBeans(
+			boolean present) {
+		return (context) -> {
+			assertThat(context).hasNotFailed();
+			for (String bean : BEANS) {
+				if (present) {
+					assertThat(context).hasBean(bean);
+				}
+				else {
+					assertThat(context).doesNotHaveBean(bean);
+				}
 			}
-			else {
-				assertThat(context).doesNotHaveBean(bean);
-			}
-		}
+		};
 	}
 
 	@RestController
@@ -119,10 +119,10 @@ class FollowerReadAutoConfigurationTests {
 	@RestController
 	static class WritesController {
 
-		@PutMapping("/orders/{id}")
+		@PutMapping("/orders")
 		@ForwardToLeader(group = "orders")
-		String order(@PathVariable String id) {
-			return id;
+		String order() {
+			return "ordered";
 		}
 
 	}

@@ -35,8 +35,6 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.test.context.assertj.AssertableApplicationContext;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
-import org.springframework.context.annotation.Bean;
-import org.springframework.context.annotation.Configuration;
 import org.springframework.util.ClassUtils;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -95,7 +93,7 @@ class LeaderAutoConfigurationTests {
 
 	@Test
 	void groupsFromPropertiesAndFromLeaderOnlyAnnotationsAllTakePart() {
-		this.contextRunner.withUserConfiguration(JobsConfiguration.class)
+		this.contextRunner.withBean(Jobs.class)
 			.withPropertyValues("leader.groups=alpha,beta")
 			.run((context) -> assertThat(context.getBean(Leadership.class).groups()).containsExactlyInAnyOrder("alpha",
 					"beta", "jobs"));
@@ -103,7 +101,7 @@ class LeaderAutoConfigurationTests {
 
 	@Test
 	void invalidGroupInLeaderOnlyFailsStartupNamingTheBeanAndTheGroup() {
-		this.contextRunner.withUserConfiguration(InvalidGroupConfiguration.class).run((context) -> {
+		this.contextRunner.withBean("invalidGroupJob", InvalidGroupJob.class).run((context) -> {
 			assertThat(context).hasFailed();
 			assertThat(context).getFailure()
 				.hasStackTraceContaining("@LeaderOnly on bean 'invalidGroupJob'")
@@ -128,7 +126,7 @@ class LeaderAutoConfigurationTests {
 
 	@Test
 	void leaderOnlyMethodRunsOnceThisNodeLeadsUnderItsFencingToken() {
-		this.contextRunner.withUserConfiguration(JobsConfiguration.class).run((context) -> {
+		this.contextRunner.withBean(Jobs.class).run((context) -> {
 			Leadership leadership = context.getBean(Leadership.class);
 			Jobs jobs = context.getBean(Jobs.class);
 			await().atMost(WAIT).until(() -> leadership.isLeader("jobs"));
@@ -143,7 +141,7 @@ class LeaderAutoConfigurationTests {
 	@Test
 	void leaderOnlyCallsAreSkippedWhileAnotherNodeLeads() throws SQLException {
 		leaseHeldByAnotherNode("jobs");
-		this.contextRunner.withUserConfiguration(JobsConfiguration.class).run((context) -> {
+		this.contextRunner.withBean(Jobs.class).run((context) -> {
 			Leadership leadership = context.getBean(Leadership.class);
 			Jobs jobs = context.getBean(Jobs.class);
 			await().atMost(WAIT)
@@ -161,7 +159,7 @@ class LeaderAutoConfigurationTests {
 	@Test
 	void whenNotLeaderThrowMakesSkippedVoidCallsThrowToo() throws SQLException {
 		leaseHeldByAnotherNode("jobs");
-		this.contextRunner.withUserConfiguration(JobsConfiguration.class)
+		this.contextRunner.withBean(Jobs.class)
 			.withPropertyValues("leader.leader-only.when-not-leader=throw")
 			.run((context) -> {
 				Jobs jobs = context.getBean(Jobs.class);
@@ -183,7 +181,7 @@ class LeaderAutoConfigurationTests {
 	// interrupted.
 	private boolean interruptedByAYield() {
 		AtomicBoolean interrupted = new AtomicBoolean();
-		this.contextRunner.withUserConfiguration(JobsConfiguration.class).run((context) -> {
+		this.contextRunner.withBean(Jobs.class).run((context) -> {
 			Leadership leadership = context.getBean(Leadership.class);
 			assertThat(leadership.awaitLeadership("jobs", WAIT)).isTrue();
 			Jobs jobs = context.getBean(Jobs.class);
@@ -197,28 +195,31 @@ class LeaderAutoConfigurationTests {
 
 	@Test
 	void userDefinedCoordinationStoreIsUsedByTheEngine() {
-		this.contextRunner.withUserConfiguration(CoordinationStoreConfiguration.class).run((context) -> {
-			assertThat(context).hasSingleBean(CoordinationStore.class)
-				.getBean(CoordinationStore.class)
-				.isSameAs(context.getBean(RecordingCoordinationStore.class));
-			RecordingCoordinationStore store = context.getBean(RecordingCoordinationStore.class);
-			await().atMost(WAIT).untilAsserted(() -> assertThat(store.ticks).hasPositiveValue());
-		});
+		this.contextRunner.withBean(RecordingCoordinationStore.class, RecordingCoordinationStore::new)
+			.run((context) -> {
+				assertThat(context).hasSingleBean(CoordinationStore.class)
+					.getBean(CoordinationStore.class)
+					.isSameAs(context.getBean(RecordingCoordinationStore.class));
+				RecordingCoordinationStore store = context.getBean(RecordingCoordinationStore.class);
+				await().atMost(WAIT).untilAsserted(() -> assertThat(store.ticks).hasPositiveValue());
+			});
 	}
 
 	@Test
 	void userDefinedLeaseSettingsAreUsedByTheEngine() {
-		this.contextRunner.withUserConfiguration(LeaseSettingsConfiguration.class).run((context) -> {
-			assertThat(context).hasSingleBean(LeaseSettings.class);
-			assertThat(context.getBean(LeaderEngine.class).settings()).isSameAs(context.getBean(LeaseSettings.class))
-				.extracting(LeaseSettings::duration)
-				.isEqualTo(Duration.ofSeconds(30));
-		});
+		this.contextRunner.withBean(LeaseSettings.class, LeaderAutoConfigurationTests::customLeaseSettings)
+			.run((context) -> {
+				assertThat(context).hasSingleBean(LeaseSettings.class);
+				assertThat(context.getBean(LeaderEngine.class).settings())
+					.isSameAs(context.getBean(LeaseSettings.class))
+					.extracting(LeaseSettings::duration)
+					.isEqualTo(Duration.ofSeconds(30));
+			});
 	}
 
 	@Test
 	void userDefinedTablePrefixNamesTheTables() {
-		this.contextRunner.withUserConfiguration(TablePrefixConfiguration.class).run((context) -> {
+		this.contextRunner.withBean(TablePrefix.class, () -> new TablePrefix("custom_")).run((context) -> {
 			assertThat(context).hasSingleBean(TablePrefix.class);
 			assertThat(this.schema.tables()).containsExactlyInAnyOrder("custom_leases", "custom_nodes", "custom_fences",
 					"custom_log_heads", "custom_log_entries", "custom_log_starts", "custom_assignments",
@@ -228,32 +229,29 @@ class LeaderAutoConfigurationTests {
 
 	@Test
 	void userDefinedLeadershipReplacesTheEngineAndDecidesLeaderOnlyCalls() {
-		this.contextRunner.withUserConfiguration(LeadershipConfiguration.class, JobsConfiguration.class)
-			.run((context) -> {
-				assertThat(context).hasNotFailed()
-					.hasSingleBean(Leadership.class)
-					.doesNotHaveBean(LeaderEngine.class)
-					.doesNotHaveBean(LeaderEngineLifecycle.class);
-				Jobs jobs = context.getBean(Jobs.class);
-				jobs.run();
-				assertThat(jobs.runs()).isEqualTo(1);
-				assertThat(jobs.token()).isEqualTo(new FencingToken("jobs", 7));
-			});
+		this.contextRunner.withBean(Leadership.class, FixedLeadership::new).withBean(Jobs.class).run((context) -> {
+			assertThat(context).hasNotFailed()
+				.hasSingleBean(Leadership.class)
+				.doesNotHaveBean(LeaderEngine.class)
+				.doesNotHaveBean(LeaderEngineLifecycle.class);
+			Jobs jobs = context.getBean(Jobs.class);
+			jobs.run();
+			assertThat(jobs.runs()).isEqualTo(1);
+			assertThat(jobs.token()).isEqualTo(new FencingToken("jobs", 7));
+		});
 	}
 
 	@Test
 	void disabledLeaderTurnsEverythingOff() {
-		this.contextRunner.withUserConfiguration(JobsConfiguration.class)
-			.withPropertyValues("leader.enabled=false")
-			.run((context) -> {
-				assertThat(context).hasNotFailed()
-					.doesNotHaveBean(Leadership.class)
-					.doesNotHaveBean(CoordinationStore.class)
-					.doesNotHaveBean(LeaderSchemaMigration.class)
-					.doesNotHaveBean(LEADER_ONLY_ADVISOR)
-					.doesNotHaveBean(LeaderProperties.class);
-				assertThat(this.schema.tables()).isEmpty();
-			});
+		this.contextRunner.withBean(Jobs.class).withPropertyValues("leader.enabled=false").run((context) -> {
+			assertThat(context).hasNotFailed()
+				.doesNotHaveBean(Leadership.class)
+				.doesNotHaveBean(CoordinationStore.class)
+				.doesNotHaveBean(LeaderSchemaMigration.class)
+				.doesNotHaveBean(LEADER_ONLY_ADVISOR)
+				.doesNotHaveBean(LeaderProperties.class);
+			assertThat(this.schema.tables()).isEmpty();
+		});
 	}
 
 	@Test
@@ -315,6 +313,11 @@ class LeaderAutoConfigurationTests {
 		});
 	}
 
+	private static LeaseSettings customLeaseSettings() {
+		return new LeaseSettings(Duration.ofSeconds(30), Duration.ofSeconds(5), Duration.ofSeconds(1),
+				Duration.ofMillis(500), Duration.ofSeconds(20), Duration.ofSeconds(5));
+	}
+
 	private static AbstractThrowableAssert<?, ?> assertThatRootCause(AssertableApplicationContext context) {
 		return assertThat(context).hasFailed().getFailure().rootCause();
 	}
@@ -330,16 +333,6 @@ class LeaderAutoConfigurationTests {
 			statement.setString(1, group);
 			statement.executeUpdate();
 		}
-	}
-
-	@Configuration(proxyBeanMethods = false)
-	static class JobsConfiguration {
-
-		@Bean
-		Jobs jobs() {
-			return new Jobs();
-		}
-
 	}
 
 	/**
@@ -397,30 +390,10 @@ class LeaderAutoConfigurationTests {
 
 	}
 
-	@Configuration(proxyBeanMethods = false)
-	static class InvalidGroupConfiguration {
-
-		@Bean
-		InvalidGroupJob invalidGroupJob() {
-			return new InvalidGroupJob();
-		}
-
-	}
-
 	public static class InvalidGroupJob {
 
 		@LeaderOnly(group = "not a group")
 		public void run() {
-		}
-
-	}
-
-	@Configuration(proxyBeanMethods = false)
-	static class CoordinationStoreConfiguration {
-
-		@Bean
-		RecordingCoordinationStore recordingCoordinationStore() {
-			return new RecordingCoordinationStore();
 		}
 
 	}
@@ -456,37 +429,6 @@ class LeaderAutoConfigurationTests {
 		@Override
 		public List<LeaseState> leases() {
 			return List.of();
-		}
-
-	}
-
-	@Configuration(proxyBeanMethods = false)
-	static class LeaseSettingsConfiguration {
-
-		@Bean
-		LeaseSettings customLeaseSettings() {
-			return new LeaseSettings(Duration.ofSeconds(30), Duration.ofSeconds(5), Duration.ofSeconds(1),
-					Duration.ofMillis(500), Duration.ofSeconds(20), Duration.ofSeconds(5));
-		}
-
-	}
-
-	@Configuration(proxyBeanMethods = false)
-	static class TablePrefixConfiguration {
-
-		@Bean
-		TablePrefix customTablePrefix() {
-			return new TablePrefix("custom_");
-		}
-
-	}
-
-	@Configuration(proxyBeanMethods = false)
-	static class LeadershipConfiguration {
-
-		@Bean
-		Leadership fixedLeadership() {
-			return new FixedLeadership();
 		}
 
 	}

@@ -1,7 +1,6 @@
 package dev.leader.autoconfigure;
 
 import java.time.Duration;
-import java.util.Map;
 
 import dev.leader.FencingToken;
 import dev.leader.Leadership;
@@ -11,12 +10,11 @@ import dev.leader.actuate.LeadershipEndpoint.LogDescriptor;
 import dev.leader.actuate.LeadershipEndpoint.Role;
 import dev.leader.actuate.LeadershipEndpoint.YieldDescriptor;
 import dev.leader.actuate.LeadershipEndpointWebExtension;
+import dev.leader.actuate.LeadershipHealthAssertions;
 import dev.leader.actuate.LeadershipHealthIndicator;
 import dev.leader.log.Bookmark;
 import dev.leader.log.DecisionLog;
-import dev.leader.log.LogApplier;
-import dev.leader.log.LogEntry;
-import org.assertj.core.api.InstanceOfAssertFactories;
+import dev.leader.log.RecordingApplier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -56,7 +54,7 @@ class LeaderEndpointAutoConfigurationTests {
 	@Test
 	void endpointShowsTheAppliedBookmarkLagAndStalenessOfEachGroupWithADecisionLog() {
 		this.contextRunner.withPropertyValues("management.endpoints.web.exposure.include=leadership")
-			.withBean(Prices.class)
+			.withBean(RecordingApplier.class, () -> new RecordingApplier("prices"))
 			.run((context) -> {
 				Leadership leadership = context.getBean(Leadership.class);
 				LeadershipEndpoint endpoint = context.getBean(LeadershipEndpoint.class);
@@ -132,16 +130,8 @@ class LeaderEndpointAutoConfigurationTests {
 			HealthIndicator indicator = context.getBean(LeadershipHealthIndicator.class);
 			Health health = await().atMost(Duration.ofSeconds(10))
 				.until(() -> indicator.health(true), (candidate) -> candidate.getStatus().equals(Status.UP));
-			assertThat(health.getDetails()).containsEntry("node", "test-node")
-				.containsEntry("coordinator", "reachable")
-				.containsEntry("roles", Map.of("default", "LEADER"));
-			assertThat(health.getDetails().get("groups")).asInstanceOf(InstanceOfAssertFactories.MAP)
-				.extractingByKey("default", InstanceOfAssertFactories.MAP)
-				.containsEntry("role", "LEADER")
-				.containsEntry("leader", "test-node")
-				.containsEntry("term", context.getBean(Leadership.class).token("default").orElseThrow().term())
-				.hasEntrySatisfying("leaseRemainingMillis",
-						(left) -> assertThat((long) left).isPositive().isLessThanOrEqualTo(9_800));
+			LeadershipHealthAssertions.assertLeadsTheDefaultGroup(health, "test-node", 9_800)
+				.containsEntry("term", context.getBean(Leadership.class).token("default").orElseThrow().term());
 		});
 	}
 
@@ -167,19 +157,6 @@ class LeaderEndpointAutoConfigurationTests {
 				.doesNotHaveBean(Leadership.class)
 				.doesNotHaveBean(LeadershipEndpoint.class)
 				.doesNotHaveBean(LeadershipHealthIndicator.class));
-	}
-
-	static class Prices implements LogApplier {
-
-		@Override
-		public String group() {
-			return "prices";
-		}
-
-		@Override
-		public void apply(LogEntry entry) {
-		}
-
 	}
 
 }

@@ -15,6 +15,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
@@ -40,58 +41,7 @@ class LeaderSettingsValidationTests {
 		.withPropertyValues("leader.node.id=test-node");
 
 	static Stream<Arguments> invalidSettings() {
-		String atMost24Days = " must be at most 24 days (PT576H), was ";
 		return Stream.of(
-				// Ranges of the lease's durations.
-				invalid("leader.lease.duration must be positive, was PT0S", "leader.lease.duration=0s"),
-				invalid("leader.lease.duration must be positive, was PT-10S", "leader.lease.duration=-10s"),
-				invalid("leader.lease.duration" + atMost24Days + "PT720H", "leader.lease.duration=30d"),
-				invalid("leader.lease.duration" + atMost24Days + "PT576H0.001S", "leader.lease.duration=PT576H0.001S"),
-				invalid("leader.lease.duration" + atMost24Days + "PT239999976H", "leader.lease.duration=9999999d"),
-				invalid("leader.lease.renew-interval must be positive, was PT0S", "leader.lease.renew-interval=0ms"),
-				invalid("leader.lease.renew-interval must be positive, was PT-1S", "leader.lease.renew-interval=-1s"),
-				invalid("leader.lease.renew-interval" + atMost24Days + "PT720H", "leader.lease.renew-interval=30d"),
-				invalid("leader.lease.retry-interval must be positive, was PT0S", "leader.lease.retry-interval=0s"),
-				invalid("leader.lease.retry-interval" + atMost24Days + "PT239999976H",
-						"leader.lease.retry-interval=9999999d"),
-				invalid("leader.lease.safety-margin must not be negative, was PT-0.001S",
-						"leader.lease.safety-margin=-1ms"),
-				invalid("leader.lease.safety-margin" + atMost24Days + "PT720H", "leader.lease.safety-margin=30d"),
-				invalid("leader.lease.yield-cooldown must not be negative, was PT-1S",
-						"leader.lease.yield-cooldown=-1s"),
-				invalid("leader.lease.yield-cooldown" + atMost24Days + "PT239999976H",
-						"leader.lease.yield-cooldown=9999999d"),
-				invalid("leader.node.expiry must be positive, was PT0S", "leader.node.expiry=0s"),
-				invalid("leader.node.expiry" + atMost24Days + "PT720H", "leader.node.expiry=30d"),
-				// Ranges of the decision log's retention.
-				invalid("leader.log.retention.max-entries must be at least 1 (or unset to keep any number), was 0",
-						"leader.log.retention.max-entries=0"),
-				invalid("leader.log.retention.max-age must be at least 1ms (or unset for no limit of age), was PT-1S",
-						"leader.log.retention.max-age=-1s"),
-				invalid("leader.log.retention.interval must be positive, was PT0S", "leader.log.retention.interval=0s"),
-				invalid("leader.log.retention.interval" + atMost24Days + "PT720H", "leader.log.retention.interval=30d"),
-				// Ranges of the daemon settings.
-				invalid("leader.daemons.ack-timeout must be positive, was PT0S", "leader.daemons.ack-timeout=0s"),
-				invalid("leader.daemons.ack-timeout" + atMost24Days + "PT720H", "leader.daemons.ack-timeout=30d"),
-				invalid("leader.daemons.drain-timeout must be positive, was PT-1S", "leader.daemons.drain-timeout=-1s"),
-				invalid("leader.daemons.drain-timeout" + atMost24Days + "PT239999976H",
-						"leader.daemons.drain-timeout=9999999d"),
-				invalid("leader.daemons.settle-window must not be negative, was PT-0.001S",
-						"leader.daemons.settle-window=-1ms"),
-				invalid("leader.daemons.settle-window" + atMost24Days + "PT720H", "leader.daemons.settle-window=30d"),
-				invalid("leader.daemons.max-moves-per-cycle must be at least 1, was 0",
-						"leader.daemons.max-moves-per-cycle=0"),
-				invalid("leader.daemons.max-moves-per-cycle must be at least 1, was -2147483648",
-						"leader.daemons.max-moves-per-cycle=-2147483648"),
-				// The query timeout, twice which is the network timeout in int
-				// milliseconds.
-				invalid("leader.jdbc.query-timeout must be positive, was PT-1S", "leader.jdbc.query-timeout=-1s"),
-				invalid("leader.jdbc.query-timeout must be at most 12 days (PT288H), was PT288H0.001S",
-						"leader.jdbc.query-timeout=PT288H0.001S"),
-				invalid("leader.jdbc.query-timeout must be at most 12 days (PT288H), was PT720H",
-						"leader.jdbc.query-timeout=30d"),
-				invalid("leader.jdbc.query-timeout must be at most 12 days (PT288H), was PT239999976H",
-						"leader.jdbc.query-timeout=9999999d"),
 				// Names longer than their columns, or that PostgreSQL would reject.
 				invalid("leader.node.name: Invalid node name", "leader.node.name=" + "n".repeat(201)),
 				invalid("leader.node.name: Invalid node name", "leader.node.name=   "),
@@ -140,10 +90,51 @@ class LeaderSettingsValidationTests {
 	@ParameterizedTest(name = "{1}")
 	@MethodSource("invalidSettings")
 	void invalidSettingFailsStartupNamingThePropertyBeforeAnythingIsCreated(String message, String[] properties) {
-		this.contextRunner.withPropertyValues(properties).run((context) -> {
-			assertThat(context).hasFailed().getFailure().rootCause().hasMessageContaining(message);
-			assertThat(this.schema.tables()).isEmpty();
-		});
+		assertStartupFailsBeforeAnythingIsCreated(message, properties);
+	}
+
+	@ParameterizedTest(name = "{0}")
+	@CsvSource(delimiter = '|',
+			textBlock = """
+					# Ranges of the lease's durations.
+					leader.lease.duration=0s                       | leader.lease.duration must be positive, was PT0S
+					leader.lease.duration=-10s                     | leader.lease.duration must be positive, was PT-10S
+					leader.lease.duration=30d                      | leader.lease.duration must be at most 24 days (PT576H), was PT720H
+					leader.lease.duration=PT576H0.001S             | leader.lease.duration must be at most 24 days (PT576H), was PT576H0.001S
+					leader.lease.duration=9999999d                 | leader.lease.duration must be at most 24 days (PT576H), was PT239999976H
+					leader.lease.renew-interval=0ms                | leader.lease.renew-interval must be positive, was PT0S
+					leader.lease.renew-interval=-1s                | leader.lease.renew-interval must be positive, was PT-1S
+					leader.lease.renew-interval=30d                | leader.lease.renew-interval must be at most 24 days (PT576H), was PT720H
+					leader.lease.retry-interval=0s                 | leader.lease.retry-interval must be positive, was PT0S
+					leader.lease.retry-interval=9999999d           | leader.lease.retry-interval must be at most 24 days (PT576H), was PT239999976H
+					leader.lease.safety-margin=-1ms                | leader.lease.safety-margin must not be negative, was PT-0.001S
+					leader.lease.safety-margin=30d                 | leader.lease.safety-margin must be at most 24 days (PT576H), was PT720H
+					leader.lease.yield-cooldown=-1s                | leader.lease.yield-cooldown must not be negative, was PT-1S
+					leader.lease.yield-cooldown=9999999d           | leader.lease.yield-cooldown must be at most 24 days (PT576H), was PT239999976H
+					leader.node.expiry=0s                          | leader.node.expiry must be positive, was PT0S
+					leader.node.expiry=30d                         | leader.node.expiry must be at most 24 days (PT576H), was PT720H
+					# Ranges of the decision log's retention.
+					leader.log.retention.max-entries=0             | leader.log.retention.max-entries must be at least 1 (or unset to keep any number), was 0
+					leader.log.retention.max-age=-1s               | leader.log.retention.max-age must be at least 1ms (or unset for no limit of age), was PT-1S
+					leader.log.retention.interval=0s               | leader.log.retention.interval must be positive, was PT0S
+					leader.log.retention.interval=30d              | leader.log.retention.interval must be at most 24 days (PT576H), was PT720H
+					# Ranges of the daemon settings.
+					leader.daemons.ack-timeout=0s                  | leader.daemons.ack-timeout must be positive, was PT0S
+					leader.daemons.ack-timeout=30d                 | leader.daemons.ack-timeout must be at most 24 days (PT576H), was PT720H
+					leader.daemons.drain-timeout=-1s               | leader.daemons.drain-timeout must be positive, was PT-1S
+					leader.daemons.drain-timeout=9999999d          | leader.daemons.drain-timeout must be at most 24 days (PT576H), was PT239999976H
+					leader.daemons.settle-window=-1ms              | leader.daemons.settle-window must not be negative, was PT-0.001S
+					leader.daemons.settle-window=30d               | leader.daemons.settle-window must be at most 24 days (PT576H), was PT720H
+					leader.daemons.max-moves-per-cycle=0           | leader.daemons.max-moves-per-cycle must be at least 1, was 0
+					leader.daemons.max-moves-per-cycle=-2147483648 | leader.daemons.max-moves-per-cycle must be at least 1, was -2147483648
+					# The query timeout, twice which is the network timeout in int milliseconds.
+					leader.jdbc.query-timeout=-1s                  | leader.jdbc.query-timeout must be positive, was PT-1S
+					leader.jdbc.query-timeout=PT288H0.001S         | leader.jdbc.query-timeout must be at most 12 days (PT288H), was PT288H0.001S
+					leader.jdbc.query-timeout=30d                  | leader.jdbc.query-timeout must be at most 12 days (PT288H), was PT720H
+					leader.jdbc.query-timeout=9999999d             | leader.jdbc.query-timeout must be at most 12 days (PT288H), was PT239999976H
+					""")
+	void settingOutOfItsRangeFailsStartupNamingThePropertyBeforeAnythingIsCreated(String property, String message) {
+		assertStartupFailsBeforeAnythingIsCreated(message, property);
 	}
 
 	@Test
@@ -222,6 +213,13 @@ class LeaderSettingsValidationTests {
 						.extracting(NodeInfo::baseUrl, NodeInfo::zone)
 						.containsExactly("https://node-1.example.com:8443/app", "z".repeat(64)));
 			});
+	}
+
+	private void assertStartupFailsBeforeAnythingIsCreated(String message, String... properties) {
+		this.contextRunner.withPropertyValues(properties).run((context) -> {
+			assertThat(context).hasFailed().getFailure().rootCause().hasMessageContaining(message);
+			assertThat(this.schema.tables()).isEmpty();
+		});
 	}
 
 	private static String expectedName(String[] properties) {

@@ -13,8 +13,6 @@ import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.autoconfigure.aop.AopAutoConfiguration;
 import org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
-import org.springframework.context.annotation.Bean;
-import org.springframework.context.annotation.Configuration;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -51,7 +49,7 @@ class LeaderWiringTests {
 
 	@Test
 	void leaderOnlyAppliesWithoutSpringBootsAopAutoConfiguration() {
-		this.contextRunner.withUserConfiguration(JobConfiguration.class).run((context) -> {
+		this.contextRunner.withBean("job", LeaderJob.class, LeaderJob::new).run((context) -> {
 			Job job = context.getBean(Job.class);
 			assertThat(AopUtils.isAopProxy(job)).isTrue();
 			await().atMost(Duration.ofSeconds(10)).until(() -> context.getBean(Leadership.class).isLeader("jobs"));
@@ -62,7 +60,7 @@ class LeaderWiringTests {
 	@Test
 	void leaderOnlyBeanGetsAClassProxyByDefault() {
 		this.contextRunner.withConfiguration(AutoConfigurations.of(AopAutoConfiguration.class))
-			.withUserConfiguration(JobConfiguration.class)
+			.withBean("job", LeaderJob.class, LeaderJob::new)
 			.run((context) -> assertThat(AopUtils.isCglibProxy(context.getBean(Job.class))).isTrue());
 	}
 
@@ -70,7 +68,7 @@ class LeaderWiringTests {
 	void leaderOnlyBeanGetsAnInterfaceProxyWhenTheApplicationAsksForOne() {
 		this.contextRunner.withConfiguration(AutoConfigurations.of(AopAutoConfiguration.class))
 			.withPropertyValues("spring.aop.proxy-target-class=false")
-			.withUserConfiguration(JobConfiguration.class)
+			.withBean("job", LeaderJob.class, LeaderJob::new)
 			.run((context) -> {
 				Job job = context.getBean(Job.class);
 				assertThat(Proxy.isProxyClass(job.getClass())).isTrue();
@@ -91,16 +89,6 @@ class LeaderWiringTests {
 		@LeaderOnly(group = "jobs")
 		public String run() {
 			return "ran";
-		}
-
-	}
-
-	@Configuration(proxyBeanMethods = false)
-	static class JobConfiguration {
-
-		@Bean
-		LeaderJob job() {
-			return new LeaderJob();
 		}
 
 	}

@@ -1,8 +1,6 @@
 package dev.leader.autoconfigure;
 
 import java.time.Duration;
-import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 
 import dev.leader.FencingToken;
 import dev.leader.Leadership;
@@ -18,6 +16,7 @@ import dev.leader.log.DecisionLog;
 import dev.leader.log.LogApplier;
 import dev.leader.log.LogEntry;
 import dev.leader.log.LogStore;
+import dev.leader.log.RecordingApplier;
 import dev.leader.test.MariaDbTestDatabase;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -77,20 +76,8 @@ class MariaDbAutoConfigurationTests {
 
 	@Test
 	void decisionLogOnMariaDbAppendsUnderTheLeadersTermAndItsNodeAppliesTheEntry() {
-		List<LogEntry> applied = new CopyOnWriteArrayList<>();
-		this.contextRunner.withBean(LogApplier.class, () -> new LogApplier() {
-
-			@Override
-			public String group() {
-				return "billing";
-			}
-
-			@Override
-			public void apply(LogEntry entry) {
-				applied.add(entry);
-			}
-
-		}).run((context) -> {
+		RecordingApplier billing = new RecordingApplier("billing");
+		this.contextRunner.withBean(LogApplier.class, () -> billing).run((context) -> {
 			assertThat(context).hasNotFailed();
 			assertThat(context.getBean(LogStore.class)).isInstanceOf(MariaDbLogStore.class);
 			DecisionLog log = context.getBean(DecisionLog.class);
@@ -100,7 +87,7 @@ class MariaDbAutoConfigurationTests {
 			Bookmark entry = log.append(token, "rate", "EUR 1");
 			assertThat(entry.term()).isEqualTo(token.term());
 			assertThat(log.awaitApplied(entry, Duration.ofSeconds(10))).isTrue();
-			assertThat(applied).extracting(LogEntry::payload).containsExactly("EUR 1");
+			assertThat(billing.entries()).extracting(LogEntry::payload).containsExactly("EUR 1");
 		});
 	}
 

@@ -31,13 +31,16 @@ import static org.awaitility.Awaitility.await;
 /**
  * {@link Fencing} against a real database: the lease guard and the fences table
  * (guarantee G3), the same behaviour on every database. A subclass per database gives the
- * data source, with the starter's tables and an empty {@code writes (term, node)} table
- * before each test, the database's stores, and the few statements that differ; the tests
- * of what only one database does stay in its subclass.
+ * data source, with the starter's tables empty before each test, the constructors of the
+ * database's stores, and the few statements that differ; the suite adds the
+ * {@code writes (term, node)} table the tests write to. The tests of what only one
+ * database does stay in its subclass.
  */
 abstract class AbstractFencingTests {
 
 	static final TablePrefix PREFIX = new TablePrefix("leader_");
+
+	private static final Duration QUERY_TIMEOUT = Duration.ofSeconds(5);
 
 	private static final NodeRegistration NODE_A = new NodeRegistration("a", "app", "host-a", 1);
 
@@ -47,26 +50,30 @@ abstract class AbstractFencingTests {
 
 	JdbcClient jdbc;
 
+	private final CoordinationStores coordinationStores;
+
+	private final FencingStores fencingStores;
+
+	private final SlowStatement slowStatement;
+
+	/**
+	 * Creates the suite on the stores of a database.
+	 * @param coordinationStores the constructor of the database's coordination store
+	 * @param fencingStores the constructor of the database's fencing store
+	 * @param slowStatement a statement that outlasts the hold limits of the tests
+	 */
+	AbstractFencingTests(CoordinationStores coordinationStores, FencingStores fencingStores,
+			SlowStatement slowStatement) {
+		this.coordinationStores = coordinationStores;
+		this.fencingStores = fencingStores;
+		this.slowStatement = slowStatement;
+	}
+
 	/**
 	 * Returns the data source of the running test.
 	 * @return the data source
 	 */
 	abstract DataSource dataSource();
-
-	/**
-	 * Creates the database's coordination store, with a query timeout of five seconds.
-	 * @param dataSource the data source of the test
-	 * @return the store
-	 */
-	abstract CoordinationStore coordinationStore(DataSource dataSource);
-
-	/**
-	 * Creates the database's fencing store, with a query timeout of five seconds.
-	 * @param dataSource the data source whose transactions are fenced
-	 * @param holdLimit the hold limit of guarded transactions
-	 * @return the store
-	 */
-	abstract FencingStore fencingStore(DataSource dataSource, Duration holdLimit);
 
 	/**
 	 * Returns whether the lease of the group has expired by the database clock.
@@ -76,22 +83,32 @@ abstract class AbstractFencingTests {
 	abstract boolean expired(String group);
 
 	/**
-	 * Returns a query that sleeps for ten seconds in the database.
-	 * @return the query
+	 * Creates the database's coordination store, with a query timeout of five seconds.
+	 * @param dataSource the data source of the test
+	 * @return the store
 	 */
-	abstract String sleepTenSeconds();
+	CoordinationStore coordinationStore(DataSource dataSource) {
+		return this.coordinationStores.create(dataSource, PREFIX, QUERY_TIMEOUT);
+	}
 
 	/**
-	 * Returns what the error of a statement cancelled at the hold limit says.
-	 * @return part of the error's message
+	 * Creates the database's fencing store, with a query timeout of five seconds.
+	 * @param dataSource the data source whose transactions are fenced
+	 * @param holdLimit the hold limit of guarded transactions
+	 * @return the store
 	 */
-	abstract String holdLimitError();
+	FencingStore fencingStore(DataSource dataSource, Duration holdLimit) {
+		return this.fencingStores.create(dataSource, PREFIX, QUERY_TIMEOUT, holdLimit);
+	}
 
 	@BeforeEach
 	void createStores() {
 		this.leases = coordinationStore(dataSource());
 		this.transactions = new TransactionTemplate(new DataSourceTransactionManager(dataSource()));
 		this.jdbc = JdbcClient.create(dataSource());
+		// Once for a class whose database is emptied rather than dropped between tests;
+		// on MariaDB, on its default (transactional) engine, InnoDB.
+		this.jdbc.sql("CREATE TABLE IF NOT EXISTS writes (term BIGINT NOT NULL, node VARCHAR(20) NOT NULL)").update();
 	}
 
 	@Test
@@ -125,18 +142,14 @@ abstract class AbstractFencingTests {
 	void guardedWriteAfterTheLeaseExpiredInDatabaseTimeIsRejected() {
 		FencingToken token = acquire("g", "a", Duration.ofMillis(200));
 		awaitExpiry("g");
-		assertThatExceptionOfType(StaleLeadershipException.class).isThrownBy(() -> write(fencing("a"), token, "a"))
-			.withMessageContaining("expired by the database clock");
-		assertThat(writes()).isEmpty();
+		assertWriteOfARejected(token, "expired by the database clock");
 	}
 
 	@Test
 	void guardedWriteAfterReleaseIsRejected() {
 		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
 		this.leases.release("a", Map.of("g", token.term()));
-		assertThatExceptionOfType(StaleLeadershipException.class).isThrownBy(() -> write(fencing("a"), token, "a"))
-			.withMessageContaining("released");
-		assertThat(writes()).isEmpty();
+		assertWriteOfARejected(token, "released");
 	}
 
 	@Test
@@ -241,22 +254,8 @@ abstract class AbstractFencingTests {
 		Fencing fencing = fencing("a");
 		CountDownLatch firstGuards = new CountDownLatch(2);
 		CountDownLatch renewed = new CountDownLatch(1);
-		CompletableFuture<Void> forward = CompletableFuture
-			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-				fencing.guard(a);
-				firstGuards.countDown();
-				awaitLatch(renewed);
-				fencing.guard(b);
-				insert(a, "a");
-			}));
-		CompletableFuture<Void> backward = CompletableFuture
-			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
-				fencing.guard(b);
-				firstGuards.countDown();
-				awaitLatch(renewed);
-				fencing.guard(a);
-				insert(b, "a");
-			}));
+		CompletableFuture<Void> forward = guardBoth(fencing, a, b, firstGuards, renewed);
+		CompletableFuture<Void> backward = guardBoth(fencing, b, a, firstGuards, renewed);
 		assertThat(firstGuards.await(5, TimeUnit.SECONDS)).isTrue();
 		Tick tick = this.leases.tick(NODE_A, Map.of("a", a.term(), "b", b.term()), List.of("a", "b"),
 				Duration.ofSeconds(10), Duration.ofSeconds(10));
@@ -276,7 +275,7 @@ abstract class AbstractFencingTests {
 			.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
 				blocked.guard(token);
 				guarded.countDown();
-				this.jdbc.sql(sleepTenSeconds()).query().singleRow();
+				this.jdbc.sql(this.slowStatement.sql()).query().singleRow();
 				insert(token, "a");
 			}));
 		assertThat(guarded.await(5, TimeUnit.SECONDS)).isTrue();
@@ -289,7 +288,7 @@ abstract class AbstractFencingTests {
 		assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(3));
 		assertThatExceptionOfType(java.util.concurrent.ExecutionException.class)
 			.isThrownBy(() -> writer.get(5, TimeUnit.SECONDS))
-			.withMessageContaining(holdLimitError());
+			.withMessageContaining(this.slowStatement.cancellation());
 		assertThat(writes()).isEmpty();
 	}
 
@@ -397,6 +396,20 @@ abstract class AbstractFencingTests {
 		await().atMost(Duration.ofSeconds(5)).until(() -> expired(group));
 	}
 
+	// Guards the first token, then, once the heartbeat has renewed, the second, and
+	// writes
+	// the first's term as node a, in a transaction on another thread.
+	private CompletableFuture<Void> guardBoth(Fencing fencing, FencingToken first, FencingToken second,
+			CountDownLatch firstGuards, CountDownLatch renewed) {
+		return CompletableFuture.runAsync(() -> this.transactions.executeWithoutResult((tx) -> {
+			fencing.guard(first);
+			firstGuards.countDown();
+			awaitLatch(renewed);
+			fencing.guard(second);
+			insert(first, "a");
+		}));
+	}
+
 	// Writes the token's term as node a in a transaction on another thread: the fence is
 	// taken first, and the write waits until the test lets it go.
 	private HeldWrite holdWrite(Runnable fence, FencingToken token) throws InterruptedException {
@@ -428,6 +441,12 @@ abstract class AbstractFencingTests {
 		this.jdbc.sql("INSERT INTO writes (term, node) VALUES (?, ?)").params(token.term(), node).update();
 	}
 
+	private void assertWriteOfARejected(FencingToken token, String reason) {
+		assertThatExceptionOfType(StaleLeadershipException.class).isThrownBy(() -> write(fencing("a"), token, "a"))
+			.withMessageContaining(reason);
+		assertThat(writes()).isEmpty();
+	}
+
 	private List<List<Object>> writes() {
 		return this.jdbc.sql("SELECT term, node FROM writes ORDER BY term, node")
 			.query((rows, i) -> List.<Object>of(rows.getLong(1), rows.getString(2)))
@@ -435,13 +454,7 @@ abstract class AbstractFencingTests {
 	}
 
 	private static void awaitLatch(CountDownLatch latch) {
-		try {
-			assertThat(latch.await(10, TimeUnit.SECONDS)).isTrue();
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new IllegalStateException(ex);
-		}
+		await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(10)).until(() -> latch.getCount() == 0);
 	}
 
 	private record HeldWrite(CountDownLatch held, CompletableFuture<Void> outcome) {
@@ -449,6 +462,37 @@ abstract class AbstractFencingTests {
 		void letGo() {
 			this.held.countDown();
 		}
+
+	}
+
+	/**
+	 * A statement that sleeps for ten seconds in the database, and what its error says
+	 * when the hold limit cancels it.
+	 *
+	 * @param sql the statement
+	 * @param cancellation part of the error's message
+	 */
+	record SlowStatement(String sql, String cancellation) {
+
+	}
+
+	/**
+	 * The constructor of a database's coordination store.
+	 */
+	@FunctionalInterface
+	interface CoordinationStores {
+
+		CoordinationStore create(DataSource dataSource, TablePrefix prefix, Duration queryTimeout);
+
+	}
+
+	/**
+	 * The constructor of a database's fencing store.
+	 */
+	@FunctionalInterface
+	interface FencingStores {
+
+		FencingStore create(DataSource dataSource, TablePrefix prefix, Duration queryTimeout, Duration holdLimit);
 
 	}
 

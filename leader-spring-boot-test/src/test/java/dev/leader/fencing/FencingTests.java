@@ -8,9 +8,7 @@ import javax.sql.DataSource;
 import dev.leader.FencingToken;
 import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.jdbc.PostgresFencingStore;
-import dev.leader.lease.CoordinationStore;
 import dev.leader.test.MigratedSchema;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -27,9 +25,9 @@ class FencingTests extends AbstractFencingTests {
 	@RegisterExtension
 	final MigratedSchema schema = new MigratedSchema(8);
 
-	@BeforeEach
-	void createWritesTable() {
-		this.jdbc.sql("CREATE TABLE writes (term BIGINT NOT NULL, node VARCHAR(20) NOT NULL)").update();
+	FencingTests() {
+		super(PostgresCoordinationStore::new, PostgresFencingStore::new,
+				new SlowStatement("SELECT pg_sleep(10)", "statement timeout"));
 	}
 
 	@Override
@@ -38,28 +36,8 @@ class FencingTests extends AbstractFencingTests {
 	}
 
 	@Override
-	CoordinationStore coordinationStore(DataSource dataSource) {
-		return new PostgresCoordinationStore(dataSource, PREFIX, Duration.ofSeconds(5));
-	}
-
-	@Override
-	FencingStore fencingStore(DataSource dataSource, Duration holdLimit) {
-		return new PostgresFencingStore(dataSource, PREFIX, Duration.ofSeconds(5), holdLimit);
-	}
-
-	@Override
 	boolean expired(String group) {
 		return this.schema.leaseExpired(group);
-	}
-
-	@Override
-	String sleepTenSeconds() {
-		return "SELECT pg_sleep(10)";
-	}
-
-	@Override
-	String holdLimitError() {
-		return "statement timeout";
 	}
 
 	@Test

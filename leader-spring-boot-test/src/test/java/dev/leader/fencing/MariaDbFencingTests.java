@@ -13,12 +13,10 @@ import dev.leader.FencingToken;
 import dev.leader.StaleLeadershipException;
 import dev.leader.jdbc.MariaDbCoordinationStore;
 import dev.leader.jdbc.MariaDbFencingStore;
-import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.CoordinationStore.AcquireResult;
 import dev.leader.lease.LeaseState;
 import dev.leader.test.FreezeAfterLock;
 import dev.leader.test.MigratedMariaDb;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -43,11 +41,9 @@ class MariaDbFencingTests extends AbstractFencingTests {
 	@RegisterExtension
 	static final MigratedMariaDb database = new MigratedMariaDb(8);
 
-	@BeforeAll
-	static void createWritesTable() {
-		JdbcClient.create(database.dataSource())
-			.sql("CREATE TABLE writes (term BIGINT NOT NULL, node VARCHAR(20) NOT NULL) ENGINE = InnoDB")
-			.update();
+	MariaDbFencingTests() {
+		super(MariaDbCoordinationStore::new, MariaDbFencingStore::new,
+				new SlowStatement("SELECT SLEEP(10)", "max_statement_time"));
 	}
 
 	@Override
@@ -56,31 +52,11 @@ class MariaDbFencingTests extends AbstractFencingTests {
 	}
 
 	@Override
-	CoordinationStore coordinationStore(DataSource dataSource) {
-		return new MariaDbCoordinationStore(dataSource, PREFIX, Duration.ofSeconds(5));
-	}
-
-	@Override
-	FencingStore fencingStore(DataSource dataSource, Duration holdLimit) {
-		return new MariaDbFencingStore(dataSource, PREFIX, Duration.ofSeconds(5), holdLimit);
-	}
-
-	@Override
 	boolean expired(String group) {
 		return this.leases.leases()
 			.stream()
 			.filter((lease) -> lease.group().equals(group))
 			.noneMatch(LeaseState::isHeld);
-	}
-
-	@Override
-	String sleepTenSeconds() {
-		return "SELECT SLEEP(10)";
-	}
-
-	@Override
-	String holdLimitError() {
-		return "max_statement_time";
 	}
 
 	@Test

@@ -114,10 +114,8 @@ class PostgresHighAvailabilityTests {
 
 	@Test
 	void termsKeepRisingAndNodesFollowWhenAnAsynchronousStandbyThatStoppedStreamingIsPromoted() {
-		startNodes();
-		NodeEvent first = awaitStableLeader(0, this.origin);
+		NodeEvent first = startNodesAndAwaitTheFirstLeadersWrites(3);
 		assertThat(first.term()).as("terms of a never-promoted server").isLessThan(EPOCH);
-		awaitWrites(first.term(), 3);
 		advanceFence(new FencingToken(ALPHA, first.term()));
 		this.servers.standby().orElseThrow().stopStreaming();
 		// A grant on the primary alone: the leader is killed, and another node is granted
@@ -144,9 +142,7 @@ class PostgresHighAvailabilityTests {
 	@Test
 	void termsKeepRisingAndNodesFollowWhenASynchronousStandbyIsPromoted() {
 		this.servers.replicateSynchronously(true);
-		startNodes();
-		NodeEvent first = awaitStableLeader(0, this.origin);
-		awaitWrites(first.term(), 5);
+		NodeEvent first = startNodesAndAwaitTheFirstLeadersWrites(5);
 		List<Write> before = FaultHistory.readWrites(this.cluster.dataSource());
 		long highestBefore = highestGrantedTerm();
 		Failover failover = measure("synchronous", this.servers.failover(), highestBefore);
@@ -159,9 +155,7 @@ class PostgresHighAvailabilityTests {
 	@Test
 	void leaderOfASynchronousPrimaryCutOffFromItsStandbyStepsDownWithinItsSafeWindow() {
 		this.servers.replicateSynchronously(true);
-		startNodes();
-		NodeEvent first = awaitStableLeader(0, this.origin);
-		awaitWrites(first.term(), 3);
+		NodeEvent first = startNodesAndAwaitTheFirstLeadersWrites(3);
 		NodeProcess leader = this.running.get(first.node());
 		long cut = System.nanoTime();
 		this.servers.standby().orElseThrow().stopStreaming();
@@ -348,6 +342,13 @@ class PostgresHighAvailabilityTests {
 		awaitWritesSince(mark);
 		String summary = checkHistory();
 		System.out.println("HA fault run: episodes=" + done.size() + " " + summary);
+	}
+
+	private NodeEvent startNodesAndAwaitTheFirstLeadersWrites(int writes) {
+		startNodes();
+		NodeEvent first = awaitStableLeader(0, this.origin);
+		awaitWrites(first.term(), writes);
+		return first;
 	}
 
 	private void startNodes() {

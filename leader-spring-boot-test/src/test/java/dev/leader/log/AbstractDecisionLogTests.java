@@ -9,7 +9,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -49,9 +48,9 @@ import static org.awaitility.Awaitility.await;
  * nodes, {@code a} and {@code b}, each with its own log store; a node that is followed
  * learns of appends as the database lets it without a statement of its own (PostgreSQL's
  * notifications, MariaDB's heartbeat). A subclass per database gives the data source,
- * with the starter's tables and an empty {@code decisions (payload)} table before each
- * test, and the database's stores; the tests of what only one database does stay in its
- * subclass.
+ * with the starter's tables empty before each test, and the database's stores; the suite
+ * adds the {@code decisions (payload)} table the tests write to. The tests of what only
+ * one database does stay in its subclass.
  */
 abstract class AbstractDecisionLogTests {
 
@@ -67,17 +66,21 @@ abstract class AbstractDecisionLogTests {
 
 	final List<DecisionLog> logs = new ArrayList<>();
 
+	private final CoordinationStores coordinationStores;
+
+	/**
+	 * Creates the suite on the coordination store of a database.
+	 * @param coordinationStores the constructor of the database's coordination store
+	 */
+	AbstractDecisionLogTests(CoordinationStores coordinationStores) {
+		this.coordinationStores = coordinationStores;
+	}
+
 	/**
 	 * Returns the data source of the running test.
 	 * @return the data source
 	 */
 	abstract DataSource dataSource();
-
-	/**
-	 * Creates the database's coordination store, with a query timeout of five seconds.
-	 * @return the store
-	 */
-	abstract CoordinationStore coordinationStore();
 
 	/**
 	 * Creates the log store of a node, with a query timeout of five seconds and a hold
@@ -95,11 +98,22 @@ abstract class AbstractDecisionLogTests {
 	 */
 	abstract boolean expired(String group);
 
+	/**
+	 * Creates the database's coordination store, with a query timeout of five seconds.
+	 * @return the store
+	 */
+	CoordinationStore coordinationStore() {
+		return this.coordinationStores.create(dataSource(), PREFIX, Duration.ofSeconds(5));
+	}
+
 	@BeforeEach
 	void createStores() {
 		this.leases = coordinationStore();
 		this.transactions = new TransactionTemplate(new DataSourceTransactionManager(dataSource()));
 		this.jdbc = JdbcClient.create(dataSource());
+		// Once for a class whose database is emptied rather than dropped between tests;
+		// on MariaDB, on its default (transactional) engine, InnoDB.
+		this.jdbc.sql("CREATE TABLE IF NOT EXISTS decisions (payload VARCHAR(100) NOT NULL)").update();
 	}
 
 	/**
@@ -118,8 +132,8 @@ abstract class AbstractDecisionLogTests {
 	@Test
 	void leaderAppendsGaplessIndexesInCommitOrderAndEveryNodeAppliesEachOnceInOrder() {
 		FencingToken token = acquire("g", "a");
-		Recorder onA = new Recorder("g");
-		Recorder onB = new Recorder("g");
+		RecordingApplier onA = new RecordingApplier("g");
+		RecordingApplier onB = new RecordingApplier("g");
 		DecisionLog a = start("a", true, onA);
 		DecisionLog b = start("b", true, onB);
 		List<Bookmark> appended = new ArrayList<>();
@@ -141,17 +155,17 @@ abstract class AbstractDecisionLogTests {
 		assertThat(appended).extracting(Bookmark::term).containsOnly(token.term());
 		Bookmark last = appended.get(appended.size() - 1);
 		await().atMost(TIMEOUT).until(() -> a.applied("g").equals(last) && b.applied("g").equals(last));
-		for (Recorder recorder : List.of(onA, onB)) {
-			assertThat(recorder.entries).extracting(LogEntry::index)
+		for (RecordingApplier recorder : List.of(onA, onB)) {
+			assertThat(recorder.entries()).extracting(LogEntry::index)
 				.containsExactlyElementsOf(LongStream.rangeClosed(1, 20).boxed().toList());
-			assertThat(recorder.entries).extracting(LogEntry::payload).doesNotContain("p2", "p5", "p29");
+			assertThat(recorder.entries()).extracting(LogEntry::payload).doesNotContain("p2", "p5", "p29");
 		}
 	}
 
 	@Test
 	void appendJoinsTheCallersTransactionAndCommitsWithItsWrites() {
 		FencingToken token = acquire("g", "a");
-		DecisionLog a = start("a", true, new Recorder("g"));
+		DecisionLog a = start("a", true, new RecordingApplier("g"));
 		Bookmark entry = this.transactions.execute((tx) -> {
 			this.jdbc.sql("INSERT INTO decisions (payload) VALUES ('x')").update();
 			Bookmark appended = a.append(token, "set", "x");
@@ -166,8 +180,8 @@ abstract class AbstractDecisionLogTests {
 	@Test
 	void appendOfAStaleTermIsRejectedAndWritesNothing() {
 		FencingToken stale = acquireFor("g", "a", Duration.ofMillis(200));
-		DecisionLog a = start("a", true, new Recorder("g"));
-		DecisionLog b = start("b", true, new Recorder("g"));
+		DecisionLog a = start("a", true, new RecordingApplier("g"));
+		DecisionLog b = start("b", true, new RecordingApplier("g"));
 		a.append(stale, "set", "from a");
 		await().atMost(TIMEOUT).until(() -> expired("g"));
 		FencingToken current = acquire("g", "b");
@@ -204,8 +218,8 @@ abstract class AbstractDecisionLogTests {
 	 */
 	private void appendFromManyThreads(boolean inTransactions) throws Exception {
 		FencingToken token = acquire("g", "a");
-		Recorder onB = new Recorder("g");
-		DecisionLog a = start("a", true, new Recorder("g"));
+		RecordingApplier onB = new RecordingApplier("g");
+		DecisionLog a = start("a", true, new RecordingApplier("g"));
 		DecisionLog b = start("b", true, onB);
 		int threads = 8;
 		int each = 40;
@@ -245,7 +259,7 @@ abstract class AbstractDecisionLogTests {
 			}
 			assertThat(all).containsExactlyInAnyOrderElementsOf(LongStream.rangeClosed(1, all.size()).boxed().toList());
 			await().atMost(TIMEOUT).until(() -> b.applied("g").index() == all.size());
-			assertThat(onB.entries).extracting(LogEntry::index)
+			assertThat(onB.entries()).extracting(LogEntry::index)
 				.containsExactlyElementsOf(LongStream.rangeClosed(1, all.size()).boxed().toList());
 		}
 		finally {
@@ -257,7 +271,7 @@ abstract class AbstractDecisionLogTests {
 	void bookmarkReadWaitsForTheEntryAndFailsForAnEntryOfAnotherHistory() throws Exception {
 		FencingToken token = acquire("g", "a");
 		CountDownLatch released = new CountDownLatch(1);
-		Recorder blocked = new Recorder("g") {
+		RecordingApplier blocked = new RecordingApplier("g") {
 
 			@Override
 			public void apply(LogEntry entry) throws Exception {
@@ -266,13 +280,13 @@ abstract class AbstractDecisionLogTests {
 			}
 
 		};
-		DecisionLog a = start("a", true, new Recorder("g"));
+		DecisionLog a = start("a", true, new RecordingApplier("g"));
 		DecisionLog b = start("b", true, blocked);
 		Bookmark entry = a.append(token, "set", "x");
 		assertThat(b.awaitApplied(entry, Duration.ofMillis(200))).as("applied while the applier is blocked").isFalse();
 		released.countDown();
 		assertThat(b.awaitApplied(entry, TIMEOUT)).isTrue();
-		assertThat(blocked.entries).extracting(LogEntry::payload).containsExactly("x");
+		assertThat(blocked.entries()).extracting(LogEntry::payload).containsExactly("x");
 		Bookmark otherHistory = new Bookmark("g", token.term() + 1, 1);
 		assertThatIllegalStateException().isThrownBy(() -> b.awaitApplied(otherHistory, TIMEOUT))
 			.withMessageContaining("not in the history");
@@ -302,10 +316,10 @@ abstract class AbstractDecisionLogTests {
 			}
 
 		};
-		DecisionLog b = new DecisionLog(counted, "b", List.of(new Recorder("g")));
+		DecisionLog b = new DecisionLog(counted, "b", List.of(new RecordingApplier("g")));
 		b.start();
 		this.logs.add(b);
-		start("a", true, new Recorder("g")).append(token, "set", "x");
+		start("a", true, new RecordingApplier("g")).append(token, "set", "x");
 		assertThat(b.awaitApplied(new Bookmark("g", token.term(), 1), TIMEOUT)).isTrue();
 		int before = reads.get();
 		assertThat(b.awaitApplied(new Bookmark("g", token.term(), 1000), Duration.ofMillis(500))).isFalse();
@@ -315,8 +329,8 @@ abstract class AbstractDecisionLogTests {
 	@Test
 	void readIndexCatchesUpANodeThatHearsNoNotification() throws Exception {
 		FencingToken token = acquire("g", "a");
-		DecisionLog a = start("a", true, new Recorder("g"));
-		Recorder deaf = new Recorder("g");
+		DecisionLog a = start("a", true, new RecordingApplier("g"));
+		RecordingApplier deaf = new RecordingApplier("g");
 		DecisionLog b = start("b", false, deaf);
 		await().atMost(TIMEOUT).until(() -> b.staleness("g").isPresent());
 		for (int i = 0; i < 5; i++) {
@@ -326,13 +340,13 @@ abstract class AbstractDecisionLogTests {
 		assertThat(b.applied("g").index()).as("applied without a notification").isZero();
 		assertThat(b.awaitReadIndex("g", TIMEOUT)).isTrue();
 		assertThat(b.applied("g")).isEqualTo(new Bookmark("g", token.term(), 5));
-		assertThat(deaf.entries).hasSize(5);
+		assertThat(deaf.entries()).hasSize(5);
 	}
 
 	@Test
 	void stalenessBoundComesFromTheLastReadAndARefreshStaysWithinTheBound() throws Exception {
 		acquire("g", "a");
-		DecisionLog b = start("b", false, new Recorder("g"));
+		DecisionLog b = start("b", false, new RecordingApplier("g"));
 		await().atMost(TIMEOUT).until(() -> b.staleness("g").isPresent());
 		Duration before = b.staleness("g").orElseThrow();
 		await().atMost(TIMEOUT).until(() -> b.staleness("g").orElseThrow().compareTo(before.plusMillis(100)) > 0);
@@ -343,7 +357,7 @@ abstract class AbstractDecisionLogTests {
 	@Test
 	void failingApplierHaltsItsGroupAndNothingAfterIsApplied() throws Exception {
 		FencingToken token = acquire("g", "a");
-		Recorder failing = new Recorder("g") {
+		RecordingApplier failing = new RecordingApplier("g") {
 
 			@Override
 			public void apply(LogEntry entry) throws Exception {
@@ -354,7 +368,7 @@ abstract class AbstractDecisionLogTests {
 			}
 
 		};
-		DecisionLog a = start("a", true, new Recorder("g"));
+		DecisionLog a = start("a", true, new RecordingApplier("g"));
 		DecisionLog b = start("b", true, failing);
 		for (int i = 0; i < 5; i++) {
 			a.append(token, "set", "p" + i);
@@ -364,7 +378,7 @@ abstract class AbstractDecisionLogTests {
 		assertThat(b.applied("g").index()).isEqualTo(2);
 		assertThatIllegalStateException().isThrownBy(() -> b.awaitApplied(new Bookmark("g", token.term(), 5), TIMEOUT))
 			.withMessageContaining("halted");
-		assertThat(failing.entries).extracting(LogEntry::index).containsExactly(1L, 2L);
+		assertThat(failing.entries()).extracting(LogEntry::index).containsExactly(1L, 2L);
 		Health health = new DecisionLogHealthIndicator(b).health(true);
 		assertThat(health.getStatus()).isEqualTo(Status.DOWN);
 		assertThat(health.getDetails()).extractingByKey("groups")
@@ -377,7 +391,7 @@ abstract class AbstractDecisionLogTests {
 	@Test
 	void groupWithoutApplierAndInvalidTypeAreRefused() {
 		FencingToken token = acquire("g", "a");
-		DecisionLog a = start("a", true, new Recorder("g"));
+		DecisionLog a = start("a", true, new RecordingApplier("g"));
 		assertThatIllegalArgumentException().isThrownBy(() -> a.applied("other"))
 			.withMessageContaining("no LogApplier bean for it");
 		assertThatIllegalArgumentException().isThrownBy(() -> a.append(token, "bad type; drop", "x"));
@@ -387,7 +401,7 @@ abstract class AbstractDecisionLogTests {
 	@Test
 	void appendingTransactionDoesNotHoldUpTheHoldersRenewal() throws Exception {
 		FencingToken token = acquire("g", "a");
-		DecisionLog a = start("a", false, new Recorder("g"));
+		DecisionLog a = start("a", false, new RecordingApplier("g"));
 		NodeRegistration node = new NodeRegistration("a", "app", "host-a", 1);
 		CountDownLatch appended = new CountDownLatch(1);
 		CountDownLatch renewed = new CountDownLatch(1);
@@ -449,25 +463,13 @@ abstract class AbstractDecisionLogTests {
 		return this.jdbc.sql("SELECT count(*) FROM " + table).query(Long.class).single();
 	}
 
-	static class Recorder implements LogApplier {
+	/**
+	 * The constructor of a database's coordination store.
+	 */
+	@FunctionalInterface
+	interface CoordinationStores {
 
-		private final String group;
-
-		final List<LogEntry> entries = new CopyOnWriteArrayList<>();
-
-		Recorder(String group) {
-			this.group = group;
-		}
-
-		@Override
-		public String group() {
-			return this.group;
-		}
-
-		@Override
-		public void apply(LogEntry entry) throws Exception {
-			this.entries.add(entry);
-		}
+		CoordinationStore create(DataSource dataSource, TablePrefix prefix, Duration queryTimeout);
 
 	}
 

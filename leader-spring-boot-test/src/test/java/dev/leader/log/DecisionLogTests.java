@@ -13,9 +13,7 @@ import dev.leader.FencingToken;
 import dev.leader.actuate.DecisionLogHealthIndicator;
 import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.jdbc.PostgresLogStore;
-import dev.leader.lease.CoordinationStore;
 import dev.leader.test.MigratedSchema;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -39,9 +37,8 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 
 	private final List<PostgresCoordinationStore> listeners = new ArrayList<>();
 
-	@BeforeEach
-	void createDecisionsTable() {
-		this.jdbc.sql("CREATE TABLE decisions (payload VARCHAR(100) NOT NULL)").update();
+	DecisionLogTests() {
+		super(PostgresCoordinationStore::new);
 	}
 
 	@Override
@@ -55,18 +52,9 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 	}
 
 	@Override
-	CoordinationStore coordinationStore() {
-		return new PostgresCoordinationStore(dataSource(), PREFIX, Duration.ofSeconds(5));
-	}
-
-	@Override
 	LogStore logStore(String node, boolean followed) {
-		PostgresCoordinationStore listener = null;
-		if (followed) {
-			listener = new PostgresCoordinationStore(dataSource(), PREFIX, Duration.ofSeconds(5));
-			this.listeners.add(listener);
-		}
-		return new PostgresLogStore(dataSource(), PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(10), listener);
+		return new PostgresLogStore(dataSource(), PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(10),
+				followed ? listener() : null);
 	}
 
 	@Override
@@ -77,7 +65,7 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 	@Test
 	void appendMakesTheCommitOfItsTransactionDurableWhateverTheSessionSays() {
 		FencingToken token = acquire("g", "a");
-		DecisionLog a = start("a", true, new Recorder("g"));
+		DecisionLog a = start("a", true, new RecordingApplier("g"));
 		String setting = this.transactions.execute((tx) -> {
 			this.jdbc.sql("SET LOCAL synchronous_commit = off").update();
 			a.append(token, "set", "x");
@@ -91,7 +79,7 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 		FencingToken token = acquire("g", "a");
 		AtomicInteger truncations = new AtomicInteger();
 		DecisionLog a = startRetaining("a", new LogRetention(5, null, Duration.ofMillis(50)), token, truncations,
-				new Recorder("g"));
+				new RecordingApplier("g"));
 		Bookmark last = null;
 		for (int i = 1; i <= 20; i++) {
 			last = a.append(token, "set", "p" + i);
@@ -112,7 +100,7 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 		DecisionLog c = start("c", true, late);
 		assertThat(c.awaitApplied(last, TIMEOUT)).isTrue();
 		assertThat(late.resets).containsExactly(new Bookmark("g", token.term(), 15));
-		assertThat(late.entries).extracting(LogEntry::index).containsExactly(16L, 17L, 18L, 19L, 20L);
+		assertThat(late.entries()).extracting(LogEntry::index).containsExactly(16L, 17L, 18L, 19L, 20L);
 		assertThat(c.awaitApplied(new Bookmark("g", token.term(), 3), TIMEOUT)).as("a bookmark of the reset's term")
 			.isTrue();
 		assertThatIllegalStateException()
@@ -126,7 +114,7 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 	void ageRetentionRemovesEntriesOlderThanTheLimitAndKeepsTheLast() throws Exception {
 		FencingToken token = acquire("g", "a");
 		DecisionLog a = startRetaining("a", new LogRetention(0, Duration.ofMillis(300), Duration.ofMillis(50)), token,
-				new AtomicInteger(), new Recorder("g"));
+				new AtomicInteger(), new RecordingApplier("g"));
 		for (int i = 1; i <= 3; i++) {
 			a.append(token, "set", "p" + i);
 		}
@@ -146,25 +134,25 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 		DecisionLog c = start("c", true, late);
 		assertThat(c.awaitApplied(fourth, TIMEOUT)).isTrue();
 		assertThat(late.resets).containsExactly(new Bookmark("g", token.term(), 3));
-		assertThat(late.entries).extracting(LogEntry::payload).containsExactly("p4");
+		assertThat(late.entries()).extracting(LogEntry::payload).containsExactly("p4");
 	}
 
 	@Test
 	void lateNodeWhoseApplierCannotResetHaltsItsGroupVisiblyRatherThanSkip() throws Exception {
 		FencingToken token = acquire("g", "a");
 		DecisionLog a = startRetaining("a", new LogRetention(2, null, Duration.ofMillis(50)), token,
-				new AtomicInteger(), new Recorder("g"));
+				new AtomicInteger(), new RecordingApplier("g"));
 		for (int i = 1; i <= 6; i++) {
 			a.append(token, "set", "p" + i);
 		}
 		await().atMost(TIMEOUT).until(() -> count("leader_log_entries") == 2);
-		Recorder late = new Recorder("g");
+		RecordingApplier late = new RecordingApplier("g");
 		DecisionLog c = start("c", true, late);
 		await().atMost(TIMEOUT).until(() -> c.failure("g").isPresent());
 		assertThat(c.failure("g").orElseThrow())
 			.hasMessageContaining("truncated through entry g@" + token.term() + ".4")
 			.hasMessageContaining("does not implement LogApplier.reset");
-		assertThat(late.entries).isEmpty();
+		assertThat(late.entries()).isEmpty();
 		assertThat(c.applied("g").index()).isZero();
 		Health health = new DecisionLogHealthIndicator(c).health(true);
 		assertThat(health.getStatus()).isEqualTo(Status.DOWN);
@@ -178,7 +166,7 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 		PostgresLogStore store = new PostgresLogStore(dataSource(), PREFIX, Duration.ofSeconds(5),
 				Duration.ofSeconds(10), null);
 		LogStore keepsAll = new DelegatingStore(store, new AtomicInteger(), false);
-		List<LogApplier> appliers = List.of(new Recorder("g"));
+		List<LogApplier> appliers = List.of(new RecordingApplier("g"));
 		assertThatIllegalStateException()
 			.isThrownBy(() -> new DecisionLog(keepsAll, "a", appliers, new LogRetention(1, null, Duration.ofMinutes(1)),
 					(group) -> Optional.empty()))
@@ -232,11 +220,7 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 
 	private DecisionLog startRetaining(String node, LogRetention retention, FencingToken leading,
 			AtomicInteger truncations, LogApplier applier) {
-		PostgresCoordinationStore listener = new PostgresCoordinationStore(dataSource(), PREFIX, Duration.ofSeconds(5));
-		this.listeners.add(listener);
-		PostgresLogStore store = new PostgresLogStore(dataSource(), PREFIX, Duration.ofSeconds(5),
-				Duration.ofSeconds(10), listener);
-		LogStore counted = new DelegatingStore(store, truncations, true);
+		LogStore counted = new DelegatingStore(logStore(node, true), truncations, true);
 		DecisionLog log = new DecisionLog(counted, node, List.of(applier), retention,
 				(group) -> Optional.of(leading).filter((token) -> token.group().equals(group)));
 		log.start();
@@ -244,7 +228,14 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 		return log;
 	}
 
-	static class Resettable extends Recorder {
+	// A listening connection of a followed node's own, disconnected after the test.
+	private PostgresCoordinationStore listener() {
+		PostgresCoordinationStore listener = new PostgresCoordinationStore(dataSource(), PREFIX, Duration.ofSeconds(5));
+		this.listeners.add(listener);
+		return listener;
+	}
+
+	static class Resettable extends RecordingApplier {
 
 		final List<Bookmark> resets = new CopyOnWriteArrayList<>();
 
@@ -260,22 +251,10 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 	}
 
 	/**
-	 * A PostgreSQL log store that counts the truncations asked of it, and may say it has
-	 * no retention.
+	 * A log store that counts the truncations asked of it, and may say it has no
+	 * retention.
 	 */
-	private static final class DelegatingStore implements LogStore {
-
-		private final PostgresLogStore store;
-
-		private final AtomicInteger truncations;
-
-		private final boolean retention;
-
-		DelegatingStore(PostgresLogStore store, AtomicInteger truncations, boolean retention) {
-			this.store = store;
-			this.truncations = truncations;
-			this.retention = retention;
-		}
+	private record DelegatingStore(LogStore store, AtomicInteger truncations, boolean retention) implements LogStore {
 
 		@Override
 		public Appended append(FencingToken token, String nodeId, String type, String payload) {

@@ -16,14 +16,10 @@ import dev.leader.FencingToken;
 import dev.leader.StaleLeadershipException;
 import dev.leader.jdbc.MariaDbCoordinationStore;
 import dev.leader.jdbc.MariaDbLogStore;
-import dev.leader.lease.CoordinationStore;
 import dev.leader.node.NodeRegistration;
 import dev.leader.test.MigratedMariaDb;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
-
-import org.springframework.jdbc.core.simple.JdbcClient;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
@@ -44,11 +40,8 @@ class MariaDbDecisionLogTests extends AbstractDecisionLogTests {
 
 	private final List<ScheduledExecutorService> heartbeats = new ArrayList<>();
 
-	@BeforeAll
-	static void createDecisionsTable() {
-		JdbcClient.create(database.dataSource())
-			.sql("CREATE TABLE decisions (payload VARCHAR(100) NOT NULL) ENGINE = InnoDB")
-			.update();
+	MariaDbDecisionLogTests() {
+		super(MariaDbCoordinationStore::new);
 	}
 
 	@Override
@@ -57,29 +50,27 @@ class MariaDbDecisionLogTests extends AbstractDecisionLogTests {
 	}
 
 	@Override
-	CoordinationStore coordinationStore() {
-		return new MariaDbCoordinationStore(dataSource(), PREFIX, Duration.ofSeconds(5));
+	LogStore logStore(String node, boolean followed) {
+		return new MariaDbLogStore(dataSource(), PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(10),
+				followed ? heartbeat(node) : null);
 	}
 
-	@Override
-	LogStore logStore(String node, boolean followed) {
-		MariaDbCoordinationStore heartbeat = null;
-		if (followed) {
-			MariaDbCoordinationStore store = new MariaDbCoordinationStore(dataSource(), PREFIX, Duration.ofSeconds(5));
-			NodeRegistration registration = new NodeRegistration("tail-" + node, "app", "host-" + node, 1);
-			ScheduledExecutorService ticks = Executors.newSingleThreadScheduledExecutor();
-			ticks.scheduleWithFixedDelay(() -> {
-				try {
-					store.tick(registration, Map.of(), List.of("g"), Duration.ofSeconds(30), Duration.ofSeconds(10));
-				}
-				catch (RuntimeException ex) {
-					// the next heartbeat tries again, as the engine's would
-				}
-			}, 0, 100, TimeUnit.MILLISECONDS);
-			this.heartbeats.add(ticks);
-			heartbeat = store;
-		}
-		return new MariaDbLogStore(dataSource(), PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(10), heartbeat);
+	// A coordination store of the node's own that ticks every 100 ms, as the engine's
+	// heartbeat would, stopped after the test.
+	private MariaDbCoordinationStore heartbeat(String node) {
+		MariaDbCoordinationStore store = new MariaDbCoordinationStore(dataSource(), PREFIX, Duration.ofSeconds(5));
+		NodeRegistration registration = new NodeRegistration("tail-" + node, "app", "host-" + node, 1);
+		ScheduledExecutorService ticks = Executors.newSingleThreadScheduledExecutor();
+		ticks.scheduleWithFixedDelay(() -> {
+			try {
+				store.tick(registration, Map.of(), List.of("g"), Duration.ofSeconds(30), Duration.ofSeconds(10));
+			}
+			catch (RuntimeException ex) {
+				// the next heartbeat tries again, as the engine's would
+			}
+		}, 0, 100, TimeUnit.MILLISECONDS);
+		this.heartbeats.add(ticks);
+		return store;
 	}
 
 	@Override
@@ -103,7 +94,7 @@ class MariaDbDecisionLogTests extends AbstractDecisionLogTests {
 	@Test
 	void appendOfALowerTermThanTheLogsIsRejectedEvenUnderAValidLease() {
 		FencingToken token = acquire("g", "a");
-		DecisionLog a = start("a", false, new Recorder("g"));
+		DecisionLog a = start("a", false, new RecordingApplier("g"));
 		a.append(token, "set", "x");
 		// The log has a later term than the lease, as after a failover to a replica that
 		// lost the grant of that term.
@@ -124,7 +115,7 @@ class MariaDbDecisionLogTests extends AbstractDecisionLogTests {
 	@Test
 	void firstAppendsWaitingOnOneThatRollsBackAllCommit() throws Exception {
 		FencingToken token = acquire("g", "a");
-		DecisionLog a = start("a", false, new Recorder("g"));
+		DecisionLog a = start("a", false, new RecordingApplier("g"));
 		CountDownLatch appended = new CountDownLatch(1);
 		CountDownLatch rollBack = new CountDownLatch(1);
 		CompletableFuture<Void> first = CompletableFuture
