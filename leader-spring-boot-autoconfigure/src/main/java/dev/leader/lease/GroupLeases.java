@@ -12,6 +12,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
+import dev.leader.LeaderChangedEvent;
 import dev.leader.Leadership.LeadershipListener;
 import dev.leader.LeadershipGrantedEvent;
 import dev.leader.LeadershipRevokedEvent;
@@ -78,6 +79,20 @@ final class GroupLeases {
 		this.events = events;
 		this.publisher = publisher;
 		this.acquirer = acquirer;
+		linkEventMethods(nodeId);
+	}
+
+	/**
+	 * Calls the generated {@code toString()} of each event this class publishes. A
+	 * record's {@code toString()} is linked by the JVM the first time it runs, which
+	 * takes milliseconds; a listener that logs the event would otherwise pay for it on a
+	 * hand-over's path, before the release, where a node often meets its first revoke.
+	 * @param nodeId this node's id, for the samples
+	 */
+	private static void linkEventMethods(String nodeId) {
+		new LeadershipGrantedEvent("", 0, nodeId).toString();
+		new LeadershipRevokedEvent("", 0, nodeId, RevokeReason.SHUTDOWN).toString();
+		new LeaderChangedEvent("", nodeId, 0, null).toString();
 	}
 
 	void add(String name) {
