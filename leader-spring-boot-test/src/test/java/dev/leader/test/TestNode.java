@@ -65,6 +65,8 @@ import dev.leader.test.NodeEvent.Type;
  */
 public final class TestNode {
 
+	private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(20);
+
 	private TestNode() {
 	}
 
@@ -87,7 +89,7 @@ public final class TestNode {
 	 * @return the cluster, to register with {@code @RegisterExtension}
 	 */
 	public static Cluster clusterOnMariaDb(LeaseSettings settings, String... groups) {
-		return new Cluster(new Launcher(settings, List.of(groups)),
+		return new Cluster(launcher(settings, List.of(groups)),
 				() -> new MariaDbClusterDatabase(MariaDbTestDatabase.create()));
 	}
 
@@ -101,7 +103,27 @@ public final class TestNode {
 	 * @return the cluster, to register with {@code @RegisterExtension}
 	 */
 	public static Cluster cluster(LeaseSettings settings, Supplier<TestDatabase> schemas, String... groups) {
-		return new Cluster(new Launcher(settings, List.of(groups)), () -> new PostgresClusterDatabase(schemas.get()));
+		return new Cluster(launcher(settings, List.of(groups)), () -> new PostgresClusterDatabase(schemas.get()));
+	}
+
+	/**
+	 * Returns the launcher of the test nodes of a {@link Cluster}, each with its own role
+	 * on the cluster's schema, and not through a proxy: the fault tests put their own
+	 * {@link StallingProxy} in front of the nodes that need one.
+	 * @param settings the settings of every node
+	 * @param groups the groups every node takes part in
+	 * @return the launcher
+	 */
+	private static NodeLauncher launcher(LeaseSettings settings, List<String> groups) {
+		NodeLauncher.Login login = (nodeId, url, user, password) -> {
+			List<String> arguments = new ArrayList<>(arguments(settings));
+			arguments.add("--url=" + url);
+			arguments.add("--user=" + user);
+			arguments.add("--password=" + password);
+			arguments.add("--groups=" + String.join(",", groups));
+			return arguments;
+		};
+		return new NodeLauncher(TestNode.class, login, NodeProcess::start, STARTUP_TIMEOUT, true, false);
 	}
 
 	/**
@@ -252,53 +274,6 @@ public final class TestNode {
 	 */
 	private record Node(LeaderEngine engine, CoordinationStore store, NodeDialect dialect, HikariDataSource dataSource,
 			NodeArguments arguments, Consumer<NodeEvent> events) {
-	}
-
-	/**
-	 * Starts the test nodes of a {@link Cluster}, each with its own role on the cluster's
-	 * schema, and not through a proxy: the fault tests put their own
-	 * {@link StallingProxy} in front of the nodes that need one.
-	 */
-	private record Launcher(LeaseSettings settings, List<String> groups) implements Cluster.Launcher {
-
-		private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(20);
-
-		@Override
-		public Class<?> main() {
-			return TestNode.class;
-		}
-
-		@Override
-		public List<String> arguments(String nodeId, String url, String user, String password) {
-			List<String> arguments = new ArrayList<>(TestNode.arguments(this.settings));
-			arguments.add("--url=" + url);
-			arguments.add("--user=" + user);
-			arguments.add("--password=" + password);
-			arguments.add("--groups=" + String.join(",", this.groups));
-			return arguments;
-		}
-
-		@Override
-		public NodeProcess launch(Class<?> main, String nodeId, List<String> arguments, Map<String, String> environment,
-				Path output) throws IOException {
-			return NodeProcess.start(main, nodeId, arguments, environment, output);
-		}
-
-		@Override
-		public Duration startupTimeout() {
-			return STARTUP_TIMEOUT;
-		}
-
-		@Override
-		public boolean createsTables() {
-			return true;
-		}
-
-		@Override
-		public boolean proxied() {
-			return false;
-		}
-
 	}
 
 }
