@@ -30,23 +30,39 @@ abstract sealed class ClusterDatabase permits PostgresClusterDatabase, MariaDbCl
 
 	private final HikariDataSource dataSource;
 
+	private final String name;
+
+	private final String url;
+
 	private final Map<String, Role> roles = new ConcurrentHashMap<>();
 
-	ClusterDatabase(HikariDataSource dataSource) {
+	/**
+	 * Creates the cluster's side of a fresh database.
+	 * @param dataSource a pool on it with its owner's rights
+	 * @param name the name of the schema or database, unique to the test
+	 * @param url the JDBC URL the nodes use
+	 */
+	ClusterDatabase(HikariDataSource dataSource, String name, String url) {
 		this.dataSource = dataSource;
+		this.name = name;
+		this.url = url;
 	}
 
 	/**
 	 * Returns the name of the test's schema or database, unique to the test.
 	 * @return the name
 	 */
-	abstract String name();
+	final String name() {
+		return this.name;
+	}
 
 	/**
 	 * Returns the JDBC URL the nodes use.
 	 * @return the URL
 	 */
-	abstract String url();
+	final String url() {
+		return this.url;
+	}
 
 	/**
 	 * Creates the starter's tables if asked, and whatever the node users need before the
