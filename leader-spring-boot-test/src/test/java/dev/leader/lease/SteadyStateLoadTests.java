@@ -8,10 +8,12 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicReference;
@@ -127,12 +129,7 @@ class SteadyStateLoadTests {
 		List<String> groups = groups(10);
 		CountingDataSource leaderCounted = new CountingDataSource(this.schema.dataSource());
 		LeaderEngine leader = startLeading(leaderCounted, groups);
-		List<CountingDataSource> followers = new ArrayList<>();
-		for (String id : List.of("follower-1", "follower-2")) {
-			CountingDataSource counted = new CountingDataSource(this.schema.dataSource());
-			start(id, counted, groups);
-			followers.add(counted);
-		}
+		Collection<CountingDataSource> followers = startFollowers(groups).values();
 		await().atMost(TIMEOUT)
 			.until(() -> followers.stream()
 				.allMatch((counted) -> counted.executions()
@@ -163,13 +160,9 @@ class SteadyStateLoadTests {
 		List<String> groups = groups(5);
 		CountingDataSource leaderCounted = new CountingDataSource(this.schema.dataSource());
 		LeaderEngine leader = startLeading(leaderCounted, groups);
-		List<CountingDataSource> followers = new ArrayList<>();
-		List<LeaderEngine> followerEngines = new ArrayList<>();
-		for (String id : List.of("follower-1", "follower-2")) {
-			CountingDataSource counted = new CountingDataSource(this.schema.dataSource());
-			followerEngines.add(start(id, counted, groups));
-			followers.add(counted);
-		}
+		Map<LeaderEngine, CountingDataSource> started = startFollowers(groups);
+		Collection<CountingDataSource> followers = started.values();
+		Set<LeaderEngine> followerEngines = started.keySet();
 		await().atMost(TIMEOUT)
 			.until(() -> followerEngines.stream()
 				.allMatch((engine) -> groups.stream().allMatch((group) -> engine.leader(group).isPresent())));
@@ -244,6 +237,20 @@ class SteadyStateLoadTests {
 			});
 		}
 		assertThat(placement()).containsExactly(2L, 2L, 3L);
+	}
+
+	/**
+	 * Starts two followers of the groups, each on a counting data source of its own.
+	 * @param groups the groups
+	 * @return each follower's data source by its engine, in the order they started
+	 */
+	private Map<LeaderEngine, CountingDataSource> startFollowers(List<String> groups) {
+		Map<LeaderEngine, CountingDataSource> followers = new LinkedHashMap<>();
+		for (String id : List.of("follower-1", "follower-2")) {
+			CountingDataSource counted = new CountingDataSource(this.schema.dataSource());
+			followers.put(start(id, counted, groups), counted);
+		}
+		return followers;
 	}
 
 	private static int ticks(CountingDataSource counted, int mark) {
