@@ -5,19 +5,19 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 
-import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.FencingToken;
 import dev.leader.jdbc.AppendBatches.Entry;
 import dev.leader.log.Bookmark;
 import dev.leader.log.DecisionLog;
-import dev.leader.log.LogApplier;
 import dev.leader.log.LogEntry;
 import dev.leader.log.LogStore.Appended;
 import dev.leader.node.NodeRegistration;
-import dev.leader.test.TestDatabase;
+import dev.leader.test.MigratedSchema;
+import dev.leader.test.RecordingApplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.tuple;
@@ -34,9 +34,8 @@ class PostgresLogStoreTests {
 
 	private static final Duration TIMEOUT = Duration.ofSeconds(10);
 
-	private TestDatabase database;
-
-	private HikariDataSource dataSource;
+	@RegisterExtension
+	final MigratedSchema schema = new MigratedSchema(8);
 
 	private PostgresCoordinationStore leaderStore;
 
@@ -45,24 +44,19 @@ class PostgresLogStoreTests {
 	private DecisionLog deaf;
 
 	@BeforeEach
-	void createSchema() {
-		this.database = TestDatabase.createSchema();
-		this.dataSource = this.database.dataSource(8);
-		new LeaderSchemaMigration(this.dataSource, PREFIX).migrate();
-		this.leaderStore = new PostgresCoordinationStore(this.dataSource, PREFIX, Duration.ofSeconds(5));
-		this.deafStore = new PostgresCoordinationStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
+	void createStores() {
+		this.leaderStore = new PostgresCoordinationStore(this.schema.dataSource(), PREFIX, Duration.ofSeconds(5));
+		this.deafStore = new PostgresCoordinationStore(this.schema.dataSource(), PREFIX, Duration.ofSeconds(5),
 				Notifications.off());
 	}
 
 	@AfterEach
-	void dropSchema() {
+	void stopStores() {
 		if (this.deaf != null) {
 			this.deaf.stop();
 		}
 		this.leaderStore.disconnect();
 		this.deafStore.disconnect();
-		this.dataSource.close();
-		this.database.drop();
 	}
 
 	@Test
@@ -71,19 +65,7 @@ class PostgresLogStoreTests {
 		FencingToken token = new FencingToken("g", term);
 		DecisionLog leader = new DecisionLog(store(this.leaderStore), "a", List.of());
 		List<LogEntry> applied = new CopyOnWriteArrayList<>();
-		this.deaf = new DecisionLog(store(this.deafStore), "b", List.of(new LogApplier() {
-
-			@Override
-			public String group() {
-				return "g";
-			}
-
-			@Override
-			public void apply(LogEntry entry) {
-				applied.add(entry);
-			}
-
-		}));
+		this.deaf = new DecisionLog(store(this.deafStore), "b", List.of(new RecordingApplier("g", applied)));
 		this.deaf.start();
 		await().atMost(TIMEOUT).until(() -> this.deaf.staleness("g").isPresent());
 		Bookmark last = null;
@@ -140,7 +122,7 @@ class PostgresLogStoreTests {
 	}
 
 	private PostgresLogStore store(PostgresCoordinationStore notifications) {
-		return new PostgresLogStore(this.dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(10),
+		return new PostgresLogStore(this.schema.dataSource(), PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(10),
 				notifications);
 	}
 
