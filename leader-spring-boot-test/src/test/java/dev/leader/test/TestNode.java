@@ -11,7 +11,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CountDownLatch;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 
@@ -159,8 +158,7 @@ public final class TestNode {
 		FencedWriter writer = Boolean.parseBoolean(arguments.get("writer", "false")) ? writer(node) : null;
 		int loadThreads = Integer.parseInt(arguments.get("load-threads", "0"));
 		GuardedLoad load = (loadThreads > 0) ? load(node, loadThreads) : null;
-		CountDownLatch stopped = new CountDownLatch(1);
-		Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+		NodeShutdown shutdown = NodeShutdown.install(events, nodeId, dataSource, () -> {
 			// The engine first: its revokes empty the tokens, so the load stops guarding
 			// and the releases wait only for the transactions under way, as an
 			// application's would.
@@ -171,11 +169,7 @@ public final class TestNode {
 			if (writer != null) {
 				writer.stop();
 			}
-			NodeEventLines.print(events, new NodeEvent(System.nanoTime(), Type.STOPPED, null, 0, nodeId, null));
-			dataSource.close();
-			stopped.countDown();
-		}, "test-node-shutdown"));
-		ProcessHandle.current().parent().ifPresent((parent) -> parent.onExit().thenRun(() -> System.exit(1)));
+		});
 		warmUpEventLines(nodeId);
 		engine.start();
 		if (writer != null) {
@@ -187,8 +181,7 @@ public final class TestNode {
 		NodeEventLines.print(events, new NodeEvent(System.nanoTime(), Type.READY, null, 0, nodeId, null));
 		NodeEventLines.print(events,
 				new NodeEvent(System.nanoTime(), Type.CLOCK, null, System.currentTimeMillis(), nodeId, null));
-		// The engine's threads are daemons: keep the JVM up until a signal ends it.
-		stopped.await();
+		shutdown.await();
 	}
 
 	/**
