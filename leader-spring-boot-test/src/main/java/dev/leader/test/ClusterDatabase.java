@@ -30,22 +30,18 @@ abstract sealed class ClusterDatabase permits PostgresClusterDatabase, MariaDbCl
 
 	private final HikariDataSource dataSource;
 
-	private final String name;
-
-	private final String url;
-
 	private final Map<String, Role> roles = new ConcurrentHashMap<>();
+
+	private final String name;
 
 	/**
 	 * Creates the cluster's side of a fresh database.
-	 * @param dataSource a pool on it with its owner's rights
+	 * @param dataSource a pool on it with its owner's rights, on the URL the nodes use
 	 * @param name the name of the schema or database, unique to the test
-	 * @param url the JDBC URL the nodes use
 	 */
-	ClusterDatabase(HikariDataSource dataSource, String name, String url) {
+	ClusterDatabase(HikariDataSource dataSource, String name) {
 		this.dataSource = dataSource;
 		this.name = name;
-		this.url = url;
 	}
 
 	/**
@@ -57,11 +53,11 @@ abstract sealed class ClusterDatabase permits PostgresClusterDatabase, MariaDbCl
 	}
 
 	/**
-	 * Returns the JDBC URL the nodes use.
+	 * Returns the JDBC URL the nodes use, the owner's pool's.
 	 * @return the URL
 	 */
 	final String url() {
-		return this.url;
+		return this.dataSource.getJdbcUrl();
 	}
 
 	/**

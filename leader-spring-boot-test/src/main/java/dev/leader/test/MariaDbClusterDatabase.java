@@ -32,7 +32,7 @@ final class MariaDbClusterDatabase extends ClusterDatabase {
 	private final MariaDbTestDatabase database;
 
 	MariaDbClusterDatabase(MariaDbTestDatabase database) {
-		super(database.dataSource(2), database.name(), database.url());
+		super(database.dataSource(2), database.name());
 		this.database = database;
 	}
 

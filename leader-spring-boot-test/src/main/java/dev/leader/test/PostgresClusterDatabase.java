@@ -25,7 +25,7 @@ final class PostgresClusterDatabase extends ClusterDatabase {
 	private @Nullable String sharedRole;
 
 	PostgresClusterDatabase(TestDatabase database) {
-		super(database.dataSource(2), database.schema(), database.url());
+		super(database.dataSource(2), database.schema());
 		this.database = database;
 	}
 

@@ -39,24 +39,14 @@ class PostgresLogStoreTests {
 
 	private PostgresCoordinationStore leaderStore;
 
-	private PostgresCoordinationStore deafStore;
-
-	private DecisionLog deaf;
-
 	@BeforeEach
-	void createStores() {
+	void createLeaderStore() {
 		this.leaderStore = new PostgresCoordinationStore(this.schema.dataSource(), PREFIX, Duration.ofSeconds(5));
-		this.deafStore = new PostgresCoordinationStore(this.schema.dataSource(), PREFIX, Duration.ofSeconds(5),
-				Notifications.off());
 	}
 
 	@AfterEach
-	void stopStores() {
-		if (this.deaf != null) {
-			this.deaf.stop();
-		}
+	void disconnectLeaderStore() {
 		this.leaderStore.disconnect();
-		this.deafStore.disconnect();
 	}
 
 	@Test
@@ -64,25 +54,33 @@ class PostgresLogStoreTests {
 		long term = this.leaderStore.acquire("g", "a", Duration.ofSeconds(30)).lease().term();
 		FencingToken token = new FencingToken("g", term);
 		DecisionLog leader = new DecisionLog(store(this.leaderStore), "a", List.of());
+		PostgresCoordinationStore deafStore = new PostgresCoordinationStore(this.schema.dataSource(), PREFIX,
+				Duration.ofSeconds(5), Notifications.off());
 		List<LogEntry> applied = new CopyOnWriteArrayList<>();
-		this.deaf = new DecisionLog(store(this.deafStore), "b", List.of(new RecordingApplier("g", applied)));
-		this.deaf.start();
-		await().atMost(TIMEOUT).until(() -> this.deaf.staleness("g").isPresent());
-		Bookmark last = null;
-		for (int i = 0; i < 3; i++) {
-			last = leader.append(token, "set", "p" + i);
+		DecisionLog deaf = new DecisionLog(store(deafStore), "b", List.of(new RecordingApplier("g", applied)));
+		try {
+			deaf.start();
+			await().atMost(TIMEOUT).until(() -> deaf.staleness("g").isPresent());
+			Bookmark last = null;
+			for (int i = 0; i < 3; i++) {
+				last = leader.append(token, "set", "p" + i);
+			}
+			assertThat(deaf.awaitApplied(new Bookmark("g", 0, 0), TIMEOUT)).isTrue();
+			assertThat(applied).as("applied before a heartbeat").isEmpty();
+			NodeRegistration node = new NodeRegistration("b", "app", "host-b", 2);
+			deafStore.tick(node, Map.of(), List.of("g"), Duration.ofSeconds(30), Duration.ofSeconds(10));
+			Bookmark expected = last;
+			await().atMost(TIMEOUT).until(() -> deaf.applied("g").equals(expected));
+			assertThat(applied).extracting(LogEntry::payload).containsExactly("p0", "p1", "p2");
+			Duration afterTick = deaf.staleness("g").orElseThrow();
+			deafStore.tick(node, Map.of(), List.of("g"), Duration.ofSeconds(30), Duration.ofSeconds(10));
+			assertThat(deaf.staleness("g").orElseThrow()).as("an idle log's staleness, after the next heartbeat")
+				.isLessThan(afterTick.plusMillis(1));
 		}
-		assertThat(this.deaf.awaitApplied(new Bookmark("g", 0, 0), TIMEOUT)).isTrue();
-		assertThat(applied).as("applied before a heartbeat").isEmpty();
-		NodeRegistration node = new NodeRegistration("b", "app", "host-b", 2);
-		this.deafStore.tick(node, Map.of(), List.of("g"), Duration.ofSeconds(30), Duration.ofSeconds(10));
-		Bookmark expected = last;
-		await().atMost(TIMEOUT).until(() -> this.deaf.applied("g").equals(expected));
-		assertThat(applied).extracting(LogEntry::payload).containsExactly("p0", "p1", "p2");
-		Duration afterTick = this.deaf.staleness("g").orElseThrow();
-		this.deafStore.tick(node, Map.of(), List.of("g"), Duration.ofSeconds(30), Duration.ofSeconds(10));
-		assertThat(this.deaf.staleness("g").orElseThrow()).as("an idle log's staleness, after the next heartbeat")
-			.isLessThan(afterTick.plusMillis(1));
+		finally {
+			deaf.stop();
+			deafStore.disconnect();
+		}
 	}
 
 	@Test
