@@ -45,19 +45,19 @@ abstract sealed class ClusterDatabase permits PostgresClusterDatabase, MariaDbCl
 	}
 
 	/**
-	 * Returns the name of the test's schema or database, unique to the test.
-	 * @return the name
-	 */
-	final String name() {
-		return this.name;
-	}
-
-	/**
 	 * Returns the JDBC URL the nodes use, the owner's pool's.
 	 * @return the URL
 	 */
 	final String url() {
 		return this.dataSource.getJdbcUrl();
+	}
+
+	/**
+	 * Returns the name of the test's schema or database, unique to the test.
+	 * @return the name
+	 */
+	final String name() {
+		return this.name;
 	}
 
 	/**
