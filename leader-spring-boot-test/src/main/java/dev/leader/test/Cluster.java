@@ -1,8 +1,5 @@
 package dev.leader.test;
 
-import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -63,18 +60,14 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  * <p>
  * Not for parallel tests: one test at a time uses a cluster.
  * <p>
- * The class is long for its documented API alone, the methods tests call and the nested
- * types they name: it hands the work to package-private helpers, one for the nodes'
- * processes, one for the schema and the roles ({@link ClusterDatabase}, one per
- * database), and one for reading who leads.
+ * The work is done by package-private helpers: {@link ClusterNodes} for the nodes'
+ * processes, {@link ClusterScope} for each test's database and clean-up,
+ * {@link ClusterDatabase} for the schema and the roles, and {@link ClusterLeadership} for
+ * reading who leads.
  */
 public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 
-	private static final Path LIBFAKETIME = Path.of("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1");
-
-	private final Launcher launcher;
-
-	private final Supplier<? extends ClusterDatabase> databases;
+	private final NodeLauncher launcher;
 
 	private final Map<String, String> properties = new LinkedHashMap<>();
 
@@ -82,12 +75,12 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 
 	private final ClusterLeadership leadership;
 
-	private @Nullable ClusterDatabase database;
+	private final ClusterScope scope;
 
-	Cluster(Launcher launcher, Supplier<? extends ClusterDatabase> databases) {
+	Cluster(NodeLauncher launcher, Supplier<? extends ClusterDatabase> databases) {
 		this.launcher = launcher;
-		this.databases = databases;
 		this.nodes = new ClusterNodes(launcher, this.properties);
+		this.scope = new ClusterScope(databases, this.nodes);
 		this.leadership = new ClusterLeadership(this.nodes.all(), this::lease);
 	}
 
@@ -111,7 +104,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 * @return the cluster
 	 */
 	public static Cluster of(Class<?> application, Supplier<TestDatabase> schemas) {
-		return new Cluster(new ApplicationLauncher(application), () -> new PostgresClusterDatabase(schemas.get()));
+		return new Cluster(NodeLauncher.application(application), () -> new PostgresClusterDatabase(schemas.get()));
 	}
 
 	/**
@@ -140,34 +133,17 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 * installs it
 	 */
 	public static Map<String, String> clockOffset(Duration offset) {
-		if (!Files.isReadable(LIBFAKETIME)) {
-			throw new AssertionError("libfaketime is missing (" + LIBFAKETIME + "): a node with its wall clock off "
-					+ "needs Debian's faketime package. Install it with 'apt-get install faketime'");
-		}
-		String seconds = ((offset.isNegative()) ? "-" : "+") + offset.abs().toSeconds() + "s";
-		// libfaketime's "monotonic fix" would freeze CLOCK_MONOTONIC readers such as the
-		// JVM's timed waits.
-		return Map.of("LD_PRELOAD", LIBFAKETIME.toString(), "FAKETIME", seconds, "FAKETIME_DONT_FAKE_MONOTONIC", "1",
-				"FAKETIME_FORCE_MONOTONIC_FIX", "0");
+		return FakeClock.environment(offset);
 	}
 
 	@Override
 	public void beforeEach(ExtensionContext context) {
-		this.database = this.databases.get();
-		this.database.prepare(this.launcher.createsTables() ? prefix() : null);
+		this.scope.begin(this.launcher.createsTables() ? prefix() : null);
 	}
 
 	@Override
 	public void afterEach(ExtensionContext context) {
-		List<Runnable> steps = new ArrayList<>(List.of(this.nodes::kill,
-				() -> this.nodes.forget(context.getExecutionException().isPresent()), this.nodes::closeProxies));
-		ClusterDatabase database = this.database;
-		if (database != null) {
-			// The database first: it holds what the nodes' roles own.
-			steps.addAll(List.of(database::dropDatabase, database::dropRoles, database.dataSource()::close));
-			this.database = null;
-		}
-		cleanUp(steps);
+		this.scope.end(context.getExecutionException().isPresent());
 	}
 
 	/**
@@ -370,10 +346,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	}
 
 	private ClusterDatabase database() {
-		if (this.database == null) {
-			throw new IllegalStateException("Cluster is not set up; register it with @RegisterExtension");
-		}
-		return this.database;
+		return this.scope.database();
 	}
 
 	/**
@@ -385,31 +358,6 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 */
 	public HikariDataSource dataSource() {
 		return database().dataSource();
-	}
-
-	/**
-	 * Runs every step even when one fails, then throws the first failure with the later
-	 * ones suppressed.
-	 * @param steps the steps, run in order
-	 */
-	private static void cleanUp(List<Runnable> steps) {
-		RuntimeException failure = null;
-		for (Runnable step : steps) {
-			try {
-				step.run();
-			}
-			catch (RuntimeException ex) {
-				if (failure == null) {
-					failure = ex;
-				}
-				else {
-					failure.addSuppressed(ex);
-				}
-			}
-		}
-		if (failure != null) {
-			throw failure;
-		}
 	}
 
 	/**
@@ -445,63 +393,6 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 		public long toNanoTime(Instant instant) {
 			return this.readAt - Duration.between(instant, this.databaseNow).toNanos();
 		}
-
-	}
-
-	/**
-	 * How the nodes of a cluster are started: their main class, their arguments, and
-	 * their process.
-	 */
-	interface Launcher {
-
-		/**
-		 * Returns the main class of the nodes.
-		 * @return the main class
-		 */
-		Class<?> main();
-
-		/**
-		 * Returns the arguments that give a node its id and its database.
-		 * @param nodeId the node id
-		 * @param url the JDBC URL
-		 * @param user the database user
-		 * @param password the password
-		 * @return the arguments
-		 */
-		List<String> arguments(String nodeId, String url, String user, String password);
-
-		/**
-		 * Starts a node.
-		 * @param main the main class
-		 * @param nodeId the node id
-		 * @param arguments the arguments, later ones overriding earlier ones
-		 * @param environment variables added to the node's environment
-		 * @param output the file that receives the node's output
-		 * @return the running node
-		 * @throws IOException if the process cannot be started
-		 */
-		NodeProcess launch(Class<?> main, String nodeId, List<String> arguments, Map<String, String> environment,
-				Path output) throws IOException;
-
-		/**
-		 * Returns how long a node may take to be ready and to see the others join.
-		 * @return the timeout
-		 */
-		Duration startupTimeout();
-
-		/**
-		 * Returns whether the cluster creates the starter's tables before the first node
-		 * starts; if not, the nodes create them, as an application's migrations do.
-		 * @return whether the cluster creates the tables
-		 */
-		boolean createsTables();
-
-		/**
-		 * Returns whether each node reaches the database through a {@link StallingProxy}
-		 * of its own.
-		 * @return whether nodes are proxied
-		 */
-		boolean proxied();
 
 	}
 

@@ -32,21 +32,33 @@ abstract sealed class ClusterDatabase permits PostgresClusterDatabase, MariaDbCl
 
 	private final Map<String, Role> roles = new ConcurrentHashMap<>();
 
-	ClusterDatabase(HikariDataSource dataSource) {
+	private final String name;
+
+	/**
+	 * Creates the cluster's side of a fresh database.
+	 * @param dataSource a pool on it with its owner's rights, on the URL the nodes use
+	 * @param name the name of the schema or database, unique to the test
+	 */
+	ClusterDatabase(HikariDataSource dataSource, String name) {
 		this.dataSource = dataSource;
+		this.name = name;
+	}
+
+	/**
+	 * Returns the JDBC URL the nodes use, the owner's pool's.
+	 * @return the URL
+	 */
+	final String url() {
+		return this.dataSource.getJdbcUrl();
 	}
 
 	/**
 	 * Returns the name of the test's schema or database, unique to the test.
 	 * @return the name
 	 */
-	abstract String name();
-
-	/**
-	 * Returns the JDBC URL the nodes use.
-	 * @return the URL
-	 */
-	abstract String url();
+	final String name() {
+		return this.name;
+	}
 
 	/**
 	 * Creates the starter's tables if asked, and whatever the node users need before the

@@ -15,13 +15,13 @@ import dev.leader.test.ClusterDatabase.Role;
 
 /**
  * The process side of a {@link Cluster}: starts its nodes through its
- * {@link Cluster.Launcher}, each with its database role and, for an application, a
+ * {@link NodeLauncher}, each with its database role and, for an application, a
  * {@link StallingProxy} of its own, keeps every node started in the test, and ends them
  * all after it.
  */
 final class ClusterNodes {
 
-	private final Cluster.Launcher launcher;
+	private final NodeLauncher launcher;
 
 	private final Map<String, String> properties;
 
@@ -37,7 +37,7 @@ final class ClusterNodes {
 	 * @param properties the cluster's properties, which every node started from then on
 	 * gets
 	 */
-	ClusterNodes(Cluster.Launcher launcher, Map<String, String> properties) {
+	ClusterNodes(NodeLauncher launcher, Map<String, String> properties) {
 		this.launcher = launcher;
 		this.properties = properties;
 	}
@@ -59,12 +59,13 @@ final class ClusterNodes {
 		if (this.launcher.proxied()) {
 			url = this.proxies.computeIfAbsent(nodeId, (id) -> StallingProxy.inFrontOf(id, database.url())).jdbcUrl();
 		}
-		List<String> arguments = new ArrayList<>(this.launcher.arguments(nodeId, url, role.name(), role.password()));
+		List<String> arguments = new ArrayList<>(
+				this.launcher.login().arguments(nodeId, url, role.name(), role.password()));
 		arguments.addAll(arguments(this.properties));
 		arguments.addAll(extraArguments);
 		Path output = Path.of("target", "node-logs", database.name(), nodeId + "-" + count + ".log");
 		try {
-			NodeProcess node = this.launcher.launch(main, nodeId, arguments, environment, output);
+			NodeProcess node = this.launcher.starter().start(main, nodeId, arguments, environment, output);
 			this.nodes.add(node);
 			return node;
 		}

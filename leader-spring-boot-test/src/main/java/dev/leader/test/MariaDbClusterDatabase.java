@@ -32,18 +32,8 @@ final class MariaDbClusterDatabase extends ClusterDatabase {
 	private final MariaDbTestDatabase database;
 
 	MariaDbClusterDatabase(MariaDbTestDatabase database) {
-		super(database.dataSource(2));
+		super(database.dataSource(2), database.name());
 		this.database = database;
-	}
-
-	@Override
-	String name() {
-		return this.database.name();
-	}
-
-	@Override
-	String url() {
-		return this.database.url();
 	}
 
 	@Override

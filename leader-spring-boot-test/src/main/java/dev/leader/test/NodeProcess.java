@@ -67,6 +67,8 @@ public final class NodeProcess implements AutoCloseable {
 	private volatile long exitedAt;
 
 	private NodeProcess(String nodeId, Process process, Path stderr) {
+		// The shutdown hook kills every process that has a handle.
+		running.add(process);
 		this.nodeId = nodeId;
 		this.process = process;
 		this.stderr = stderr;
@@ -142,9 +144,7 @@ public final class NodeProcess implements AutoCloseable {
 		Files.createDirectories(stderr.toAbsolutePath().getParent());
 		ProcessBuilder builder = new ProcessBuilder(command).redirectError(stderr.toFile());
 		builder.environment().putAll(environment);
-		Process process = builder.start();
-		running.add(process);
-		return new NodeProcess(nodeId, process, stderr);
+		return new NodeProcess(nodeId, builder.start(), stderr);
 	}
 
 	/**

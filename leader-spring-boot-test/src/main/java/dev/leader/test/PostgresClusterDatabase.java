@@ -25,18 +25,8 @@ final class PostgresClusterDatabase extends ClusterDatabase {
 	private @Nullable String sharedRole;
 
 	PostgresClusterDatabase(TestDatabase database) {
-		super(database.dataSource(2));
+		super(database.dataSource(2), database.schema());
 		this.database = database;
-	}
-
-	@Override
-	String name() {
-		return this.database.schema();
-	}
-
-	@Override
-	String url() {
-		return this.database.url();
 	}
 
 	@Override

@@ -50,13 +50,13 @@ public final class StallingProxy implements AutoCloseable {
 
 	private volatile boolean closed;
 
-	private StallingProxy(String name, InetSocketAddress target, String scheme, String pathAndQuery,
-			ServerSocket server) {
+	private StallingProxy(String name, InetSocketAddress target, String scheme, String pathAndQuery)
+			throws IOException {
 		this.name = name;
 		this.target = target;
 		this.scheme = scheme;
 		this.pathAndQuery = pathAndQuery;
-		this.server = server;
+		this.server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
 		Thread acceptor = new Thread(this::accept, "proxy-" + name + "-accept");
 		acceptor.setDaemon(true);
 		acceptor.start();
@@ -76,8 +76,7 @@ public final class StallingProxy implements AutoCloseable {
 	private static StallingProxy start(String name, String targetHost, int targetPort, String scheme,
 			String pathAndQuery) {
 		try {
-			ServerSocket server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
-			return new StallingProxy(name, new InetSocketAddress(targetHost, targetPort), scheme, pathAndQuery, server);
+			return new StallingProxy(name, new InetSocketAddress(targetHost, targetPort), scheme, pathAndQuery);
 		}
 		catch (IOException ex) {
 			throw new UncheckedIOException("Could not start the proxy for " + name, ex);

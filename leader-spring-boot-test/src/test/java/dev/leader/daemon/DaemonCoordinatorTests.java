@@ -11,7 +11,6 @@ import java.time.Duration;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -35,9 +34,8 @@ import dev.leader.lease.LeaseSettings;
 import dev.leader.node.NodeRegistration;
 import dev.leader.test.CountingDataSource;
 import dev.leader.test.CountingDataSource.Execution;
-import dev.leader.test.MigratedSchema;
+import dev.leader.test.InProcessNodes;
 import org.jspecify.annotations.Nullable;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.postgresql.PGConnection;
@@ -64,18 +62,7 @@ class DaemonCoordinatorTests {
 	private static final String ACKNOWLEDGE = "SET state = 'ACTIVE'";
 
 	@RegisterExtension
-	final MigratedSchema schema = new MigratedSchema(8);
-
-	private final List<AutoCloseable> cleanUp = new CopyOnWriteArrayList<>();
-
-	private final List<Object> events = new CopyOnWriteArrayList<>();
-
-	@AfterEach
-	void closeInReverseOrder() throws Exception {
-		for (int i = this.cleanUp.size() - 1; i >= 0; i--) {
-			this.cleanUp.get(i).close();
-		}
-	}
+	final InProcessNodes nodes = new InProcessNodes();
 
 	@Test
 	void daemonsStopByNodeExpiryMinusMarginAfterTheSendOfTheLastHeartbeatThatSucceededHoweverLateItsReply()
@@ -100,24 +87,24 @@ class DaemonCoordinatorTests {
 		};
 		// The node logs in as a role of its own, so that a revoked privilege makes its
 		// next heartbeats fail.
-		String role = "r_" + this.schema.database().schema();
+		String role = "r_" + this.nodes.database().schema();
 		execute("CREATE ROLE " + role + " LOGIN",
-				"GRANT ALL ON SCHEMA " + this.schema.database().schema() + " TO " + role,
-				"GRANT ALL ON ALL TABLES IN SCHEMA " + this.schema.database().schema() + " TO " + role);
-		this.cleanUp
-			.add(() -> execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '" + role + "'",
-					"DROP OWNED BY " + role, "DROP ROLE " + role));
+				"GRANT ALL ON SCHEMA " + this.nodes.database().schema() + " TO " + role,
+				"GRANT ALL ON ALL TABLES IN SCHEMA " + this.nodes.database().schema() + " TO " + role);
+		this.nodes.closeAfterTest(
+				() -> execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '" + role + "'",
+						"DROP OWNED BY " + role, "DROP ROLE " + role));
 		HikariConfig config = new HikariConfig();
-		config.setJdbcUrl(this.schema.database().url());
+		config.setJdbcUrl(this.nodes.database().url());
 		config.setUsername(role);
 		config.setMaximumPoolSize(8);
 		HikariDataSource nodeDataSource = new HikariDataSource(config);
-		this.cleanUp.add(nodeDataSource::close);
+		this.nodes.closeAfterTest(nodeDataSource::close);
 		CountingDataSource counted = new CountingDataSource(nodeDataSource);
 		start("a", lease, DaemonSettings.defaults(), counted.dataSource(), counted.dataSource(), agent);
 		awaitActive("steady", "a", 1);
-		try (Connection locker = this.schema.database().connect();
-				Connection observer = this.schema.database().connect()) {
+		try (Connection locker = this.nodes.database().connect();
+				Connection observer = this.nodes.database().connect()) {
 			// A dead node's row that the heartbeat's clean-up deletes from 1 s after now.
 			// Locked, it holds the heartbeat up after the heartbeat wrote this node's
 			// heartbeat_at, from which the database counts the node expiry: the reply
@@ -166,7 +153,8 @@ class DaemonCoordinatorTests {
 			assertThat(heartbeatAgeAtStop).as("age of the node's heartbeat in the database when its daemon stopped")
 				.isLessThan(lease.nodeExpiry().toMillis());
 			await().atMost(Duration.ofSeconds(2))
-				.until(() -> this.events.stream()
+				.until(() -> this.nodes.events()
+					.stream()
 					.anyMatch((event) -> event instanceof DaemonStoppedEvent stop
 							&& stop.reason() == Reason.CONTACT_LOST));
 		}
@@ -189,13 +177,13 @@ class DaemonCoordinatorTests {
 				cancelled.set(context.isCancelled());
 			}
 		};
-		TerminatingDataSource terminating = new TerminatingDataSource(this.schema.dataSource(), ACKNOWLEDGE);
-		start("a", lease, daemons, this.schema.dataSource(), terminating.dataSource(), agent);
+		TerminatingDataSource terminating = new TerminatingDataSource(this.nodes.dataSource(), ACKNOWLEDGE);
+		start("a", lease, daemons, this.nodes.dataSource(), terminating.dataSource(), agent);
 		await().atMost(Duration.ofSeconds(5)).until(() -> runs.get() > 0);
 		awaitActive("steady", "a", 1);
 		assertThat(terminating.terminated()).as("backends terminated under an acknowledgement").isOne();
 		assertThat(terminating.failures()).as("acknowledgements that failed").isOne();
-		long ackMillis = JdbcClient.create(this.schema.dataSource())
+		long ackMillis = JdbcClient.create(this.nodes.dataSource())
 			.sql("SELECT (extract(epoch from (acked_at - assigned_at)) * 1000)::bigint FROM leader_assignments "
 					+ "WHERE daemon_name = 'steady'")
 			.query(Long.class)
@@ -208,7 +196,7 @@ class DaemonCoordinatorTests {
 			.until(() -> assignment("steady"), (row) -> row.equals("ACTIVE a 1"));
 		assertThat(runs.get()).isOne();
 		assertThat(cancelled.get()).isFalse();
-		assertThat(this.events).noneMatch((event) -> event instanceof DaemonStoppedEvent);
+		assertThat(this.nodes.events()).noneMatch((event) -> event instanceof DaemonStoppedEvent);
 	}
 
 	private void start(String node, LeaseSettings lease, DaemonSettings daemons, DataSource engineDataSource,
@@ -217,7 +205,7 @@ class DaemonCoordinatorTests {
 		DaemonCoordinator[] coordinator = new DaemonCoordinator[1];
 		LeaderEngine engine = new LeaderEngine(coordination, lease,
 				new NodeRegistration(node, node, "localhost", ProcessHandle.current().pid()), List.of(), (event) -> {
-					this.events.add(event);
+					this.nodes.events().add(event);
 					if (coordinator[0] != null
 							&& (event instanceof LeadershipGrantedEvent || event instanceof NodeJoinedEvent)) {
 						coordinator[0].wake();
@@ -226,11 +214,11 @@ class DaemonCoordinatorTests {
 		coordinator[0] = new DaemonCoordinator(engine,
 				new PostgresDaemonStore(daemonDataSource, PREFIX, QUERY_TIMEOUT,
 						lease.nodeExpiry().minus(lease.safetyMargin()), coordination),
-				daemons, Map.of("steady", agent), this.events::add);
+				daemons, Map.of("steady", agent), this.nodes.events()::add);
 		engine.start();
 		coordinator[0].start();
-		this.cleanUp.add(engine::stop);
-		this.cleanUp.add(coordinator[0]::stop);
+		this.nodes.closeAfterTest(engine::stop);
+		this.nodes.closeAfterTest(coordinator[0]::stop);
 	}
 
 	private static String timeline(List<Execution> executions, long origin) {
@@ -249,7 +237,7 @@ class DaemonCoordinatorTests {
 	}
 
 	private String assignment(String daemon) {
-		return JdbcClient.create(this.schema.dataSource())
+		return JdbcClient.create(this.nodes.dataSource())
 			.sql("SELECT state || ' ' || node_id || ' ' || generation FROM leader_assignments WHERE daemon_name = ?")
 			.param(daemon)
 			.query(String.class)
@@ -283,7 +271,7 @@ class DaemonCoordinatorTests {
 	}
 
 	private void execute(String... statements) throws SQLException {
-		try (Connection connection = this.schema.database().connect()) {
+		try (Connection connection = this.nodes.database().connect()) {
 			for (String sql : statements) {
 				execute(connection, sql);
 			}
@@ -365,7 +353,7 @@ class DaemonCoordinatorTests {
 		}
 
 		private void terminate(long pid) throws SQLException {
-			try (Connection admin = DaemonCoordinatorTests.this.schema.database().connect()) {
+			try (Connection admin = DaemonCoordinatorTests.this.nodes.database().connect()) {
 				assertThat(query(admin, "SELECT pg_terminate_backend(?::int)::int", pid)).isOne();
 				await().atMost(Duration.ofSeconds(5))
 					.pollInterval(Duration.ofMillis(5))

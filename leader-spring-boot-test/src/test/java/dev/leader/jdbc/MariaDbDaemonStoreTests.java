@@ -70,7 +70,9 @@ class MariaDbDaemonStoreTests {
 		CompletableFuture<Assignment> writer = CompletableFuture.supplyAsync(() -> this.transactions.execute((tx) -> {
 			Assignment locked = this.daemons.lock("outbox");
 			guarded.countDown();
-			await(finish);
+			await().atMost(Duration.ofSeconds(10))
+				.pollInterval(Duration.ofMillis(10))
+				.until(() -> finish.getCount() == 0);
 			return locked;
 		}));
 		assertThat(guarded.await(5, TimeUnit.SECONDS)).isTrue();
@@ -80,10 +82,7 @@ class MariaDbDaemonStoreTests {
 			.get(2, TimeUnit.SECONDS)).isTrue();
 		CompletableFuture<Boolean> reclaim = CompletableFuture
 			.supplyAsync(() -> this.daemons.reclaim(this.leader, "leader", "outbox", 1));
-		org.awaitility.Awaitility.await()
-			.during(Duration.ofMillis(500))
-			.atMost(Duration.ofSeconds(2))
-			.until(() -> !reclaim.isDone());
+		await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2)).until(() -> !reclaim.isDone());
 		finish.countDown();
 		assertThat(writer.get(5, TimeUnit.SECONDS))
 			.extracting(Assignment::node, Assignment::generation, Assignment::state)
@@ -127,16 +126,6 @@ class MariaDbDaemonStoreTests {
 			freeze.thaw.countDown();
 		}
 		assertThatExceptionOfType(ExecutionException.class).isThrownBy(() -> writer.get(10, TimeUnit.SECONDS));
-	}
-
-	private static void await(CountDownLatch latch) {
-		try {
-			assertThat(latch.await(10, TimeUnit.SECONDS)).isTrue();
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new IllegalStateException(ex);
-		}
 	}
 
 }

@@ -5,19 +5,19 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 
-import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.FencingToken;
 import dev.leader.jdbc.AppendBatches.Entry;
 import dev.leader.log.Bookmark;
 import dev.leader.log.DecisionLog;
-import dev.leader.log.LogApplier;
 import dev.leader.log.LogEntry;
 import dev.leader.log.LogStore.Appended;
 import dev.leader.node.NodeRegistration;
-import dev.leader.test.TestDatabase;
+import dev.leader.test.MigratedSchema;
+import dev.leader.test.RecordingApplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.tuple;
@@ -34,35 +34,19 @@ class PostgresLogStoreTests {
 
 	private static final Duration TIMEOUT = Duration.ofSeconds(10);
 
-	private TestDatabase database;
-
-	private HikariDataSource dataSource;
+	@RegisterExtension
+	final MigratedSchema schema = new MigratedSchema(8);
 
 	private PostgresCoordinationStore leaderStore;
 
-	private PostgresCoordinationStore deafStore;
-
-	private DecisionLog deaf;
-
 	@BeforeEach
-	void createSchema() {
-		this.database = TestDatabase.createSchema();
-		this.dataSource = this.database.dataSource(8);
-		new LeaderSchemaMigration(this.dataSource, PREFIX).migrate();
-		this.leaderStore = new PostgresCoordinationStore(this.dataSource, PREFIX, Duration.ofSeconds(5));
-		this.deafStore = new PostgresCoordinationStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
-				Notifications.off());
+	void createLeaderStore() {
+		this.leaderStore = new PostgresCoordinationStore(this.schema.dataSource(), PREFIX, Duration.ofSeconds(5));
 	}
 
 	@AfterEach
-	void dropSchema() {
-		if (this.deaf != null) {
-			this.deaf.stop();
-		}
+	void disconnectLeaderStore() {
 		this.leaderStore.disconnect();
-		this.deafStore.disconnect();
-		this.dataSource.close();
-		this.database.drop();
 	}
 
 	@Test
@@ -70,37 +54,33 @@ class PostgresLogStoreTests {
 		long term = this.leaderStore.acquire("g", "a", Duration.ofSeconds(30)).lease().term();
 		FencingToken token = new FencingToken("g", term);
 		DecisionLog leader = new DecisionLog(store(this.leaderStore), "a", List.of());
+		PostgresCoordinationStore deafStore = new PostgresCoordinationStore(this.schema.dataSource(), PREFIX,
+				Duration.ofSeconds(5), Notifications.off());
 		List<LogEntry> applied = new CopyOnWriteArrayList<>();
-		this.deaf = new DecisionLog(store(this.deafStore), "b", List.of(new LogApplier() {
-
-			@Override
-			public String group() {
-				return "g";
+		DecisionLog deaf = new DecisionLog(store(deafStore), "b", List.of(new RecordingApplier("g", applied)));
+		try {
+			deaf.start();
+			await().atMost(TIMEOUT).until(() -> deaf.staleness("g").isPresent());
+			Bookmark last = null;
+			for (int i = 0; i < 3; i++) {
+				last = leader.append(token, "set", "p" + i);
 			}
-
-			@Override
-			public void apply(LogEntry entry) {
-				applied.add(entry);
-			}
-
-		}));
-		this.deaf.start();
-		await().atMost(TIMEOUT).until(() -> this.deaf.staleness("g").isPresent());
-		Bookmark last = null;
-		for (int i = 0; i < 3; i++) {
-			last = leader.append(token, "set", "p" + i);
+			assertThat(deaf.awaitApplied(new Bookmark("g", 0, 0), TIMEOUT)).isTrue();
+			assertThat(applied).as("applied before a heartbeat").isEmpty();
+			NodeRegistration node = new NodeRegistration("b", "app", "host-b", 2);
+			deafStore.tick(node, Map.of(), List.of("g"), Duration.ofSeconds(30), Duration.ofSeconds(10));
+			Bookmark expected = last;
+			await().atMost(TIMEOUT).until(() -> deaf.applied("g").equals(expected));
+			assertThat(applied).extracting(LogEntry::payload).containsExactly("p0", "p1", "p2");
+			Duration afterTick = deaf.staleness("g").orElseThrow();
+			deafStore.tick(node, Map.of(), List.of("g"), Duration.ofSeconds(30), Duration.ofSeconds(10));
+			assertThat(deaf.staleness("g").orElseThrow()).as("an idle log's staleness, after the next heartbeat")
+				.isLessThan(afterTick.plusMillis(1));
 		}
-		assertThat(this.deaf.awaitApplied(new Bookmark("g", 0, 0), TIMEOUT)).isTrue();
-		assertThat(applied).as("applied before a heartbeat").isEmpty();
-		NodeRegistration node = new NodeRegistration("b", "app", "host-b", 2);
-		this.deafStore.tick(node, Map.of(), List.of("g"), Duration.ofSeconds(30), Duration.ofSeconds(10));
-		Bookmark expected = last;
-		await().atMost(TIMEOUT).until(() -> this.deaf.applied("g").equals(expected));
-		assertThat(applied).extracting(LogEntry::payload).containsExactly("p0", "p1", "p2");
-		Duration afterTick = this.deaf.staleness("g").orElseThrow();
-		this.deafStore.tick(node, Map.of(), List.of("g"), Duration.ofSeconds(30), Duration.ofSeconds(10));
-		assertThat(this.deaf.staleness("g").orElseThrow()).as("an idle log's staleness, after the next heartbeat")
-			.isLessThan(afterTick.plusMillis(1));
+		finally {
+			deaf.stop();
+			deafStore.disconnect();
+		}
 	}
 
 	@Test
@@ -140,7 +120,7 @@ class PostgresLogStoreTests {
 	}
 
 	private PostgresLogStore store(PostgresCoordinationStore notifications) {
-		return new PostgresLogStore(this.dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(10),
+		return new PostgresLogStore(this.schema.dataSource(), PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(10),
 				notifications);
 	}
 

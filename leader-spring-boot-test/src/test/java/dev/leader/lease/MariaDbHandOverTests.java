@@ -191,13 +191,9 @@ class MariaDbHandOverTests {
 
 	// Waits until this many sessions wait for the group's wake-up lock.
 	private void awaitWaiters(int count) {
-		DataSource dataSource = database.dataSource();
-		await().atMost(Duration.ofSeconds(20))
-			.until(() -> JdbcClient.create(dataSource)
-				.sql("SELECT count(*) FROM information_schema.PROCESSLIST WHERE DB = DATABASE() "
-						+ "AND STATE = 'User lock'")
-				.query(Long.class)
-				.single() >= count);
+		awaitSessions(database.dataSource(),
+				"SELECT count(*) FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND STATE = 'User lock'",
+				count);
 	}
 
 	private String lockName() {
@@ -207,12 +203,15 @@ class MariaDbHandOverTests {
 	// Waits until every node's listening session on PostgreSQL has subscribed: its last
 	// statement is a LISTEN.
 	private static void awaitListening(DataSource dataSource, int nodes) {
+		awaitSessions(dataSource,
+				"SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'",
+				nodes);
+	}
+
+	// Waits until the query, which counts sessions, counts at least this many.
+	private static void awaitSessions(DataSource dataSource, String countQuery, int count) {
 		await().atMost(Duration.ofSeconds(20))
-			.until(() -> JdbcClient.create(dataSource)
-				.sql("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-						+ "AND query LIKE 'LISTEN %'")
-				.query(Long.class)
-				.single() >= nodes);
+			.until(() -> JdbcClient.create(dataSource).sql(countQuery).query(Long.class).single() >= count);
 	}
 
 	private static CoordinationStore counted(CoordinationStore store, AtomicInteger acquires) {

@@ -1,11 +1,14 @@
 package dev.leader.lease;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 
 import dev.leader.test.Cluster;
 import dev.leader.test.Cluster.Lease;
@@ -88,56 +91,43 @@ class MultiProcessLeadershipTests {
 
 	@Test
 	void followerTakesOverWithinLeasePlusHalfASecondAfterLeaderIsKilled() {
-		this.cluster.startAll("node-a", "node-b", "node-c");
-		GROUPS.forEach((group) -> this.cluster.awaitSingleLeader(group, ELECTION_TIMEOUT));
-		NodeProcess leader = this.cluster.leaders(ALPHA).get(0);
-		Map<String, Long> terms = termsHeldBy(leader);
-		long killedAt = System.nanoTime();
-		leader.kill9();
-		terms.forEach((group, term) -> {
-			NodeEvent grant = this.cluster.awaitGrant(group, term, FAST.duration().plusSeconds(2));
-			Duration failover = Duration.ofNanos(grant.nanoTime() - killedAt);
-			System.out.printf("Failover of %s after kill -9: %d ms (lease %d ms), term %d -> %d%n", group,
-					failover.toMillis(), FAST.duration().toMillis(), term, grant.term());
-			assertThat(failover).isLessThan(FAST.duration().plusMillis(500));
-			assertThat(grant.node()).isNotEqualTo(leader.nodeId());
-			NodeProcess successor = this.cluster.awaitSingleLeader(group, ELECTION_TIMEOUT);
-			assertThat(successor.nodeId()).isEqualTo(grant.node());
-			assertThat(this.cluster.lease(group).orElseThrow().term()).isEqualTo(grant.term());
-		});
+		NodeProcess leader = electLeaderOfAlpha();
+		for (TakeOver takeOver : takeOversAfter(leader, NodeProcess::kill9, FAST.duration().plusSeconds(2))) {
+			System.out.printf("Failover of %s after kill -9: %d ms (lease %d ms), term %d -> %d%n", takeOver.group(),
+					takeOver.after().toMillis(), FAST.duration().toMillis(), takeOver.term(), takeOver.grant().term());
+			assertThat(takeOver.after()).isLessThan(FAST.duration().plusMillis(500));
+			assertThat(takeOver.grant().node()).isNotEqualTo(leader.nodeId());
+			NodeProcess successor = this.cluster.awaitSingleLeader(takeOver.group(), ELECTION_TIMEOUT);
+			assertThat(successor.nodeId()).isEqualTo(takeOver.grant().node());
+			assertThat(this.cluster.lease(takeOver.group()).orElseThrow().term()).isEqualTo(takeOver.grant().term());
+		}
 		awaitEveryOtherNodeSeesLeave(leader, FAST.nodeExpiry().plusSeconds(1));
 		GROUPS.forEach(this.cluster::assertTenuresDoNotOverlap);
 	}
 
 	@Test
 	void leaderHandsOverWithinASecondWhenStoppedGracefully() {
-		this.cluster.startAll("node-a", "node-b", "node-c");
-		GROUPS.forEach((group) -> this.cluster.awaitSingleLeader(group, ELECTION_TIMEOUT));
-		NodeProcess leader = this.cluster.leaders(ALPHA).get(0);
-		Map<String, Long> terms = termsHeldBy(leader);
-		long stoppedAt = System.nanoTime();
-		leader.sigterm();
-		terms.forEach((group, term) -> {
-			NodeEvent grant = this.cluster.awaitGrant(group, term, Duration.ofSeconds(2));
-			Duration handOver = Duration.ofNanos(grant.nanoTime() - stoppedAt);
-			System.out.printf("Hand-over of %s after SIGTERM: %d ms, term %d -> %d%n", group, handOver.toMillis(), term,
-					grant.term());
-			assertThat(handOver).isLessThan(Duration.ofSeconds(1));
-			assertThat(grant.node()).isNotEqualTo(leader.nodeId());
-		});
+		NodeProcess leader = electLeaderOfAlpha();
+		List<TakeOver> takeOvers = takeOversAfter(leader, NodeProcess::sigterm, Duration.ofSeconds(2));
+		for (TakeOver takeOver : takeOvers) {
+			System.out.printf("Hand-over of %s after SIGTERM: %d ms, term %d -> %d%n", takeOver.group(),
+					takeOver.after().toMillis(), takeOver.term(), takeOver.grant().term());
+			assertThat(takeOver.after()).isLessThan(Duration.ofSeconds(1));
+			assertThat(takeOver.grant().node()).isNotEqualTo(leader.nodeId());
+		}
 		assertThat(leader.awaitExit(Duration.ofSeconds(10))).as("exit code after SIGTERM").isEqualTo(143);
 		List<NodeEvent> events = leader.events();
 		assertThat(events).last().extracting(NodeEvent::type).isEqualTo(Type.STOPPED);
-		terms.forEach((group, term) -> {
-			assertThat(events).filteredOn((event) -> event.is(Type.REVOKED, group))
+		for (TakeOver takeOver : takeOvers) {
+			assertThat(events).filteredOn((event) -> event.is(Type.REVOKED, takeOver.group()))
 				.singleElement()
 				.satisfies((revoked) -> {
-					assertThat(revoked.term()).isEqualTo(term);
+					assertThat(revoked.term()).isEqualTo(takeOver.term());
 					assertThat(revoked.reason()).isEqualTo("SHUTDOWN");
 				});
-			NodeProcess successor = this.cluster.awaitSingleLeader(group, ELECTION_TIMEOUT);
-			assertThat(this.cluster.lease(group).orElseThrow().holder()).isEqualTo(successor.nodeId());
-		});
+			NodeProcess successor = this.cluster.awaitSingleLeader(takeOver.group(), ELECTION_TIMEOUT);
+			assertThat(this.cluster.lease(takeOver.group()).orElseThrow().holder()).isEqualTo(successor.nodeId());
+		}
 		awaitEveryOtherNodeSeesLeave(leader, FAST.renewInterval().plusSeconds(1));
 		// The engine releases only once its revoke was delivered, so the leader printed
 		// it before any grant.
@@ -193,14 +183,38 @@ class MultiProcessLeadershipTests {
 		}
 	}
 
-	private Map<String, Long> termsHeldBy(NodeProcess node) {
-		Map<String, Long> terms = new LinkedHashMap<>();
-		for (String group : GROUPS) {
-			if (node.isLeader(group)) {
-				terms.put(group, node.lastEvent((event) -> event.is(Type.GRANTED, group)).orElseThrow().term());
-			}
+	/**
+	 * Starts three nodes and waits for a single leader of every group.
+	 * @return the leader of {@link #ALPHA}
+	 */
+	private NodeProcess electLeaderOfAlpha() {
+		this.cluster.startAll("node-a", "node-b", "node-c");
+		GROUPS.forEach((group) -> this.cluster.awaitSingleLeader(group, ELECTION_TIMEOUT));
+		return this.cluster.leaders(ALPHA).get(0);
+	}
+
+	/**
+	 * Stops a leader and waits, group by group, until another node is granted each group
+	 * the leader held.
+	 * @param leader the leader
+	 * @param stop how it is stopped
+	 * @param timeout how long each grant may take at most
+	 * @return the take-overs, one per group the leader held
+	 */
+	private List<TakeOver> takeOversAfter(NodeProcess leader, Consumer<NodeProcess> stop, Duration timeout) {
+		List<NodeEvent> held = GROUPS.stream()
+			.filter(leader::isLeader)
+			.map((group) -> leader.lastEvent((event) -> event.is(Type.GRANTED, group)).orElseThrow())
+			.toList();
+		long stoppedAt = System.nanoTime();
+		stop.accept(leader);
+		List<TakeOver> takeOvers = new ArrayList<>();
+		for (NodeEvent grant : held) {
+			String group = Objects.requireNonNull(grant.group());
+			NodeEvent next = this.cluster.awaitGrant(group, grant.term(), timeout);
+			takeOvers.add(new TakeOver(group, grant.term(), next, Duration.ofNanos(next.nanoTime() - stoppedAt)));
 		}
-		return terms;
+		return takeOvers;
 	}
 
 	private void awaitEveryOtherNodeSeesLeave(NodeProcess gone, Duration timeout) {
@@ -215,6 +229,18 @@ class MultiProcessLeadershipTests {
 	private static boolean isLatestChange(NodeProcess node, NodeEvent event, String group, long term, String leader) {
 		return event.is(Type.CHANGED, group) && event.term() == term && leader.equals(event.node())
 				&& node.lastEvent((change) -> change.is(Type.CHANGED, group)).orElseThrow().equals(event);
+	}
+
+	/**
+	 * Another node's grant of a group after its leader was stopped.
+	 *
+	 * @param group the group
+	 * @param term the stopped leader's term
+	 * @param grant the first grant with a higher term
+	 * @param after how long after the stop the grant was printed
+	 */
+	private record TakeOver(String group, long term, NodeEvent grant, Duration after) {
+
 	}
 
 }

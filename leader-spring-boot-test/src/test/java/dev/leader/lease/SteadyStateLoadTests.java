@@ -8,12 +8,13 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.TreeMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.IntStream;
 
@@ -31,8 +32,7 @@ import dev.leader.jdbc.TablePrefix;
 import dev.leader.node.NodeRegistration;
 import dev.leader.test.CountingDataSource;
 import dev.leader.test.CountingDataSource.Execution;
-import dev.leader.test.MigratedSchema;
-import org.junit.jupiter.api.AfterEach;
+import dev.leader.test.InProcessNodes;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -84,25 +84,13 @@ class SteadyStateLoadTests {
 	private static final String RELEASE = "pg_notify";
 
 	@RegisterExtension
-	final MigratedSchema schema = new MigratedSchema(10);
-
-	private final List<LeaderEngine> engines = new CopyOnWriteArrayList<>();
-
-	private final List<DaemonCoordinator> coordinators = new CopyOnWriteArrayList<>();
-
-	private final List<Object> events = new CopyOnWriteArrayList<>();
-
-	@AfterEach
-	void stopNodes() {
-		this.coordinators.forEach(DaemonCoordinator::stop);
-		this.engines.forEach(LeaderEngine::stop);
-	}
+	final InProcessNodes nodes = new InProcessNodes(10);
 
 	@ParameterizedTest(name = "{0} groups")
 	@ValueSource(ints = { 1, 50 })
 	void leaderSendsOneStatementPerRenewIntervalHoweverManyGroupsItHolds(int groupCount) throws Exception {
 		List<String> groups = groups(groupCount);
-		CountingDataSource counted = new CountingDataSource(this.schema.dataSource());
+		CountingDataSource counted = new CountingDataSource(this.nodes.dataSource());
 		LeaderEngine leader = startLeading(counted, groups);
 		Instant windowStart = databaseNow();
 		int mark = counted.mark();
@@ -125,14 +113,9 @@ class SteadyStateLoadTests {
 	@Test
 	void followersOfHeldLeasesSendOnlyTheirRoundTripAndNeverTryToAcquire() throws Exception {
 		List<String> groups = groups(10);
-		CountingDataSource leaderCounted = new CountingDataSource(this.schema.dataSource());
+		CountingDataSource leaderCounted = new CountingDataSource(this.nodes.dataSource());
 		LeaderEngine leader = startLeading(leaderCounted, groups);
-		List<CountingDataSource> followers = new ArrayList<>();
-		for (String id : List.of("follower-1", "follower-2")) {
-			CountingDataSource counted = new CountingDataSource(this.schema.dataSource());
-			start(id, counted, groups);
-			followers.add(counted);
-		}
+		Collection<CountingDataSource> followers = startFollowers(groups).values();
 		await().atMost(TIMEOUT)
 			.until(() -> followers.stream()
 				.allMatch((counted) -> counted.executions()
@@ -154,22 +137,18 @@ class SteadyStateLoadTests {
 			});
 		}
 		assertThat(leaderCounted.executions()).allSatisfy((execution) -> assertThat(execution.failure()).isNull());
-		assertThat(this.events).filteredOn(LeadershipGrantedEvent.class::isInstance)
+		assertThat(this.nodes.events()).filteredOn(LeadershipGrantedEvent.class::isInstance)
 			.allSatisfy((event) -> assertThat(((LeadershipGrantedEvent) event).nodeId()).isEqualTo("leader"));
 	}
 
 	@Test
 	void handOverCostsTheLeaderOneReleaseAndEachFollowerAtMostTwoAcquiresPerGroup() throws Exception {
 		List<String> groups = groups(5);
-		CountingDataSource leaderCounted = new CountingDataSource(this.schema.dataSource());
+		CountingDataSource leaderCounted = new CountingDataSource(this.nodes.dataSource());
 		LeaderEngine leader = startLeading(leaderCounted, groups);
-		List<CountingDataSource> followers = new ArrayList<>();
-		List<LeaderEngine> followerEngines = new ArrayList<>();
-		for (String id : List.of("follower-1", "follower-2")) {
-			CountingDataSource counted = new CountingDataSource(this.schema.dataSource());
-			followerEngines.add(start(id, counted, groups));
-			followers.add(counted);
-		}
+		Map<LeaderEngine, CountingDataSource> started = startFollowers(groups);
+		Collection<CountingDataSource> followers = started.values();
+		Set<LeaderEngine> followerEngines = started.keySet();
 		await().atMost(TIMEOUT)
 			.until(() -> followerEngines.stream()
 				.allMatch((engine) -> groups.stream().allMatch((group) -> engine.leader(group).isPresent())));
@@ -221,7 +200,7 @@ class SteadyStateLoadTests {
 				Duration.ZERO);
 		List<CountingDataSource> nodes = new ArrayList<>();
 		for (String id : List.of("node-a", "node-b", "node-c")) {
-			CountingDataSource counted = new CountingDataSource(this.schema.dataSource());
+			CountingDataSource counted = new CountingDataSource(this.nodes.dataSource());
 			startWithDaemons(id, counted, daemons, daemonSettings);
 			nodes.add(counted);
 		}
@@ -246,6 +225,20 @@ class SteadyStateLoadTests {
 		assertThat(placement()).containsExactly(2L, 2L, 3L);
 	}
 
+	/**
+	 * Starts two followers of the groups, each on a counting data source of its own.
+	 * @param groups the groups
+	 * @return each follower's data source by its engine, in the order they started
+	 */
+	private Map<LeaderEngine, CountingDataSource> startFollowers(List<String> groups) {
+		Map<LeaderEngine, CountingDataSource> followers = new LinkedHashMap<>();
+		for (String id : List.of("follower-1", "follower-2")) {
+			CountingDataSource counted = new CountingDataSource(this.nodes.dataSource());
+			followers.put(start(id, counted, groups), counted);
+		}
+		return followers;
+	}
+
 	private static int ticks(CountingDataSource counted, int mark) {
 		return (int) counted.since(mark).stream().filter(Execution.containing(TICK)).count();
 	}
@@ -256,7 +249,7 @@ class SteadyStateLoadTests {
 	 */
 	private List<Long> placement() throws SQLException {
 		Map<String, Long> byNode = new TreeMap<>();
-		try (Connection connection = this.schema.dataSource().getConnection();
+		try (Connection connection = this.nodes.dataSource().getConnection();
 				PreparedStatement statement = connection
 					.prepareStatement("SELECT node_id, state FROM leader_assignments");
 				ResultSet rows = statement.executeQuery()) {
@@ -277,7 +270,7 @@ class SteadyStateLoadTests {
 				new TablePrefix("leader_"), Duration.ofSeconds(2));
 		LeaderEngine engine = new LeaderEngine(store, SETTINGS,
 				new NodeRegistration(id, id, "localhost", ProcessHandle.current().pid()), List.of(), (event) -> {
-					this.events.add(event);
+					this.nodes.events().add(event);
 					if (coordinator.get() != null && (event instanceof NodeJoinedEvent || event instanceof NodeLeftEvent
 							|| event instanceof LeadershipGrantedEvent)) {
 						coordinator.get().wake();
@@ -289,16 +282,16 @@ class SteadyStateLoadTests {
 			.set(new DaemonCoordinator(
 					engine, new PostgresDaemonStore(counted.dataSource(), new TablePrefix("leader_"),
 							Duration.ofSeconds(2), SETTINGS.nodeExpiry(), store),
-					daemonSettings, agents, this.events::add));
-		this.coordinators.add(coordinator.get());
-		this.engines.add(engine);
+					daemonSettings, agents, this.nodes.events()::add));
+		this.nodes.closeAfterTest(coordinator.get()::stop);
+		this.nodes.add(engine);
 		engine.start();
 		coordinator.get().start();
 	}
 
 	private List<String> renewedSince(Instant start, String holder) throws SQLException {
 		List<String> renewed = new ArrayList<>();
-		try (Connection connection = this.schema.dataSource().getConnection();
+		try (Connection connection = this.nodes.dataSource().getConnection();
 				PreparedStatement statement = connection
 					.prepareStatement("SELECT group_name FROM leader_leases WHERE holder = ? AND renewed_at > ?")) {
 			statement.setString(1, holder);
@@ -313,7 +306,7 @@ class SteadyStateLoadTests {
 	}
 
 	private Instant databaseNow() throws SQLException {
-		try (Connection connection = this.schema.dataSource().getConnection();
+		try (Connection connection = this.nodes.dataSource().getConnection();
 				PreparedStatement statement = connection.prepareStatement("SELECT clock_timestamp()");
 				ResultSet row = statement.executeQuery()) {
 			row.next();
@@ -338,7 +331,7 @@ class SteadyStateLoadTests {
 	 * that nodes started one after the other have run for different times.
 	 */
 	private LeaderEngine startAfterFirstRoundTrip(String id, List<String> groups) {
-		LeaderEngine engine = start(id, this.schema.dataSource(), groups, LeaseSettings.defaults());
+		LeaderEngine engine = start(id, this.nodes.dataSource(), groups, LeaseSettings.defaults());
 		await().atMost(TIMEOUT).until(() -> engine.lease(groups.get(0)).isPresent());
 		return engine;
 	}
@@ -346,8 +339,9 @@ class SteadyStateLoadTests {
 	private LeaderEngine start(String id, DataSource dataSource, List<String> groups, LeaseSettings settings) {
 		LeaderEngine engine = new LeaderEngine(
 				new PostgresCoordinationStore(dataSource, new TablePrefix("leader_"), Duration.ofSeconds(2)), settings,
-				new NodeRegistration(id, id, "localhost", ProcessHandle.current().pid()), groups, this.events::add);
-		this.engines.add(engine);
+				new NodeRegistration(id, id, "localhost", ProcessHandle.current().pid()), groups,
+				this.nodes.events()::add);
+		this.nodes.add(engine);
 		engine.start();
 		return engine;
 	}

@@ -8,7 +8,6 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 
@@ -142,25 +141,20 @@ public final class DaemonTestNode {
 		else {
 			engine.advertiseDaemons(names);
 		}
-		CountDownLatch stopped = new CountDownLatch(1);
-		Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+		NodeShutdown shutdown = NodeShutdown.install(events, nodeId, dataSource, () -> {
 			DaemonCoordinator daemons = coordinator.get();
 			if (daemons != null) {
 				daemons.stop();
 			}
 			engine.stop();
-			NodeEventLines.print(events, new NodeEvent(System.nanoTime(), Type.STOPPED, null, 0, nodeId, null));
-			dataSource.close();
-			stopped.countDown();
-		}, "test-node-shutdown"));
-		ProcessHandle.current().parent().ifPresent((parent) -> parent.onExit().thenRun(() -> System.exit(1)));
+		});
 		engine.start();
 		DaemonCoordinator daemons = coordinator.get();
 		if (daemons != null) {
 			daemons.start();
 		}
 		NodeEventLines.print(events, new NodeEvent(System.nanoTime(), Type.READY, null, 0, nodeId, null));
-		stopped.await();
+		shutdown.await();
 	}
 
 	private static Set<String> list(String value) {

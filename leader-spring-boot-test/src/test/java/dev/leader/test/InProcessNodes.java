@@ -30,11 +30,28 @@ public final class InProcessNodes implements BeforeEachCallback, AfterEachCallba
 	public static final LeaseSettings FAST = new LeaseSettings(Duration.ofSeconds(2), Duration.ofMillis(500),
 			Duration.ofMillis(500), Duration.ofMillis(100), Duration.ofSeconds(2), Duration.ofSeconds(3));
 
-	private final MigratedSchema schema = new MigratedSchema(8);
+	private final MigratedSchema schema;
 
 	private final List<LeaderEngine> engines = new CopyOnWriteArrayList<>();
 
+	private final List<AutoCloseable> closeables = new CopyOnWriteArrayList<>();
+
 	private final List<Object> events = new CopyOnWriteArrayList<>();
+
+	/**
+	 * Creates the extension, with a pool of 8 connections on the schema.
+	 */
+	public InProcessNodes() {
+		this(8);
+	}
+
+	/**
+	 * Creates the extension.
+	 * @param poolSize the size of the pool on the schema
+	 */
+	public InProcessNodes(int poolSize) {
+		this.schema = new MigratedSchema(poolSize);
+	}
 
 	/**
 	 * Starts an engine on the schema, with a query timeout of 2 s.
@@ -59,6 +76,15 @@ public final class InProcessNodes implements BeforeEachCallback, AfterEachCallba
 	public LeaderEngine add(LeaderEngine engine) {
 		this.engines.add(engine);
 		return engine;
+	}
+
+	/**
+	 * Adds something to close after the test: what was added last is closed first, all
+	 * before the engines stop and the schema is dropped.
+	 * @param closeable what to close, for example a coordinator's {@code stop}
+	 */
+	public void closeAfterTest(AutoCloseable closeable) {
+		this.closeables.add(closeable);
 	}
 
 	/**
@@ -91,11 +117,15 @@ public final class InProcessNodes implements BeforeEachCallback, AfterEachCallba
 	}
 
 	@Override
-	public void afterEach(ExtensionContext context) {
+	public void afterEach(ExtensionContext context) throws Exception {
 		try {
+			for (int i = this.closeables.size() - 1; i >= 0; i--) {
+				this.closeables.get(i).close();
+			}
 			this.engines.forEach(LeaderEngine::stop);
 		}
 		finally {
+			this.closeables.clear();
 			this.engines.clear();
 			this.events.clear();
 			this.schema.drop();

@@ -24,60 +24,36 @@ import dev.leader.log.LogStore;
 enum NodeDialect {
 
 	/**
-	 * PostgreSQL's stores.
+	 * PostgreSQL's stores; the log store has no notifications, since the fault run's
+	 * nodes only append.
 	 */
-	POSTGRESQL("SELECT 1 FROM pg_sleep(?)") {
-
-		@Override
-		CoordinationStore coordinationStore(DataSource dataSource, TablePrefix prefix, Duration queryTimeout) {
-			return new PostgresCoordinationStore(dataSource, prefix, queryTimeout);
-		}
-
-		@Override
-		FencingStore fencingStore(DataSource dataSource, TablePrefix prefix, Duration queryTimeout,
-				Duration holdLimit) {
-			return new PostgresFencingStore(dataSource, prefix, queryTimeout, holdLimit);
-		}
-
-		@Override
-		LogStore logStore(DataSource dataSource, TablePrefix prefix, Duration queryTimeout, Duration holdLimit,
-				CoordinationStore coordination) {
-			// No notifications: the fault run's nodes only append.
-			return new PostgresLogStore(dataSource, prefix, queryTimeout, holdLimit, null);
-		}
-
-	},
+	POSTGRESQL("SELECT 1 FROM pg_sleep(?)", PostgresCoordinationStore::new, PostgresFencingStore::new,
+			(dataSource, prefix, queryTimeout, holdLimit, coordination) -> new PostgresLogStore(dataSource, prefix,
+					queryTimeout, holdLimit, null)),
 
 	/**
 	 * MariaDB's stores; the log store learns of other nodes' appends from the
 	 * coordination store's heartbeat.
 	 */
-	MARIADB("SELECT SLEEP(?)") {
-
-		@Override
-		CoordinationStore coordinationStore(DataSource dataSource, TablePrefix prefix, Duration queryTimeout) {
-			return new MariaDbCoordinationStore(dataSource, prefix, queryTimeout);
-		}
-
-		@Override
-		FencingStore fencingStore(DataSource dataSource, TablePrefix prefix, Duration queryTimeout,
-				Duration holdLimit) {
-			return new MariaDbFencingStore(dataSource, prefix, queryTimeout, holdLimit);
-		}
-
-		@Override
-		LogStore logStore(DataSource dataSource, TablePrefix prefix, Duration queryTimeout, Duration holdLimit,
-				CoordinationStore coordination) {
-			return new MariaDbLogStore(dataSource, prefix, queryTimeout, holdLimit,
-					(coordination instanceof MariaDbCoordinationStore mariaDb) ? mariaDb : null);
-		}
-
-	};
+	MARIADB("SELECT SLEEP(?)", MariaDbCoordinationStore::new, MariaDbFencingStore::new,
+			(dataSource, prefix, queryTimeout, holdLimit, coordination) -> new MariaDbLogStore(dataSource, prefix,
+					queryTimeout, holdLimit,
+					(coordination instanceof MariaDbCoordinationStore mariaDb) ? mariaDb : null));
 
 	private final String sleepSql;
 
-	NodeDialect(String sleepSql) {
+	private final CoordinationStores coordinationStores;
+
+	private final FencingStores fencingStores;
+
+	private final LogStores logStores;
+
+	NodeDialect(String sleepSql, CoordinationStores coordinationStores, FencingStores fencingStores,
+			LogStores logStores) {
 		this.sleepSql = sleepSql;
+		this.coordinationStores = coordinationStores;
+		this.fencingStores = fencingStores;
+		this.logStores = logStores;
 	}
 
 	static NodeDialect of(String url) {
@@ -93,12 +69,39 @@ enum NodeDialect {
 		return this.sleepSql;
 	}
 
-	abstract CoordinationStore coordinationStore(DataSource dataSource, TablePrefix prefix, Duration queryTimeout);
+	CoordinationStore coordinationStore(DataSource dataSource, TablePrefix prefix, Duration queryTimeout) {
+		return this.coordinationStores.create(dataSource, prefix, queryTimeout);
+	}
 
-	abstract FencingStore fencingStore(DataSource dataSource, TablePrefix prefix, Duration queryTimeout,
-			Duration holdLimit);
+	FencingStore fencingStore(DataSource dataSource, TablePrefix prefix, Duration queryTimeout, Duration holdLimit) {
+		return this.fencingStores.create(dataSource, prefix, queryTimeout, holdLimit);
+	}
 
-	abstract LogStore logStore(DataSource dataSource, TablePrefix prefix, Duration queryTimeout, Duration holdLimit,
-			CoordinationStore coordination);
+	LogStore logStore(DataSource dataSource, TablePrefix prefix, Duration queryTimeout, Duration holdLimit,
+			CoordinationStore coordination) {
+		return this.logStores.create(dataSource, prefix, queryTimeout, holdLimit, coordination);
+	}
+
+	@FunctionalInterface
+	private interface CoordinationStores {
+
+		CoordinationStore create(DataSource dataSource, TablePrefix prefix, Duration queryTimeout);
+
+	}
+
+	@FunctionalInterface
+	private interface FencingStores {
+
+		FencingStore create(DataSource dataSource, TablePrefix prefix, Duration queryTimeout, Duration holdLimit);
+
+	}
+
+	@FunctionalInterface
+	private interface LogStores {
+
+		LogStore create(DataSource dataSource, TablePrefix prefix, Duration queryTimeout, Duration holdLimit,
+				CoordinationStore coordination);
+
+	}
 
 }

@@ -52,13 +52,10 @@ public final class ReplicatedPostgres implements BeforeEachCallback, AfterEachCa
 
 	@Override
 	public void afterEach(ExtensionContext context) {
-		if (this.standby != null) {
-			this.standby.close();
-			this.standby = null;
-		}
-		if (this.primary != null) {
-			this.primary.close();
+		// Closed in reverse order: the standby first.
+		try (TemporaryPostgres primary = this.primary; TemporaryPostgres standby = this.standby) {
 			this.primary = null;
+			this.standby = null;
 		}
 	}
 

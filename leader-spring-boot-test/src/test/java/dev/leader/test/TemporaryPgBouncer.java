@@ -6,7 +6,6 @@ import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -46,39 +45,27 @@ public final class TemporaryPgBouncer implements AutoCloseable {
 					+ ": install Debian's pgbouncer package (apt-get install pgbouncer), or set LEADER_TEST_PGBOUNCER "
 					+ "to the binary");
 		}
-		try {
-			Path directory = Files.createTempDirectory("leader-pgbouncer-");
-			TemporaryPgBouncer bouncer = new TemporaryPgBouncer(directory);
-			try {
-				Files.writeString(directory.resolve("users.txt"), "\"postgres\" \"\"\n");
-				Files.writeString(directory.resolve("pgbouncer.ini"),
-						String.join("\n", "[databases]", "* = host=127.0.0.1 port=" + serverPort, "[pgbouncer]",
-								"listen_addr = 127.0.0.1", "listen_port = " + bouncer.port, "unix_socket_dir =",
-								"auth_type = trust", "auth_file = " + directory.resolve("users.txt"),
-								"pool_mode = " + poolMode, "max_client_conn = 200", "default_pool_size = 20",
-								// pgjdbc sends extra_float_digits at login; PgBouncer
-								// refuses parameters it does not know.
-								"ignore_startup_parameters = extra_float_digits",
-								"logfile = " + directory.resolve("pgbouncer.log"),
-								"pidfile = " + directory.resolve("pgbouncer.pid"), ""));
-				TemporaryPostgres.run(List.of("chmod", "-R", "a+rwX", directory.toString()), false);
-				List<String> command = new ArrayList<>();
-				if (TemporaryPostgres.isRoot()) {
-					command.addAll(List.of("runuser", "-u", "postgres", "--"));
-				}
-				command.addAll(List.of(BINARY.toString(), "-d", directory.resolve("pgbouncer.ini").toString()));
-				TemporaryPostgres.run(command, false);
-				bouncer.awaitListening();
-				return bouncer;
-			}
-			catch (RuntimeException ex) {
-				bouncer.close();
-				throw ex;
-			}
-		}
-		catch (IOException ex) {
-			throw new IllegalStateException("Could not start a temporary PgBouncer", ex);
-		}
+		return TemporaryPostgres.startOrClose("Could not start a temporary PgBouncer",
+				() -> new TemporaryPgBouncer(Files.createTempDirectory("leader-pgbouncer-")), (bouncer) -> {
+					Path directory = bouncer.directory;
+					Files.writeString(directory.resolve("users.txt"), "\"postgres\" \"\"\n");
+					Files.writeString(directory.resolve("pgbouncer.ini"),
+							String.join("\n", "[databases]", "* = host=127.0.0.1 port=" + serverPort, "[pgbouncer]",
+									"listen_addr = 127.0.0.1", "listen_port = " + bouncer.port, "unix_socket_dir =",
+									"auth_type = trust", "auth_file = " + directory.resolve("users.txt"),
+									"pool_mode = " + poolMode, "max_client_conn = 200", "default_pool_size = 20",
+									// pgjdbc sends extra_float_digits at login; PgBouncer
+									// refuses parameters it does not know.
+									"ignore_startup_parameters = extra_float_digits",
+									"logfile = " + directory.resolve("pgbouncer.log"),
+									"pidfile = " + directory.resolve("pgbouncer.pid"), ""));
+					TemporaryPostgres.run(List.of("chmod", "-R", "a+rwX", directory.toString()), false);
+					TemporaryPostgres.run(
+							TemporaryPostgres.asPostgres(
+									List.of(BINARY.toString(), "-d", directory.resolve("pgbouncer.ini").toString())),
+							false);
+					bouncer.awaitListening();
+				}, TemporaryPgBouncer::close);
 	}
 
 	/**

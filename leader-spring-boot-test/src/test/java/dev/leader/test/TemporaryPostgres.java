@@ -14,6 +14,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 import org.awaitility.Awaitility;
 import org.awaitility.core.ConditionTimeoutException;
@@ -101,29 +102,19 @@ public final class TemporaryPostgres implements AutoCloseable {
 					+ "pg_ctl in " + BIN + ": install Debian's postgresql-15 package (apt-get install postgresql-15), "
 					+ "or set LEADER_TEST_PG_BIN to the directory that holds them");
 		}
-		try {
-			TemporaryPostgres server = new TemporaryPostgres(prepareDirectory(), port);
-			try {
-				server.pg("initdb", "-D", server.data.toString(), "-A", "trust", "-U", "postgres", "--no-sync");
-				server.configure(settings);
-				if (steppableClock) {
-					Files.writeString(server.clockOffsetFile(), "+0\n");
-					run(List.of("chmod", "666", server.clockOffsetFile().toString()), false);
-					server.environment.addAll(List.of("LD_PRELOAD=" + LIBFAKETIME,
-							"FAKETIME_TIMESTAMP_FILE=" + server.clockOffsetFile(), "FAKETIME_NO_CACHE=1",
-							"FAKETIME_DONT_FAKE_MONOTONIC=1", "FAKETIME_FORCE_MONOTONIC_FIX=0"));
-				}
-				server.startServer();
-				return server;
-			}
-			catch (RuntimeException ex) {
-				server.close();
-				throw ex;
-			}
-		}
-		catch (IOException ex) {
-			throw new IllegalStateException("Could not create a temporary PostgreSQL server", ex);
-		}
+		return startOrClose("Could not create a temporary PostgreSQL server",
+				() -> new TemporaryPostgres(prepareDirectory(), port), (server) -> {
+					server.pg("initdb", "-D", server.data.toString(), "-A", "trust", "-U", "postgres", "--no-sync");
+					server.configure(settings);
+					if (steppableClock) {
+						Files.writeString(server.clockOffsetFile(), "+0\n");
+						run(List.of("chmod", "666", server.clockOffsetFile().toString()), false);
+						server.environment.addAll(List.of("LD_PRELOAD=" + LIBFAKETIME,
+								"FAKETIME_TIMESTAMP_FILE=" + server.clockOffsetFile(), "FAKETIME_NO_CACHE=1",
+								"FAKETIME_DONT_FAKE_MONOTONIC=1", "FAKETIME_FORCE_MONOTONIC_FIX=0"));
+					}
+					server.startServer();
+				}, TemporaryPostgres::close);
 	}
 
 	/**
@@ -151,23 +142,14 @@ public final class TemporaryPostgres implements AutoCloseable {
 	 * @return the running standby
 	 */
 	public TemporaryPostgres standbyOn(int port) {
-		try {
-			TemporaryPostgres standby = new TemporaryPostgres(prepareDirectory(), port);
-			try {
-				pg("pg_basebackup", "-h", "127.0.0.1", "-p", Integer.toString(this.port), "-U", "postgres", "-D",
-						standby.data.toString(), "-R", "-X", "stream", "--no-sync", "-d", "application_name=standby");
-				standby.configure(List.of("synchronous_standby_names = ''"));
-				standby.startServer();
-				return standby;
-			}
-			catch (RuntimeException ex) {
-				standby.close();
-				throw ex;
-			}
-		}
-		catch (IOException ex) {
-			throw new IllegalStateException("Could not create a temporary standby", ex);
-		}
+		return startOrClose("Could not create a temporary standby",
+				() -> new TemporaryPostgres(prepareDirectory(), port), (standby) -> {
+					pg("pg_basebackup", "-h", "127.0.0.1", "-p", Integer.toString(this.port), "-U", "postgres", "-D",
+							standby.data.toString(), "-R", "-X", "stream", "--no-sync", "-d",
+							"application_name=standby");
+					standby.configure(List.of("synchronous_standby_names = ''"));
+					standby.startServer();
+				}, TemporaryPostgres::close);
 	}
 
 	/**
@@ -353,12 +335,49 @@ public final class TemporaryPostgres implements AutoCloseable {
 	 */
 	private void pg(String... command) {
 		List<String> line = new ArrayList<>();
+		line.add(command[0].equals("env") ? "env" : BIN.resolve(command[0]).toString());
+		line.addAll(List.of(command).subList(1, command.length));
+		run(asPostgres(line), true);
+	}
+
+	/**
+	 * Returns a command that runs as {@code postgres} when the tests run as root.
+	 * @param command the command and its arguments
+	 * @return the command to run
+	 */
+	static List<String> asPostgres(List<String> command) {
+		List<String> line = new ArrayList<>();
 		if (isRoot()) {
 			line.addAll(List.of("runuser", "-u", "postgres", "--"));
 		}
-		line.add(command[0].equals("env") ? "env" : BIN.resolve(command[0]).toString());
-		line.addAll(List.of(command).subList(1, command.length));
-		run(line, true);
+		line.addAll(command);
+		return line;
+	}
+
+	/**
+	 * Creates a server and starts it, closing it again if starting fails.
+	 * @param <T> the server's type
+	 * @param failure the message if creating or starting it fails on I/O
+	 * @param create creates the server
+	 * @param start starts the created server
+	 * @param close closes a server that did not start
+	 * @return the running server
+	 */
+	static <T> T startOrClose(String failure, IoSupplier<T> create, IoConsumer<T> start, Consumer<T> close) {
+		try {
+			T server = create.get();
+			try {
+				start.accept(server);
+				return server;
+			}
+			catch (RuntimeException ex) {
+				close.accept(server);
+				throw ex;
+			}
+		}
+		catch (IOException ex) {
+			throw new IllegalStateException(failure, ex);
+		}
 	}
 
 	/**
@@ -405,6 +424,30 @@ public final class TemporaryPostgres implements AutoCloseable {
 		try (ServerSocket socket = new ServerSocket(0)) {
 			return socket.getLocalPort();
 		}
+	}
+
+	/**
+	 * Creates something, or fails on I/O.
+	 *
+	 * @param <T> what it creates
+	 */
+	@FunctionalInterface
+	interface IoSupplier<T> {
+
+		T get() throws IOException;
+
+	}
+
+	/**
+	 * Does something with a value, or fails on I/O.
+	 *
+	 * @param <T> the value's type
+	 */
+	@FunctionalInterface
+	interface IoConsumer<T> {
+
+		void accept(T value) throws IOException;
+
 	}
 
 }

@@ -11,7 +11,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CountDownLatch;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 
@@ -65,6 +64,8 @@ import dev.leader.test.NodeEvent.Type;
  */
 public final class TestNode {
 
+	private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(20);
+
 	private TestNode() {
 	}
 
@@ -87,7 +88,7 @@ public final class TestNode {
 	 * @return the cluster, to register with {@code @RegisterExtension}
 	 */
 	public static Cluster clusterOnMariaDb(LeaseSettings settings, String... groups) {
-		return new Cluster(new Launcher(settings, List.of(groups)),
+		return new Cluster(launcher(settings, List.of(groups)),
 				() -> new MariaDbClusterDatabase(MariaDbTestDatabase.create()));
 	}
 
@@ -101,7 +102,27 @@ public final class TestNode {
 	 * @return the cluster, to register with {@code @RegisterExtension}
 	 */
 	public static Cluster cluster(LeaseSettings settings, Supplier<TestDatabase> schemas, String... groups) {
-		return new Cluster(new Launcher(settings, List.of(groups)), () -> new PostgresClusterDatabase(schemas.get()));
+		return new Cluster(launcher(settings, List.of(groups)), () -> new PostgresClusterDatabase(schemas.get()));
+	}
+
+	/**
+	 * Returns the launcher of the test nodes of a {@link Cluster}, each with its own role
+	 * on the cluster's schema, and not through a proxy: the fault tests put their own
+	 * {@link StallingProxy} in front of the nodes that need one.
+	 * @param settings the settings of every node
+	 * @param groups the groups every node takes part in
+	 * @return the launcher
+	 */
+	private static NodeLauncher launcher(LeaseSettings settings, List<String> groups) {
+		NodeLauncher.Login login = (nodeId, url, user, password) -> {
+			List<String> arguments = new ArrayList<>(arguments(settings));
+			arguments.add("--url=" + url);
+			arguments.add("--user=" + user);
+			arguments.add("--password=" + password);
+			arguments.add("--groups=" + String.join(",", groups));
+			return arguments;
+		};
+		return new NodeLauncher(TestNode.class, login, NodeProcess::start, STARTUP_TIMEOUT, true, false);
 	}
 
 	/**
@@ -137,8 +158,7 @@ public final class TestNode {
 		FencedWriter writer = Boolean.parseBoolean(arguments.get("writer", "false")) ? writer(node) : null;
 		int loadThreads = Integer.parseInt(arguments.get("load-threads", "0"));
 		GuardedLoad load = (loadThreads > 0) ? load(node, loadThreads) : null;
-		CountDownLatch stopped = new CountDownLatch(1);
-		Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+		NodeShutdown shutdown = NodeShutdown.install(events, nodeId, dataSource, () -> {
 			// The engine first: its revokes empty the tokens, so the load stops guarding
 			// and the releases wait only for the transactions under way, as an
 			// application's would.
@@ -149,11 +169,7 @@ public final class TestNode {
 			if (writer != null) {
 				writer.stop();
 			}
-			NodeEventLines.print(events, new NodeEvent(System.nanoTime(), Type.STOPPED, null, 0, nodeId, null));
-			dataSource.close();
-			stopped.countDown();
-		}, "test-node-shutdown"));
-		ProcessHandle.current().parent().ifPresent((parent) -> parent.onExit().thenRun(() -> System.exit(1)));
+		});
 		warmUpEventLines(nodeId);
 		engine.start();
 		if (writer != null) {
@@ -165,8 +181,7 @@ public final class TestNode {
 		NodeEventLines.print(events, new NodeEvent(System.nanoTime(), Type.READY, null, 0, nodeId, null));
 		NodeEventLines.print(events,
 				new NodeEvent(System.nanoTime(), Type.CLOCK, null, System.currentTimeMillis(), nodeId, null));
-		// The engine's threads are daemons: keep the JVM up until a signal ends it.
-		stopped.await();
+		shutdown.await();
 	}
 
 	/**
@@ -252,53 +267,6 @@ public final class TestNode {
 	 */
 	private record Node(LeaderEngine engine, CoordinationStore store, NodeDialect dialect, HikariDataSource dataSource,
 			NodeArguments arguments, Consumer<NodeEvent> events) {
-	}
-
-	/**
-	 * Starts the test nodes of a {@link Cluster}, each with its own role on the cluster's
-	 * schema, and not through a proxy: the fault tests put their own
-	 * {@link StallingProxy} in front of the nodes that need one.
-	 */
-	private record Launcher(LeaseSettings settings, List<String> groups) implements Cluster.Launcher {
-
-		private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(20);
-
-		@Override
-		public Class<?> main() {
-			return TestNode.class;
-		}
-
-		@Override
-		public List<String> arguments(String nodeId, String url, String user, String password) {
-			List<String> arguments = new ArrayList<>(TestNode.arguments(this.settings));
-			arguments.add("--url=" + url);
-			arguments.add("--user=" + user);
-			arguments.add("--password=" + password);
-			arguments.add("--groups=" + String.join(",", this.groups));
-			return arguments;
-		}
-
-		@Override
-		public NodeProcess launch(Class<?> main, String nodeId, List<String> arguments, Map<String, String> environment,
-				Path output) throws IOException {
-			return NodeProcess.start(main, nodeId, arguments, environment, output);
-		}
-
-		@Override
-		public Duration startupTimeout() {
-			return STARTUP_TIMEOUT;
-		}
-
-		@Override
-		public boolean createsTables() {
-			return true;
-		}
-
-		@Override
-		public boolean proxied() {
-			return false;
-		}
-
 	}
 
 }
