@@ -11,9 +11,9 @@ import dev.leader.log.Bookmark;
 import dev.leader.log.DecisionLog;
 import dev.leader.log.LogEntry;
 import dev.leader.log.LogStore.Appended;
+import dev.leader.log.RecordingApplier;
 import dev.leader.node.NodeRegistration;
 import dev.leader.test.MigratedSchema;
-import dev.leader.test.RecordingApplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -56,8 +56,9 @@ class PostgresLogStoreTests {
 		DecisionLog leader = new DecisionLog(store(this.leaderStore), "a", List.of());
 		PostgresCoordinationStore deafStore = new PostgresCoordinationStore(this.schema.dataSource(), PREFIX,
 				Duration.ofSeconds(5), Notifications.off());
-		List<LogEntry> applied = new CopyOnWriteArrayList<>();
-		DecisionLog deaf = new DecisionLog(store(deafStore), "b", List.of(new RecordingApplier("g", applied)));
+		RecordingApplier recorder = new RecordingApplier("g");
+		List<LogEntry> applied = recorder.entries();
+		DecisionLog deaf = new DecisionLog(store(deafStore), "b", List.of(recorder));
 		try {
 			deaf.start();
 			await().atMost(TIMEOUT).until(() -> deaf.staleness("g").isPresent());
