@@ -1,13 +1,16 @@
 package dev.leader.actuate;
 
 import java.time.Duration;
+import java.util.EnumMap;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 import dev.leader.Leadership;
 import dev.leader.Leadership.LeadershipListener;
 import dev.leader.LeadershipGrantedEvent;
 import dev.leader.LeadershipRevokedEvent;
+import dev.leader.RevokeReason;
 import dev.leader.daemon.AssignmentState;
 import dev.leader.daemon.DaemonStatus;
 import dev.leader.fencing.Fencing;
@@ -90,6 +93,13 @@ public class LeaderMetrics implements MeterBinder, LeaseMonitor, LogMonitor {
 				.tag(key(LeaderMeters.Tag.GROUP), group)
 				.register(registry);
 			Counter granted = transitions(registry, group, "granted", "none");
+			// Registered now, at zero, rather than on a first revoke: the revoke is
+			// counted
+			// on a hand-over's path, before the release.
+			Map<RevokeReason, Counter> revoked = new EnumMap<>(RevokeReason.class);
+			for (RevokeReason reason : RevokeReason.values()) {
+				revoked.put(reason, transitions(registry, group, "revoked", reason.name().toLowerCase(Locale.ROOT)));
+			}
 			this.leadership.addListener(group, new LeadershipListener() {
 
 				@Override
@@ -99,7 +109,7 @@ public class LeaderMetrics implements MeterBinder, LeaseMonitor, LogMonitor {
 
 				@Override
 				public void revoked(LeadershipRevokedEvent event) {
-					transitions(registry, group, "revoked", event.reason().name().toLowerCase(Locale.ROOT)).increment();
+					revoked.get(event.reason()).increment();
 				}
 
 			});

@@ -271,7 +271,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 			List<String> locked = tx.run(MariaDbSql.inLists(sql(LOCK_RELEASED), sorted, List.of()), (statement) -> {
 				int i = MariaDbSql.bindHeld(statement, 0, sorted);
 				statement.setString(++i, nodeId);
-				return Statements.list(statement, (rows) -> rows.getString("group_name"));
+				return Statements.list(statement, RowReader.GROUP_NAME);
 			});
 			if (!locked.isEmpty()) {
 				String markers = MariaDbSql.markers(locked.size());

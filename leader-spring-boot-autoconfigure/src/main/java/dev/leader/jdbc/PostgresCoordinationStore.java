@@ -221,7 +221,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 			statement.setString(3, nodeId);
 			statement.setString(4, nodeId);
 			statement.setString(5, channel);
-			return Statements.list(statement, (rows) -> rows.getString("group_name"));
+			return Statements.list(statement, RowReader.GROUP_NAME);
 		};
 	}
 
