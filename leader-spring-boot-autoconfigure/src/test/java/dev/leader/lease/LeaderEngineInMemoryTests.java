@@ -87,6 +87,12 @@ class LeaderEngineInMemoryTests {
 		for (int handOver = 0; handOver < 3; handOver++) {
 			LeaderEngine leader = a.isLeader(GROUP) ? a : b;
 			LeaderEngine follower = (leader == a) ? b : a;
+			if (handOver > 0) {
+				// The follower yielded the hand-over before and stays out for the
+				// cooldown: a
+				// yield back to it within that time could go to the yielding node again.
+				Thread.sleep(LONG_LEASE.yieldCooldown().toMillis());
+			}
 			long term = leader.token(GROUP).orElseThrow().term();
 			assertThat(leader.yield(GROUP)).isTrue();
 			assertThat(leader.isLeader(GROUP)).isFalse();
