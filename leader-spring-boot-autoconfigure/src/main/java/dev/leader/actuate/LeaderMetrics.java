@@ -93,9 +93,8 @@ public class LeaderMetrics implements MeterBinder, LeaseMonitor, LogMonitor {
 				.tag(key(LeaderMeters.Tag.GROUP), group)
 				.register(registry);
 			Counter granted = transitions(registry, group, "granted", "none");
-			// Registered now, at zero, rather than on a first revoke: the revoke is
-			// counted
-			// on a hand-over's path, before the release.
+			// Registered now, at zero, not on a first revoke: a revoke is counted on a
+			// hand-over's path, before the release.
 			Map<RevokeReason, Counter> revoked = new EnumMap<>(RevokeReason.class);
 			for (RevokeReason reason : RevokeReason.values()) {
 				revoked.put(reason, transitions(registry, group, "revoked", reason.name().toLowerCase(Locale.ROOT)));
