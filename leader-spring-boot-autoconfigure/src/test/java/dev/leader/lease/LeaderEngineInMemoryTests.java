@@ -88,10 +88,11 @@ class LeaderEngineInMemoryTests {
 			LeaderEngine leader = a.isLeader(GROUP) ? a : b;
 			LeaderEngine follower = (leader == a) ? b : a;
 			if (handOver > 0) {
-				// The follower yielded the hand-over before and stays out for the
-				// cooldown: a
-				// yield back to it within that time could go to the yielding node again.
-				Thread.sleep(LONG_LEASE.yieldCooldown().toMillis());
+				// The follower yielded the last hand-over and stays out for the cooldown;
+				// a yield back to it within that time could go to the yielder again.
+				await().pollDelay(LONG_LEASE.yieldCooldown())
+					.atMost(LONG_LEASE.yieldCooldown().plusSeconds(1))
+					.until(() -> leader.isLeader(GROUP));
 			}
 			long term = leader.token(GROUP).orElseThrow().term();
 			assertThat(leader.yield(GROUP)).isTrue();

@@ -10,7 +10,6 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProp
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.scheduling.annotation.Scheduled;
 import org.springframework.stereotype.Component;
-import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
@@ -45,11 +44,11 @@ class InvoiceRun {
 
 	private int step;
 
-	InvoiceRun(Leadership leadership, Fencing fencing, PlatformTransactionManager transactionManager, JdbcClient jdbc,
+	InvoiceRun(Leadership leadership, Fencing fencing, TransactionTemplate transactions, JdbcClient jdbc,
 			RejectedWrites rejectedWrites) {
 		this.leadership = leadership;
 		this.fencing = fencing;
-		this.transactions = new TransactionTemplate(transactionManager);
+		this.transactions = transactions;
 		this.jdbc = jdbc;
 		this.rejectedWrites = rejectedWrites;
 	}
