@@ -240,7 +240,8 @@ final class GroupLeases {
 
 	/**
 	 * Steps down from every group and returns the terms that were held, for the release
-	 * of a stopping node.
+	 * of a stopping node, which logs the revokes with {@link #logReleased} once it has
+	 * released.
 	 * @param reason why this node steps down
 	 * @return the terms that were held, by group name
 	 */
@@ -249,14 +250,15 @@ final class GroupLeases {
 			Map<String, Long> held = heldTerms();
 			for (GroupLease group : this.groups.values()) {
 				group.replaceWake(null);
-				stepDown(group, reason, -1);
+				stepDownUnlogged(group, reason);
 			}
 			return held;
 		}
 	}
 
 	/**
-	 * Steps down from a group on demand and starts its cooldown.
+	 * Steps down from a group on demand and starts its cooldown; the release logs the
+	 * revoke with {@link #logReleased} once it has released.
 	 * @param group the group to yield
 	 * @return the term held, or -1 if this node held none
 	 */
@@ -265,10 +267,21 @@ final class GroupLeases {
 			long term = group.heldTerm();
 			if (term >= 0) {
 				group.coolDown(this.settings.yieldCooldown());
-				stepDown(group, RevokeReason.YIELDED, -1);
+				stepDownUnlogged(group, RevokeReason.YIELDED);
 			}
 			return term;
 		}
+	}
+
+	/**
+	 * Logs the revokes of a step-down that released its leases, after the release: on a
+	 * hand-over's path, the engine's log lines written while the revoked events'
+	 * listeners wrote theirs held the release up by a millisecond or more.
+	 * @param held the terms released, by group name
+	 * @param reason why this node stepped down
+	 */
+	void logReleased(Map<String, Long> held, RevokeReason reason) {
+		held.forEach((name, term) -> logRevoked(name, term, reason, -1));
 	}
 
 	/**
@@ -339,14 +352,24 @@ final class GroupLeases {
 	 * @param reason why this node steps down
 	 */
 	private void stepDown(GroupLease group, RevokeReason reason, long latency) {
-		LeadershipRevokedEvent revoked = group.stepDown(reason);
-		if (revoked == null) {
-			return;
+		LeadershipRevokedEvent revoked = stepDownUnlogged(group, reason);
+		if (revoked != null) {
+			logRevoked(group.name(), revoked.term(), reason, latency);
 		}
-		this.watchdog.disarm(group);
-		publish(revoked);
-		info("Leader group=%s node=%s action=revoked term=%d reason=%s latency=%s", group.name(), this.nodeId,
-				revoked.term(), reason, (latency >= 0) ? TimeUnit.NANOSECONDS.toMillis(latency) + "ms" : "local");
+	}
+
+	private @Nullable LeadershipRevokedEvent stepDownUnlogged(GroupLease group, RevokeReason reason) {
+		LeadershipRevokedEvent revoked = group.stepDown(reason);
+		if (revoked != null) {
+			this.watchdog.disarm(group);
+			publish(revoked);
+		}
+		return revoked;
+	}
+
+	private void logRevoked(String group, long term, RevokeReason reason, long latency) {
+		info("Leader group=%s node=%s action=revoked term=%d reason=%s latency=%s", group, this.nodeId, term, reason,
+				(latency >= 0) ? TimeUnit.NANOSECONDS.toMillis(latency) + "ms" : "local");
 	}
 
 	private void observe(GroupLease group, @Nullable LeaseState lease, long readAt) {

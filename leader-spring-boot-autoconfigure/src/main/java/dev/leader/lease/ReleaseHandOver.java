@@ -83,7 +83,9 @@ final class ReleaseHandOver {
 				return false;
 			}
 			long sent = this.clock.nanoTime();
-			releaseAfterRevokes(Map.of(group.name(), term));
+			Map<String, Long> held = Map.of(group.name(), term);
+			releaseAfterRevokes(held);
+			this.groups.logReleased(held, RevokeReason.YIELDED);
 			if (logger.isDebugEnabled()) {
 				logger.debug(String.format("Leader group=%s node=%s action=released term=%d latency=%dms", group.name(),
 						this.nodeId, term, TimeUnit.NANOSECONDS.toMillis(this.clock.nanoTime() - sent)));
@@ -116,6 +118,7 @@ final class ReleaseHandOver {
 		try {
 			Map<String, Long> held = this.groups.stepDownAll(RevokeReason.SHUTDOWN);
 			releaseAfterRevokes(held);
+			this.groups.logReleased(held, RevokeReason.SHUTDOWN);
 			if (!held.isEmpty()) {
 				GroupLeases.info("Leader node %s is stopping, released %s", this.nodeId, held.keySet());
 			}
@@ -145,6 +148,7 @@ final class ReleaseHandOver {
 			this.roundTrips.cancelTick();
 			Map<String, Long> held = this.groups.stepDownAll(RevokeReason.SHUTDOWN);
 			releaseAfterRevokes(held);
+			this.groups.logReleased(held, RevokeReason.SHUTDOWN);
 			try {
 				this.store.deregister(this.nodeId);
 			}
