@@ -116,9 +116,7 @@ final class ReleaseHandOver {
 			return;
 		}
 		try {
-			Map<String, Long> held = this.groups.stepDownAll(RevokeReason.SHUTDOWN);
-			releaseAfterRevokes(held);
-			this.groups.logReleased(held, RevokeReason.SHUTDOWN);
+			Map<String, Long> held = stepDownAndReleaseAll();
 			if (!held.isEmpty()) {
 				GroupLeases.info("Leader node %s is stopping, released %s", this.nodeId, held.keySet());
 			}
@@ -146,9 +144,7 @@ final class ReleaseHandOver {
 		}
 		try {
 			this.roundTrips.cancelTick();
-			Map<String, Long> held = this.groups.stepDownAll(RevokeReason.SHUTDOWN);
-			releaseAfterRevokes(held);
-			this.groups.logReleased(held, RevokeReason.SHUTDOWN);
+			Map<String, Long> held = stepDownAndReleaseAll();
 			try {
 				this.store.deregister(this.nodeId);
 			}
@@ -161,6 +157,18 @@ final class ReleaseHandOver {
 		finally {
 			this.roundTrips.lock().unlock();
 		}
+	}
+
+	/**
+	 * Steps down from every group with {@link RevokeReason#SHUTDOWN}, releases the terms
+	 * once the revokes are delivered, then logs them; with the round trips' lock held.
+	 * @return the terms released, by group name
+	 */
+	private Map<String, Long> stepDownAndReleaseAll() {
+		Map<String, Long> held = this.groups.stepDownAll(RevokeReason.SHUTDOWN);
+		releaseAfterRevokes(held);
+		this.groups.logReleased(held, RevokeReason.SHUTDOWN);
+		return held;
 	}
 
 	/**
