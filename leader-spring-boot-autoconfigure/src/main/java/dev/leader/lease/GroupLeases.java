@@ -30,6 +30,11 @@ import org.jspecify.annotations.Nullable;
  * one lock, changes the {@link GroupLease}, arms or disarms the
  * {@link SafeWindowWatchdog}, publishes its event and logs its line, so that events are
  * published in the order of the transitions across all groups and the member list.
+ * <p>
+ * A stop or a yield logs its line after the release instead ({@link #logReleased}).
+ * <p>
+ * Somewhat over 400 lines because every transition belongs under that one lock: splitting
+ * the transitions across classes would split the lock that orders them.
  */
 final class GroupLeases {
 
