@@ -76,9 +76,10 @@ final class AppliedTerms {
 	 * history too, since a term appends in one history only (a failover of the database
 	 * starts a new epoch of terms) and commits in index order.
 	 * @param bookmark the bookmark, at most the index applied
-	 * @throws LostEntryException if another entry stands at its index in this node's
-	 * history, which the log matches
-	 * @throws IllegalStateException if this node cannot tell
+	 * @throws LostEntryException if an entry of a later term stands at its index in this
+	 * node's history, which the log matches: a failover lost the bookmark's entry
+	 * @throws IllegalStateException if an entry of an earlier term stands there (the
+	 * bookmark does not come from this log), or this node cannot tell
 	 */
 	void requireInHistory(Bookmark bookmark) {
 		long term = termAt(bookmark.index());
@@ -92,11 +93,18 @@ final class AppliedTerms {
 					+ "node reset its appliers to index " + ((reset != null) ? reset.getKey() : "?")
 					+ ", so it cannot check the bookmark's term; read with a read index instead");
 		}
-		if (term != bookmark.term()) {
+		if (term > bookmark.term()) {
 			throw new LostEntryException("The entry of bookmark " + bookmark + " was lost in a failover of the "
 					+ "database (a standby that had not received it was promoted): the log of group " + bookmark.group()
 					+ " holds another entry at index " + bookmark.index() + ", of term " + term
 					+ ". Take the decision again on the group's leader", bookmark);
+		}
+		if (term != bookmark.term()) {
+			// A failover starts a higher epoch of terms: no failover explains a lower
+			// one.
+			throw new IllegalStateException("Bookmark " + bookmark + " is not in the history of group "
+					+ bookmark.group() + ": the log holds an entry of term " + term + " at index " + bookmark.index()
+					+ ", lower than the bookmark's, so the bookmark does not come from this log");
 		}
 	}
 
