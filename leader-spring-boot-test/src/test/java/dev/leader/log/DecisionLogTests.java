@@ -269,9 +269,9 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 		b.start();
 		long started = System.nanoTime();
 		released.countDown();
-		await().atMost(TIMEOUT).until(() -> slow.entries().size() == 5);
+		await().atMost(TIMEOUT).until(() -> slow.entries().size() >= 5);
 		a.append(token, "set", "x6");
-		await().atMost(TIMEOUT).until(() -> slow.entries().size() == 6);
+		await().atMost(TIMEOUT).until(() -> slow.entries().size() >= 6);
 		assertThat(slow.entries().stream().map(LogEntry::index)).as("applied once each, in order")
 			.containsExactly(1L, 2L, 3L, 4L, 5L, 6L);
 		assertThat(calls).as("no applier called between the stop's return and the start")
