@@ -27,9 +27,9 @@ import org.jspecify.annotations.Nullable;
  * and forgets), so nothing of the session changes for the application. Every statement
  * runs with the query timeout, and the connection with a network timeout of twice that.
  * <p>
- * The transaction may stay idle between its statements for at most the query timeout
- * ({@code idle_transaction_timeout}, lowered with auto-commit in the same statement and
- * restored with it, unless the pool's sessions have a lower limit): a node frozen in the
+ * The transaction may stay idle between its statements for at most the query timeout (the
+ * session's idle limits, {@link MariaDbIdleLimits}, lowered with auto-commit in the same
+ * statement and restored with it, keeping the pool's lower ones): a node frozen in the
  * middle of a transition (a paused process, a stalled network) would otherwise keep its
  * row locks, and hold up every other node's grant, for as long as it stays frozen.
  * <p>
@@ -55,7 +55,7 @@ final class MariaDbConnections {
 
 	private volatile @Nullable Boolean readCommitted;
 
-	private volatile @Nullable Long idleTimeout;
+	private volatile @Nullable MariaDbIdleLimits idleLimits;
 
 	private final long idleLimitSeconds;
 
@@ -97,7 +97,7 @@ final class MariaDbConnections {
 			throw Statements.translate(task, ex);
 		}
 		boolean autoCommit = true;
-		long sessionIdle = 0;
+		MariaDbIdleLimits sessionIdle = null;
 		try {
 			autoCommit = connection.getAutoCommit();
 			try {
@@ -106,13 +106,12 @@ final class MariaDbConnections {
 			catch (SQLFeatureNotSupportedException ex) {
 				// The query timeout still bounds statements on a server that answers.
 			}
-			sessionIdle = idleTimeout(connection);
-			boolean limitIdle = sessionIdle == 0 || sessionIdle > this.idleLimitSeconds;
-			if (limitIdle) {
+			sessionIdle = idleLimits(connection);
+			MariaDbIdleLimits limited = sessionIdle.atMost(this.idleLimitSeconds);
+			if (!limited.equals(sessionIdle)) {
 				// One round trip, as setAutoCommit(false) alone would be; the driver
 				// follows auto-commit from the server's status.
-				execute(connection, (autoCommit ? "SET autocommit = 0, " : "SET ") + "idle_transaction_timeout = "
-						+ this.idleLimitSeconds);
+				execute(connection, (autoCommit ? "SET autocommit = 0, " : "SET ") + limited.assignments());
 			}
 			else if (autoCommit) {
 				connection.setAutoCommit(false);
@@ -130,7 +129,8 @@ final class MariaDbConnections {
 		}
 		finally {
 			try {
-				if (!connection.isClosed()) {
+				// Nothing changed yet where the limits could not be read.
+				if (sessionIdle != null && !connection.isClosed()) {
 					restore(connection, autoCommit, sessionIdle);
 				}
 			}
@@ -182,10 +182,9 @@ final class MariaDbConnections {
 		}
 	}
 
-	private void restore(Connection connection, boolean autoCommit, long idleTimeout) throws SQLException {
-		if (idleTimeout == 0 || idleTimeout > this.idleLimitSeconds) {
-			execute(connection,
-					(autoCommit ? "SET autocommit = 1, " : "SET ") + "idle_transaction_timeout = " + idleTimeout);
+	private void restore(Connection connection, boolean autoCommit, MariaDbIdleLimits idleLimits) throws SQLException {
+		if (!idleLimits.atMost(this.idleLimitSeconds).equals(idleLimits)) {
+			execute(connection, (autoCommit ? "SET autocommit = 1, " : "SET ") + idleLimits.assignments());
 		}
 		else if (autoCommit) {
 			connection.setAutoCommit(true);
@@ -193,22 +192,21 @@ final class MariaDbConnections {
 	}
 
 	/**
-	 * Returns the pool's {@code idle_transaction_timeout}, read once, as the isolation
-	 * level is.
+	 * Returns the pool's idle limits, read once, as the isolation level is.
 	 * @param connection a connection of the pool
-	 * @return the session's idle limit in seconds, {@code 0} for none
+	 * @return the session's idle limits
 	 */
-	private long idleTimeout(Connection connection) throws SQLException {
-		Long idleTimeout = this.idleTimeout;
-		if (idleTimeout == null) {
+	private MariaDbIdleLimits idleLimits(Connection connection) throws SQLException {
+		MariaDbIdleLimits idleLimits = this.idleLimits;
+		if (idleLimits == null) {
 			try (Statement statement = connection.createStatement();
-					ResultSet row = statement.executeQuery("SELECT @@session.idle_transaction_timeout")) {
+					ResultSet row = statement.executeQuery("SELECT " + MariaDbIdleLimits.SELECT)) {
 				row.next();
-				idleTimeout = row.getLong(1);
+				idleLimits = MariaDbIdleLimits.read(row);
 			}
-			this.idleTimeout = idleTimeout;
+			this.idleLimits = idleLimits;
 		}
-		return idleTimeout;
+		return idleLimits;
 	}
 
 	private static void execute(Connection connection, String sql) throws SQLException {
