@@ -11,6 +11,8 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDateTime;
 import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.List;
 
 import javax.sql.DataSource;
 
@@ -144,8 +146,8 @@ final class MariaDbConnections {
 
 	/**
 	 * Fails unless the data source leads to a writable MariaDB server, and warns when the
-	 * server does not flush its log at every commit, since a grant lost in a crash of the
-	 * server could then be granted again under the same term.
+	 * server may lose a commit in a crash ({@link #durabilityProblems}), since a grant
+	 * lost in a crash of the server could then be granted again under the same term.
 	 * @throws IllegalStateException if its connections or the server are read-only
 	 * @throws SQLException if the database cannot be reached
 	 */
@@ -154,7 +156,8 @@ final class MariaDbConnections {
 				Statement statement = connection.createStatement();
 				ResultSet row = statement.executeQuery("""
 						SELECT @@global.read_only AS read_only, @@session.tx_read_only AS tx_read_only,
-						       @@global.innodb_flush_log_at_trx_commit AS flush""")) {
+						       @@global.innodb_flush_log_at_trx_commit AS flush, @@global.log_bin AS log_bin,
+						       @@global.sync_binlog AS sync_binlog""")) {
 			row.next();
 			String problem = null;
 			if (connection.isReadOnly()) {
@@ -174,12 +177,54 @@ final class MariaDbConnections {
 						+ "DataSource, but " + problem + ". Point spring.datasource.url at the primary, and give the "
 						+ "starter a writable connection");
 			}
-			if (row.getInt("flush") != 1) {
-				logger.warn("MariaDB's innodb_flush_log_at_trx_commit is " + row.getInt("flush") + ", not 1: a lease "
-						+ "granted just before a crash of the server may be lost and granted again under the same "
-						+ "term. Set innodb_flush_log_at_trx_commit=1 where leases must survive a crash of the server");
+			List<String> problems = durabilityProblems(row.getInt("flush"), row.getBoolean("log_bin"),
+					row.getLong("sync_binlog"));
+			if (!problems.isEmpty()) {
+				logger.warn("MariaDB may lose a commit in a crash: " + String.join("; ", problems) + ". A lease "
+						+ "granted or a decision appended just before such a crash may be lost, and the term granted "
+						+ "again to another node. Set innodb_flush_log_at_trx_commit=1 and, with the binary log on, "
+						+ "sync_binlog=1 where leases must survive a crash");
 			}
 		}
+	}
+
+	/**
+	 * Tells why the server's settings let a crash lose a commit that was acknowledged:
+	 * InnoDB's redo log flushed about once a second rather than at every commit
+	 * ({@code innodb_flush_log_at_trx_commit} 0 or 2; 1 and 3 flush at every commit), or
+	 * a binary log that is not synced at every commit ({@code sync_binlog} other than 1):
+	 * with the binary log on, the binary log decides after a crash which transactions
+	 * InnoDB had prepared are committed, and InnoDB does not flush the commit itself, so
+	 * a commit whose binary log events were lost is rolled back, even with
+	 * {@code innodb_flush_log_at_trx_commit=1} (MariaDB's "Group Commit for the Binary
+	 * Log").
+	 * @param flush {@code innodb_flush_log_at_trx_commit}
+	 * @param logBin {@code log_bin}
+	 * @param syncBinlog {@code sync_binlog}
+	 * @return what may be lost and why, empty if a commit survives a crash of the server
+	 * and of the operating system
+	 */
+	private static List<String> durabilityProblems(int flush, boolean logBin, long syncBinlog) {
+		List<String> problems = new ArrayList<>();
+		if (flush == 0) {
+			problems.add("innodb_flush_log_at_trx_commit is 0, so InnoDB writes and flushes its redo log about once "
+					+ "a second, and a crash of the server loses up to a second of commits");
+		}
+		else if (flush == 2) {
+			problems.add("innodb_flush_log_at_trx_commit is 2, so InnoDB flushes its redo log about once a second, "
+					+ "and a crash of the operating system or a power loss loses up to a second of commits");
+		}
+		else if (flush != 1 && flush != 3) {
+			problems.add("innodb_flush_log_at_trx_commit is " + flush + ", not 1");
+		}
+		if (logBin && syncBinlog != 1) {
+			problems.add("the binary log is on (log_bin) and sync_binlog is " + syncBinlog + ", so the server "
+					+ ((syncBinlog == 0) ? "leaves flushing the binary log to the operating system"
+							: "flushes the binary log only every " + syncBinlog + " commits")
+					+ ", and a crash of the operating system or a power loss rolls back the commits whose binary log "
+					+ "events were lost, even with innodb_flush_log_at_trx_commit=1");
+		}
+		return problems;
 	}
 
 	private void restore(Connection connection, boolean autoCommit, MariaDbIdleLimits idleLimits) throws SQLException {
