@@ -11,6 +11,8 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDateTime;
 import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.List;
 
 import javax.sql.DataSource;
 
@@ -27,9 +29,9 @@ import org.jspecify.annotations.Nullable;
  * and forgets), so nothing of the session changes for the application. Every statement
  * runs with the query timeout, and the connection with a network timeout of twice that.
  * <p>
- * The transaction may stay idle between its statements for at most the query timeout
- * ({@code idle_transaction_timeout}, lowered with auto-commit in the same statement and
- * restored with it, unless the pool's sessions have a lower limit): a node frozen in the
+ * The transaction may stay idle between its statements for at most the query timeout (the
+ * session's idle limits, {@link MariaDbIdleLimits}, lowered with auto-commit in the same
+ * statement and restored with it, keeping the pool's lower ones): a node frozen in the
  * middle of a transition (a paused process, a stalled network) would otherwise keep its
  * row locks, and hold up every other node's grant, for as long as it stays frozen.
  * <p>
@@ -55,7 +57,7 @@ final class MariaDbConnections {
 
 	private volatile @Nullable Boolean readCommitted;
 
-	private volatile @Nullable Long idleTimeout;
+	private volatile @Nullable MariaDbIdleLimits idleLimits;
 
 	private final long idleLimitSeconds;
 
@@ -97,7 +99,7 @@ final class MariaDbConnections {
 			throw Statements.translate(task, ex);
 		}
 		boolean autoCommit = true;
-		long sessionIdle = 0;
+		MariaDbIdleLimits sessionIdle = null;
 		try {
 			autoCommit = connection.getAutoCommit();
 			try {
@@ -106,13 +108,12 @@ final class MariaDbConnections {
 			catch (SQLFeatureNotSupportedException ex) {
 				// The query timeout still bounds statements on a server that answers.
 			}
-			sessionIdle = idleTimeout(connection);
-			boolean limitIdle = sessionIdle == 0 || sessionIdle > this.idleLimitSeconds;
-			if (limitIdle) {
+			sessionIdle = idleLimits(connection);
+			MariaDbIdleLimits limited = sessionIdle.atMost(this.idleLimitSeconds);
+			if (!limited.equals(sessionIdle)) {
 				// One round trip, as setAutoCommit(false) alone would be; the driver
 				// follows auto-commit from the server's status.
-				execute(connection, (autoCommit ? "SET autocommit = 0, " : "SET ") + "idle_transaction_timeout = "
-						+ this.idleLimitSeconds);
+				execute(connection, (autoCommit ? "SET autocommit = 0, " : "SET ") + limited.assignments());
 			}
 			else if (autoCommit) {
 				connection.setAutoCommit(false);
@@ -130,7 +131,8 @@ final class MariaDbConnections {
 		}
 		finally {
 			try {
-				if (!connection.isClosed()) {
+				// Nothing changed yet where the limits could not be read.
+				if (sessionIdle != null && !connection.isClosed()) {
 					restore(connection, autoCommit, sessionIdle);
 				}
 			}
@@ -144,8 +146,8 @@ final class MariaDbConnections {
 
 	/**
 	 * Fails unless the data source leads to a writable MariaDB server, and warns when the
-	 * server does not flush its log at every commit, since a grant lost in a crash of the
-	 * server could then be granted again under the same term.
+	 * server may lose a commit in a crash ({@link #durabilityProblems}), since a grant
+	 * lost in a crash of the server could then be granted again under the same term.
 	 * @throws IllegalStateException if its connections or the server are read-only
 	 * @throws SQLException if the database cannot be reached
 	 */
@@ -154,7 +156,8 @@ final class MariaDbConnections {
 				Statement statement = connection.createStatement();
 				ResultSet row = statement.executeQuery("""
 						SELECT @@global.read_only AS read_only, @@session.tx_read_only AS tx_read_only,
-						       @@global.innodb_flush_log_at_trx_commit AS flush""")) {
+						       @@global.innodb_flush_log_at_trx_commit AS flush, @@global.log_bin AS log_bin,
+						       @@global.sync_binlog AS sync_binlog""")) {
 			row.next();
 			String problem = null;
 			if (connection.isReadOnly()) {
@@ -174,18 +177,59 @@ final class MariaDbConnections {
 						+ "DataSource, but " + problem + ". Point spring.datasource.url at the primary, and give the "
 						+ "starter a writable connection");
 			}
-			if (row.getInt("flush") != 1) {
-				logger.warn("MariaDB's innodb_flush_log_at_trx_commit is " + row.getInt("flush") + ", not 1: a lease "
-						+ "granted just before a crash of the server may be lost and granted again under the same "
-						+ "term. Set innodb_flush_log_at_trx_commit=1 where leases must survive a crash of the server");
+			List<String> problems = durabilityProblems(row.getInt("flush"), row.getBoolean("log_bin"),
+					row.getLong("sync_binlog"));
+			if (!problems.isEmpty()) {
+				logger.warn("MariaDB may lose a commit in a crash: " + String.join("; ", problems) + ". A lease "
+						+ "granted or a decision appended just before such a crash may be lost, and the term granted "
+						+ "again to another node. Set innodb_flush_log_at_trx_commit=1 and, with the binary log on, "
+						+ "sync_binlog=1 where leases must survive a crash");
 			}
 		}
 	}
 
-	private void restore(Connection connection, boolean autoCommit, long idleTimeout) throws SQLException {
-		if (idleTimeout == 0 || idleTimeout > this.idleLimitSeconds) {
-			execute(connection,
-					(autoCommit ? "SET autocommit = 1, " : "SET ") + "idle_transaction_timeout = " + idleTimeout);
+	/**
+	 * Tells why the server's settings let a crash lose a commit that was acknowledged:
+	 * InnoDB's redo log flushed about once a second rather than at every commit
+	 * ({@code innodb_flush_log_at_trx_commit} 0 or 2; 1 and 3 flush at every commit), or
+	 * a binary log that is not synced at every commit ({@code sync_binlog} other than 1):
+	 * with the binary log on, the binary log decides after a crash which transactions
+	 * InnoDB had prepared are committed, and InnoDB does not flush the commit itself, so
+	 * a commit whose binary log events were lost is rolled back, even with
+	 * {@code innodb_flush_log_at_trx_commit=1} (MariaDB's "Group Commit for the Binary
+	 * Log").
+	 * @param flush {@code innodb_flush_log_at_trx_commit}
+	 * @param logBin {@code log_bin}
+	 * @param syncBinlog {@code sync_binlog}
+	 * @return what may be lost and why, empty if a commit survives a crash of the server
+	 * and of the operating system
+	 */
+	private static List<String> durabilityProblems(int flush, boolean logBin, long syncBinlog) {
+		List<String> problems = new ArrayList<>();
+		if (flush == 0) {
+			problems.add("innodb_flush_log_at_trx_commit is 0, so InnoDB writes and flushes its redo log about once "
+					+ "a second, and a crash of the server loses up to a second of commits");
+		}
+		else if (flush == 2) {
+			problems.add("innodb_flush_log_at_trx_commit is 2, so InnoDB flushes its redo log about once a second, "
+					+ "and a crash of the operating system or a power loss loses up to a second of commits");
+		}
+		else if (flush != 1 && flush != 3) {
+			problems.add("innodb_flush_log_at_trx_commit is " + flush + ", not 1");
+		}
+		if (logBin && syncBinlog != 1) {
+			problems.add("the binary log is on (log_bin) and sync_binlog is " + syncBinlog + ", so the server "
+					+ ((syncBinlog == 0) ? "leaves flushing the binary log to the operating system"
+							: "flushes the binary log only every " + syncBinlog + " commits")
+					+ ", and a crash of the operating system or a power loss rolls back the commits whose binary log "
+					+ "events were lost, even with innodb_flush_log_at_trx_commit=1");
+		}
+		return problems;
+	}
+
+	private void restore(Connection connection, boolean autoCommit, MariaDbIdleLimits idleLimits) throws SQLException {
+		if (!idleLimits.atMost(this.idleLimitSeconds).equals(idleLimits)) {
+			execute(connection, (autoCommit ? "SET autocommit = 1, " : "SET ") + idleLimits.assignments());
 		}
 		else if (autoCommit) {
 			connection.setAutoCommit(true);
@@ -193,22 +237,21 @@ final class MariaDbConnections {
 	}
 
 	/**
-	 * Returns the pool's {@code idle_transaction_timeout}, read once, as the isolation
-	 * level is.
+	 * Returns the pool's idle limits, read once, as the isolation level is.
 	 * @param connection a connection of the pool
-	 * @return the session's idle limit in seconds, {@code 0} for none
+	 * @return the session's idle limits
 	 */
-	private long idleTimeout(Connection connection) throws SQLException {
-		Long idleTimeout = this.idleTimeout;
-		if (idleTimeout == null) {
+	private MariaDbIdleLimits idleLimits(Connection connection) throws SQLException {
+		MariaDbIdleLimits idleLimits = this.idleLimits;
+		if (idleLimits == null) {
 			try (Statement statement = connection.createStatement();
-					ResultSet row = statement.executeQuery("SELECT @@session.idle_transaction_timeout")) {
+					ResultSet row = statement.executeQuery("SELECT " + MariaDbIdleLimits.SELECT)) {
 				row.next();
-				idleTimeout = row.getLong(1);
+				idleLimits = MariaDbIdleLimits.read(row);
 			}
-			this.idleTimeout = idleTimeout;
+			this.idleLimits = idleLimits;
 		}
-		return idleTimeout;
+		return idleLimits;
 	}
 
 	private static void execute(Connection connection, String sql) throws SQLException {

@@ -36,9 +36,10 @@ import org.jspecify.annotations.Nullable;
  * wake-up hint instead ({@link MariaDbWakeUps}), and without it followers acquire when
  * the lease expires or on their retry interval. No epoch: terms do not rise across a
  * failover of the server, so a grant lost with an old primary can be granted again under
- * the same term. Durability is the server's ({@code innodb_flush_log_at_trx_commit},
- * checked at startup), since MariaDB cannot make one transaction's commit durable on its
- * own. A round trip is a transaction of a few statements, not one statement.
+ * the same term. Durability is the server's ({@code innodb_flush_log_at_trx_commit}, and
+ * {@code sync_binlog} with the binary log on, checked at startup), since MariaDB cannot
+ * make one transaction's commit durable on its own. A round trip is a transaction of a
+ * few statements, not one statement.
  * <p>
  * Public so that a node can also be built without a Spring context.
  */

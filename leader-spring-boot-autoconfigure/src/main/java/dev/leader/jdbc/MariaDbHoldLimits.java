@@ -15,12 +15,12 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
 
 /**
  * The hold limits of a guarded transaction on MariaDB, which has no {@code SET LOCAL}: a
- * guard lowers the session's {@code max_statement_time} (each later statement) and
- * {@code idle_transaction_timeout} (time idle inside the transaction; whole seconds,
- * rounded down, at least one) to the hold limit, keeping lower settings, and restores the
- * session's own values when the transaction completes, before Spring gives the connection
- * back to the pool. Several guards in one transaction restore once, the values from
- * before the first.
+ * guard lowers the session's {@code max_statement_time} (each later statement) and its
+ * idle limits (time idle inside the transaction, whether it has written or not, in whole
+ * seconds, rounded down, at least one; {@link MariaDbIdleLimits}) to the hold limit,
+ * keeping lower settings, and restores the session's own values when the transaction
+ * completes, before Spring gives the connection back to the pool. Several guards in one
+ * transaction restore once, the values from before the first.
  * <p>
  * A guard lowers the limits before it takes its lock, not after: between two statements
  * the client may stall (a paused process, a network stall), and a lock taken with the
@@ -40,12 +40,12 @@ final class MariaDbHoldLimits implements TransactionSynchronization {
 
 	private final double statementTime;
 
-	private final long idleTimeout;
+	private final MariaDbIdleLimits idleLimits;
 
-	private MariaDbHoldLimits(Connection connection, double statementTime, long idleTimeout) {
+	private MariaDbHoldLimits(Connection connection, double statementTime, MariaDbIdleLimits idleLimits) {
 		this.connection = connection;
 		this.statementTime = statementTime;
-		this.idleTimeout = idleTimeout;
+		this.idleLimits = idleLimits;
 	}
 
 	/**
@@ -63,30 +63,30 @@ final class MariaDbHoldLimits implements TransactionSynchronization {
 			return null;
 		}
 		double statementTime;
-		long idleTimeout;
+		MariaDbIdleLimits idleLimits;
 		// A statement of its own, without a query timeout: MariaDB's driver runs a
 		// statement with a timeout under SET STATEMENT max_statement_time, which would
 		// hide the session's own value.
 		try (Statement statement = connection.createStatement();
-				ResultSet row = statement.executeQuery("SELECT @@session.max_statement_time AS statement_time, "
-						+ "@@session.idle_transaction_timeout AS idle_timeout")) {
+				ResultSet row = statement.executeQuery(
+						"SELECT @@session.max_statement_time AS statement_time, " + MariaDbIdleLimits.SELECT)) {
 			row.next();
 			statementTime = row.getDouble("statement_time");
-			idleTimeout = row.getLong("idle_timeout");
+			idleLimits = MariaDbIdleLimits.read(row);
 		}
 		double holdSeconds = holdMillis / 1000.0;
 		long holdWholeSeconds = Math.max(1, holdMillis / 1000);
 		double newStatementTime = (statementTime > 0 && statementTime <= holdSeconds) ? statementTime : holdSeconds;
-		long newIdleTimeout = (idleTimeout > 0 && idleTimeout <= holdWholeSeconds) ? idleTimeout : holdWholeSeconds;
-		if (newStatementTime == statementTime && newIdleTimeout == idleTimeout) {
+		MariaDbIdleLimits newIdleLimits = idleLimits.atMost(holdWholeSeconds);
+		if (newStatementTime == statementTime && newIdleLimits.equals(idleLimits)) {
 			return null;
 		}
 		MariaDbHoldLimits first = null;
 		if (registered(connection) == null) {
-			first = new MariaDbHoldLimits(connection, statementTime, idleTimeout);
+			first = new MariaDbHoldLimits(connection, statementTime, idleLimits);
 			TransactionSynchronizationManager.registerSynchronization(first);
 		}
-		set(connection, newStatementTime, newIdleTimeout);
+		set(connection, newStatementTime, newIdleLimits);
 		return first;
 	}
 
@@ -96,7 +96,7 @@ final class MariaDbHoldLimits implements TransactionSynchronization {
 	 * @throws SQLException if the settings cannot be changed
 	 */
 	void undo() throws SQLException {
-		set(this.connection, this.statementTime, this.idleTimeout);
+		set(this.connection, this.statementTime, this.idleLimits);
 	}
 
 	private static @Nullable MariaDbHoldLimits registered(Connection connection) {
@@ -108,12 +108,12 @@ final class MariaDbHoldLimits implements TransactionSynchronization {
 		return null;
 	}
 
-	private static void set(Connection connection, double statementTime, long idleTimeout) throws SQLException {
+	private static void set(Connection connection, double statementTime, MariaDbIdleLimits idleLimits)
+			throws SQLException {
 		try (Statement statement = connection.createStatement()) {
-			// Both values are numbers formatted here, never user input.
-			statement.execute(
-					String.format(Locale.ROOT, "SET SESSION max_statement_time = %.6f, idle_transaction_timeout = %d",
-							statementTime, idleTimeout));
+			// Numbers formatted here, never user input.
+			statement.execute(String.format(Locale.ROOT, "SET SESSION max_statement_time = %.6f, %s", statementTime,
+					idleLimits.assignments()));
 		}
 	}
 
@@ -121,7 +121,7 @@ final class MariaDbHoldLimits implements TransactionSynchronization {
 	public void afterCompletion(int status) {
 		try {
 			if (!this.connection.isClosed()) {
-				set(this.connection, this.statementTime, this.idleTimeout);
+				set(this.connection, this.statementTime, this.idleLimits);
 			}
 		}
 		catch (SQLException ex) {

@@ -49,9 +49,10 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * a renew interval and without a statement of their own, or at once from a read-index
  * read.
  * <p>
- * <b>Durability</b> is the server's ({@code innodb_flush_log_at_trx_commit}, which the
- * coordination store checks at startup): MariaDB cannot make one transaction's commit
- * durable on its own, as PostgreSQL's store does.
+ * <b>Durability</b> is the server's ({@code innodb_flush_log_at_trx_commit}, and
+ * {@code sync_binlog} with the binary log on, which the coordination store checks at
+ * startup): MariaDB cannot make one transaction's commit durable on its own, as
+ * PostgreSQL's store does.
  * <p>
  * Built by {@link PostgresStoresConfiguration} when the data source leads to MariaDB,
  * unless the application defines its own store. Public so that a node can also be built

@@ -33,13 +33,18 @@ import static org.awaitility.Awaitility.await;
  * (guarantee G3), as {@link FencingTests} shows them on PostgreSQL, in a fresh database
  * for the class, emptied before each test. The application's transactions run at
  * MariaDB's default, {@code REPEATABLE READ}. What differs: the hold limits are the
- * session's {@code max_statement_time} and {@code idle_transaction_timeout} (whole
- * seconds), restored when the transaction completes.
+ * session's {@code max_statement_time} and its three idle limits (whole seconds),
+ * restored when the transaction completes.
  */
 class MariaDbFencingTests extends AbstractFencingTests {
 
 	@RegisterExtension
 	static final MigratedMariaDb database = new MigratedMariaDb(8);
+
+	// What a pool's connection-init-sql may set for the application's own transactions:
+	// each of MariaDB's idle limits far above any hold limit.
+	private static final String LONG_IDLE_LIMITS = "SET SESSION idle_transaction_timeout = 600, "
+			+ "idle_write_transaction_timeout = 600, idle_readonly_transaction_timeout = 600";
 
 	MariaDbFencingTests() {
 		super(MariaDbCoordinationStore::new, MariaDbFencingStore::new,
@@ -104,20 +109,82 @@ class MariaDbFencingTests extends AbstractFencingTests {
 	 */
 	@Test
 	void holderFrozenRightAfterItsGuardLockedTheLeaseHoldsATakeoverUpOnlyUntilTheHoldLimit() throws Exception {
+		takeoverWaitsOnlyForTheHoldLimit(dataSource(), new FreezeAfterLock(), false);
+	}
+
+	/**
+	 * MariaDB ends a transaction that has written after
+	 * {@code idle_write_transaction_timeout}, when set, and not after
+	 * {@code idle_transaction_timeout}: a pool whose sessions set it high kept a frozen
+	 * writer's lock, and the takeover waited, for that long rather than the hold limit.
+	 */
+	@Test
+	void holderFrozenAfterItsGuardedWriteHoldsATakeoverUpOnlyUntilTheHoldLimitWhateverThePoolsIdleLimits()
+			throws Exception {
+		try (HikariDataSource pool = database.database()
+			.dataSource(2, (config) -> config.setConnectionInitSql(LONG_IDLE_LIMITS))) {
+			takeoverWaitsOnlyForTheHoldLimit(pool, new FreezeAfterLock("INSERT INTO writes"), true);
+		}
+	}
+
+	/**
+	 * The same for a transaction that has not written yet, which MariaDB ends after
+	 * {@code idle_readonly_transaction_timeout}, when set: the guard's shared lock alone
+	 * does not make it a writing one.
+	 */
+	@Test
+	void holderFrozenRightAfterItsGuardHoldsATakeoverUpOnlyUntilTheHoldLimitWhateverThePoolsIdleLimits()
+			throws Exception {
+		try (HikariDataSource pool = database.database()
+			.dataSource(2, (config) -> config.setConnectionInitSql(LONG_IDLE_LIMITS))) {
+			takeoverWaitsOnlyForTheHoldLimit(pool, new FreezeAfterLock(), false);
+		}
+	}
+
+	@Test
+	void guardLowersEachIdleLimitOfTheSessionToTheHoldLimitKeepsALowerOneAndRestoresThemAfterwards() {
+		FencingToken token = acquire("g", "a", Duration.ofSeconds(10));
+		try (HikariDataSource single = database.database()
+			.dataSource(1, (config) -> config.setConnectionInitSql(LONG_IDLE_LIMITS))) {
+			TransactionTemplate transactions = new TransactionTemplate(new DataSourceTransactionManager(single));
+			JdbcClient jdbc = JdbcClient.create(single);
+			Fencing fencing = new Fencing(fencingStore(single, Duration.ofMillis(2500)), "a");
+			List<Long> lowered = transactions.execute((tx) -> {
+				fencing.guard(token);
+				return idleLimits(jdbc);
+			});
+			assertThat(lowered).as("idle, idle write, idle read-only").containsExactly(2L, 2L, 2L);
+			assertThat(idleLimits(jdbc)).as("the session's own limits after the transaction")
+				.containsExactly(600L, 600L, 600L);
+			List<Long> kept = transactions.execute((tx) -> {
+				jdbc.sql("SET SESSION idle_write_transaction_timeout = 1").update();
+				fencing.guard(token);
+				return idleLimits(jdbc);
+			});
+			assertThat(kept).containsExactly(2L, 1L, 2L);
+			assertThat(idleLimits(jdbc)).containsExactly(600L, 1L, 600L);
+		}
+	}
+
+	// Guards, writes if asked to, and freezes at its next statement; the takeover of the
+	// expired lease must then wait for the hold limit of 800 ms (the idle limit of one
+	// second) only, and the frozen transaction must not commit.
+	private void takeoverWaitsOnlyForTheHoldLimit(DataSource pool, FreezeAfterLock freeze, boolean write)
+			throws Exception {
 		FencingToken token = acquire("g", "a", Duration.ofMillis(300));
-		FreezeAfterLock freeze = new FreezeAfterLock();
-		DataSource freezing = freeze.wrap(dataSource());
+		DataSource freezing = freeze.wrap(pool);
 		TransactionTemplate transactions = new TransactionTemplate(new DataSourceTransactionManager(freezing));
 		Fencing fencing = new Fencing(fencingStore(freezing, Duration.ofMillis(800)), "a");
+		JdbcClient jdbc = JdbcClient.create(freezing);
 		CompletableFuture<Void> writer = CompletableFuture.runAsync(() -> transactions.executeWithoutResult((tx) -> {
 			fencing.guard(token);
-			JdbcClient.create(freezing)
-				.sql("INSERT INTO writes (term, node) VALUES (?, ?)")
-				.params(token.term(), "a")
-				.update();
+			jdbc.sql("INSERT INTO writes (term, node) VALUES (?, ?)").params(token.term(), "a").update();
+			if (write) {
+				jdbc.sql("SELECT 1").query(Integer.class).single();
+			}
 		}));
 		try {
-			assertThat(freeze.frozen.await(5, TimeUnit.SECONDS)).as("the holder froze after its lock").isTrue();
+			assertThat(freeze.frozen.await(5, TimeUnit.SECONDS)).as("the holder froze").isTrue();
 			await().atMost(Duration.ofSeconds(5)).until(() -> expired("g"));
 			long start = System.nanoTime();
 			AcquireResult takeover = CompletableFuture
@@ -132,6 +199,14 @@ class MariaDbFencingTests extends AbstractFencingTests {
 		}
 		assertThatExceptionOfType(ExecutionException.class).isThrownBy(() -> writer.get(10, TimeUnit.SECONDS));
 		assertThat(this.jdbc.sql("SELECT count(*) FROM writes").query(Long.class).single()).isZero();
+	}
+
+	private static List<Long> idleLimits(JdbcClient jdbc) {
+		return jdbc
+			.sql("SELECT @@session.idle_transaction_timeout, @@session.idle_write_transaction_timeout, "
+					+ "@@session.idle_readonly_transaction_timeout")
+			.query((rows, i) -> List.of(rows.getLong(1), rows.getLong(2), rows.getLong(3)))
+			.single();
 	}
 
 	private static List<Object> limits(JdbcClient jdbc) {

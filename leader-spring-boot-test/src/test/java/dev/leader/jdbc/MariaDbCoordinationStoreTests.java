@@ -7,6 +7,9 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
+import javax.sql.DataSource;
+
+import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.CoordinationStore.AcquireResult;
 import dev.leader.node.NodeRegistration;
@@ -15,6 +18,8 @@ import dev.leader.test.FreezeAfterLock;
 import dev.leader.test.MigratedMariaDb;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
+
+import org.springframework.jdbc.core.simple.JdbcClient;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
@@ -31,6 +36,11 @@ class MariaDbCoordinationStoreTests extends AbstractCoordinationStoreContractTes
 	@RegisterExtension
 	static final MigratedMariaDb database = new MigratedMariaDb(12);
 
+	// What a pool's connection-init-sql may set for the application's own transactions:
+	// each of MariaDB's idle limits far above the query timeout.
+	private static final String LONG_IDLE_LIMITS = "SET SESSION idle_transaction_timeout = 600, "
+			+ "idle_write_transaction_timeout = 600, idle_readonly_transaction_timeout = 600";
+
 	@Override
 	protected CoordinationStore createStore() {
 		return new MariaDbCoordinationStore(database.dataSource(), new TablePrefix("leader_"), Duration.ofSeconds(3));
@@ -45,11 +55,45 @@ class MariaDbCoordinationStoreTests extends AbstractCoordinationStoreContractTes
 	 */
 	@Test
 	void nodeFrozenInsideItsHeartbeatHoldsAnotherNodesGrantUpOnlyUntilTheIdleLimit() throws Exception {
+		grantWaitsOnlyForTheIdleLimit(database.dataSource());
+	}
+
+	/**
+	 * MariaDB ends a transaction that has written after
+	 * {@code idle_write_transaction_timeout}, when set, rather than after
+	 * {@code idle_transaction_timeout}: on a pool whose sessions set it high, a frozen
+	 * heartbeat held the grant up for that long rather than the query timeout.
+	 */
+	@Test
+	void nodeFrozenInsideItsHeartbeatHoldsAnotherNodesGrantUpOnlyUntilTheIdleLimitWhateverThePoolsIdleLimits()
+			throws Exception {
+		try (HikariDataSource pool = database.database()
+			.dataSource(2, (config) -> config.setConnectionInitSql(LONG_IDLE_LIMITS))) {
+			grantWaitsOnlyForTheIdleLimit(pool);
+		}
+	}
+
+	@Test
+	void transitionLeavesThePoolsIdleLimitsAsTheyWere() {
+		try (HikariDataSource single = database.database()
+			.dataSource(1, (config) -> config.setConnectionInitSql(LONG_IDLE_LIMITS))) {
+			CoordinationStore store = new MariaDbCoordinationStore(single, new TablePrefix("leader_"),
+					Duration.ofSeconds(1));
+			assertThat(store.acquire("g", "a", Duration.ofSeconds(10)).granted()).isTrue();
+			assertThat(JdbcClient.create(single)
+				.sql("SELECT @@session.idle_transaction_timeout, @@session.idle_write_transaction_timeout, "
+						+ "@@session.idle_readonly_transaction_timeout, @@session.autocommit")
+				.query((rows, i) -> List.of(rows.getLong(1), rows.getLong(2), rows.getLong(3), rows.getLong(4)))
+				.single()).containsExactly(600L, 600L, 600L, 1L);
+		}
+	}
+
+	private void grantWaitsOnlyForTheIdleLimit(DataSource pool) throws Exception {
 		CoordinationStore store = createStore();
 		long term = store.acquire("g", "a", Duration.ofSeconds(1)).lease().term();
 		FreezeAfterLock freeze = new FreezeAfterLock("UPDATE leader_leases SET renewed_at");
-		MariaDbCoordinationStore frozen = new MariaDbCoordinationStore(freeze.wrap(database.dataSource()),
-				new TablePrefix("leader_"), Duration.ofSeconds(1));
+		MariaDbCoordinationStore frozen = new MariaDbCoordinationStore(freeze.wrap(pool), new TablePrefix("leader_"),
+				Duration.ofSeconds(1));
 		NodeRegistration node = new NodeRegistration("a", "app", "host-a", 1);
 		CompletableFuture<?> heartbeat = CompletableFuture.runAsync(
 				() -> frozen.tick(node, Map.of("g", term), List.of(), Duration.ofSeconds(1), Duration.ofSeconds(10)));
