@@ -145,6 +145,49 @@ class LogDivergenceReviewTests {
 	}
 
 	/**
+	 * Finding 4: the leader's own truncation is bounded by the index it applied, not by
+	 * the entries it applied. Node a applied lost entries 4 and 5, was stopped during the
+	 * failover, leads again under the new epoch and starts once the new leader's entries
+	 * 4 to 6 are in: its first truncation removes entries through 5 of the new history,
+	 * which it never applied, so its applier, which can rewind, now has to reset (and,
+	 * without reset, halts the group) instead of rewinding to entry 3 and applying on.
+	 */
+	@Test
+	void leaderNeverTruncatesEntriesOfTheNewHistoryThatItNeverApplied() throws Exception {
+		this.servers.replicateSynchronously(true);
+		FencingToken first = acquire();
+		java.util.concurrent.atomic.AtomicReference<FencingToken> leading = new java.util.concurrent.atomic.AtomicReference<>(
+				first);
+		LogDivergenceTests.Rewinding onA = new LogDivergenceTests.Rewinding();
+		DecisionLog a = new DecisionLog(
+				new PostgresLogStore(this.dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(10), store()),
+				"a", List.of(onA), new LogRetention(1, null, Duration.ofHours(1)),
+				(group) -> java.util.Optional.ofNullable(leading.get()));
+		this.logs.add(a);
+		leading.set(null);
+		a.start();
+		for (int i = 1; i <= 3; i++) {
+			a.append(first, "set", "kept-" + i);
+		}
+		this.servers.replicateSynchronously(false);
+		this.servers.standby().orElseThrow().stopStreaming();
+		a.append(first, "set", "lost-4");
+		Bookmark lost = a.append(first, "set", "lost-5");
+		assertThat(a.awaitApplied(lost, TIMEOUT)).isTrue();
+		a.stop();
+		this.servers.failover();
+		FencingToken second = acquire();
+		a.append(second, "set", "new-4");
+		a.append(second, "set", "new-5");
+		Bookmark new6 = a.append(second, "set", "new-6");
+		leading.set(second);
+		a.start();
+		await().atMost(TIMEOUT).until(() -> a.failure(GROUP).isPresent() || a.applied(GROUP).equals(new6));
+		assertThat(a.failure(GROUP)).as("the leader's log after its own truncation").isEmpty();
+		assertThat(payloads(onA)).containsExactly("kept-1", "kept-2", "kept-3", "new-4", "new-5", "new-6");
+	}
+
+	/**
 	 * Appends three entries that the standby receives, then two that only the primary and
 	 * the follower have, crashes the primary and promotes the standby.
 	 */
