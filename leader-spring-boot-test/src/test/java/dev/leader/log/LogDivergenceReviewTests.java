@@ -1,0 +1,252 @@
+package dev.leader.log;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.leader.FencingToken;
+import dev.leader.jdbc.LeaderSchemaMigration;
+import dev.leader.jdbc.PostgresCoordinationStore;
+import dev.leader.jdbc.PostgresLogStore;
+import dev.leader.jdbc.TablePrefix;
+import dev.leader.lease.CoordinationStore.AcquireResult;
+import dev.leader.node.NodeRegistration;
+import dev.leader.test.ReplicatedPostgres;
+import dev.leader.test.TestDatabase;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Review findings on the follower side of the decision log through a lossy failover (a
+ * real primary, an asynchronous standby that stopped streaming, a crash and a promotion).
+ * Each test asserts the claimed guarantee, and fails on the reviewed code.
+ */
+class LogDivergenceReviewTests {
+
+	private static final TablePrefix PREFIX = new TablePrefix("leader_");
+
+	private static final Duration TIMEOUT = Duration.ofSeconds(20);
+
+	private static final String GROUP = "g";
+
+	@RegisterExtension
+	@Order(1)
+	final ReplicatedPostgres servers = new ReplicatedPostgres();
+
+	private TestDatabase database;
+
+	private HikariDataSource dataSource;
+
+	private final List<PostgresCoordinationStore> stores = new ArrayList<>();
+
+	private final List<DecisionLog> logs = new ArrayList<>();
+
+	@BeforeEach
+	void migrate() {
+		this.database = this.servers.createSchema();
+		this.dataSource = this.database.dataSource(8);
+		new LeaderSchemaMigration(this.dataSource, PREFIX).migrate();
+	}
+
+	@AfterEach
+	void stop() {
+		this.logs.forEach(DecisionLog::stop);
+		this.stores.forEach(PostgresCoordinationStore::disconnect);
+		this.dataSource.close();
+	}
+
+	/**
+	 * Finding 1: the follower halted on the divergence (its applier cannot rewind), and
+	 * the new leader has appended nothing yet. The next heartbeat reads the log's end at
+	 * entry 3, which the follower applied with that term: {@code confirmed} counts it as
+	 * caught up, and {@code awaitStaleness} serves the bounded read locally, with the
+	 * lost entries 4 and 5 in its state, without looking at the divergence.
+	 */
+	@Test
+	void boundedReadIsNotServedOnAFollowerWhoseLogDivergedAfterAHeartbeatFindsTheLogEndBeforeWhatItApplied()
+			throws Exception {
+		RecordingApplier onB = new RecordingApplier(GROUP);
+		Lost lost = loseTwoEntriesAppliedBy(onB);
+		// The follower's heartbeat, as the engine sends it each renew interval.
+		heartbeat(lost.followerStore());
+		await().atMost(TIMEOUT).until(() -> lost.follower().failure(GROUP).isPresent());
+		assertThat(lost.follower().failure(GROUP).get()).isInstanceOf(LogDivergedException.class);
+		heartbeat(lost.followerStore());
+		assertThat(payloads(onB)).contains("lost-4", "lost-5");
+		assertThatExceptionOfType(IllegalStateException.class)
+			.as("a bounded read on a node that holds lost entries and says it diverged")
+			.isThrownBy(() -> lost.follower().awaitStaleness(GROUP, Duration.ofMinutes(1), Duration.ofSeconds(1)));
+	}
+
+	/**
+	 * Finding 1, second face: while an applier rewinds (it reloads a snapshot, say), the
+	 * reads must fail with {@link LogDivergedException} (LogApplier#rewind's contract). A
+	 * heartbeat during the rewind makes the bounded read pass, on half-rewound state.
+	 */
+	@Test
+	void boundedReadIsNotServedWhileTheAppliersRewind() throws Exception {
+		CountDownLatch rewinding = new CountDownLatch(1);
+		CountDownLatch release = new CountDownLatch(1);
+		RecordingApplier onB = new RecordingApplier(GROUP) {
+
+			@Override
+			public long rewind(Bookmark common) throws Exception {
+				rewinding.countDown();
+				release.await(30, TimeUnit.SECONDS);
+				entries().removeIf((entry) -> entry.index() > common.index());
+				return common.index();
+			}
+
+		};
+		Lost lost = loseTwoEntriesAppliedBy(onB);
+		try {
+			heartbeat(lost.followerStore());
+			assertThat(rewinding.await(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).as("rewind called").isTrue();
+			assertThat(lost.follower().failure(GROUP)).get().isInstanceOf(LogDivergedException.class);
+			heartbeat(lost.followerStore());
+			assertThatExceptionOfType(LogDivergedException.class).as("a bounded read during the rewind")
+				.isThrownBy(() -> lost.follower().awaitStaleness(GROUP, Duration.ofMinutes(1), Duration.ofSeconds(1)));
+		}
+		finally {
+			release.countDown();
+		}
+	}
+
+	/**
+	 * Finding 3: a bookmark of a lost entry, read after the failover but before the new
+	 * leader appends anything. The follower has rewound to entry 3; the lease is in the
+	 * new epoch, so no leader of the bookmark's term can ever append entry 5 again, yet
+	 * the read waits out its timeout and answers "not yet" (over HTTP a 503 with
+	 * Retry-After, forever while the group is quiet) instead of saying the entry was
+	 * lost.
+	 */
+	@Test
+	void bookmarkOfALostEntryIsAnsweredLostBeforeTheNewLeaderAppends() throws Exception {
+		LogDivergenceTests.Rewinding onB = new LogDivergenceTests.Rewinding();
+		Lost lost = loseTwoEntriesAppliedBy(onB);
+		FencingToken second = acquire();
+		assertThat(second.term()).isGreaterThan(lost.first().term());
+		heartbeat(lost.followerStore());
+		await().atMost(TIMEOUT).until(() -> onB.rewinds.size() == 1 && lost.follower().failure(GROUP).isEmpty());
+		assertThat(lost.follower().applied(GROUP).index()).isEqualTo(3);
+		assertThatExceptionOfType(LostEntryException.class).as("the bookmark of lost entry 5")
+			.isThrownBy(() -> lost.follower().awaitApplied(lost.lost(), Duration.ofSeconds(2)));
+	}
+
+	/**
+	 * Finding 4: the leader's own truncation is bounded by the index it applied, not by
+	 * the entries it applied. Node a applied lost entries 4 and 5, was stopped during the
+	 * failover, leads again under the new epoch and starts once the new leader's entries
+	 * 4 to 6 are in: its first truncation removes entries through 5 of the new history,
+	 * which it never applied, so its applier, which can rewind, now has to reset (and,
+	 * without reset, halts the group) instead of rewinding to entry 3 and applying on.
+	 */
+	@Test
+	void leaderNeverTruncatesEntriesOfTheNewHistoryThatItNeverApplied() throws Exception {
+		this.servers.replicateSynchronously(true);
+		FencingToken first = acquire();
+		java.util.concurrent.atomic.AtomicReference<FencingToken> leading = new java.util.concurrent.atomic.AtomicReference<>(
+				first);
+		LogDivergenceTests.Rewinding onA = new LogDivergenceTests.Rewinding();
+		DecisionLog a = new DecisionLog(
+				new PostgresLogStore(this.dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(10), store()),
+				"a", List.of(onA), new LogRetention(1, null, Duration.ofHours(1)),
+				(group) -> java.util.Optional.ofNullable(leading.get()));
+		this.logs.add(a);
+		leading.set(null);
+		a.start();
+		for (int i = 1; i <= 3; i++) {
+			a.append(first, "set", "kept-" + i);
+		}
+		this.servers.replicateSynchronously(false);
+		this.servers.standby().orElseThrow().stopStreaming();
+		a.append(first, "set", "lost-4");
+		Bookmark lost = a.append(first, "set", "lost-5");
+		assertThat(a.awaitApplied(lost, TIMEOUT)).isTrue();
+		a.stop();
+		this.servers.failover();
+		FencingToken second = acquire();
+		a.append(second, "set", "new-4");
+		a.append(second, "set", "new-5");
+		Bookmark new6 = a.append(second, "set", "new-6");
+		leading.set(second);
+		a.start();
+		await().atMost(TIMEOUT).until(() -> a.failure(GROUP).isPresent() || a.applied(GROUP).equals(new6));
+		assertThat(a.failure(GROUP)).as("the leader's log after its own truncation").isEmpty();
+		assertThat(payloads(onA)).containsExactly("kept-1", "kept-2", "kept-3", "new-4", "new-5", "new-6");
+	}
+
+	/**
+	 * Appends three entries that the standby receives, then two that only the primary and
+	 * the follower have, crashes the primary and promotes the standby.
+	 */
+	private Lost loseTwoEntriesAppliedBy(RecordingApplier onB) throws Exception {
+		this.servers.replicateSynchronously(true);
+		FencingToken first = acquire();
+		DecisionLog a = start("a", new RecordingApplier(GROUP), store());
+		PostgresCoordinationStore bStore = store();
+		DecisionLog b = start("b", onB, bStore);
+		for (int i = 1; i <= 3; i++) {
+			a.append(first, "set", "kept-" + i);
+		}
+		this.servers.replicateSynchronously(false);
+		this.servers.standby().orElseThrow().stopStreaming();
+		a.append(first, "set", "lost-4");
+		Bookmark lost = a.append(first, "set", "lost-5");
+		assertThat(b.awaitApplied(lost, TIMEOUT)).as("applied before the failover").isTrue();
+		this.servers.failover();
+		return new Lost(b, bStore, first, lost);
+	}
+
+	// One heartbeat of node b, which asks about the group (the L row carries its log's
+	// end), retried until the new primary answers.
+	private void heartbeat(PostgresCoordinationStore store) {
+		NodeRegistration node = new NodeRegistration("b", "app", "host-b", 2);
+		await().atMost(TIMEOUT).ignoreExceptions().until(() -> {
+			store.tick(node, Map.of(), List.of(GROUP), Duration.ofSeconds(30), Duration.ofSeconds(10));
+			return true;
+		});
+	}
+
+	private static List<String> payloads(RecordingApplier applier) {
+		return applier.entries().stream().map(LogEntry::payload).toList();
+	}
+
+	private FencingToken acquire() {
+		PostgresCoordinationStore leases = store();
+		AcquireResult result = await().atMost(TIMEOUT)
+			.ignoreExceptions()
+			.until(() -> leases.acquire(GROUP, "a", Duration.ofSeconds(30)), AcquireResult::granted);
+		return new FencingToken(GROUP, result.lease().term());
+	}
+
+	private DecisionLog start(String node, LogApplier applier, PostgresCoordinationStore notifications) {
+		DecisionLog log = new DecisionLog(new PostgresLogStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
+				Duration.ofSeconds(10), notifications), node, List.of(applier));
+		log.start();
+		this.logs.add(log);
+		return log;
+	}
+
+	private PostgresCoordinationStore store() {
+		PostgresCoordinationStore store = new PostgresCoordinationStore(this.dataSource, PREFIX, Duration.ofSeconds(5));
+		this.stores.add(store);
+		return store;
+	}
+
+	private record Lost(DecisionLog follower, PostgresCoordinationStore followerStore, FencingToken first,
+			Bookmark lost) {
+	}
+
+}
