@@ -167,16 +167,11 @@ public final class DecisionLog {
 			if (!local) {
 				tail.notified(bookmark.index());
 				if (!tail.awaitApplied(bookmark, deadline(timeout))) {
+					requireAppendable(bookmark);
 					return false;
 				}
 			}
-			Bookmark applied = tail.applied();
-			if (applied.index() > 0) {
-				List<LogEntry> entry = this.store.read(applied.group(), applied.index() - 1, 1);
-				if (entry.isEmpty() || !entry.get(0).bookmark().equals(applied)) {
-					throw tail.suspect("the log no longer holds entry " + applied + ", the last it applied");
-				}
-			}
+			requireAppliedInLog(tail);
 			tail.requireInHistory(bookmark);
 			served = true;
 			return true;
@@ -207,7 +202,7 @@ public final class DecisionLog {
 			long deadline = deadline(timeout);
 			Bookmark end = readEnd(tail, group);
 			local = tail.applied().index() >= end.index();
-			served = tail.awaitEnd(end, deadline);
+			served = tail.awaitEnd(end, deadline) && aheadInLog(tail, end);
 			return served;
 		}
 		finally {
@@ -257,6 +252,7 @@ public final class DecisionLog {
 	 * @param timeout the longest to wait
 	 * @return whether this node is within the bound
 	 * @throws IllegalArgumentException if this node has no applier for the group
+	 * @throws LogDivergedException if the log no longer holds entries this node applied
 	 * @throws IllegalStateException if the group's log halted on this node
 	 * @throws org.springframework.dao.DataAccessException if the database cannot be read
 	 * @throws InterruptedException if the calling thread was interrupted
@@ -264,11 +260,13 @@ public final class DecisionLog {
 	public boolean awaitStaleness(String group, Duration bound, Duration timeout) throws InterruptedException {
 		GroupTail tail = tail(group);
 		boolean served = false;
-		boolean local = withinBound(tail, bound);
+		boolean local = false;
 		try {
+			local = withinBound(tail, bound);
 			if (!local) {
 				long deadline = deadline(timeout);
-				served = tail.awaitEnd(readEnd(tail, group), deadline) && withinBound(tail, bound);
+				Bookmark end = readEnd(tail, group);
+				served = tail.awaitEnd(end, deadline) && aheadInLog(tail, end) && withinBound(tail, bound);
 			}
 			else {
 				served = true;
@@ -370,8 +368,58 @@ public final class DecisionLog {
 	}
 
 	private static boolean withinBound(GroupTail tail, Duration bound) {
-		long nanos = tail.stalenessNanos(System.nanoTime());
+		long nanos = tail.servedStalenessNanos(System.nanoTime());
 		return nanos >= 0 && nanos <= bound.toNanos();
+	}
+
+	/**
+	 * Checks with one statement that the log still holds the last entry this node
+	 * applied, so that the state read next holds no entry that a failover lost.
+	 * @param tail the group's tail
+	 * @throws LogDivergedException if it does not
+	 */
+	private void requireAppliedInLog(GroupTail tail) {
+		Bookmark applied = tail.applied();
+		if (applied.index() > 0) {
+			List<LogEntry> entry = this.store.read(applied.group(), applied.index() - 1, 1);
+			if (entry.isEmpty() || !entry.get(0).bookmark().equals(applied)) {
+				throw tail.suspect("the log no longer holds entry " + applied + ", the last it applied");
+			}
+		}
+	}
+
+	/**
+	 * After a read of the log's end that this node has applied: checks the entries this
+	 * node applied beyond that end, if any, which committed after the read or were lost
+	 * since.
+	 * @param tail the group's tail
+	 * @param end the log's end that the read found
+	 * @return {@code true}
+	 * @throws LogDivergedException if the log no longer holds the last entry applied
+	 */
+	private boolean aheadInLog(GroupTail tail, Bookmark end) {
+		if (tail.applied().index() > end.index()) {
+			requireAppliedInLog(tail);
+		}
+		return true;
+	}
+
+	/**
+	 * After a bookmark's wait timed out: checks that its entry can still be appended, or
+	 * fails. No entry is appended under a term below the log's last, nor, on a store with
+	 * epochs, under a term of an epoch before a failover.
+	 * @param bookmark the bookmark
+	 * @throws LostEntryException if its entry is beyond the log's end and can no longer
+	 * be appended
+	 */
+	private void requireAppendable(Bookmark bookmark) {
+		LogStore.Appendable appendable = this.store.appendable(bookmark.group());
+		if (bookmark.index() > appendable.end().index() && bookmark.term() < appendable.lowestTerm()) {
+			throw new LostEntryException("The entry of bookmark " + bookmark + " was lost in a failover of the "
+					+ "database (a standby that had not received it was promoted): the log of group " + bookmark.group()
+					+ " ends at " + appendable.end() + ", and nothing is appended under term " + bookmark.term()
+					+ " any more. Take the decision again on the group's leader", bookmark);
+		}
 	}
 
 	private void read(String group, boolean local, boolean served) {

@@ -175,10 +175,12 @@ final class GroupTail {
 	}
 
 	/**
-	 * Records a read of the log's end. An end at or before the index applied whose term
-	 * differs from the one applied at its index confirms nothing; an end before the index
-	 * applied may come from a read that started before the later entries committed, or
-	 * from a log that lost them. Either makes the thread read the log to check it.
+	 * Records a read of the log's end. Only an end at the index applied, with the same
+	 * term, confirms that this node was caught up when the read was sent; an end beyond
+	 * it confirms once that entry is applied. An end before the index applied comes from
+	 * a read that started before the later entries committed, or from a log that lost
+	 * them; an end at or before it with another term, from a log that lost entries.
+	 * Either confirms nothing and makes the thread read the log to check it.
 	 * @param end the last entry when the read started
 	 * @param sentAt when the read was sent, on {@link System#nanoTime()}
 	 */
@@ -186,12 +188,11 @@ final class GroupTail {
 		notified(end.index());
 		if (end.index() > this.applied) {
 			this.staleness.pending(end, sentAt);
-			return;
 		}
-		if (this.terms.termAt(end.index()) == end.term()) {
+		else if (end.index() == this.applied && this.terms.termAt(end.index()) == end.term()) {
 			this.staleness.caughtUp(sentAt);
 		}
-		if (end.index() < this.applied || this.terms.termAt(end.index()) != end.term()) {
+		else {
 			this.readWanted = true;
 			notifyAll();
 		}
@@ -306,6 +307,17 @@ final class GroupTail {
 	 * @return the bound in nanoseconds, or -1 if no read of the log has confirmed it yet
 	 */
 	synchronized long stalenessNanos(long now) {
+		return (this.failure != null || this.divergence != null) ? -1 : this.staleness.nanos(now);
+	}
+
+	/**
+	 * Returns how far behind the log this node may be, for a read that is served on it.
+	 * @param now the moment, on {@link System#nanoTime()}
+	 * @return the bound in nanoseconds, or -1 if no read of the log has confirmed it yet
+	 * @throws IllegalStateException if the group's log halted or diverged on this node
+	 */
+	synchronized long servedStalenessNanos(long now) {
+		requireRunning();
 		return this.staleness.nanos(now);
 	}
 
@@ -664,13 +676,22 @@ final class GroupTail {
 	 * Finds the last entry this node applied that the log still holds, with the same
 	 * term: a binary search, since a term appends in one history only, so that the two
 	 * histories agree on every entry up to the last they share. An entry that retention
-	 * removed counts as not shared.
+	 * removed counts as shared up to the last one removed, if this node applied that one
+	 * with the same term, and as not shared otherwise.
 	 * @param below the highest index to consider
 	 * @return the entry's bookmark, or the start of the log
 	 */
 	private Bookmark lastCommon(long below) {
 		long low = 0;
 		long high = below;
+		Bookmark through = this.store.truncated(this.group);
+		synchronized (this) {
+			if (through.index() > 0 && through.index() <= below
+					&& this.terms.termAt(through.index()) == through.term()) {
+				// Retention removed the entries up to it, which both histories share.
+				low = through.index();
+			}
+		}
 		while (low < high) {
 			long middle = low + (high - low + 1) / 2;
 			long term;
@@ -729,6 +750,7 @@ final class GroupTail {
 			return;
 		}
 		this.failure = failure;
+		this.staleness.clear();
 		logger.error("Decision log group=" + this.group + " node=" + this.nodeId + " halted after index " + this.applied
 				+ "; nothing more is applied on this node until it restarts", failure);
 		notifyAll();

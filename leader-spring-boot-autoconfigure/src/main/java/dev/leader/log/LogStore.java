@@ -52,6 +52,19 @@ public interface LogStore {
 	Bookmark head(String group);
 
 	/**
+	 * Reads the group's last committed entry and the lowest term that an entry may still
+	 * be appended under: an entry of a lower term beyond that end was lost in a failover
+	 * of the database, or never existed. The default reads the {@link #head} and takes
+	 * its term, since no append goes under a term lower than the log's last.
+	 * @param group the group
+	 * @return the end and the lowest term
+	 */
+	default Appendable appendable(String group) {
+		Bookmark end = head(group);
+		return new Appendable(end, end.term());
+	}
+
+	/**
 	 * Returns whether this store implements {@link #truncate}. A {@link DecisionLog} with
 	 * retention limits refuses a store that does not, at its creation.
 	 * @return whether entries can be removed; the default is {@code false}
@@ -142,6 +155,15 @@ public interface LogStore {
 	 * @param currentTerm when refused, the highest term the lease or the log has seen
 	 */
 	record Appended(@Nullable Bookmark entry, @Nullable String holder, long currentTerm) {
+	}
+
+	/**
+	 * What {@link #appendable} found.
+	 *
+	 * @param end the group's last committed entry, or the start of the log
+	 * @param lowestTerm the lowest term an entry may still be appended under
+	 */
+	record Appendable(Bookmark end, long lowestTerm) {
 	}
 
 	/**
