@@ -49,10 +49,14 @@ public final class PostgresLogStore implements LogStore {
 	 * term lower than the last entry's. The transaction's commit is made
 	 * {@linkplain Statements#DURABLE durable}: followers apply an entry once notified, so
 	 * an entry lost in a crash of the database after that would let the leader append
-	 * another at its index, under the same term, which no bookmark could tell apart. The
-	 * notification, of the last index, is sent when the transaction commits (once: the
-	 * same payload is sent once a transaction). A refused append reads the lease as it
-	 * stands, and the log's last term, for the message.
+	 * another at its index, under the same term, which no bookmark could tell apart. A
+	 * commit that PostgreSQL reports with a warning, as it does when the commit's wait
+	 * for a synchronous standby is cancelled, is on the primary alone: it fails the
+	 * append ({@link Statements#requireDurable}) when the statement commits by itself,
+	 * and the caller's commit ({@link DurableCommitCheck}) when it joins the caller's
+	 * transaction. The notification, of the last index, is sent when the transaction
+	 * commits (once: the same payload is sent once a transaction). A refused append reads
+	 * the lease as it stands, and the log's last term, for the message.
 	 */
 	private static final String APPEND = """
 			WITH lease AS (
@@ -191,9 +195,14 @@ public final class PostgresLogStore implements LogStore {
 		if (Statements.inTransaction(this.dataSource)) {
 			Connection connection = DataSourceUtils.getConnection(this.dataSource);
 			try {
-				return this.statements
-					.run(connection, "append to the log", this.appendSql, appendCall(token, nodeId, List.of(entry)))
+				Appended appended = this.statements
+					.run(connection, "append to the log", this.appendSql,
+							appendCall(token, nodeId, List.of(entry), true))
 					.get(0);
+				if (appended.entry() != null) {
+					DurableCommitCheck.register(connection, List.of(appended.entry()));
+				}
+				return appended;
 			}
 			finally {
 				DataSourceUtils.releaseConnection(connection, this.dataSource);
@@ -210,11 +219,20 @@ public final class PostgresLogStore implements LogStore {
 	 * @return the outcome of each entry, in their order
 	 */
 	List<Appended> appendBatch(FencingToken token, String nodeId, List<AppendBatches.Entry> entries) {
-		return onOwnConnection("append to the log", this.appendSql, appendCall(token, nodeId, entries));
+		return onOwnConnection("append to the log", this.appendSql, appendCall(token, nodeId, entries, false));
 	}
 
+	/**
+	 * Runs the append statement.
+	 * @param token the token of the appending leader
+	 * @param nodeId the node that must hold the lease
+	 * @param entries the entries, at least one
+	 * @param joined whether the statement joins the caller's transaction, which commits
+	 * later, or commits by itself and must then be known to be durable
+	 * @return the callback
+	 */
 	private Statements.Callback<List<Appended>> appendCall(FencingToken token, String nodeId,
-			List<AppendBatches.Entry> entries) {
+			List<AppendBatches.Entry> entries, boolean joined) {
 		return (statement) -> {
 			Connection connection = statement.getConnection();
 			statement.setLong(1, this.holdLimitMillis);
@@ -235,6 +253,9 @@ public final class PostgresLogStore implements LogStore {
 			statement.setString(14, token.group());
 			List<Bookmark> appended = new ArrayList<>();
 			try (ResultSet rows = statement.executeQuery()) {
+				if (!joined) {
+					Statements.requireDurable(statement);
+				}
 				while (rows.next()) {
 					if (!rows.getBoolean("appended")) {
 						return Collections.nCopies(entries.size(),
