@@ -1,7 +1,9 @@
 package dev.leader.jdbc;
 
 import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.sql.Types;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -19,6 +21,7 @@ import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.dao.PessimisticLockingFailureException;
 import org.springframework.jdbc.datasource.DataSourceUtils;
 
 /**
@@ -38,6 +41,8 @@ import org.springframework.jdbc.datasource.DataSourceUtils;
 public final class PostgresLogStore implements LogStore {
 
 	private static final Log logger = LogFactory.getLog(PostgresLogStore.class);
+
+	private static final String SERIALIZATION_FAILURE = "40001";
 
 	/**
 	 * Appends entries, one or an {@linkplain AppendBatches batch}, which take consecutive
@@ -252,7 +257,7 @@ public final class PostgresLogStore implements LogStore {
 			statement.setString(13, token.group());
 			statement.setString(14, token.group());
 			List<Bookmark> appended = new ArrayList<>();
-			try (ResultSet rows = statement.executeQuery()) {
+			try (ResultSet rows = executeAppend(statement, token, joined)) {
 				if (!joined) {
 					Statements.requireDurable(statement);
 				}
@@ -271,6 +276,39 @@ public final class PostgresLogStore implements LogStore {
 			appended.sort(Comparator.comparingLong(Bookmark::index));
 			return appended.stream().map((entry) -> new Appended(entry, null, entry.term())).toList();
 		};
+	}
+
+	/**
+	 * Executes the append statement. In a caller's transaction at {@code REPEATABLE READ}
+	 * or {@code SERIALIZABLE}, the head row's update fails with a serialization failure
+	 * (SQLState {@code 40001}) when another append to the group committed after the
+	 * transaction's snapshot was taken: the transaction cannot see that append's index,
+	 * so it cannot take the next one, and PostgreSQL refuses to update a row changed
+	 * since the snapshot. That fails the caller's transaction, which must roll back and
+	 * run again, as for any serialization failure: the exception says so, and is a
+	 * {@link PessimisticLockingFailureException}, a {@code ConcurrencyFailureException}
+	 * and {@code TransientDataAccessException} that retry rules recognise.
+	 * @param statement the append statement, its parameters set
+	 * @param token the token of the appending leader, for the message
+	 * @param joined whether the statement joins the caller's transaction
+	 * @return the statement's rows
+	 * @throws SQLException if the statement fails otherwise
+	 */
+	private static ResultSet executeAppend(PreparedStatement statement, FencingToken token, boolean joined)
+			throws SQLException {
+		try {
+			return statement.executeQuery();
+		}
+		catch (SQLException ex) {
+			if (joined && SERIALIZATION_FAILURE.equals(ex.getSQLState())) {
+				throw new PessimisticLockingFailureException("Could not append to the log of group " + token.group()
+						+ " in the caller's transaction: another append to the group committed after this "
+						+ "transaction's snapshot was taken, which a REPEATABLE READ or SERIALIZABLE transaction "
+						+ "cannot follow. Roll the transaction back and run it again (for example with a retry on "
+						+ "ConcurrencyFailureException), or run it at READ COMMITTED; " + ex.getMessage(), ex);
+			}
+			throw ex;
+		}
 	}
 
 	@Override
