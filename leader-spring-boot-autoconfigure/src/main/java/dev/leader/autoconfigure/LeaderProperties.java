@@ -542,8 +542,8 @@ public class LeaderProperties {
 
 			/**
 			 * Age, by the database clock, beyond which the group's leader removes entries
-			 * of its decision log; the last entry is always kept. Unset keeps entries of
-			 * any age.
+			 * of its decision log; the last entry is always kept. At most 100 years.
+			 * Unset keeps entries of any age.
 			 */
 			private @Nullable Duration maxAge;
 

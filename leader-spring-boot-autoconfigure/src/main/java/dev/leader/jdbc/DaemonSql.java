@@ -43,14 +43,16 @@ record DaemonSql(String read, String assign, String revoke, String reclaim, Stri
 	/**
 	 * The leader's lease, locked as the lease guard locks it: FOR KEY SHARE, which a
 	 * takeover waits for and the leader's own renewal does not. The leader's statements
-	 * start with it, and change nothing unless it was found.
+	 * start with it, and change nothing unless it was found. Their commit is
+	 * {@linkplain Statements#DURABLE durable}, as a grant's is: an assignment hands out a
+	 * generation, the daemon's fencing token, and a node starts the daemon once notified.
 	 */
 	static final String LEASE = """
 			WITH lease AS (
-			  SELECT 1 FROM ${prefix}leases
-			  WHERE group_name = ? AND holder = ? AND term = ? AND expires_at > clock_timestamp()
-			    AND term > (SELECT ${epoch_base})
-			  FOR KEY SHARE
+			  SELECT 1 FROM ${prefix}leases l, (SELECT ${durable}) AS durable
+			  WHERE l.group_name = ? AND l.holder = ? AND l.term = ? AND l.expires_at > clock_timestamp()
+			    AND l.term > (SELECT ${epoch_base})
+			  FOR KEY SHARE OF l
 			)
 			""";
 

@@ -119,6 +119,7 @@ public final class PostgresDaemonStore implements DaemonStore {
 			statement.setObject(++i, timestamp(requestedAt));
 			statement.setString(++i, this.channel);
 			try (ResultSet rows = statement.executeQuery()) {
+				Statements.requireDurable(statement);
 				return rows.next() ? rows.getLong("generation") : 0L;
 			}
 		});
@@ -176,6 +177,7 @@ public final class PostgresDaemonStore implements DaemonStore {
 			statement.setString(++i, request.daemon());
 			statement.setObject(++i, timestamp(request.requestedAt()));
 			try (ResultSet rows = statement.executeQuery()) {
+				Statements.requireDurable(statement);
 				return rows.next() && rows.getLong("forgotten") == 1;
 			}
 		});
@@ -214,6 +216,7 @@ public final class PostgresDaemonStore implements DaemonStore {
 			statement.setLong(++i, generation);
 			statement.setString(++i, this.channel);
 			try (ResultSet rows = statement.executeQuery()) {
+				Statements.requireDurable(statement);
 				return rows.next();
 			}
 		});

@@ -1,7 +1,9 @@
 package dev.leader.jdbc;
 
 import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.sql.Types;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -19,6 +21,7 @@ import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.dao.PessimisticLockingFailureException;
 import org.springframework.jdbc.datasource.DataSourceUtils;
 
 /**
@@ -39,6 +42,8 @@ public final class PostgresLogStore implements LogStore {
 
 	private static final Log logger = LogFactory.getLog(PostgresLogStore.class);
 
+	private static final String SERIALIZATION_FAILURE = "40001";
+
 	/**
 	 * Appends entries, one or an {@linkplain AppendBatches batch}, which take consecutive
 	 * indexes in their order, all or none of them. The lease row is locked as the lease
@@ -49,10 +54,14 @@ public final class PostgresLogStore implements LogStore {
 	 * term lower than the last entry's. The transaction's commit is made
 	 * {@linkplain Statements#DURABLE durable}: followers apply an entry once notified, so
 	 * an entry lost in a crash of the database after that would let the leader append
-	 * another at its index, under the same term, which no bookmark could tell apart. The
-	 * notification, of the last index, is sent when the transaction commits (once: the
-	 * same payload is sent once a transaction). A refused append reads the lease as it
-	 * stands, and the log's last term, for the message.
+	 * another at its index, under the same term, which no bookmark could tell apart. A
+	 * commit that PostgreSQL reports with a warning, as it does when the commit's wait
+	 * for a synchronous standby is cancelled, is on the primary alone: it fails the
+	 * append ({@link Statements#requireDurable}) when the statement commits by itself,
+	 * and the caller's commit ({@link DurableCommitCheck}) when it joins the caller's
+	 * transaction. The notification, of the last index, is sent when the transaction
+	 * commits (once: the same payload is sent once a transaction). A refused append reads
+	 * the lease as it stands, and the log's last term, for the message.
 	 */
 	private static final String APPEND = """
 			WITH lease AS (
@@ -191,9 +200,14 @@ public final class PostgresLogStore implements LogStore {
 		if (Statements.inTransaction(this.dataSource)) {
 			Connection connection = DataSourceUtils.getConnection(this.dataSource);
 			try {
-				return this.statements
-					.run(connection, "append to the log", this.appendSql, appendCall(token, nodeId, List.of(entry)))
+				Appended appended = this.statements
+					.run(connection, "append to the log", this.appendSql,
+							appendCall(token, nodeId, List.of(entry), true))
 					.get(0);
+				if (appended.entry() != null) {
+					DurableCommitCheck.register(connection, List.of(appended.entry()));
+				}
+				return appended;
 			}
 			finally {
 				DataSourceUtils.releaseConnection(connection, this.dataSource);
@@ -210,11 +224,20 @@ public final class PostgresLogStore implements LogStore {
 	 * @return the outcome of each entry, in their order
 	 */
 	List<Appended> appendBatch(FencingToken token, String nodeId, List<AppendBatches.Entry> entries) {
-		return onOwnConnection("append to the log", this.appendSql, appendCall(token, nodeId, entries));
+		return onOwnConnection("append to the log", this.appendSql, appendCall(token, nodeId, entries, false));
 	}
 
+	/**
+	 * Runs the append statement.
+	 * @param token the token of the appending leader
+	 * @param nodeId the node that must hold the lease
+	 * @param entries the entries, at least one
+	 * @param joined whether the statement joins the caller's transaction, which commits
+	 * later, or commits by itself and must then be known to be durable
+	 * @return the callback
+	 */
 	private Statements.Callback<List<Appended>> appendCall(FencingToken token, String nodeId,
-			List<AppendBatches.Entry> entries) {
+			List<AppendBatches.Entry> entries, boolean joined) {
 		return (statement) -> {
 			Connection connection = statement.getConnection();
 			statement.setLong(1, this.holdLimitMillis);
@@ -234,7 +257,10 @@ public final class PostgresLogStore implements LogStore {
 			statement.setString(13, token.group());
 			statement.setString(14, token.group());
 			List<Bookmark> appended = new ArrayList<>();
-			try (ResultSet rows = statement.executeQuery()) {
+			try (ResultSet rows = executeAppend(statement, token, joined)) {
+				if (!joined) {
+					Statements.requireDurable(statement);
+				}
 				while (rows.next()) {
 					if (!rows.getBoolean("appended")) {
 						return Collections.nCopies(entries.size(),
@@ -250,6 +276,39 @@ public final class PostgresLogStore implements LogStore {
 			appended.sort(Comparator.comparingLong(Bookmark::index));
 			return appended.stream().map((entry) -> new Appended(entry, null, entry.term())).toList();
 		};
+	}
+
+	/**
+	 * Executes the append statement. In a caller's transaction at {@code REPEATABLE READ}
+	 * or {@code SERIALIZABLE}, the head row's update fails with a serialization failure
+	 * (SQLState {@code 40001}) when another append to the group committed after the
+	 * transaction's snapshot was taken: the transaction cannot see that append's index,
+	 * so it cannot take the next one, and PostgreSQL refuses to update a row changed
+	 * since the snapshot. That fails the caller's transaction, which must roll back and
+	 * run again, as for any serialization failure: the exception says so, and is a
+	 * {@link PessimisticLockingFailureException}, a {@code ConcurrencyFailureException}
+	 * and {@code TransientDataAccessException} that retry rules recognise.
+	 * @param statement the append statement, its parameters set
+	 * @param token the token of the appending leader, for the message
+	 * @param joined whether the statement joins the caller's transaction
+	 * @return the statement's rows
+	 * @throws SQLException if the statement fails otherwise
+	 */
+	private static ResultSet executeAppend(PreparedStatement statement, FencingToken token, boolean joined)
+			throws SQLException {
+		try {
+			return statement.executeQuery();
+		}
+		catch (SQLException ex) {
+			if (joined && SERIALIZATION_FAILURE.equals(ex.getSQLState())) {
+				throw new PessimisticLockingFailureException("Could not append to the log of group " + token.group()
+						+ " in the caller's transaction: another append to the group committed after this "
+						+ "transaction's snapshot was taken, which a REPEATABLE READ or SERIALIZABLE transaction "
+						+ "cannot follow. Roll the transaction back and run it again (for example with a retry on "
+						+ "ConcurrencyFailureException), or run it at READ COMMITTED; " + ex.getMessage(), ex);
+			}
+			throw ex;
+		}
 	}
 
 	@Override

@@ -65,7 +65,8 @@ final class Statements {
 	 * whatever the database's default: a {@code synchronous_commit} of {@code off} or
 	 * {@code local} is raised to {@code on}; a stronger one ({@code remote_write},
 	 * {@code remote_apply}) is kept. Grants and renewals need it, since a lost term
-	 * increment could give two holders one term.
+	 * increment could give two holders one term; appends and the leader's assignments
+	 * too, since followers and nodes act on them once notified.
 	 */
 	static final String DURABLE = """
 			set_config('synchronous_commit', CASE WHEN current_setting('synchronous_commit') IN ('off', 'local')
@@ -160,16 +161,17 @@ final class Statements {
 	}
 
 	/**
-	 * Fails a grant or renewal that PostgreSQL committed with a warning. The one these
-	 * statements can meet is {@code canceling wait for synchronous replication}: a commit
-	 * that waited for a synchronous standby was cancelled (by {@code pg_cancel_backend}
-	 * or a driver's cancel request, such as the one the query timeout sends), and
-	 * PostgreSQL then reports success for a commit that is on this server alone, such as
-	 * an old primary cut off from its standby, which a failover is about to replace.
-	 * Counted as a success, it would keep a node leading under a lease that the promoted
-	 * standby lets expire; counted as a failure, the node steps down when its safe window
-	 * closes. (A wait that is not cancelled simply hangs, since {@code statement_timeout}
-	 * does not apply to the commit; the engine's watchdog closes the safe window then.)
+	 * Fails a grant, renewal, append or assignment that PostgreSQL committed with a
+	 * warning. The one these statements can meet is
+	 * {@code canceling wait for synchronous replication}: a commit that waited for a
+	 * synchronous standby was cancelled (by {@code pg_cancel_backend} or a driver's
+	 * cancel request, such as the one the query timeout sends), and PostgreSQL then
+	 * reports success for a commit that is on this server alone, such as an old primary
+	 * cut off from its standby, which a failover is about to replace. Counted as a
+	 * success, it would keep a node leading under a lease that the promoted standby lets
+	 * expire; counted as a failure, the node steps down when its safe window closes. (A
+	 * wait that is not cancelled simply hangs, since {@code statement_timeout} does not
+	 * apply to the commit; the engine's watchdog closes the safe window then.)
 	 * @param statement the statement that committed
 	 * @throws SQLException carrying the warning
 	 */

@@ -23,6 +23,13 @@ public record LogRetention(long maxEntries, @Nullable Duration maxAge, Duration 
 	private static final Duration MAX_INTERVAL = Duration.ofDays(24);
 
 	/**
+	 * The longest age limit: 100 years. The truncation subtracts the age from the
+	 * database clock, and PostgreSQL's timestamps end at 4713 BC, so an age of some
+	 * thousands of years would fail every truncation, the count limit's part too.
+	 */
+	private static final Duration MAX_AGE = Duration.ofDays(36500);
+
+	/**
 	 * Checks the limits.
 	 * @param maxEntries the newest entries to keep, or 0 for no limit of count
 	 * @param maxAge the age beyond which entries are removed, or {@code null}
@@ -34,6 +41,10 @@ public record LogRetention(long maxEntries, @Nullable Duration maxAge, Duration 
 			throw new IllegalArgumentException(
 					"leader.log.retention.max-entries must be at least 1 (or unset to keep any number), was "
 							+ maxEntries);
+		}
+		if (maxAge != null && maxAge.compareTo(MAX_AGE) > 0) {
+			throw new IllegalArgumentException(
+					"leader.log.retention.max-age must be at most 100 years (36500d), was " + maxAge);
 		}
 		if (maxAge != null && (maxAge.isNegative() || maxAge.toMillis() < 1)) {
 			throw new IllegalArgumentException(

@@ -116,6 +116,9 @@ class LeaderSettingsValidationTests {
 					# Ranges of the decision log's retention.
 					leader.log.retention.max-entries=0             | leader.log.retention.max-entries must be at least 1 (or unset to keep any number), was 0
 					leader.log.retention.max-age=-1s               | leader.log.retention.max-age must be at least 1ms (or unset for no limit of age), was PT-1S
+					leader.log.retention.max-age=3650000d          | leader.log.retention.max-age must be at most 100 years (36500d), was PT87600000H
+					leader.log.retention.max-age=PT876000H0.001S   | leader.log.retention.max-age must be at most 100 years (36500d), was PT876000H0.001S
+					leader.log.retention.max-age=9999999999999d    | leader.log.retention.max-age must be at most 100 years (36500d), was PT239999999999976H
 					leader.log.retention.interval=0s               | leader.log.retention.interval must be positive, was PT0S
 					leader.log.retention.interval=30d              | leader.log.retention.interval must be at most 24 days (PT576H), was PT720H
 					# Ranges of the daemon settings.

@@ -10,6 +10,7 @@ import dev.leader.jdbc.AppendBatches.Entry;
 import dev.leader.log.Bookmark;
 import dev.leader.log.DecisionLog;
 import dev.leader.log.LogEntry;
+import dev.leader.log.LogStore;
 import dev.leader.log.LogStore.Appended;
 import dev.leader.log.RecordingApplier;
 import dev.leader.node.NodeRegistration;
@@ -118,6 +119,19 @@ class PostgresLogStoreTests {
 		assertThat(batch).containsExactly(new Appended(null, "a", term), new Appended(null, "a", term));
 		assertThat(store.read("g", 0, 10)).isEmpty();
 		assertThat(store.head("g")).isEqualTo(new Bookmark("g", 0, 0));
+	}
+
+	@Test
+	void truncationWithTheLongestAgeLimitStillRemovesWhatTheCountLimitDrops() {
+		long term = this.leaderStore.acquire("g", "a", Duration.ofSeconds(30)).lease().term();
+		FencingToken token = new FencingToken("g", term);
+		PostgresLogStore store = store(this.leaderStore);
+		store.appendBatch(token, "a", List.of(new Entry("set", "1"), new Entry("set", "2"), new Entry("set", "3"),
+				new Entry("set", "4"), new Entry("set", "5")));
+		// The clock minus 100 years is a timestamp PostgreSQL can hold.
+		LogStore.Truncated truncated = store.truncate(token, "a", 2, Duration.ofDays(36500), 5, 1000);
+		assertThat(truncated.removed()).isEqualTo(3);
+		assertThat(store.truncated("g")).isEqualTo(new Bookmark("g", term, 3));
 	}
 
 	private PostgresLogStore store(PostgresCoordinationStore notifications) {
