@@ -101,10 +101,24 @@ public final class PostgresLogStore implements LogStore {
 			""";
 
 	/**
+	 * The log's end and the lowest term an append may still go under: the end's term,
+	 * and the first term of the server's epoch, since a term of an epoch before the last
+	 * promotion appends nothing.
+	 */
+	private static final String APPENDABLE = """
+			SELECT coalesce(h.last_index, 0) AS last_index, coalesce(h.last_term, 0) AS last_term,
+			  greatest(coalesce(h.last_term, 0), (SELECT ${epoch_base}) + 1) AS lowest_term
+			FROM (SELECT 1) AS one LEFT JOIN ${prefix}log_heads h ON h.group_name = ?
+			""";
+
+	/**
 	 * Removes a bounded batch from the start of a group's log, fenced as an append is
 	 * (the lease row locked FOR KEY SHARE, only if this node holds it with this term,
 	 * unexpired, in the server's current epoch). The cut is the higher of the count and
-	 * the age limits, never the last entry, so that the log's end stays readable. The
+	 * the age limits, never the last entry, so that the log's end stays readable, and
+	 * never an entry after the one the leader applied, which the log must still hold with
+	 * the term it was applied with: a leader that applied entries that a failover lost
+	 * removes nothing before its tail has rewound past them. The
 	 * last entry removed is recorded in the starts table in the same statement; the head
 	 * row, which orders appends, is only read.
 	 */
@@ -119,6 +133,8 @@ public final class PostgresLogStore implements LogStore {
 			    coalesce((SELECT max(e.log_index) FROM ${prefix}log_entries e WHERE e.group_name = h.group_name
 			      AND e.appended_at < clock_timestamp() - ? * interval '1 millisecond'), 0))) AS through_index
 			  FROM ${prefix}log_heads h CROSS JOIN lease WHERE h.group_name = ?
+			    AND EXISTS (SELECT 1 FROM ${prefix}log_entries a WHERE a.group_name = h.group_name
+			      AND a.log_index = ? AND a.term = ?)
 			), doomed AS (
 			  SELECT e.log_index FROM ${prefix}log_entries e CROSS JOIN cut
 			  WHERE e.group_name = ? AND e.log_index <= cut.through_index ORDER BY e.log_index LIMIT ?
@@ -164,6 +180,8 @@ public final class PostgresLogStore implements LogStore {
 
 	private final String headSql;
 
+	private final String appendableSql;
+
 	private final String truncateSql;
 
 	private final String truncatedSql;
@@ -190,6 +208,7 @@ public final class PostgresLogStore implements LogStore {
 		this.appendSql = tablePrefix.render(APPEND);
 		this.readSql = tablePrefix.render(READ);
 		this.headSql = tablePrefix.render(HEAD);
+		this.appendableSql = tablePrefix.render(APPENDABLE);
 		this.truncateSql = tablePrefix.render(TRUNCATE);
 		this.truncatedSql = tablePrefix.render(TRUNCATED);
 	}
@@ -323,18 +342,30 @@ public final class PostgresLogStore implements LogStore {
 	}
 
 	@Override
+	public Appendable appendable(String group) {
+		return onOwnConnection("read the log's head", this.appendableSql, (statement) -> {
+			statement.setString(1, group);
+			try (ResultSet rows = statement.executeQuery()) {
+				rows.next();
+				return new Appendable(new Bookmark(group, rows.getLong("last_term"), rows.getLong("last_index")),
+						rows.getLong("lowest_term"));
+			}
+		});
+	}
+
+	@Override
 	public boolean supportsRetention() {
 		return true;
 	}
 
 	@Override
 	public Truncated truncate(FencingToken token, String nodeId, long keepEntries, @Nullable Duration maxAge,
-			long applied, int limit) {
+			Bookmark applied, int limit) {
 		return onOwnConnection("truncate the log", this.truncateSql, (statement) -> {
 			statement.setString(1, token.group());
 			statement.setString(2, nodeId);
 			statement.setLong(3, token.term());
-			statement.setLong(4, applied);
+			statement.setLong(4, applied.index());
 			statement.setLong(5, keepEntries);
 			if (maxAge != null) {
 				statement.setLong(6, maxAge.toMillis());
@@ -343,10 +374,12 @@ public final class PostgresLogStore implements LogStore {
 				statement.setNull(6, Types.BIGINT);
 			}
 			statement.setString(7, token.group());
-			statement.setString(8, token.group());
-			statement.setInt(9, limit);
+			statement.setLong(8, applied.index());
+			statement.setLong(9, applied.term());
 			statement.setString(10, token.group());
-			statement.setString(11, token.group());
+			statement.setInt(11, limit);
+			statement.setString(12, token.group());
+			statement.setString(13, token.group());
 			try (ResultSet rows = statement.executeQuery()) {
 				rows.next();
 				long through = rows.getLong("through_index");

@@ -83,12 +83,12 @@ final class GroupRetention {
 	 * Removes what retention no longer keeps, if this node leads the group; once per
 	 * interval, or sooner after a full batch. A log that only a count limits is not
 	 * touched again until more entries were applied.
-	 * @param applied the index applied
+	 * @param applied the last entry applied
 	 */
-	void truncate(long applied) {
+	void truncate(Bookmark applied) {
 		long now = System.nanoTime();
 		this.nextRetention = now + this.retention.interval().toNanos();
-		if (this.retention.maxAge() == null && applied == this.appliedAtRetention) {
+		if (this.retention.maxAge() == null && applied.index() == this.appliedAtRetention) {
 			return;
 		}
 		Optional<FencingToken> token = this.leading.apply(this.group);
@@ -107,7 +107,7 @@ final class GroupRetention {
 				this.nextRetention = now + Math.min(FULL_BATCH_PAUSE, this.retention.interval().toNanos());
 			}
 			else {
-				this.appliedAtRetention = applied;
+				this.appliedAtRetention = applied.index();
 			}
 			if (truncated.through() != null) {
 				logger.debug("Decision log group=" + this.group + " node=" + this.nodeId + " term=" + token.get().term()

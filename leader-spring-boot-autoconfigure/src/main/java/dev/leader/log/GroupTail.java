@@ -376,9 +376,10 @@ final class GroupTail {
 					return;
 				}
 				from = this.applied;
+				fromTerm = this.appliedTerm;
 			}
 			if (this.retention.truncates() && this.retention.dueIn(System.nanoTime()) <= 0) {
-				this.retention.truncate(from);
+				this.retention.truncate(new Bookmark(this.group, fromTerm, from));
 			}
 			synchronized (this) {
 				if (!this.readWanted && this.known <= this.applied) {

@@ -80,7 +80,9 @@ public interface LogStore {
 	 * start of the log, the entries beyond the newest {@code keepEntries} and those
 	 * appended longer ago than {@code maxAge} by the database clock, at most
 	 * {@code limit} of them, never one after {@code applied} (the leader's own appliers
-	 * must have seen every entry it removes) and never the log's last entry; it records
+	 * must have seen every entry it removes), none at all unless the log holds
+	 * {@code applied} with its term (a leader that applied entries that a failover lost
+	 * has not seen the ones that replaced them) and never the log's last entry; it records
 	 * the last entry removed where {@link #truncated} reads it, in the same transaction.
 	 * <p>
 	 * The default refuses: the store keeps every entry.
@@ -90,13 +92,13 @@ public interface LogStore {
 	 * any number
 	 * @param maxAge the age beyond which entries are removed, or {@code null} for no
 	 * limit of age
-	 * @param applied the last index the truncating node applied
+	 * @param applied the last entry the truncating node applied
 	 * @param limit the most entries to remove
 	 * @return the outcome
 	 * @throws UnsupportedOperationException if the store has no retention
 	 */
 	default Truncated truncate(FencingToken token, String nodeId, long keepEntries, @Nullable Duration maxAge,
-			long applied, int limit) {
+			Bookmark applied, int limit) {
 		throw new UnsupportedOperationException(getClass().getName() + " keeps every entry of the decision log: it "
 				+ "has no retention, so leader.log.retention.max-entries and max-age cannot be set");
 	}

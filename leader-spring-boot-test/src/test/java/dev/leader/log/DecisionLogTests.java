@@ -193,18 +193,18 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 				.query(Boolean.class)
 				.single());
 		FencingToken current = acquire("g", "b");
-		LogStore.Truncated refused = store.truncate(stale, "a", 1, null, 5, 100);
+		LogStore.Truncated refused = store.truncate(stale, "a", 1, null, new Bookmark("g", stale.term(), 5), 100);
 		assertThat(refused.allowed()).isFalse();
 		assertThat(refused.removed()).isZero();
-		assertThat(store.truncate(current, "a", 1, null, 5, 100).allowed()).as("another node's term").isFalse();
+		assertThat(store.truncate(current, "a", 1, null, new Bookmark("g", stale.term(), 5), 100).allowed()).as("another node's term").isFalse();
 		assertThat(count("leader_log_entries")).isEqualTo(5);
 		assertThat(count("leader_log_starts")).isZero();
-		LogStore.Truncated truncated = store.truncate(current, "b", 1, null, 5, 3);
+		LogStore.Truncated truncated = store.truncate(current, "b", 1, null, new Bookmark("g", stale.term(), 5), 3);
 		assertThat(truncated).isEqualTo(new LogStore.Truncated(true, 3, new Bookmark("g", stale.term(), 3)));
 		assertThat(store.truncated("g")).isEqualTo(new Bookmark("g", stale.term(), 3));
-		assertThat(store.truncate(current, "b", 1, null, 3, 100).removed()).as("nothing after what the node applied")
+		assertThat(store.truncate(current, "b", 1, null, new Bookmark("g", stale.term(), 3), 100).removed()).as("nothing after what the node applied")
 			.isZero();
-		assertThat(store.truncate(current, "b", 1, null, 5, 100).through())
+		assertThat(store.truncate(current, "b", 1, null, new Bookmark("g", stale.term(), 5), 100).through())
 			.isEqualTo(new Bookmark("g", stale.term(), 4));
 		assertThat(store.read("g", 0, 10)).extracting(LogEntry::index).containsExactly(5L);
 	}
@@ -328,8 +328,8 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 		}
 
 		@Override
-		public Truncated truncate(FencingToken token, String nodeId, long keepEntries, Duration maxAge, long applied,
-				int limit) {
+		public Truncated truncate(FencingToken token, String nodeId, long keepEntries, Duration maxAge,
+				Bookmark applied, int limit) {
 			this.truncations.incrementAndGet();
 			return this.store.truncate(token, nodeId, keepEntries, maxAge, applied, limit);
 		}
