@@ -66,12 +66,6 @@ final class AgentRun implements DaemonContext {
 
 	volatile long drainDeadline;
 
-	// Owned by the NodeReconciler, on the leader-daemons thread only.
-
-	boolean acknowledged;
-
-	int acknowledgeFailures;
-
 	/**
 	 * Creates a run; its thread starts with {@link #start()}.
 	 * @param daemon the daemon

@@ -110,7 +110,7 @@ final class AssignmentPlanner {
 				cause = ReclaimCause.DRAIN_TIMEOUT;
 			}
 			if (cause != null) {
-				actions.add(new Reclaim(daemon, assignment.node(), assignment.generation(), cause));
+				actions.add(new Reclaim(daemon, assignment.node(), assignment.generation(), assignment.state(), cause));
 				unassigned.put(daemon, assignment.generation());
 				if (cause != ReclaimCause.NODE_DEAD) {
 					excluded.put(daemon, assignment.node());
@@ -299,14 +299,18 @@ final class AssignmentPlanner {
 	}
 
 	/**
-	 * Delete a live assignment without waiting for its node.
+	 * Delete a live assignment without waiting for its node, if it is still in the state
+	 * read: an acknowledgement since the read makes a reclaim for the ack timeout change
+	 * nothing.
 	 *
 	 * @param daemon the daemon
 	 * @param node the node it was assigned to
 	 * @param generation the generation to delete
+	 * @param state the state it was read in
 	 * @param cause why
 	 */
-	public record Reclaim(String daemon, String node, long generation, ReclaimCause cause) implements Action {
+	public record Reclaim(String daemon, String node, long generation, AssignmentState state,
+			ReclaimCause cause) implements Action {
 	}
 
 	/**

@@ -48,24 +48,28 @@ import org.springframework.context.event.EventListener;
  * {@link AssignmentPlanner}, and applies the plan with writes guarded by its term, so a
  * deposed leader changes nothing.
  * <p>
- * <b>Node, each cycle:</b> an assignment ASSIGNING to this node is started, then
- * acknowledged (ACTIVE), and the acknowledgement is sent again each cycle, while the
- * assignment is still ASSIGNING to this node with that generation, until one succeeds, so
- * that a failed statement does not move a healthy daemon at the ack timeout; a REVOKING
- * one is cancelled and, once its agent returned or the drain timeout passed, handed back
- * (DELETED); a running daemon whose assignment is gone, on another node or of another
- * generation is stopped at once. An assignment of this node that it does not run (after a
- * restart with the same node id, or a daemon it does not have) is handed back at once.
+ * <b>Node, each cycle:</b> an assignment ASSIGNING to this node is acknowledged (ACTIVE)
+ * and its agent started once the acknowledgement succeeded; a failed acknowledgement is
+ * sent again each cycle, while the assignment is still ASSIGNING to this node with that
+ * generation, until one succeeds, so that a failed statement does not move a healthy
+ * daemon at the ack timeout, and one that committed though its reply was lost is started
+ * when a read shows it ACTIVE; a REVOKING one is cancelled and, once its agent returned
+ * or the drain timeout passed, handed back (DELETED); a running daemon whose assignment
+ * is gone, on another node or of another generation is stopped at once. An assignment of
+ * this node that it does not run (after a restart with the same node id, or a daemon it
+ * does not have) is handed back at once.
  * <p>
  * <b>Guarantees (G4).</b> A node runs a daemon only while its assignment names the node
- * and the generation, stops all its daemons once the node expiry minus the safety margin
- * has passed since it sent its last heartbeat that succeeded (counted from the send on
- * {@link System#nanoTime()}, as the safe window is: the database wrote that heartbeat no
- * earlier, so other nodes cannot declare this one dead sooner, however late the reply
- * came), and the writes its agents guard with {@link dev.leader.DaemonContext#guard()}
- * commit only while that assignment is current. A graceful {@link #stop()} drains the
- * daemons (up to the drain timeout) and hands them back, so the leader reassigns them
- * without waiting for the node expiry.
+ * and the generation, and only once it acknowledged it (so never while the leader may
+ * reclaim it for the ack timeout, which changes nothing after an acknowledgement), stops
+ * all its daemons once the node expiry minus the safety margin has passed since it sent
+ * its last heartbeat that succeeded (counted from the send on {@link System#nanoTime()},
+ * as the safe window is: the database wrote that heartbeat no earlier, so other nodes
+ * cannot declare this one dead sooner, however late the reply came), and the writes its
+ * agents guard with {@link dev.leader.DaemonContext#guard()} commit only while that
+ * assignment is current. A graceful {@link #stop()} drains the daemons (up to the drain
+ * timeout) and hands them back, so the leader reassigns them without waiting for the node
+ * expiry.
  * <p>
  * <b>Operations.</b> {@link #requestRebalance()}, {@link #requestMove(String, String)}
  * and {@link #drain(String, boolean)} may be called on any node: they check their input

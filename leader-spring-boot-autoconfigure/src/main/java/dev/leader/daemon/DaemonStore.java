@@ -71,14 +71,19 @@ public interface DaemonStore {
 
 	/**
 	 * Deletes an assignment without waiting for its node: the node is dead, did not
-	 * acknowledge or did not drain.
+	 * acknowledge or did not drain. Changes nothing unless the assignment is still in the
+	 * state the leader read, so that an acknowledgement that committed after the read
+	 * (ASSIGNING to ACTIVE) is never undone by a reclaim for the ack timeout: the node
+	 * starts its agent once its acknowledgement succeeded, and only a revoke may then
+	 * take the daemon back while the node is alive.
 	 * @param leader the leader's token
 	 * @param leaderNode the leader's node id
 	 * @param daemon the daemon
 	 * @param generation the generation to delete
+	 * @param state the live state the assignment was read in
 	 * @return whether the assignment changed
 	 */
-	boolean reclaim(FencingToken leader, String leaderNode, String daemon, long generation);
+	boolean reclaim(FencingToken leader, String leaderNode, String daemon, long generation, AssignmentState state);
 
 	/**
 	 * Acknowledges an assignment on its node: ASSIGNING to ACTIVE.

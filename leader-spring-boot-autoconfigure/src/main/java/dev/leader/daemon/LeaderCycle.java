@@ -130,7 +130,7 @@ final class LeaderCycle {
 		String detail;
 		String moved = null;
 		if (action instanceof Reclaim reclaim) {
-			applied = this.store.reclaim(token, this.nodeId, reclaim.daemon(), reclaim.generation());
+			applied = this.store.reclaim(token, this.nodeId, reclaim.daemon(), reclaim.generation(), reclaim.state());
 			detail = String.format("action=reclaimed from=%s generation=%d cause=%s", reclaim.node(),
 					reclaim.generation(), reclaim.cause());
 			moved = reclaim.cause().name();

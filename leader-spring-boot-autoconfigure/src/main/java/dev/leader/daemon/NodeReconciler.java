@@ -1,5 +1,6 @@
 package dev.leader.daemon;
 
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -13,15 +14,18 @@ import dev.leader.DaemonRevokedEvent;
 import dev.leader.DaemonStoppedEvent.Reason;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The node's side of daemon assignment: makes the daemons running on this node follow its
  * assignments as read.
  * <ul>
- * <li>An assignment ASSIGNING to this node is started, then acknowledged (ACTIVE); a
- * failed acknowledgement is sent again each cycle while the assignment is still ASSIGNING
- * to this node with that generation, so that one failed statement does not move a healthy
- * daemon at the ack timeout.</li>
+ * <li>An assignment ASSIGNING to this node is acknowledged (ACTIVE), and its agent is
+ * started only once the acknowledgement succeeded. A failed acknowledgement is sent again
+ * each cycle while the assignment is still ASSIGNING to this node with that generation,
+ * so that one failed statement does not move a healthy daemon at the ack timeout; one
+ * whose reply was lost after it committed is found ACTIVE by a later read, and its agent
+ * is started then.</li>
  * <li>A REVOKING one is cancelled and, once its agent returned or the drain timeout
  * passed, handed back (DELETED).</li>
  * <li>A running daemon whose assignment is gone, on another node or of another generation
@@ -31,8 +35,20 @@ import org.apache.commons.logging.LogFactory;
  * </ul>
  * A daemon is started only while {@link LocalNode#heartbeatIsRecent() the last heartbeat
  * is recent}, and the {@linkplain #checkHeartbeat() watchdog} stops them all once it is
- * not (G4). {@link #reconcile}, {@link #handOver()} and {@link #undrainAfterStop()} run
- * on the {@code leader-daemons} thread, {@link #checkHeartbeat()} on
+ * not (G4).
+ * <p>
+ * <b>Why acknowledge first (G4).</b> The leader reclaims an assignment that is still
+ * ASSIGNING at the ack timeout, counted on the database's clock, and gives it to another
+ * node in the same cycle; this node would learn of it only at its next read, which a
+ * stalled connection delays up to the node expiry. An agent that starts only after its
+ * acknowledgement succeeded never runs while its assignment is ASSIGNING, and a reclaim
+ * for the ack timeout changes nothing once the assignment left ASSIGNING
+ * ({@link DaemonStore#reclaim}): the acknowledgement and that reclaim are exclusive, so
+ * the daemon is given to another node only by a revoke (which this node drains), by a
+ * reclaim of this node as dead (after its watchdog stopped it), or by its hand-back. No
+ * deadline on this node's clock is needed, so no margin for clock-rate drift either.
+ * {@link #reconcile}, {@link #handOver()} and {@link #undrainAfterStop()} run on the
+ * {@code leader-daemons} thread, {@link #checkHeartbeat()} on
  * {@code leader-daemons-watchdog}, and {@link #running()} on any thread; see the package
  * documentation.
  */
@@ -61,6 +77,15 @@ final class NodeReconciler {
 	// Written by the leader-daemons thread and by the watchdog's stops; removals name the
 	// run, so that a late stop of an old run never removes its successor.
 	private final Map<String, AgentRun> runs = new ConcurrentHashMap<>();
+
+	// The generation of each assignment this node sent an acknowledgement for and has not
+	// started: a failed one may have committed before its connection broke. On the
+	// leader-daemons thread only.
+	private final Map<String, Long> acknowledgementsSent = new HashMap<>();
+
+	// The failed acknowledgements of each such assignment. On the leader-daemons thread
+	// only.
+	private final Map<String, Integer> acknowledgeFailures = new HashMap<>();
 
 	// Set when the last stop marked this node drained, which the next start undoes.
 	private volatile boolean drainedByStop;
@@ -112,16 +137,9 @@ final class NodeReconciler {
 			else if (assignment.state() == AssignmentState.REVOKING) {
 				drain(run, Reason.REVOKED);
 			}
-			else if (!run.acknowledged && assignment.state() == AssignmentState.ASSIGNING) {
-				retryAcknowledge(run);
-			}
-			else if (!run.acknowledged) {
-				// A failed acknowledgement that committed before its connection broke.
-				run.acknowledged = true;
-				logger.info(String.format("Daemon daemon=%s node=%s action=started generation=%d ack-failures=%d",
-						run.name(), this.nodeId, run.generation(), run.acknowledgeFailures));
-			}
 		}
+		this.acknowledgementsSent.keySet().removeIf((daemon) -> !isSentFor(snapshot.assignment(daemon).orElse(null)));
+		this.acknowledgeFailures.keySet().retainAll(this.acknowledgementsSent.keySet());
 		for (Assignment assignment : snapshot.assignments()) {
 			if (assignment.isLive() && this.nodeId.equals(assignment.node()) && !isRunning(assignment)) {
 				take(assignment);
@@ -150,6 +168,7 @@ final class NodeReconciler {
 		}
 		List<AgentRun> draining = List.copyOf(this.runs.values());
 		draining.forEach((run) -> drain(run, Reason.SHUTDOWN));
+		handBackUnstarted();
 		for (AgentRun run : draining) {
 			long left = run.drainDeadline - System.nanoTime();
 			try {
@@ -213,81 +232,105 @@ final class NodeReconciler {
 	}
 
 	private void take(Assignment assignment) {
-		DaemonAgent agent = this.agents.get(assignment.daemon());
-		if (assignment.state() != AssignmentState.ASSIGNING || agent == null) {
+		String daemon = assignment.daemon();
+		DaemonAgent agent = this.agents.get(daemon);
+		// Found ACTIVE after an acknowledgement of this node whose reply was lost.
+		boolean acknowledged = assignment.state() == AssignmentState.ACTIVE && isSentFor(assignment);
+		if (agent == null || (assignment.state() != AssignmentState.ASSIGNING && !acknowledged)) {
 			// Not started by this process: it restarted with the same node id, or lacks
 			// the daemon. Handing it back lets the leader reassign it now rather than
 			// after a timeout.
-			if (this.store.release(this.nodeId, assignment.daemon(), assignment.generation())) {
-				logger.info(String.format("Daemon daemon=%s node=%s action=handed-back generation=%d state=%s",
-						assignment.daemon(), this.nodeId, assignment.generation(), assignment.state()));
+			this.acknowledgementsSent.remove(daemon);
+			if (this.store.release(this.nodeId, daemon, assignment.generation())) {
+				logger.info(String.format("Daemon daemon=%s node=%s action=handed-back generation=%d state=%s", daemon,
+						this.nodeId, assignment.generation(), assignment.state()));
 			}
 			return;
 		}
-		if (!this.node.heartbeatIsRecent() || this.runs.containsKey(assignment.daemon())) {
+		if (!this.node.heartbeatIsRecent() || this.runs.containsKey(daemon)) {
 			return;
 		}
-		this.events.accept(new DaemonAssignedEvent(assignment.daemon(), assignment.generation(), this.nodeId));
-		AgentRun run = new AgentRun(assignment.daemon(), assignment.generation(), agent, this.nodeId, this.store,
-				this.events, this.runEnded, this.backoff);
-		this.runs.put(run.name(), run);
+		if (!acknowledged && !acknowledge(assignment)) {
+			return;
+		}
+		// The acknowledgement may have waited long for its reply.
+		if (this.node.heartbeatIsRecent()) {
+			start(assignment, agent);
+		}
+	}
+
+	/**
+	 * Marks an assignment read ASSIGNING to this node ACTIVE, if it still is.
+	 * @param assignment the assignment as read
+	 * @return whether it changed, so that its agent may start
+	 */
+	private boolean acknowledge(Assignment assignment) {
+		this.acknowledgementsSent.put(assignment.daemon(), assignment.generation());
+		try {
+			if (this.store.acknowledge(this.nodeId, assignment.daemon(), assignment.generation())) {
+				return true;
+			}
+			// Revoked or reclaimed since the read, or acknowledged by an earlier attempt
+			// that failed after it committed: the next read tells.
+			logger.debug(String.format(
+					"Daemon daemon=%s node=%s generation=%d: the acknowledgement changed nothing, "
+							+ "the assignment was read before it changed",
+					assignment.daemon(), this.nodeId, assignment.generation()));
+		}
+		catch (RuntimeException ex) {
+			int failures = this.acknowledgeFailures.merge(assignment.daemon(), 1, Integer::sum);
+			logger.warn(String.format(
+					"Daemon daemon=%s node=%s action=ack-failed generation=%d ack-failures=%d; not started, "
+							+ "retrying next cycle while it is ASSIGNING, the ack timeout is %s: %s",
+					assignment.daemon(), this.nodeId, assignment.generation(), failures, this.settings.ackTimeout(),
+					ex));
+		}
+		return false;
+	}
+
+	private void start(Assignment assignment, DaemonAgent agent) {
+		String daemon = assignment.daemon();
+		this.acknowledgementsSent.remove(daemon);
+		Integer failures = this.acknowledgeFailures.remove(daemon);
+		this.events.accept(new DaemonAssignedEvent(daemon, assignment.generation(), this.nodeId));
+		AgentRun run = new AgentRun(daemon, assignment.generation(), agent, this.nodeId, this.store, this.events,
+				this.runEnded, this.backoff);
+		this.runs.put(daemon, run);
 		run.start();
-		try {
-			if (!acknowledge(run)) {
-				// Changed since it was read: only this node's acknowledgement takes its
-				// assignment out of ASSIGNING.
-				stopAtOnce(run, Reason.TAKEN_OVER);
-			}
-		}
-		catch (RuntimeException ex) {
-			acknowledgeFailed(run, ex);
-		}
+		logger.info(String.format("Daemon daemon=%s node=%s action=started generation=%d%s", daemon, this.nodeId,
+				assignment.generation(), (failures != null) ? " ack-failures=" + failures : ""));
 	}
 
 	/**
-	 * Sends again an acknowledgement that failed, for a run whose assignment was read
-	 * ASSIGNING to this node with its generation. Nothing changing means the read is
-	 * outdated: the failed acknowledgement may have committed before its connection
-	 * broke, or the leader may have taken the daemon back. The next cycle's read tells,
-	 * and stops the run in the second case.
-	 * @param run the run whose acknowledgement failed
+	 * Returns whether this node sent an acknowledgement for an assignment that is still
+	 * live on this node with the same generation, and has not started it.
+	 * @param assignment the assignment as read, or {@code null}
+	 * @return whether it did
 	 */
-	private void retryAcknowledge(AgentRun run) {
-		try {
-			if (!acknowledge(run)) {
-				logger.debug(String.format(
-						"Daemon daemon=%s node=%s generation=%d: the acknowledgement changed "
-								+ "nothing, the assignment was read before it changed",
-						run.name(), this.nodeId, run.generation()));
-			}
-		}
-		catch (RuntimeException ex) {
-			acknowledgeFailed(run, ex);
-		}
+	private boolean isSentFor(@Nullable Assignment assignment) {
+		return assignment != null && assignment.isLive() && this.nodeId.equals(assignment.node())
+				&& Long.valueOf(assignment.generation()).equals(this.acknowledgementsSent.get(assignment.daemon()));
 	}
 
 	/**
-	 * Marks the run's assignment ACTIVE, if it is still ASSIGNING to this node with the
-	 * run's generation.
-	 * @param run the run to acknowledge
-	 * @return whether it changed
+	 * Hands back the assignments this node acknowledged, or tried to, without starting
+	 * them, so that the leader reassigns them without waiting for the ack timeout.
 	 */
-	private boolean acknowledge(AgentRun run) {
-		if (!this.store.acknowledge(this.nodeId, run.name(), run.generation())) {
-			return false;
-		}
-		run.acknowledged = true;
-		logger.info(String.format("Daemon daemon=%s node=%s action=started generation=%d%s", run.name(), this.nodeId,
-				run.generation(), (run.acknowledgeFailures > 0) ? " ack-failures=" + run.acknowledgeFailures : ""));
-		return true;
-	}
-
-	private void acknowledgeFailed(AgentRun run, RuntimeException ex) {
-		run.acknowledgeFailures++;
-		logger.warn(String.format(
-				"Daemon daemon=%s node=%s action=ack-failed generation=%d; retrying next cycle, "
-						+ "the ack timeout is %s: %s",
-				run.name(), this.nodeId, run.generation(), this.settings.ackTimeout(), ex));
+	private void handBackUnstarted() {
+		this.acknowledgementsSent.forEach((daemon, generation) -> {
+			try {
+				if (this.store.release(this.nodeId, daemon, generation)) {
+					logger.info(String.format("Daemon daemon=%s node=%s action=handed-back generation=%d", daemon,
+							this.nodeId, generation));
+				}
+			}
+			catch (RuntimeException ex) {
+				logger.warn("Daemon node " + this.nodeId + " could not hand " + daemon + " back; the leader reclaims "
+						+ "it at the ack timeout or once this node is gone: " + ex);
+			}
+		});
+		this.acknowledgementsSent.clear();
+		this.acknowledgeFailures.clear();
 	}
 
 	private void drain(AgentRun run, Reason reason) {

@@ -43,7 +43,8 @@
  * {@code leader-daemons} and by the watchdog's stops; removals name the run, so that a
  * late stop of an old run never removes its successor.</li>
  * <li>An {@code AgentRun}'s cancellation is a latch, its reason and flags are volatile,
- * and its stop is published once through a compare-and-set. Its acknowledgement state is
+ * and its stop is published once through a compare-and-set. The acknowledgements a node
+ * sent for daemons it has not started ({@code NodeReconciler.acknowledgementsSent}) are
  * confined to {@code leader-daemons}.</li>
  * <li>The leader's memory of its term and live nodes ({@code LeaderCycle}) and the next
  * scheduled cycle are confined to {@code leader-daemons}; the move counts are atomic

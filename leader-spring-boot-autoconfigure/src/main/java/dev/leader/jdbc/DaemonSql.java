@@ -93,15 +93,17 @@ record DaemonSql(String read, String assign, String revoke, String reclaim, Stri
 			""";
 
 	/**
-	 * Ends an assignment on the leader's behalf. Ending an assignment (DELETED) locks its
-	 * row FOR UPDATE first, which waits for the transactions that the daemon guard locked
-	 * FOR KEY SHARE; a revoke and an acknowledgement change neither node nor generation,
-	 * and wait for nothing.
+	 * Ends an assignment on the leader's behalf, if it is still in the state the leader
+	 * read. Ending an assignment (DELETED) locks its row FOR UPDATE first, which waits
+	 * for the transactions that the daemon guard locked FOR KEY SHARE, and for an
+	 * acknowledgement in progress, whose new state it then checks again; a revoke and an
+	 * acknowledgement change neither node nor generation, and wait for no guard.
 	 */
 	static final String RECLAIM = LEASE + """
 			, target AS (
 			  SELECT daemon_name, ?::bigint AS term FROM ${prefix}assignments
-			  WHERE daemon_name = ? AND generation = ? AND state <> 'DELETED' AND EXISTS (SELECT 1 FROM lease)
+			  WHERE daemon_name = ? AND generation = ? AND state = ? AND state <> 'DELETED'
+			    AND EXISTS (SELECT 1 FROM lease)
 			  FOR UPDATE
 			), changed AS (
 			  UPDATE ${prefix}assignments a SET state = 'DELETED', term = target.term, deleted_at = clock_timestamp(),

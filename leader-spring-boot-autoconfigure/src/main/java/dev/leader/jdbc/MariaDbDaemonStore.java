@@ -102,10 +102,15 @@ public final class MariaDbDaemonStore implements DaemonStore {
 	private static final String END_OWNER = """
 			UPDATE ${prefix}assignment_owners SET live = FALSE WHERE daemon_name = ?""";
 
+	/**
+	 * Ends the assignment, in the state given or any live state if {@code NULL}. Its
+	 * state changes, so the count is the same whether the driver reports rows found or
+	 * rows changed.
+	 */
 	private static final String END = """
 			UPDATE ${prefix}assignments SET state = 'DELETED', term = COALESCE(?, term), deleted_at = ${now},
 			  state_since = ${now}
-			WHERE daemon_name = ?""";
+			WHERE daemon_name = ? AND state <> 'DELETED' AND state = COALESCE(?, state)""";
 
 	/**
 	 * An acknowledgement, like a revoke, updates the assignment row alone.
@@ -253,9 +258,10 @@ public final class MariaDbDaemonStore implements DaemonStore {
 	}
 
 	@Override
-	public boolean reclaim(FencingToken leader, String leaderNode, String daemon, long generation) {
+	public boolean reclaim(FencingToken leader, String leaderNode, String daemon, long generation,
+			AssignmentState state) {
 		return this.connections.transaction("reclaim daemon",
-				(tx) -> leads(tx, leader, leaderNode) && end(tx, daemon, generation, null, leader.term()));
+				(tx) -> leads(tx, leader, leaderNode) && end(tx, daemon, generation, null, state, leader.term()));
 	}
 
 	@Override
@@ -266,21 +272,24 @@ public final class MariaDbDaemonStore implements DaemonStore {
 
 	@Override
 	public boolean release(String node, String daemon, long generation) {
-		return this.connections.transaction("release daemon", (tx) -> end(tx, daemon, generation, node, null));
+		return this.connections.transaction("release daemon", (tx) -> end(tx, daemon, generation, node, null, null));
 	}
 
-	// Ends a live assignment of the given generation (and node, if given): locks the
-	// owner row
-	// first, which waits for the guarded transactions of the daemon.
+	// Ends a live assignment of the given generation (and node and state, if given):
+	// locks the owner row first, which waits for the guarded transactions of the daemon.
+	// The assignment row's own update checks the state, after waiting for an
+	// acknowledgement in progress; the owner row changes only if it did.
 	private boolean end(MariaDbConnections.Transaction tx, String daemon, long generation, @Nullable String node,
-			@Nullable Long term) throws SQLException {
+			@Nullable AssignmentState state, @Nullable Long term) throws SQLException {
 		Owner owner = owner(tx, daemon);
 		if (owner == null || !owner.live() || owner.generation() != generation
 				|| (node != null && !node.equals(owner.node()))) {
 			return false;
 		}
+		if (tx.update(sql(END), term, daemon, (state != null) ? state.name() : null) == 0) {
+			return false;
+		}
 		tx.update(sql(END_OWNER), daemon);
-		tx.update(sql(END), term, daemon);
 		return true;
 	}
 

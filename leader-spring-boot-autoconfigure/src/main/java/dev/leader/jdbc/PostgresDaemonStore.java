@@ -131,8 +131,19 @@ public final class PostgresDaemonStore implements DaemonStore {
 	}
 
 	@Override
-	public boolean reclaim(FencingToken leader, String leaderNode, String daemon, long generation) {
-		return leaderUpdate("reclaim daemon", this.sql.reclaim(), leader, leaderNode, daemon, generation);
+	public boolean reclaim(FencingToken leader, String leaderNode, String daemon, long generation,
+			AssignmentState state) {
+		return execute("reclaim daemon", this.sql.reclaim(), (statement) -> {
+			int i = leaseParameters(statement, leader, leaderNode);
+			statement.setLong(++i, leader.term());
+			statement.setString(++i, daemon);
+			statement.setLong(++i, generation);
+			statement.setString(++i, state.name());
+			statement.setString(++i, this.channel);
+			try (ResultSet rows = statement.executeQuery()) {
+				return rows.next();
+			}
+		});
 	}
 
 	@Override

@@ -76,8 +76,9 @@ class AssignmentPlannerTests {
 	void assignmentsOfDeadNodesAreReclaimedAndReassignedInTheSameCycle() {
 		List<Member> nodes = List.of(node("a", SEVEN), new Member("b", SEVEN, false));
 		List<Assignment> assignments = List.of(active("d1", "b", 2), active("d2", "gone", 5), active("d3", "a", 1));
-		assertThat(plan(nodes, assignments, SETTLED)).containsExactly(new Reclaim("d1", "b", 2, ReclaimCause.NODE_DEAD),
-				new Reclaim("d2", "gone", 5, ReclaimCause.NODE_DEAD), new Assign("d1", "a", 2),
+		assertThat(plan(nodes, assignments, SETTLED)).containsExactly(
+				new Reclaim("d1", "b", 2, AssignmentState.ACTIVE, ReclaimCause.NODE_DEAD),
+				new Reclaim("d2", "gone", 5, AssignmentState.ACTIVE, ReclaimCause.NODE_DEAD), new Assign("d1", "a", 2),
 				new Assign("d2", "a", 5), new Assign("d4", "a", 0), new Assign("d5", "a", 0), new Assign("d6", "a", 0),
 				new Assign("d7", "a", 0));
 	}
@@ -86,8 +87,9 @@ class AssignmentPlannerTests {
 	void assigningPastTheAckTimeoutIsReclaimedAndGivenToAnotherNode() {
 		List<Member> nodes = List.of(node("a", Set.of("d1")), node("b", Set.of("d1")));
 		Assignment late = new Assignment("d1", "a", AssignmentState.ASSIGNING, 3, 1, NOW.minus(SETTINGS.ackTimeout()));
-		assertThat(plan(nodes, List.of(late), SETTLED))
-			.containsExactly(new Reclaim("d1", "a", 3, ReclaimCause.ACK_TIMEOUT), new Assign("d1", "b", 3));
+		assertThat(plan(nodes, List.of(late), SETTLED)).containsExactly(
+				new Reclaim("d1", "a", 3, AssignmentState.ASSIGNING, ReclaimCause.ACK_TIMEOUT),
+				new Assign("d1", "b", 3));
 	}
 
 	@Test
@@ -102,7 +104,7 @@ class AssignmentPlannerTests {
 	void daemonReclaimedForATimeoutFromItsOnlyNodeWaitsForTheNextCycle() {
 		Assignment late = new Assignment("d1", "a", AssignmentState.ASSIGNING, 3, 1, NOW.minusSeconds(60));
 		assertThat(plan(List.of(node("a", Set.of("d1"))), List.of(late), SETTLED))
-			.containsExactly(new Reclaim("d1", "a", 3, ReclaimCause.ACK_TIMEOUT));
+			.containsExactly(new Reclaim("d1", "a", 3, AssignmentState.ASSIGNING, ReclaimCause.ACK_TIMEOUT));
 	}
 
 	@Test
@@ -112,8 +114,9 @@ class AssignmentPlannerTests {
 		Assignment draining = new Assignment("d1", "a", AssignmentState.REVOKING, 3, 1, NOW.minus(limit).plusMillis(1));
 		assertThat(plan(nodes, List.of(draining), SETTLED)).isEmpty();
 		Assignment stuck = new Assignment("d1", "a", AssignmentState.REVOKING, 3, 1, NOW.minus(limit));
-		assertThat(plan(nodes, List.of(stuck), SETTLED))
-			.containsExactly(new Reclaim("d1", "a", 3, ReclaimCause.DRAIN_TIMEOUT), new Assign("d1", "b", 3));
+		assertThat(plan(nodes, List.of(stuck), SETTLED)).containsExactly(
+				new Reclaim("d1", "a", 3, AssignmentState.REVOKING, ReclaimCause.DRAIN_TIMEOUT),
+				new Assign("d1", "b", 3));
 	}
 
 	@Test

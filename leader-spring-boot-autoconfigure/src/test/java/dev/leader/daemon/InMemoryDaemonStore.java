@@ -32,6 +32,8 @@ final class InMemoryDaemonStore implements DaemonStore {
 
 	private final AtomicInteger acknowledgementsToFail = new AtomicInteger();
 
+	private final AtomicInteger repliesToLose = new AtomicInteger();
+
 	private Instant now = Instant.parse("2030-01-01T00:00:00Z");
 
 	private @Nullable String holder;
@@ -68,6 +70,15 @@ final class InMemoryDaemonStore implements DaemonStore {
 	 */
 	void failAcknowledgements(int count) {
 		this.acknowledgementsToFail.set(count);
+	}
+
+	/**
+	 * Makes the next acknowledgements throw after they took effect, as a connection lost
+	 * between the commit and the reply does.
+	 * @param count how many
+	 */
+	void loseAcknowledgementReplies(int count) {
+		this.repliesToLose.set(count);
 	}
 
 	/**
@@ -113,9 +124,10 @@ final class InMemoryDaemonStore implements DaemonStore {
 	}
 
 	@Override
-	public synchronized boolean reclaim(FencingToken leader, String leaderNode, String daemon, long generation) {
+	public synchronized boolean reclaim(FencingToken leader, String leaderNode, String daemon, long generation,
+			AssignmentState state) {
 		Assignment current = this.assignments.get(daemon);
-		if (!holds(leader, leaderNode) || !is(current, generation) || !current.isLive()) {
+		if (!holds(leader, leaderNode) || !is(current, generation) || !current.isLive() || current.state() != state) {
 			return false;
 		}
 		put(daemon, current.node(), AssignmentState.DELETED, generation, leader.term());
@@ -136,6 +148,9 @@ final class InMemoryDaemonStore implements DaemonStore {
 			}
 			put(daemon, node, AssignmentState.ACTIVE, generation, current.term());
 			this.applied.add("acknowledge " + daemon + " " + node + " " + generation);
+			if (this.repliesToLose.getAndUpdate((count) -> Math.max(0, count - 1)) > 0) {
+				throw new IllegalStateException("connection lost after the acknowledgement committed");
+			}
 			return true;
 		}
 	}

@@ -14,6 +14,7 @@ import dev.leader.DaemonRevokedEvent;
 import dev.leader.DaemonStartedEvent;
 import dev.leader.DaemonStoppedEvent;
 import dev.leader.DaemonStoppedEvent.Reason;
+import dev.leader.FencingToken;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -58,7 +59,7 @@ class NodeReconcilerTests {
 	}
 
 	@Test
-	void assignmentAssigningToThisNodeIsStartedThenAcknowledged() {
+	void assignmentAssigningToThisNodeIsAcknowledgedThenStarted() {
 		this.store.assignment("d1", "a", AssignmentState.ASSIGNING, 1);
 		reconcile();
 		assertThat(this.store.assignment("d1")).get().extracting(Assignment::state).isEqualTo(AssignmentState.ACTIVE);
@@ -69,18 +70,59 @@ class NodeReconcilerTests {
 	}
 
 	@Test
-	void failedAcknowledgementIsSentAgainNextCycleWhileTheDaemonKeepsRunning() {
+	void failedAcknowledgementIsSentAgainNextCycleAndTheAgentStartsOnlyOnceOneSucceeded() {
 		this.store.assignment("d1", "a", AssignmentState.ASSIGNING, 1);
 		this.store.failAcknowledgements(1);
 		reconcile();
 		assertThat(this.store.assignment("d1")).get()
 			.extracting(Assignment::state)
 			.isEqualTo(AssignmentState.ASSIGNING);
-		assertThat(this.reconciler.running()).containsExactly(Map.entry("d1", 1L));
+		assertThat(this.reconciler.running()).isEmpty();
+		assertThat(this.events).isEmpty();
 		reconcile();
 		assertThat(this.store.assignment("d1")).get().extracting(Assignment::state).isEqualTo(AssignmentState.ACTIVE);
+		assertThat(this.reconciler.running()).containsExactly(Map.entry("d1", 1L));
 		awaitStarted();
 		assertThat(this.calls).as("calls of the agent").hasValue(1);
+	}
+
+	@Test
+	void acknowledgementThatCommittedThoughItsReplyWasLostStartsTheAgentWhenAReadShowsItActive() {
+		this.store.assignment("d1", "a", AssignmentState.ASSIGNING, 1);
+		this.store.loseAcknowledgementReplies(1);
+		reconcile();
+		assertThat(this.store.assignment("d1")).get().extracting(Assignment::state).isEqualTo(AssignmentState.ACTIVE);
+		assertThat(this.reconciler.running()).isEmpty();
+		reconcile();
+		assertThat(this.reconciler.running()).containsExactly(Map.entry("d1", 1L));
+		awaitStarted();
+		assertThat(this.store.applied()).containsExactly("acknowledge d1 a 1");
+	}
+
+	@Test
+	void assignmentReclaimedWhileItsAcknowledgementsFailIsNeverStarted() {
+		this.store.leaseHeldBy("leader", 1);
+		this.store.assignment("d1", "a", AssignmentState.ASSIGNING, 1);
+		this.store.failAcknowledgements(2);
+		reconcile();
+		reconcile();
+		assertThat(this.store.reclaim(new FencingToken("default", 1), "leader", "d1", 1, AssignmentState.ASSIGNING))
+			.isTrue();
+		assertThat(this.store.assign(new FencingToken("default", 1), "leader", "d1", "b", 1)).isEqualTo(2);
+		reconcile();
+		assertThat(this.reconciler.running()).isEmpty();
+		assertThat(this.calls).as("calls of the agent").hasValue(0);
+		assertThat(this.events).isEmpty();
+	}
+
+	@Test
+	void handOverHandsBackAnAssignmentWhoseAcknowledgementFailed() {
+		this.store.assignment("d1", "a", AssignmentState.ASSIGNING, 1);
+		this.store.failAcknowledgements(1);
+		reconcile();
+		this.reconciler.handOver();
+		assertThat(this.store.applied()).containsExactly("drain a", "release d1 a 1");
+		assertThat(this.calls).hasValue(0);
 	}
 
 	@Test

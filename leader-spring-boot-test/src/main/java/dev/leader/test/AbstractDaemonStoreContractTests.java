@@ -43,7 +43,8 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
  * writes change nothing unless its token still holds the lease. The concurrency fuzz test
  * races nodes that assign a daemon to themselves, acknowledge and hand it back, and
  * checks exactly that every generation went to one node and that generations were handed
- * out one by one.
+ * out one by one; another races an acknowledgement against a reclaim of the same
+ * generation, of which exactly one may succeed.
  */
 public abstract class AbstractDaemonStoreContractTests extends StoresContract<AbstractDaemonStoreContractTests.Stores> {
 
@@ -90,7 +91,7 @@ public abstract class AbstractDaemonStoreContractTests extends StoresContract<Ab
 		assertThat(assignment("outbox")).extracting(Assignment::state, Assignment::isLive)
 			.containsExactly(AssignmentState.DELETED, false);
 		assertThat(daemons().assign(this.leader, LEADER, "outbox", "node-a", 1)).isEqualTo(2);
-		assertThat(daemons().reclaim(this.leader, LEADER, "outbox", 2)).isTrue();
+		assertThat(daemons().reclaim(this.leader, LEADER, "outbox", 2, AssignmentState.ASSIGNING)).isTrue();
 		assertThat(assignment("outbox")).extracting(Assignment::state, Assignment::generation)
 			.containsExactly(AssignmentState.DELETED, 2L);
 	}
@@ -110,7 +111,7 @@ public abstract class AbstractDaemonStoreContractTests extends StoresContract<Ab
 		assertThat(daemons().acknowledge("node-a", "outbox", 2)).isFalse();
 		assertThat(daemons().acknowledge("node-b", "outbox", 1)).isFalse();
 		assertThat(daemons().revoke(this.leader, LEADER, "outbox", 2)).isFalse();
-		assertThat(daemons().reclaim(this.leader, LEADER, "outbox", 0)).isFalse();
+		assertThat(daemons().reclaim(this.leader, LEADER, "outbox", 0, AssignmentState.ASSIGNING)).isFalse();
 		assertThat(daemons().release("node-b", "outbox", 1)).isFalse();
 		assertThat(daemons().release("node-a", "outbox", 2)).isFalse();
 		assertThat(daemons().acknowledge("node-a", "never-assigned", 1)).isFalse();
@@ -125,10 +126,64 @@ public abstract class AbstractDaemonStoreContractTests extends StoresContract<Ab
 		assertThat(coordination().acquire(GROUP, "successor", LEASE).granted()).isTrue();
 		assertThat(daemons().assign(this.leader, LEADER, "reports", "node-a", 0)).isZero();
 		assertThat(daemons().revoke(this.leader, LEADER, "outbox", 1)).isFalse();
-		assertThat(daemons().reclaim(this.leader, LEADER, "outbox", 1)).isFalse();
+		assertThat(daemons().reclaim(this.leader, LEADER, "outbox", 1, AssignmentState.ASSIGNING)).isFalse();
 		assertThat(daemons().read(EXPIRY).assignments()).singleElement()
 			.extracting(Assignment::daemon, Assignment::state)
 			.containsExactly("outbox", AssignmentState.ASSIGNING);
+	}
+
+	@Test
+	void reclaimChangesNothingOnceTheAssignmentLeftTheStateItWasReadIn() {
+		daemons().assign(this.leader, LEADER, "outbox", "node-a", 0);
+		Assignment read = assignment("outbox");
+		assertThat(daemons().acknowledge("node-a", "outbox", 1)).isTrue();
+		assertThat(daemons().reclaim(this.leader, LEADER, "outbox", 1, read.state()))
+			.as("reclaim for the ack timeout after the acknowledgement")
+			.isFalse();
+		assertThat(assignment("outbox").state()).isEqualTo(AssignmentState.ACTIVE);
+		assertThat(daemons().revoke(this.leader, LEADER, "outbox", 1)).isTrue();
+		assertThat(daemons().reclaim(this.leader, LEADER, "outbox", 1, AssignmentState.ACTIVE)).isFalse();
+		assertThat(daemons().reclaim(this.leader, LEADER, "outbox", 1, AssignmentState.REVOKING)).isTrue();
+		assertThat(assignment("outbox").state()).isEqualTo(AssignmentState.DELETED);
+	}
+
+	/**
+	 * A node acknowledges while the leader reclaims the same ASSIGNING generation for the
+	 * ack timeout: exactly one of them changes the assignment, so a node whose
+	 * acknowledgement succeeded never finds its daemon given to another node by that
+	 * reclaim.
+	 */
+	@Test
+	void racingAcknowledgementAndReclaimNeverBothSucceed() throws Exception {
+		ExecutorService executor = Executors.newFixedThreadPool(2);
+		try {
+			long deleted = 0;
+			for (int round = 0; round < 40; round++) {
+				long generation = daemons().assign(this.leader, LEADER, "outbox", "node-a", deleted);
+				assertThat(generation).isEqualTo(deleted + 1);
+				CyclicBarrier start = new CyclicBarrier(2);
+				Future<Boolean> acknowledged = executor.submit(() -> {
+					start.await(10, TimeUnit.SECONDS);
+					return daemons().acknowledge("node-a", "outbox", generation);
+				});
+				Future<Boolean> reclaimed = executor.submit(() -> {
+					start.await(10, TimeUnit.SECONDS);
+					return daemons().reclaim(this.leader, LEADER, "outbox", generation, AssignmentState.ASSIGNING);
+				});
+				boolean ack = acknowledged.get(10, TimeUnit.SECONDS);
+				boolean reclaim = reclaimed.get(10, TimeUnit.SECONDS);
+				assertThat(ack ^ reclaim).as("round %d: acknowledged %s, reclaimed %s", round, ack, reclaim).isTrue();
+				assertThat(assignment("outbox").state())
+					.isEqualTo(ack ? AssignmentState.ACTIVE : AssignmentState.DELETED);
+				if (ack) {
+					assertThat(daemons().release("node-a", "outbox", generation)).isTrue();
+				}
+				deleted = generation;
+			}
+		}
+		finally {
+			executor.shutdownNow();
+		}
 	}
 
 	@Test
@@ -174,7 +229,7 @@ public abstract class AbstractDaemonStoreContractTests extends StoresContract<Ab
 						Assignment current = daemons().read(EXPIRY).assignment("solo").orElse(null);
 						if (current != null && current.isLive()) {
 							if (random.nextInt(4) == 0) {
-								daemons().reclaim(this.leader, LEADER, "solo", current.generation());
+								daemons().reclaim(this.leader, LEADER, "solo", current.generation(), current.state());
 							}
 							continue;
 						}

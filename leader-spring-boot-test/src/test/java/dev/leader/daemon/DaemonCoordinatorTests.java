@@ -11,6 +11,7 @@ import java.time.Duration;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -35,6 +36,8 @@ import dev.leader.node.NodeRegistration;
 import dev.leader.test.CountingDataSource;
 import dev.leader.test.CountingDataSource.Execution;
 import dev.leader.test.InProcessNodes;
+import dev.leader.test.NodeProxies;
+import dev.leader.test.StallingProxy;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -63,6 +66,9 @@ class DaemonCoordinatorTests {
 
 	@RegisterExtension
 	final InProcessNodes nodes = new InProcessNodes();
+
+	@RegisterExtension
+	final NodeProxies proxies = new NodeProxies(() -> this.nodes.database().url());
 
 	@Test
 	void daemonsStopByNodeExpiryMinusMarginAfterTheSendOfTheLastHeartbeatThatSucceededHoweverLateItsReply()
@@ -177,11 +183,11 @@ class DaemonCoordinatorTests {
 				cancelled.set(context.isCancelled());
 			}
 		};
-		TerminatingDataSource terminating = new TerminatingDataSource(this.nodes.dataSource(), ACKNOWLEDGE);
+		FaultingDataSource terminating = new FaultingDataSource(this.nodes.dataSource(), ACKNOWLEDGE, this::terminate);
 		start("a", lease, daemons, this.nodes.dataSource(), terminating.dataSource(), agent);
 		await().atMost(Duration.ofSeconds(5)).until(() -> runs.get() > 0);
 		awaitActive("steady", "a", 1);
-		assertThat(terminating.terminated()).as("backends terminated under an acknowledgement").isOne();
+		assertThat(terminating.faults()).as("backends terminated under an acknowledgement").isOne();
 		assertThat(terminating.failures()).as("acknowledgements that failed").isOne();
 		long ackMillis = JdbcClient.create(this.nodes.dataSource())
 			.sql("SELECT (extract(epoch from (acked_at - assigned_at)) * 1000)::bigint FROM leader_assignments "
@@ -199,7 +205,74 @@ class DaemonCoordinatorTests {
 		assertThat(this.nodes.events()).noneMatch((event) -> event instanceof DaemonStoppedEvent);
 	}
 
-	private void start(String node, LeaseSettings lease, DaemonSettings daemons, DataSource engineDataSource,
+	@Test
+	void daemonWhoseAcknowledgementIsHeldUpNeverRunsOnTwoNodesAtOnceWhenTheLeaderReassignsItAtTheAckTimeout()
+			throws Exception {
+		// Node a leads, assigns the daemon to itself, and its network stalls as it sends
+		// the acknowledgement: its lease expires after 1.2 s and b, leading then,
+		// reclaims
+		// the daemon at the 1 s ack timeout and runs it, while node a still counts as
+		// alive (5 s node expiry) and its watchdog would stop a daemon only 4.8 s after
+		// its last heartbeat was sent.
+		LeaseSettings lease = new LeaseSettings(Duration.ofMillis(1200), Duration.ofMillis(200), Duration.ofMillis(200),
+				Duration.ofMillis(200), Duration.ofSeconds(5), Duration.ofSeconds(5));
+		DaemonSettings daemons = new DaemonSettings("default", Duration.ofSeconds(1), Duration.ofSeconds(1), 2,
+				Duration.ZERO);
+		Duration stall = Duration.ofSeconds(6);
+		List<Run> runs = new CopyOnWriteArrayList<>();
+		StallingProxy proxyOfA = this.proxies.get("a");
+		HikariConfig config = new HikariConfig();
+		config.setJdbcUrl(proxyOfA.jdbcUrl());
+		config.setUsername(this.nodes.dataSource().getUsername());
+		config.setPassword(this.nodes.dataSource().getPassword());
+		config.setMaximumPoolSize(8);
+		HikariDataSource throughProxy = new HikariDataSource(config);
+		this.nodes.closeAfterTest(throughProxy::close);
+		AtomicLong stalledAt = new AtomicLong();
+		FaultingDataSource stalling = new FaultingDataSource(throughProxy, ACKNOWLEDGE, (connection) -> {
+			stalledAt.set(System.nanoTime());
+			proxyOfA.stall(stall);
+		});
+		LeaderEngine engineOfA = start("a", lease, daemons, throughProxy, stalling.dataSource(), recording("a", runs));
+		await().atMost(Duration.ofSeconds(5)).until(() -> stalling.faults() == 1);
+		start("b", lease, daemons, this.nodes.dataSource(), this.nodes.dataSource(), recording("b", runs));
+		awaitActive("steady", "b", 2);
+		await().atMost(Duration.ofSeconds(2)).until(() -> runs.stream().anyMatch((run) -> run.node().equals("b")));
+		// Node a is back once it has sent a heartbeat that succeeded after the stall; its
+		// daemons cycle followed that heartbeat's snapshot.
+		await().atMost(stall.plusSeconds(5))
+			.until(() -> System.nanoTime() - stalledAt.get() > stall.toNanos() && engineOfA.sinceLastHeartbeat()
+				.filter((since) -> since.toNanos() < System.nanoTime() - stalledAt.get() - stall.toNanos())
+				.isPresent());
+		awaitActive("steady", "b", 2);
+		long now = System.nanoTime();
+		List<String> timeline = runs.stream().map((run) -> run.describe(stalledAt.get(), now)).toList();
+		for (Run onA : runs.stream().filter((run) -> run.node().equals("a")).toList()) {
+			for (Run onB : runs.stream().filter((run) -> run.node().equals("b")).toList()) {
+				assertThat(onA.overlaps(onB, now))
+					.as("a run on a overlaps a run on b; runs, ms from the stall: %s", timeline)
+					.isFalse();
+			}
+		}
+	}
+
+	/**
+	 * Returns an agent that honours its context and records each of its runs.
+	 */
+	private static DaemonAgent recording(String node, List<Run> runs) {
+		return (context) -> {
+			Run run = new Run(node, context.generation(), System.nanoTime(), new AtomicLong());
+			runs.add(run);
+			try {
+				context.awaitCancellation(Duration.ofMinutes(1));
+			}
+			finally {
+				run.ended().set(System.nanoTime());
+			}
+		};
+	}
+
+	private LeaderEngine start(String node, LeaseSettings lease, DaemonSettings daemons, DataSource engineDataSource,
 			DataSource daemonDataSource, DaemonAgent agent) {
 		PostgresCoordinationStore coordination = new PostgresCoordinationStore(engineDataSource, PREFIX, QUERY_TIMEOUT);
 		DaemonCoordinator[] coordinator = new DaemonCoordinator[1];
@@ -219,6 +292,7 @@ class DaemonCoordinatorTests {
 		coordinator[0].start();
 		this.nodes.closeAfterTest(engine::stop);
 		this.nodes.closeAfterTest(coordinator[0]::stop);
+		return engine;
 	}
 
 	private static String timeline(List<Execution> executions, long origin) {
@@ -243,6 +317,20 @@ class DaemonCoordinatorTests {
 			.query(String.class)
 			.optional()
 			.orElse("none");
+	}
+
+	/**
+	 * Terminates the backend of a connection with {@code pg_terminate_backend}, and waits
+	 * until it is gone: a real connection failure.
+	 */
+	private void terminate(Connection connection) throws SQLException {
+		long pid = pid(connection);
+		try (Connection admin = this.nodes.database().connect()) {
+			assertThat(query(admin, "SELECT pg_terminate_backend(?::int)::int", pid)).isOne();
+			await().atMost(Duration.ofSeconds(5))
+				.pollInterval(Duration.ofMillis(5))
+				.until(() -> query(admin, "SELECT count(*) FROM pg_stat_activity WHERE pid = ?::int", pid) == 0);
+		}
 	}
 
 	private static long pid(Connection connection) throws SQLException {
@@ -291,23 +379,49 @@ class DaemonCoordinatorTests {
 	}
 
 	/**
-	 * A data source whose first statement containing the given text runs on a connection
-	 * whose backend was terminated with {@code pg_terminate_backend} just before it was
-	 * sent: a real connection failure, timed by this wrapper.
+	 * One run of an agent, on {@link System#nanoTime()}; {@code ended} is 0 while it
+	 * runs.
 	 */
-	private final class TerminatingDataSource {
+	private record Run(String node, long generation, long started, AtomicLong ended) {
+
+		boolean overlaps(Run other, long now) {
+			return this.started - other.end(now) < 0 && other.started - end(now) < 0;
+		}
+
+		long end(long now) {
+			long end = this.ended.get();
+			return (end != 0) ? end : now;
+		}
+
+		String describe(long origin, long now) {
+			return String.format("%s generation %d from %+d to %s", this.node, this.generation,
+					TimeUnit.NANOSECONDS.toMillis(this.started - origin), (this.ended.get() != 0)
+							? String.format("%+d", TimeUnit.NANOSECONDS.toMillis(end(now) - origin)) : "running");
+		}
+
+	}
+
+	/**
+	 * A data source that makes a real fault happen just before the first statement
+	 * containing the given text is sent, timed by this wrapper: the fault itself (a
+	 * terminated backend, a stalled network) is made outside the driver.
+	 */
+	private static final class FaultingDataSource {
 
 		private final DataSource target;
 
 		private final String text;
 
-		private final AtomicInteger terminated = new AtomicInteger();
+		private final Fault fault;
+
+		private final AtomicInteger faults = new AtomicInteger();
 
 		private final AtomicInteger failures = new AtomicInteger();
 
-		TerminatingDataSource(DataSource target, String text) {
+		FaultingDataSource(DataSource target, String text, Fault fault) {
 			this.target = target;
 			this.text = text;
+			this.fault = fault;
 		}
 
 		DataSource dataSource() {
@@ -315,8 +429,8 @@ class DaemonCoordinatorTests {
 					result) -> (result instanceof Connection connection) ? connection(connection) : result);
 		}
 
-		int terminated() {
-			return this.terminated.get();
+		int faults() {
+			return this.faults.get();
 		}
 
 		int failures() {
@@ -337,8 +451,9 @@ class DaemonCoordinatorTests {
 			return (PreparedStatement) Proxy.newProxyInstance(getClass().getClassLoader(),
 					new Class<?>[] { PreparedStatement.class }, (p, method, args) -> {
 						boolean executes = method.getName().startsWith("execute");
-						if (executes && this.terminated.get() == 0) {
-							terminate(pid(connection));
+						if (executes && this.faults.get() == 0) {
+							this.fault.before(connection);
+							this.faults.incrementAndGet();
 						}
 						try {
 							return invoke(statement, method, args);
@@ -350,16 +465,6 @@ class DaemonCoordinatorTests {
 							throw ex;
 						}
 					});
-		}
-
-		private void terminate(long pid) throws SQLException {
-			try (Connection admin = DaemonCoordinatorTests.this.nodes.database().connect()) {
-				assertThat(query(admin, "SELECT pg_terminate_backend(?::int)::int", pid)).isOne();
-				await().atMost(Duration.ofSeconds(5))
-					.pollInterval(Duration.ofMillis(5))
-					.until(() -> query(admin, "SELECT count(*) FROM pg_stat_activity WHERE pid = ?::int", pid) == 0);
-			}
-			this.terminated.incrementAndGet();
 		}
 
 		private static <T> T proxy(Class<T> type, Object target, Decorator decorator) {
@@ -376,6 +481,13 @@ class DaemonCoordinatorTests {
 				throw ex.getCause();
 			}
 		}
+
+	}
+
+	@FunctionalInterface
+	private interface Fault {
+
+		void before(Connection connection) throws SQLException;
 
 	}
 

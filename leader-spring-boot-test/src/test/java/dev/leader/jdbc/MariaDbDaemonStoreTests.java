@@ -81,7 +81,7 @@ class MariaDbDaemonStoreTests {
 		assertThat(CompletableFuture.supplyAsync(() -> this.daemons.revoke(this.leader, "leader", "outbox", 1))
 			.get(2, TimeUnit.SECONDS)).isTrue();
 		CompletableFuture<Boolean> reclaim = CompletableFuture
-			.supplyAsync(() -> this.daemons.reclaim(this.leader, "leader", "outbox", 1));
+			.supplyAsync(() -> this.daemons.reclaim(this.leader, "leader", "outbox", 1, AssignmentState.REVOKING));
 		await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2)).until(() -> !reclaim.isDone());
 		finish.countDown();
 		assertThat(writer.get(5, TimeUnit.SECONDS))
@@ -94,7 +94,7 @@ class MariaDbDaemonStoreTests {
 
 	@Test
 	void guardAfterTheEndOfTheAssignmentSeesItDeleted() {
-		assertThat(this.daemons.reclaim(this.leader, "leader", "outbox", 1)).isTrue();
+		assertThat(this.daemons.reclaim(this.leader, "leader", "outbox", 1, AssignmentState.ASSIGNING)).isTrue();
 		Assignment locked = this.transactions.execute((tx) -> this.daemons.lock("outbox"));
 		assertThat(locked).extracting(Assignment::generation, Assignment::isLive).containsExactly(1L, false);
 	}
@@ -118,7 +118,8 @@ class MariaDbDaemonStoreTests {
 		try {
 			assertThat(freeze.frozen.await(5, TimeUnit.SECONDS)).as("the holder froze after its lock").isTrue();
 			long start = System.nanoTime();
-			assertThat(CompletableFuture.supplyAsync(() -> this.daemons.reclaim(this.leader, "leader", "outbox", 1))
+			assertThat(CompletableFuture
+				.supplyAsync(() -> this.daemons.reclaim(this.leader, "leader", "outbox", 1, AssignmentState.ASSIGNING))
 				.get(10, TimeUnit.SECONDS)).isTrue();
 			assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(3));
 		}

@@ -119,7 +119,7 @@ class PostgresDaemonStoreTests {
 		assertThat(this.store.assign(this.leader, "leader", "outbox", "node-b", 1)).isEqualTo(2);
 		assertThat(assignment("outbox")).extracting(Assignment::node, Assignment::state, Assignment::generation)
 			.containsExactly("node-b", AssignmentState.ASSIGNING, 2L);
-		assertThat(this.store.reclaim(this.leader, "leader", "outbox", 2)).isTrue();
+		assertThat(this.store.reclaim(this.leader, "leader", "outbox", 2, AssignmentState.ASSIGNING)).isTrue();
 		assertThat(assignment("outbox")).extracting(Assignment::state, Assignment::generation)
 			.containsExactly(AssignmentState.DELETED, 2L);
 	}
@@ -132,7 +132,7 @@ class PostgresDaemonStoreTests {
 		assertThat(this.store.acknowledge("node-a", "outbox", 2)).as("ack of another generation").isFalse();
 		assertThat(this.store.release("node-b", "outbox", 1)).as("release by another node").isFalse();
 		assertThat(this.store.revoke(this.leader, "leader", "outbox", 2)).as("revoke another generation").isFalse();
-		this.store.reclaim(this.leader, "leader", "outbox", 1);
+		this.store.reclaim(this.leader, "leader", "outbox", 1, AssignmentState.ASSIGNING);
 		assertThat(this.store.acknowledge("node-a", "outbox", 1)).as("ack after reclaim").isFalse();
 		assertThat(this.store.assign(this.leader, "leader", "outbox", "node-b", 0)).as("assign from an old read")
 			.isZero();
@@ -147,14 +147,17 @@ class PostgresDaemonStoreTests {
 		long newTerm = this.leases.acquire("default", "successor", LEASE).lease().term();
 		assertThat(this.store.assign(this.leader, "leader", "reports", "node-a", 0)).isZero();
 		assertThat(this.store.revoke(this.leader, "leader", "outbox", 1)).isFalse();
-		assertThat(this.store.reclaim(this.leader, "leader", "outbox", 1)).isFalse();
-		assertThat(this.store.reclaim(new FencingToken("default", newTerm), "leader", "outbox", 1))
+		assertThat(this.store.reclaim(this.leader, "leader", "outbox", 1, AssignmentState.ASSIGNING)).isFalse();
+		assertThat(this.store.reclaim(new FencingToken("default", newTerm), "leader", "outbox", 1,
+				AssignmentState.ASSIGNING))
 			.as("the new term under the old holder's name")
 			.isFalse();
 		assertThat(this.store.read(EXPIRY).assignments()).singleElement()
 			.extracting(Assignment::state)
 			.isEqualTo(AssignmentState.ASSIGNING);
-		assertThat(this.store.reclaim(new FencingToken("default", newTerm), "successor", "outbox", 1)).isTrue();
+		assertThat(this.store.reclaim(new FencingToken("default", newTerm), "successor", "outbox", 1,
+				AssignmentState.ASSIGNING))
+			.isTrue();
 	}
 
 	@Test
@@ -163,7 +166,7 @@ class PostgresDaemonStoreTests {
 		CountDownLatch commit = new CountDownLatch(1);
 		CompletableFuture<Assignment> guarded = lockUntil(commit, "outbox");
 		CompletableFuture<Boolean> reclaim = CompletableFuture
-			.supplyAsync(() -> this.store.reclaim(this.leader, "leader", "outbox", 1));
+			.supplyAsync(() -> this.store.reclaim(this.leader, "leader", "outbox", 1, AssignmentState.ASSIGNING));
 		await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(2)).until(() -> !reclaim.isDone());
 		commit.countDown();
 		assertThat(guarded.get(10, TimeUnit.SECONDS).generation()).isEqualTo(1);
@@ -201,7 +204,8 @@ class PostgresDaemonStoreTests {
 			}));
 		assertThat(locked.await(10, TimeUnit.SECONDS)).isTrue();
 		long start = System.nanoTime();
-		assertThat(CompletableFuture.supplyAsync(() -> this.store.reclaim(this.leader, "leader", "outbox", 1))
+		assertThat(CompletableFuture
+			.supplyAsync(() -> this.store.reclaim(this.leader, "leader", "outbox", 1, AssignmentState.ASSIGNING))
 			.get(5, TimeUnit.SECONDS)).isTrue();
 		assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(3));
 		assertThatExceptionOfType(java.util.concurrent.ExecutionException.class)
