@@ -101,8 +101,8 @@ public final class PostgresLogStore implements LogStore {
 			""";
 
 	/**
-	 * The log's end and the lowest term an append may still go under: the end's term,
-	 * and the first term of the server's epoch, since a term of an epoch before the last
+	 * The log's end and the lowest term an append may still go under: the end's term, and
+	 * the first term of the server's epoch, since a term of an epoch before the last
 	 * promotion appends nothing.
 	 */
 	private static final String APPENDABLE = """
@@ -118,9 +118,9 @@ public final class PostgresLogStore implements LogStore {
 	 * the age limits, never the last entry, so that the log's end stays readable, and
 	 * never an entry after the one the leader applied, which the log must still hold with
 	 * the term it was applied with: a leader that applied entries that a failover lost
-	 * removes nothing before its tail has rewound past them. The
-	 * last entry removed is recorded in the starts table in the same statement; the head
-	 * row, which orders appends, is only read.
+	 * removes nothing before its tail has rewound past them. The last entry removed is
+	 * recorded in the starts table in the same statement; the head row, which orders
+	 * appends, is only read.
 	 */
 	private static final String TRUNCATE = """
 			WITH lease AS (

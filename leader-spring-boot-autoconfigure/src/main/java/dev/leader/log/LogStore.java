@@ -82,8 +82,9 @@ public interface LogStore {
 	 * {@code limit} of them, never one after {@code applied} (the leader's own appliers
 	 * must have seen every entry it removes), none at all unless the log holds
 	 * {@code applied} with its term (a leader that applied entries that a failover lost
-	 * has not seen the ones that replaced them) and never the log's last entry; it records
-	 * the last entry removed where {@link #truncated} reads it, in the same transaction.
+	 * has not seen the ones that replaced them) and never the log's last entry; it
+	 * records the last entry removed where {@link #truncated} reads it, in the same
+	 * transaction.
 	 * <p>
 	 * The default refuses: the store keeps every entry.
 	 * @param token the token of the leader

@@ -129,7 +129,8 @@ class PostgresLogStoreTests {
 		store.appendBatch(token, "a", List.of(new Entry("set", "1"), new Entry("set", "2"), new Entry("set", "3"),
 				new Entry("set", "4"), new Entry("set", "5")));
 		// The clock minus 100 years is a timestamp PostgreSQL can hold.
-		LogStore.Truncated truncated = store.truncate(token, "a", 2, Duration.ofDays(36500), 5, 1000);
+		LogStore.Truncated truncated = store.truncate(token, "a", 2, Duration.ofDays(36500), new Bookmark("g", term, 5),
+				1000);
 		assertThat(truncated.removed()).isEqualTo(3);
 		assertThat(store.truncated("g")).isEqualTo(new Bookmark("g", term, 3));
 	}

@@ -196,13 +196,16 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 		LogStore.Truncated refused = store.truncate(stale, "a", 1, null, new Bookmark("g", stale.term(), 5), 100);
 		assertThat(refused.allowed()).isFalse();
 		assertThat(refused.removed()).isZero();
-		assertThat(store.truncate(current, "a", 1, null, new Bookmark("g", stale.term(), 5), 100).allowed()).as("another node's term").isFalse();
+		assertThat(store.truncate(current, "a", 1, null, new Bookmark("g", stale.term(), 5), 100).allowed())
+			.as("another node's term")
+			.isFalse();
 		assertThat(count("leader_log_entries")).isEqualTo(5);
 		assertThat(count("leader_log_starts")).isZero();
 		LogStore.Truncated truncated = store.truncate(current, "b", 1, null, new Bookmark("g", stale.term(), 5), 3);
 		assertThat(truncated).isEqualTo(new LogStore.Truncated(true, 3, new Bookmark("g", stale.term(), 3)));
 		assertThat(store.truncated("g")).isEqualTo(new Bookmark("g", stale.term(), 3));
-		assertThat(store.truncate(current, "b", 1, null, new Bookmark("g", stale.term(), 3), 100).removed()).as("nothing after what the node applied")
+		assertThat(store.truncate(current, "b", 1, null, new Bookmark("g", stale.term(), 3), 100).removed())
+			.as("nothing after what the node applied")
 			.isZero();
 		assertThat(store.truncate(current, "b", 1, null, new Bookmark("g", stale.term(), 5), 100).through())
 			.isEqualTo(new Bookmark("g", stale.term(), 4));
