@@ -3,7 +3,12 @@ package dev.leader.log;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.FencingToken;
@@ -13,6 +18,7 @@ import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.jdbc.PostgresLogStore;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore.AcquireResult;
+import dev.leader.node.NodeRegistration;
 import dev.leader.test.ReplicatedPostgres;
 import dev.leader.test.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
@@ -135,6 +141,129 @@ class LogDivergenceTests {
 	}
 
 	/**
+	 * the follower halted on the divergence (its applier cannot rewind), and the new
+	 * leader has appended nothing yet. The next heartbeat reads the log's end at entry 3,
+	 * which the follower applied with that term: {@code confirmed} counts it as caught
+	 * up, and {@code awaitStaleness} serves the bounded read locally, with the lost
+	 * entries 4 and 5 in its state, without looking at the divergence.
+	 */
+	@Test
+	void boundedReadIsNotServedOnAFollowerWhoseLogDivergedAfterAHeartbeatFindsTheLogEndBeforeWhatItApplied()
+			throws Exception {
+		RecordingApplier onB = new RecordingApplier(GROUP);
+		History lost = loseTwoEntriesAppliedBy(onB);
+		// The follower's heartbeat, as the engine sends it each renew interval.
+		heartbeat(lost.followerStore());
+		await().atMost(TIMEOUT).until(() -> lost.follower().failure(GROUP).isPresent());
+		assertThat(lost.follower().failure(GROUP).get()).isInstanceOf(LogDivergedException.class);
+		heartbeat(lost.followerStore());
+		assertThat(payloads(onB)).contains("lost-4", "lost-5");
+		assertThatExceptionOfType(IllegalStateException.class)
+			.as("a bounded read on a node that holds lost entries and says it diverged")
+			.isThrownBy(() -> lost.follower().awaitStaleness(GROUP, Duration.ofMinutes(1), Duration.ofSeconds(1)));
+	}
+
+	/**
+	 * while an applier rewinds (it reloads a snapshot, say), the reads must fail with
+	 * {@link LogDivergedException} (LogApplier#rewind's contract). A heartbeat during the
+	 * rewind makes the bounded read pass, on half-rewound state.
+	 */
+	@Test
+	void boundedReadIsNotServedWhileTheAppliersRewind() throws Exception {
+		CountDownLatch rewinding = new CountDownLatch(1);
+		CountDownLatch release = new CountDownLatch(1);
+		RecordingApplier onB = new RecordingApplier(GROUP) {
+
+			@Override
+			public long rewind(Bookmark common) throws Exception {
+				rewinding.countDown();
+				release.await(30, TimeUnit.SECONDS);
+				entries().removeIf((entry) -> entry.index() > common.index());
+				return common.index();
+			}
+
+		};
+		History lost = loseTwoEntriesAppliedBy(onB);
+		try {
+			heartbeat(lost.followerStore());
+			assertThat(rewinding.await(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).as("rewind called").isTrue();
+			assertThat(lost.follower().failure(GROUP)).get().isInstanceOf(LogDivergedException.class);
+			heartbeat(lost.followerStore());
+			assertThatExceptionOfType(LogDivergedException.class).as("a bounded read during the rewind")
+				.isThrownBy(() -> lost.follower().awaitStaleness(GROUP, Duration.ofMinutes(1), Duration.ofSeconds(1)));
+		}
+		finally {
+			release.countDown();
+		}
+	}
+
+	/**
+	 * a bookmark of a lost entry, read after the failover but before the new leader
+	 * appends anything. The follower has rewound to entry 3; the lease is in the new
+	 * epoch, so no leader of the bookmark's term can ever append entry 5 again, yet the
+	 * read waits out its timeout and answers "not yet" (over HTTP a 503 with Retry-After,
+	 * forever while the group is quiet) instead of saying the entry was lost.
+	 */
+	@Test
+	void bookmarkOfALostEntryIsAnsweredLostBeforeTheNewLeaderAppends() throws Exception {
+		Rewinding onB = new Rewinding();
+		History lost = loseTwoEntriesAppliedBy(onB);
+		FencingToken second = acquire();
+		assertThat(second.term()).isGreaterThan(lost.first().term());
+		heartbeat(lost.followerStore());
+		await().atMost(TIMEOUT).until(() -> onB.rewinds.size() == 1 && lost.follower().failure(GROUP).isEmpty());
+		assertThat(lost.follower().applied(GROUP).index()).isEqualTo(3);
+		assertThatExceptionOfType(LostEntryException.class).as("the bookmark of lost entry 5")
+			.isThrownBy(() -> lost.follower().awaitApplied(lost.lost(), Duration.ofSeconds(2)));
+	}
+
+	/**
+	 * the leader's own truncation is bounded by the index it applied, not by the entries
+	 * it applied. Node a applied lost entries 4 and 5, was stopped during the failover,
+	 * leads again under the new epoch and starts once the new leader's entries 4 to 6 are
+	 * in: its first truncation removes entries through 5 of the new history, which it
+	 * never applied, so its applier, which can rewind, would have to reset (and, without
+	 * reset, halt the group) instead of rewinding to entry 3 and applying on.
+	 */
+	@Test
+	void leaderNeverTruncatesEntriesOfTheNewHistoryThatItNeverApplied() throws Exception {
+		this.servers.replicateSynchronously(true);
+		FencingToken first = acquire();
+		AtomicReference<FencingToken> leading = new AtomicReference<>(first);
+		Rewinding onA = new Rewinding();
+		DecisionLog a = new DecisionLog(
+				new PostgresLogStore(this.dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(10), store()),
+				"a", List.of(onA), new LogRetention(1, null, Duration.ofHours(1)),
+				(group) -> Optional.ofNullable(leading.get()));
+		this.logs.add(a);
+		leading.set(null);
+		a.start();
+		for (int i = 1; i <= 3; i++) {
+			a.append(first, "set", "kept-" + i);
+		}
+		this.servers.replicateSynchronously(false);
+		this.servers.standby().orElseThrow().stopStreaming();
+		a.append(first, "set", "lost-4");
+		Bookmark lost = a.append(first, "set", "lost-5");
+		assertThat(a.awaitApplied(lost, TIMEOUT)).isTrue();
+		a.stop();
+		this.servers.failover();
+		FencingToken second = acquire();
+		a.append(second, "set", "new-4");
+		a.append(second, "set", "new-5");
+		Bookmark new6 = a.append(second, "set", "new-6");
+		leading.set(second);
+		a.start();
+		// Through the divergence and the rewind, which the retention of the new term must
+		// not make impossible.
+		await().atMost(TIMEOUT)
+			.untilAsserted(() -> assertThat(a.applied(GROUP)).as(() -> "applied; failure: " + a.failure(GROUP))
+				.isEqualTo(new6));
+		assertThat(a.failure(GROUP)).as("the leader's log after its own truncation").isEmpty();
+		assertThat(payloads(onA)).containsExactly("kept-1", "kept-2", "kept-3", "new-4", "new-5", "new-6");
+	}
+
+	/**
 	 * Appends three entries that the standby receives, then two that only the primary and
 	 * the follower have, crashes the primary and promotes the standby.
 	 */
@@ -142,7 +271,8 @@ class LogDivergenceTests {
 		this.servers.replicateSynchronously(true);
 		FencingToken first = acquire();
 		DecisionLog a = start("a", new RecordingApplier(GROUP));
-		DecisionLog b = start("b", onB);
+		PostgresCoordinationStore followerStore = store();
+		DecisionLog b = start("b", onB, followerStore);
 		for (int i = 1; i <= 3; i++) {
 			a.append(first, "set", "kept-" + i);
 		}
@@ -162,7 +292,7 @@ class LogDivergenceTests {
 			.isThrownBy(() -> b.awaitApplied(new Bookmark(GROUP, first.term(), 2), Duration.ofSeconds(1)));
 		assertThatExceptionOfType(IllegalStateException.class)
 			.isThrownBy(() -> b.awaitReadIndex(GROUP, Duration.ofSeconds(1)));
-		return new History(a, b, first, lost);
+		return new History(a, b, followerStore, first, lost);
 	}
 
 	/**
@@ -189,17 +319,31 @@ class LogDivergenceTests {
 	private FencingToken acquire() {
 		PostgresCoordinationStore leases = store();
 		AcquireResult result = await().atMost(TIMEOUT)
+			.ignoreExceptions()
 			.until(() -> leases.acquire(GROUP, "a", Duration.ofSeconds(30)), AcquireResult::granted);
 		return new FencingToken(GROUP, result.lease().term());
 	}
 
 	private DecisionLog start(String node, LogApplier applier) {
-		DecisionLog log = new DecisionLog(
-				new PostgresLogStore(this.dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(10), store()),
-				node, List.of(applier));
+		return start(node, applier, store());
+	}
+
+	private DecisionLog start(String node, LogApplier applier, PostgresCoordinationStore notifications) {
+		DecisionLog log = new DecisionLog(new PostgresLogStore(this.dataSource, PREFIX, Duration.ofSeconds(5),
+				Duration.ofSeconds(10), notifications), node, List.of(applier));
 		log.start();
 		this.logs.add(log);
 		return log;
+	}
+
+	// One heartbeat of node b, which asks about the group (the L row carries its log's
+	// end), retried until the new primary answers.
+	private void heartbeat(PostgresCoordinationStore store) {
+		NodeRegistration node = new NodeRegistration("b", "app", "host-b", 2);
+		await().atMost(TIMEOUT).ignoreExceptions().until(() -> {
+			store.tick(node, Map.of(), List.of(GROUP), Duration.ofSeconds(30), Duration.ofSeconds(10));
+			return true;
+		});
 	}
 
 	private PostgresCoordinationStore store() {
@@ -215,7 +359,8 @@ class LogDivergenceTests {
 
 	}
 
-	private record History(DecisionLog leader, DecisionLog follower, FencingToken first, Bookmark lost) {
+	private record History(DecisionLog leader, DecisionLog follower, PostgresCoordinationStore followerStore,
+			FencingToken first, Bookmark lost) {
 	}
 
 	/**
