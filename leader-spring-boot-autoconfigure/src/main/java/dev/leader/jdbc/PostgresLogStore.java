@@ -35,6 +35,14 @@ import org.springframework.jdbc.datasource.DataSourceUtils;
  * group it takes part in: a node that missed a notification catches up within a renew
  * interval, and an idle log costs no statement.
  * <p>
+ * An append that joins a caller's transaction at {@code REPEATABLE READ} or
+ * {@code SERIALIZABLE} fails with a {@link PessimisticLockingFailureException} when
+ * another append to the group committed after that transaction's snapshot: the caller
+ * runs its transaction again. One whose commit PostgreSQL reports with a warning (a
+ * cancelled wait for a synchronous standby) fails, or fails the caller's commit, with a
+ * {@link org.springframework.dao.DataAccessResourceFailureException}: the entry is on the
+ * primary alone.
+ * <p>
  * Built by {@link PostgresStoresConfiguration} unless the application defines its own
  * store.
  */
@@ -321,10 +329,11 @@ public final class PostgresLogStore implements LogStore {
 		catch (SQLException ex) {
 			if (joined && SERIALIZATION_FAILURE.equals(ex.getSQLState())) {
 				throw new PessimisticLockingFailureException("Could not append to the log of group " + token.group()
-						+ " in the caller's transaction: another append to the group committed after this "
-						+ "transaction's snapshot was taken, which a REPEATABLE READ or SERIALIZABLE transaction "
-						+ "cannot follow. Roll the transaction back and run it again (for example with a retry on "
-						+ "ConcurrencyFailureException), or run it at READ COMMITTED; " + ex.getMessage(), ex);
+						+ " in the caller's transaction, which PostgreSQL could not serialize with a concurrent one "
+						+ "(at REPEATABLE READ or SERIALIZABLE, any append to the group that committed after this "
+						+ "transaction's snapshot was taken does that). Roll the transaction back and run it again "
+						+ "(for example with a retry on ConcurrencyFailureException), or run it at READ COMMITTED; "
+						+ ex.getMessage(), ex);
 			}
 			throw ex;
 		}
