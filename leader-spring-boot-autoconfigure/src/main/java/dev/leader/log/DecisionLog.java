@@ -106,6 +106,12 @@ public final class DecisionLog {
 	 * @return the bookmark of the entry
 	 * @throws StaleLeadershipException if the term no longer leads, or a later term has
 	 * appended
+	 * @throws org.springframework.dao.PessimisticLockingFailureException on PostgreSQL,
+	 * in a {@code REPEATABLE READ} or {@code SERIALIZABLE} transaction that another
+	 * append of the group overtook: roll it back and run it again
+	 * @throws org.springframework.dao.DataAccessResourceFailureException if the database
+	 * reported the commit without knowing it durable (a cancelled wait for a synchronous
+	 * standby); in the caller's transaction, its commit throws it instead
 	 */
 	public Bookmark append(FencingToken token, String type, String payload) {
 		Names.requireValid("log entry type", type);
