@@ -3,10 +3,13 @@ package dev.leader.sample;
 import java.io.IOException;
 import java.math.BigDecimal;
 import java.time.Duration;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -81,6 +84,9 @@ class SampleFailoverTests {
 
 	private final RatesClient rates = new RatesClient(Duration.ofSeconds(10));
 
+	/** The statuses of the reads after the failover, by node and kind of read. */
+	private final Map<String, Map<Integer, Integer>> answers = new ConcurrentHashMap<>();
+
 	@Test
 	void ratesLostInAFailoverAreNeverServedAsCurrentAndEveryNodeServesTheSurvivingLogAgainOnItsOwn() throws Exception {
 		this.servers.replicateSynchronously(true);
@@ -103,27 +109,33 @@ class SampleFailoverTests {
 			}
 		}
 		long highestTerm = lost.values().stream().mapToLong(Bookmark::term).max().orElseThrow();
-		Promotion promotion = this.servers.failover();
-		long deadline = promotion.accepted() + RECOVERY.toNanos();
-		AtomicReference<BigDecimal> acknowledged = new AtomicReference<>();
+		AtomicReference<@Nullable Promotion> promotion = new AtomicReference<>();
+		AtomicReference<@Nullable BigDecimal> acknowledged = new AtomicReference<>();
 		AtomicBoolean done = new AtomicBoolean();
 		ExecutorService threads = Executors.newFixedThreadPool(nodes.size() + 1);
 		try {
-			Future<Integer> writes = threads
-				.submit(() -> writeNewRates(new ArrayList<>(urls.values()), highestTerm, acknowledged, done, deadline));
+			// The readers start before the primary crashes, so that they read through the
+			// whole failover.
 			List<Future<Duration>> recoveries = new ArrayList<>();
 			for (NodeProcess node : nodes) {
-				recoveries.add(threads.submit(() -> readUntilServedOnItsOwn(node.nodeId(), urls.get(node.nodeId()),
-						kept, lost, acknowledged, done, promotion, deadline)));
+				NodeReader reader = new NodeReader(node.nodeId(), urls.get(node.nodeId()), kept, lost, acknowledged,
+						promotion, done);
+				recoveries.add(threads.submit(reader::readUntilServedOnItsOwn));
 			}
+			Promotion promoted = this.servers.failover();
+			promotion.set(promoted);
+			Future<Integer> writes = threads.submit(() -> writeNewRates(new ArrayList<>(urls.values()), highestTerm,
+					acknowledged, done, promoted.accepted() + RECOVERY.toNanos()));
 			Map<String, Duration> recovered = new LinkedHashMap<>();
 			for (int i = 0; i < nodes.size(); i++) {
 				recovered.put(nodes.get(i).nodeId(), result(recoveries.get(i)));
 			}
 			done.set(true);
 			int written = result(writes);
-			System.out.println("Promotion to serving the surviving log on its own, per node: " + recovered + "; "
-					+ written + " new rates acknowledged");
+			System.out.println("Promotion in " + Duration.ofNanos(promoted.accepted() - promoted.requested()).toMillis()
+					+ " ms; from then to serving the surviving log on its own, per node: " + recovered + "; " + written
+					+ " new rates acknowledged; statuses of the reads sent after the crash: "
+					+ new TreeMap<>(this.answers));
 			assertThat(recovered.values()).as("every node serves the surviving and the new rates within %s", RECOVERY)
 				.allSatisfy((took) -> assertThat(took).isLessThanOrEqualTo(RECOVERY));
 			assertThat(written).as("new rates decided by the new leader").isPositive();
@@ -192,62 +204,6 @@ class SampleFailoverTests {
 	}
 
 	/**
-	 * Reads a node, at bookmark and read-index consistency, checking every answer, until
-	 * it serves every rate of the surviving log and the new rates itself, and answers the
-	 * lost bookmarks 409.
-	 * @return how long after the promotion the node did so
-	 */
-	private Duration readUntilServedOnItsOwn(String nodeId, String url, Map<String, Bookmark> kept,
-			Map<String, Bookmark> lost, AtomicReference<BigDecimal> acknowledged, AtomicBoolean done,
-			Promotion promotion, long deadline) throws InterruptedException {
-		for (int sweep = 1; sweep <= 2000 && !done.get() && System.nanoTime() - deadline < 0; sweep++) {
-			boolean servedOnItsOwn = true;
-			try {
-				for (Map.Entry<String, Bookmark> entry : lost.entrySet()) {
-					Answer read = this.rates.get(url, entry.getKey(),
-							Map.of("Leader-Bookmark", entry.getValue().toString()));
-					String what = "lost bookmark " + entry.getValue() + " at " + nodeId + ": " + read.body();
-					assertThat(read.status()).as(what).isIn(409, 503);
-					if (read.status() == 409) {
-						assertThat(read.body()).as(what).contains("lost in a failover");
-					}
-					servedOnItsOwn &= read.status() == 409;
-				}
-				for (Map.Entry<String, Bookmark> entry : kept.entrySet()) {
-					Answer read = this.rates.get(url, entry.getKey(),
-							Map.of("Leader-Bookmark", entry.getValue().toString()));
-					String what = "surviving bookmark " + entry.getValue() + " at " + nodeId + ": " + read.body();
-					assertThat(read.status()).as(what).isIn(200, 503);
-					if (read.status() == 200) {
-						assertThat(read.rate()).as(what).isEqualTo(KEPT.get(entry.getKey()));
-					}
-					servedOnItsOwn &= servedBy(read, nodeId, 200);
-				}
-				for (String code : List.of("EUR", "USD", "CHF", "GBP", NEW)) {
-					BigDecimal before = acknowledged.get();
-					Answer read = this.rates.get(url, code, Map.of("Read-Consistency", "index"));
-					String what = "read-index of " + code + " at " + nodeId + ": " + read.body();
-					assertThat(read.status()).as(what).isIn(200, 404, 503);
-					if (read.status() == 200) {
-						assertThat(read.rate()).as(what).isNotEqualTo(LOST.get(code));
-					}
-					servedOnItsOwn &= isCurrent(code, read, before, nodeId, what);
-				}
-			}
-			catch (IOException ex) {
-				// Not answered in time: not served.
-				servedOnItsOwn = false;
-			}
-			if (servedOnItsOwn) {
-				return Duration.ofNanos(System.nanoTime() - promotion.accepted());
-			}
-			// The pace of the reads, not a wait for an outcome.
-			Thread.sleep(100);
-		}
-		return Duration.ofNanos(System.nanoTime() - promotion.accepted());
-	}
-
-	/**
 	 * Checks a read-index answer of a code against the surviving log and the new rates,
 	 * and tells whether the node served it itself with the rate it must hold now.
 	 */
@@ -278,6 +234,11 @@ class SampleFailoverTests {
 		return servedBy(read, nodeId, 404);
 	}
 
+	private void count(String nodeId, Kind kind, Answer read) {
+		this.answers.computeIfAbsent(nodeId + " " + kind, (key) -> new ConcurrentHashMap<>())
+			.merge(read.status(), 1, Integer::sum);
+	}
+
 	private static boolean servedBy(Answer read, String nodeId, int status) {
 		return read.status() == status && nodeId.equals(read.header("Served-By"));
 	}
@@ -300,6 +261,168 @@ class SampleFailoverTests {
 			rates.put(codesAndRates[i], codesAndRates[i + 1]);
 		}
 		return rates;
+	}
+
+	/**
+	 * Reads one node, at bookmark and read-index consistency, from before the primary
+	 * crashes until the node serves every rate of the surviving log and the new rates
+	 * itself, and answers the lost bookmarks 409. Every answer to a read sent once the
+	 * primary was down is checked: before, the lost rates were current.
+	 */
+	private final class NodeReader {
+
+		private final String nodeId;
+
+		private final String url;
+
+		private final Map<String, Bookmark> kept;
+
+		private final Map<String, Bookmark> lost;
+
+		private final AtomicReference<@Nullable BigDecimal> acknowledged;
+
+		private final AtomicReference<@Nullable Promotion> promotion;
+
+		private final AtomicBoolean done;
+
+		NodeReader(String nodeId, String url, Map<String, Bookmark> kept, Map<String, Bookmark> lost,
+				AtomicReference<@Nullable BigDecimal> acknowledged, AtomicReference<@Nullable Promotion> promotion,
+				AtomicBoolean done) {
+			this.nodeId = nodeId;
+			this.url = url;
+			this.kept = kept;
+			this.lost = lost;
+			this.acknowledged = acknowledged;
+			this.promotion = promotion;
+			this.done = done;
+		}
+
+		/**
+		 * Reads until the node serves the surviving log, or a minute after the promotion.
+		 * @return how long after the promotion the node served the surviving log and the
+		 * new rates; longer than a minute if it did not
+		 */
+		Duration readUntilServedOnItsOwn() throws InterruptedException {
+			long started = System.nanoTime();
+			List<Read> unchecked = new ArrayList<>();
+			for (int sweep = 1; sweep <= 5000 && !this.done.get(); sweep++) {
+				List<Read> reads = sweep();
+				Promotion promoted = this.promotion.get();
+				if (promoted == null) {
+					// Checked once the time of the crash is known.
+					unchecked.addAll(reads);
+					assertThat(Duration.ofNanos(System.nanoTime() - started)).as("failover").isLessThan(RECOVERY);
+				}
+				else {
+					for (Read read : unchecked) {
+						check(read, promoted);
+					}
+					unchecked.clear();
+					boolean served = true;
+					for (Read read : reads) {
+						served &= check(read, promoted);
+					}
+					Duration since = Duration.ofNanos(System.nanoTime() - promoted.accepted());
+					if (served || since.compareTo(RECOVERY) > 0) {
+						return since;
+					}
+				}
+				// The pace of the reads, not a wait for an outcome.
+				Thread.sleep(100);
+			}
+			return ChronoUnit.FOREVER.getDuration();
+		}
+
+		private List<Read> sweep() throws InterruptedException {
+			List<Read> reads = new ArrayList<>();
+			this.lost.forEach((code, bookmark) -> reads.add(read(Kind.LOST_BOOKMARK, code, bookmark)));
+			this.kept.forEach((code, bookmark) -> reads.add(read(Kind.SURVIVING_BOOKMARK, code, bookmark)));
+			for (String code : List.of("EUR", "USD", "CHF", "GBP", NEW)) {
+				reads.add(read(Kind.READ_INDEX, code, null));
+			}
+			if (Thread.interrupted()) {
+				throw new InterruptedException();
+			}
+			return reads;
+		}
+
+		private Read read(Kind kind, String code, @Nullable Bookmark bookmark) {
+			long sent = System.nanoTime();
+			BigDecimal acknowledgedBefore = this.acknowledged.get();
+			Map<String, String> headers = (bookmark != null) ? Map.of("Leader-Bookmark", bookmark.toString())
+					: Map.of("Read-Consistency", "index");
+			try {
+				return new Read(kind, code, bookmark, sent, acknowledgedBefore,
+						SampleFailoverTests.this.rates.get(this.url, code, headers));
+			}
+			catch (IOException ex) {
+				// Not answered in time: not served.
+				return new Read(kind, code, bookmark, sent, acknowledgedBefore, null);
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+				return new Read(kind, code, bookmark, sent, acknowledgedBefore, null);
+			}
+		}
+
+		/**
+		 * Checks the answer to a read sent once the primary was down, and tells whether
+		 * the node served it itself as it must now.
+		 */
+		private boolean check(Read read, Promotion promoted) {
+			Answer answer = read.answer();
+			if (read.sent() - promoted.requested() < 0 || answer == null) {
+				return false;
+			}
+			count(this.nodeId, read.kind(), answer);
+			String what = read.kind() + " of " + read.code() + ((read.bookmark() != null) ? " " + read.bookmark() : "")
+					+ " at " + this.nodeId + ", sent " + Duration.ofNanos(read.sent() - promoted.requested()).toMillis()
+					+ " ms after the crash: " + answer.status() + " " + answer.body();
+			if (answer.status() == 200) {
+				assertThat(answer.rate()).as(what).isNotEqualTo(LOST.get(read.code())).doesNotStartWith("9.");
+			}
+			return switch (read.kind()) {
+				case LOST_BOOKMARK -> {
+					assertThat(answer.status()).as(what).isIn(409, 503);
+					if (answer.status() == 409) {
+						assertThat(answer.body()).as(what).contains("lost in a failover");
+					}
+					yield answer.status() == 409;
+				}
+				case SURVIVING_BOOKMARK -> {
+					assertThat(answer.status()).as(what).isIn(200, 503);
+					if (answer.status() == 200) {
+						assertThat(answer.rate()).as(what).isEqualTo(KEPT.get(read.code()));
+					}
+					yield servedBy(answer, this.nodeId, 200);
+				}
+				case READ_INDEX -> {
+					assertThat(answer.status()).as(what).isIn(200, 404, 503);
+					yield isCurrent(read.code(), answer, read.acknowledged(), this.nodeId, what);
+				}
+			};
+		}
+
+	}
+
+	private enum Kind {
+
+		LOST_BOOKMARK, SURVIVING_BOOKMARK, READ_INDEX
+
+	}
+
+	/**
+	 * A read of a node.
+	 *
+	 * @param kind what it reads
+	 * @param code the code
+	 * @param bookmark its bookmark, none for a read-index read
+	 * @param sent when it was sent ({@link System#nanoTime()})
+	 * @param acknowledged the highest new rate acknowledged when it was sent
+	 * @param answer the answer, none if it timed out
+	 */
+	private record Read(Kind kind, String code, @Nullable Bookmark bookmark, long sent,
+			@Nullable BigDecimal acknowledged, @Nullable Answer answer) {
 	}
 
 }
