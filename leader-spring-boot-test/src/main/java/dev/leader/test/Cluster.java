@@ -96,9 +96,10 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	}
 
 	/**
-	 * Creates a cluster of the application's nodes on a database of the test's own;
-	 * register that database's extension, if it is one, before this one, so that the
-	 * server runs before the schema is created and until it is dropped.
+	 * Creates a cluster of the application's nodes on a database of the test's own, such
+	 * as a {@link ReplicatedPostgres} pair ({@code servers::createSchema}); register that
+	 * database's extension, if it is one, before this one, so that the server runs before
+	 * the schema is created and until it is dropped.
 	 * @param application the application's main class
 	 * @param schemas creates the schema of each test
 	 * @return the cluster
@@ -224,8 +225,9 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 
 	/**
 	 * Stalls the network between a node and the database for a while, from now; returns
-	 * at once. Only nodes of an {@linkplain #of(Class) application cluster} go through a
-	 * proxy.
+	 * at once. Only nodes of an {@linkplain #of(Class) application cluster} on a
+	 * single-host URL go through a proxy: on a multi-host URL (a
+	 * {@link ReplicatedPostgres} pair) they reach the servers directly.
 	 * @param nodeId the node
 	 * @param duration how long nothing goes through in either direction
 	 * @see StallingProxy#stall(Duration)

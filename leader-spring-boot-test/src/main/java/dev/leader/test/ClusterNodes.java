@@ -17,7 +17,9 @@ import dev.leader.test.ClusterDatabase.Role;
  * The process side of a {@link Cluster}: starts its nodes through its
  * {@link NodeLauncher}, each with its database role and, for an application, a
  * {@link StallingProxy} of its own, keeps every node started in the test, and ends them
- * all after it.
+ * all after it. On a multi-host URL (a primary and its standbys) the nodes reach the
+ * servers directly: a proxy stands in front of one server, and would hide a failover from
+ * the driver.
  */
 final class ClusterNodes {
 
@@ -56,7 +58,7 @@ final class ClusterNodes {
 		int count = this.started.incrementAndGet();
 		Role role = database.login(nodeId, database.name() + "_n" + count);
 		String url = database.url();
-		if (this.launcher.proxied()) {
+		if (this.launcher.proxied() && !namesSeveralHosts(url)) {
 			url = this.proxies.computeIfAbsent(nodeId, (id) -> StallingProxy.inFrontOf(id, database.url())).jdbcUrl();
 		}
 		List<String> arguments = new ArrayList<>(
@@ -94,9 +96,16 @@ final class ClusterNodes {
 	void stallNetwork(String nodeId, Duration duration) {
 		StallingProxy proxy = this.proxies.get(nodeId);
 		if (proxy == null) {
-			throw new IllegalArgumentException("Node " + nodeId + " was not started behind a proxy");
+			throw new IllegalArgumentException("Node " + nodeId + " was not started behind a proxy: only the nodes "
+					+ "of an application cluster on a single-host URL are");
 		}
 		proxy.stall(duration);
+	}
+
+	private static boolean namesSeveralHosts(String jdbcUrl) {
+		int hosts = jdbcUrl.indexOf("//") + 2;
+		int path = jdbcUrl.indexOf('/', hosts);
+		return jdbcUrl.substring(hosts, (path < 0) ? jdbcUrl.length() : path).contains(",");
 	}
 
 	/**

@@ -2,8 +2,9 @@
  * Test support for applications and stores of the starter: the contract suites that every
  * implementation of a store interface passes, a {@link dev.leader.test.Cluster} of the
  * application's own nodes as processes with real faults,
- * {@link dev.leader.test.FencedWrites} that checks what fenced writes committed, and the
- * {@link dev.leader.test.TestDatabase} they run on. Add
+ * {@link dev.leader.test.FencedWrites} that checks what fenced writes committed, the
+ * {@link dev.leader.test.TestDatabase} they run on, and a PostgreSQL primary and standby
+ * of the test's own for failovers ({@link dev.leader.test.ReplicatedPostgres}). Add
  * {@code dev.leader:leader-spring-boot-test} with test scope.
  */
 @NullMarked

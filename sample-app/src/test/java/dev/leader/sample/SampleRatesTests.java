@@ -1,27 +1,18 @@
 package dev.leader.sample;
 
-import java.io.IOException;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 import dev.leader.log.Bookmark;
+import dev.leader.sample.RatesClient.Answer;
 import dev.leader.test.Cluster;
 import dev.leader.test.NodeEvent.Type;
 import dev.leader.test.NodeProcess;
-import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
 
 /**
  * The sample's replicated rates over HTTP, on several sample-app processes on loopback
@@ -38,8 +29,6 @@ class SampleRatesTests {
 
 	private static final Duration REQUEST = Duration.ofSeconds(20);
 
-	private static final Pattern RATE = Pattern.compile("\"rate\"\\s*:\\s*\"([^\"]+)\"");
-
 	@RegisterExtension
 	final Cluster cluster = Cluster.of(SampleApplication.class)
 		.withProperty("leader.lease.duration", "6s")
@@ -49,10 +38,7 @@ class SampleRatesTests {
 		.withProperty("leader.follower-reads.wait", "1s")
 		.withProperty("sample.jobs.enabled", "false");
 
-	private final HttpClient http = HttpClient.newBuilder()
-		.version(HttpClient.Version.HTTP_1_1)
-		.connectTimeout(Duration.ofSeconds(5))
-		.build();
+	private final RatesClient rates = new RatesClient(REQUEST);
 
 	@Test
 	void thousandWritesEachReadAtAFollowerWithItsBookmarkNeverReturnAnOlderValue() throws Exception {
@@ -70,7 +56,7 @@ class SampleRatesTests {
 			String code = codes.get(i % codes.size());
 			String rate = "1." + String.format("%04d", i);
 			String writer = writers.get(i % writers.size());
-			Answer put = put(writer, code, rate);
+			Answer put = this.rates.put(writer, code, rate);
 			assertThat(put.status()).as("PUT %d at %s: %s", i, writer, put.body()).isEqualTo(200);
 			assertThat(put.header("Served-By")).isEqualTo(leader.nodeId());
 			if (!writer.equals(urls.get(leader.nodeId()))) {
@@ -78,7 +64,7 @@ class SampleRatesTests {
 			}
 			Bookmark written = Bookmark.parse(put.header("Leader-Bookmark"));
 			String follower = followers.get(i % followers.size());
-			Answer get = get(follower, code, Map.of("Leader-Bookmark", written.toString()));
+			Answer get = this.rates.get(follower, code, Map.of("Leader-Bookmark", written.toString()));
 			assertThat(get.status()).as("GET %d at %s after %s: %s", i, follower, written, get.body()).isEqualTo(200);
 			assertThat(get.rate()).as("GET %d at %s after %s", i, follower, written).isEqualTo(rate);
 			assertThat(Bookmark.parse(get.header("Leader-Bookmark")).index()).isGreaterThanOrEqualTo(written.index());
@@ -93,9 +79,10 @@ class SampleRatesTests {
 		Map<String, String> urls = awaitBaseUrls(List.of(leader, follower));
 		String atLeader = urls.get(leader.nodeId());
 		String atFollower = urls.get(follower.nodeId());
-		Answer first = put(atLeader, "EUR", "1.0000");
+		Answer first = this.rates.put(atLeader, "EUR", "1.0000");
 		Bookmark before = Bookmark.parse(first.header("Leader-Bookmark"));
-		assertThat(get(atFollower, "EUR", Map.of("Leader-Bookmark", before.toString())).rate()).isEqualTo("1.0000");
+		assertThat(this.rates.get(atFollower, "EUR", Map.of("Leader-Bookmark", before.toString())).rate())
+			.isEqualTo("1.0000");
 		long bound = 300;
 		int servedLocally = 0;
 		for (int round = 1; round <= 3; round++) {
@@ -103,7 +90,7 @@ class SampleRatesTests {
 			follower.sigstop();
 			long committed;
 			try {
-				assertThat(put(atLeader, "EUR", rate).status()).isEqualTo(200);
+				assertThat(this.rates.put(atLeader, "EUR", rate).status()).isEqualTo(200);
 				committed = System.nanoTime();
 				// The pause itself: the follower misses the decision for longer than the
 				// bound.
@@ -113,7 +100,7 @@ class SampleRatesTests {
 				follower.sigcont();
 			}
 			long sent = System.nanoTime();
-			Answer stale = get(atFollower, "EUR",
+			Answer stale = this.rates.get(atFollower, "EUR",
 					Map.of("Read-Consistency", "bookmark", "Leader-Bookmark", before.toString()));
 			assertThat(stale.status()).isEqualTo(200);
 			if (!rate.equals(stale.rate())) {
@@ -123,7 +110,7 @@ class SampleRatesTests {
 					.isGreaterThanOrEqualTo(Duration.ofNanos(sent - committed).toMillis());
 			}
 			long asked = System.nanoTime();
-			Answer bounded = get(atFollower, "EUR",
+			Answer bounded = this.rates.get(atFollower, "EUR",
 					Map.of("Read-Consistency", "bounded", "Max-Staleness", String.valueOf(bound)));
 			long took = Duration.ofNanos(System.nanoTime() - asked).toMillis() + 1;
 			assertThat(bounded.status()).as(bounded.body()).isIn(200, 503);
@@ -152,25 +139,26 @@ class SampleRatesTests {
 		long term = leader.lastEvent((event) -> event.is(Type.GRANTED, BILLING)).orElseThrow().term();
 		Map<String, String> urls = awaitBaseUrls(nodes);
 		String atFollower = urls.get(follower.nodeId());
-		Answer put = put(atFollower, "GBP", "0.8571");
+		Answer put = this.rates.put(atFollower, "GBP", "0.8571");
 		assertThat(put.status()).as(put.body()).isEqualTo(200);
 		assertThat(put.header("Served-By")).isEqualTo(leader.nodeId());
 		Bookmark bookmark = Bookmark.parse(put.header("Leader-Bookmark"));
 		assertThat(bookmark.group()).isEqualTo(BILLING);
 		assertThat(bookmark.term()).isEqualTo(term);
 		assertThat(put.rate()).isEqualTo("0.8571");
-		Answer read = get(atFollower, "GBP", Map.of("Leader-Bookmark", bookmark.toString()));
+		Answer read = this.rates.get(atFollower, "GBP", Map.of("Leader-Bookmark", bookmark.toString()));
 		assertThat(read.rate()).isEqualTo("0.8571");
 		assertThat(read.header("Served-By")).isEqualTo(follower.nodeId());
-		Answer atLeader = get(atFollower, "GBP", Map.of("Read-Consistency", "leader"));
+		Answer atLeader = this.rates.get(atFollower, "GBP", Map.of("Read-Consistency", "leader"));
 		assertThat(atLeader.status()).isEqualTo(200);
 		assertThat(atLeader.header("Served-By")).isEqualTo(leader.nodeId());
 		assertThat(atLeader.rate()).isEqualTo("0.8571");
-		Answer index = get(atFollower, "GBP", Map.of());
+		Answer index = this.rates.get(atFollower, "GBP", Map.of());
 		assertThat(index.header("Served-By")).isEqualTo(follower.nodeId());
 		assertThat(Bookmark.parse(index.header("Leader-Bookmark")).index()).isGreaterThanOrEqualTo(bookmark.index());
 		assertThat(index.header("Staleness-Millis")).isNotNull();
-		assertThat(get(atFollower, "JPY", Map.of("Leader-Bookmark", bookmark.toString())).status()).isEqualTo(404);
+		assertThat(this.rates.get(atFollower, "JPY", Map.of("Leader-Bookmark", bookmark.toString())).status())
+			.isEqualTo(404);
 	}
 
 	@Test
@@ -181,7 +169,8 @@ class SampleRatesTests {
 		Map<String, String> urls = awaitBaseUrls(List.of(leader, rejecting, forwarding));
 		String atRejecting = urls.get(rejecting.nodeId());
 		String atForwarding = urls.get(forwarding.nodeId());
-		Bookmark written = Bookmark.parse(put(urls.get(leader.nodeId()), "EUR", "1.1000").header("Leader-Bookmark"));
+		Bookmark written = Bookmark
+			.parse(this.rates.put(urls.get(leader.nodeId()), "EUR", "1.1000").header("Leader-Bookmark"));
 		Map<Map<String, String>, String> malformed = Map.of(Map.of("Leader-Bookmark", "not-a-bookmark"),
 				"Leader-Bookmark must be", Map.of("Leader-Bookmark", "default@1.1"), "is of group 'default'",
 				Map.of("Max-Staleness", "-5"), "Max-Staleness must be", Map.of("Max-Staleness", "soon"),
@@ -190,33 +179,35 @@ class SampleRatesTests {
 				Map.of("Read-Consistency", "bookmark"), "bookmark needs a Leader-Bookmark");
 		for (Map.Entry<Map<String, String>, String> request : malformed.entrySet()) {
 			for (String node : List.of(atRejecting, atForwarding)) {
-				Answer answer = get(node, "EUR", request.getKey());
+				Answer answer = this.rates.get(node, "EUR", request.getKey());
 				assertThat(answer.status()).as("%s", request.getKey()).isEqualTo(400);
 				assertThat(answer.body()).contains(request.getValue());
 				assertThat(answer.header("Leader-Bookmark")).startsWith(BILLING + "@");
 			}
 		}
-		assertThat(get(atRejecting, "eur!", Map.of()).status()).isEqualTo(400);
-		assertThat(put(atRejecting, "EUR", "1,5").status()).isEqualTo(400);
-		assertThat(put(atRejecting, "EUR", "-1").status()).isEqualTo(400);
+		assertThat(this.rates.get(atRejecting, "eur!", Map.of()).status()).isEqualTo(400);
+		assertThat(this.rates.put(atRejecting, "EUR", "1,5").status()).isEqualTo(400);
+		assertThat(this.rates.put(atRejecting, "EUR", "-1").status()).isEqualTo(400);
 		Bookmark lost = new Bookmark(BILLING, written.term() + 5, written.index());
-		Answer conflict = get(atForwarding, "EUR", Map.of("Leader-Bookmark", lost.toString()));
+		Answer conflict = this.rates.get(atForwarding, "EUR", Map.of("Leader-Bookmark", lost.toString()));
 		assertThat(conflict.status()).as(conflict.body()).isEqualTo(409);
 		assertThat(conflict.body()).contains("is not in the history of group billing");
 		Bookmark ahead = new Bookmark(BILLING, written.term(), written.index() + 1_000_000);
-		Answer rejected = get(atRejecting, "EUR", Map.of("Leader-Bookmark", ahead.toString()));
+		Answer rejected = this.rates.get(atRejecting, "EUR", Map.of("Leader-Bookmark", ahead.toString()));
 		assertThat(rejected.status()).as(rejected.body()).isEqualTo(503);
 		assertThat(rejected.header("Retry-After")).isEqualTo("1");
 		assertThat(rejected.header("Leader-Bookmark")).isNotNull();
 		// The forwarding node forwards it to the leader, which cannot serve it either and
 		// does not forward it again.
-		Answer forwarded = get(atForwarding, "EUR", Map.of("Leader-Bookmark", ahead.toString()));
+		Answer forwarded = this.rates.get(atForwarding, "EUR", Map.of("Leader-Bookmark", ahead.toString()));
 		assertThat(forwarded.status()).as(forwarded.body()).isEqualTo(503);
 		assertThat(forwarded.body()).contains("node " + leader.nodeId()).contains("is not forwarded again");
-		Answer marked = get(atForwarding, "EUR", Map.of("Read-Consistency", "leader", "Leader-Forwarded-By", "x"));
+		Answer marked = this.rates.get(atForwarding, "EUR",
+				Map.of("Read-Consistency", "leader", "Leader-Forwarded-By", "x"));
 		assertThat(marked.status()).isEqualTo(503);
 		assertThat(marked.body()).contains("is not forwarded again");
-		assertThat(put(atForwarding, "EUR", "1.2000", Map.of("Leader-Forwarded-By", "x")).status()).isEqualTo(503);
+		assertThat(this.rates.put(atForwarding, "EUR", "1.2000", Map.of("Leader-Forwarded-By", "x")).status())
+			.isEqualTo(503);
 	}
 
 	/**
@@ -237,66 +228,7 @@ class SampleRatesTests {
 	}
 
 	private Map<String, String> awaitBaseUrls(List<NodeProcess> nodes) {
-		return await().atMost(STARTUP).until(() -> {
-			Map<String, String> urls = new HashMap<>();
-			try (var connection = this.cluster.dataSource().getConnection();
-					var rows = connection.createStatement()
-						.executeQuery("SELECT node_id, base_url FROM leader_nodes WHERE base_url IS NOT NULL")) {
-				while (rows.next()) {
-					urls.put(rows.getString(1), rows.getString(2));
-				}
-			}
-			return urls;
-		}, (urls) -> nodes.stream().allMatch((node) -> urls.containsKey(node.nodeId())));
-	}
-
-	private Answer put(String node, String code, String rate) throws IOException, InterruptedException {
-		return put(node, code, rate, Map.of());
-	}
-
-	private Answer put(String node, String code, String rate, Map<String, String> headers)
-			throws IOException, InterruptedException {
-		HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(node + "/rates/" + code))
-			.timeout(REQUEST)
-			.header("Content-Type", "application/json")
-			.PUT(HttpRequest.BodyPublishers.ofString("{\"rate\": \"" + rate + "\"}"));
-		headers.forEach(request::header);
-		return send(request.build());
-	}
-
-	private Answer get(String node, String code, Map<String, String> headers) throws IOException, InterruptedException {
-		HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(node + "/rates/" + code))
-			.timeout(REQUEST)
-			.GET();
-		headers.forEach(request::header);
-		return send(request.build());
-	}
-
-	private Answer send(HttpRequest request) throws IOException, InterruptedException {
-		HttpResponse<String> response = this.http.send(request, HttpResponse.BodyHandlers.ofString());
-		Map<String, String> headers = new HashMap<>();
-		response.headers().map().forEach((name, values) -> headers.put(name.toLowerCase(), values.get(0)));
-		return new Answer(response.statusCode(), response.body(), headers);
-	}
-
-	/**
-	 * An HTTP answer.
-	 *
-	 * @param status the status
-	 * @param body the body
-	 * @param headers the first value of each header, by lower-case name
-	 */
-	private record Answer(int status, String body, Map<String, String> headers) {
-
-		@Nullable String header(String name) {
-			return this.headers.get(name.toLowerCase());
-		}
-
-		@Nullable String rate() {
-			Matcher matcher = RATE.matcher(this.body);
-			return matcher.find() ? matcher.group(1) : null;
-		}
-
+		return RatesClient.awaitBaseUrls(this.cluster, nodes, STARTUP);
 	}
 
 }

@@ -17,11 +17,24 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  * application configures it. As a JUnit extension, register it with
  * {@code @RegisterExtension} before a {@link Cluster} on {@link #createSchema}: it starts
  * the pair before each test, asynchronous, and stops and removes both servers after it.
+ * For example: <pre class="code">
+ * &#64;RegisterExtension
+ * &#64;Order(1)
+ * final ReplicatedPostgres servers = new ReplicatedPostgres();
+ *
+ * &#64;RegisterExtension
+ * &#64;Order(2)
+ * final Cluster cluster = Cluster.of(MyApplication.class, this.servers::createSchema);
+ * </pre>
  * <p>
  * The faults are real: {@link #failover()} crashes the primary
  * ({@code pg_ctl stop -m immediate}) and promotes the standby, which starts a new
- * timeline; {@link #restart(String)} stops the primary in a mode and starts it again. Not
- * thread-safe: one thread injects the faults.
+ * timeline; with the standby's streaming stopped first
+ * ({@code standby().orElseThrow().stopStreaming()}), what the primary committed since is
+ * lost, as in an asynchronous failover that loses WAL. {@link #restart(String, Duration)}
+ * stops the primary in a mode and starts it again. The servers run from the machine's
+ * PostgreSQL binaries, see {@link TemporaryPostgres}. Not thread-safe: one thread injects
+ * the faults.
  */
 public final class ReplicatedPostgres implements BeforeEachCallback, AfterEachCallback {
 
@@ -163,10 +176,21 @@ public final class ReplicatedPostgres implements BeforeEachCallback, AfterEachCa
 	 */
 	public long restart(String mode, Duration down) {
 		primary().stop(mode);
-		FaultHistory.sleepAsFault(down);
+		stayDown(down);
 		long starting = System.nanoTime();
 		primary().startServer();
 		return starting;
+	}
+
+	private static void stayDown(Duration down) {
+		try {
+			// The outage itself, not a wait for an outcome.
+			Thread.sleep(down.toMillis());
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new IllegalStateException("Interrupted while the primary was down", ex);
+		}
 	}
 
 	/**

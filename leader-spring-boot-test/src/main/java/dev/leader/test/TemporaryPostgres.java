@@ -332,6 +332,8 @@ public final class TemporaryPostgres implements AutoCloseable {
 	/**
 	 * Runs one of the PostgreSQL binaries, as {@code postgres} when the tests run as
 	 * root.
+	 * @param command the binary's name, or {@code env} and the environment before the
+	 * binary's full path, then its arguments
 	 */
 	private void pg(String... command) {
 		List<String> line = new ArrayList<>();
