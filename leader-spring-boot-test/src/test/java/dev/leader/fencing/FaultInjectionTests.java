@@ -12,7 +12,6 @@ import dev.leader.test.ReplicatedPostgres;
 import dev.leader.test.ReplicatedPostgres.Promotion;
 import dev.leader.test.TemporaryPostgres;
 import dev.leader.test.TestNode;
-import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.jdbc.core.simple.JdbcClient;
@@ -59,18 +58,16 @@ class FaultInjectionTests extends AbstractFaultInjectionTests {
 
 	private static final Duration APPENDS_AFTER_CUT = Duration.ofSeconds(5);
 
+	/**
+	 * Static, so that the server starts before the cluster, an instance's extension,
+	 * creates its database; it starts before and stops after each test all the same.
+	 */
 	@RegisterExtension
-	@Order(0)
-	final ReplicatedPostgres pair;
+	static final ReplicatedPostgres PAIR = new ReplicatedPostgres();
 
 	FaultInjectionTests() {
-		this(new ReplicatedPostgres());
-	}
-
-	private FaultInjectionTests(ReplicatedPostgres pair) {
-		super(TestNode.cluster(FAST, pair::createSchema, ALPHA, BETA), POOL_SIZE_WITHOUT_LOAD, EPISODES,
+		super(TestNode.cluster(FAST, PAIR::createSchema, ALPHA, BETA), POOL_SIZE_WITHOUT_LOAD, EPISODES,
 				"fault-summary.txt");
-		this.pair = pair;
 	}
 
 	@Override
@@ -80,7 +77,7 @@ class FaultInjectionTests extends AbstractFaultInjectionTests {
 
 	@Override
 	void applyDurability(String row) {
-		try (Connection connection = this.pair.primary().connect();
+		try (Connection connection = PAIR.primary().connect();
 				Statement statement = connection.createStatement()) {
 			statement.execute("ALTER SYSTEM SET synchronous_commit = "
 					+ (row.equals(OFF) ? "off" : row.equals(LOCAL) ? "local" : "on"));
@@ -90,8 +87,8 @@ class FaultInjectionTests extends AbstractFaultInjectionTests {
 			throw new IllegalStateException("Could not set " + row, ex);
 		}
 		boolean synchronous = row.equals(SYNCHRONOUS);
-		if (this.pair.isSynchronous() != synchronous) {
-			this.pair.replicateSynchronously(synchronous);
+		if (PAIR.isSynchronous() != synchronous) {
+			PAIR.replicateSynchronously(synchronous);
 		}
 	}
 
@@ -106,29 +103,29 @@ class FaultInjectionTests extends AbstractFaultInjectionTests {
 		long startedAt = System.nanoTime();
 		return switch (kind) {
 			case RESTART -> {
-				this.pair.restart("immediate", Duration.ofMillis(500));
+				PAIR.restart("immediate", Duration.ofMillis(500));
 				yield new ServerEvent(startedAt, System.nanoTime(), "pg_ctl restart -m immediate");
 			}
 			case FAILOVER -> {
-				TemporaryPostgres standby = this.pair.standby().orElseThrow();
+				TemporaryPostgres standby = PAIR.standby().orElseThrow();
 				standby.stopStreaming();
 				long cut = logEntries();
 				await("appends the standby will lack").atMost(APPENDS_AFTER_CUT).until(() -> logEntries() >= cut + 3);
 				long beforeCrash = logEntries();
-				Promotion promotion = this.pair.failover();
+				Promotion promotion = PAIR.failover();
 				long lost = beforeCrash - logEntries();
-				this.pair.replaceStandby();
+				PAIR.replaceStandby();
 				applyDurability(row);
 				yield new ServerEvent(startedAt, promotion.accepted(),
 						"asynchronous failover, lost at least " + lost + " log entries");
 			}
 			case STANDBY_CUT -> {
-				TemporaryPostgres standby = this.pair.standby().orElseThrow();
+				TemporaryPostgres standby = PAIR.standby().orElseThrow();
 				standby.stopStreaming();
 				FaultHistory.sleepAsFault(FAST.duration().multipliedBy(2));
-				Promotion promotion = this.pair.failover();
-				this.pair.replaceStandby();
-				this.pair.replicateSynchronously(true);
+				Promotion promotion = PAIR.failover();
+				PAIR.replaceStandby();
+				PAIR.replicateSynchronously(true);
 				applyDurability(row);
 				yield new ServerEvent(startedAt, promotion.accepted(),
 						"synchronous standby cut off for " + FAST.duration().multipliedBy(2).toMillis()

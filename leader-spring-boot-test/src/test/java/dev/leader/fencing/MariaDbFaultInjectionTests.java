@@ -6,7 +6,6 @@ import java.util.List;
 import dev.leader.test.FaultHistory.FaultKind;
 import dev.leader.test.TemporaryMariaDb;
 import dev.leader.test.TestNode;
-import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
@@ -49,18 +48,16 @@ class MariaDbFaultInjectionTests extends AbstractFaultInjectionTests {
 	private static final List<String> ROWS = List.of("innodb_flush_log_at_trx_commit=1+sync_binlog=1",
 			"innodb_flush_log_at_trx_commit=2+sync_binlog=1", "innodb_flush_log_at_trx_commit=1+sync_binlog=0");
 
+	/**
+	 * Static, so that the server starts before the cluster, an instance's extension,
+	 * creates its database; it starts before and stops after each test all the same.
+	 */
 	@RegisterExtension
-	@Order(0)
-	final TemporaryMariaDb server;
+	static final TemporaryMariaDb SERVER = new TemporaryMariaDb();
 
 	MariaDbFaultInjectionTests() {
-		this(new TemporaryMariaDb());
-	}
-
-	private MariaDbFaultInjectionTests(TemporaryMariaDb server) {
-		super(TestNode.clusterOnMariaDb(FAST, server::createDatabase, ALPHA, BETA), POOL_SIZE_WITHOUT_LOAD, EPISODES,
+		super(TestNode.clusterOnMariaDb(FAST, SERVER::createDatabase, ALPHA, BETA), POOL_SIZE_WITHOUT_LOAD, EPISODES,
 				"fault-summary-mariadb.txt");
-		this.server = server;
 	}
 
 	@Override
@@ -70,7 +67,7 @@ class MariaDbFaultInjectionTests extends AbstractFaultInjectionTests {
 
 	@Override
 	void applyDurability(String row) {
-		this.server.setGlobal(row.split("\\+"));
+		SERVER.setGlobal(row.split("\\+"));
 	}
 
 	@Override
@@ -81,7 +78,7 @@ class MariaDbFaultInjectionTests extends AbstractFaultInjectionTests {
 	@Override
 	ServerEvent injectServerEvent(FaultKind kind, String row) {
 		long startedAt = System.nanoTime();
-		this.server.crashAndRestart(Duration.ofMillis(500));
+		SERVER.crashAndRestart(Duration.ofMillis(500));
 		return new ServerEvent(startedAt, System.nanoTime(), "mariadbd killed with SIGKILL and restarted");
 	}
 
