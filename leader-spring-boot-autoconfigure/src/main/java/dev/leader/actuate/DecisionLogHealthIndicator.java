@@ -5,15 +5,17 @@ import java.util.Map;
 import java.util.TreeMap;
 
 import dev.leader.log.DecisionLog;
+import dev.leader.log.LogDivergedException;
 
 import org.springframework.boot.health.contributor.AbstractHealthIndicator;
 import org.springframework.boot.health.contributor.Health;
 
 /**
  * Health of the decision logs this node follows: DOWN once an applier failed and halted a
- * group's log here, UP otherwise. Details give, per group, the bookmark applied, the
- * staleness bound in milliseconds (-1 before the first read) and, for a halted group, the
- * failure.
+ * group's log here, or while a group's log is diverged here (a failover of the database
+ * lost entries this node applied, and its appliers have not rewound), UP otherwise.
+ * Details give, per group, the bookmark applied, the staleness bound in milliseconds (-1
+ * before the first read) and, for a halted or diverged group, why.
  */
 public class DecisionLogHealthIndicator extends AbstractHealthIndicator {
 
@@ -39,7 +41,7 @@ public class DecisionLogHealthIndicator extends AbstractHealthIndicator {
 			Throwable failure = this.log.failure(group).orElse(null);
 			if (failure != null) {
 				halted = true;
-				details.put("halted", failure.getMessage());
+				details.put((failure instanceof LogDivergedException) ? "diverged" : "halted", failure.getMessage());
 			}
 			groups.put(group, details);
 		}

@@ -115,6 +115,21 @@ public enum LeaderMeters {
 			Tag.GROUP),
 
 	/**
+	 * Times the group's decision log was found to diverge on this node: a failover of the
+	 * database lost entries that this node had applied.
+	 */
+	LOG_DIVERGENCES("leader.log.divergences", Kind.COUNTER,
+			"Times the group's decision log diverged on this node (entries it applied lost in a failover)", Tag.GROUP),
+
+	/**
+	 * 1 while the group's decision log is diverged on this node and its appliers have not
+	 * rewound, or could not: no read of the group is served as consistent here; 0
+	 * otherwise.
+	 */
+	LOG_DIVERGED("leader.log.diverged", Kind.GAUGE,
+			"1 while the group's decision log is diverged on this node and serves no consistent read", Tag.GROUP),
+
+	/**
 	 * Follower reads of the group's applied state on this node, by how they were served:
 	 * {@code local} (at once), {@code waited} (after waiting for the apply),
 	 * {@code forwarded} (sent to the leader) or {@code rejected} (timed out, not in this

@@ -18,6 +18,7 @@ import dev.leader.lease.LeaseMonitor;
 import dev.leader.lease.LeaseState;
 import dev.leader.lease.LeaseStatus;
 import dev.leader.log.DecisionLog;
+import dev.leader.log.LogDivergedException;
 import dev.leader.log.LogMonitor;
 import dev.leader.log.LogMonitor.ReadOutcome;
 import io.micrometer.core.instrument.Counter;
@@ -152,6 +153,13 @@ public class LeaderMetrics implements MeterBinder, LeaseMonitor, LogMonitor {
 				.description(LeaderMeters.LOG_STALENESS.getDescription())
 				.tag(key(LeaderMeters.Tag.GROUP), group)
 				.register(registry);
+			Gauge
+				.builder(LeaderMeters.LOG_DIVERGED.getName(), log,
+						(logs) -> (logs.failure(group).orElse(null) instanceof LogDivergedException) ? 1 : 0)
+				.description(LeaderMeters.LOG_DIVERGED.getDescription())
+				.tag(key(LeaderMeters.Tag.GROUP), group)
+				.register(registry);
+			divergences(registry, group);
 			applyTimer(registry, group);
 			for (ReadOutcome outcome : ReadOutcome.values()) {
 				reads(registry, group, outcome);
@@ -172,6 +180,18 @@ public class LeaderMetrics implements MeterBinder, LeaseMonitor, LogMonitor {
 	}
 
 	/**
+	 * Counts a divergence of a group's log, once the meters are bound; set on the
+	 * decision log as its {@link LogMonitor}.
+	 */
+	@Override
+	public void diverged(String group) {
+		MeterRegistry registry = this.registry;
+		if (registry != null) {
+			divergences(registry, group).increment();
+		}
+	}
+
+	/**
 	 * Counts a follower read by outcome, once the meters are bound; set on the decision
 	 * log as its {@link LogMonitor}.
 	 */
@@ -186,6 +206,13 @@ public class LeaderMetrics implements MeterBinder, LeaseMonitor, LogMonitor {
 	private static Timer applyTimer(MeterRegistry registry, String group) {
 		return Timer.builder(LeaderMeters.LOG_APPLY.getName())
 			.description(LeaderMeters.LOG_APPLY.getDescription())
+			.tag(key(LeaderMeters.Tag.GROUP), group)
+			.register(registry);
+	}
+
+	private static Counter divergences(MeterRegistry registry, String group) {
+		return Counter.builder(LeaderMeters.LOG_DIVERGENCES.getName())
+			.description(LeaderMeters.LOG_DIVERGENCES.getDescription())
 			.tag(key(LeaderMeters.Tag.GROUP), group)
 			.register(registry);
 	}

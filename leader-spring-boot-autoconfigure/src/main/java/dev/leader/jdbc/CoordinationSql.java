@@ -111,23 +111,23 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 			       NULL::varchar AS daemon_name, NULL::varchar AS state, NULL::bigint AS generation,
 			       NULL::timestamptz AS state_since, NULL::varchar AS request_kind, NULL::timestamptz AS requested_at,
 			       NULL::timestamptz AS db_now, NULL::bigint AS log_index, NULL::varchar AS base_url,
-			       NULL::varchar AS zone
+			       NULL::varchar AS zone, NULL::bigint AS log_term
 			FROM renewed
 			UNION ALL
 			SELECT 'L', l.group_name, holder, term, expires_at, ${remaining_ms},
 			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, h.last_index, NULL, NULL
+			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, h.last_index, NULL, NULL, h.last_term
 			FROM ${prefix}leases l LEFT JOIN ${prefix}log_heads h ON h.group_name = l.group_name
 			WHERE l.group_name = ANY (?::varchar[])
 			UNION ALL
 			SELECT 'N', NULL, NULL, NULL, NULL, NULL,
 			       node_id, name, host, pid, started_at, heartbeat_at, 0, daemons, drained,
-			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, base_url, zone
+			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, base_url, zone, NULL
 			FROM me
 			UNION ALL
 			SELECT CASE WHEN node_id = ? THEN 'D' ELSE 'N' END, NULL, NULL, NULL, NULL, NULL,
 			       node_id, name, host, pid, started_at, heartbeat_at, ${heartbeat_age_ms}, daemons, drained,
-			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, base_url, zone
+			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, base_url, zone, NULL
 			FROM ${prefix}nodes WHERE node_id <> ? OR NOT EXISTS (SELECT 1 FROM me)
 			""";
 

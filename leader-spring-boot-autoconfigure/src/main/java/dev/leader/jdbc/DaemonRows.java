@@ -43,22 +43,22 @@ final class DaemonRows {
 	 * group_name, holder, term, expires_at, remaining_ms, node_id, name, host, pid,
 	 * started_at, heartbeat_at, heartbeat_age_ms, daemons, drained, daemon_name, state,
 	 * generation, state_since, request_kind, requested_at, db_now, log_index, base_url,
-	 * zone.
+	 * zone, log_term.
 	 */
 	static final String ASSIGNMENTS_REQUESTS_AND_CLOCK = """
 			SELECT 'A', NULL, NULL, term, NULL, NULL,
 			       node_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-			       daemon_name, state, generation, state_since, NULL, NULL, NULL, NULL, NULL, NULL
+			       daemon_name, state, generation, state_since, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 			FROM ${prefix}assignments
 			UNION ALL
 			SELECT 'Q', NULL, NULL, NULL, NULL, NULL,
 			       node_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-			       daemon_name, NULL, NULL, NULL, kind, requested_at, NULL, NULL, NULL, NULL
+			       daemon_name, NULL, NULL, NULL, kind, requested_at, NULL, NULL, NULL, NULL, NULL
 			FROM ${prefix}daemon_requests
 			UNION ALL
 			SELECT 'T', NULL, NULL, NULL, NULL, NULL,
 			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-			       NULL, NULL, NULL, NULL, NULL, NULL, clock_timestamp(), NULL, NULL, NULL
+			       NULL, NULL, NULL, NULL, NULL, NULL, clock_timestamp(), NULL, NULL, NULL, NULL
 			""";
 
 	private final Duration nodeExpiry;

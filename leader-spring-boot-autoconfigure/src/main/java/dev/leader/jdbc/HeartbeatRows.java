@@ -11,6 +11,7 @@ import java.util.Map;
 import dev.leader.NodeInfo;
 import dev.leader.lease.CoordinationStore.Tick;
 import dev.leader.lease.LeaseState;
+import dev.leader.log.Bookmark;
 import dev.leader.node.NodeRegistration;
 
 import org.springframework.dao.DuplicateKeyException;
@@ -19,9 +20,10 @@ import org.springframework.dao.DuplicateKeyException;
  * The rows that a coordination store's heartbeat reads back after its writes, in the
  * layout both dialects share: each row has a {@code kind}, and this class reads
  * {@code R}, a lease the heartbeat renewed; {@code L}, a lease it asks about, with the
- * last index of the group's decision log in {@code log_index}; {@code N}, a member. Rows
- * of other kinds are the caller's. How a lease and a member are read from a row is the
- * dialect's, since the two databases return their times differently.
+ * last index and term of the group's decision log in {@code log_index} and
+ * {@code log_term}; {@code N}, a member. Rows of other kinds are the caller's. How a
+ * lease and a member are read from a row is the dialect's, since the two databases return
+ * their times differently.
  */
 final class HeartbeatRows {
 
@@ -35,7 +37,7 @@ final class HeartbeatRows {
 
 	private final Map<String, LeaseState> leases = new LinkedHashMap<>();
 
-	private final Map<String, Long> logHeads = new LinkedHashMap<>();
+	private final Map<String, Bookmark> logHeads = new LinkedHashMap<>();
 
 	private final List<NodeInfo> members = new ArrayList<>();
 
@@ -59,7 +61,8 @@ final class HeartbeatRows {
 			case "R" -> this.renewed.put(rows.getString("group_name"), this.lease.read(rows));
 			case "L" -> {
 				this.leases.put(rows.getString("group_name"), this.lease.read(rows));
-				this.logHeads.put(rows.getString("group_name"), rows.getLong("log_index"));
+				String group = rows.getString("group_name");
+				this.logHeads.put(group, new Bookmark(group, rows.getLong("log_term"), rows.getLong("log_index")));
 			}
 			case "N" -> this.members.add(this.member.read(rows));
 			default -> {
@@ -76,10 +79,10 @@ final class HeartbeatRows {
 	}
 
 	/**
-	 * Returns the last index of each requested group's decision log.
-	 * @return the indexes by group, 0 for a log without entries
+	 * Returns the last entry of each requested group's decision log.
+	 * @return the entries by group, the start of the log for a log without entries
 	 */
-	Map<String, Long> logHeads() {
+	Map<String, Bookmark> logHeads() {
 		return this.logHeads;
 	}
 

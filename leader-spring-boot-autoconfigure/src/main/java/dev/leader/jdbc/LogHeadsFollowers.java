@@ -4,6 +4,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 
+import dev.leader.log.Bookmark;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 
@@ -29,10 +30,10 @@ final class LogHeadsFollowers {
 
 	/**
 	 * Hands a heartbeat's log heads to every follower.
-	 * @param heads the last index of each group the heartbeat read
+	 * @param heads the last entry of each group the heartbeat read
 	 * @param sentAt when the heartbeat was sent, on {@link System#nanoTime()}
 	 */
-	void heads(Map<String, Long> heads, long sentAt) {
+	void heads(Map<String, Bookmark> heads, long sentAt) {
 		for (LogHeadsFollower follower : this.followers) {
 			try {
 				follower.heads(heads, sentAt);

@@ -66,17 +66,18 @@ final class MariaDbHeartbeat {
 	private static final String TICK_ROWS = """
 			SELECT 'R' AS kind, group_name, holder, term, expires_at, ${remaining_ms} AS remaining_ms,
 			       NULL AS node_id, NULL AS name, NULL AS host, NULL AS pid, NULL AS started_at,
-			       NULL AS heartbeat_at, NULL AS heartbeat_age_ms, NULL AS base_url, NULL AS zone, NULL AS log_index
+			       NULL AS heartbeat_at, NULL AS heartbeat_age_ms, NULL AS base_url, NULL AS zone, NULL AS log_index,
+			       NULL AS log_term
 			FROM ${prefix}leases
 			WHERE group_name IN (/*groups*/) AND (group_name, term) IN (/*terms*/) AND holder = ? AND renewed_at >= ?
 			UNION ALL
 			SELECT 'L', l.group_name, l.holder, l.term, l.expires_at, ${remaining_ms}, NULL, NULL, NULL, NULL, NULL,
-			       NULL, NULL, NULL, NULL, h.last_index
+			       NULL, NULL, NULL, NULL, h.last_index, h.last_term
 			FROM ${prefix}leases l LEFT JOIN ${prefix}log_heads h ON h.group_name = l.group_name
 			WHERE l.group_name IN (/*requested*/)
 			UNION ALL
 			SELECT 'N', NULL, NULL, NULL, NULL, NULL, node_id, name, host, pid, started_at, heartbeat_at,
-			       ${heartbeat_age_ms}, base_url, zone, NULL
+			       ${heartbeat_age_ms}, base_url, zone, NULL, NULL
 			FROM ${prefix}nodes""";
 
 	private static final String FORGET = """

@@ -276,10 +276,9 @@ public final class MariaDbLogStore implements LogStore {
 	@Override
 	public AutoCloseable listen(LogListener listener) {
 		this.listeners.add(listener);
-		AutoCloseable heads = (this.heartbeat != null) ? this.heartbeat.followLogHeads(
-				(indexes, sentAt) -> indexes.forEach((group, index) -> listener.confirmed(group, index, sentAt)))
-				: () -> {
-				};
+		AutoCloseable heads = (this.heartbeat != null) ? this.heartbeat
+			.followLogHeads((ends, sentAt) -> ends.values().forEach((end) -> listener.confirmed(end, sentAt))) : () -> {
+			};
 		return () -> {
 			this.listeners.remove(listener);
 			heads.close();

@@ -315,8 +315,8 @@ public final class PostgresLogStore implements LogStore {
 		if (this.notifications == null) {
 			return LogStore.super.listen(listener);
 		}
-		AutoCloseable heads = this.notifications.followLogHeads(
-				(indexes, sentAt) -> indexes.forEach((group, index) -> listener.confirmed(group, index, sentAt)));
+		AutoCloseable heads = this.notifications
+			.followLogHeads((ends, sentAt) -> ends.values().forEach((end) -> listener.confirmed(end, sentAt)));
 		AutoCloseable appends = this.notifications.subscribe(this.channel, (payload) -> {
 			int space = payload.lastIndexOf(' ');
 			long index;

@@ -142,15 +142,21 @@ public final class DecisionLog {
 	}
 
 	/**
-	 * Waits until this node has applied the bookmark's entry (read-your-writes). Fails if
-	 * the entry this node applied at that index has another term: the bookmark comes from
-	 * a history that the database lost.
+	 * Waits until this node has applied the bookmark's entry (read-your-writes), then
+	 * checks with one statement that the log still holds the last entry this node
+	 * applied, so that no entry that a failover of the database lost is served as
+	 * current. Fails if the entry this node applied at the bookmark's index has another
+	 * term, or the log went on without it: the bookmark comes from a history that the
+	 * database lost.
 	 * @param bookmark the bookmark, from {@link #append} on any node
 	 * @param timeout the longest to wait
 	 * @return whether it was applied within the timeout
 	 * @throws IllegalArgumentException if this node has no applier for the group
-	 * @throws IllegalStateException if the bookmark is not in this node's history, or the
-	 * group's log halted on this node
+	 * @throws LostEntryException if a failover of the database lost the bookmark's entry
+	 * @throws LogDivergedException if the log no longer holds entries this node applied
+	 * @throws IllegalStateException if the group's log halted on this node, or this node
+	 * cannot tell whether the bookmark is in its history
+	 * @throws org.springframework.dao.DataAccessException if the database cannot be read
 	 * @throws InterruptedException if the calling thread was interrupted
 	 */
 	public boolean awaitApplied(Bookmark bookmark, Duration timeout) throws InterruptedException {
@@ -160,8 +166,15 @@ public final class DecisionLog {
 		try {
 			if (!local) {
 				tail.notified(bookmark.index());
-				if (!tail.awaitApplied(bookmark.index(), deadline(timeout))) {
+				if (!tail.awaitApplied(bookmark, deadline(timeout))) {
 					return false;
+				}
+			}
+			Bookmark applied = tail.applied();
+			if (applied.index() > 0) {
+				List<LogEntry> entry = this.store.read(applied.group(), applied.index() - 1, 1);
+				if (entry.isEmpty() || !entry.get(0).bookmark().equals(applied)) {
+					throw tail.suspect("the log no longer holds entry " + applied + ", the last it applied");
 				}
 			}
 			tail.requireInHistory(bookmark);
@@ -181,6 +194,7 @@ public final class DecisionLog {
 	 * @param timeout the longest to wait for the apply
 	 * @return whether it was applied within the timeout
 	 * @throws IllegalArgumentException if this node has no applier for the group
+	 * @throws LogDivergedException if the log no longer holds entries this node applied
 	 * @throws IllegalStateException if the group's log halted on this node
 	 * @throws org.springframework.dao.DataAccessException if the database cannot be read
 	 * @throws InterruptedException if the calling thread was interrupted
@@ -191,16 +205,33 @@ public final class DecisionLog {
 		boolean local = false;
 		try {
 			long deadline = deadline(timeout);
-			long sentAt = System.nanoTime();
-			Bookmark head = this.store.head(group);
-			tail.confirmed(head.index(), sentAt);
-			local = tail.applied().index() >= head.index();
-			served = local || tail.awaitApplied(head.index(), deadline);
+			Bookmark end = readEnd(tail, group);
+			local = tail.applied().index() >= end.index();
+			served = tail.awaitEnd(end, deadline);
 			return served;
 		}
 		finally {
 			read(group, local, served);
 		}
+	}
+
+	/**
+	 * Reads the log's end with one statement, as a confirmation for the tail.
+	 * @param tail the group's tail
+	 * @param group the group
+	 * @return the log's last entry
+	 * @throws LogDivergedException if the log ends before the last entry this node had
+	 * applied when the statement was sent: a failover of the database lost it
+	 */
+	private Bookmark readEnd(GroupTail tail, String group) {
+		Bookmark before = tail.applied();
+		long sentAt = System.nanoTime();
+		Bookmark end = this.store.head(group);
+		if (end.index() < before.index()) {
+			throw tail.suspect("the log ends at " + end + ", before entry " + before + ", which it applied");
+		}
+		tail.confirmed(end, sentAt);
+		return end;
 	}
 
 	/**
@@ -237,10 +268,7 @@ public final class DecisionLog {
 		try {
 			if (!local) {
 				long deadline = deadline(timeout);
-				long sentAt = System.nanoTime();
-				Bookmark head = this.store.head(group);
-				tail.confirmed(head.index(), sentAt);
-				served = tail.awaitApplied(head.index(), deadline) && withinBound(tail, bound);
+				served = tail.awaitEnd(readEnd(tail, group), deadline) && withinBound(tail, bound);
 			}
 			else {
 				served = true;
@@ -283,9 +311,11 @@ public final class DecisionLog {
 	}
 
 	/**
-	 * Returns why the group's log halted on this node.
+	 * Returns why this node serves no read of the group: its log halted here, or
+	 * {@linkplain LogDivergedException diverged} and its appliers have not rewound yet.
 	 * @param group the group
-	 * @return the failure of the applier, or empty while the log is applied
+	 * @return the failure of the applier or the divergence, or empty while the log is
+	 * applied
 	 * @throws IllegalArgumentException if this node has no applier for the group
 	 */
 	public Optional<Throwable> failure(String group) {
@@ -311,10 +341,10 @@ public final class DecisionLog {
 			}
 
 			@Override
-			public void confirmed(String group, long index, long sentAt) {
-				GroupTail tail = DecisionLog.this.tails.get(group);
+			public void confirmed(Bookmark end, long sentAt) {
+				GroupTail tail = DecisionLog.this.tails.get(end.group());
 				if (tail != null) {
-					tail.confirmed(index, sentAt);
+					tail.confirmed(end, sentAt);
 				}
 			}
 

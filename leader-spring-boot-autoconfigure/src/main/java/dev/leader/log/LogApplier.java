@@ -18,6 +18,13 @@ package dev.leader.log;
  * and the entries after it are then applied as usual. An applier that does not implement
  * {@code reset} halts its group's log on that node, as a failing applier does, rather
  * than skip the entries.
+ * <p>
+ * A failover of the database to an asynchronous standby can lose entries that this node
+ * already applied, and the new leader then appends other entries at their indexes. Before
+ * it applies an entry, the node checks that the entry it applied before is still the
+ * log's (same index, same term); when it is not, the group's log has
+ * {@linkplain LogDivergedException diverged} here, and its appliers are asked to
+ * {@link #rewind} past the lost entries before anything more is applied or read.
  */
 public interface LogApplier {
 
@@ -53,6 +60,37 @@ public interface LogApplier {
 	 */
 	default void reset(Bookmark through) throws Exception {
 		throw new UnsupportedOperationException(getClass().getName() + " does not implement LogApplier.reset");
+	}
+
+	/**
+	 * Undoes the entries that this node applied after {@code common}, because a failover
+	 * of the database lost them: the log no longer holds them, and may hold other entries
+	 * at their indexes. Returns the index through which this applier's state now stands;
+	 * the node then applies the log's entries after that index to it, as usual:
+	 * <ul>
+	 * <li>{@code 0} after clearing the state, to apply the whole log again (an applier
+	 * whose state is in memory, built from the log alone);</li>
+	 * <li>{@code common.index()} after undoing the lost entries, or a lower index after
+	 * reloading a snapshot of its own taken there.</li>
+	 * </ul>
+	 * Called on the group's {@code leader-log-<group>} thread. Until every applier of the
+	 * group has returned, the group's reads on this node fail with
+	 * {@link LogDivergedException}. With {@linkplain LogRetention retention}, entries
+	 * that the log no longer holds are not applied again: {@link #reset} is called
+	 * instead, as for a node that falls behind.
+	 * <p>
+	 * The default throws {@link UnsupportedOperationException}, which halts the group's
+	 * log on this node with the divergence as its failure, until the application restarts
+	 * and applies the log from its start.
+	 * @param common the last entry this node applied that the log still holds, or the
+	 * start of the log ({@code term} and {@code index} 0)
+	 * @return the index through which this applier's state now stands, from 0 to
+	 * {@code common.index()}
+	 * @throws Exception if the state cannot be rewound, which halts the group's log on
+	 * this node
+	 */
+	default long rewind(Bookmark common) throws Exception {
+		throw new UnsupportedOperationException(getClass().getName() + " does not implement LogApplier.rewind");
 	}
 
 }

@@ -28,6 +28,14 @@ public interface LogMonitor {
 	}
 
 	/**
+	 * Called once a group's log is found to diverge on this node: a failover of the
+	 * database lost entries this node had applied.
+	 * @param group the group
+	 */
+	default void diverged(String group) {
+	}
+
+	/**
 	 * Called once per follower read, with how it was served.
 	 * @param group the group
 	 * @param outcome how it was served

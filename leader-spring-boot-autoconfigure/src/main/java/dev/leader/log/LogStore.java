@@ -125,12 +125,12 @@ public interface LogStore {
 
 		/**
 		 * Called with a read of a log's end that started at a known moment: every append
-		 * committed before that moment is at or before the index.
-		 * @param group the group
-		 * @param index the last index the read found, 0 for a log without entries
+		 * committed before that moment is at or before the entry.
+		 * @param end the last entry the read found, or the start of the log ({@code term}
+		 * and {@code index} 0) for a log without entries
 		 * @param sentAt when the read was sent, on {@link System#nanoTime()}
 		 */
-		void confirmed(String group, long index, long sentAt);
+		void confirmed(Bookmark end, long sentAt);
 
 	}
 

@@ -1,13 +1,16 @@
 package dev.leader.log;
 
 import java.util.ArrayDeque;
+import java.util.function.LongUnaryOperator;
 
 /**
  * The staleness estimate of a {@link GroupTail}. It rests on confirmations: a read of the
  * log that started at a moment of the local monotonic clock and found its end at an
- * index. Once that index is applied, this node is no more than the time since that moment
- * behind. The estimate never counts idle time as lag beyond the time since the last
- * confirmation, and it is never low: the moment is taken before the read is sent.
+ * entry. Once this node has applied that entry, the same one (its index and its term),
+ * this node is no more than the time since that moment behind. The estimate never counts
+ * idle time as lag beyond the time since the last confirmation, and it is never low: the
+ * moment is taken before the read is sent, and an end whose term differs from the one
+ * this node applied at its index confirms nothing.
  * <p>
  * Not thread-safe: the tail calls it under its monitor.
  */
@@ -15,34 +18,49 @@ final class StalenessEstimate {
 
 	private static final long NONE = Long.MIN_VALUE;
 
-	// Confirmations beyond the index applied: {index, moment}, in rising order of both.
+	// Confirmations beyond the index applied: {index, term, moment}, in rising order.
 	private final ArrayDeque<long[]> pending = new ArrayDeque<>();
 
 	private long confirmedAt = NONE;
 
 	/**
-	 * Records a read of the log's end.
-	 * @param index the last index when the read started
+	 * Records a read that found the log's end at an entry this node has applied.
 	 * @param sentAt when the read was sent, on {@link System#nanoTime()}
-	 * @param applied the index applied now
 	 */
-	void confirmed(long index, long sentAt, long applied) {
-		if (index <= applied) {
-			this.confirmedAt = Math.max(this.confirmedAt, sentAt);
-		}
-		else {
-			this.pending.addLast(new long[] { index, sentAt });
+	void caughtUp(long sentAt) {
+		this.confirmedAt = Math.max(this.confirmedAt, sentAt);
+	}
+
+	/**
+	 * Records a read that found the log's end beyond the index applied.
+	 * @param end the log's last entry when the read started
+	 * @param sentAt when the read was sent, on {@link System#nanoTime()}
+	 */
+	void pending(Bookmark end, long sentAt) {
+		this.pending.addLast(new long[] { end.index(), end.term(), sentAt });
+	}
+
+	/**
+	 * Takes in the confirmations that the index applied now reaches, those whose entry
+	 * this node applied with the same term.
+	 * @param applied the index applied now
+	 * @param termAt the term this node applied at an index up to {@code applied}
+	 */
+	void applied(long applied, LongUnaryOperator termAt) {
+		while (!this.pending.isEmpty() && this.pending.peekFirst()[0] <= applied) {
+			long[] confirmation = this.pending.pollFirst();
+			if (termAt.applyAsLong(confirmation[0]) == confirmation[1]) {
+				this.confirmedAt = Math.max(this.confirmedAt, confirmation[2]);
+			}
 		}
 	}
 
 	/**
-	 * Takes in the confirmations that the index applied now reaches.
-	 * @param applied the index applied now
+	 * Forgets every confirmation: this node's entries were found to diverge from the log.
 	 */
-	void applied(long applied) {
-		while (!this.pending.isEmpty() && this.pending.peekFirst()[0] <= applied) {
-			this.confirmedAt = Math.max(this.confirmedAt, this.pending.pollFirst()[1]);
-		}
+	void clear() {
+		this.pending.clear();
+		this.confirmedAt = NONE;
 	}
 
 	/**

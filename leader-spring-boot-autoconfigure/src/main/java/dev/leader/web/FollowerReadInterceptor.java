@@ -7,6 +7,7 @@ import java.util.Optional;
 
 import dev.leader.lease.LeaderEngine;
 import dev.leader.log.DecisionLog;
+import dev.leader.log.LogDivergedException;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import org.apache.commons.logging.Log;
@@ -22,9 +23,10 @@ import org.springframework.web.servlet.HandlerInterceptor;
  * Runs before the handlers annotated with {@link FollowerRead} or
  * {@link ForwardToLeader}: serves a read locally once its limits hold, or forwards it to
  * the leader, or answers it, and runs a leader request locally on the leader or forwards
- * it there. Answers are written here: 400 for malformed headers, 409 for a bookmark of a
- * lost history, 503 with {@code Retry-After} for a request that can be served neither
- * here nor at the leader.
+ * it there. Answers are written here: 400 for malformed headers, 409 for a bookmark whose
+ * entry a failover of the database lost, 503 with {@code Retry-After} for a request that
+ * can be served neither here nor at the leader (a node whose log diverged forwards its
+ * reads until its appliers have rewound).
  */
 final class FollowerReadInterceptor implements HandlerInterceptor {
 
@@ -116,6 +118,9 @@ final class FollowerReadInterceptor implements HandlerInterceptor {
 			return unservable(log, group, request, response, forwarded, this.settings.forward(),
 					"node " + this.engine.nodeId() + " could not serve a " + headers.consistency().value()
 							+ " read of group " + group + " within " + this.settings.localWait().toMillis() + " ms");
+		}
+		catch (LogDivergedException ex) {
+			return unservable(log, group, request, response, forwarded, true, ex.getMessage());
 		}
 		catch (IllegalStateException ex) {
 			if (log.failure(group).isEmpty() && headers.bookmark() != null) {

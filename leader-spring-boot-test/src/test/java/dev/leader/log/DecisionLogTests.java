@@ -5,6 +5,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import javax.sql.DataSource;
@@ -226,6 +228,55 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 		log.start();
 		this.logs.add(log);
 		return log;
+	}
+
+	@Test
+	void entriesAreAppliedOnceInOrderAcrossAStopThatOutwaitsASlowApplierAndAStart() throws Exception {
+		FencingToken token = acquire("g", "a");
+		CountDownLatch released = new CountDownLatch(1);
+		CountDownLatch blocked = new CountDownLatch(1);
+		List<long[]> calls = new CopyOnWriteArrayList<>();
+		RecordingApplier slow = new RecordingApplier("g") {
+
+			@Override
+			public void apply(LogEntry entry) throws Exception {
+				calls.add(new long[] { entry.index(), System.nanoTime() });
+				if (entry.index() == 2) {
+					blocked.countDown();
+					// Ignores interrupts: an applier that does not honour them.
+					long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+					while (released.getCount() > 0 && System.nanoTime() < deadline) {
+						try {
+							released.await(100, TimeUnit.MILLISECONDS);
+						}
+						catch (InterruptedException ex) {
+							// ignored on purpose
+						}
+					}
+				}
+				super.apply(entry);
+			}
+
+		};
+		DecisionLog b = start("b", true, slow);
+		DecisionLog a = start("a", true, new RecordingApplier("g"));
+		for (int i = 1; i <= 5; i++) {
+			a.append(token, "set", "x" + i);
+		}
+		assertThat(blocked.await(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)).isTrue();
+		b.stop();
+		long stopped = System.nanoTime();
+		b.start();
+		long started = System.nanoTime();
+		released.countDown();
+		await().atMost(TIMEOUT).until(() -> slow.entries().size() >= 5);
+		a.append(token, "set", "x6");
+		await().atMost(TIMEOUT).until(() -> slow.entries().size() >= 6);
+		assertThat(slow.entries().stream().map(LogEntry::index)).as("applied once each, in order")
+			.containsExactly(1L, 2L, 3L, 4L, 5L, 6L);
+		assertThat(calls).as("no applier called between the stop's return and the start")
+			.noneMatch((call) -> call[1] > stopped && call[1] < started);
+		assertThat(calls.stream().map((call) -> call[0])).containsExactly(1L, 2L, 3L, 4L, 5L, 6L);
 	}
 
 	// A listening connection of a followed node's own, disconnected after the test.

@@ -5,6 +5,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 
+import dev.leader.log.Bookmark;
 import dev.leader.log.LogApplier;
 import dev.leader.log.LogEntry;
 
@@ -14,7 +15,8 @@ import org.springframework.stereotype.Component;
  * This node's copy of the rates: the decisions of {@code billing}'s log, applied in order
  * on the group's {@code leader-log-billing} thread, and read by request threads. A node
  * that starts applies the log from its first entry, so every node's table is the same
- * after the same entries.
+ * after the same entries. After a failover of the database that lost rates this node had
+ * applied, it clears the table and applies the surviving log again from its start.
  */
 @Component
 class RateTable implements LogApplier {
@@ -39,6 +41,12 @@ class RateTable implements LogApplier {
 		}
 		int space = entry.payload().indexOf(' ');
 		this.rates.put(entry.payload().substring(0, space), new BigDecimal(entry.payload().substring(space + 1)));
+	}
+
+	@Override
+	public long rewind(Bookmark common) {
+		this.rates.clear();
+		return 0;
 	}
 
 	/**
