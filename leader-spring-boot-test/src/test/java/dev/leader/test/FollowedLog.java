@@ -254,6 +254,7 @@ final class FollowedLog {
 		 * @param common the last entry applied that the log still holds
 		 * @return its index
 		 */
+		@Override
 		public long rewind(Bookmark common) {
 			long kept;
 			synchronized (this) {
