@@ -363,7 +363,7 @@ abstract class AbstractFaultInjectionTests {
 				"--isolation=" + cell.isolation(), "--auto-commit=" + cell.autoCommit(), "--follow=true",
 				"--reads-file=" + this.reads.resolve(number + "-" + nodeId).toAbsolutePath(),
 				"--daemons=" + String.join(",", DAEMONS), "--daemon-group=" + BETA, "--ack-timeout=PT2S",
-				"--drain-timeout=PT2S", "--settle=PT1S");
+				"--drain-timeout=PT2S", "--settle=PT1S", "--initialization-fail-timeout=PT10S");
 		Map<String, String> environment = nodeId.equals(FAKED_NODE) ? fakedClock() : Map.of();
 		Incarnation incarnation = this.history.started(number, this.cluster.start(nodeId, arguments, environment));
 		this.current.put(nodeId, incarnation);
