@@ -40,10 +40,10 @@ import static org.awaitility.Awaitility.await;
 
 /**
  * Fault injection in the manner of Jepsen (guarantees G1 to G6 of the design) over a
- * configuration matrix, written once for every database: three node processes make
- * fenced writes to a log table while they lead, each fenced by an append to the group's
- * decision log in the same transaction; every node follows the decision logs and serves
- * bookmark, bounded-staleness and read-index reads, recording what each read saw
+ * configuration matrix, written once for every database: three node processes make fenced
+ * writes to a log table while they lead, each fenced by an append to the group's decision
+ * log in the same transaction; every node follows the decision logs and serves bookmark,
+ * bounded-staleness and read-index reads, recording what each read saw
  * ({@code FollowedLog}); two daemons run on the nodes, their agents making fenced writes;
  * and random faults hit them, mostly the leader: SIGSTOP and SIGCONT, SIGKILL and a
  * restart, the termination of their database sessions by the server, and network stalls
@@ -59,9 +59,9 @@ import static org.awaitility.Awaitility.await;
  * with the durability innermost, so that a run of as many episodes as there are cells
  * covers each once; the nodes restart with the next pool settings when they change.
  * <p>
- * At the end {@link FaultHistory.Checks} checks the history and the tables (G1: grants
- * in rising terms, no term granted twice; G3: no write or load transaction committed
- * under a stale term; terms changed only when a fault hit the leader or the server),
+ * At the end {@link FaultHistory.Checks} checks the history and the tables (G1: grants in
+ * rising terms, no term granted twice; G3: no write or load transaction committed under a
+ * stale term; terms changed only when a fault hit the leader or the server),
  * {@link DecisionLogChecks} the decision logs, {@link LogReadChecks} the followers
  * (applied sequences a prefix of the surviving log, bookmark reads containing their
  * entry, bounded reads within their bound) and {@link DaemonFaultChecks} the daemons'
@@ -192,36 +192,6 @@ abstract class AbstractFaultInjectionTests {
 	 * @return when the event began and was lifted, and what it did
 	 */
 	abstract ServerEvent injectServerEvent(FaultKind kind, String row);
-
-	/**
-	 * A server event as the subclass injected it.
-	 *
-	 * @param startedAt a time no later than the event began
-	 * @param liftedAt a time no earlier than the server was back
-	 * @param detail what was done; {@code lost} in it marks a failover that lost commits
-	 */
-	record ServerEvent(long startedAt, long liftedAt, String detail) {
-	}
-
-	/**
-	 * A cell of the configuration matrix.
-	 *
-	 * @param isolation the pool's isolation level
-	 * @param autoCommit the pool's auto-commit
-	 * @param durability the server's durability row
-	 */
-	record Cell(String isolation, boolean autoCommit, String durability) {
-
-		boolean samePool(Cell other) {
-			return this.isolation.equals(other.isolation) && this.autoCommit == other.autoCommit;
-		}
-
-		@Override
-		public String toString() {
-			return this.isolation + "/auto-commit=" + this.autoCommit + "/" + this.durability;
-		}
-
-	}
 
 	/**
 	 * Returns the cells in the order the episodes take them: the durability innermost, so
@@ -419,9 +389,8 @@ abstract class AbstractFaultInjectionTests {
 		List<FaultKind> kinds = serverEvents(cell.durability());
 		int turn = this.serverEventsByRow.merge(cell.durability(), 1, Integer::sum) - 1;
 		FaultKind kind = kinds.get(turn % kinds.size());
-		Map<String, Long> held = new LinkedHashMap<>();
 		ServerEvent event = injectServerEvent(kind, cell.durability());
-		return new Episode(number, kind, Episode.EVERY_NODE, held, event.startedAt(), event.liftedAt(),
+		return new Episode(number, kind, Episode.EVERY_NODE, Map.of(), event.startedAt(), event.liftedAt(),
 				event.detail() + " in cell " + cell);
 	}
 
@@ -459,14 +428,6 @@ abstract class AbstractFaultInjectionTests {
 		catch (IOException ex) {
 			throw new UncheckedIOException("Could not clear " + this.reads, ex);
 		}
-	}
-
-	/**
-	 * Returns the history of the run, for a subclass's server events.
-	 * @return the history
-	 */
-	FaultHistory history() {
-		return this.history;
 	}
 
 	/**
@@ -554,6 +515,36 @@ abstract class AbstractFaultInjectionTests {
 		// off.
 		return Map.of("LD_PRELOAD", LIBFAKETIME.toString(), "FAKETIME", "+" + FAKED_OFFSET.toHours() + "h",
 				"FAKETIME_DONT_FAKE_MONOTONIC", "1", "FAKETIME_FORCE_MONOTONIC_FIX", "0");
+	}
+
+	/**
+	 * A server event as the subclass injected it.
+	 *
+	 * @param startedAt a time no later than the event began
+	 * @param liftedAt a time no earlier than the server was back
+	 * @param detail what was done; {@code lost} in it marks a failover that lost commits
+	 */
+	record ServerEvent(long startedAt, long liftedAt, String detail) {
+	}
+
+	/**
+	 * A cell of the configuration matrix.
+	 *
+	 * @param isolation the pool's isolation level
+	 * @param autoCommit the pool's auto-commit
+	 * @param durability the server's durability row
+	 */
+	record Cell(String isolation, boolean autoCommit, String durability) {
+
+		boolean samePool(Cell other) {
+			return this.isolation.equals(other.isolation) && this.autoCommit == other.autoCommit;
+		}
+
+		@Override
+		public String toString() {
+			return this.isolation + "/auto-commit=" + this.autoCommit + "/" + this.durability;
+		}
+
 	}
 
 }

@@ -77,8 +77,7 @@ class FaultInjectionTests extends AbstractFaultInjectionTests {
 
 	@Override
 	void applyDurability(String row) {
-		try (Connection connection = PAIR.primary().connect();
-				Statement statement = connection.createStatement()) {
+		try (Connection connection = PAIR.primary().connect(); Statement statement = connection.createStatement()) {
 			statement.execute("ALTER SYSTEM SET synchronous_commit = "
 					+ (row.equals(OFF) ? "off" : row.equals(LOCAL) ? "local" : "on"));
 			statement.execute("SELECT pg_reload_conf()");
@@ -127,9 +126,8 @@ class FaultInjectionTests extends AbstractFaultInjectionTests {
 				PAIR.replaceStandby();
 				PAIR.replicateSynchronously(true);
 				applyDurability(row);
-				yield new ServerEvent(startedAt, promotion.accepted(),
-						"synchronous standby cut off for " + FAST.duration().multipliedBy(2).toMillis()
-								+ " ms, then promoted");
+				yield new ServerEvent(startedAt, promotion.accepted(), "synchronous standby cut off for "
+						+ FAST.duration().multipliedBy(2).toMillis() + " ms, then promoted");
 			}
 			default -> throw new IllegalArgumentException("Not a server event: " + kind);
 		};

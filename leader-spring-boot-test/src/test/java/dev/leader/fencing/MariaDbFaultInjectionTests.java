@@ -9,10 +9,10 @@ import dev.leader.test.TestNode;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * The fault run of {@link AbstractFaultInjectionTests} on MariaDB: a server of the
- * test's own with the binary log on ({@link TemporaryMariaDb}, {@code --log-bin}), so
- * that its global durability settings and its crashes touch no other test, with the
- * MariaDB stores. A node's sessions are ended with {@code KILL CONNECTION}, found in
+ * The fault run of {@link AbstractFaultInjectionTests} on MariaDB: a server of the test's
+ * own with the binary log on ({@link TemporaryMariaDb}, {@code --log-bin}), so that its
+ * global durability settings and its crashes touch no other test, with the MariaDB
+ * stores. A node's sessions are ended with {@code KILL CONNECTION}, found in
  * {@code information_schema.PROCESSLIST} by the user it logs in with, which is its own;
  * the proxies stall the MariaDB protocol as they stall PostgreSQL's. The decision log has
  * no notifications on MariaDB: other nodes learn of a leader's appends from the

@@ -75,9 +75,8 @@ public final class DaemonTestNode {
 	 */
 	public static void createWritesTable(DataSource dataSource) {
 		JdbcTemplate jdbc = new JdbcTemplate(dataSource);
-		boolean mariaDb = Boolean.TRUE.equals(jdbc.execute((Connection connection) -> connection.getMetaData()
-			.getDatabaseProductName()
-			.contains("MariaDB")));
+		boolean mariaDb = Boolean.TRUE.equals(jdbc
+			.execute((Connection connection) -> connection.getMetaData().getDatabaseProductName().contains("MariaDB")));
 		// Both hand out ids as the inserts draw them, which the checkers rely on.
 		jdbc.execute("""
 				CREATE TABLE %s (

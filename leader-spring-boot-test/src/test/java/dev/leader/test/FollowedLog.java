@@ -39,10 +39,9 @@ import org.springframework.jdbc.core.JdbcTemplate;
  * R kind group start served wantIndex wantTerm boundNanos appliedIndex appliedHash termAtWant
  * D group at commonIndex returnedIndex     the applier rewound past entries a failover lost
  * A group at appliedIndex appliedHash failure   at a graceful stop; failure is '-' or a class name
- * </pre>
- * A bookmark read asks for the group's last entry as the node's own pool reads it from
- * {@code leader_log_entries}, so it runs in the pool's isolation and auto-commit. The
- * applied state is summed up by {@link #chain}, over every (index, term) applied, so
+ * </pre> A bookmark read asks for the group's last entry as the node's own pool reads it
+ * from {@code leader_log_entries}, so it runs in the pool's isolation and auto-commit.
+ * The applied state is summed up by {@link #chain}, over every (index, term) applied, so
  * that a checker compares it with the surviving log's at the same index.
  * <p>
  * The applier implements {@code LogApplier.rewind}: it drops the entries after the last
@@ -78,8 +77,8 @@ final class FollowedLog {
 		return thread;
 	});
 
-	FollowedLog(LogStore store, String nodeId, List<String> groups, DataSource dataSource, Path file,
-			Duration interval, List<Duration> bounds) {
+	FollowedLog(LogStore store, String nodeId, List<String> groups, DataSource dataSource, Path file, Duration interval,
+			List<Duration> bounds) {
 		try {
 			Files.createDirectories(file.getParent());
 			this.out = Files.newBufferedWriter(file, StandardCharsets.UTF_8, StandardOpenOption.CREATE,
@@ -240,8 +239,8 @@ final class FollowedLog {
 		@Override
 		public synchronized void apply(LogEntry entry) {
 			if (entry.index() != this.terms.size() + 1) {
-				throw new IllegalStateException("Entry " + entry.index() + " of " + this.group
-						+ " applied after entry " + this.terms.size());
+				throw new IllegalStateException(
+						"Entry " + entry.index() + " of " + this.group + " applied after entry " + this.terms.size());
 			}
 			long previous = this.hashes.isEmpty() ? 0 : this.hashes.get(this.hashes.size() - 1);
 			this.terms.add(entry.term());
@@ -249,8 +248,7 @@ final class FollowedLog {
 		}
 
 		/**
-		 * Drops the entries after the common one: this state is built from the log
-		 * alone.
+		 * Drops the entries after the common one: this state is built from the log alone.
 		 * @param common the last entry applied that the log still holds
 		 * @return its index
 		 */

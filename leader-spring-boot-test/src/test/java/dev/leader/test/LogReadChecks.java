@@ -28,20 +28,21 @@ import org.springframework.jdbc.core.simple.JdbcClient;
  * entry, summed up by {@link FollowedLog#chain}) is a prefix of the surviving log, unless
  * the node reported its log halted or diverged.</li>
  * <li><b>Served state.</b> The state a read was served from is a prefix of the surviving
- * log, unless a failover that lost entries ({@link FaultHistory.FaultKind#FAILOVER}, on an
- * asynchronous standby) came after the read began or ended only just before it: the
+ * log, unless a failover that lost entries ({@link FaultHistory.FaultKind#FAILOVER}, on
+ * an asynchronous standby) came after the read began or ended only just before it: the
  * promotion's acceptance plus the read's {@linkplain #allowance allowance}. Before that
  * failover, the entries it lost were committed; after it, a node must have found them
  * lost.</li>
  * <li><b>Bookmark reads.</b> A read served at a bookmark saw an applied index at or after
  * the bookmark's, with the bookmark's term at that index.</li>
- * <li><b>Bounded and read-index reads.</b> A read served within staleness bound B (0 for a
- * read index) saw every entry of the surviving log committed more than B before the read
- * began. An entry's commit is bounded from above by the stamp of the next committed write
- * of the same writer process: {@link FencedWriter} writes one transaction at a time, so
- * that stamp is taken after the entry's commit returned. An entry with no later write of
- * its process has no bound and is not counted. Every time is the {@link System#nanoTime()}
- * that the test and every node share, so no clock of the database is needed.</li>
+ * <li><b>Bounded and read-index reads.</b> A read served within staleness bound B (0 for
+ * a read index) saw every entry of the surviving log committed more than B before the
+ * read began. An entry's commit is bounded from above by the stamp of the next committed
+ * write of the same writer process: {@link FencedWriter} writes one transaction at a
+ * time, so that stamp is taken after the entry's commit returned. An entry with no later
+ * write of its process has no bound and is not counted. Every time is the
+ * {@link System#nanoTime()} that the test and every node share, so no clock of the
+ * database is needed.</li>
  * </ol>
  */
 public final class LogReadChecks {
@@ -115,8 +116,8 @@ public final class LogReadChecks {
 			long[] chain = new long[rows.size() + 1];
 			for (int i = 0; i < rows.size(); i++) {
 				if (rows.get(i)[0] != i + 1) {
-					this.violations.add("The surviving log of " + group + " has index " + rows.get(i)[0]
-							+ " in place " + (i + 1));
+					this.violations
+						.add("The surviving log of " + group + " has index " + rows.get(i)[0] + " in place " + (i + 1));
 				}
 				chain[i + 1] = FollowedLog.chain(chain[i], i + 1, rows.get(i)[1]);
 			}
@@ -135,8 +136,8 @@ public final class LogReadChecks {
 	}
 
 	/**
-	 * Per write, by {@code "<group> <incarnation>/<seq>"}, the stamp of its process's next
-	 * committed write, of any group.
+	 * Per write, by {@code "<group> <incarnation>/<seq>"}, the stamp of its process's
+	 * next committed write, of any group.
 	 */
 	private static Map<String, Long> commitUpperBounds(List<Write> writes) {
 		Map<Long, List<Write>> byIncarnation = new HashMap<>();

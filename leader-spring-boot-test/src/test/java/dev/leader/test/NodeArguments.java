@@ -69,8 +69,9 @@ record NodeArguments(Map<String, String> values) {
 	 * the node, and the application's settings of a configuration matrix's cell:
 	 * {@code isolation} ({@code READ_COMMITTED}, {@code REPEATABLE_READ} or
 	 * {@code SERIALIZABLE}; the driver's default if absent) and {@code auto-commit}
-	 * ({@code true}), which set what {@code spring.datasource.hikari.transaction-isolation}
-	 * and {@code spring.datasource.hikari.auto-commit} set in an application; and
+	 * ({@code true}), which set what
+	 * {@code spring.datasource.hikari.transaction-isolation} and
+	 * {@code spring.datasource.hikari.auto-commit} set in an application; and
 	 * {@code initialization-fail-timeout} (1 ms), how long the pool tries for its first
 	 * connection.
 	 * @param nodeId the node
@@ -88,8 +89,7 @@ record NodeArguments(Map<String, String> values) {
 		config.setValidationTimeout(250);
 		// The fault matrix starts nodes right after a server event, when a first
 		// connection may still fail: it gives them a while to get one.
-		config.setInitializationFailTimeout(
-				duration("initialization-fail-timeout", Duration.ofMillis(1)).toMillis());
+		config.setInitializationFailTimeout(duration("initialization-fail-timeout", Duration.ofMillis(1)).toMillis());
 		config.addDataSourceProperty("ApplicationName", nodeId);
 		String isolation = optional("isolation");
 		if (isolation != null) {

@@ -171,8 +171,8 @@ public final class TemporaryMariaDb implements BeforeEachCallback, AfterEachCall
 		try {
 			if (!process.waitFor(120, TimeUnit.SECONDS) || process.exitValue() != 0) {
 				process.destroyForcibly();
-				throw new IllegalStateException(command.get(0) + " failed: "
-						+ Files.readString(this.directory.resolve("install.log")));
+				throw new IllegalStateException(
+						command.get(0) + " failed: " + Files.readString(this.directory.resolve("install.log")));
 			}
 		}
 		catch (InterruptedException ex) {

@@ -72,8 +72,8 @@ import org.jspecify.annotations.Nullable;
  * group and serves reads, recorded in {@code reads-file}, see {@link FollowedLog}, with
  * {@code read-interval} (150 ms) and {@code read-bounds} ({@code PT0.5S,PT2S}), the
  * staleness bounds of its bounded reads</li>
- * <li>{@code daemons} (none): comma-separated daemons whose agents make the fenced
- * writes of {@link DaemonWrites}, with {@code daemon-group} ({@code default}),
+ * <li>{@code daemons} (none): comma-separated daemons whose agents make the fenced writes
+ * of {@link DaemonWrites}, with {@code daemon-group} ({@code default}),
  * {@code ack-timeout}, {@code drain-timeout}, {@code settle} and
  * {@code daemon-write-interval} (100 ms)</li>
  * </ul>
@@ -277,10 +277,8 @@ public final class TestNode {
 		List<Duration> bounds = Arrays.stream(arguments.get("read-bounds", "PT0.5S,PT2S").split(","))
 			.map(Duration::parse)
 			.toList();
-		return new FollowedLog(
-				node.dialect()
-					.logStore(node.dataSource(), prefix(arguments), queryTimeout(arguments), lease.safeWindow(),
-							node.store()),
+		return new FollowedLog(node.dialect()
+			.logStore(node.dataSource(), prefix(arguments), queryTimeout(arguments), lease.safeWindow(), node.store()),
 				node.engine().nodeId(), groups, node.dataSource(), Path.of(arguments.required("reads-file")),
 				arguments.duration("read-interval", Duration.ofMillis(150)), bounds);
 	}
