@@ -70,6 +70,20 @@ public final class MariaDbTestDatabase {
 	 */
 	public static MariaDbTestDatabase create() {
 		Server server = Servers.SERVER;
+		return createOn(server.url(), server.user(), server.password());
+	}
+
+	/**
+	 * Creates a new, empty database on a given server, for a test that runs a server of
+	 * its own.
+	 * @param serverUrl the server's JDBC URL, without a database
+	 * @param user a user that may create databases
+	 * @param password its password
+	 * @return the database
+	 * @throws IllegalStateException if the database cannot be created
+	 */
+	public static MariaDbTestDatabase createOn(String serverUrl, String user, String password) {
+		Server server = new Server(serverUrl, user, password, false);
 		String name = "t_" + UUID.randomUUID().toString().replace("-", "").substring(0, 16).toLowerCase(Locale.ROOT);
 		try (Connection connection = DriverManager.getConnection(server.url(), server.user(), server.password());
 				Statement statement = connection.createStatement()) {

@@ -1,6 +1,7 @@
 package dev.leader.fencing;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -15,6 +16,8 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import dev.leader.lease.LeaseSettings;
 import dev.leader.test.Cluster;
+import dev.leader.test.DaemonFaultChecks;
+import dev.leader.test.DaemonTestNode;
 import dev.leader.test.DecisionLogChecks;
 import dev.leader.test.FaultHistory;
 import dev.leader.test.FaultHistory.Checks;
@@ -22,6 +25,7 @@ import dev.leader.test.FaultHistory.Episode;
 import dev.leader.test.FaultHistory.FaultKind;
 import dev.leader.test.FaultHistory.Incarnation;
 import dev.leader.test.FaultHistory.Write;
+import dev.leader.test.LogReadChecks;
 import dev.leader.test.NodeEvent;
 import dev.leader.test.NodeEvent.Type;
 import dev.leader.test.NodeProcess;
@@ -35,25 +39,38 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Fault injection in the manner of Jepsen (guarantees G1 to G3, and G5 and G6 of the
- * design), written once for every database: three node processes make fenced writes to a
- * log table while they lead, each fenced by an append to the group's decision log in the
- * same transaction, and random faults hit them, mostly the leader: SIGSTOP and SIGCONT,
- * SIGKILL and a restart, the termination of their database sessions, and network stalls
- * through a {@link StallingProxy} each. While it leads, each node also runs guarded-write
- * load: {@value #LOAD_THREADS} threads of back-to-back transactions that guard the lease
- * and stay open for {@link #LOAD_HOLD}, so that the lease rows are share-locked nearly
- * all the time, as under an application's load, and the leader's renewals must pass them.
- * One node runs with its wall clock five hours ahead under libfaketime, with the
- * monotonic clock left alone. At the end {@link FaultHistory.Checks} checks the history
- * and the tables, including that terms changed only when a fault hit the leader, and
- * {@link DecisionLogChecks} the decision logs: no gap, no entry of an old term after a
- * newer one, and exactly the committed writes.
+ * Fault injection in the manner of Jepsen (guarantees G1 to G6 of the design) over a
+ * configuration matrix, written once for every database: three node processes make fenced
+ * writes to a log table while they lead, each fenced by an append to the group's decision
+ * log in the same transaction; every node follows the decision logs and serves bookmark,
+ * bounded-staleness and read-index reads, recording what each read saw
+ * ({@code FollowedLog}); two daemons run on the nodes, their agents making fenced writes;
+ * and random faults hit them, mostly the leader: SIGSTOP and SIGCONT, SIGKILL and a
+ * restart, the termination of their database sessions by the server, and network stalls
+ * through a {@link StallingProxy} each, and, every third episode, a server event of the
+ * subclass's (a failover, a synchronous standby cut off, an immediate restart). While it
+ * leads, each node also runs guarded-write load: {@value #LOAD_THREADS} threads of
+ * back-to-back transactions that guard the lease and stay open for {@link #LOAD_HOLD}.
+ * One node runs with its wall clock five hours ahead under libfaketime.
  * <p>
- * A subclass gives the cluster on its database, and how many episodes the normal suite
- * runs; {@code -Dfault.episodes=N} makes a long run and {@code -Dfault.seed=N} repeats a
- * run's choices. Every run prints a summary line and writes it to
- * {@code target/<summary file>}.
+ * The matrix: each episode runs in a {@link Cell cell}, the pool's isolation level and
+ * auto-commit (as {@code spring.datasource.hikari.transaction-isolation} and
+ * {@code auto-commit} set them) times the subclass's durability rows, taken round-robin
+ * with the durability innermost, so that a run of as many episodes as there are cells
+ * covers each once; the nodes restart with the next pool settings when they change.
+ * <p>
+ * At the end {@link FaultHistory.Checks} checks the history and the tables (G1: grants in
+ * rising terms, no term granted twice; G3: no write or load transaction committed under a
+ * stale term; terms changed only when a fault hit the leader or the server),
+ * {@link DecisionLogChecks} the decision logs, {@link LogReadChecks} the followers
+ * (applied sequences a prefix of the surviving log, bookmark reads containing their
+ * entry, bounded reads within their bound) and {@link DaemonFaultChecks} the daemons'
+ * writes (G4: no two generations of a daemon at once).
+ * <p>
+ * A subclass gives the cluster on its database, its durability rows and server events,
+ * and how many episodes the normal suite runs; {@code -Dfault.episodes=N} makes a long
+ * run and {@code -Dfault.seed=N} repeats a run's choices. Every run prints a summary line
+ * and writes it to {@code target/<summary file>}.
  */
 abstract class AbstractFaultInjectionTests {
 
@@ -89,6 +106,23 @@ abstract class AbstractFaultInjectionTests {
 
 	private static final Duration LOAD_HOLD = Duration.ofMillis(100);
 
+	private static final List<String> ISOLATIONS = List.of("READ_COMMITTED", "REPEATABLE_READ", "SERIALIZABLE");
+
+	private static final List<String> DAEMONS = List.of("d1", "d2");
+
+	/**
+	 * Connections a node needs for its follower reads and its daemons besides the rest:
+	 * the reader, an agent each, and the daemon coordinator's.
+	 */
+	private static final int POOL_SIZE_FOR_READS_AND_DAEMONS = 4;
+
+	/**
+	 * How long after a lossy failover's promotion a node may still serve reads from the
+	 * entries it lost without reading the database: two renew intervals, in which a
+	 * heartbeat reads the new log's heads, and the time to apply.
+	 */
+	private static final Duration DISCOVERY = FAST.renewInterval().multipliedBy(2).plusSeconds(1);
+
 	@RegisterExtension
 	final Cluster cluster;
 
@@ -107,6 +141,12 @@ abstract class AbstractFaultInjectionTests {
 
 	private final AtomicLong incarnations = new AtomicLong();
 
+	private final Map<String, Integer> serverEventsByRow = new ConcurrentHashMap<>();
+
+	private final Path reads;
+
+	private volatile Cell cell;
+
 	/**
 	 * Creates the run.
 	 * @param cluster the cluster on the database under test, of test nodes with the lease
@@ -122,6 +162,51 @@ abstract class AbstractFaultInjectionTests {
 		this.poolSizeWithoutLoad = poolSizeWithoutLoad;
 		this.defaultEpisodes = defaultEpisodes;
 		this.summaryFile = summaryFile;
+		this.reads = Path.of("target", "fault-reads", summaryFile.replace(".txt", ""));
+		this.cell = cells().get(0);
+	}
+
+	/**
+	 * Returns the durability rows of the server, the innermost dimension of the matrix.
+	 * @return the rows' names, at least one
+	 */
+	abstract List<String> durabilityRows();
+
+	/**
+	 * Sets the server's durability to a row, while the nodes may run.
+	 * @param row one of {@link #durabilityRows()}
+	 */
+	abstract void applyDurability(String row);
+
+	/**
+	 * Returns the server events that apply in a durability row.
+	 * @param row one of {@link #durabilityRows()}
+	 * @return the events, taken in turn
+	 */
+	abstract List<FaultKind> serverEvents(String row);
+
+	/**
+	 * Injects a server event and waits until the server is back.
+	 * @param kind one of {@link #serverEvents}
+	 * @param row the durability row in force
+	 * @return when the event began and was lifted, and what it did
+	 */
+	abstract ServerEvent injectServerEvent(FaultKind kind, String row);
+
+	/**
+	 * Returns the cells in the order the episodes take them: the durability innermost, so
+	 * that the nodes restart only every so many episodes.
+	 */
+	final List<Cell> cells() {
+		List<Cell> cells = new ArrayList<>();
+		for (String isolation : ISOLATIONS) {
+			for (boolean autoCommit : List.of(true, false)) {
+				for (String row : durabilityRows()) {
+					cells.add(new Cell(isolation, autoCommit, row));
+				}
+			}
+		}
+		return cells;
 	}
 
 	@Test
@@ -133,6 +218,11 @@ abstract class AbstractFaultInjectionTests {
 		long began = System.nanoTime();
 		FaultHistory.setOrigin(began);
 		FaultHistory.createLogTable(this.cluster.dataSource());
+		DaemonTestNode.createWritesTable(this.cluster.dataSource());
+		deleteReads();
+		List<Cell> cells = cells();
+		Map<Cell, Integer> episodesByCell = new LinkedHashMap<>();
+		applyDurability(this.cell.durability());
 		// The node with the faked clock starts alone, so that it is elected and has to
 		// renew: it must behave like any.
 		NodeProcess faked = startNode(FAKED_NODE).process();
@@ -144,16 +234,41 @@ abstract class AbstractFaultInjectionTests {
 		NODES.stream().filter((node) -> !node.equals(FAKED_NODE)).forEach(this::startNode);
 		this.current.values().forEach((incarnation) -> incarnation.process().awaitReady(STARTUP_TIMEOUT));
 		for (int number = 1; number <= episodes; number++) {
-			awaitHealthy("before episode " + number, seed);
-			this.history.add(injectRandomFault(number, random));
+			Cell next = cells.get((number - 1) % cells.size());
+			if (!next.samePool(this.cell)) {
+				awaitHealthy("before the nodes restart in cell " + next, seed);
+				this.history.add(reconfigure(number, next));
+			}
+			if (!next.durability().equals(this.cell.durability())) {
+				applyDurability(next.durability());
+			}
+			this.cell = next;
+			episodesByCell.merge(next, 1, Integer::sum);
+			awaitHealthy("before episode " + number + " in cell " + next, seed);
+			// Every third episode a server event, on a durability row that turns with
+			// each block of episodes, so that each row has its server events.
+			int block = (number - 1) / 3;
+			boolean serverEvent = (number - 1) % 3 == block % 3 && !serverEvents(next.durability()).isEmpty();
+			this.history.add(serverEvent ? injectServerEvent(number, next) : injectRandomFault(number, random));
 		}
 		awaitHealthy("after the last episode", seed);
 		Checks checks = checkAfterGracefulStop();
-		String summary = checks.summary(seed, Duration.ofNanos(System.nanoTime() - began));
+		LogReadChecks reads = new LogReadChecks(this.history, LogReadChecks.files(this.reads),
+				this.cluster.dataSource(), FaultHistory.readWrites(this.cluster.dataSource()), DISCOVERY);
+		DaemonFaultChecks daemons = new DaemonFaultChecks(this.history,
+				DaemonFaultChecks.readWrites(this.cluster.dataSource()), null);
+		String summary = checks.summary(seed, Duration.ofNanos(System.nanoTime() - began)) + " cells="
+				+ episodesByCell.size() + "/" + cells.size() + " " + reads.summary() + " "
+				+ daemons.exclusivitySummary();
 		System.out.println(summary);
+		System.out.println("Episodes by cell: " + episodesByCell);
 		FaultHistory.keepSummary(this.summaryFile, summary);
-		assertThat(checks.violations()).as("violations of run with seed %d (%s)", seed, summary).isEmpty();
-		assertThat(this.history.episodes()).hasSize(episodes);
+		List<String> violations = new ArrayList<>(checks.violations());
+		violations.addAll(reads.violations());
+		violations.addAll(daemons.violations());
+		assertThat(violations).as("violations of run with seed %d (%s)", seed, summary).isEmpty();
+		assertThat(this.history.episodes().stream().filter((episode) -> episode.kind() != FaultKind.RECONFIGURE))
+			.hasSize(episodes);
 		assertThat(checks.failovers()).as("failovers measured").isNotEmpty();
 	}
 
@@ -161,6 +276,9 @@ abstract class AbstractFaultInjectionTests {
 	void pausedOldLeaderResumesAndItsFencedWriteIsRejectedWhileTheNewLeaderWritesAreIntact() {
 		FaultHistory.setOrigin(System.nanoTime());
 		FaultHistory.createLogTable(this.cluster.dataSource());
+		DaemonTestNode.createWritesTable(this.cluster.dataSource());
+		deleteReads();
+		applyDurability(this.cell.durability());
 		NODES.forEach(this::startNode);
 		this.current.values().forEach((incarnation) -> incarnation.process().awaitReady(STARTUP_TIMEOUT));
 		NodeProcess old = this.cluster.awaitSingleLeader(ALPHA, STARTUP_TIMEOUT);
@@ -208,9 +326,14 @@ abstract class AbstractFaultInjectionTests {
 
 	private Incarnation startNode(String nodeId) {
 		long number = this.incarnations.incrementAndGet();
+		Cell cell = this.cell;
 		List<String> arguments = List.of("--url=" + this.proxies.url(nodeId), "--writer=true", "--writer-fence=log",
 				"--incarnation=" + number, "--load-threads=" + LOAD_THREADS, "--load-hold=" + LOAD_HOLD,
-				"--pool-size=" + (this.poolSizeWithoutLoad + LOAD_THREADS));
+				"--pool-size=" + (this.poolSizeWithoutLoad + LOAD_THREADS + POOL_SIZE_FOR_READS_AND_DAEMONS),
+				"--isolation=" + cell.isolation(), "--auto-commit=" + cell.autoCommit(), "--follow=true",
+				"--reads-file=" + this.reads.resolve(number + "-" + nodeId).toAbsolutePath(),
+				"--daemons=" + String.join(",", DAEMONS), "--daemon-group=" + BETA, "--ack-timeout=PT2S",
+				"--drain-timeout=PT2S", "--settle=PT1S", "--initialization-fail-timeout=PT10S");
 		Map<String, String> environment = nodeId.equals(FAKED_NODE) ? fakedClock() : Map.of();
 		Incarnation incarnation = this.history.started(number, this.cluster.start(nodeId, arguments, environment));
 		this.current.put(nodeId, incarnation);
@@ -226,7 +349,7 @@ abstract class AbstractFaultInjectionTests {
 		Duration duration = FAST.duration().multipliedBy(switch (kind) {
 			case PAUSE -> 500 + random.nextInt(2501);
 			case STALL -> 250 + random.nextInt(1251);
-			case KILL, TERMINATE -> 0;
+			default -> 0;
 		}).dividedBy(1000);
 		// The fault's timing: a random offset within the renew interval, so faults hit
 		// every phase of the renewals.
@@ -250,7 +373,7 @@ abstract class AbstractFaultInjectionTests {
 						terminated + " sessions terminated");
 			}
 			case STALL -> {
-				liftedAt = this.history.stall(this.proxies.get(target), target, startedAt, duration);
+				liftedAt = this.history.stall(this.proxies, target, startedAt, duration);
 			}
 			default -> throw new IllegalStateException("Unknown fault " + kind);
 		}
@@ -262,6 +385,51 @@ abstract class AbstractFaultInjectionTests {
 		return new Episode(number, kind, target, held, startedAt, liftedAt, detail);
 	}
 
+	private Episode injectServerEvent(int number, Cell cell) {
+		List<FaultKind> kinds = serverEvents(cell.durability());
+		int turn = this.serverEventsByRow.merge(cell.durability(), 1, Integer::sum) - 1;
+		FaultKind kind = kinds.get(turn % kinds.size());
+		ServerEvent event = injectServerEvent(kind, cell.durability());
+		return new Episode(number, kind, Episode.EVERY_NODE, Map.of(), event.startedAt(), event.liftedAt(),
+				event.detail() + " in cell " + cell);
+	}
+
+	/**
+	 * Stops every node gracefully and starts them again in the pool settings of the next
+	 * cell.
+	 */
+	private Episode reconfigure(int number, Cell next) {
+		long startedAt = System.nanoTime();
+		List<NodeProcess> running = this.current.values()
+			.stream()
+			.map(Incarnation::process)
+			.filter(NodeProcess::isAlive)
+			.toList();
+		running.forEach(NodeProcess::sigterm);
+		running.forEach((process) -> process.awaitExit(Duration.ofSeconds(15)));
+		this.cell = next;
+		NODES.forEach(this::startNode);
+		this.current.values().forEach((incarnation) -> incarnation.process().awaitReady(STARTUP_TIMEOUT));
+		return new Episode(number, FaultKind.RECONFIGURE, Episode.EVERY_NODE, Map.of(), startedAt, System.nanoTime(),
+				"restarted every node in cell " + next);
+	}
+
+	private void deleteReads() {
+		try {
+			if (Files.isDirectory(this.reads)) {
+				try (var files = Files.list(this.reads)) {
+					for (Path file : files.toList()) {
+						Files.delete(file);
+					}
+				}
+			}
+			Files.createDirectories(this.reads);
+		}
+		catch (IOException ex) {
+			throw new UncheckedIOException("Could not clear " + this.reads, ex);
+		}
+	}
+
 	/**
 	 * Waits until every group has a single leader that the coordinator agrees with, and a
 	 * write of every group has committed since.
@@ -270,7 +438,9 @@ abstract class AbstractFaultInjectionTests {
 		try {
 			long from = System.nanoTime();
 			GROUPS.forEach((group) -> this.cluster.awaitSingleLeader(group, HEALTHY_TIMEOUT));
+			// A server event leaves the test's pool connections to a crashed server.
 			await().atMost(HEALTHY_TIMEOUT)
+				.ignoreExceptions()
 				.pollInterval(Duration.ofMillis(20))
 				.until(() -> GROUPS.stream()
 					.allMatch(
@@ -347,6 +517,36 @@ abstract class AbstractFaultInjectionTests {
 		// off.
 		return Map.of("LD_PRELOAD", LIBFAKETIME.toString(), "FAKETIME", "+" + FAKED_OFFSET.toHours() + "h",
 				"FAKETIME_DONT_FAKE_MONOTONIC", "1", "FAKETIME_FORCE_MONOTONIC_FIX", "0");
+	}
+
+	/**
+	 * A server event as the subclass injected it.
+	 *
+	 * @param startedAt a time no later than the event began
+	 * @param liftedAt a time no earlier than the server was back
+	 * @param detail what was done; {@code lost} in it marks a failover that lost commits
+	 */
+	record ServerEvent(long startedAt, long liftedAt, String detail) {
+	}
+
+	/**
+	 * A cell of the configuration matrix.
+	 *
+	 * @param isolation the pool's isolation level
+	 * @param autoCommit the pool's auto-commit
+	 * @param durability the server's durability row
+	 */
+	record Cell(String isolation, boolean autoCommit, String durability) {
+
+		boolean samePool(Cell other) {
+			return this.isolation.equals(other.isolation) && this.autoCommit == other.autoCommit;
+		}
+
+		@Override
+		public String toString() {
+			return this.isolation + "/auto-commit=" + this.autoCommit + "/" + this.durability;
+		}
+
 	}
 
 }

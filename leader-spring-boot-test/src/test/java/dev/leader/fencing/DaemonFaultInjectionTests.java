@@ -171,7 +171,7 @@ class DaemonFaultInjectionTests {
 		Duration duration = switch (kind) {
 			case PAUSE -> FAST.nodeExpiry().multipliedBy(500 + random.nextInt(2501)).dividedBy(1000);
 			case STALL -> FAST.nodeExpiry().multipliedBy(250 + random.nextInt(1251)).dividedBy(1000);
-			case KILL, TERMINATE -> Duration.ZERO;
+			default -> Duration.ZERO;
 		};
 		// A random moment within a heartbeat, so that faults hit every phase of the
 		// cycles and of the agents' writes, once every agent has run for longer than its

@@ -1,6 +1,7 @@
 package dev.leader.test;
 
 import java.io.PrintStream;
+import java.sql.Connection;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -9,17 +10,14 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.concurrent.locks.LockSupport;
 
 import javax.sql.DataSource;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.DaemonAgent;
-import dev.leader.DaemonContext;
 import dev.leader.LeadershipGrantedEvent;
 import dev.leader.NodeJoinedEvent;
 import dev.leader.NodeLeftEvent;
-import dev.leader.StaleLeadershipException;
 import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.daemon.DaemonSettings;
 import dev.leader.jdbc.PostgresCoordinationStore;
@@ -32,8 +30,6 @@ import dev.leader.test.NodeEvent.Type;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.jdbc.datasource.DataSourceTransactionManager;
-import org.springframework.transaction.support.TransactionTemplate;
 
 /**
  * A cluster node with daemons, in a process of its own: a {@link LeaderEngine} and a
@@ -64,8 +60,6 @@ import org.springframework.transaction.support.TransactionTemplate;
  */
 public final class DaemonTestNode {
 
-	private static final Duration STUBBORN_LIMIT = Duration.ofMinutes(1);
-
 	/**
 	 * The table the agents record their writes in.
 	 */
@@ -80,18 +74,24 @@ public final class DaemonTestNode {
 	 * @param dataSource a data source on the test's schema
 	 */
 	public static void createWritesTable(DataSource dataSource) {
-		new JdbcTemplate(dataSource).execute("""
+		JdbcTemplate jdbc = new JdbcTemplate(dataSource);
+		boolean mariaDb = Boolean.TRUE.equals(jdbc
+			.execute((Connection connection) -> connection.getMetaData().getDatabaseProductName().contains("MariaDB")));
+		// Both hand out ids as the inserts draw them, which the checkers rely on.
+		jdbc.execute("""
 				CREATE TABLE %s (
-				  id          BIGSERIAL    PRIMARY KEY,
+				  id          %s PRIMARY KEY,
 				  daemon      VARCHAR(120) NOT NULL,
 				  generation  BIGINT       NOT NULL,
 				  node        VARCHAR(120) NOT NULL,
 				  incarnation BIGINT       NOT NULL,
 				  kind        CHAR(1)      NOT NULL,
 				  stamp_nanos BIGINT       NOT NULL,
-				  written_at  TIMESTAMPTZ  NOT NULL DEFAULT clock_timestamp()
+				  written_at  %s
 				)
-				""".formatted(WRITES_TABLE));
+				""".formatted(WRITES_TABLE, mariaDb ? "BIGINT AUTO_INCREMENT" : "BIGSERIAL",
+				mariaDb ? "TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)"
+						: "TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp()"));
 	}
 
 	/**
@@ -121,7 +121,7 @@ public final class DaemonTestNode {
 		Set<String> names = list(arguments.get("daemons", ""));
 		Set<String> stubborn = list(arguments.get("stubborn", ""));
 		Duration writeInterval = arguments.duration("write-interval", Duration.ofMillis(200));
-		Recorder recorder = new Recorder(dataSource, nodeId, Long.parseLong(arguments.get("incarnation", "1")),
+		DaemonWrites recorder = new DaemonWrites(dataSource, nodeId, Long.parseLong(arguments.get("incarnation", "1")),
 				writeInterval);
 		if (Boolean.parseBoolean(arguments.get("coordinator", "true"))) {
 			Map<String, DaemonAgent> agents = new LinkedHashMap<>();
@@ -165,84 +165,6 @@ public final class DaemonTestNode {
 			}
 		}
 		return names;
-	}
-
-	/**
-	 * The agents' fenced writes.
-	 */
-	private static final class Recorder {
-
-		private final JdbcTemplate jdbc;
-
-		private final TransactionTemplate transactions;
-
-		private final String nodeId;
-
-		private final long incarnation;
-
-		private final Duration interval;
-
-		Recorder(HikariDataSource dataSource, String nodeId, long incarnation, Duration interval) {
-			this.jdbc = new JdbcTemplate(dataSource);
-			this.transactions = new TransactionTemplate(new DataSourceTransactionManager(dataSource));
-			this.nodeId = nodeId;
-			this.incarnation = incarnation;
-			this.interval = interval;
-		}
-
-		void runPolitely(DaemonContext context) throws InterruptedException {
-			while (!context.isCancelled()) {
-				if (!write(context)) {
-					return;
-				}
-				context.awaitCancellation(this.interval);
-			}
-		}
-
-		void runStubbornly(DaemonContext context) {
-			long deadline = System.nanoTime() + STUBBORN_LIMIT.toNanos();
-			while (System.nanoTime() - deadline < 0) {
-				Thread.interrupted();
-				try {
-					write(context);
-				}
-				catch (RuntimeException ex) {
-					System.err.println("Stubborn write failed: " + ex);
-				}
-				pauseIgnoringInterrupts(this.interval);
-			}
-		}
-
-		private boolean write(DaemonContext context) {
-			try {
-				this.transactions.executeWithoutResult((status) -> {
-					context.guard();
-					insert(context, 'W');
-				});
-				return true;
-			}
-			catch (StaleLeadershipException ex) {
-				insert(context, 'R');
-				return false;
-			}
-		}
-
-		private void insert(DaemonContext context, char kind) {
-			this.jdbc.update(
-					"INSERT INTO " + WRITES_TABLE
-							+ " (daemon, generation, node, incarnation, kind, stamp_nanos) VALUES (?, ?, ?, ?, ?, ?)",
-					context.name(), context.generation(), this.nodeId, this.incarnation, String.valueOf(kind),
-					System.nanoTime());
-		}
-
-		private static void pauseIgnoringInterrupts(Duration pause) {
-			long until = System.nanoTime() + pause.toNanos();
-			for (long left = pause.toNanos(); left > 0; left = until - System.nanoTime()) {
-				Thread.interrupted();
-				LockSupport.parkNanos(left);
-			}
-		}
-
 	}
 
 }

@@ -239,7 +239,24 @@ public final class FaultHistory {
 	 * @return a time no earlier than its end
 	 */
 	public long stall(StallingProxy proxy, String nodeId, long from, Duration duration) {
-		proxy.stall(duration);
+		return stall(() -> proxy.stall(duration), nodeId, from, duration);
+	}
+
+	/**
+	 * Stalls the network between a node and the database, through every proxy of the
+	 * node, for a while, and records that.
+	 * @param proxies the proxies of the nodes
+	 * @param nodeId the node
+	 * @param from a time no later than the stall began
+	 * @param duration how long the stall lasts
+	 * @return a time no earlier than its end
+	 */
+	public long stall(NodeProxies proxies, String nodeId, long from, Duration duration) {
+		return stall(() -> proxies.stall(nodeId, duration), nodeId, from, duration);
+	}
+
+	private long stall(Runnable stall, String nodeId, long from, Duration duration) {
+		stall.run();
 		sleepAsFault(duration);
 		long to = System.nanoTime();
 		stalled(nodeId, from, to);
@@ -424,7 +441,8 @@ public final class FaultHistory {
 	 *
 	 * @param number the episode number, from 1
 	 * @param kind the fault
-	 * @param node the node it hit
+	 * @param node the node it hit, or {@link #EVERY_NODE} for a server event or a
+	 * reconfiguration
 	 * @param heldTerms the groups and terms the node led when the fault began; empty if
 	 * it hit a follower
 	 * @param startedAt when the fault began: the kill, the SIGSTOP, the stall, the
@@ -435,6 +453,11 @@ public final class FaultHistory {
 	 */
 	public record Episode(int number, FaultKind kind, String node, Map<String, Long> heldTerms, long startedAt,
 			long liftedAt, String detail) {
+
+		/**
+		 * The node of an episode that hits every node.
+		 */
+		public static final String EVERY_NODE = "*";
 
 		@Override
 		public String toString() {
@@ -468,11 +491,44 @@ public final class FaultHistory {
 		/**
 		 * A network stall between the node and the database, in both directions.
 		 */
-		STALL;
+		STALL,
 
 		/**
-		 * Picks a fault: a pause 35 times in 100, a kill 25, a termination 20 and a stall
-		 * 20.
+		 * A server event: the primary crashed and its standby promoted; with an
+		 * asynchronous standby whose replication was cut first, the commits since are
+		 * lost (the episode's detail then says {@code lost}).
+		 */
+		FAILOVER,
+
+		/**
+		 * A server event: the synchronous standby cut off, so that commits wait.
+		 */
+		STANDBY_CUT,
+
+		/**
+		 * A server event: the server crashed ({@code pg_ctl restart -m immediate}, or
+		 * SIGKILL of {@code mariadbd}) and started again.
+		 */
+		RESTART,
+
+		/**
+		 * The harness stopped every node gracefully and started them again with the
+		 * settings of another cell of the configuration matrix.
+		 */
+		RECONFIGURE;
+
+		/**
+		 * Returns whether the fault hits the database, so every node, rather than one
+		 * node.
+		 * @return whether it is a server event or a reconfiguration
+		 */
+		public boolean hitsEveryNode() {
+			return this.ordinal() >= FAILOVER.ordinal();
+		}
+
+		/**
+		 * Picks a process fault: a pause 35 times in 100, a kill 25, a termination 20 and
+		 * a stall 20.
 		 * @param random the source of randomness
 		 * @return the fault
 		 */
@@ -582,11 +638,24 @@ public final class FaultHistory {
 	 * (lifted, or for a kill, the next incarnation ready); or the harness had begun to
 	 * stop every node gracefully. A leader that loses its lease on its own, for example
 	 * because guarded transactions held up its renewal, fails this check.</li>
+	 * <li><b>Server events.</b> An episode that hits every node (a failover, a standby
+	 * cut off, a server's restart, the harness restarting every node) explains a term
+	 * change granted up to 10 s after it was lifted; its recovery is bounded by the
+	 * harness's wait for a healthy cluster rather than by the failover and write-resume
+	 * bounds; and an overlap that begins between a failover's crash and a lease after its
+	 * promotion is excused: the promoted server lacks the last renewals.</li>
 	 * </ol>
 	 */
 	public final class Checks {
 
 		private static final long THAW_TOLERANCE_NANOS = Duration.ofSeconds(1).toNanos();
+
+		/**
+		 * How long after a server event is lifted the nodes may take to reach the server
+		 * again and be granted: reconnections, the multi-host URL's recheck, and the
+		 * lease of a holder that could not renew meanwhile.
+		 */
+		private static final long SERVER_RECOVERY_NANOS = Duration.ofSeconds(10).toNanos();
 
 		private final List<Write> writes;
 
@@ -786,7 +855,8 @@ public final class FaultHistory {
 					}
 					this.overlaps++;
 					long overlapEnd = Math.min(earlier.endedAt(), later.endedAt());
-					Optional<Interval> excuse = pausedOrStalled(earlier.incarnation(), later.grantedAt(), overlapEnd);
+					Optional<Interval> excuse = pausedOrStalled(earlier.incarnation(), later.grantedAt(), overlapEnd)
+						.or(() -> failedOver(later.grantedAt()));
 					long rejected = earlier.incarnation().process.events()
 						.stream()
 						.filter((event) -> event.is(Type.REJECTED, group) && event.term() == earlier.term())
@@ -845,6 +915,23 @@ public final class FaultHistory {
 				.findFirst();
 		}
 
+		/**
+		 * Finds the failover that explains an overlap: the promoted server lacks the
+		 * renewals of the old primary's last moments, or the leases themselves when
+		 * replication was cut, so it grants while the holder that renewed on the old
+		 * primary still believes in its safe window, which lasts at most a lease past the
+		 * promotion. Fencing makes that belief harmless: its writes reach no primary that
+		 * accepts its term.
+		 */
+		private Optional<Interval> failedOver(long overlapStart) {
+			return FaultHistory.this.episodes.stream()
+				.filter((episode) -> episode.kind() == FaultKind.FAILOVER)
+				.filter((episode) -> overlapStart - episode.startedAt() >= 0
+						&& overlapStart - (episode.liftedAt() + FaultHistory.this.settings.duration().toNanos()) <= 0)
+				.map((episode) -> new Interval(Episode.EVERY_NODE, episode.startedAt(), episode.liftedAt()))
+				.findFirst();
+		}
+
 		private void checkFailover(String group) {
 			List<Window> windows = this.windows.get(group);
 			long confirm = FaultHistory.this.settings.renewInterval().toNanos();
@@ -870,6 +957,11 @@ public final class FaultHistory {
 							|| (window.endedAt() - horizon >= 0 && horizon - from >= 0)) {
 						recoveredAt = Math.min(recoveredAt, from);
 					}
+				}
+				if (episode.kind().hitsEveryNode()) {
+					// Recovery from a server event is bounded by the harness's wait for a
+					// healthy cluster, not by the lease.
+					continue;
 				}
 				if (episode.heldTerms().containsKey(group)) {
 					long failover = recoveredAt - episode.startedAt();
@@ -935,10 +1027,10 @@ public final class FaultHistory {
 		 */
 		private Optional<Episode> faultOnHolder(Window holder, long grantedAt) {
 			return FaultHistory.this.episodes.stream()
-				.filter((episode) -> episode.node().equals(holder.node()))
+				.filter((episode) -> episode.node().equals(holder.node()) || episode.kind().hitsEveryNode())
 				.filter((episode) -> episode.startedAt() - holder.endedAt() < 0)
-				.filter((episode) -> grantedAt - episode.startedAt() >= 0
-						&& grantedAt - (backAt(episode) + failoverBound()) <= 0)
+				.filter((episode) -> grantedAt - episode.startedAt() >= 0 && grantedAt - (backAt(episode)
+						+ failoverBound() + (episode.kind().hitsEveryNode() ? SERVER_RECOVERY_NANOS : 0)) <= 0)
 				.findFirst();
 		}
 

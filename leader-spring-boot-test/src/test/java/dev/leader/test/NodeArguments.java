@@ -66,7 +66,14 @@ record NodeArguments(Map<String, String> values) {
 	/**
 	 * Returns the node's pool: {@code url}, {@code user}, {@code password},
 	 * {@code pool-size} and {@code connection-timeout} (1 s), its sessions named after
-	 * the node.
+	 * the node, and the application's settings of a configuration matrix's cell:
+	 * {@code isolation} ({@code READ_COMMITTED}, {@code REPEATABLE_READ} or
+	 * {@code SERIALIZABLE}; the driver's default if absent) and {@code auto-commit}
+	 * ({@code true}), which set what
+	 * {@code spring.datasource.hikari.transaction-isolation} and
+	 * {@code spring.datasource.hikari.auto-commit} set in an application; and
+	 * {@code initialization-fail-timeout} (1 ms), how long the pool tries for its first
+	 * connection.
 	 * @param nodeId the node
 	 * @param poolSize the pool's size unless {@code pool-size} is given
 	 * @return the pool
@@ -80,7 +87,15 @@ record NodeArguments(Map<String, String> values) {
 		config.setMaximumPoolSize(Integer.parseInt(get("pool-size", Integer.toString(poolSize))));
 		config.setConnectionTimeout(duration("connection-timeout", Duration.ofSeconds(1)).toMillis());
 		config.setValidationTimeout(250);
+		// The fault matrix starts nodes right after a server event, when a first
+		// connection may still fail: it gives them a while to get one.
+		config.setInitializationFailTimeout(duration("initialization-fail-timeout", Duration.ofMillis(1)).toMillis());
 		config.addDataSourceProperty("ApplicationName", nodeId);
+		String isolation = optional("isolation");
+		if (isolation != null) {
+			config.setTransactionIsolation("TRANSACTION_" + isolation);
+		}
+		config.setAutoCommit(Boolean.parseBoolean(get("auto-commit", "true")));
 		return new HikariDataSource(config);
 	}
 

@@ -4,11 +4,14 @@ import java.time.Duration;
 
 import javax.sql.DataSource;
 
+import dev.leader.daemon.DaemonStore;
 import dev.leader.fencing.FencingStore;
 import dev.leader.jdbc.MariaDbCoordinationStore;
+import dev.leader.jdbc.MariaDbDaemonStore;
 import dev.leader.jdbc.MariaDbFencingStore;
 import dev.leader.jdbc.MariaDbLogStore;
 import dev.leader.jdbc.PostgresCoordinationStore;
+import dev.leader.jdbc.PostgresDaemonStore;
 import dev.leader.jdbc.PostgresFencingStore;
 import dev.leader.jdbc.PostgresLogStore;
 import dev.leader.jdbc.TablePrefix;
@@ -24,12 +27,16 @@ import dev.leader.log.LogStore;
 enum NodeDialect {
 
 	/**
-	 * PostgreSQL's stores; the log store has no notifications, since the fault run's
-	 * nodes only append.
+	 * PostgreSQL's stores; the log and daemon stores follow the notifications and the
+	 * heartbeat of the coordination store.
 	 */
 	POSTGRESQL("SELECT 1 FROM pg_sleep(?)", PostgresCoordinationStore::new, PostgresFencingStore::new,
 			(dataSource, prefix, queryTimeout, holdLimit, coordination) -> new PostgresLogStore(dataSource, prefix,
-					queryTimeout, holdLimit, null)),
+					queryTimeout, holdLimit,
+					(coordination instanceof PostgresCoordinationStore postgres) ? postgres : null),
+			(dataSource, prefix, queryTimeout, holdLimit, coordination) -> new PostgresDaemonStore(dataSource, prefix,
+					queryTimeout, holdLimit,
+					(coordination instanceof PostgresCoordinationStore postgres) ? postgres : null)),
 
 	/**
 	 * MariaDB's stores; the log store learns of other nodes' appends from the
@@ -38,7 +45,9 @@ enum NodeDialect {
 	MARIADB("SELECT SLEEP(?)", MariaDbCoordinationStore::new, MariaDbFencingStore::new,
 			(dataSource, prefix, queryTimeout, holdLimit, coordination) -> new MariaDbLogStore(dataSource, prefix,
 					queryTimeout, holdLimit,
-					(coordination instanceof MariaDbCoordinationStore mariaDb) ? mariaDb : null));
+					(coordination instanceof MariaDbCoordinationStore mariaDb) ? mariaDb : null),
+			(dataSource, prefix, queryTimeout, holdLimit, coordination) -> new MariaDbDaemonStore(dataSource, prefix,
+					queryTimeout, holdLimit));
 
 	private final String sleepSql;
 
@@ -48,8 +57,11 @@ enum NodeDialect {
 
 	private final LogStores logStores;
 
+	private final DaemonStores daemonStores;
+
 	NodeDialect(String sleepSql, CoordinationStores coordinationStores, FencingStores fencingStores,
-			LogStores logStores) {
+			LogStores logStores, DaemonStores daemonStores) {
+		this.daemonStores = daemonStores;
 		this.sleepSql = sleepSql;
 		this.coordinationStores = coordinationStores;
 		this.fencingStores = fencingStores;
@@ -82,6 +94,11 @@ enum NodeDialect {
 		return this.logStores.create(dataSource, prefix, queryTimeout, holdLimit, coordination);
 	}
 
+	DaemonStore daemonStore(DataSource dataSource, TablePrefix prefix, Duration queryTimeout, Duration holdLimit,
+			CoordinationStore coordination) {
+		return this.daemonStores.create(dataSource, prefix, queryTimeout, holdLimit, coordination);
+	}
+
 	@FunctionalInterface
 	private interface CoordinationStores {
 
@@ -100,6 +117,14 @@ enum NodeDialect {
 	private interface LogStores {
 
 		LogStore create(DataSource dataSource, TablePrefix prefix, Duration queryTimeout, Duration holdLimit,
+				CoordinationStore coordination);
+
+	}
+
+	@FunctionalInterface
+	private interface DaemonStores {
+
+		DaemonStore create(DataSource dataSource, TablePrefix prefix, Duration queryTimeout, Duration holdLimit,
 				CoordinationStore coordination);
 
 	}

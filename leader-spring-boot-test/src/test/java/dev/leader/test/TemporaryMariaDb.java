@@ -1,6 +1,7 @@
 package dev.leader.test;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -9,6 +10,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -40,11 +42,14 @@ public final class TemporaryMariaDb implements AutoCloseable {
 
 	private final int port;
 
+	private final List<String> options;
+
 	private @Nullable Process process;
 
-	private TemporaryMariaDb(Path directory) throws IOException {
+	private TemporaryMariaDb(Path directory, List<String> options) throws IOException {
 		this.directory = directory;
 		this.port = TemporaryPostgres.freePort();
+		this.options = options;
 	}
 
 	/**
@@ -62,26 +67,80 @@ public final class TemporaryMariaDb implements AutoCloseable {
 			}
 		}
 		return TemporaryPostgres.startOrClose("Could not start a temporary MariaDB",
-				() -> new TemporaryMariaDb(Files.createTempDirectory("leader-mariadb-server-")), (server) -> {
-					Path data = server.directory.resolve("data");
-					List<String> install = new ArrayList<>(List.of(INSTALL.toString(), "--no-defaults",
-							"--datadir=" + data, "--auth-root-authentication-method=normal", "--skip-test-db"));
+				() -> new TemporaryMariaDb(Files.createTempDirectory("leader-mariadb-server-"), List.of(options)),
+				(server) -> {
+					List<String> install = new ArrayList<>(
+							List.of(INSTALL.toString(), "--no-defaults", "--datadir=" + server.data(),
+									"--auth-root-authentication-method=normal", "--skip-test-db"));
 					install.addAll(asRoot());
 					install.addAll(SMALL);
 					TemporaryPostgres.run(install, false);
-					List<String> command = new ArrayList<>(
-							List.of(SERVER.toString(), "--no-defaults", "--datadir=" + data, "--bind-address=127.0.0.1",
-									"--port=" + server.port, "--socket=" + server.directory.resolve("mariadb.sock"),
-									"--pid-file=" + server.directory.resolve("mariadb.pid"), "--skip-name-resolve",
-									"--log-error=" + server.directory.resolve("error.log")));
-					command.addAll(asRoot());
-					command.addAll(SMALL);
-					command.addAll(List.of(options));
-					server.process = new ProcessBuilder(command).redirectErrorStream(true)
-						.redirectOutput(server.directory.resolve("output.log").toFile())
-						.start();
-					server.awaitAnswering();
+					server.launch();
 				}, TemporaryMariaDb::close);
+	}
+
+	private Path data() {
+		return this.directory.resolve("data");
+	}
+
+	private void launch() throws IOException {
+		List<String> command = new ArrayList<>(List.of(SERVER.toString(), "--no-defaults", "--datadir=" + data(),
+				"--bind-address=127.0.0.1", "--port=" + this.port, "--socket=" + this.directory.resolve("mariadb.sock"),
+				"--pid-file=" + this.directory.resolve("mariadb.pid"), "--skip-name-resolve",
+				"--log-error=" + this.directory.resolve("error.log")));
+		command.addAll(asRoot());
+		command.addAll(SMALL);
+		command.addAll(this.options);
+		this.process = new ProcessBuilder(command).redirectErrorStream(true)
+			.redirectOutput(ProcessBuilder.Redirect.appendTo(this.directory.resolve("output.log").toFile()))
+			.start();
+		awaitAnswering();
+	}
+
+	/**
+	 * Creates a fresh database on the server, for a {@link Cluster}.
+	 * @return the database
+	 */
+	public MariaDbTestDatabase createDatabase() {
+		return MariaDbTestDatabase.createOn(url(""), "root", "");
+	}
+
+	/**
+	 * Sets global variables of the server, for example
+	 * {@code "innodb_flush_log_at_trx_commit = 2"}.
+	 * @param assignments the assignments
+	 */
+	public void setGlobal(String... assignments) {
+		execute(Arrays.stream(assignments).map((assignment) -> "SET GLOBAL " + assignment).toArray(String[]::new));
+	}
+
+	/**
+	 * Crashes the server with SIGKILL, as a crash of the process, and starts it again on
+	 * the same data and options; the operating system keeps what the server wrote to its
+	 * files, so only what it kept in its own memory is lost.
+	 * @param down how long the server stays down
+	 * @return when the server was asked to start again ({@link System#nanoTime()})
+	 */
+	public long crashAndRestart(Duration down) {
+		Process process = this.process;
+		if (process != null) {
+			try {
+				process.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+				throw new IllegalStateException("Interrupted while MariaDB was crashed", ex);
+			}
+		}
+		FaultHistory.sleepAsFault(down);
+		long starting = System.nanoTime();
+		try {
+			launch();
+		}
+		catch (IOException ex) {
+			throw new UncheckedIOException("Could not start " + SERVER + " again", ex);
+		}
+		return starting;
 	}
 
 	/**

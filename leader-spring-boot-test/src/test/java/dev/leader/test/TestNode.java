@@ -9,22 +9,30 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.leader.DaemonAgent;
 import dev.leader.LeaderChangedEvent;
 import dev.leader.LeadershipGrantedEvent;
 import dev.leader.LeadershipRevokedEvent;
+import dev.leader.NodeJoinedEvent;
+import dev.leader.NodeLeftEvent;
 import dev.leader.RevokeReason;
+import dev.leader.daemon.DaemonCoordinator;
+import dev.leader.daemon.DaemonSettings;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseSettings;
 import dev.leader.node.NodeRegistration;
 import dev.leader.test.NodeEvent.Type;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One cluster node in a process of its own: a {@link LeaderEngine} without a Spring
@@ -58,6 +66,16 @@ import dev.leader.test.NodeEvent.Type;
  * {@code load-hold} (100 ms), how long each transaction stays open after its guard, and
  * {@code load-max-transactions} (10,000,000); give the pool a connection per load thread
  * on top of the others</li>
+ * <li>{@code isolation} and {@code auto-commit}: the pool's settings, see
+ * {@link NodeArguments#dataSource}</li>
+ * <li>{@code follow} ({@code false}): whether the node follows the decision log of every
+ * group and serves reads, recorded in {@code reads-file}, see {@link FollowedLog}, with
+ * {@code read-interval} (150 ms) and {@code read-bounds} ({@code PT0.5S,PT2S}), the
+ * staleness bounds of its bounded reads</li>
+ * <li>{@code daemons} (none): comma-separated daemons whose agents make the fenced writes
+ * of {@link DaemonWrites}, with {@code daemon-group} ({@code default}),
+ * {@code ack-timeout}, {@code drain-timeout}, {@code settle} and
+ * {@code daemon-write-interval} (100 ms)</li>
  * </ul>
  * At {@code READY} the node also prints {@code CLOCK} with its wall clock, so that a test
  * can check a faked one.
@@ -90,6 +108,20 @@ public final class TestNode {
 	public static Cluster clusterOnMariaDb(LeaseSettings settings, String... groups) {
 		return new Cluster(launcher(settings, List.of(groups)),
 				() -> new MariaDbClusterDatabase(MariaDbTestDatabase.create()));
+	}
+
+	/**
+	 * Creates a cluster of test nodes on a fresh database of a MariaDB server of the
+	 * test's own, for example a {@link TemporaryMariaDb} started in {@code @BeforeAll}, so
+	 * that the server runs before the database is created.
+	 * @param settings the settings of every node
+	 * @param databases creates the database of each test
+	 * @param groups the groups every node takes part in
+	 * @return the cluster, to register with {@code @RegisterExtension}
+	 */
+	public static Cluster clusterOnMariaDb(LeaseSettings settings, Supplier<MariaDbTestDatabase> databases,
+			String... groups) {
+		return new Cluster(launcher(settings, List.of(groups)), () -> new MariaDbClusterDatabase(databases.get()));
 	}
 
 	/**
@@ -149,16 +181,29 @@ public final class TestNode {
 		HikariDataSource dataSource = arguments.dataSource(nodeId, 3);
 		NodeDialect dialect = NodeDialect.of(arguments.required("url"));
 		CoordinationStore store = dialect.coordinationStore(dataSource, prefix(arguments), queryTimeout(arguments));
+		AtomicReference<@Nullable DaemonCoordinator> daemons = new AtomicReference<>();
+		List<String> groups = Arrays.asList(arguments.required("groups").split(","));
 		LeaderEngine engine = new LeaderEngine(store, arguments.leaseSettings(),
-				new NodeRegistration(nodeId, nodeId, host(), ProcessHandle.current().pid()),
-				Arrays.asList(arguments.required("groups").split(",")),
-				(event) -> NodeEventLines.print(events, NodeEventLines.of(event)));
+				new NodeRegistration(nodeId, nodeId, host(), ProcessHandle.current().pid()), groups, (event) -> {
+					NodeEventLines.print(events, NodeEventLines.of(event));
+					DaemonCoordinator coordinator = daemons.get();
+					if (coordinator != null && (event instanceof NodeJoinedEvent || event instanceof NodeLeftEvent
+							|| event instanceof LeadershipGrantedEvent)) {
+						coordinator.wake();
+					}
+				});
 		Node node = new Node(engine, store, dialect, dataSource, arguments,
 				(event) -> NodeEventLines.print(events, event));
 		FencedWriter writer = Boolean.parseBoolean(arguments.get("writer", "false")) ? writer(node) : null;
 		int loadThreads = Integer.parseInt(arguments.get("load-threads", "0"));
 		GuardedLoad load = (loadThreads > 0) ? load(node, loadThreads) : null;
+		FollowedLog followed = Boolean.parseBoolean(arguments.get("follow", "false")) ? follow(node, groups) : null;
+		daemons.set(arguments.get("daemons", "").isBlank() ? null : daemons(node));
 		NodeShutdown shutdown = NodeShutdown.install(events, nodeId, dataSource, () -> {
+			DaemonCoordinator coordinator = daemons.get();
+			if (coordinator != null) {
+				coordinator.stop();
+			}
 			// The engine first: its revokes empty the tokens, so the load stops guarding
 			// and the releases wait only for the transactions under way, as an
 			// application's would.
@@ -169,6 +214,9 @@ public final class TestNode {
 			if (writer != null) {
 				writer.stop();
 			}
+			if (followed != null) {
+				followed.stop();
+			}
 		});
 		warmUpEventLines(nodeId);
 		engine.start();
@@ -177,6 +225,13 @@ public final class TestNode {
 		}
 		if (load != null) {
 			load.start();
+		}
+		if (followed != null) {
+			followed.start();
+		}
+		DaemonCoordinator coordinator = daemons.get();
+		if (coordinator != null) {
+			coordinator.start();
 		}
 		NodeEventLines.print(events, new NodeEvent(System.nanoTime(), Type.READY, null, 0, nodeId, null));
 		NodeEventLines.print(events,
@@ -214,6 +269,40 @@ public final class TestNode {
 		return new GuardedLoad(log(node, "load-table", "fault_load", false), threads,
 				arguments.leaseSettings().safeWindow(), arguments.duration("load-hold", Duration.ofMillis(100)),
 				Long.parseLong(arguments.get("load-max-transactions", "10000000")));
+	}
+
+	private static FollowedLog follow(Node node, List<String> groups) {
+		NodeArguments arguments = node.arguments();
+		LeaseSettings lease = arguments.leaseSettings();
+		List<Duration> bounds = Arrays.stream(arguments.get("read-bounds", "PT0.5S,PT2S").split(","))
+			.map(Duration::parse)
+			.toList();
+		return new FollowedLog(node.dialect()
+			.logStore(node.dataSource(), prefix(arguments), queryTimeout(arguments), lease.safeWindow(), node.store()),
+				node.engine().nodeId(), groups, node.dataSource(), Path.of(arguments.required("reads-file")),
+				arguments.duration("read-interval", Duration.ofMillis(150)), bounds);
+	}
+
+	private static DaemonCoordinator daemons(Node node) {
+		NodeArguments arguments = node.arguments();
+		LeaseSettings lease = arguments.leaseSettings();
+		DaemonWrites writes = new DaemonWrites(node.dataSource(), node.engine().nodeId(),
+				Long.parseLong(arguments.get("incarnation", "1")),
+				arguments.duration("daemon-write-interval", Duration.ofMillis(100)));
+		Map<String, DaemonAgent> agents = new LinkedHashMap<>();
+		for (String name : arguments.required("daemons").split(",")) {
+			agents.put(name.strip(), writes::runPolitely);
+		}
+		DaemonSettings defaults = DaemonSettings.defaults();
+		DaemonSettings settings = new DaemonSettings(arguments.get("daemon-group", "default"),
+				arguments.duration("ack-timeout", defaults.ackTimeout()),
+				arguments.duration("drain-timeout", defaults.drainTimeout()), 2,
+				arguments.duration("settle", defaults.settleWindow()));
+		return new DaemonCoordinator(node.engine(),
+				node.dialect()
+					.daemonStore(node.dataSource(), prefix(arguments), queryTimeout(arguments),
+							lease.nodeExpiry().minus(lease.safetyMargin()), node.store()),
+				settings, agents, (event) -> System.err.println("Daemon event " + event));
 	}
 
 	private static FencedLog log(Node node, String tableArgument, String defaultTable, boolean decisionLog) {
