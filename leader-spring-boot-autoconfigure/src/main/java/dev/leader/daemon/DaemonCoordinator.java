@@ -219,7 +219,7 @@ public final class DaemonCoordinator implements SmartLifecycle, DaemonStatus, Da
 				this.running = true;
 			}
 			this.cycles.start();
-			this.watchdog.scheduleWithFixedDelay(this.reconciler::checkHeartbeat, WATCHDOG_PERIOD_MILLIS,
+			this.watchdog.scheduleWithFixedDelay(this.reconciler::checkContact, WATCHDOG_PERIOD_MILLIS,
 					WATCHDOG_PERIOD_MILLIS, TimeUnit.MILLISECONDS);
 			logger.info(String.format("Daemon node %s started with daemons %s, leader group %s", this.nodeId,
 					this.agents.keySet(), this.settings.group()));

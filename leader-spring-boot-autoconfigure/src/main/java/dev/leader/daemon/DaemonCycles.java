@@ -54,7 +54,7 @@ final class DaemonCycles {
 
 	private final AtomicBoolean wakePending = new AtomicBoolean();
 
-	private final AtomicReference<@Nullable DaemonSnapshot> polled = new AtomicReference<>();
+	private final AtomicReference<@Nullable Polled> polled = new AtomicReference<>();
 
 	// Replaced when the coordinator starts again: a stop shuts it down, so that it leaves
 	// no thread behind.
@@ -199,7 +199,11 @@ final class DaemonCycles {
 	// cycles thread.
 
 	private void polled(DaemonSnapshot snapshot) {
-		if (!this.running.getAsBoolean() || this.polled.getAndSet(snapshot) != null) {
+		// The heartbeat that read it was sent no later than the last one that succeeded
+		// so far.
+		long sentAt = System.nanoTime()
+				- this.node.sinceLastHeartbeat().map(Duration::toNanos).orElse(TimeUnit.DAYS.toNanos(1));
+		if (!this.running.getAsBoolean() || this.polled.getAndSet(new Polled(snapshot, sentAt)) != null) {
 			return;
 		}
 		try {
@@ -223,7 +227,7 @@ final class DaemonCycles {
 	 * {@code leader-daemons} thread.
 	 * @param polled the heartbeat's snapshot, or {@code null} to read
 	 */
-	private void cycle(@Nullable DaemonSnapshot polled) {
+	private void cycle(@Nullable Polled polled) {
 		if (!this.running.getAsBoolean()) {
 			return;
 		}
@@ -233,10 +237,19 @@ final class DaemonCycles {
 			.lowCardinalityKeyValue(CycleKeys.ROLE.withValue(token.isPresent() ? "leader" : "node"));
 		try (Observation.Scope scope = observation.start().openScope()) {
 			Duration nodeExpiry = this.node.lease().nodeExpiry();
-			DaemonSnapshot snapshot = (polled != null && polled.sameStateAs(this.lastRead)) ? polled
-					: this.store.read(nodeExpiry);
+			DaemonSnapshot snapshot;
+			long sentAt;
+			if (polled != null && polled.snapshot().sameStateAs(this.lastRead)) {
+				snapshot = polled.snapshot();
+				sentAt = polled.sentAt();
+			}
+			else {
+				sentAt = System.nanoTime();
+				snapshot = this.store.read(nodeExpiry);
+			}
 			if (token.isPresent()) {
 				if (this.leader.lead(snapshot, token.get())) {
+					sentAt = System.nanoTime();
 					snapshot = this.store.read(nodeExpiry);
 				}
 			}
@@ -244,7 +257,7 @@ final class DaemonCycles {
 				this.leader.notLeading();
 			}
 			this.lastRead = snapshot;
-			this.reconciler.reconcile(snapshot);
+			this.reconciler.reconcile(snapshot, sentAt);
 		}
 		catch (RuntimeException ex) {
 			observation.error(ex);
@@ -272,6 +285,12 @@ final class DaemonCycles {
 		if (future != null) {
 			future.cancel(false);
 		}
+	}
+
+	/**
+	 * A heartbeat's snapshot and when that heartbeat was sent, or earlier.
+	 */
+	private record Polled(DaemonSnapshot snapshot, long sentAt) {
 	}
 
 }

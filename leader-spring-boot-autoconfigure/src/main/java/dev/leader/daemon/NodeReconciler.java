@@ -1,5 +1,6 @@
 package dev.leader.daemon;
 
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -34,8 +35,12 @@ import org.jspecify.annotations.Nullable;
  * id, or a daemon it does not have) is handed back at once.</li>
  * </ul>
  * A daemon is started only while {@link LocalNode#heartbeatIsRecent() the last heartbeat
- * is recent}, and the {@linkplain #checkHeartbeat() watchdog} stops them all once it is
- * not (G4).
+ * is recent}, and the {@linkplain #checkContact() watchdog} stops them all once it is
+ * not, or once the last read of the assignments that reached {@link #reconcile} was sent
+ * longer ago than the drain timeout plus a poll interval, minus the safety margin (G4):
+ * the leader takes a daemon from a live node only by revoking it, after that read, and
+ * reclaiming it that long after the revoke, so a node whose heartbeats succeed while its
+ * reads of the assignments fail stops before the daemon runs elsewhere.
  * <p>
  * <b>Why acknowledge first (G4).</b> The leader reclaims an assignment that is still
  * ASSIGNING at the ack timeout, counted on the database's clock, and gives it to another
@@ -48,7 +53,7 @@ import org.jspecify.annotations.Nullable;
  * reclaim of this node as dead (after its watchdog stopped it), or by its hand-back. No
  * deadline on this node's clock is needed, so no margin for clock-rate drift either.
  * {@link #reconcile}, {@link #handOver()} and {@link #undrainAfterStop()} run on the
- * {@code leader-daemons} thread, {@link #checkHeartbeat()} on
+ * {@code leader-daemons} thread, {@link #checkContact()} on
  * {@code leader-daemons-watchdog}, and {@link #running()} on any thread; see the package
  * documentation.
  */
@@ -90,6 +95,9 @@ final class NodeReconciler {
 	// Set when the last stop marked this node drained, which the next start undoes.
 	private volatile boolean drainedByStop;
 
+	// When the last read of the assignments given to reconcile was sent, on nanoTime.
+	private volatile long lastReadSent;
+
 	/**
 	 * Creates a reconciler.
 	 * @param node this node
@@ -126,8 +134,10 @@ final class NodeReconciler {
 	/**
 	 * Makes the daemons of this node follow the assignments read.
 	 * @param snapshot the assignments, as read in this cycle
+	 * @param sentAt when the read was sent, on {@link System#nanoTime()}, or earlier
 	 */
-	void reconcile(DaemonSnapshot snapshot) {
+	void reconcile(DaemonSnapshot snapshot, long sentAt) {
+		this.lastReadSent = sentAt;
 		for (AgentRun run : List.copyOf(this.runs.values())) {
 			Assignment assignment = snapshot.assignment(run.name()).orElse(null);
 			if (assignment == null || !assignment.isLive() || !this.nodeId.equals(assignment.node())
@@ -213,17 +223,40 @@ final class NodeReconciler {
 
 	/**
 	 * Stops every daemon at once if this node's last heartbeat is not recent, since other
-	 * nodes may then declare it dead and take its daemons over. Runs on the
-	 * {@code leader-daemons-watchdog} thread.
+	 * nodes may then declare it dead and take its daemons over, or if its last read of
+	 * the assignments is older than {@link #readLimit()}, since the leader may then have
+	 * revoked and reclaimed them unseen. Runs on the {@code leader-daemons-watchdog}
+	 * thread.
 	 */
-	void checkHeartbeat() {
-		if (this.runs.isEmpty() || this.node.heartbeatIsRecent()) {
+	void checkContact() {
+		if (this.runs.isEmpty()) {
 			return;
 		}
-		logger.warn("Daemon node " + this.nodeId + " sent its last heartbeat that succeeded more than "
-				+ this.node.heartbeatLimit() + " ago (node expiry minus safety margin); stopping its daemons, other "
-				+ "nodes may take them over");
+		String why;
+		if (!this.node.heartbeatIsRecent()) {
+			why = "sent its last heartbeat that succeeded more than " + this.node.heartbeatLimit()
+					+ " ago (node expiry minus safety margin)";
+		}
+		else if (System.nanoTime() - this.lastReadSent >= readLimit().toNanos()) {
+			why = "sent its last read of the assignments that succeeded more than " + readLimit()
+					+ " ago (drain timeout plus poll interval minus safety margin)";
+		}
+		else {
+			return;
+		}
+		logger.warn("Daemon node " + this.nodeId + " " + why + "; stopping its daemons, other nodes may take them "
+				+ "over");
 		List.copyOf(this.runs.values()).forEach((run) -> stopAtOnce(run, Reason.CONTACT_LOST));
+	}
+
+	/**
+	 * Returns how long after the send of its last read of the assignments this node keeps
+	 * its daemons: a revoke written after that read is reclaimed by the leader the drain
+	 * timeout plus a poll interval after it, by the database clock.
+	 * @return the drain timeout plus the poll interval, minus the safety margin
+	 */
+	private Duration readLimit() {
+		return this.settings.drainTimeout().plus(this.node.pollInterval()).minus(this.node.lease().safetyMargin());
 	}
 
 	private boolean isRunning(Assignment assignment) {

@@ -186,10 +186,22 @@ class NodeReconcilerTests {
 	@Test
 	void watchdogStopsEveryDaemonOnceTheLastHeartbeatIsTooOld() {
 		startD1OnThisNode();
-		this.reconciler.checkHeartbeat();
+		this.reconciler.checkContact();
 		assertThat(this.reconciler.running()).containsKey("d1");
 		this.node.heartbeated(Duration.ofSeconds(3));
-		this.reconciler.checkHeartbeat();
+		this.reconciler.checkContact();
+		assertThat(this.reconciler.running()).isEmpty();
+		awaitEvent(new DaemonStoppedEvent("d1", 1, "a", Reason.CONTACT_LOST, null));
+	}
+
+	@Test
+	void watchdogStopsEveryDaemonOnceTheLastReadOfTheAssignmentsIsOlderThanTheDrainTimeoutPlusAPoll() {
+		startD1OnThisNode();
+		// Heartbeats go on; the last read that reached the node was sent long ago.
+		this.reconciler.reconcile(this.store.read(Duration.ofSeconds(4)),
+				System.nanoTime() - Duration.ofMinutes(10).toNanos());
+		assertThat(this.reconciler.running()).containsKey("d1");
+		this.reconciler.checkContact();
 		assertThat(this.reconciler.running()).isEmpty();
 		awaitEvent(new DaemonStoppedEvent("d1", 1, "a", Reason.CONTACT_LOST, null));
 	}
@@ -211,7 +223,8 @@ class NodeReconcilerTests {
 			this.reconciler = new NodeReconciler(this.node, this.store, SETTINGS, Map.of("d1", this.agent),
 					this.events::add, this.runsEnded::incrementAndGet, AgentRun.Backoff.DEFAULT);
 		}
-		this.reconciler.reconcile(this.store.read(Duration.ofSeconds(4)));
+		long sentAt = System.nanoTime();
+		this.reconciler.reconcile(this.store.read(Duration.ofSeconds(4)), sentAt);
 	}
 
 	private void startD1OnThisNode() {

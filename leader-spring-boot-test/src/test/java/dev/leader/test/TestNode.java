@@ -112,8 +112,8 @@ public final class TestNode {
 
 	/**
 	 * Creates a cluster of test nodes on a fresh database of a MariaDB server of the
-	 * test's own, for example a {@link TemporaryMariaDb} started in {@code @BeforeAll}, so
-	 * that the server runs before the database is created.
+	 * test's own, for example a {@link TemporaryMariaDb} started in {@code @BeforeAll},
+	 * so that the server runs before the database is created.
 	 * @param settings the settings of every node
 	 * @param databases creates the database of each test
 	 * @param groups the groups every node takes part in
