@@ -42,7 +42,9 @@ class MariaDbFencingTests extends AbstractFencingTests {
 	static final MigratedMariaDb database = new MigratedMariaDb(8);
 
 	MariaDbFencingTests() {
-		super(MariaDbCoordinationStore::new, MariaDbFencingStore::new,
+		super(MariaDbCoordinationStore::new,
+				(dataSource, prefix, queryTimeout, holdLimit, coordination) -> new MariaDbFencingStore(dataSource,
+						prefix, queryTimeout, holdLimit, (MariaDbCoordinationStore) coordination),
 				new SlowStatement("SELECT SLEEP(10)", "max_statement_time"));
 	}
 

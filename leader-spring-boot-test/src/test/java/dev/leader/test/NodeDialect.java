@@ -27,7 +27,9 @@ enum NodeDialect {
 	 * PostgreSQL's stores; the log store has no notifications, since the fault run's
 	 * nodes only append.
 	 */
-	POSTGRESQL("SELECT 1 FROM pg_sleep(?)", PostgresCoordinationStore::new, PostgresFencingStore::new,
+	POSTGRESQL("SELECT 1 FROM pg_sleep(?)", PostgresCoordinationStore::new,
+			(dataSource, prefix, queryTimeout, holdLimit, coordination) -> new PostgresFencingStore(dataSource, prefix,
+					queryTimeout, holdLimit),
 			(dataSource, prefix, queryTimeout, holdLimit, coordination) -> new PostgresLogStore(dataSource, prefix,
 					queryTimeout, holdLimit, null)),
 
@@ -35,7 +37,10 @@ enum NodeDialect {
 	 * MariaDB's stores; the log store learns of other nodes' appends from the
 	 * coordination store's heartbeat.
 	 */
-	MARIADB("SELECT SLEEP(?)", MariaDbCoordinationStore::new, MariaDbFencingStore::new,
+	MARIADB("SELECT SLEEP(?)", MariaDbCoordinationStore::new,
+			(dataSource, prefix, queryTimeout, holdLimit, coordination) -> new MariaDbFencingStore(dataSource, prefix,
+					queryTimeout, holdLimit,
+					(coordination instanceof MariaDbCoordinationStore mariaDb) ? mariaDb : null),
 			(dataSource, prefix, queryTimeout, holdLimit, coordination) -> new MariaDbLogStore(dataSource, prefix,
 					queryTimeout, holdLimit,
 					(coordination instanceof MariaDbCoordinationStore mariaDb) ? mariaDb : null));
@@ -73,8 +78,9 @@ enum NodeDialect {
 		return this.coordinationStores.create(dataSource, prefix, queryTimeout);
 	}
 
-	FencingStore fencingStore(DataSource dataSource, TablePrefix prefix, Duration queryTimeout, Duration holdLimit) {
-		return this.fencingStores.create(dataSource, prefix, queryTimeout, holdLimit);
+	FencingStore fencingStore(DataSource dataSource, TablePrefix prefix, Duration queryTimeout, Duration holdLimit,
+			CoordinationStore coordination) {
+		return this.fencingStores.create(dataSource, prefix, queryTimeout, holdLimit, coordination);
 	}
 
 	LogStore logStore(DataSource dataSource, TablePrefix prefix, Duration queryTimeout, Duration holdLimit,
@@ -92,7 +98,8 @@ enum NodeDialect {
 	@FunctionalInterface
 	private interface FencingStores {
 
-		FencingStore create(DataSource dataSource, TablePrefix prefix, Duration queryTimeout, Duration holdLimit);
+		FencingStore create(DataSource dataSource, TablePrefix prefix, Duration queryTimeout, Duration holdLimit,
+				CoordinationStore coordination);
 
 	}
 
