@@ -3,6 +3,7 @@ package dev.leader.fencing;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -53,13 +54,14 @@ import static org.awaitility.Awaitility.await;
 
 /**
  * An application's guarded load on MariaDB, with its pool at each isolation level an
- * application can set and with auto-commit on and off: two nodes, and on the leader two
- * threads whose transactions guard the lease and append to the group's decision log, and
- * a daemon whose transactions guard its assignment, back to back, while the heartbeat
- * renews every 300 ms a lease of 2 s. The leader must keep its term and its daemon, one
- * node must lead throughout, and every transaction must commit. At {@code SERIALIZABLE}
- * the guards' reads of the lease and assignment rows held the renewal and the
- * acknowledgement up, and the leader lost its lease.
+ * application can set and with auto-commit on and off: two nodes, and on the leader three
+ * threads whose transactions guard the lease of {@code a}, of {@code a} then {@code b},
+ * of {@code b} then {@code a}, and append to the first group's decision log, and a daemon
+ * whose transactions guard its assignment, back to back, each with 100 to 200 ms of work,
+ * while the heartbeat renews both leases every 300 ms, for a lease of 2 s. The leader
+ * must keep its term and its daemon, one node must lead throughout, and every transaction
+ * must commit. At {@code SERIALIZABLE} the guards' reads of the lease and assignment rows
+ * held the renewal and the acknowledgement up, and the leader lost its lease.
  * {@code -Disolation.load.duration=PT2M} runs each combination for two minutes instead of
  * a few seconds.
  */
@@ -125,25 +127,34 @@ class MariaDbIsolationLoadTests {
 		ConfigurableApplicationContext follower = start("node-2", isolation, autoCommit, false);
 		GuardedDaemon daemon = leader.getBean(GuardedDaemon.class);
 		assertThat(daemon.started.await(15, TimeUnit.SECONDS)).as("the daemon started on the leader").isTrue();
-		FencingToken token = leadership.token("a").orElseThrow();
+		await().atMost(Duration.ofSeconds(15)).until(() -> leadership.isLeader("b"));
+		Map<String, FencingToken> tokens = Map.of("a", leadership.token("a").orElseThrow(), "b",
+				leadership.token("b").orElseThrow());
 		Fencing fencing = leader.getBean(Fencing.class);
 		DecisionLog log = leader.getBean(DecisionLog.class);
 		TransactionTemplate transactions = leader.getBean(TransactionTemplate.class);
 		JdbcClient jdbc = JdbcClient.create(leader.getBean(javax.sql.DataSource.class));
+		List<List<String>> orders = List.of(List.of("a"), List.of("a", "b"), List.of("b", "a"));
 		AtomicLong committed = new AtomicLong();
 		List<Throwable> failures = new CopyOnWriteArrayList<>();
 		long end = System.nanoTime() + RUN.toNanos();
 		daemon.runUntil(end);
-		ExecutorService threads = Executors.newFixedThreadPool(2);
+		ExecutorService threads = Executors.newFixedThreadPool(orders.size());
 		List<Future<?>> writers = new ArrayList<>();
-		for (int i = 0; i < 2; i++) {
+		for (List<String> order : orders) {
 			writers.add(threads.submit(() -> {
 				while (System.nanoTime() < end && failures.size() < 10) {
 					try {
 						transactions.executeWithoutResult((status) -> {
 							jdbc.sql(READ).query(String.class).single();
-							fencing.guard(token);
-							Bookmark entry = log.append(token, "load", "x");
+							FencingToken first = tokens.get(order.get(0));
+							fencing.guard(first);
+							work();
+							for (String group : order.subList(1, order.size())) {
+								fencing.guard(tokens.get(group));
+							}
+							Bookmark entry = log.append(first, "load", "x");
+							work();
 							jdbc.sql("INSERT INTO ledger VALUES ('lease', ?)").param(entry.term()).update();
 						});
 						committed.incrementAndGet();
@@ -165,7 +176,8 @@ class MariaDbIsolationLoadTests {
 		assertThat(leader.getBean(Events.class).stopped).isEmpty();
 		assertThat(follower.getBean(Events.class).changes)
 			.allSatisfy((event) -> assertThat(event.leaderNodeId()).isEqualTo("node-1"));
-		assertThat(leadership.token("a")).contains(token);
+		assertThat(leadership.token("a")).contains(tokens.get("a"));
+		assertThat(leadership.token("b")).contains(tokens.get("b"));
 		assertThat(committed.get()).as("lease-guarded transactions").isPositive();
 		assertThat(daemon.committed.get()).as("daemon-guarded transactions").isPositive();
 		assertThat(jdbc.sql("SELECT count(*) FROM ledger").query(Long.class).single())
@@ -173,7 +185,19 @@ class MariaDbIsolationLoadTests {
 		System.out.printf(
 				"%s, auto-commit %s, %s: %d lease-guarded and appending transactions, "
 						+ "%d daemon-guarded, 0 failed, term %d kept%n",
-				isolation, autoCommit, RUN, committed.get(), daemon.committed.get(), token.term());
+				isolation, autoCommit, RUN, committed.get(), daemon.committed.get(), tokens.get("a").term());
+	}
+
+	// The work of a guarded transaction between its statements, as in
+	// GuardedWriteLoadTests: the transactions overlap each other and the heartbeats.
+	static void work() {
+		try {
+			Thread.sleep(100);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new IllegalStateException(ex);
+		}
 	}
 
 	private ConfigurableApplicationContext start(String nodeId, String isolation, boolean autoCommit, boolean daemon) {
@@ -183,7 +207,7 @@ class MariaDbIsolationLoadTests {
 					"--spring.datasource.password=" + database.password(),
 					"--spring.datasource.hikari.transaction-isolation=" + isolation,
 					"--spring.datasource.hikari.auto-commit=" + autoCommit, "--leader.node.id=" + nodeId,
-					"--leader.groups=a", "--leader.daemons.group=a", "--leader.lease.duration=2s",
+					"--leader.groups=a,b", "--leader.daemons.group=a", "--leader.lease.duration=2s",
 					"--leader.lease.renew-interval=300ms", "--leader.lease.retry-interval=300ms",
 					"--leader.lease.safety-margin=100ms", "--leader.node.expiry=2s",
 					"--leader.daemons.settle-window=0s", "--leader.daemons.ack-timeout=2s",
@@ -269,6 +293,7 @@ class MariaDbIsolationLoadTests {
 					this.transactions.executeWithoutResult((status) -> {
 						this.jdbc.sql(READ).query(String.class).single();
 						context.guard();
+						work();
 						this.jdbc.sql("INSERT INTO ledger VALUES ('daemon', ?)").param(context.generation()).update();
 					});
 					this.committed.incrementAndGet();
