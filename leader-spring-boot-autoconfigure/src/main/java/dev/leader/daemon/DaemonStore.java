@@ -164,9 +164,9 @@ public interface DaemonStore {
 	 * level of the transaction.
 	 * @param daemon the daemon
 	 * @return the assignment, or {@code null} if the daemon was never assigned; its node,
-	 * generation and whether it is live are exact, while a store that cannot read the rest
-	 * without holding up an acknowledgement may report a live assignment as ASSIGNING,
-	 * with term 0 and the epoch as its time (MariaDB)
+	 * generation and whether it is live are exact, while a store that cannot read the
+	 * rest without holding up an acknowledgement may report a live assignment as
+	 * ASSIGNING, with term 0 and the epoch as its time (MariaDB)
 	 * @throws org.springframework.transaction.IllegalTransactionStateException if no
 	 * transaction is active
 	 */
