@@ -97,10 +97,12 @@ enum Dialect {
 				: new MariaDbCoordinationStore(dataSource, BenchDatabase.PREFIX, queryTimeout);
 	}
 
-	FencingStore fencingStore(DataSource dataSource, Duration queryTimeout, Duration holdLimit) {
+	FencingStore fencingStore(DataSource dataSource, Duration queryTimeout, Duration holdLimit,
+			CoordinationStore coordination) {
 		return (this == POSTGRESQL)
 				? new PostgresFencingStore(dataSource, BenchDatabase.PREFIX, queryTimeout, holdLimit)
-				: new MariaDbFencingStore(dataSource, BenchDatabase.PREFIX, queryTimeout, holdLimit);
+				: new MariaDbFencingStore(dataSource, BenchDatabase.PREFIX, queryTimeout, holdLimit,
+						(coordination instanceof MariaDbCoordinationStore mariaDb) ? mariaDb : null);
 	}
 
 	/**

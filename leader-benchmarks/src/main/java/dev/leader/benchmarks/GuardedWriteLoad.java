@@ -18,6 +18,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.FencingToken;
 import dev.leader.LeadershipRevokedEvent;
 import dev.leader.fencing.Fencing;
+import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseObservations;
 import dev.leader.lease.LeaseSettings;
@@ -110,8 +111,9 @@ final class GuardedWriteLoad implements AutoCloseable {
 			jdbc.update("INSERT INTO bench_guarded VALUES (?, 0)", thread);
 		}
 		List<LeadershipRevokedEvent> revocations = new CopyOnWriteArrayList<>();
-		LeaderEngine engine = new LeaderEngine(database.dialect().coordinationStore(dataSource, Duration.ofSeconds(3)),
-				SETTINGS, new NodeRegistration(NODE, NODE, "localhost", ProcessHandle.current().pid()), List.of(GROUP),
+		CoordinationStore coordination = database.dialect().coordinationStore(dataSource, Duration.ofSeconds(3));
+		LeaderEngine engine = new LeaderEngine(coordination, SETTINGS,
+				new NodeRegistration(NODE, NODE, "localhost", ProcessHandle.current().pid()), List.of(GROUP),
 				(event) -> {
 					if (event instanceof LeadershipRevokedEvent revoked) {
 						revocations.add(revoked);
@@ -123,7 +125,8 @@ final class GuardedWriteLoad implements AutoCloseable {
 		// As the auto-configuration builds it: a guard may hold the lease row for the
 		// leader's safe window at most.
 		Fencing fencing = new Fencing(
-				database.dialect().fencingStore(dataSource, Duration.ofSeconds(3), SETTINGS.safeWindow()), NODE);
+				database.dialect().fencingStore(dataSource, Duration.ofSeconds(3), SETTINGS.safeWindow(), coordination),
+				NODE);
 		engine.setObservationRegistry(observations);
 		engine.start();
 		if (!engine.awaitLeadership(GROUP, Duration.ofSeconds(30))) {

@@ -9,6 +9,7 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
 
 import javax.sql.DataSource;
 
@@ -116,6 +117,10 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 
 	private final @Nullable MariaDbWakeUps wakeUps;
 
+	// The latest expiry of each group's lease that this store saw committed, with its
+	// term, for the guards in callers' transactions (MariaDbSql.LOCK_LEASE_BEFORE).
+	private final Map<String, Expiry> expiries = new ConcurrentHashMap<>();
+
 	private final MariaDbSql.Rendered sql;
 
 	/**
@@ -192,8 +197,11 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 			return new AcquireResult(true, readLease(tx, group).lease());
 		});
 		LeaseState lease = result.lease();
-		if (this.wakeUps != null && lease != null) {
-			this.wakeUps.observed(lease, nodeId);
+		if (lease != null) {
+			saw(lease);
+			if (this.wakeUps != null) {
+				this.wakeUps.observed(lease, nodeId);
+			}
 		}
 		return result;
 	}
@@ -237,6 +245,8 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 		long sentAt = System.nanoTime();
 		HeartbeatRows read = this.heartbeat.run(node, held, groups, leaseDuration, nodeExpiry);
 		Tick result = read.tick();
+		result.renewed().values().forEach(this::saw);
+		result.leases().values().forEach(this::saw);
 		if (this.wakeUps != null) {
 			this.wakeUps.checkHolding();
 			result.renewed().values().forEach((lease) -> this.wakeUps.observed(lease, node.id()));
@@ -244,6 +254,29 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 		}
 		this.logFollowers.heads(read.logHeads(), sentAt);
 		return result;
+	}
+
+	/**
+	 * Returns the latest expiry of a term of a group's lease that this store saw
+	 * committed, by an acquire or a heartbeat of any node through it. A renewal only
+	 * moves a term's expiry later, so it is a lower bound of the term's expiry for as
+	 * long as the term keeps its holder.
+	 * @param group the group
+	 * @param term the term
+	 * @return the expiry, a UTC {@code DATETIME(6)} parameter, or {@code null} if this
+	 * store saw none of that term (or has seen a later term since)
+	 */
+	@Nullable LocalDateTime expiry(String group, long term) {
+		Expiry expiry = this.expiries.get(group);
+		return (expiry != null && expiry.term() == term) ? expiry.at() : null;
+	}
+
+	// Called once the transaction that read the lease has committed.
+	private void saw(LeaseState lease) {
+		LocalDateTime at = MariaDbConnections.parameter(lease.expiresAt());
+		if (lease.holder() != null && at != null) {
+			this.expiries.merge(lease.group(), new Expiry(lease.term(), at), Expiry::later);
+		}
 	}
 
 	/**
@@ -350,6 +383,17 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 	}
 
 	private record Locked(@Nullable String holder, boolean expired, LocalDateTime now) {
+	}
+
+	private record Expiry(long term, LocalDateTime at) {
+
+		Expiry later(Expiry other) {
+			if (term() != other.term()) {
+				return (term() > other.term()) ? this : other;
+			}
+			return at().isAfter(other.at()) ? this : other;
+		}
+
 	}
 
 }

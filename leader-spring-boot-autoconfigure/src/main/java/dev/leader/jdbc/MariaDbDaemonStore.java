@@ -29,9 +29,11 @@ import org.jspecify.annotations.Nullable;
  * <p>
  * <b>Locks.</b> As for leases, the row that the daemon guard ({@link #lock}) locks in
  * share mode, in {@code assignment_owners}, is apart from the assignment row that an
- * acknowledgement and a revoke update, so that neither waits for guarded transactions; an
- * assignment and the end of one (reclaim, release: DELETED) lock the owner row
- * {@code FOR UPDATE} first, and wait for them.
+ * acknowledgement and a revoke update, so that neither waits for guarded transactions, at
+ * any isolation level: the guard reads the owner row alone, so the assignment it returns
+ * has the node, the generation and whether it is live (a live one as ASSIGNING), with no
+ * term (0) and no time (the epoch). An assignment and the end of one (reclaim, release:
+ * DELETED) lock the owner row {@code FOR UPDATE} first, and wait for them.
  * <p>
  * <b>What is weaker than on PostgreSQL.</b> No notifications ({@link #listen} delivers
  * nothing) and no snapshot with the heartbeat ({@link #followHeartbeat} returns
@@ -138,23 +140,14 @@ public final class MariaDbDaemonStore implements DaemonStore {
 			DELETE FROM ${prefix}daemon_requests WHERE kind = ? AND daemon_name = ? AND requested_at = ?""";
 
 	/**
-	 * The daemon guard: locks the owner row in share mode and reads the assignment. The
-	 * state, term and time come from the assignment row, read without a lock; from a
-	 * snapshot older than the owner row (a {@code REPEATABLE READ} transaction that read
-	 * before the guard), the owner row's node, generation and liveness stand, and the
-	 * state of a live assignment is reported as ASSIGNING. Scalar subqueries, because a
-	 * locking read locks the rows of every table it joins, but not those its subqueries
-	 * read.
+	 * The daemon guard: locks the owner row in share mode and reads it alone. It reads
+	 * nothing from the assignment row, which the acknowledgement and the revoke update:
+	 * at {@code SERIALIZABLE} with auto-commit off InnoDB turns every read of the
+	 * transaction into a shared lock, and one on the assignment row would hold the node's
+	 * own acknowledgement up until the transaction ends.
 	 */
 	private static final String LOCK = """
-			SELECT o.daemon_name, o.node_id, o.generation, o.live,
-			  (SELECT a.state FROM ${prefix}assignments a
-			   WHERE a.daemon_name = o.daemon_name AND a.generation = o.generation) AS state,
-			  (SELECT a.term FROM ${prefix}assignments a
-			   WHERE a.daemon_name = o.daemon_name AND a.generation = o.generation) AS term,
-			  (SELECT a.state_since FROM ${prefix}assignments a
-			   WHERE a.daemon_name = o.daemon_name AND a.generation = o.generation) AS since
-			FROM ${prefix}assignment_owners o WHERE o.daemon_name = ?
+			SELECT daemon_name, node_id, generation, live FROM ${prefix}assignment_owners WHERE daemon_name = ?
 			LOCK IN SHARE MODE""";
 
 	private final MariaDbConnections connections;
@@ -344,10 +337,10 @@ public final class MariaDbDaemonStore implements DaemonStore {
 				if (!found) {
 					return null;
 				}
-				String state = rows.getString("state");
-				AssignmentState current = !live ? AssignmentState.DELETED : (state == null || "DELETED".equals(state))
-						? AssignmentState.ASSIGNING : AssignmentState.valueOf(state);
-				return assignment(rows, current);
+				// The owner row has no state, term or time of its own.
+				return new Assignment(rows.getString("daemon_name"), rows.getString("node_id"),
+						live ? AssignmentState.ASSIGNING : AssignmentState.DELETED, rows.getLong("generation"), 0,
+						Instant.EPOCH);
 			}
 		});
 	}

@@ -2,6 +2,7 @@ package dev.leader.jdbc;
 
 import java.sql.ResultSet;
 import java.time.Duration;
+import java.time.LocalDateTime;
 
 import javax.sql.DataSource;
 
@@ -16,12 +17,17 @@ import org.jspecify.annotations.Nullable;
  * The lease guard locks the group's {@code lease_terms} row {@code LOCK IN SHARE MODE}
  * (MariaDB rejects {@code FOR SHARE}): a grant and a release lock that row
  * {@code FOR UPDATE} and wait, while the holder's renewal updates only the {@code leases}
- * row and never waits (see {@link MariaDbCoordinationStore}). The expiry comes from the
- * {@code leases} row of the same term, read by a subquery without a lock. In a
- * {@code REPEATABLE READ} transaction that has read before the guard, that read is from
- * the transaction's snapshot, so it may show an older expiry of the term, never a later
- * one: a guard may then refuse a lease that a renewal since the snapshot kept valid, but
- * it never accepts an expired one.
+ * row and never waits (see {@link MariaDbCoordinationStore}). The guard does not read the
+ * {@code leases} row: at {@code SERIALIZABLE} with auto-commit off InnoDB turns every
+ * read of a transaction into a shared lock, which would hold the renewal up until the
+ * transaction ends. It compares the database time, once the row is locked, with the
+ * latest expiry of the term that the node's coordination store saw committed
+ * ({@link MariaDbSql#LOCK_LEASE_BEFORE}), a lower bound of the term's expiry: a guard may
+ * refuse a lease that a renewal the node has not seen yet kept valid, but it never
+ * accepts an expired one, at any isolation level. Without that store, or for a term it
+ * has not seen, the guard reads the expiry from the {@code leases} row
+ * ({@link MariaDbSql#LOCK_LEASE}), which is right at every level but holds a renewal up
+ * at {@code SERIALIZABLE}.
  * <p>
  * After a guard or an advance that succeeded, the rest of the transaction is limited as
  * on PostgreSQL ({@link MariaDbHoldLimits}): each later statement may run, and the
@@ -32,12 +38,6 @@ import org.jspecify.annotations.Nullable;
  * Public so that a node can also be built without a Spring context.
  */
 public final class MariaDbFencingStore implements FencingStore {
-
-	/**
-	 * The lease guard ({@link MariaDbSql#LOCK_LEASE}). A guard that locked nothing
-	 * throws, and the transaction rolls back.
-	 */
-	private static final String LOCK_LEASE = MariaDbSql.LOCK_LEASE;
 
 	/**
 	 * The lease as it stands, for the message of a guard that locked nothing.
@@ -62,6 +62,8 @@ public final class MariaDbFencingStore implements FencingStore {
 
 	private final GuardStatements guards;
 
+	private final @Nullable MariaDbCoordinationStore leases;
+
 	private final MariaDbSql.Rendered sql;
 
 	/**
@@ -73,31 +75,36 @@ public final class MariaDbFencingStore implements FencingStore {
 	 * @param holdLimit the longest each later statement of a guarded transaction may run,
 	 * and the longest it may stay idle (rounded down to whole seconds, at least one),
 	 * while it holds the row lock; lower settings of the session are kept
+	 * @param leases the node's coordination store, whose grants and renewals tell the
+	 * guard the expiry of the node's terms, or {@code null} for none: the guard then
+	 * reads the expiry from the lease row, and at {@code SERIALIZABLE} holds the node's
+	 * renewal up until the guarded transaction ends
 	 */
 	public MariaDbFencingStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
-			Duration holdLimit) {
+			Duration holdLimit, @Nullable MariaDbCoordinationStore leases) {
 		this.guards = new GuardStatements(dataSource, queryTimeout, holdLimit,
 				"annotate the method with @Transactional");
-		this.sql = MariaDbSql.renderAll(tablePrefix, LOCK_LEASE, READ_LEASE, ENSURE_FENCE, READ_FENCE, ADVANCE);
+		this.leases = leases;
+		this.sql = MariaDbSql.renderAll(tablePrefix, MariaDbSql.LOCK_LEASE, MariaDbSql.LOCK_LEASE_BEFORE, READ_LEASE,
+				ENSURE_FENCE, READ_FENCE, ADVANCE);
 	}
 
 	@Override
 	public @Nullable LeaseLock lockLease(FencingToken token, String nodeId) {
-		LeaseLock locked = execute("lock lease", this.sql.of(LOCK_LEASE), (statement) -> {
-			statement.setString(1, token.group());
-			statement.setString(2, nodeId);
-			statement.setLong(3, token.term());
+		LocalDateTime expiry = (this.leases != null) ? this.leases.expiry(token.group(), token.term()) : null;
+		LeaseLock locked = execute("lock lease", this.sql.of(MariaDbSql.lockLease(expiry)), (statement) -> {
 			MariaDbHoldLimits limits = MariaDbHoldLimits.apply(statement.getConnection(),
 					this.guards.holdLimitMillis());
-			try (ResultSet rows = statement.executeQuery()) {
-				if (!rows.next()) {
-					if (limits != null) {
-						limits.undo();
-					}
-					return null;
-				}
-				return new LeaseLock(true, rows.getString("holder"), rows.getLong("term"), true);
+			MariaDbSql.LeaseGuard outcome = MariaDbSql.lockLease(statement, expiry, token, nodeId);
+			if (outcome != MariaDbSql.LeaseGuard.LOCKED && limits != null) {
+				limits.undo();
 			}
+			return switch (outcome) {
+				case LOCKED -> new LeaseLock(true, nodeId, token.term(), true);
+				// Without a read of the lease row, which would lock it.
+				case EXPIRED -> new LeaseLock(false, nodeId, token.term(), false);
+				case REFUSED -> null;
+			};
 		});
 		if (locked != null) {
 			return locked;

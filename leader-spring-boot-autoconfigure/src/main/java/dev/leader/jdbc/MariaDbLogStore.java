@@ -63,11 +63,6 @@ public final class MariaDbLogStore implements LogStore {
 	private static final Log logger = LogFactory.getLog(MariaDbLogStore.class);
 
 	/**
-	 * The lease guard's lock ({@link MariaDbSql#LOCK_LEASE}).
-	 */
-	private static final String LOCK_TERM = MariaDbSql.LOCK_LEASE;
-
-	/**
 	 * Takes the next index, unless an entry of a higher term has been appended. The
 	 * assignments run left to right on the row's old values until {@code last_term},
 	 * which comes last. The count of affected rows depends on the connection's flags, so
@@ -128,7 +123,9 @@ public final class MariaDbLogStore implements LogStore {
 	 * the store joined may run, and the longest it may stay idle, while it holds the
 	 * locks, as {@link MariaDbFencingStore}'s guard limits it
 	 * @param heartbeat the node's coordination store, whose heartbeat reads the last
-	 * index of each group's log, or {@code null} for none
+	 * index of each group's log, and whose grants and renewals tell an append that joins
+	 * a transaction the expiry of the node's terms, as they tell
+	 * {@link MariaDbFencingStore}'s guard; or {@code null} for none
 	 */
 	public MariaDbLogStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout, Duration holdLimit,
 			@Nullable MariaDbCoordinationStore heartbeat) {
@@ -136,8 +133,8 @@ public final class MariaDbLogStore implements LogStore {
 		this.connections = new MariaDbConnections(dataSource, queryTimeout);
 		this.holdLimitMillis = Math.max(1, holdLimit.toMillis());
 		this.heartbeat = heartbeat;
-		this.sql = MariaDbSql.renderAll(tablePrefix, LOCK_TERM, TAKE_INDEX, READ_HEAD, INSERT_ENTRY, REFUSED, READ,
-				HEAD);
+		this.sql = MariaDbSql.renderAll(tablePrefix, MariaDbSql.LOCK_LEASE, MariaDbSql.LOCK_LEASE_BEFORE, TAKE_INDEX,
+				READ_HEAD, INSERT_ENTRY, REFUSED, READ, HEAD);
 	}
 
 	/**
@@ -184,14 +181,13 @@ public final class MariaDbLogStore implements LogStore {
 		int timeout = this.connections.statements().timeoutSeconds();
 		// Before the lock, so that the joined transaction never holds it unlimited.
 		MariaDbHoldLimits limits = joined ? MariaDbHoldLimits.apply(connection, this.holdLimitMillis) : null;
+		// In the caller's transaction, the guard compares with the expiry the heartbeat
+		// saw rather than reading the lease row, which SERIALIZABLE would lock.
+		LocalDateTime expiry = (joined && this.heartbeat != null) ? this.heartbeat.expiry(token.group(), token.term())
+				: null;
 		boolean locked;
-		try (PreparedStatement statement = prepare(connection, this.sql.of(LOCK_TERM), timeout)) {
-			statement.setString(1, token.group());
-			statement.setString(2, nodeId);
-			statement.setLong(3, token.term());
-			try (ResultSet rows = statement.executeQuery()) {
-				locked = rows.next();
-			}
+		try (PreparedStatement statement = prepare(connection, this.sql.of(MariaDbSql.lockLease(expiry)), timeout)) {
+			locked = MariaDbSql.lockLease(statement, expiry, token, nodeId) == MariaDbSql.LeaseGuard.LOCKED;
 		}
 		if (!locked) {
 			if (limits != null) {

@@ -11,6 +11,8 @@ import java.util.HexFormat;
 
 import javax.sql.DataSource;
 
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -19,6 +21,8 @@ import org.jspecify.annotations.Nullable;
  * Named locks belong to a session, not to a transaction. Thread-safe.
  */
 final class MariaDbNamedLocks {
+
+	private static final Log logger = LogFactory.getLog(MariaDbNamedLocks.class);
 
 	private static final int MAX_NAME = 64;
 
@@ -102,6 +106,32 @@ final class MariaDbNamedLocks {
 		catch (NoSuchAlgorithmException ex) {
 			throw new IllegalStateException(ex);
 		}
+	}
+
+	/**
+	 * Gives a connection that may hold named locks back to the pool without them: named
+	 * locks belong to the session, which the pool keeps, so a lock given back with the
+	 * connection would stay held until the pool retires it, and no node waiting for it
+	 * would wake. Releases them all, or, if that fails, aborts the connection, which the
+	 * pool then retires, and whose session end releases them.
+	 * @param connection the connection, closed by this method
+	 * @param timeoutSeconds the query timeout
+	 */
+	static void giveBack(Connection connection, int timeoutSeconds) {
+		try (PreparedStatement statement = connection.prepareStatement("SELECT RELEASE_ALL_LOCKS()")) {
+			statement.setQueryTimeout(timeoutSeconds);
+			statement.executeQuery().close();
+		}
+		catch (SQLException ex) {
+			logger.debug("Could not release the named locks of a connection; it is evicted: " + ex);
+			try {
+				connection.abort(Runnable::run);
+			}
+			catch (SQLException | RuntimeException abortFailure) {
+				// closed below either way
+			}
+		}
+		OwnConnections.closeQuietly(connection);
 	}
 
 	/**

@@ -1,11 +1,16 @@
 package dev.leader.jdbc;
 
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.time.LocalDateTime;
 import java.util.Collection;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.Map;
+
+import dev.leader.FencingToken;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The fragments that the MariaDB stores' SQL templates share, and their rendering.
@@ -39,13 +44,16 @@ final class MariaDbSql {
 	static final String HEARTBEAT_AGE_MS = "(TIMESTAMPDIFF(MICROSECOND, heartbeat_at, " + NOW + ") DIV 1000)";
 
 	/**
-	 * The lease guard, a template: locks the group's {@code lease_terms} row in share
-	 * mode, and reads its holder and term, only if this holder holds it with this term,
-	 * unexpired by the {@code leases} row of that term, read by a subquery without a
-	 * lock. Parameters: the group, the holder, the term. In a {@code REPEATABLE READ}
-	 * transaction InnoDB keeps the lock of a row it read even when the row did not match,
-	 * until the transaction ends. The fencing guard and the leader's transitions of the
-	 * daemon store take it first.
+	 * The lease guard of the starter's own {@code READ COMMITTED} transactions, a
+	 * template: locks the group's {@code lease_terms} row in share mode, and reads its
+	 * holder and term, only if this holder holds it with this term, unexpired by the
+	 * {@code leases} row of that term, read by a subquery. Parameters: the group, the
+	 * holder, the term. The leader's transitions of the daemon store take it first.
+	 * <p>
+	 * Not for a caller's transaction whose expiry this node knows
+	 * ({@link #LOCK_LEASE_BEFORE}): at {@code SERIALIZABLE}, with auto-commit off, InnoDB
+	 * turns the subquery's read into a shared lock on the {@code leases} row, which holds
+	 * the holder's renewal up until the transaction ends.
 	 */
 	static final String LOCK_LEASE = """
 			SELECT t.holder, t.term FROM ${prefix}lease_terms t
@@ -54,10 +62,89 @@ final class MariaDbSql {
 			       WHERE l.group_name = t.group_name AND l.term = t.term)
 			LOCK IN SHARE MODE""";
 
+	/**
+	 * The lease guard in a caller's transaction, at any isolation level, a template:
+	 * locks the group's {@code lease_terms} row in share mode if this holder holds it
+	 * with this term, and tells whether the database time, read once the row is locked,
+	 * is before an expiry of that term that this node saw committed
+	 * ({@link MariaDbCoordinationStore#expiry}). It reads nothing that a renewal writes,
+	 * so no isolation level makes it hold the renewal up. A renewal only ever moves the
+	 * expiry of a term later, and a release or a new term changes the locked row, so the
+	 * expiry this node saw is a lower bound of the term's expiry for as long as the row
+	 * matches: a guard may refuse a lease that a renewal this node has not seen yet kept
+	 * valid, never accept an expired one. Parameters: the expiry, the group, the holder,
+	 * the term; the column {@code unexpired}. The row it locks stays locked until the
+	 * transaction ends even when the lease has expired, which the guard's exception ends.
+	 */
+	static final String LOCK_LEASE_BEFORE = """
+			SELECT t.holder, t.term, ${now} < ? AS unexpired FROM ${prefix}lease_terms t
+			WHERE t.group_name = ? AND t.holder = ? AND t.term = ?
+			LOCK IN SHARE MODE""";
+
 	private static final Map<String, String> FRAGMENTS = Map.of("${now}", NOW, "${remaining_ms}", REMAINING_MS,
 			"${heartbeat_age_ms}", HEARTBEAT_AGE_MS);
 
 	private MariaDbSql() {
+	}
+
+	/**
+	 * Returns the lease guard for a caller's transaction: {@link #LOCK_LEASE_BEFORE} when
+	 * this node saw an expiry of the token's term, else {@link #LOCK_LEASE}.
+	 * @param expiry the expiry of the term that this node saw committed, or {@code null}
+	 * @return the template
+	 */
+	static String lockLease(@Nullable LocalDateTime expiry) {
+		return (expiry != null) ? LOCK_LEASE_BEFORE : LOCK_LEASE;
+	}
+
+	/**
+	 * Runs the lease guard of {@link #lockLease(LocalDateTime)}.
+	 * @param statement the statement prepared from the template
+	 * @param expiry the expiry the template was chosen for
+	 * @param token the token
+	 * @param nodeId the node that must hold the lease
+	 * @return the outcome
+	 * @throws SQLException if the statement fails
+	 */
+	static LeaseGuard lockLease(PreparedStatement statement, @Nullable LocalDateTime expiry, FencingToken token,
+			String nodeId) throws SQLException {
+		int i = 0;
+		if (expiry != null) {
+			statement.setObject(++i, expiry);
+		}
+		statement.setString(++i, token.group());
+		statement.setString(++i, nodeId);
+		statement.setLong(++i, token.term());
+		try (ResultSet rows = statement.executeQuery()) {
+			if (!rows.next()) {
+				return LeaseGuard.REFUSED;
+			}
+			return (expiry == null || rows.getBoolean("unexpired")) ? LeaseGuard.LOCKED : LeaseGuard.EXPIRED;
+		}
+	}
+
+	/**
+	 * The outcome of a lease guard.
+	 */
+	enum LeaseGuard {
+
+		/**
+		 * The node holds the lease with the term, unexpired, and the row is locked.
+		 */
+		LOCKED,
+
+		/**
+		 * The node holds the term, but the database time has passed the expiry the node
+		 * saw.
+		 */
+		EXPIRED,
+
+		/**
+		 * Refused: the node does not hold the lease with the term, or (without a known
+		 * expiry) it has expired.
+		 */
+		REFUSED
+
 	}
 
 	/**

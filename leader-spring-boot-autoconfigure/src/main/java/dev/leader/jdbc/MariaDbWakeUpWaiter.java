@@ -127,6 +127,9 @@ final class MariaDbWakeUpWaiter {
 				logger.debug("Wake-up wait of group " + this.group + " ended; the engine acquires on its own "
 						+ "timing until the next heartbeat starts it again: " + ex);
 			}
+			// A failure may leave the lock it waited for held, as after a failed
+			// RELEASE_LOCK.
+			giveBackConnection();
 		}
 		catch (InterruptedException ex) {
 			Thread.currentThread().interrupt();
@@ -172,6 +175,17 @@ final class MariaDbWakeUpWaiter {
 			}
 			this.connection = borrowed;
 			return borrowed;
+		}
+	}
+
+	private void giveBackConnection() {
+		Connection connection;
+		synchronized (this) {
+			connection = this.connection;
+			this.connection = null;
+		}
+		if (connection != null) {
+			MariaDbNamedLocks.giveBack(connection, this.locks.timeoutSeconds());
 		}
 	}
 

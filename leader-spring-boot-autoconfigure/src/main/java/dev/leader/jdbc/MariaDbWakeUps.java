@@ -1,7 +1,6 @@
 package dev.leader.jdbc;
 
 import java.sql.Connection;
-import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -206,26 +205,9 @@ final class MariaDbWakeUps {
 		synchronized (this.lock) {
 			Connection connection = this.holding;
 			this.holding = null;
-			boolean holds = !this.held.isEmpty();
 			this.held.clear();
 			if (connection != null) {
-				if (holds) {
-					// The pool keeps the session, and with it the locks, unless told.
-					try (PreparedStatement statement = connection.prepareStatement("SELECT RELEASE_ALL_LOCKS()")) {
-						statement.setQueryTimeout(this.timeoutSeconds);
-						statement.executeQuery().close();
-					}
-					catch (SQLException ex) {
-						logger.debug("Could not release the wake-up locks; the connection is evicted: " + ex);
-						try {
-							connection.abort(Runnable::run);
-						}
-						catch (SQLException | RuntimeException abortFailure) {
-							// closed below either way
-						}
-					}
-				}
-				OwnConnections.closeQuietly(connection);
+				MariaDbNamedLocks.giveBack(connection, this.timeoutSeconds);
 			}
 		}
 	}
@@ -260,13 +242,15 @@ final class MariaDbWakeUps {
 		}
 	}
 
+	// After a failed statement the connection may still hold locks, whatever this.held
+	// says: it never goes back to the pool with them.
 	private void dropHolding(String task, SQLException ex) {
 		logger.debug("Could not " + task + "; the next heartbeat tries again: " + ex);
 		Connection connection = this.holding;
 		this.holding = null;
 		this.held.clear();
 		if (connection != null) {
-			OwnConnections.closeQuietly(connection);
+			MariaDbNamedLocks.giveBack(connection, this.timeoutSeconds);
 		}
 	}
 

@@ -162,12 +162,17 @@ public final class PostgresStoresConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	FencingStore leaderFencingStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
-			LeaseSettings settings, ObjectProvider<DataSourceProperties> dataSourceProperties) {
+			LeaseSettings settings, ObjectProvider<CoordinationStore> coordinationStore,
+			ObjectProvider<DataSourceProperties> dataSourceProperties) {
 		// A guarded transaction cannot usefully outlast the holder's own belief in its
 		// leadership.
 		if (dialect(dataSource, dataSourceProperties) == JdbcDialect.MARIADB) {
+			// The guard learns the expiry of the node's terms from the coordination
+			// store's grants and renewals, when it is ours.
+			MariaDbCoordinationStore leases = (coordinationStore
+				.getIfAvailable() instanceof MariaDbCoordinationStore mariaDb) ? mariaDb : null;
 			return new MariaDbFencingStore(dataSource, prefix, properties.getJdbc().determineQueryTimeout(),
-					settings.safeWindow());
+					settings.safeWindow(), leases);
 		}
 		return new PostgresFencingStore(dataSource, prefix, properties.getJdbc().determineQueryTimeout(),
 				settings.safeWindow());

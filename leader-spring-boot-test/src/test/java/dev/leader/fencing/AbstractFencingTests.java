@@ -92,13 +92,14 @@ abstract class AbstractFencingTests {
 	}
 
 	/**
-	 * Creates the database's fencing store, with a query timeout of five seconds.
+	 * Creates the database's fencing store, with a query timeout of five seconds, for the
+	 * nodes whose leases the test's coordination store takes.
 	 * @param dataSource the data source whose transactions are fenced
 	 * @param holdLimit the hold limit of guarded transactions
 	 * @return the store
 	 */
 	FencingStore fencingStore(DataSource dataSource, Duration holdLimit) {
-		return this.fencingStores.create(dataSource, PREFIX, QUERY_TIMEOUT, holdLimit);
+		return this.fencingStores.create(dataSource, PREFIX, QUERY_TIMEOUT, holdLimit, this.leases);
 	}
 
 	@BeforeEach
@@ -492,7 +493,8 @@ abstract class AbstractFencingTests {
 	@FunctionalInterface
 	interface FencingStores {
 
-		FencingStore create(DataSource dataSource, TablePrefix prefix, Duration queryTimeout, Duration holdLimit);
+		FencingStore create(DataSource dataSource, TablePrefix prefix, Duration queryTimeout, Duration holdLimit,
+				CoordinationStore coordination);
 
 	}
 

@@ -26,7 +26,9 @@ class FencingTests extends AbstractFencingTests {
 	final MigratedSchema schema = new MigratedSchema(8);
 
 	FencingTests() {
-		super(PostgresCoordinationStore::new, PostgresFencingStore::new,
+		super(PostgresCoordinationStore::new,
+				(dataSource, prefix, queryTimeout, holdLimit, coordination) -> new PostgresFencingStore(dataSource,
+						prefix, queryTimeout, holdLimit),
 				new SlowStatement("SELECT pg_sleep(10)", "statement timeout"));
 	}
 

@@ -47,7 +47,9 @@ class MariaDbFencingTests extends AbstractFencingTests {
 			+ "idle_write_transaction_timeout = 600, idle_readonly_transaction_timeout = 600";
 
 	MariaDbFencingTests() {
-		super(MariaDbCoordinationStore::new, MariaDbFencingStore::new,
+		super(MariaDbCoordinationStore::new,
+				(dataSource, prefix, queryTimeout, holdLimit, coordination) -> new MariaDbFencingStore(dataSource,
+						prefix, queryTimeout, holdLimit, (MariaDbCoordinationStore) coordination),
 				new SlowStatement("SELECT SLEEP(10)", "max_statement_time"));
 	}
 

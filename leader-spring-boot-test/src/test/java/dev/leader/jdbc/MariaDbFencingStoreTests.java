@@ -23,8 +23,9 @@ class MariaDbFencingStoreTests extends AbstractFencingStoreContractTests {
 	@Override
 	protected Stores createStores() {
 		HikariDataSource dataSource = database.dataSource();
-		return new Stores(new MariaDbCoordinationStore(dataSource, PREFIX, Duration.ofSeconds(5)),
-				new MariaDbFencingStore(dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(5)),
+		MariaDbCoordinationStore coordination = new MariaDbCoordinationStore(dataSource, PREFIX, Duration.ofSeconds(5));
+		return new Stores(coordination,
+				new MariaDbFencingStore(dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(5), coordination),
 				new DataSourceTransactionManager(dataSource));
 	}
 

@@ -21,6 +21,7 @@ import dev.leader.jdbc.MariaDbCoordinationStore;
 import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.node.NodeRegistration;
+import dev.leader.test.FailOnce;
 import dev.leader.test.MigratedMariaDb;
 import dev.leader.test.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
@@ -72,6 +73,27 @@ class MariaDbHandOverTests {
 		await().atMost(Duration.ofSeconds(5)).until(() -> b.isLeader(GROUP) || c.isLeader(GROUP));
 		long handOverMillis = TimeUnit.NANOSECONDS.toMillis(grantedAt(b, c) - stoppedAt);
 		assertThat(handOverMillis).as("release -> successor's grant, with heartbeats every 5 s").isLessThan(1000);
+	}
+
+	/**
+	 * A leader whose statement that gives its wake-up lock back fails, on a session that
+	 * lives on: the connection went back to the pool with the session and its lock, and
+	 * the follower waited for its retry interval (20 s here) instead of being woken.
+	 */
+	@Test
+	void followerIsWokenAtOnceWhenTheLeaderFailsToGiveItsWakeUpLockBack() throws Exception {
+		FailOnce release = new FailOnce("RELEASE_LOCK(");
+		LeaderEngine a = start("a",
+				new MariaDbCoordinationStore(release.wrap(database.dataSource()), PREFIX, Duration.ofSeconds(5)));
+		assertThat(a.awaitLeadership(GROUP, Duration.ofSeconds(10))).isTrue();
+		LeaderEngine b = start("b", mariaDb());
+		awaitWaiters(1);
+		long stoppedAt = System.nanoTime();
+		a.stop();
+		assertThat(release.failed()).as("the leader's RELEASE_LOCK failed").isTrue();
+		await().atMost(Duration.ofSeconds(5)).until(() -> b.isLeader(GROUP));
+		assertThat(TimeUnit.NANOSECONDS.toMillis(grantedAt(b) - stoppedAt)).as("release -> successor's grant")
+			.isLessThan(1000);
 	}
 
 	@Test

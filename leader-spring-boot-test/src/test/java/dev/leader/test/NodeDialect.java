@@ -30,7 +30,9 @@ enum NodeDialect {
 	 * PostgreSQL's stores; the log and daemon stores follow the notifications and the
 	 * heartbeat of the coordination store.
 	 */
-	POSTGRESQL("SELECT 1 FROM pg_sleep(?)", PostgresCoordinationStore::new, PostgresFencingStore::new,
+	POSTGRESQL("SELECT 1 FROM pg_sleep(?)", PostgresCoordinationStore::new,
+			(dataSource, prefix, queryTimeout, holdLimit, coordination) -> new PostgresFencingStore(dataSource, prefix,
+					queryTimeout, holdLimit),
 			(dataSource, prefix, queryTimeout, holdLimit, coordination) -> new PostgresLogStore(dataSource, prefix,
 					queryTimeout, holdLimit,
 					(coordination instanceof PostgresCoordinationStore postgres) ? postgres : null),
@@ -42,7 +44,10 @@ enum NodeDialect {
 	 * MariaDB's stores; the log store learns of other nodes' appends from the
 	 * coordination store's heartbeat.
 	 */
-	MARIADB("SELECT SLEEP(?)", MariaDbCoordinationStore::new, MariaDbFencingStore::new,
+	MARIADB("SELECT SLEEP(?)", MariaDbCoordinationStore::new,
+			(dataSource, prefix, queryTimeout, holdLimit, coordination) -> new MariaDbFencingStore(dataSource, prefix,
+					queryTimeout, holdLimit,
+					(coordination instanceof MariaDbCoordinationStore mariaDb) ? mariaDb : null),
 			(dataSource, prefix, queryTimeout, holdLimit, coordination) -> new MariaDbLogStore(dataSource, prefix,
 					queryTimeout, holdLimit,
 					(coordination instanceof MariaDbCoordinationStore mariaDb) ? mariaDb : null),
@@ -85,8 +90,9 @@ enum NodeDialect {
 		return this.coordinationStores.create(dataSource, prefix, queryTimeout);
 	}
 
-	FencingStore fencingStore(DataSource dataSource, TablePrefix prefix, Duration queryTimeout, Duration holdLimit) {
-		return this.fencingStores.create(dataSource, prefix, queryTimeout, holdLimit);
+	FencingStore fencingStore(DataSource dataSource, TablePrefix prefix, Duration queryTimeout, Duration holdLimit,
+			CoordinationStore coordination) {
+		return this.fencingStores.create(dataSource, prefix, queryTimeout, holdLimit, coordination);
 	}
 
 	LogStore logStore(DataSource dataSource, TablePrefix prefix, Duration queryTimeout, Duration holdLimit,
@@ -109,7 +115,8 @@ enum NodeDialect {
 	@FunctionalInterface
 	private interface FencingStores {
 
-		FencingStore create(DataSource dataSource, TablePrefix prefix, Duration queryTimeout, Duration holdLimit);
+		FencingStore create(DataSource dataSource, TablePrefix prefix, Duration queryTimeout, Duration holdLimit,
+				CoordinationStore coordination);
 
 	}
 

@@ -312,7 +312,7 @@ public final class TestNode {
 		Duration holdLimit = arguments.leaseSettings().safeWindow();
 		NodeDialect dialect = node.dialect();
 		return new FencedLog(node.engine(), node.dataSource(),
-				dialect.fencingStore(node.dataSource(), prefix, queryTimeout, holdLimit),
+				dialect.fencingStore(node.dataSource(), prefix, queryTimeout, holdLimit, node.store()),
 				decisionLog ? dialect.logStore(node.dataSource(), prefix, queryTimeout, holdLimit, node.store()) : null,
 				dialect.sleepSql(), queryTimeout, arguments.get(tableArgument, defaultTable),
 				Long.parseLong(arguments.get("incarnation", "1")), node.events());
