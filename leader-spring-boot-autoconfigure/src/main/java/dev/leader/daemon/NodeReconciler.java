@@ -119,6 +119,12 @@ final class NodeReconciler {
 		this.events = events;
 		this.runEnded = runEnded;
 		this.backoff = backoff;
+		if (readLimit().compareTo(Duration.ofMillis(100)) < 0) {
+			throw new IllegalArgumentException("leader.daemons.drain-timeout (" + settings.drainTimeout()
+					+ ") plus leader.lease.renew-interval (" + node.pollInterval()
+					+ ") must exceed leader.lease.safety-margin (" + node.lease().safetyMargin() + ") by at least "
+					+ "100 ms: a node keeps its daemons only that long after its last read of the assignments");
+		}
 	}
 
 	/**

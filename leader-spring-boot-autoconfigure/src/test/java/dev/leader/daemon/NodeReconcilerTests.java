@@ -29,7 +29,7 @@ import static org.awaitility.Awaitility.await;
 class NodeReconcilerTests {
 
 	private static final DaemonSettings SETTINGS = new DaemonSettings("default", Duration.ofSeconds(30),
-			Duration.ofMillis(300), 2, Duration.ZERO);
+			Duration.ofSeconds(1), 2, Duration.ZERO);
 
 	private final InMemoryDaemonStore store = new InMemoryDaemonStore().member(new Member("a", Set.of("d1"), true));
 

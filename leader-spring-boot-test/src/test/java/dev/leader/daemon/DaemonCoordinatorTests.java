@@ -221,13 +221,7 @@ class DaemonCoordinatorTests {
 		Duration stall = Duration.ofSeconds(6);
 		List<Run> runs = new CopyOnWriteArrayList<>();
 		StallingProxy proxyOfA = this.proxies.get("a");
-		HikariConfig config = new HikariConfig();
-		config.setJdbcUrl(proxyOfA.jdbcUrl());
-		config.setUsername(this.nodes.dataSource().getUsername());
-		config.setPassword(this.nodes.dataSource().getPassword());
-		config.setMaximumPoolSize(8);
-		HikariDataSource throughProxy = new HikariDataSource(config);
-		this.nodes.closeAfterTest(throughProxy::close);
+		DataSource throughProxy = poolThrough(proxyOfA);
 		AtomicLong stalledAt = new AtomicLong();
 		FaultingDataSource stalling = new FaultingDataSource(throughProxy, ACKNOWLEDGE, (connection) -> {
 			stalledAt.set(System.nanoTime());
@@ -254,6 +248,62 @@ class DaemonCoordinatorTests {
 					.isFalse();
 			}
 		}
+	}
+
+	@Test
+	void daemonRevokedWhileItsNodeCannotReadItsAssignmentsNeverRunsOnTwoNodesAtOnce() throws Exception {
+		LeaseSettings lease = new LeaseSettings(Duration.ofSeconds(2), Duration.ofMillis(300), Duration.ofMillis(300),
+				Duration.ofMillis(200), Duration.ofSeconds(5), Duration.ofSeconds(2));
+		DaemonSettings daemons = new DaemonSettings("default", Duration.ofSeconds(2), Duration.ofSeconds(1), 2,
+				Duration.ZERO);
+		List<Run> runs = new CopyOnWriteArrayList<>();
+		// b leads and runs the daemon first.
+		start("b", lease, daemons, this.nodes.dataSource(), this.nodes.dataSource(), recording("b", runs));
+		awaitActive("steady", "b", 1);
+		StallingProxy proxyOfA = this.proxies.get("a");
+		DataSource throughProxy = poolThrough(proxyOfA);
+		// a heartbeats directly; its daemon store's connections go through the proxy: its
+		// heartbeats go on while its reads of the assignments stall.
+		start("a", lease, daemons, this.nodes.dataSource(), throughProxy, recording("a", runs));
+		PostgresDaemonStore operator = new PostgresDaemonStore(this.nodes.dataSource(), PREFIX, QUERY_TIMEOUT,
+				Duration.ofSeconds(4));
+		operator.request(DaemonRequest.Kind.MOVE, "steady", "a");
+		awaitActive("steady", "a", 2);
+		await().atMost(Duration.ofSeconds(3)).until(() -> runs.stream().anyMatch((run) -> run.node().equals("a")));
+		long stalledAt = System.nanoTime();
+		proxyOfA.stall(Duration.ofSeconds(6));
+		operator.request(DaemonRequest.Kind.MOVE, "steady", "b");
+		awaitActive("steady", "b", 3);
+		await().atMost(Duration.ofSeconds(3))
+			.until(() -> runs.stream().anyMatch((run) -> run.node().equals("b") && run.generation() == 3));
+		// Give a's run the time to end, if it is going to end before the stall does.
+		await().atMost(Duration.ofSeconds(10))
+			.until(() -> runs.stream()
+				.filter((run) -> run.node().equals("a"))
+				.allMatch((run) -> run.ended().get() != 0));
+		long now = System.nanoTime();
+		List<String> timeline = runs.stream().map((run) -> run.describe(stalledAt, now)).toList();
+		Run onA = runs.stream().filter((run) -> run.node().equals("a")).findFirst().orElseThrow();
+		Run onB = runs.stream()
+			.filter((run) -> run.node().equals("b") && run.generation() == 3)
+			.findFirst()
+			.orElseThrow();
+		assertThat(onA.overlaps(onB, now)).as("a run on a overlaps a run on b; runs, ms from the stall: %s", timeline)
+			.isFalse();
+	}
+
+	/**
+	 * Returns a pool of 8 connections whose every connection goes through the proxy.
+	 */
+	private DataSource poolThrough(StallingProxy proxy) {
+		HikariConfig config = new HikariConfig();
+		config.setJdbcUrl(proxy.jdbcUrl());
+		config.setUsername(this.nodes.dataSource().getUsername());
+		config.setPassword(this.nodes.dataSource().getPassword());
+		config.setMaximumPoolSize(8);
+		HikariDataSource pool = new HikariDataSource(config);
+		this.nodes.closeAfterTest(pool::close);
+		return pool;
 	}
 
 	/**
@@ -306,7 +356,7 @@ class DaemonCoordinatorTests {
 	}
 
 	private void awaitActive(String daemon, String node, long generation) {
-		await().atMost(Duration.ofSeconds(5))
+		await().atMost(Duration.ofSeconds(8))
 			.until(() -> assignment(daemon), (row) -> row.equals("ACTIVE " + node + " " + generation));
 	}
 
