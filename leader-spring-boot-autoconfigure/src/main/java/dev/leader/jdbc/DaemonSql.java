@@ -114,6 +114,11 @@ record DaemonSql(String read, String assign, String revoke, String reclaim, Stri
 			SELECT pg_notify(?, node_id) AS notified FROM changed
 			""";
 
+	/**
+	 * Acknowledges an assignment, durably: the node starts the agent once it succeeded,
+	 * and an acknowledgement lost in a crash or a failover would let the leader reclaim
+	 * the running daemon at the ack timeout.
+	 */
 	static final String ACKNOWLEDGE = """
 			WITH changed AS (
 			  UPDATE ${prefix}assignments SET state = 'ACTIVE', acked_at = clock_timestamp(),
@@ -121,7 +126,7 @@ record DaemonSql(String read, String assign, String revoke, String reclaim, Stri
 			  WHERE daemon_name = ? AND generation = ? AND node_id = ? AND state = 'ASSIGNING'
 			  RETURNING node_id
 			)
-			SELECT pg_notify(?, '') AS notified FROM changed
+			SELECT pg_notify(?, '') AS notified FROM changed, (SELECT ${durable}) AS durable
 			""";
 
 	/**

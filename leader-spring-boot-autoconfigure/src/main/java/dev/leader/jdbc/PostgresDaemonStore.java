@@ -141,6 +141,7 @@ public final class PostgresDaemonStore implements DaemonStore {
 			statement.setString(++i, state.name());
 			statement.setString(++i, this.channel);
 			try (ResultSet rows = statement.executeQuery()) {
+				Statements.requireDurable(statement);
 				return rows.next();
 			}
 		});
@@ -148,12 +149,12 @@ public final class PostgresDaemonStore implements DaemonStore {
 
 	@Override
 	public boolean acknowledge(String node, String daemon, long generation) {
-		return nodeUpdate("acknowledge daemon", this.sql.acknowledge(), node, daemon, generation);
+		return nodeUpdate("acknowledge daemon", this.sql.acknowledge(), node, daemon, generation, true);
 	}
 
 	@Override
 	public boolean release(String node, String daemon, long generation) {
-		return nodeUpdate("release daemon", this.sql.release(), node, daemon, generation);
+		return nodeUpdate("release daemon", this.sql.release(), node, daemon, generation, false);
 	}
 
 	@Override
@@ -233,13 +234,16 @@ public final class PostgresDaemonStore implements DaemonStore {
 		});
 	}
 
-	private boolean nodeUpdate(String task, String sql, String node, String daemon, long generation) {
+	private boolean nodeUpdate(String task, String sql, String node, String daemon, long generation, boolean durable) {
 		return execute(task, sql, (statement) -> {
 			statement.setString(1, daemon);
 			statement.setLong(2, generation);
 			statement.setString(3, node);
 			statement.setString(4, this.channel);
 			try (ResultSet rows = statement.executeQuery()) {
+				if (durable) {
+					Statements.requireDurable(statement);
+				}
 				return rows.next();
 			}
 		});

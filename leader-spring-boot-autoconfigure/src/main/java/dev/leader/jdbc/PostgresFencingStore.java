@@ -45,7 +45,10 @@ public final class PostgresFencingStore implements FencingStore {
 	/**
 	 * Advances a fence. A conflicting row is locked even when the WHERE clause keeps it
 	 * unchanged; the fallback SELECT then reads it from the statement's snapshot, and
-	 * finds nothing only if it was created concurrently: that fails closed.
+	 * finds nothing only if it was created concurrently: that fails closed. The commit of
+	 * the caller's transaction is made {@linkplain Statements#DURABLE durable}: an
+	 * advance lost in a crash would let a lower term pass the fence after the external
+	 * write that the higher one made.
 	 */
 	private static final String ADVANCE = """
 			WITH advanced AS (
@@ -55,7 +58,8 @@ public final class PostgresFencingStore implements FencingStore {
 			  WHERE f.group_name = excluded.group_name AND f.term <= excluded.term
 			  RETURNING f.group_name, f.term
 			)
-			SELECT true AS advanced, group_name, term, ${hold_limits} AS limits FROM advanced, ${hold}
+			SELECT true AS advanced, group_name, term, ${hold_limits} AS limits
+			FROM advanced, ${hold}, (SELECT ${durable}) AS durable
 			UNION ALL
 			SELECT false, group_name, term, NULL FROM ${prefix}fences
 			WHERE resource = ? AND NOT EXISTS (SELECT 1 FROM advanced)

@@ -28,12 +28,13 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Appends and assignments on a primary whose commits wait for a synchronous standby that
- * does not answer ({@code synchronous_standby_names} names a standby that is not there):
- * PostgreSQL commits on the primary alone when the wait is cancelled, with a warning, and
- * the statement that committed so must fail, as a grant does, rather than hand out a
- * bookmark or a generation that a failover to the standby would lose. The lease is
- * granted before the standby is named, while commits do not wait.
+ * Appends, assignments and acknowledgements on a primary whose commits wait for a
+ * synchronous standby that does not answer ({@code synchronous_standby_names} names a
+ * standby that is not there): PostgreSQL commits on the primary alone when the wait is
+ * cancelled, with a warning, and the statement that committed so must fail, as a grant
+ * does, rather than hand out a bookmark or a generation that a failover to the standby
+ * would lose. The lease is granted before the standby is named, while commits do not
+ * wait.
  */
 class SynchronousStandbyCutOffTests {
 
@@ -116,6 +117,18 @@ class SynchronousStandbyCutOffTests {
 			.sql("SELECT count(*) FROM leader_assignments")
 			.query(Long.class)
 			.single()).as("the assignment, committed on the primary alone").isEqualTo(1);
+	}
+
+	@Test
+	void acknowledgementWhoseWaitForTheStandbyIsCancelledFailsSoTheNodeNeverStartsTheAgent() throws SQLException {
+		PostgresDaemonStore daemons = new PostgresDaemonStore(this.dataSource, PREFIX, QUERY_TIMEOUT,
+				Duration.ofSeconds(10));
+		nameStandby("");
+		long generation = daemons.assign(this.token, "a", "outbox", "b", 0, null);
+		nameStandby("nobody");
+		assertThatExceptionOfType(DataAccessException.class)
+			.isThrownBy(() -> daemons.acknowledge("b", "outbox", generation))
+			.withStackTraceContaining("canceling wait for synchronous replication");
 	}
 
 	private long entries() {
