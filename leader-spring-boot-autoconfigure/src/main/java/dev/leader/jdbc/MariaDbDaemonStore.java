@@ -331,7 +331,8 @@ public final class MariaDbDaemonStore implements DaemonStore {
 			try (ResultSet rows = statement.executeQuery()) {
 				boolean found = rows.next();
 				boolean live = found && rows.getBoolean("live");
-				if (!live && limits != null) {
+				// A row found keeps the limits, live or not: it is locked.
+				if (!found && limits != null) {
 					limits.undo();
 				}
 				if (!found) {

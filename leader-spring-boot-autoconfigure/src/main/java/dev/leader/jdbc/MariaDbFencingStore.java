@@ -62,6 +62,8 @@ public final class MariaDbFencingStore implements FencingStore {
 
 	private final GuardStatements guards;
 
+	private final MariaDbConnections connections;
+
 	private final @Nullable MariaDbCoordinationStore leases;
 
 	private final MariaDbSql.Rendered sql;
@@ -84,6 +86,7 @@ public final class MariaDbFencingStore implements FencingStore {
 			Duration holdLimit, @Nullable MariaDbCoordinationStore leases) {
 		this.guards = new GuardStatements(dataSource, queryTimeout, holdLimit,
 				"annotate the method with @Transactional");
+		this.connections = new MariaDbConnections(dataSource, queryTimeout);
 		this.leases = leases;
 		this.sql = MariaDbSql.renderAll(tablePrefix, MariaDbSql.LOCK_LEASE, MariaDbSql.LOCK_LEASE_BEFORE, READ_LEASE,
 				ENSURE_FENCE, READ_FENCE, ADVANCE);
@@ -93,12 +96,13 @@ public final class MariaDbFencingStore implements FencingStore {
 	public @Nullable LeaseLock lockLease(FencingToken token, String nodeId) {
 		LocalDateTime expiry = (this.leases != null) ? this.leases.expiry(token.group(), token.term()) : null;
 		LeaseLock locked = execute("lock lease", this.sql.of(MariaDbSql.lockLease(expiry)), (statement) -> {
-			MariaDbHoldLimits limits = MariaDbHoldLimits.apply(statement.getConnection(),
-					this.guards.holdLimitMillis());
+			MariaDbHoldLimits.apply(statement.getConnection(), this.guards.holdLimitMillis());
+			// A refused guard keeps the limits: its key lookup may have locked the row,
+			// which a
+			// takeover or a release would then wait for as long as the caller's
+			// transaction
+			// lasts.
 			MariaDbSql.LeaseGuard outcome = MariaDbSql.lockLease(statement, expiry, token, nodeId);
-			if (outcome != MariaDbSql.LeaseGuard.LOCKED && limits != null) {
-				limits.undo();
-			}
 			return switch (outcome) {
 				case LOCKED -> new LeaseLock(true, nodeId, token.term(), true);
 				// Without a read of the lease row, which would lock it.
@@ -109,27 +113,30 @@ public final class MariaDbFencingStore implements FencingStore {
 		if (locked != null) {
 			return locked;
 		}
-		return execute("read lease", this.sql.of(READ_LEASE), (statement) -> {
+		// For the message, in a transaction of the starter's own: in the caller's, at
+		// SERIALIZABLE, the read would lock the lease row that the holder renews.
+		return this.connections.transaction("read lease", (tx) -> tx.run(this.sql.of(READ_LEASE), (statement) -> {
 			statement.setString(1, token.group());
 			try (ResultSet rows = statement.executeQuery()) {
 				return rows.next()
 						? new LeaseLock(false, rows.getString("holder"), rows.getLong("term"), rows.getBoolean("valid"))
 						: null;
 			}
-		});
+		}));
 	}
 
 	@Override
 	public @Nullable Fence advance(String resource, FencingToken token) {
-		// The upsert locks the fence's row: the limits come first.
-		MariaDbHoldLimits limits = execute("advance fence", this.sql.of(ENSURE_FENCE), (statement) -> {
+		// The upsert locks the fence's row: the limits come first, and stay for the rest
+		// of
+		// the transaction even when the fence refuses the term, since the row stays
+		// locked.
+		execute("advance fence", this.sql.of(ENSURE_FENCE), (statement) -> {
 			statement.setString(1, resource);
 			statement.setString(2, token.group());
 			statement.setLong(3, token.term());
-			MariaDbHoldLimits lowered = MariaDbHoldLimits.apply(statement.getConnection(),
-					this.guards.holdLimitMillis());
-			statement.executeUpdate();
-			return lowered;
+			MariaDbHoldLimits.apply(statement.getConnection(), this.guards.holdLimitMillis());
+			return statement.executeUpdate();
 		});
 		Fence fence = execute("advance fence", this.sql.of(READ_FENCE), (statement) -> {
 			statement.setString(1, resource);
@@ -140,9 +147,6 @@ public final class MariaDbFencingStore implements FencingStore {
 					long term = rows.getLong("term");
 					boolean accepted = group.equals(token.group()) && term <= token.term();
 					read = new Fence(accepted, group, accepted ? token.term() : term);
-				}
-				if ((read == null || !read.advanced()) && limits != null) {
-					limits.undo();
 				}
 				return read;
 			}

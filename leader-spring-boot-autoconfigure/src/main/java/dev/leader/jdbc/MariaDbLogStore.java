@@ -180,7 +180,9 @@ public final class MariaDbLogStore implements LogStore {
 			String payload) throws SQLException {
 		int timeout = this.connections.statements().timeoutSeconds();
 		// Before the lock, so that the joined transaction never holds it unlimited.
-		MariaDbHoldLimits limits = joined ? MariaDbHoldLimits.apply(connection, this.holdLimitMillis) : null;
+		if (joined) {
+			MariaDbHoldLimits.apply(connection, this.holdLimitMillis);
+		}
 		// In the caller's transaction, the guard compares with the expiry the heartbeat
 		// saw rather than reading the lease row, which SERIALIZABLE would lock.
 		LocalDateTime expiry = (joined && this.heartbeat != null) ? this.heartbeat.expiry(token.group(), token.term())
@@ -190,10 +192,8 @@ public final class MariaDbLogStore implements LogStore {
 			locked = MariaDbSql.lockLease(statement, expiry, token, nodeId) == MariaDbSql.LeaseGuard.LOCKED;
 		}
 		if (!locked) {
-			if (limits != null) {
-				limits.undo();
-			}
-			return refused(connection, token, timeout);
+			// The limits stay: the guard's key lookup may have locked the row.
+			return joined ? refused(token) : refused(connection, token, timeout);
 		}
 		try (PreparedStatement statement = prepare(connection, this.sql.of(TAKE_INDEX), timeout)) {
 			statement.setString(1, token.group());
@@ -208,7 +208,7 @@ public final class MariaDbLogStore implements LogStore {
 				rows.next();
 				if (rows.getLong("last_term") != token.term()) {
 					// A higher term has appended: the head is unchanged, nothing written.
-					return refused(connection, token, timeout);
+					return joined ? refused(token) : refused(connection, token, timeout);
 				}
 				index = rows.getLong("last_index");
 				appendedAt = rows.getObject("appended_at", LocalDateTime.class);
@@ -224,6 +224,14 @@ public final class MariaDbLogStore implements LogStore {
 			statement.executeUpdate();
 		}
 		return new Appended(new Bookmark(token.group(), token.term(), index), null, token.term());
+	}
+
+	// For the message of a refusal in the caller's transaction, in a transaction of the
+	// starter's own: in the caller's, at SERIALIZABLE, the read would lock the lease and
+	// head rows that the holder renews and appends to.
+	private Appended refused(FencingToken token) {
+		return this.connections.transaction("read the lease",
+				(tx) -> refused(tx.connection(), token, this.connections.statements().timeoutSeconds()));
 	}
 
 	private Appended refused(Connection connection, FencingToken token, int timeout) throws SQLException {
