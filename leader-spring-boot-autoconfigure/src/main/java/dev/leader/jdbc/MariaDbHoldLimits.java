@@ -54,8 +54,8 @@ final class MariaDbHoldLimits implements TransactionSynchronization {
 	 * lock a row on
 	 * @param holdMillis the hold limit
 	 * @return the limits that this call lowered first in the transaction, to
-	 * {@link #undo()} if the guard locks nothing, or {@code null} if it changed nothing
-	 * or an earlier guard of the transaction had lowered them already
+	 * {@link #undo()} if the guard found no row to lock, or {@code null} if it changed
+	 * nothing or an earlier guard of the transaction had lowered them already
 	 * @throws SQLException if the settings cannot be read or changed
 	 */
 	static @Nullable MariaDbHoldLimits apply(Connection connection, long holdMillis) throws SQLException {
