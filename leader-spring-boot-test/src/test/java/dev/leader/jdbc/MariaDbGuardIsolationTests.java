@@ -1,7 +1,6 @@
 package dev.leader.jdbc;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
@@ -21,7 +20,6 @@ import dev.leader.test.MigratedMariaDb;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 import org.springframework.jdbc.core.simple.JdbcClient;
@@ -61,18 +59,8 @@ class MariaDbGuardIsolationTests {
 		jdbc.sql("DELETE FROM writes").update();
 	}
 
-	static List<Arguments> poolSettings() {
-		List<Arguments> settings = new ArrayList<>();
-		for (String isolation : List.of("TRANSACTION_READ_UNCOMMITTED", "TRANSACTION_READ_COMMITTED",
-				"TRANSACTION_REPEATABLE_READ", "TRANSACTION_SERIALIZABLE")) {
-			settings.add(Arguments.of(isolation, true));
-			settings.add(Arguments.of(isolation, false));
-		}
-		return settings;
-	}
-
 	@ParameterizedTest(name = "{0}, auto-commit {1}")
-	@MethodSource("poolSettings")
+	@MethodSource("dev.leader.fencing.MariaDbIsolationLoadTests#poolSettings")
 	void guardedTransactionHoldsUpAReleaseButNeitherTheHoldersRenewalNorItsAcknowledgement(String isolation,
 			boolean autoCommit) throws Exception {
 		try (HikariDataSource pool = database.database().dataSource(8, (config) -> {
