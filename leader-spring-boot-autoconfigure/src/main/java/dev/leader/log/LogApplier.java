@@ -3,10 +3,11 @@ package dev.leader.log;
 /**
  * Applies a group's decision log to local state: a bean of the application's that every
  * node runs. Each node calls {@link #apply} for every entry of the group, in index order,
- * exactly once per entry while the application runs, on the group's
- * {@code leader-log-<group>} thread, starting with the log's first entry when the
- * application starts. Reads of that state through {@link DecisionLog} then see what the
- * caller asks for.
+ * exactly once per entry while the application runs (context stops and starts included),
+ * on the group's {@code leader-log-<group>} thread, starting with the log's first entry
+ * when the application starts; after a {@link #rewind}, the entries after the index it
+ * returned are applied again, as the log now holds them. Reads of that state through
+ * {@link DecisionLog} then see what the caller asks for.
  * <p>
  * An applier that throws halts its group's log on this node: no later entry is applied,
  * nothing is skipped, {@link DecisionLog#failure} reports it and the {@code decisionLog}
