@@ -332,7 +332,7 @@ public final class PostgresLogStore implements LogStore {
 						+ " in the caller's transaction, which PostgreSQL could not serialize with a concurrent one "
 						+ "(at REPEATABLE READ or SERIALIZABLE, any append to the group that committed after this "
 						+ "transaction's snapshot was taken does that). Roll the transaction back and run it again "
-						+ "(for example with a retry on ConcurrencyFailureException), or run it at READ COMMITTED; "
+						+ "(for example with a retry on ConcurrencyFailureException, with a random back-off), or run it at READ COMMITTED; "
 						+ ex.getMessage(), ex);
 			}
 			throw ex;

@@ -12,6 +12,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
@@ -195,6 +196,15 @@ class IsolationLoadTests {
 					throw ex;
 				}
 				load.retries.incrementAndGet();
+				// A random back-off, as a retry policy has: without it, on a loaded
+				// machine, the other appenders overtook one thread fifty times in a row.
+				try {
+					Thread.sleep(ThreadLocalRandom.current().nextLong(1, 2 + Math.min(attempt, 10) * 5L));
+				}
+				catch (InterruptedException interrupted) {
+					Thread.currentThread().interrupt();
+					throw ex;
+				}
 			}
 		}
 	}
