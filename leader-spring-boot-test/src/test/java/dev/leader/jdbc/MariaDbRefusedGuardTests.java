@@ -27,15 +27,16 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Review reproductions (issue 25, review 3): what a MariaDB guard that does not lock its
- * lease (refused or expired) still holds in the caller's transaction. MariaDB reads a row
- * found by its primary key during optimisation ("Impossible WHERE noticed after reading
- * const tables") and keeps its lock even at {@code READ COMMITTED}, so the refused guard
- * keeps a shared lock on {@code lease_terms}; the expired guard keeps it by design. Both
- * undo the hold limits. At {@code SERIALIZABLE}, the refused path's reads of the lease
- * row and the log head lock them too. The caller here catches the
- * {@link StaleLeadershipException} and stays in its transaction, as a process that stalls
- * (a GC pause, SIGSTOP, a network stall) before its rollback reaches the server does.
+ * What a MariaDB guard that does not lock its lease (refused or expired) still holds in
+ * the caller's transaction, and for how long. MariaDB reads a row found by its primary
+ * key during optimisation ("Impossible WHERE noticed after reading const tables") and
+ * keeps its lock even at {@code READ COMMITTED}, so the refused guard keeps a shared lock
+ * on {@code lease_terms}; the expired guard keeps it by design. Both used to undo the
+ * hold limits, and at {@code SERIALIZABLE} the refused path's reads of the lease row and
+ * the log head, for the message, locked them too (an adversarial review reproduced each).
+ * The caller here catches the {@link StaleLeadershipException} and stays in its
+ * transaction, as a process that stalls (a GC pause, SIGSTOP, a network stall) before its
+ * rollback reaches the server does.
  */
 class MariaDbRefusedGuardTests {
 
