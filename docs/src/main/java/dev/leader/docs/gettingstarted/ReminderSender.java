@@ -1,0 +1,10 @@
+package dev.leader.docs.gettingstarted;
+
+/**
+ * The application's own service that {@link ReminderJob} calls.
+ */
+interface ReminderSender {
+
+	void sendDueReminders();
+
+}
