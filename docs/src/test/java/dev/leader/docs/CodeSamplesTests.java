@@ -23,15 +23,15 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Every code sample of the guide compiles, and every property it sets exists: a
  * {@code java} block is a tagged region of a class that the build compiles, named on the
  * line before its fence; a {@code properties} or {@code yaml} block, and a
- * {@code --leader.…=} or {@code -Dleader.…=} argument of a shell block, name only the
- * starter's properties. With {@code -Ddocs.write=true} the java blocks are rewritten from
- * their classes instead.
+ * {@code --leader.…=} argument of a shell block, name only the starter's properties (a
+ * {@code -Dleader.…} system property may be a test's). With {@code -Ddocs.write=true} the
+ * java blocks are rewritten from their classes instead.
  */
 class CodeSamplesTests {
 
 	private static final Pattern TAG = Pattern.compile("^\\s*//\\s*(tag|end)::([\\w.-]+)\\[\\]\\s*$");
 
-	private static final Pattern SHELL_PROPERTY = Pattern.compile("(?:--|-D)(leader\\.[\\w.\\[\\]-]+)=");
+	private static final Pattern SHELL_PROPERTY = Pattern.compile("--(leader\\.[\\w.\\[\\]-]+)=");
 
 	private final Path root = Repository.root();
 
