@@ -611,7 +611,7 @@ public class LeaderProperties {
 
 		/**
 		 * Consistency of a read whose request names none and carries neither
-		 * Leader-Bookmark nor Max-Staleness: 'index', 'bounded', 'bookmark' or 'leader'.
+		 * Leader-Bookmark nor Max-Staleness.
 		 */
 		private String defaultConsistency = "index";
 
