@@ -20,12 +20,15 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
 public class LeaderProperties {
 
 	/**
-	 * Whether to take part in leader election.
+	 * Whether to take part in leader election. Off, the whole starter is off, and so
+	 * is @LeaderOnly: annotated methods run on every node. Meant for a single local
+	 * instance, not to keep a node out of an election.
 	 */
 	private boolean enabled = true;
 
 	/**
 	 * Groups this node takes part in. Groups named by @LeaderOnly are added to these.
+	 * Names of 1 to 120 letters, digits, '.', '_', ':' or '-'.
 	 */
 	private List<String> groups = new ArrayList<>(List.of("default"));
 
@@ -97,8 +100,8 @@ public class LeaderProperties {
 		private @Nullable String id;
 
 		/**
-		 * Readable name of this node, 1 to 200 characters. Defaults to
-		 * spring.application.name.
+		 * Readable name of this node, 1 to 200 characters without control characters.
+		 * Defaults to spring.application.name.
 		 */
 		private @Nullable String name;
 
@@ -113,10 +116,11 @@ public class LeaderProperties {
 		/**
 		 * URL at which other nodes reach this node's web application, such as
 		 * http://10.0.0.7:8080, advertised in the membership so that followers can
-		 * forward requests to a group's leader. An absolute http or https URL. In a
-		 * servlet web application, defaults to 'http://' followed by the address, the
-		 * local port and the context path, once the web server has started; the address
-		 * is server.address if it names one, else the address the host name resolves to.
+		 * forward requests to a group's leader. An absolute http or https URL with a
+		 * host, without query or fragment, of at most 500 characters. In a servlet web
+		 * application, defaults to 'http://' followed by the address, the local port and
+		 * the context path, once the web server has started; the address is
+		 * server.address if it names one, else the address the host name resolves to.
 		 */
 		private @Nullable String baseUrl;
 
@@ -179,15 +183,17 @@ public class LeaderProperties {
 
 		/**
 		 * Interval between renewals of this node's leases and heartbeat, made in one
-		 * round trip, which also polls the daemon assignments. Must be less than half the
-		 * lease duration.
+		 * round trip, which also polls the daemon assignments; the daemons group's leader
+		 * plans the assignments at this interval too. Must be less than half the lease
+		 * duration.
 		 */
 		private Duration renewInterval = Duration.ofSeconds(3);
 
 		/**
 		 * Wait before retrying after a failed round trip with the database. The renew
-		 * interval plus this plus the safety margin must be less than the lease duration,
-		 * so that a failed renewal is retried while the leader still leads.
+		 * interval plus this plus the safety margin must be less than the lease duration
+		 * and the node expiry, so that a failed renewal is retried while the leader still
+		 * leads.
 		 */
 		private Duration retryInterval = Duration.ofSeconds(2);
 
@@ -257,7 +263,9 @@ public class LeaderProperties {
 
 		/**
 		 * Whether to create and upgrade the starter's tables with its own Flyway
-		 * migrations, recorded in the <prefix>schema_history table.
+		 * migrations, recorded in the <prefix>schema_history table. Off, apply the
+		 * scripts of db/leader/postgresql or db/leader/mariadb yourself, with ${prefix}
+		 * replaced by the table prefix.
 		 */
 		private boolean migrate = true;
 
@@ -334,7 +342,7 @@ public class LeaderProperties {
 			/**
 			 * JDBC URL of a connection of its own for the notifications, for example
 			 * straight to the PostgreSQL server when the DataSource goes through
-			 * PgBouncer in transaction mode.
+			 * PgBouncer in transaction mode. A jdbc:postgresql: URL.
 			 */
 			private @Nullable String url;
 
@@ -387,7 +395,10 @@ public class LeaderProperties {
 	public static class LeaderOnly {
 
 		/**
-		 * What a @LeaderOnly call does on a node that does not lead its group.
+		 * What a @LeaderOnly call does on a node that does not lead its group: 'skip'
+		 * returns nothing from a void method, an empty Optional from an Optional one and
+		 * throws NotLeaderException from any other; 'throw' always throws
+		 * NotLeaderException.
 		 */
 		private WhenNotLeader whenNotLeader = WhenNotLeader.SKIP;
 
@@ -446,6 +457,7 @@ public class LeaderProperties {
 
 		/**
 		 * Maximum number of daemons the leader revokes per cycle to rebalance the nodes.
+		 * At least 1.
 		 */
 		private int maxMovesPerCycle = 2;
 
@@ -536,7 +548,7 @@ public class LeaderProperties {
 
 			/**
 			 * Newest entries of each group's decision log to keep; the group's leader
-			 * removes older ones. Unset keeps any number.
+			 * removes older ones. At least 1; unset keeps any number.
 			 */
 			private @Nullable Long maxEntries;
 
@@ -611,7 +623,7 @@ public class LeaderProperties {
 
 		/**
 		 * Consistency of a read whose request names none and carries neither
-		 * Leader-Bookmark nor Max-Staleness: 'index', 'bounded', 'bookmark' or 'leader'.
+		 * Leader-Bookmark nor Max-Staleness.
 		 */
 		private String defaultConsistency = "index";
 

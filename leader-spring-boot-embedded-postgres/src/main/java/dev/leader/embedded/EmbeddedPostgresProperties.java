@@ -14,14 +14,16 @@ public class EmbeddedPostgresProperties {
 
 	/**
 	 * Whether to start an embedded PostgreSQL server when the application configures no
-	 * database.
+	 * database: no DataSource bean, no JdbcConnectionDetails (such as a service
+	 * connection), and neither spring.datasource.url nor spring.datasource.jndi-name.
 	 */
 	private boolean enabled = true;
 
 	/**
 	 * Directory that holds the server's data, kept across restarts. Defaults to
 	 * ${java.io.tmpdir}/leader-embedded-postgres/${spring.application.name}, with
-	 * "application" when the name is not set.
+	 * "application" when the name is not set. One running application at a time may use
+	 * it; delete it to start empty.
 	 */
 	private @Nullable Path dataDirectory;
 
