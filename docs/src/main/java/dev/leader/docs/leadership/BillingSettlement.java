@@ -9,7 +9,7 @@ import org.springframework.transaction.annotation.Transactional;
 
 // tag::settlement[]
 @Component
-class Settlement {
+class BillingSettlement {
 
 	// runs only on billing's current leader, fenced by its term
 	@LeaderOnly(group = "billing", fenced = true)
