@@ -18,21 +18,14 @@ class Settlement {
 		this.jdbc = jdbc;
 	}
 
-	@LeaderOnly(group = "billing", fenced = true) // only on billing's leader, fenced by
-													// its term
-	@Transactional // the fence is the first statement of this transaction
-	@Scheduled(fixedDelay = 5000) // every instance schedules it; only the leader runs it
+	// only on billing's leader; every instance schedules it, and the fence is the first
+	// statement of the transaction: it commits only if this term still holds the lease
+	@LeaderOnly(group = "billing", fenced = true)
+	@Transactional
+	@Scheduled(fixedDelay = 5000)
 	void settle() {
 		long term = FencingToken.current().term();
-		this.jdbc.sql("UPDATE invoices SET settled_term = ? WHERE settled_term IS NULL").param(term).update(); // commits
-																												// only
-																												// if
-																												// this
-																												// term
-																												// still
-																												// holds
-																												// billing's
-																												// lease
+		this.jdbc.sql("UPDATE invoices SET settled_term = ? WHERE settled_term IS NULL").param(term).update();
 	}
 
 }
