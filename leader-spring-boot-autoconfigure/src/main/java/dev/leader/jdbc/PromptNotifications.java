@@ -29,6 +29,11 @@ import org.postgresql.core.QueryExecutorBase;
  */
 final class PromptNotifications {
 
+	// Read by JdbcRuntimeHints too: a native image keeps only the fields it was told of.
+	static final String STREAM_FIELD = "pgStream";
+
+	static final String NEXT_CHECK_FIELD = "nextStreamAvailableCheckTime";
+
 	private static final Log logger = LogFactory.getLog(PromptNotifications.class);
 
 	private final Object stream;
@@ -48,10 +53,10 @@ final class PromptNotifications {
 	 */
 	static @Nullable PromptNotifications enable(Connection connection) {
 		try {
-			Field streamField = QueryExecutorBase.class.getDeclaredField("pgStream");
+			Field streamField = QueryExecutorBase.class.getDeclaredField(STREAM_FIELD);
 			streamField.setAccessible(true);
 			Object stream = streamField.get(connection.unwrap(BaseConnection.class).getQueryExecutor());
-			Field nextCheck = PGStream.class.getDeclaredField("nextStreamAvailableCheckTime");
+			Field nextCheck = PGStream.class.getDeclaredField(NEXT_CHECK_FIELD);
 			nextCheck.setAccessible(true);
 			nextCheck.setLong(stream, Long.MAX_VALUE);
 			return new PromptNotifications(stream, nextCheck);
