@@ -52,9 +52,13 @@ public final class LeaderSchemaMigration {
 		catch (java.sql.SQLException ex) {
 			throw Statements.translate("check the database", ex);
 		}
-		Flyway.configure(LeaderSchemaMigration.class.getClassLoader())
+		ClassLoader classLoader = LeaderSchemaMigration.class.getClassLoader();
+		Flyway.configure(classLoader)
 			.dataSource(this.dataSource)
 			.locations(dialect.migrations())
+			// Listed by Spring rather than Flyway, which cannot list them in a native
+			// image.
+			.resourceProvider(new MigrationResources(classLoader, dialect.migrations()))
 			.table(this.prefix.value() + "schema_history")
 			.placeholders(Map.of("prefix", this.prefix.value()))
 			// The application's schema usually holds tables already; ours start from
