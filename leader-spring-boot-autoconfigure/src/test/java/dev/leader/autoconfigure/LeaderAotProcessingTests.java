@@ -15,6 +15,8 @@ import org.junit.jupiter.api.Test;
 import org.postgresql.core.PGStream;
 import org.postgresql.core.QueryExecutorBase;
 
+import org.springframework.aop.SpringProxy;
+import org.springframework.aop.framework.Advised;
 import org.springframework.aot.generate.ClassNameGenerator;
 import org.springframework.aot.generate.DefaultGenerationContext;
 import org.springframework.aot.generate.GeneratedFiles.Kind;
@@ -27,6 +29,7 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.aot.ApplicationContextAotGenerator;
 import org.springframework.context.support.GenericApplicationContext;
+import org.springframework.core.DecoratingProxy;
 import org.springframework.core.io.Resource;
 import org.springframework.core.io.support.PathMatchingResourcePatternResolver;
 import org.springframework.javapoet.ClassName;
@@ -88,6 +91,19 @@ class LeaderAotProcessingTests {
 	}
 
 	@Test
+	void leaderOnlyBeansProxiedThroughTheirInterfacesKeepTheInterfacesMethodsForReflection() {
+		processAheadOfTime((processed) -> {
+			assertThat(RuntimeHintsPredicates.proxies()
+				.forInterfaces(Report.class, SpringProxy.class, Advised.class, DecoratingProxy.class))
+				.accepts(processed.hints());
+			assertThat(RuntimeHintsPredicates.reflection().onMethodInvocation(Report.class, "report"))
+				.accepts(processed.hints());
+			assertThat(RuntimeHintsPredicates.reflection().onMethodInvocation(InterfaceJobs.class, "report"))
+				.accepts(processed.hints());
+		});
+	}
+
+	@Test
 	void nativeImageKeepsWhatTheEndpointsDaemonOperationsAnswerForJson() {
 		processAheadOfTime((processed) -> {
 			for (Class<?> answer : List.of(DrainDescriptor.class, RequestDescriptor.class)) {
@@ -135,6 +151,11 @@ class LeaderAotProcessingTests {
 		}
 
 		@Bean
+		InterfaceJobs interfaceJobs() {
+			return new InterfaceJobs();
+		}
+
+		@Bean
 		LeaderOnlyJobs leaderOnlyJobs() {
 			return new LeaderOnlyJobs();
 		}
@@ -145,6 +166,22 @@ class LeaderAotProcessingTests {
 
 		@LeaderOnly(group = "billing")
 		void settle() {
+		}
+
+	}
+
+	interface Report {
+
+		void report();
+
+	}
+
+	// Proxied through its interface: no auto-configuration here forces class proxies.
+	static class InterfaceJobs implements Report {
+
+		@LeaderOnly
+		@Override
+		public void report() {
 		}
 
 	}
