@@ -14,7 +14,7 @@ import org.springframework.aot.hint.RuntimeHintsRegistrar;
  */
 final class JdbcRuntimeHints implements RuntimeHintsRegistrar {
 
-	static final String MIGRATIONS = "db/leader/**";
+	private static final String MIGRATIONS = "db/leader/**";
 
 	@Override
 	public void registerHints(RuntimeHints hints, @Nullable ClassLoader classLoader) {
