@@ -28,7 +28,8 @@ public class LeaderProperties {
 
 	/**
 	 * Groups this node takes part in. Groups named by @LeaderOnly are added to these.
-	 * Names of 1 to 120 letters, digits, '.', '_', ':' or '-'.
+	 * Names of 1 to 120 letters, digits, '.', '_', ':' or '-', starting with a letter or
+	 * digit.
 	 */
 	private List<String> groups = new ArrayList<>(List.of("default"));
 
@@ -94,8 +95,8 @@ public class LeaderProperties {
 
 		/**
 		 * Id of this node, unique in the cluster: 1 to 120 letters, digits, '.', '_', ':'
-		 * or '-'. Generated once per application context from the host name and a random
-		 * part when not set.
+		 * or '-', starting with a letter or digit. Generated once per application context
+		 * from the host name and a random part when not set.
 		 */
 		private @Nullable String id;
 
