@@ -117,8 +117,9 @@ public final class LeaderAutoConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	@ConditionalOnBean(LeaderEngine.class)
-	LeaderEngineLifecycle leaderEngineLifecycle(LeaderEngine engine) {
-		return new LeaderEngineLifecycle(engine);
+	LeaderEngineLifecycle leaderEngineLifecycle(LeaderEngine engine, ObjectProvider<LeaderMode> mode) {
+		LeaderMode leaderMode = mode.getIfAvailable();
+		return new LeaderEngineLifecycle(engine, leaderMode != null && leaderMode.isAlone());
 	}
 
 	@Bean
