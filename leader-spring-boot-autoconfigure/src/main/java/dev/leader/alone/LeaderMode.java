@@ -68,7 +68,10 @@ public final class LeaderMode {
 		try (Connection connection = dataSource.getConnection()) {
 			DatabaseMetaData metaData = connection.getMetaData();
 			String url = metaData.getURL();
-			database = "the DataSource is an in-memory " + metaData.getDatabaseProductName() + " database"
+			// Derby counts as embedded in a file too: one process at a time can open it.
+			boolean inMemory = url != null && (url.contains(":mem") || url.contains(":memory:"));
+			database = "the DataSource is an " + (inMemory ? "in-memory " : "embedded ")
+					+ metaData.getDatabaseProductName() + " database"
 					+ ((url != null) ? " (" + withoutParameters(url) + ")" : "");
 		}
 		catch (SQLException ex) {
