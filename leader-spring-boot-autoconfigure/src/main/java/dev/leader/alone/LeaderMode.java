@@ -10,6 +10,7 @@ import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.boot.jdbc.DatabaseDriver;
 import org.springframework.boot.jdbc.EmbeddedDatabaseConnection;
 import org.springframework.util.ClassUtils;
 
@@ -44,10 +45,12 @@ public final class LeaderMode {
 	 * Decides the mode, and logs a warning when the node runs alone.
 	 * @param enabled the value of {@code leader.enabled}
 	 * @param dataSource the application's data source, asked only when enabled
+	 * @param url the URL the data source was configured with, if known
+	 * ({@code spring.datasource.url})
 	 * @return the mode
 	 */
-	public static LeaderMode decide(boolean enabled, DataSource dataSource) {
-		String reason = (!enabled) ? "leader.enabled=false" : inMemory(dataSource);
+	public static LeaderMode decide(boolean enabled, DataSource dataSource, @Nullable String url) {
+		String reason = (!enabled) ? "leader.enabled=false" : inMemory(dataSource, url);
 		LeaderMode mode = new LeaderMode(reason);
 		if (reason != null) {
 			logger.warn("Leader election runs in single-node mode (" + reason + "): this node leads every group "
@@ -59,20 +62,28 @@ public final class LeaderMode {
 
 	// Why the data source is one no other process can share, or null if it is not an
 	// in-memory embedded database or cannot be reached.
-	private static @Nullable String inMemory(DataSource dataSource) {
-		if (!ClassUtils.isPresent(EMBEDDED_DATABASE_CONNECTION, LeaderMode.class.getClassLoader())
-				|| !EmbeddedDatabaseConnection.isEmbedded(dataSource)) {
+	private static @Nullable String inMemory(DataSource dataSource, @Nullable String url) {
+		if (!ClassUtils.isPresent(EMBEDDED_DATABASE_CONNECTION, LeaderMode.class.getClassLoader())) {
+			return null;
+		}
+		// The URL of a server database spares a connection attempt, which waits for the
+		// pool's timeout while the database is down at startup.
+		if (url != null
+				&& !EmbeddedDatabaseConnection.isEmbedded(DatabaseDriver.fromJdbcUrl(url).getDriverClassName(), url)) {
+			return null;
+		}
+		if (!EmbeddedDatabaseConnection.isEmbedded(dataSource)) {
 			return null;
 		}
 		String database = "an in-memory embedded database";
 		try (Connection connection = dataSource.getConnection()) {
 			DatabaseMetaData metaData = connection.getMetaData();
-			String url = metaData.getURL();
+			String actual = metaData.getURL();
 			// Derby counts as embedded in a file too: one process at a time can open it.
-			boolean inMemory = url != null && (url.contains(":mem") || url.contains(":memory:"));
+			boolean inMemory = actual != null && (actual.contains(":mem") || actual.contains(":memory:"));
 			database = "the DataSource is an " + (inMemory ? "in-memory " : "embedded ")
 					+ metaData.getDatabaseProductName() + " database"
-					+ ((url != null) ? " (" + withoutParameters(url) + ")" : "");
+					+ ((actual != null) ? " (" + withoutParameters(actual) + ")" : "");
 		}
 		catch (SQLException ex) {
 			database = "the DataSource is " + database;

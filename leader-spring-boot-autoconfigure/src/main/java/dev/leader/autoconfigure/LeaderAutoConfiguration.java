@@ -40,6 +40,7 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean
 import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceProperties;
 import org.springframework.boot.sql.init.dependency.DatabaseInitializationDependencyConfigurer;
 import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.context.annotation.Bean;
@@ -82,12 +83,15 @@ public final class LeaderAutoConfiguration {
 	 * database make it run alone, on stores in memory.
 	 * @param properties the starter's properties
 	 * @param dataSource the application's data source
+	 * @param dataSourceProperties the data source's properties, for its URL
 	 * @return the mode
 	 */
 	@Bean
 	@ConditionalOnMissingBean
-	LeaderMode leaderMode(LeaderProperties properties, DataSource dataSource) {
-		return LeaderMode.decide(properties.isEnabled(), dataSource);
+	LeaderMode leaderMode(LeaderProperties properties, DataSource dataSource,
+			ObjectProvider<DataSourceProperties> dataSourceProperties) {
+		DataSourceProperties configured = dataSourceProperties.getIfAvailable();
+		return LeaderMode.decide(properties.isEnabled(), dataSource, (configured != null) ? configured.getUrl() : null);
 	}
 
 	@Bean

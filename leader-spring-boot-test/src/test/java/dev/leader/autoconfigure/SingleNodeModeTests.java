@@ -1,5 +1,8 @@
 package dev.leader.autoconfigure;
 
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.UUID;
@@ -28,6 +31,7 @@ import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
 
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
@@ -37,6 +41,8 @@ import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration;
 import org.springframework.jdbc.core.simple.JdbcClient;
+import org.springframework.jdbc.datasource.AbstractDataSource;
+import org.springframework.jdbc.datasource.SimpleDriverDataSource;
 import org.springframework.transaction.IllegalTransactionStateException;
 import org.springframework.transaction.annotation.Transactional;
 import org.springframework.transaction.support.TransactionTemplate;
@@ -196,6 +202,35 @@ class SingleNodeModeTests {
 				assertThat(descriptor.mode()).isEqualTo("cluster");
 				assertThat(descriptor.modeReason()).isNull();
 			});
+	}
+
+	@Test
+	void serverDatabaseIsToldFromItsUrlWithoutWaitingForAConnection() {
+		AtomicInteger connections = new AtomicInteger();
+		DataSource down = new AbstractDataSource() {
+
+			@Override
+			public Connection getConnection() throws SQLException {
+				connections.incrementAndGet();
+				throw new SQLException("The database is down");
+			}
+
+			@Override
+			public Connection getConnection(String username, String password) throws SQLException {
+				return getConnection();
+			}
+
+		};
+		assertThat(LeaderMode.decide(true, down, "jdbc:postgresql://127.0.0.1:1/down").isAlone()).isFalse();
+		assertThat(connections).hasValue(0);
+	}
+
+	@Test
+	void h2DatabaseInAFileIsNotAloneSinceOtherProcessesCanOpenIt(@TempDir Path directory) {
+		String url = "jdbc:h2:file:" + directory.resolve("shared") + ";AUTO_SERVER=TRUE";
+		DataSource file = new SimpleDriverDataSource(new org.h2.Driver(), url, "sa", "");
+		assertThat(LeaderMode.decide(true, file, url).isAlone()).isFalse();
+		assertThat(LeaderMode.decide(true, file, null).isAlone()).isFalse();
 	}
 
 	@Test
