@@ -116,8 +116,7 @@ public final class LocalStores {
 	 * @return whether the holder had the lease
 	 */
 	public boolean handBack(String group, String holder) {
-		boolean released = this.coordination.release(holder, Map.of(group, termOf(group))).contains(group);
-		return released;
+		return this.coordination.release(holder, Map.of(group, termOf(group))).contains(group);
 	}
 
 	private long termOf(String group) {
