@@ -3,6 +3,7 @@ package dev.leader.alone;
 import java.sql.Connection;
 import java.sql.DatabaseMetaData;
 import java.sql.SQLException;
+import java.time.Duration;
 
 import javax.sql.DataSource;
 
@@ -36,9 +37,9 @@ public final class LeaderMode {
 
 	private final @Nullable LocalStores stores;
 
-	private LeaderMode(@Nullable String aloneReason) {
+	private LeaderMode(@Nullable String aloneReason, Duration queryTimeout) {
 		this.aloneReason = aloneReason;
-		this.stores = (aloneReason != null) ? new LocalStores() : null;
+		this.stores = (aloneReason != null) ? new LocalStores(queryTimeout) : null;
 	}
 
 	/**
@@ -47,11 +48,14 @@ public final class LeaderMode {
 	 * @param dataSource the application's data source, asked only when enabled
 	 * @param url the URL the data source was configured with, if known
 	 * ({@code spring.datasource.url})
+	 * @param queryTimeout how long a change waits for the transactions that hold a lock
+	 * it needs, when the node runs alone ({@code leader.jdbc.query-timeout})
 	 * @return the mode
 	 */
-	public static LeaderMode decide(boolean enabled, DataSource dataSource, @Nullable String url) {
+	public static LeaderMode decide(boolean enabled, DataSource dataSource, @Nullable String url,
+			Duration queryTimeout) {
 		String reason = (!enabled) ? "leader.enabled=false" : inMemory(dataSource, url);
-		LeaderMode mode = new LeaderMode(reason);
+		LeaderMode mode = new LeaderMode(reason, queryTimeout);
 		if (reason != null) {
 			logger.warn("Leader election runs in single-node mode (" + reason + "): this node leads every group "
 					+ "and runs every daemon, without coordinating with any other instance. Never run a second "

@@ -4,9 +4,11 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -19,6 +21,7 @@ import dev.leader.alone.LocalStores.Node;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaseState;
 import dev.leader.node.NodeRegistration;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The leases and the member list of a node that runs alone. Releases are announced to
@@ -35,23 +38,26 @@ final class LocalCoordinationStore implements CoordinationStore {
 		this.stores = stores;
 	}
 
+	// A change of holder or term waits for the transactions that guard the group.
 	@Override
 	public AcquireResult acquire(String group, String nodeId, Duration duration) {
-		this.stores.lock();
-		try {
-			Instant now = this.stores.now();
-			Lease lease = this.stores.leases.get(group);
-			if (lease != null && lease.holder() != null && !lease.holder().equals(nodeId)
-					&& lease.expiresAt().isAfter(now)) {
-				return new AcquireResult(false, lease.state(now));
+		return this.stores.changingHands(group, () -> {
+			this.stores.lock();
+			try {
+				Instant now = this.stores.now();
+				Lease lease = this.stores.leases.get(group);
+				if (lease != null && lease.holder() != null && !lease.holder().equals(nodeId)
+						&& lease.expiresAt().isAfter(now)) {
+					return new AcquireResult(false, lease.state(now));
+				}
+				Lease granted = new Lease(group, nodeId, (lease != null) ? lease.term() + 1 : 1, now.plus(duration));
+				this.stores.leases.put(group, granted);
+				return new AcquireResult(true, granted.state(now));
 			}
-			Lease granted = new Lease(group, nodeId, (lease != null) ? lease.term() + 1 : 1, now.plus(duration));
-			this.stores.leases.put(group, granted);
-			return new AcquireResult(true, granted.state(now));
-		}
-		finally {
-			this.stores.unlock();
-		}
+			finally {
+				this.stores.unlock();
+			}
+		});
 	}
 
 	@Override
@@ -99,30 +105,51 @@ final class LocalCoordinationStore implements CoordinationStore {
 	private static NodeInfo info(Node node, Instant now, Duration nodeExpiry) {
 		NodeRegistration registration = node.registration();
 		return new NodeInfo(registration.id(), registration.name(), registration.host(), registration.pid(),
-				node.startedAt(), node.heartbeatAt(), node.heartbeatAt().plus(nodeExpiry).isAfter(now));
+				node.startedAt(), node.heartbeatAt(), node.heartbeatAt().plus(nodeExpiry).isAfter(now),
+				registration.baseUrl(), registration.zone());
 	}
 
 	@Override
 	public Collection<String> release(String nodeId, Map<String, Long> held) {
 		List<String> released = new ArrayList<>();
+		new TreeMap<>(held).forEach((group, term) -> {
+			if (this.stores.changingHands(group, () -> releaseOne(nodeId, group, term))) {
+				released.add(group);
+			}
+		});
+		String successor;
 		this.stores.lock();
 		try {
-			Instant now = this.stores.now();
-			held.forEach((group, term) -> {
-				Lease lease = this.stores.leases.get(group);
-				if (lease != null && nodeId.equals(lease.holder()) && lease.term() == term) {
-					this.stores.leases.put(group, new Lease(group, null, term, now));
-					released.add(group);
-				}
-			});
+			// The registered node that has run longest tries first, as on a database.
+			successor = this.stores.nodes.values()
+				.stream()
+				.filter((node) -> !node.registration().id().equals(nodeId))
+				.min(Comparator.comparing(Node::startedAt).thenComparing((node) -> node.registration().id()))
+				.map((node) -> node.registration().id())
+				.orElse(null);
 		}
 		finally {
 			this.stores.unlock();
 		}
 		for (Listening listening : this.listeners) {
-			released.forEach(listening::announce);
+			released.forEach((group) -> listening.announce(group, successor));
 		}
 		return released;
+	}
+
+	private boolean releaseOne(String nodeId, String group, long term) {
+		this.stores.lock();
+		try {
+			Lease lease = this.stores.leases.get(group);
+			if (lease == null || !nodeId.equals(lease.holder()) || lease.term() != term) {
+				return false;
+			}
+			this.stores.leases.put(group, new Lease(group, null, term, this.stores.now()));
+			return true;
+		}
+		finally {
+			this.stores.unlock();
+		}
 	}
 
 	@Override
@@ -175,9 +202,9 @@ final class LocalCoordinationStore implements CoordinationStore {
 			this.listener = listener;
 		}
 
-		void announce(String group) {
+		void announce(String group, @Nullable String successor) {
 			try {
-				this.executor.execute(() -> this.listener.released(group, null));
+				this.executor.execute(() -> this.listener.released(group, successor));
 			}
 			catch (RejectedExecutionException ex) {
 				// Closed meanwhile: nobody listens any more.

@@ -6,6 +6,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.locks.Lock;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.Supplier;
 
 import dev.leader.FencingToken;
@@ -22,6 +25,9 @@ import org.jspecify.annotations.Nullable;
  * The daemon assignments of a node that runs alone: every transition a compare-and-set on
  * the generation, the leader's writes refused unless its token still holds the daemons'
  * group, as the database stores do. The members are the nodes of the coordination store.
+ * A daemon's guard ({@link #lock}) holds the assignment until its transaction ends: the
+ * transitions that end the assignment wait for it, a revoke and an acknowledgement do
+ * not.
  */
 final class LocalDaemonStore implements DaemonStore {
 
@@ -30,6 +36,8 @@ final class LocalDaemonStore implements DaemonStore {
 	private final Map<String, Assignment> assignments = new TreeMap<>();
 
 	private final List<DaemonRequest> requests = new ArrayList<>();
+
+	private final Map<String, ReentrantReadWriteLock> assignmentLocks = new ConcurrentHashMap<>();
 
 	LocalDaemonStore(LocalStores stores) {
 		this.stores = stores;
@@ -51,7 +59,7 @@ final class LocalDaemonStore implements DaemonStore {
 	@Override
 	public long assign(FencingToken leader, String leaderNode, String daemon, String node, long deletedGeneration,
 			@Nullable Instant requestedAt) {
-		return locked(() -> {
+		return ending(daemon, () -> locked(() -> {
 			Instant now = this.stores.now();
 			Assignment current = this.assignments.get(daemon);
 			long generation = (current != null) ? current.generation() : 0;
@@ -65,7 +73,7 @@ final class LocalDaemonStore implements DaemonStore {
 			}
 			put(daemon, node, AssignmentState.ASSIGNING, generation + 1, leader.term(), now);
 			return generation + 1;
-		});
+		}));
 	}
 
 	@Override
@@ -85,7 +93,7 @@ final class LocalDaemonStore implements DaemonStore {
 	@Override
 	public boolean reclaim(FencingToken leader, String leaderNode, String daemon, long generation,
 			AssignmentState state) {
-		return locked(() -> {
+		return ending(daemon, () -> locked(() -> {
 			Instant now = this.stores.now();
 			Assignment current = this.assignments.get(daemon);
 			if (!this.stores.holds(leader, leaderNode, now) || !is(current, generation) || !current.isLive()
@@ -94,7 +102,7 @@ final class LocalDaemonStore implements DaemonStore {
 			}
 			put(daemon, current.node(), AssignmentState.DELETED, generation, leader.term(), now);
 			return true;
-		});
+		}));
 	}
 
 	@Override
@@ -112,14 +120,14 @@ final class LocalDaemonStore implements DaemonStore {
 
 	@Override
 	public boolean release(String node, String daemon, long generation) {
-		return locked(() -> {
+		return ending(daemon, () -> locked(() -> {
 			Assignment current = this.assignments.get(daemon);
 			if (!is(current, generation) || !current.node().equals(node) || !current.isLive()) {
 				return false;
 			}
 			put(daemon, node, AssignmentState.DELETED, generation, current.term(), this.stores.now());
 			return true;
-		});
+		}));
 	}
 
 	@Override
@@ -152,13 +160,27 @@ final class LocalDaemonStore implements DaemonStore {
 	@Override
 	public @Nullable Assignment lock(String daemon) {
 		LocalStores.requireTransaction("A daemon's guard");
-		this.stores.lock();
+		Lock read = assignmentLock(daemon).readLock();
+		this.stores.take(read, "daemon '" + daemon + "'");
+		LocalStores.holdUntilCompletion(read, null);
+		return locked(() -> this.assignments.get(daemon));
+	}
+
+	// A transition that ends an assignment, and so makes way for the next generation,
+	// waits for the transactions that guard the daemon.
+	private <T> T ending(String daemon, Supplier<T> transition) {
+		Lock write = assignmentLock(daemon).writeLock();
+		this.stores.take(write, "daemon '" + daemon + "'");
 		try {
-			return this.assignments.get(daemon);
+			return transition.get();
 		}
 		finally {
-			this.stores.unlock();
+			write.unlock();
 		}
+	}
+
+	private ReentrantReadWriteLock assignmentLock(String daemon) {
+		return this.assignmentLocks.computeIfAbsent(daemon, (name) -> new ReentrantReadWriteLock(true));
 	}
 
 	private <T> T locked(Supplier<T> action) {

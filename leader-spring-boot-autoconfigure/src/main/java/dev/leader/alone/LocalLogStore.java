@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.ReentrantLock;
 
 import dev.leader.FencingToken;
@@ -42,16 +43,37 @@ final class LocalLogStore implements LogStore {
 	public Appended append(FencingToken token, String nodeId, String type, String payload) {
 		GroupLog log = log(token.group());
 		boolean inTransaction = TransactionSynchronizationManager.isSynchronizationActive();
-		if (inTransaction && !log.appending.isHeldByCurrentThread()) {
-			log.appending.lock();
-			TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
-				@Override
-				public void afterCompletion(int status) {
-					complete(log, status == STATUS_COMMITTED);
-				}
-			});
+		if (inTransaction) {
+			// As a guard does: the lease cannot change hands before the transaction ends.
+			Lock read = this.stores.guard(token.group()).readLock();
+			this.stores.take(read, "group '" + token.group() + "'");
+			LocalStores.holdUntilCompletion(read, null);
 		}
-		LogEntry entry;
+		// Waits for the transaction appending to the group, if another one is.
+		if (!inTransaction || !log.appending.isHeldByCurrentThread()) {
+			this.stores.take(log.appending, "the log of group '" + token.group() + "'");
+			if (inTransaction) {
+				TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+					@Override
+					public void afterCompletion(int status) {
+						complete(log, status == STATUS_COMMITTED);
+					}
+				});
+			}
+		}
+		Appended appended;
+		try {
+			appended = appendPending(log, token, nodeId, type, payload);
+		}
+		finally {
+			if (!inTransaction) {
+				complete(log, true);
+			}
+		}
+		return appended;
+	}
+
+	private Appended appendPending(GroupLog log, FencingToken token, String nodeId, String type, String payload) {
 		this.stores.lock();
 		try {
 			Instant now = this.stores.now();
@@ -61,16 +83,13 @@ final class LocalLogStore implements LogStore {
 				long leaseTerm = (lease != null) ? lease.term() : 0;
 				return new Appended(null, (lease != null) ? lease.holder() : null, Math.max(leaseTerm, lastTerm));
 			}
-			entry = new LogEntry(token.group(), log.lastIndex() + 1, token.term(), type, payload, now);
+			LogEntry entry = new LogEntry(token.group(), log.lastIndex() + 1, token.term(), type, payload, now);
 			log.pending.add(entry);
+			return new Appended(new Bookmark(entry.group(), entry.term(), entry.index()), null, 0);
 		}
 		finally {
 			this.stores.unlock();
 		}
-		if (!inTransaction) {
-			complete(log, true);
-		}
-		return new Appended(new Bookmark(entry.group(), entry.term(), entry.index()), null, 0);
 	}
 
 	private void complete(GroupLog log, boolean committed) {

@@ -91,7 +91,8 @@ public final class LeaderAutoConfiguration {
 	LeaderMode leaderMode(LeaderProperties properties, DataSource dataSource,
 			ObjectProvider<DataSourceProperties> dataSourceProperties) {
 		DataSourceProperties configured = dataSourceProperties.getIfAvailable();
-		return LeaderMode.decide(properties.isEnabled(), dataSource, (configured != null) ? configured.getUrl() : null);
+		return LeaderMode.decide(properties.isEnabled(), dataSource, (configured != null) ? configured.getUrl() : null,
+				properties.getJdbc().determineQueryTimeout());
 	}
 
 	@Bean

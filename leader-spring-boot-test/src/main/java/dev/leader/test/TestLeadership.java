@@ -94,11 +94,12 @@ public final class TestLeadership {
 
 	/**
 	 * Hands the group to another node ({@value #OTHER_NODE}) under a new term, and
-	 * returns once this node no longer leads it: at its next renewal, within
-	 * {@code leader.lease.renew-interval}. Until {@link #grant}, the group's
-	 * {@code @LeaderOnly} calls are skipped, {@link Leadership#leader} names the other
-	 * node, and a fenced write under the term this node held is refused with a
-	 * {@link dev.leader.StaleLeadershipException}.
+	 * returns once this node no longer leads it and sees the other node leading: at its
+	 * next renewal, within {@code leader.lease.renew-interval}. A transaction that guards
+	 * the group delays the hand-over until it ends, as on a database. Until
+	 * {@link #grant}, the group's {@code @LeaderOnly} calls are skipped,
+	 * {@link Leadership#leader} names the other node, and a fenced write under the term
+	 * this node held is refused with a {@link dev.leader.StaleLeadershipException}.
 	 * @param group the group
 	 * @throws IllegalArgumentException if the node does not take part in the group
 	 */
@@ -107,7 +108,7 @@ public final class TestLeadership {
 		this.stores.takeOver(group, OTHER_NODE);
 		await("node " + this.leadership.nodeId() + " to step down from group " + group).atMost(this.timeout)
 			.pollInterval(Duration.ofMillis(10))
-			.until(() -> !this.leadership.isLeader(group));
+			.until(() -> !this.leadership.isLeader(group) && leads(group, OTHER_NODE));
 	}
 
 	/**
@@ -121,7 +122,11 @@ public final class TestLeadership {
 		this.stores.handBack(group, OTHER_NODE);
 		await("node " + this.leadership.nodeId() + " to lead group " + group).atMost(this.timeout)
 			.pollInterval(Duration.ofMillis(10))
-			.until(() -> this.leadership.isLeader(group));
+			.until(() -> this.leadership.isLeader(group) && leads(group, this.leadership.nodeId()));
+	}
+
+	private boolean leads(String group, String node) {
+		return this.leadership.leader(group).filter((leader) -> leader.nodeId().equals(node)).isPresent();
 	}
 
 }

@@ -221,7 +221,7 @@ class SingleNodeModeTests {
 			}
 
 		};
-		assertThat(LeaderMode.decide(true, down, "jdbc:postgresql://127.0.0.1:1/down").isAlone()).isFalse();
+		assertThat(LeaderMode.decide(true, down, "jdbc:postgresql://127.0.0.1:1/down", WAIT).isAlone()).isFalse();
 		assertThat(connections).hasValue(0);
 	}
 
@@ -229,8 +229,8 @@ class SingleNodeModeTests {
 	void h2DatabaseInAFileIsNotAloneSinceOtherProcessesCanOpenIt(@TempDir Path directory) {
 		String url = "jdbc:h2:file:" + directory.resolve("shared") + ";AUTO_SERVER=TRUE";
 		DataSource file = new SimpleDriverDataSource(new org.h2.Driver(), url, "sa", "");
-		assertThat(LeaderMode.decide(true, file, url).isAlone()).isFalse();
-		assertThat(LeaderMode.decide(true, file, null).isAlone()).isFalse();
+		assertThat(LeaderMode.decide(true, file, url, WAIT).isAlone()).isFalse();
+		assertThat(LeaderMode.decide(true, file, null, WAIT).isAlone()).isFalse();
 	}
 
 	@Test
