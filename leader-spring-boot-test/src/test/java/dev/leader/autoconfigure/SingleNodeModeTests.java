@@ -33,13 +33,19 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
+import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.jdbc.datasource.AbstractDataSource;
 import org.springframework.jdbc.datasource.SimpleDriverDataSource;
@@ -103,6 +109,20 @@ class SingleNodeModeTests {
 			.contains("WARN")
 			.contains("(the DataSource is an in-memory H2 database (jdbc:h2:mem:")
 			.contains("this node leads every group and runs every daemon");
+	}
+
+	@Test
+	void applicationWithNoDatasourceUrlRunsAloneOnTheEmbeddedDatabaseSpringBootStartsForIt() throws Exception {
+		try (ConfigurableApplicationContext context = new SpringApplicationBuilder(TestedApplication.class)
+			.web(WebApplicationType.NONE)
+			.run("--leader.node.id=test-node")) {
+			assertThat(context.getBean(LeaderMode.class).reason())
+				.startsWith("the DataSource is an in-memory H2 database");
+			Settlement settlement = context.getBean(Settlement.class);
+			settlement.run();
+			assertThat(settlement.runs()).isOne();
+			assertThat(settlement.settle()).contains(new FencingToken("billing", 1));
+		}
 	}
 
 	@Test
@@ -269,6 +289,13 @@ class SingleNodeModeTests {
 			assertThatExceptionOfType(IllegalStateException.class).isThrownBy(() -> TestLeadership.of(context))
 				.withMessageContaining("needs a node that runs alone");
 		});
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	@EnableAutoConfiguration
+	@Import(Settlement.class)
+	static class TestedApplication {
+
 	}
 
 	/**
