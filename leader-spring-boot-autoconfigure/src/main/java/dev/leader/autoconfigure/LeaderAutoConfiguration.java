@@ -8,6 +8,7 @@ import javax.sql.DataSource;
 import dev.leader.DaemonAgent;
 import dev.leader.LeaderOnlyConfiguration;
 import dev.leader.Leadership;
+import dev.leader.alone.LeaderMode;
 import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.daemon.DaemonSettings;
 import dev.leader.daemon.DaemonStore;
@@ -39,6 +40,7 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean
 import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceProperties;
 import org.springframework.boot.sql.init.dependency.DatabaseInitializationDependencyConfigurer;
 import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.context.annotation.Bean;
@@ -51,7 +53,8 @@ import org.springframework.core.type.AnnotationMetadata;
 
 /**
  * Auto-configuration of leader election on the application's PostgreSQL
- * {@link DataSource}.
+ * {@link DataSource}, or alone when no other process can share it (see
+ * {@link LeaderMode}).
  * <p>
  * Each feature whose implementation is package-private is wired from its own package: the
  * stores from {@link PostgresStoresConfiguration}, the {@code @LeaderOnly} advice from
@@ -67,13 +70,30 @@ import org.springframework.core.type.AnnotationMetadata;
 				"org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration",
 				// The engine observes its round trips on the application's registry.
 				"org.springframework.boot.micrometer.observation.autoconfigure.ObservationAutoConfiguration" })
-@ConditionalOnBooleanProperty(name = "leader.enabled", matchIfMissing = true)
 @ConditionalOnClass({ DataSource.class, org.postgresql.Driver.class })
 @ConditionalOnSingleCandidate(DataSource.class)
 @EnableConfigurationProperties(LeaderProperties.class)
 @Import({ DatabaseInitializationDependencyConfigurer.class, LeaderAutoConfiguration.ProxyCreatorRegistrar.class,
 		PostgresStoresConfiguration.class, LeaderOnlyConfiguration.class, DecisionLogConfiguration.class })
 public final class LeaderAutoConfiguration {
+
+	/**
+	 * Decides at startup, not at build time, whether this node coordinates through the
+	 * database or runs alone: {@code leader.enabled=false} and an in-memory embedded
+	 * database make it run alone, on stores in memory.
+	 * @param properties the starter's properties
+	 * @param dataSource the application's data source
+	 * @param dataSourceProperties the data source's properties, for its URL
+	 * @return the mode
+	 */
+	@Bean
+	@ConditionalOnMissingBean
+	LeaderMode leaderMode(LeaderProperties properties, DataSource dataSource,
+			ObjectProvider<DataSourceProperties> dataSourceProperties) {
+		DataSourceProperties configured = dataSourceProperties.getIfAvailable();
+		return LeaderMode.decide(properties.isEnabled(), dataSource, (configured != null) ? configured.getUrl() : null,
+				properties.getJdbc().determineQueryTimeout());
+	}
 
 	@Bean
 	@ConditionalOnMissingBean
@@ -102,8 +122,9 @@ public final class LeaderAutoConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	@ConditionalOnBean(LeaderEngine.class)
-	LeaderEngineLifecycle leaderEngineLifecycle(LeaderEngine engine) {
-		return new LeaderEngineLifecycle(engine);
+	LeaderEngineLifecycle leaderEngineLifecycle(LeaderEngine engine, ObjectProvider<LeaderMode> mode) {
+		LeaderMode leaderMode = mode.getIfAvailable();
+		return new LeaderEngineLifecycle(engine, leaderMode != null && leaderMode.isAlone());
 	}
 
 	@Bean
@@ -191,11 +212,14 @@ public final class LeaderAutoConfiguration {
 		@ConditionalOnMissingBean
 		LeaderSchemaMigration leaderSchemaMigration(DataSource dataSource, TablePrefix prefix, LeaseSettings settings,
 				LeaderProperties properties, Environment environment, ObjectProvider<DaemonSettings> daemonSettings,
-				ListableBeanFactory beanFactory) {
+				ListableBeanFactory beanFactory, LeaderMode mode) {
 			// The settings are checked before anything is written to the database.
 			checkSettings(properties, environment, settings, daemonSettings.getIfAvailable(), beanFactory);
 			LeaderSchemaMigration migration = new LeaderSchemaMigration(dataSource, prefix);
-			migration.migrate();
+			// A node that runs alone keeps its state in memory: no table.
+			if (!mode.isAlone()) {
+				migration.migrate();
+			}
 			return migration;
 		}
 

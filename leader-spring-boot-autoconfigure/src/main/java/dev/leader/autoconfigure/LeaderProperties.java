@@ -20,9 +20,12 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
 public class LeaderProperties {
 
 	/**
-	 * Whether to take part in leader election. Off, the whole starter is off, and so
-	 * is @LeaderOnly: annotated methods run on every node. Meant for a single local
-	 * instance, not to keep a node out of an election.
+	 * Whether to coordinate with other instances through the database. Off, the node runs
+	 * alone (single-node mode, as on an in-memory database): it leads every group and
+	 * runs every daemon, with no table and no other instance; Leadership, @LeaderOnly and
+	 * DaemonAgent beans keep working. Read at startup, also in an ahead-of-time processed
+	 * application. Meant for a single local instance, never to keep a node out of an
+	 * election.
 	 */
 	private boolean enabled = true;
 

@@ -2,6 +2,7 @@ package dev.leader.jdbc;
 
 import javax.sql.DataSource;
 
+import dev.leader.alone.LeaderMode;
 import dev.leader.autoconfigure.LeaderAutoConfiguration;
 import dev.leader.autoconfigure.LeaderProperties;
 import dev.leader.daemon.DaemonStore;
@@ -27,10 +28,11 @@ import org.springframework.jdbc.datasource.SimpleDriverDataSource;
  * {@link CoordinationStore}, the {@link DaemonStore}, the {@link FencingStore} and the
  * {@link LogStore}, each replaceable by a bean of the application's, and the
  * {@link TablePrefix} they share. The stores are PostgreSQL's, or MariaDB's when the data
- * source leads to MariaDB ({@link JdbcDialect}); another database fails at startup with a
- * message that says what to change. Imported by {@link LeaderAutoConfiguration}, which it
- * relies on for its conditions and for the schema migration; public only for that import,
- * not for application use.
+ * source leads to MariaDB ({@link JdbcDialect}), or those in memory of a node that runs
+ * alone ({@link LeaderMode}); another database fails at startup with a message that says
+ * what to change. Imported by {@link LeaderAutoConfiguration}, which it relies on for its
+ * conditions and for the schema migration; public only for that import, not for
+ * application use.
  */
 @Configuration(proxyBeanMethods = false)
 public final class PostgresStoresConfiguration {
@@ -52,8 +54,11 @@ public final class PostgresStoresConfiguration {
 	@Bean(destroyMethod = "disconnect")
 	@ConditionalOnMissingBean
 	CoordinationStore leaderCoordinationStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
-			ObjectProvider<LeaderSchemaMigration> migration,
-			ObjectProvider<DataSourceProperties> dataSourceProperties) {
+			ObjectProvider<LeaderSchemaMigration> migration, ObjectProvider<DataSourceProperties> dataSourceProperties,
+			LeaderMode mode) {
+		if (mode.isAlone()) {
+			return mode.stores().coordinationStore();
+		}
 		if (dialect(dataSource, dataSourceProperties) == JdbcDialect.MARIADB) {
 			MariaDbCoordinationStore store = new MariaDbCoordinationStore(dataSource, prefix,
 					properties.getJdbc().determineQueryTimeout(), properties.getJdbc().getNotifications().isEnabled());
@@ -124,7 +129,10 @@ public final class PostgresStoresConfiguration {
 	@ConditionalOnBooleanProperty(name = "leader.daemons.enabled", matchIfMissing = true)
 	DaemonStore leaderDaemonStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
 			LeaseSettings settings, ObjectProvider<CoordinationStore> coordinationStore,
-			ObjectProvider<DataSourceProperties> dataSourceProperties) {
+			ObjectProvider<DataSourceProperties> dataSourceProperties, LeaderMode mode) {
+		if (mode.isAlone()) {
+			return mode.stores().daemonStore();
+		}
 		if (dialect(dataSource, dataSourceProperties) == JdbcDialect.MARIADB) {
 			return new MariaDbDaemonStore(dataSource, prefix, properties.getJdbc().determineQueryTimeout(),
 					settings.nodeExpiry().minus(settings.safetyMargin()));
@@ -143,7 +151,10 @@ public final class PostgresStoresConfiguration {
 	@ConditionalOnMissingBean
 	LogStore leaderLogStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
 			LeaseSettings settings, ObjectProvider<CoordinationStore> coordinationStore,
-			ObjectProvider<DataSourceProperties> dataSourceProperties) {
+			ObjectProvider<DataSourceProperties> dataSourceProperties, LeaderMode mode) {
+		if (mode.isAlone()) {
+			return mode.stores().logStore();
+		}
 		// The coordination store's heartbeat reads the logs' last indexes, and on
 		// PostgreSQL its listening connection follows the append notifications, when it
 		// is ours; an append holds the lease as a guard does.
@@ -163,7 +174,10 @@ public final class PostgresStoresConfiguration {
 	@ConditionalOnMissingBean
 	FencingStore leaderFencingStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
 			LeaseSettings settings, ObjectProvider<CoordinationStore> coordinationStore,
-			ObjectProvider<DataSourceProperties> dataSourceProperties) {
+			ObjectProvider<DataSourceProperties> dataSourceProperties, LeaderMode mode) {
+		if (mode.isAlone()) {
+			return mode.stores().fencingStore();
+		}
 		// A guarded transaction cannot usefully outlast the holder's own belief in its
 		// leadership.
 		if (dialect(dataSource, dataSourceProperties) == JdbcDialect.MARIADB) {
