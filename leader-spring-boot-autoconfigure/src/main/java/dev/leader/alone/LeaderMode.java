@@ -4,6 +4,7 @@ import java.sql.Connection;
 import java.sql.DatabaseMetaData;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.Objects;
 
 import javax.sql.DataSource;
 
@@ -19,11 +20,12 @@ import org.springframework.util.ClassUtils;
  * How this node coordinates, decided when the application starts (not when it is built,
  * so that an ahead-of-time processed application decides it too): in a <em>cluster</em>,
  * through the application's database, or <em>alone</em>, when no other process can share
- * a coordinator with it. A node runs alone when {@code leader.enabled=false}, or when its
- * DataSource is an in-memory embedded database (H2, HSQLDB or Derby, as Spring Boot's
- * {@link EmbeddedDatabaseConnection#isEmbedded(DataSource)} tells them): it then leads
- * every group and runs every daemon, on the {@link LocalStores}, and says so in one WARN
- * line at startup.
+ * a coordinator with it. A node runs alone when {@code leader.enabled=false}, or when the
+ * DataSource it keeps its tables in (the {@link dev.leader.LeaderDataSource} one, else
+ * the application's) is an in-memory embedded database (H2, HSQLDB or Derby, as Spring
+ * Boot's {@link EmbeddedDatabaseConnection#isEmbedded(DataSource)} tells them): it then
+ * leads every group and runs every daemon, on the {@link LocalStores}, and says so in one
+ * WARN line at startup.
  * <p>
  * Internal, not for application use; the mode shows in {@code /actuator/leadership}.
  */
@@ -45,16 +47,18 @@ public final class LeaderMode {
 	/**
 	 * Decides the mode, and logs a warning when the node runs alone.
 	 * @param enabled the value of {@code leader.enabled}
-	 * @param dataSource the application's data source, asked only when enabled
+	 * @param dataSource the data source the starter keeps its tables in, asked only when
+	 * enabled, and {@code null} only when not
 	 * @param url the URL the data source was configured with, if known
-	 * ({@code spring.datasource.url})
+	 * ({@code spring.datasource.url}, or the {@code @LeaderDataSource}'s own)
 	 * @param queryTimeout how long a change waits for the transactions that hold a lock
 	 * it needs, when the node runs alone ({@code leader.jdbc.query-timeout})
 	 * @return the mode
 	 */
-	public static LeaderMode decide(boolean enabled, DataSource dataSource, @Nullable String url,
+	public static LeaderMode decide(boolean enabled, @Nullable DataSource dataSource, @Nullable String url,
 			Duration queryTimeout) {
-		String reason = (!enabled) ? "leader.enabled=false" : inMemory(dataSource, url);
+		String reason = (!enabled) ? "leader.enabled=false"
+				: inMemory(Objects.requireNonNull(dataSource, "dataSource is required when enabled"), url);
 		LeaderMode mode = new LeaderMode(reason, queryTimeout);
 		if (reason != null) {
 			logger.warn("Leader election runs in single-node mode (" + reason + "): this node leads every group "

@@ -335,11 +335,10 @@ public class LeaderProperties {
 			 * Whether to follow the notifications of released leases and daemon changes
 			 * (LISTEN), which let a follower take over at once. Without them, a follower
 			 * takes over on its next round trip, within the renew interval. Followed on a
-			 * connection of the application's DataSource unless 'url' is set; behind a
-			 * pooler in transaction mode, found at startup, none are followed. On
-			 * MariaDB, whether followers wait for the leader's wake-up lock (GET_LOCK)
-			 * instead, on a connection of the DataSource per group that another node
-			 * leads.
+			 * connection of the starter's DataSource unless 'url' is set; behind a pooler
+			 * in transaction mode, found at startup, none are followed. On MariaDB,
+			 * whether followers wait for the leader's wake-up lock (GET_LOCK) instead, on
+			 * a connection of the DataSource per group that another node leads.
 			 */
 			private boolean enabled = true;
 
@@ -351,12 +350,15 @@ public class LeaderProperties {
 			private @Nullable String url;
 
 			/**
-			 * Login user of that connection. Defaults to spring.datasource.username.
+			 * Login user of that connection. Defaults to the user of the starter's
+			 * DataSource: spring.datasource.username, or the @LeaderDataSource's own.
 			 */
 			private @Nullable String username;
 
 			/**
-			 * Login password of that connection. Defaults to spring.datasource.password.
+			 * Login password of that connection. Defaults to the password of the
+			 * starter's DataSource: spring.datasource.password, or the
+			 * @LeaderDataSource's own.
 			 */
 			private @Nullable String password;
 
