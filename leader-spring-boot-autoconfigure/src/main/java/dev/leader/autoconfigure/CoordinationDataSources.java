@@ -39,10 +39,10 @@ final class CoordinationDataSources {
 				.of(BeanFactoryUtils.beanNamesForTypeIncludingAncestors(beanFactory, DataSource.class));
 			throw new CoordinationDataSourceException(names);
 		}
-		// The data source Spring Boot built from spring.datasource.*, or the
-		// application's
-		// own: its properties are the best there is for the latter too.
-		if (properties == null) {
+		// Spring Boot's data source says how it connects in spring.datasource.*; one of
+		// the application's own, or one built from connection details (Docker Compose,
+		// Testcontainers), in its pool's properties.
+		if (properties == null || properties.getUrl() == null) {
 			return described(application);
 		}
 		return new CoordinationDataSource(application, properties.getUrl(), properties.getUsername(),
