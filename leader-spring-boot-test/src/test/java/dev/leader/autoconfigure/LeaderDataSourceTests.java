@@ -17,6 +17,9 @@ import dev.leader.LeaderDataSource;
 import dev.leader.LeaderOnly;
 import dev.leader.Leadership;
 import dev.leader.alone.LeaderMode;
+import dev.leader.jdbc.MariaDbCoordinationStore;
+import dev.leader.lease.CoordinationStore;
+import dev.leader.test.MariaDbTestDatabase;
 import dev.leader.test.TestDatabase;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
@@ -230,6 +233,28 @@ class LeaderDataSourceTests {
 			});
 	}
 
+	@Test
+	void storesAndMigrationsFollowTheDatabaseOfTheQualifiedDataSource() {
+		MariaDbTestDatabase mariaDb = MariaDbTestDatabase.create();
+		try {
+			this.runner.withBean("mariaDb", MariaDbTestDatabase.class, () -> mariaDb)
+				.withUserConfiguration(MariaDbLeaderDataSource.class)
+				.run((context) -> {
+					assertThat(context).hasNotFailed();
+					assertThat(context.getBean(CoordinationStore.class)).isInstanceOf(MariaDbCoordinationStore.class);
+					assertThat(context.getBean(Leadership.class).awaitLeadership("default", WAIT)).isTrue();
+					assertThat(JdbcClient.create(context.getBean("leaderDataSource", DataSource.class))
+						.sql("SELECT holder FROM leader_leases WHERE group_name = 'default'")
+						.query(String.class)
+						.single()).isEqualTo("chosen-node");
+					assertThat(tables(this.application)).isEmpty();
+				});
+		}
+		finally {
+			mariaDb.drop();
+		}
+	}
+
 	private static Set<String> tables(TestDatabase database) throws SQLException {
 		Set<String> tables = new TreeSet<>();
 		try (Connection connection = database.connect();
@@ -265,6 +290,17 @@ class LeaderDataSourceTests {
 		@LeaderDataSource
 		HikariDataSource leaderDataSource(TestDatabase leaderSchema) {
 			return leaderSchema.dataSource(4);
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class MariaDbLeaderDataSource {
+
+		@Bean(defaultCandidate = false)
+		@LeaderDataSource
+		HikariDataSource leaderDataSource(MariaDbTestDatabase mariaDb) {
+			return mariaDb.dataSource(4);
 		}
 
 	}
