@@ -49,8 +49,9 @@ public interface DaemonContext {
 	 * current; a revoke does not wait, since the generation stays current while the
 	 * daemon drains. For the rest of the transaction, each statement may run, and the
 	 * transaction may stay idle, for at most the node expiry minus the safety margin.
-	 * Call it before the writes it protects, in a transaction on the application's
-	 * {@code DataSource} that is active on the calling thread.
+	 * Call it before the writes it protects, in a transaction on the {@code DataSource}
+	 * the starter keeps its tables in (the {@link LeaderDataSource @LeaderDataSource}
+	 * one, else the application's) that is active on the calling thread.
 	 * @throws StaleLeadershipException if the assignment is no longer current; its group
 	 * is the daemon name, and its terms are generations. The transaction must roll back
 	 * @throws org.springframework.transaction.IllegalTransactionStateException if no

@@ -39,12 +39,14 @@ public @interface LeaderOnly {
 
 	/**
 	 * Whether to fence the call's writes in the database: the call must run inside a
-	 * transaction on the application's {@code DataSource} (for example by also being
-	 * {@code @Transactional}), and its first step in that transaction locks the group's
-	 * lease row and checks that this node still holds it with the call's term (see
-	 * {@link dev.leader.fencing.Fencing#guard(FencingToken)}). A stale term throws
-	 * {@link StaleLeadershipException} and the transaction rolls back; a call without a
-	 * transaction fails with
+	 * transaction on the {@code DataSource} the starter keeps its leases in (the
+	 * {@link LeaderDataSource @LeaderDataSource} one, else the application's), for
+	 * example by also being {@code @Transactional}, and its first step in that
+	 * transaction locks the group's lease row and checks that this node still holds it
+	 * with the call's term (see {@link dev.leader.fencing.Fencing#guard(FencingToken)}).
+	 * A stale term throws {@link StaleLeadershipException} and the transaction rolls
+	 * back; a call without such a transaction (none, or one on another
+	 * {@code DataSource}) fails with
 	 * {@link org.springframework.transaction.IllegalTransactionStateException} instead of
 	 * running unfenced.
 	 * @return whether the call is fenced

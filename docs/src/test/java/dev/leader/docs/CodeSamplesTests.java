@@ -73,7 +73,7 @@ class CodeSamplesTests {
 					}
 					else {
 						problems.add(where + ": differs from " + block.sample().path() + "#" + block.sample().tag()
-								+ " (rewrite with ./mvnw -pl docs verify -Ddocs.write=true); the region is:\n"
+								+ " (rewrite with -Ddocs.write=true, see CONTRIBUTING.md); the region is:\n"
 								+ String.join("\n", region));
 					}
 				}

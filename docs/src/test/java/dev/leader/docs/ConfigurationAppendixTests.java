@@ -37,7 +37,7 @@ class ConfigurationAppendixTests {
 		String current = Files.isRegularFile(this.page) ? Files.readString(this.page) : "";
 		assertThat(current)
 			.as("docs/configuration.md against the configuration metadata: rewrite it with "
-					+ "./mvnw -pl docs -am verify -Ddocs.write=true")
+					+ "-Ddocs.write=true, see CONTRIBUTING.md")
 			.isEqualTo(rendered);
 	}
 
@@ -71,7 +71,7 @@ class ConfigurationAppendixTests {
 		out.append("This page is generated from the configuration metadata that the build writes "
 				+ "(`META-INF/spring-configuration-metadata.json`\nof each module, from the properties' Javadoc): "
 				+ "`ConfigurationAppendixTests` fails the build when it differs, and\n"
-				+ "`./mvnw -pl docs -am verify -Ddocs.write=true` rewrites it.\n\n");
+				+ "`-Ddocs.write=true` rewrites it (see [Contributing](../CONTRIBUTING.md#style)).\n\n");
 		sections.keySet()
 			.forEach((section) -> out.append("- [")
 				.append(section)

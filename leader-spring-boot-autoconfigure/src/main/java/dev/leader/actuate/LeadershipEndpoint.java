@@ -69,6 +69,10 @@ public class LeadershipEndpoint {
 
 	private final @Nullable DecisionLog log;
 
+	private final String mode;
+
+	private final @Nullable String modeReason;
+
 	/**
 	 * Creates an endpoint. Besides the groups and members, it shows the daemon
 	 * assignments, takes the daemon commands, and shows, per group this node applies a
@@ -81,11 +85,28 @@ public class LeadershipEndpoint {
 	 */
 	public LeadershipEndpoint(Leadership leadership, LeaseStatus leases, @Nullable DaemonStatus daemons,
 			@Nullable DaemonCommands commands, @Nullable DecisionLog log) {
+		this(leadership, leases, daemons, commands, log, "cluster", null);
+	}
+
+	/**
+	 * Creates an endpoint that also shows how this node coordinates.
+	 * @param leadership the leadership to yield
+	 * @param leases this node's leases
+	 * @param daemons daemon assignment on this node, or {@code null} if it is off
+	 * @param commands the daemon commands, or {@code null} if daemon assignment is off
+	 * @param log the decision logs, or {@code null} if there are none
+	 * @param mode {@code cluster} or {@code alone}
+	 * @param modeReason why the node runs alone, or {@code null} in a cluster
+	 */
+	public LeadershipEndpoint(Leadership leadership, LeaseStatus leases, @Nullable DaemonStatus daemons,
+			@Nullable DaemonCommands commands, @Nullable DecisionLog log, String mode, @Nullable String modeReason) {
 		this.leadership = leadership;
 		this.leases = leases;
 		this.daemons = daemons;
 		this.commands = commands;
 		this.log = log;
+		this.mode = mode;
+		this.modeReason = modeReason;
 	}
 
 	/**
@@ -99,7 +120,7 @@ public class LeadershipEndpoint {
 		List<MemberDescriptor> members = this.leases.members().stream().map(MemberDescriptor::new).toList();
 		List<AssignmentDescriptor> assignments = (this.daemons != null)
 				? this.daemons.assignments().stream().map(AssignmentDescriptor::new).toList() : List.of();
-		return new LeadershipDescriptor(this.leases.nodeId(), groups, members, assignments);
+		return new LeadershipDescriptor(this.leases.nodeId(), this.mode, this.modeReason, groups, members, assignments);
 	}
 
 	/**
@@ -243,12 +264,17 @@ public class LeadershipEndpoint {
 	 * Description of this node's view.
 	 *
 	 * @param node this node's id
+	 * @param mode {@code cluster} when this node coordinates through the database,
+	 * {@code alone} when it runs in single-node mode and leads every group
+	 * @param modeReason why this node runs alone ({@code leader.enabled=false}, an
+	 * in-memory database), or {@code null} in a cluster
 	 * @param groups the groups, by name
 	 * @param members the members as last read
 	 * @param assignments the daemon assignments as last read, deleted ones included, by
 	 * daemon name
 	 */
-	public record LeadershipDescriptor(String node, Map<String, GroupDescriptor> groups, List<MemberDescriptor> members,
+	public record LeadershipDescriptor(String node, String mode, @Nullable String modeReason,
+			Map<String, GroupDescriptor> groups, List<MemberDescriptor> members,
 			List<AssignmentDescriptor> assignments) {
 	}
 

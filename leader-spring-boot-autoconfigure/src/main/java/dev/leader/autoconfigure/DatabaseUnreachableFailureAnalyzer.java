@@ -9,6 +9,9 @@ import java.util.Arrays;
 import java.util.Locale;
 import java.util.stream.Collectors;
 
+import javax.sql.DataSource;
+
+import dev.leader.LeaderDataSource;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.beans.factory.BeanCreationException;
@@ -29,7 +32,9 @@ import org.springframework.util.StringUtils;
  * {@code 08} (connection exception, as the PostgreSQL driver reports a refused or
  * timed-out connection) and a refused, unroutable, timed-out or unresolvable host; a
  * failure that only says that no connection could be had, such as a wrong password, is
- * left to the other analyzers.
+ * left to the other analyzers. When one of the starter's beans met it and the starter has
+ * a {@link LeaderDataSource @LeaderDataSource} of its own, the paragraph names that bean
+ * instead of {@code spring.datasource.url}.
  */
 class DatabaseUnreachableFailureAnalyzer implements FailureAnalyzer {
 
@@ -51,8 +56,20 @@ class DatabaseUnreachableFailureAnalyzer implements FailureAnalyzer {
 			return null;
 		}
 		String bean = firstFailedBean(failure);
+		String met = (bean != null) ? " Bean '" + bean + "' met this first." : "";
+		// The starter's own beans met a database of the starter's own, whose URL is not
+		// spring.datasource.url.
+		String leaderDataSource = (bean != null && bean.startsWith("leader")) ? leaderDataSource() : null;
+		if (leaderDataSource != null) {
+			return new FailureAnalysis(
+					"The starter could not reach its database, the @LeaderDataSource bean '" + leaderDataSource + "': "
+							+ reason(unreachable) + met,
+					"Start the database that the @LeaderDataSource bean '" + leaderDataSource + "' connects to, "
+							+ "or point that bean at a PostgreSQL or MariaDB server that is running.",
+					failure);
+		}
 		String description = "The application could not reach its database at " + triedUrl() + ": "
-				+ reason(unreachable) + ((bean != null) ? " Bean '" + bean + "' met this first." : "");
+				+ reason(unreachable) + met;
 		String action = "Start the database at that address, or set spring.datasource.url (with "
 				+ "spring.datasource.username and spring.datasource.password) to a PostgreSQL server that is running. "
 				+ "To try the application locally without a server, leave spring.datasource.url unset and add the "
@@ -114,6 +131,18 @@ class DatabaseUnreachableFailureAnalyzer implements FailureAnalyzer {
 			}
 		}
 		return bean;
+	}
+
+	private @Nullable String leaderDataSource() {
+		if (!(this.beanFactory instanceof ListableBeanFactory listable)) {
+			return null;
+		}
+		for (String name : listable.getBeanNamesForType(DataSource.class, true, false)) {
+			if (listable.findAnnotationOnBean(name, LeaderDataSource.class, false) != null) {
+				return name;
+			}
+		}
+		return null;
 	}
 
 	private String triedUrl() {

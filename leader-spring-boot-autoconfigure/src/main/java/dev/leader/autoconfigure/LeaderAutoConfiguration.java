@@ -6,13 +6,16 @@ import java.util.Set;
 import javax.sql.DataSource;
 
 import dev.leader.DaemonAgent;
+import dev.leader.LeaderDataSource;
 import dev.leader.LeaderOnlyConfiguration;
 import dev.leader.Leadership;
+import dev.leader.alone.LeaderMode;
 import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.daemon.DaemonSettings;
 import dev.leader.daemon.DaemonStore;
 import dev.leader.fencing.Fencing;
 import dev.leader.fencing.FencingStore;
+import dev.leader.jdbc.CoordinationDataSource;
 import dev.leader.jdbc.LeaderSchemaMigration;
 import dev.leader.jdbc.PostgresStoresConfiguration;
 import dev.leader.jdbc.TablePrefix;
@@ -36,22 +39,26 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
-import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceProperties;
 import org.springframework.boot.sql.init.dependency.DatabaseInitializationDependencyConfigurer;
 import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
 import org.springframework.context.annotation.ImportBeanDefinitionRegistrar;
+import org.springframework.context.annotation.Lazy;
 import org.springframework.context.annotation.Role;
 import org.springframework.core.env.Environment;
 import org.springframework.core.type.AnnotationMetadata;
 
 /**
- * Auto-configuration of leader election on the application's PostgreSQL
- * {@link DataSource}.
+ * Auto-configuration of leader election on the application's PostgreSQL or MariaDB
+ * {@link DataSource}, or alone when no other process can share it (see
+ * {@link LeaderMode}). The data source is the {@link LeaderDataSource @LeaderDataSource}
+ * bean if there is one, else the application's only or primary one; an application with
+ * several and neither fails at startup, saying which to mark.
  * <p>
  * Each feature whose implementation is package-private is wired from its own package: the
  * stores from {@link PostgresStoresConfiguration}, the {@code @LeaderOnly} advice from
@@ -67,13 +74,54 @@ import org.springframework.core.type.AnnotationMetadata;
 				"org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration",
 				// The engine observes its round trips on the application's registry.
 				"org.springframework.boot.micrometer.observation.autoconfigure.ObservationAutoConfiguration" })
-@ConditionalOnBooleanProperty(name = "leader.enabled", matchIfMissing = true)
 @ConditionalOnClass({ DataSource.class, org.postgresql.Driver.class })
-@ConditionalOnSingleCandidate(DataSource.class)
+@ConditionalOnBean(DataSource.class)
 @EnableConfigurationProperties(LeaderProperties.class)
 @Import({ DatabaseInitializationDependencyConfigurer.class, LeaderAutoConfiguration.ProxyCreatorRegistrar.class,
 		PostgresStoresConfiguration.class, LeaderOnlyConfiguration.class, DecisionLogConfiguration.class })
 public final class LeaderAutoConfiguration {
+
+	/**
+	 * Chooses the data source the starter keeps its tables in. Lazy, and asked only by a
+	 * node that coordinates through it, so that {@code leader.enabled=false} needs no
+	 * choice.
+	 * @param leaderDataSource the {@link LeaderDataSource @LeaderDataSource} bean, if any
+	 * @param dataSources the application's data sources
+	 * @param dataSourceProperties the properties of the data source Spring Boot builds,
+	 * for its URL and user
+	 * @param beanFactory the factory, to name every data source when none can be chosen
+	 * @return the data source
+	 * @throws CoordinationDataSourceException if the application has several data sources
+	 * and none is marked for the starter or primary
+	 */
+	@Bean
+	@Lazy
+	@ConditionalOnMissingBean
+	CoordinationDataSource leaderCoordinationDataSource(@LeaderDataSource ObjectProvider<DataSource> leaderDataSource,
+			ObjectProvider<DataSource> dataSources, ObjectProvider<DataSourceProperties> dataSourceProperties,
+			ListableBeanFactory beanFactory) {
+		return CoordinationDataSources.choose(leaderDataSource.getIfAvailable(), dataSources,
+				dataSourceProperties.getIfAvailable(), beanFactory);
+	}
+
+	/**
+	 * Decides at startup, not at build time, whether this node coordinates through the
+	 * database or runs alone: {@code leader.enabled=false} and an in-memory embedded
+	 * database make it run alone, on stores in memory.
+	 * @param properties the starter's properties
+	 * @param dataSource the data source the starter keeps its tables in, asked only when
+	 * enabled
+	 * @return the mode
+	 */
+	@Bean
+	@ConditionalOnMissingBean
+	LeaderMode leaderMode(LeaderProperties properties, ObjectProvider<CoordinationDataSource> dataSource) {
+		if (!properties.isEnabled()) {
+			return LeaderMode.decide(false, null, null, properties.getJdbc().determineQueryTimeout());
+		}
+		CoordinationDataSource chosen = dataSource.getObject();
+		return LeaderMode.decide(true, chosen.dataSource(), chosen.url(), properties.getJdbc().determineQueryTimeout());
+	}
 
 	@Bean
 	@ConditionalOnMissingBean
@@ -102,8 +150,9 @@ public final class LeaderAutoConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	@ConditionalOnBean(LeaderEngine.class)
-	LeaderEngineLifecycle leaderEngineLifecycle(LeaderEngine engine) {
-		return new LeaderEngineLifecycle(engine);
+	LeaderEngineLifecycle leaderEngineLifecycle(LeaderEngine engine, ObjectProvider<LeaderMode> mode) {
+		LeaderMode leaderMode = mode.getIfAvailable();
+		return new LeaderEngineLifecycle(engine, leaderMode != null && leaderMode.isAlone());
 	}
 
 	@Bean
@@ -189,13 +238,17 @@ public final class LeaderAutoConfiguration {
 
 		@Bean
 		@ConditionalOnMissingBean
-		LeaderSchemaMigration leaderSchemaMigration(DataSource dataSource, TablePrefix prefix, LeaseSettings settings,
-				LeaderProperties properties, Environment environment, ObjectProvider<DaemonSettings> daemonSettings,
-				ListableBeanFactory beanFactory) {
+		LeaderSchemaMigration leaderSchemaMigration(ObjectProvider<CoordinationDataSource> dataSource,
+				TablePrefix prefix, LeaseSettings settings, LeaderProperties properties, Environment environment,
+				ObjectProvider<DaemonSettings> daemonSettings, ListableBeanFactory beanFactory, LeaderMode mode) {
 			// The settings are checked before anything is written to the database.
 			checkSettings(properties, environment, settings, daemonSettings.getIfAvailable(), beanFactory);
-			LeaderSchemaMigration migration = new LeaderSchemaMigration(dataSource, prefix);
-			migration.migrate();
+			LeaderSchemaMigration migration = new LeaderSchemaMigration(() -> dataSource.getObject().dataSource(),
+					prefix);
+			// A node that runs alone keeps its state in memory: no table.
+			if (!mode.isAlone()) {
+				migration.migrate();
+			}
 			return migration;
 		}
 

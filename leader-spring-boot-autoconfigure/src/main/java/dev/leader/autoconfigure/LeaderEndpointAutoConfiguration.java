@@ -4,6 +4,7 @@ import dev.leader.actuate.DecisionLogHealthIndicator;
 import dev.leader.actuate.LeadershipEndpoint;
 import dev.leader.actuate.LeadershipEndpointWebExtension;
 import dev.leader.actuate.LeadershipHealthIndicator;
+import dev.leader.alone.LeaderMode;
 import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.daemon.DaemonStatus;
 import dev.leader.lease.LeaderEngine;
@@ -38,9 +39,12 @@ public final class LeaderEndpointAutoConfiguration {
 		@Bean
 		@ConditionalOnMissingBean
 		LeadershipEndpoint leadershipEndpoint(LeaderEngine engine, ObjectProvider<DaemonCoordinator> daemons,
-				ObjectProvider<DecisionLog> log) {
+				ObjectProvider<DecisionLog> log, ObjectProvider<LeaderMode> mode) {
 			DaemonCoordinator coordinator = daemons.getIfAvailable();
-			return new LeadershipEndpoint(engine, engine, coordinator, coordinator, log.getIfAvailable());
+			LeaderMode leaderMode = mode.getIfAvailable();
+			return new LeadershipEndpoint(engine, engine, coordinator, coordinator, log.getIfAvailable(),
+					(leaderMode != null) ? leaderMode.name() : "cluster",
+					(leaderMode != null) ? leaderMode.reason() : null);
 		}
 
 		@Bean

@@ -20,15 +20,19 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
 public class LeaderProperties {
 
 	/**
-	 * Whether to take part in leader election. Off, the whole starter is off, and so
-	 * is @LeaderOnly: annotated methods run on every node. Meant for a single local
-	 * instance, not to keep a node out of an election.
+	 * Whether to coordinate with other instances through the database. Off, the node runs
+	 * alone (single-node mode, as on an in-memory database): it leads every group and
+	 * runs every daemon, with no table and no other instance; Leadership, @LeaderOnly and
+	 * DaemonAgent beans keep working. Read at startup, also in an ahead-of-time processed
+	 * application. Meant for a single local instance, never to keep a node out of an
+	 * election.
 	 */
 	private boolean enabled = true;
 
 	/**
 	 * Groups this node takes part in. Groups named by @LeaderOnly are added to these.
-	 * Names of 1 to 120 letters, digits, '.', '_', ':' or '-'.
+	 * Names of 1 to 120 letters, digits, '.', '_', ':' or '-', starting with a letter or
+	 * digit.
 	 */
 	private List<String> groups = new ArrayList<>(List.of("default"));
 
@@ -94,8 +98,8 @@ public class LeaderProperties {
 
 		/**
 		 * Id of this node, unique in the cluster: 1 to 120 letters, digits, '.', '_', ':'
-		 * or '-'. Generated once per application context from the host name and a random
-		 * part when not set.
+		 * or '-', starting with a letter or digit. Generated once per application context
+		 * from the host name and a random part when not set.
 		 */
 		private @Nullable String id;
 
@@ -331,11 +335,10 @@ public class LeaderProperties {
 			 * Whether to follow the notifications of released leases and daemon changes
 			 * (LISTEN), which let a follower take over at once. Without them, a follower
 			 * takes over on its next round trip, within the renew interval. Followed on a
-			 * connection of the application's DataSource unless 'url' is set; behind a
-			 * pooler in transaction mode, found at startup, none are followed. On
-			 * MariaDB, whether followers wait for the leader's wake-up lock (GET_LOCK)
-			 * instead, on a connection of the DataSource per group that another node
-			 * leads.
+			 * connection of the starter's DataSource unless 'url' is set; behind a pooler
+			 * in transaction mode, found at startup, none are followed. On MariaDB,
+			 * whether followers wait for the leader's wake-up lock (GET_LOCK) instead, on
+			 * a connection of the DataSource per group that another node leads.
 			 */
 			private boolean enabled = true;
 
@@ -347,12 +350,15 @@ public class LeaderProperties {
 			private @Nullable String url;
 
 			/**
-			 * Login user of that connection. Defaults to spring.datasource.username.
+			 * Login user of that connection. Defaults to the user of the starter's
+			 * DataSource: spring.datasource.username, or the @LeaderDataSource's own.
 			 */
 			private @Nullable String username;
 
 			/**
-			 * Login password of that connection. Defaults to spring.datasource.password.
+			 * Login password of that connection. Defaults to the password of the
+			 * starter's DataSource: spring.datasource.password, or the
+			 * @LeaderDataSource's own.
 			 */
 			private @Nullable String password;
 

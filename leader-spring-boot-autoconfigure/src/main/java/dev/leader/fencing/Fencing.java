@@ -15,10 +15,11 @@ import org.jspecify.annotations.Nullable;
  * never commit. No timing is trusted: a leader that was paused past its lease is rejected
  * however sure it is of its leadership.
  * <p>
- * Both checks need a transaction on the application's {@code DataSource} that is active
- * on the calling thread, and both keep a row lock until that transaction ends. Call them
- * before the writes they protect; a rejection throws {@link StaleLeadershipException},
- * and the transaction must roll back. Thread-safe.
+ * Both checks need a transaction on the {@code DataSource} the starter keeps its leases
+ * in (the {@link dev.leader.LeaderDataSource @LeaderDataSource} one, else the
+ * application's) that is active on the calling thread, and both keep a row lock until
+ * that transaction ends. Call them before the writes they protect; a rejection throws
+ * {@link StaleLeadershipException}, and the transaction must roll back. Thread-safe.
  */
 public final class Fencing {
 

@@ -1,6 +1,7 @@
 package dev.leader.jdbc;
 
 import java.util.Map;
+import java.util.function.Supplier;
 
 import javax.sql.DataSource;
 
@@ -19,7 +20,7 @@ import org.flywaydb.core.Flyway;
  */
 public final class LeaderSchemaMigration {
 
-	private final DataSource dataSource;
+	private final Supplier<DataSource> dataSource;
 
 	private final TablePrefix prefix;
 
@@ -29,6 +30,16 @@ public final class LeaderSchemaMigration {
 	 * @param prefix the table prefix
 	 */
 	public LeaderSchemaMigration(DataSource dataSource, TablePrefix prefix) {
+		this(() -> dataSource, prefix);
+	}
+
+	/**
+	 * Creates a migration whose data source is found only when it runs, so that a node
+	 * that keeps no table needs none.
+	 * @param dataSource supplies the data source
+	 * @param prefix the table prefix
+	 */
+	public LeaderSchemaMigration(Supplier<DataSource> dataSource, TablePrefix prefix) {
 		this.dataSource = dataSource;
 		this.prefix = prefix;
 	}
@@ -40,13 +51,14 @@ public final class LeaderSchemaMigration {
 	 * standby or a read-only database, or if the database is not one the starter supports
 	 */
 	public void migrate() {
-		JdbcDialect dialect = JdbcDialect.of(this.dataSource);
+		DataSource dataSource = this.dataSource.get();
+		JdbcDialect dialect = JdbcDialect.of(dataSource);
 		try {
 			if (dialect == JdbcDialect.MARIADB) {
-				new MariaDbConnections(this.dataSource, java.time.Duration.ofSeconds(10)).requireWritablePrimary();
+				new MariaDbConnections(dataSource, java.time.Duration.ofSeconds(10)).requireWritablePrimary();
 			}
 			else {
-				new OwnConnections(this.dataSource).requireWritablePrimary();
+				new OwnConnections(dataSource).requireWritablePrimary();
 			}
 		}
 		catch (java.sql.SQLException ex) {
@@ -54,7 +66,7 @@ public final class LeaderSchemaMigration {
 		}
 		ClassLoader classLoader = LeaderSchemaMigration.class.getClassLoader();
 		Flyway.configure(classLoader)
-			.dataSource(this.dataSource)
+			.dataSource(dataSource)
 			.locations(dialect.migrations())
 			// Listed by Spring rather than Flyway, which cannot list them in a native
 			// image.

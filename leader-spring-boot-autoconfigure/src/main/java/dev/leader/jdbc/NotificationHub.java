@@ -214,7 +214,7 @@ final class NotificationHub {
 				}
 				return false;
 			}
-			logger.info("Notifications follow a LISTEN connection of the application's DataSource");
+			logger.info("Notifications follow a LISTEN connection of the starter's DataSource");
 		}
 		catch (SQLException | RuntimeException ex) {
 			logger.debug("Could not check how the DataSource reaches PostgreSQL; listening on it: " + ex);

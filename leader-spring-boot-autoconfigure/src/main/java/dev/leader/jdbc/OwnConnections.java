@@ -59,10 +59,11 @@ final class OwnConnections {
 						+ "or user)";
 			}
 			if (problem != null) {
-				throw new IllegalStateException("leader-spring-boot-starter writes its leases to the application's "
-						+ "DataSource, but " + problem + ". Point spring.datasource.url at the primary, for example "
-						+ "with targetServerType=primary on a multi-host URL, and give the starter a writable "
-						+ "connection");
+				throw new IllegalStateException("leader-spring-boot-starter writes its leases to its DataSource (the "
+						+ "@LeaderDataSource bean, else the application's), but " + problem + ". Point that "
+						+ "DataSource (spring.datasource.url, or the @LeaderDataSource bean's URL) at the primary, "
+						+ "for example with targetServerType=primary on a multi-host URL, and give the starter a "
+						+ "writable connection");
 			}
 		}
 	}

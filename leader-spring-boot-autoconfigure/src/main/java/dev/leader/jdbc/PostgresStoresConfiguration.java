@@ -2,6 +2,7 @@ package dev.leader.jdbc;
 
 import javax.sql.DataSource;
 
+import dev.leader.alone.LeaderMode;
 import dev.leader.autoconfigure.LeaderAutoConfiguration;
 import dev.leader.autoconfigure.LeaderProperties;
 import dev.leader.daemon.DaemonStore;
@@ -16,21 +17,21 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
-import org.springframework.boot.jdbc.autoconfigure.DataSourceProperties;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.dao.DataAccessException;
 import org.springframework.jdbc.datasource.SimpleDriverDataSource;
 
 /**
- * Configuration of the stores on the application's {@link DataSource}: the
+ * Configuration of the stores on the {@link CoordinationDataSource}: the
  * {@link CoordinationStore}, the {@link DaemonStore}, the {@link FencingStore} and the
  * {@link LogStore}, each replaceable by a bean of the application's, and the
  * {@link TablePrefix} they share. The stores are PostgreSQL's, or MariaDB's when the data
- * source leads to MariaDB ({@link JdbcDialect}); another database fails at startup with a
- * message that says what to change. Imported by {@link LeaderAutoConfiguration}, which it
- * relies on for its conditions and for the schema migration; public only for that import,
- * not for application use.
+ * source leads to MariaDB ({@link JdbcDialect}), or those in memory of a node that runs
+ * alone ({@link LeaderMode}); another database fails at startup with a message that says
+ * what to change. Imported by {@link LeaderAutoConfiguration}, which it relies on for its
+ * conditions and for the schema migration; public only for that import, not for
+ * application use.
  */
 @Configuration(proxyBeanMethods = false)
 public final class PostgresStoresConfiguration {
@@ -51,10 +52,15 @@ public final class PostgresStoresConfiguration {
 	// too, for any other caller.
 	@Bean(destroyMethod = "disconnect")
 	@ConditionalOnMissingBean
-	CoordinationStore leaderCoordinationStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
-			ObjectProvider<LeaderSchemaMigration> migration,
-			ObjectProvider<DataSourceProperties> dataSourceProperties) {
-		if (dialect(dataSource, dataSourceProperties) == JdbcDialect.MARIADB) {
+	CoordinationStore leaderCoordinationStore(ObjectProvider<CoordinationDataSource> coordinationDataSource,
+			TablePrefix prefix, LeaderProperties properties, ObjectProvider<LeaderSchemaMigration> migration,
+			LeaderMode mode) {
+		if (mode.isAlone()) {
+			return mode.stores().coordinationStore();
+		}
+		CoordinationDataSource chosen = coordinationDataSource.getObject();
+		DataSource dataSource = chosen.dataSource();
+		if (dialect(chosen) == JdbcDialect.MARIADB) {
 			MariaDbCoordinationStore store = new MariaDbCoordinationStore(dataSource, prefix,
 					properties.getJdbc().determineQueryTimeout(), properties.getJdbc().getNotifications().isEnabled());
 			requireWritablePrimaryUnlessMigrated(store::requireWritablePrimary, migration);
@@ -62,7 +68,7 @@ public final class PostgresStoresConfiguration {
 		}
 		PostgresCoordinationStore store = new PostgresCoordinationStore(dataSource, prefix,
 				properties.getJdbc().determineQueryTimeout(),
-				notifications(properties.getJdbc().getNotifications(), dataSourceProperties.getIfAvailable()));
+				notifications(properties.getJdbc().getNotifications(), chosen));
 		requireWritablePrimaryUnlessMigrated(store::requireWritablePrimary, migration);
 		return store;
 	}
@@ -85,17 +91,15 @@ public final class PostgresStoresConfiguration {
 
 	// Told once, from one connection, so that every store speaks the same dialect even if
 	// the database comes up while they are built.
-	private synchronized JdbcDialect dialect(DataSource dataSource, ObjectProvider<DataSourceProperties> properties) {
+	private synchronized JdbcDialect dialect(CoordinationDataSource dataSource) {
 		if (this.dialect == null) {
-			DataSourceProperties dataSourceProperties = properties.getIfAvailable();
-			this.dialect = JdbcDialect.of(dataSource,
-					(dataSourceProperties != null) ? dataSourceProperties.getUrl() : null);
+			this.dialect = JdbcDialect.of(dataSource.dataSource(), dataSource.url());
 		}
 		return this.dialect;
 	}
 
 	private static Notifications notifications(LeaderProperties.Jdbc.Notifications notifications,
-			@Nullable DataSourceProperties dataSource) {
+			CoordinationDataSource dataSource) {
 		String url = notifications.getUrl();
 		if (!notifications.isEnabled()) {
 			return Notifications.off();
@@ -110,11 +114,11 @@ public final class PostgresStoresConfiguration {
 		}
 		String username = notifications.getUsername();
 		String password = notifications.getPassword();
-		if (username == null && dataSource != null) {
-			username = dataSource.getUsername();
+		if (username == null) {
+			username = dataSource.username();
 		}
-		if (password == null && dataSource != null) {
-			password = dataSource.getPassword();
+		if (password == null) {
+			password = dataSource.password();
 		}
 		return Notifications.direct(new SimpleDriverDataSource(new org.postgresql.Driver(), url, username, password));
 	}
@@ -122,10 +126,15 @@ public final class PostgresStoresConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	@ConditionalOnBooleanProperty(name = "leader.daemons.enabled", matchIfMissing = true)
-	DaemonStore leaderDaemonStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
-			LeaseSettings settings, ObjectProvider<CoordinationStore> coordinationStore,
-			ObjectProvider<DataSourceProperties> dataSourceProperties) {
-		if (dialect(dataSource, dataSourceProperties) == JdbcDialect.MARIADB) {
+	DaemonStore leaderDaemonStore(ObjectProvider<CoordinationDataSource> coordinationDataSource, TablePrefix prefix,
+			LeaderProperties properties, LeaseSettings settings, ObjectProvider<CoordinationStore> coordinationStore,
+			LeaderMode mode) {
+		if (mode.isAlone()) {
+			return mode.stores().daemonStore();
+		}
+		CoordinationDataSource chosen = coordinationDataSource.getObject();
+		DataSource dataSource = chosen.dataSource();
+		if (dialect(chosen) == JdbcDialect.MARIADB) {
 			return new MariaDbDaemonStore(dataSource, prefix, properties.getJdbc().determineQueryTimeout(),
 					settings.nodeExpiry().minus(settings.safetyMargin()));
 		}
@@ -141,13 +150,18 @@ public final class PostgresStoresConfiguration {
 
 	@Bean
 	@ConditionalOnMissingBean
-	LogStore leaderLogStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
-			LeaseSettings settings, ObjectProvider<CoordinationStore> coordinationStore,
-			ObjectProvider<DataSourceProperties> dataSourceProperties) {
+	LogStore leaderLogStore(ObjectProvider<CoordinationDataSource> coordinationDataSource, TablePrefix prefix,
+			LeaderProperties properties, LeaseSettings settings, ObjectProvider<CoordinationStore> coordinationStore,
+			LeaderMode mode) {
+		if (mode.isAlone()) {
+			return mode.stores().logStore();
+		}
+		CoordinationDataSource chosen = coordinationDataSource.getObject();
+		DataSource dataSource = chosen.dataSource();
 		// The coordination store's heartbeat reads the logs' last indexes, and on
 		// PostgreSQL its listening connection follows the append notifications, when it
 		// is ours; an append holds the lease as a guard does.
-		if (dialect(dataSource, dataSourceProperties) == JdbcDialect.MARIADB) {
+		if (dialect(chosen) == JdbcDialect.MARIADB) {
 			MariaDbCoordinationStore heartbeat = (coordinationStore
 				.getIfAvailable() instanceof MariaDbCoordinationStore mariaDb) ? mariaDb : null;
 			return new MariaDbLogStore(dataSource, prefix, properties.getJdbc().determineQueryTimeout(),
@@ -161,12 +175,17 @@ public final class PostgresStoresConfiguration {
 
 	@Bean
 	@ConditionalOnMissingBean
-	FencingStore leaderFencingStore(DataSource dataSource, TablePrefix prefix, LeaderProperties properties,
-			LeaseSettings settings, ObjectProvider<CoordinationStore> coordinationStore,
-			ObjectProvider<DataSourceProperties> dataSourceProperties) {
+	FencingStore leaderFencingStore(ObjectProvider<CoordinationDataSource> coordinationDataSource, TablePrefix prefix,
+			LeaderProperties properties, LeaseSettings settings, ObjectProvider<CoordinationStore> coordinationStore,
+			LeaderMode mode) {
+		if (mode.isAlone()) {
+			return mode.stores().fencingStore();
+		}
+		CoordinationDataSource chosen = coordinationDataSource.getObject();
+		DataSource dataSource = chosen.dataSource();
 		// A guarded transaction cannot usefully outlast the holder's own belief in its
 		// leadership.
-		if (dialect(dataSource, dataSourceProperties) == JdbcDialect.MARIADB) {
+		if (dialect(chosen) == JdbcDialect.MARIADB) {
 			// The guard learns the expiry of the node's terms from the coordination
 			// store's grants and renewals, when it is ours.
 			MariaDbCoordinationStore leases = (coordinationStore

@@ -135,10 +135,20 @@ final class Statements {
 	 */
 	<T> T runInTransaction(DataSource dataSource, String how, String task, String sql, Callback<T> callback) {
 		if (!inTransaction(dataSource)) {
-			throw new IllegalTransactionStateException("Fenced writes need a transaction on the application's "
-					+ "DataSource, active on the calling thread: " + how + ", or call it inside "
+			// A transaction on another data source would commit the writes whatever the
+			// guard found: the lock the guard takes ends with a transaction of its own.
+			String found = TransactionSynchronizationManager.isActualTransactionActive()
+					? " A transaction is active on this thread, but not on that DataSource: its transaction manager "
+							+ "runs on another one, so the guard could not hold the lease for the writes. Give the "
+							+ "writes a transaction manager on the starter's DataSource (@Transactional(\"name\") "
+							+ "or a TransactionTemplate of it), or keep the starter's tables in the DataSource of the "
+							+ "writes."
+					: "";
+			throw new IllegalTransactionStateException("Fenced writes need a transaction on the DataSource that "
+					+ "the starter keeps its leases in (the @LeaderDataSource bean, else the application's only or "
+					+ "primary DataSource), active on the calling thread: " + how + ", or call it inside "
 					+ "TransactionTemplate.execute. A guard checked outside the transaction of its writes would not "
-					+ "protect them");
+					+ "protect them." + found);
 		}
 		Connection connection = DataSourceUtils.getConnection(dataSource);
 		try {

@@ -95,9 +95,11 @@ public final class DecisionLog {
 	 * is checked and locked in the same statement, as
 	 * {@link dev.leader.fencing.Fencing#guard} does, so the lease cannot change hands
 	 * before the caller's transaction ends, and the rest of that transaction is held to
-	 * the guard's limits. Inside a transaction on the application's {@code DataSource},
-	 * the entry commits or rolls back with it, and a rollback leaves no gap; without one,
-	 * it commits at once.
+	 * the guard's limits. Inside a transaction on the {@code DataSource} the starter
+	 * keeps its tables in (the {@link dev.leader.LeaderDataSource @LeaderDataSource} one,
+	 * else the application's), the entry commits or rolls back with it, and a rollback
+	 * leaves no gap; without one, even inside a transaction on another
+	 * {@code DataSource}, it commits at once.
 	 * @param token the token of the term the decision is made under, usually
 	 * {@link FencingToken#current()}
 	 * @param type what kind of decision it is: 1 to 120 letters, digits, '.', '_', ':' or

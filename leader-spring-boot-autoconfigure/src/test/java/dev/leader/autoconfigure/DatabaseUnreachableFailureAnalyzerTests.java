@@ -5,6 +5,8 @@ import java.net.ServerSocket;
 import java.net.UnknownHostException;
 import java.sql.SQLException;
 
+import com.zaxxer.hikari.HikariDataSource;
+import dev.leader.LeaderDataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -19,7 +21,9 @@ import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
+import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.core.env.Environment;
 import org.springframework.jdbc.CannotGetJdbcConnectionException;
 import org.springframework.mock.env.MockEnvironment;
 
@@ -71,6 +75,21 @@ class DatabaseUnreachableFailureAnalyzerTests {
 	}
 
 	@Test
+	void unreachableLeaderDataSourceIsNamedInsteadOfTheApplicationsUrl(CapturedOutput output) throws IOException {
+		int port = closedPort();
+		SpringApplication application = new SpringApplication(LeaderDataSourceApplication.class);
+		application.setWebApplicationType(WebApplicationType.NONE);
+		assertThatExceptionOfType(BeanCreationException.class).isThrownBy(() -> application.run(
+				"--spring.datasource.url=jdbc:postgresql://127.0.0.1:" + closedPort() + "/app", "--test.port=" + port));
+		assertThat(output).contains("APPLICATION FAILED TO START")
+			.contains("The starter could not reach its database, the @LeaderDataSource bean 'coordinationDataSource': "
+					+ "Connection to 127.0.0.1:" + port + " refused.")
+			.contains("Bean 'leaderSchemaMigration' met this first.")
+			.contains("Start the database that the @LeaderDataSource bean 'coordinationDataSource' connects to")
+			.doesNotContain("(spring.datasource.url)");
+	}
+
+	@Test
 	void unknownHostIsNamedInTheReason() {
 		SQLException driverFailure = new SQLException("The connection attempt failed.", "08001",
 				new UnknownHostException("db.example.invalid"));
@@ -116,6 +135,22 @@ class DatabaseUnreachableFailureAnalyzerTests {
 	@ImportAutoConfiguration({ DataSourceAutoConfiguration.class, FlywayAutoConfiguration.class,
 			LeaderAutoConfiguration.class })
 	static class FlywayApplication {
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	@ImportAutoConfiguration({ DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class })
+	static class LeaderDataSourceApplication {
+
+		@Bean(defaultCandidate = false)
+		@LeaderDataSource
+		HikariDataSource coordinationDataSource(Environment environment) {
+			HikariDataSource dataSource = new HikariDataSource();
+			dataSource.setJdbcUrl(
+					"jdbc:postgresql://127.0.0.1:" + environment.getRequiredProperty("test.port") + "/coordination");
+			dataSource.setConnectionTimeout(2000);
+			return dataSource;
+		}
 
 	}
 

@@ -47,8 +47,9 @@ class FollowerReadAutoConfigurationTests {
 	}
 
 	@Test
-	void webApplicationWithLeaderDisabledGetsNone() {
-		this.contextRunner.withPropertyValues("leader.enabled=false").run(followerReadBeans(false));
+	void webApplicationWithLeaderDisabledGetsThemTooAndServesEveryReadAlone() {
+		this.contextRunner.withPropertyValues("leader.enabled=false", "leader.node.id=web-node")
+			.run(followerReadBeans(true));
 	}
 
 	@Test

@@ -242,14 +242,16 @@ class LeaderAutoConfigurationTests {
 	}
 
 	@Test
-	void disabledLeaderTurnsEverythingOff() {
+	void disabledLeaderKeepsTheApiAndRunsAloneWithNoTable() {
 		this.contextRunner.withBean(Jobs.class).withPropertyValues("leader.enabled=false").run((context) -> {
-			assertThat(context).hasNotFailed()
-				.doesNotHaveBean(Leadership.class)
-				.doesNotHaveBean(CoordinationStore.class)
-				.doesNotHaveBean(LeaderSchemaMigration.class)
-				.doesNotHaveBean(LEADER_ONLY_ADVISOR)
-				.doesNotHaveBean(LeaderProperties.class);
+			assertThat(context).hasNotFailed().hasSingleBean(Leadership.class).hasSingleBean(LEADER_ONLY_ADVISOR);
+			assertThat(context.getBean(CoordinationStore.class)).isNotInstanceOf(PostgresCoordinationStore.class);
+			Leadership leadership = context.getBean(Leadership.class);
+			assertThat(leadership.awaitLeadership("jobs", WAIT)).isTrue();
+			Jobs jobs = context.getBean(Jobs.class);
+			jobs.run();
+			assertThat(jobs.runs()).isEqualTo(1);
+			assertThat(jobs.token()).isEqualTo(new FencingToken("jobs", 1));
 			assertThat(this.schema.tables()).isEmpty();
 		});
 	}

@@ -150,13 +150,18 @@ class LeaderEndpointAutoConfigurationTests {
 	}
 
 	@Test
-	void endpointAndHealthIndicatorAreAbsentWhenLeaderIsDisabled() {
+	void endpointAndHealthIndicatorShowTheNodeAloneWhenLeaderIsDisabled() {
 		this.contextRunner
 			.withPropertyValues("leader.enabled=false", "management.endpoints.web.exposure.include=leadership")
-			.run((context) -> assertThat(context).hasNotFailed()
-				.doesNotHaveBean(Leadership.class)
-				.doesNotHaveBean(LeadershipEndpoint.class)
-				.doesNotHaveBean(LeadershipHealthIndicator.class));
+			.run((context) -> {
+				assertThat(context).hasNotFailed()
+					.hasSingleBean(Leadership.class)
+					.hasSingleBean(LeadershipEndpoint.class)
+					.hasSingleBean(LeadershipHealthIndicator.class);
+				LeadershipDescriptor descriptor = context.getBean(LeadershipEndpoint.class).leadership();
+				assertThat(descriptor.mode()).isEqualTo("alone");
+				assertThat(descriptor.modeReason()).isEqualTo("leader.enabled=false");
+			});
 	}
 
 }

@@ -50,7 +50,7 @@ import static org.awaitility.Awaitility.await;
  * checker is what shows that bound works.
  * <p>
  * The normal suite runs a couple of dozen episodes. The long run is
- * {@code ./mvnw -pl leader-spring-boot-autoconfigure verify -Dtest=DaemonFaultInjectionTests -Dsurefire.failIfNoSpecifiedTests=false -Dfault.episodes=500}
+ * {@code ./mvnw -pl leader-spring-boot-test -am verify -Dtest=DaemonFaultInjectionTests -Dsurefire.failIfNoSpecifiedTests=false -Dfault.episodes=500}
  * (with the {@code LEADER_TEST_JDBC_*} variables as for every test);
  * {@code -Dfault.seed=N} repeats a run's choices. Every run prints a summary line and
  * writes it to {@code target/daemon-fault-summary.txt}.

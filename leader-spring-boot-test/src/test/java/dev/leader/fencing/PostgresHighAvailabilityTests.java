@@ -73,7 +73,7 @@ import static org.awaitility.Awaitility.await;
  * Each failover prints its figures (promotion to a stable leader, promotion to the first
  * fenced write) and appends them to {@code target/failover-figures.txt}. The long run of
  * mixed failovers and restarts: <pre>
- * ./mvnw -pl leader-spring-boot-autoconfigure verify -Dsurefire.failIfNoSpecifiedTests=false -Dha.episodes=40 \
+ * ./mvnw -pl leader-spring-boot-test -am verify -Dsurefire.failIfNoSpecifiedTests=false -Dha.episodes=40 \
  *   -Dtest=PostgresHighAvailabilityTests#failoversAndRestartsMixedNeverGrantATermTwiceNorLetAStaleWriteCommit
  * </pre>
  */

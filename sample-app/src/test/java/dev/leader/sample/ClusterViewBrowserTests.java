@@ -39,7 +39,7 @@ import static org.hamcrest.Matchers.equalTo;
  * <p>
  * Never skipped: without Debian's {@code chromium} and {@code chromium-driver} packages
  * it fails, saying how to install them. The screenshot it takes is
- * {@code target/cluster-view.png}, copied to the README's {@code docs/} by hand.
+ * {@code target/cluster-view.png}, copied to {@code docs/} by hand.
  */
 @SpringBootTest(webEnvironment = WebEnvironment.RANDOM_PORT,
 		properties = { "leader.lease.duration=2s", "leader.lease.renew-interval=500ms",
