@@ -122,6 +122,21 @@ class SampleAotClusterTests {
 		assertThat(this.cluster.awaitSingleLeader(BILLING, TAKEOVER).nodeId()).isEqualTo(takeover.node());
 	}
 
+	@Test
+	void leaderEnabledFalseGivenAtStartupRunsTheAotProcessedNodeAloneWithNoTable() {
+		this.cluster.withProperty("leader.enabled", "false");
+		NodeProcess alone = this.cluster.start("node-alone").awaitReady(STARTUP);
+		alone.awaitEvent("its grant of billing", (event) -> event.is(Type.GRANTED, BILLING), TAKEOVER);
+		// Read by a condition, it would have been fixed at build time, and the node would
+		// have created the starter's tables and joined the election.
+		assertThat(JdbcClient.create(this.cluster.dataSource())
+			.sql("SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() "
+					+ "AND table_name LIKE 'leader\\_%'")
+			.query(Long.class)
+			.single()).isZero();
+		assertThat(this.cluster.lease(BILLING)).isEmpty();
+	}
+
 	private NodeProcess node(String nodeId) {
 		return this.cluster.nodes()
 			.stream()
