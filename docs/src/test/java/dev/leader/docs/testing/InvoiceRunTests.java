@@ -16,7 +16,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 // tag::single-node[]
 @SpringBootTest(properties = "leader.lease.yield-cooldown=2s")
-class InvoiceRunIT {
+class InvoiceRunTests {
 
 	@DynamicPropertySource
 	static void database(DynamicPropertyRegistry registry) {
