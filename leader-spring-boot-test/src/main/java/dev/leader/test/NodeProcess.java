@@ -45,8 +45,9 @@ public final class NodeProcess implements AutoCloseable {
 	// The node runs on the test class path, so test-only dependencies start in it too:
 	// DevTools would restart the application in a class loader of its own (it reads its
 	// switch as a system property, before the environment exists), and Docker Compose
-	// support would look for a compose file and a Docker engine. Both are off, as system
-	// properties, which a node's command-line properties still override.
+	// support would look for a compose file and a Docker engine. Both are off as system
+	// properties; a node's command-line properties, which rank above them, can turn
+	// Docker Compose support back on.
 	private static final List<String> APPLICATION_JVM_OPTIONS = List.of("-Xmx256m", "-XX:+UseSerialGC",
 			"-XX:TieredStopAtLevel=1", "-Dspring.devtools.restart.enabled=false",
 			"-Dspring.docker.compose.enabled=false");
