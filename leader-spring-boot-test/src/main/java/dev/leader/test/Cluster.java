@@ -30,7 +30,10 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  * node runs the application's main class, on the test's class path, with
  * {@code spring.datasource.*} and {@code leader.node.id} set for it and
  * {@code server.port=0}, and prints a {@link NodeEvent} line for every leadership and
- * membership event, which {@link NodeProcess} reads; see {@link #withProperty}. For
+ * membership event, which {@link NodeProcess} reads; see {@link #withProperty}. Since the
+ * nodes run on the test class path, DevTools restarts and Docker Compose support are off
+ * in them ({@code spring.devtools.restart.enabled} and
+ * {@code spring.docker.compose.enabled} are {@code false}, as system properties). For
  * example: <pre class="code">
  * &#64;RegisterExtension
  * final Cluster cluster = Cluster.of(MyApplication.class).withProperty("leader.groups", "billing");
@@ -44,6 +47,12 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  *     this.cluster.awaitGrant("billing", granted.term(), Duration.ofSeconds(30));
  * }
  * </pre>
+ * <p>
+ * Nodes start with {@link #startAll}, which waits until they are ready, or one at a time
+ * with {@link #start(String)}, which does not wait; {@link #start(String, Map, Map)}
+ * gives a node properties and environment variables of its own, and
+ * {@link #start(String, Class, Map, Map)} another main class. Every wait of the cluster
+ * fails as soon as the nodes it waits on have exited, rather than at its timeout.
  * <p>
  * The faults: {@link NodeProcess#sigstop()} and {@link NodeProcess#sigcont()} pause and
  * resume a node, {@link NodeProcess#kill9()} kills it and {@link NodeProcess#sigterm()}
@@ -112,7 +121,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 * Sets a property of every node started from now on, as a command-line argument
 	 * {@code --name=value}: for an application cluster, a Spring Boot property, which
 	 * overrides the application's own configuration. A property given to
-	 * {@link #start(String, Map)} overrides it for that node.
+	 * {@link #start(String, Map, Map)} overrides it for that node.
 	 * @param name the property name, for example {@code leader.lease.duration}
 	 * @param value the value
 	 * @return this cluster
@@ -124,7 +133,7 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 
 	/**
 	 * Returns the environment that makes a node's wall clock run the given offset off the
-	 * machine's, through Debian's libfaketime, for {@link #start(String, List, Map)}. The
+	 * machine's, through Debian's libfaketime, for {@link #start(String, Map, Map)}. The
 	 * monotonic clock stays real: the engine's safe window runs on it, and the database's
 	 * clock decides expiry.
 	 * @param offset how far ahead (or behind, if negative) the node's wall clock is, in
@@ -148,71 +157,62 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	}
 
 	/**
-	 * Starts a node; it may not be ready yet. A node id that was started before logs in
-	 * with the same role again, so this also restarts a killed node.
+	 * Starts a node with the cluster's properties; it may not be ready yet. A node id
+	 * that was started before logs in with the same role again, so this also restarts a
+	 * killed node.
 	 * @param nodeId the node id
 	 * @return the node
 	 */
 	public NodeProcess start(String nodeId) {
-		return start(nodeId, this.launcher.main(), List.of(), Map.of());
+		return start(nodeId, this.launcher.main(), Map.of(), Map.of());
 	}
 
 	/**
-	 * Starts a node with properties of its own; it may not be ready yet.
+	 * Starts a node with properties and environment variables of its own; it may not be
+	 * ready yet. A node id that was started before logs in with the same role again, so
+	 * this also restarts a killed node. For example, a node whose wall clock runs five
+	 * seconds ahead, with a setting of its own: <pre class="code">
+	 * cluster.start("node-c", Map.of("leader.follower-reads.unservable", "reject"),
+	 *         Cluster.clockOffset(Duration.ofSeconds(5)));
+	 * </pre>
 	 * @param nodeId the node id
-	 * @param properties properties that override the cluster's for this node, see
-	 * {@link #withProperty}
+	 * @param properties properties of this node, given to it as command-line arguments
+	 * {@code --name=value}: they override the cluster's ({@link #withProperty}) and the
+	 * database and node id the cluster gives it; empty for none
+	 * @param environment variables added to the node's environment (which is otherwise
+	 * the test JVM's), for example {@link #clockOffset}; empty for none
 	 * @return the node
 	 */
-	public NodeProcess start(String nodeId, Map<String, String> properties) {
-		return start(nodeId, this.launcher.main(), ClusterNodes.arguments(properties), Map.of());
+	public NodeProcess start(String nodeId, Map<String, String> properties, Map<String, String> environment) {
+		return start(nodeId, this.launcher.main(), properties, environment);
 	}
 
 	/**
-	 * Starts a node with another main class; it may not be ready yet.
+	 * Starts a node that runs another main class than the cluster's, with properties and
+	 * environment variables of its own; it may not be ready yet. The main class takes the
+	 * same arguments as the cluster's: for an application cluster, a Spring Boot
+	 * application on the same database, for example a second version of the application.
 	 * @param nodeId the node id
-	 * @param main the main class, which takes the same arguments as the cluster's
-	 * @param extraArguments arguments added to the cluster's; they override them
+	 * @param main the main class
+	 * @param properties properties of this node, as for {@link #start(String, Map, Map)};
+	 * empty for none
+	 * @param environment variables added to the node's environment; empty for none
 	 * @return the node
 	 */
-	public NodeProcess start(String nodeId, Class<?> main, List<String> extraArguments) {
-		return start(nodeId, main, extraArguments, Map.of());
-	}
-
-	/**
-	 * Starts a node with extra arguments and environment variables; it may not be ready
-	 * yet.
-	 * @param nodeId the node id
-	 * @param extraArguments arguments {@code --name=value} added to the cluster's; they
-	 * override them
-	 * @param environment variables added to the node's environment, for example
-	 * {@link #clockOffset}
-	 * @return the node
-	 */
-	public NodeProcess start(String nodeId, List<String> extraArguments, Map<String, String> environment) {
-		return start(nodeId, this.launcher.main(), extraArguments, environment);
-	}
-
-	/**
-	 * Starts a node with a main class, extra arguments and environment variables; it may
-	 * not be ready yet. A node id that was started before logs in with the same role
-	 * again, so this also restarts a killed node.
-	 * @param nodeId the node id
-	 * @param main the main class, which takes the same arguments as the cluster's
-	 * @param extraArguments arguments added to the cluster's; they override them
-	 * @param environment variables added to the node's environment
-	 * @return the node
-	 */
-	public NodeProcess start(String nodeId, Class<?> main, List<String> extraArguments,
+	public NodeProcess start(String nodeId, Class<?> main, Map<String, String> properties,
 			Map<String, String> environment) {
-		return this.nodes.start(database(), nodeId, main, extraArguments, environment);
+		return this.nodes.start(database(), nodeId, main, properties, environment);
 	}
 
 	/**
-	 * Starts nodes and waits until every one of them is ready and has seen every one of
-	 * them join, so that each node also notices when another one leaves.
+	 * Starts nodes with the cluster's properties and waits until every one of them is
+	 * ready and has seen every one of them join, so that each node also notices when
+	 * another one leaves.
 	 * @param nodeIds the node ids
 	 * @return the nodes, in the given order
+	 * @throws AssertionError if they are not all ready and joined within the startup
+	 * timeout (90 s for an application), or as soon as one of them has exited, with its
+	 * exit code, events and last lines of output
 	 */
 	public List<NodeProcess> startAll(String... nodeIds) {
 		List<NodeProcess> started = new ArrayList<>();
@@ -268,6 +268,9 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 * @param group the group
 	 * @param timeout how long to wait at most
 	 * @return the leader
+	 * @throws AssertionError after the timeout, or as soon as every node started in the
+	 * test has exited (a node that fails at startup, for example), with the nodes' exit
+	 * codes, events and last lines of output
 	 */
 	public NodeProcess awaitSingleLeader(String group, Duration timeout) {
 		return this.leadership.awaitSingleLeader(group, timeout);
@@ -279,6 +282,8 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 * @param termAbove the term the grant must exceed
 	 * @param timeout how long to wait at most
 	 * @return the first such grant
+	 * @throws AssertionError after the timeout, or as soon as every node started in the
+	 * test has exited, with the nodes' exit codes, events and last lines of output
 	 */
 	public NodeEvent awaitGrant(String group, long termAbove, Duration timeout) {
 		return this.leadership.awaitGrant(group, termAbove, timeout);

@@ -51,7 +51,7 @@ final class ClusterLeadership {
 					.map((lease) -> lease.holder().equals(leaders.get(0).nodeId()))
 					.orElse(false);
 				leader.set(single ? leaders.get(0) : null);
-				return single;
+				return single || allEnded();
 			});
 		}
 		catch (ConditionTimeoutException ex) {
@@ -59,7 +59,11 @@ final class ClusterLeadership {
 					+ leaders(group).stream().map(NodeProcess::nodeId).toList() + ", lease " + this.leases.apply(group),
 					ex);
 		}
-		return leader.get();
+		NodeProcess single = leader.get();
+		if (single == null) {
+			throw everyNodeEnded("a single leader of " + group);
+		}
+		return single;
 	}
 
 	NodeEvent awaitGrant(String group, long termAbove, Duration timeout) {
@@ -67,12 +71,10 @@ final class ClusterLeadership {
 			return await().atMost(timeout)
 				.pollDelay(Duration.ZERO)
 				.pollInterval(Duration.ofMillis(5))
-				.until(() -> this.nodes.stream()
-					.flatMap((node) -> node
-						.firstEvent((event) -> event.is(NodeEvent.Type.GRANTED, group) && event.term() > termAbove)
-						.stream())
-					.min(Comparator.comparingLong(NodeEvent::nanoTime)), Optional::isPresent)
-				.orElseThrow();
+				.until(() -> firstGrant(group, termAbove), (grant) -> grant.isPresent() || allEnded())
+				// Every line of an ended node is read: a grant it printed is found.
+				.or(() -> firstGrant(group, termAbove))
+				.orElseThrow(() -> everyNodeEnded("a grant of " + group + " with a term above " + termAbove));
 		}
 		catch (ConditionTimeoutException ex) {
 			StringBuilder message = new StringBuilder(
@@ -80,6 +82,31 @@ final class ClusterLeadership {
 			this.nodes.forEach((node) -> message.append(node.describe()));
 			throw new AssertionError(message.toString(), ex);
 		}
+	}
+
+	private Optional<NodeEvent> firstGrant(String group, long termAbove) {
+		return this.nodes.stream()
+			.flatMap((node) -> node
+				.firstEvent((event) -> event.is(NodeEvent.Type.GRANTED, group) && event.term() > termAbove)
+				.stream())
+			.min(Comparator.comparingLong(NodeEvent::nanoTime));
+	}
+
+	/**
+	 * Returns whether nodes were started and every one of them has exited, its last lines
+	 * read: then no wait on their output can end but by its timeout. A node started while
+	 * a wait runs ends this.
+	 * @return whether every node has ended
+	 */
+	private boolean allEnded() {
+		List<NodeProcess> nodes = List.copyOf(this.nodes);
+		return !nodes.isEmpty() && nodes.stream().allMatch(NodeProcess::hasEnded);
+	}
+
+	private AssertionError everyNodeEnded(String awaited) {
+		List<NodeProcess> nodes = List.copyOf(this.nodes);
+		return new AssertionError("Every node exited before " + awaited + ": " + NodeProcess.describeExits(nodes) + "\n"
+				+ NodeProcess.describeEnded(nodes));
 	}
 
 	List<Tenure> tenures(String group) {

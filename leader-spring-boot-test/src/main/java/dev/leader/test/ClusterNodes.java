@@ -5,6 +5,7 @@ import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -53,7 +54,19 @@ final class ClusterNodes {
 		return this.nodes;
 	}
 
-	NodeProcess start(ClusterDatabase database, String nodeId, Class<?> main, List<String> extraArguments,
+	/**
+	 * Starts a node with the launcher's arguments, then the cluster's properties, then
+	 * the node's own, a later value of a name replacing an earlier one: each name is
+	 * given once, since Spring Boot joins the values of a command-line property given
+	 * twice with commas.
+	 * @param database the test's database
+	 * @param nodeId the node id
+	 * @param main the main class
+	 * @param properties the node's own properties
+	 * @param environment variables added to the node's environment
+	 * @return the started node
+	 */
+	NodeProcess start(ClusterDatabase database, String nodeId, Class<?> main, Map<String, String> properties,
 			Map<String, String> environment) {
 		int count = this.started.incrementAndGet();
 		Role role = database.login(nodeId, database.name() + "_n" + count);
@@ -61,10 +74,11 @@ final class ClusterNodes {
 		if (this.launcher.proxied() && !namesSeveralHosts(url)) {
 			url = this.proxies.computeIfAbsent(nodeId, (id) -> StallingProxy.inFrontOf(id, database.url())).jdbcUrl();
 		}
-		List<String> arguments = new ArrayList<>(
+		Map<String, String> merged = properties(
 				this.launcher.login().arguments(nodeId, url, role.name(), role.password()));
-		arguments.addAll(arguments(this.properties));
-		arguments.addAll(extraArguments);
+		merged.putAll(this.properties);
+		merged.putAll(properties);
+		List<String> arguments = arguments(merged);
 		Path output = Path.of("target", "node-logs", database.name(), nodeId + "-" + count + ".log");
 		try {
 			NodeProcess node = this.launcher.starter().start(main, nodeId, arguments, environment, output);
@@ -78,17 +92,18 @@ final class ClusterNodes {
 
 	/**
 	 * Waits until every one of the given nodes is ready and has seen every one of them
-	 * join.
+	 * join; fails as soon as one of them has exited.
 	 * @param started the nodes
 	 */
 	void awaitJoined(List<NodeProcess> started) {
 		Duration timeout = this.launcher.startupTimeout();
-		started.forEach((node) -> node.awaitReady(timeout));
+		started.forEach(
+				(node) -> node.awaitEvent("READY", (event) -> event.type() == NodeEvent.Type.READY, timeout, started));
 		for (NodeProcess node : started) {
 			for (NodeProcess member : started) {
 				node.awaitEvent("JOINED " + member.nodeId(),
 						(event) -> event.type() == NodeEvent.Type.JOINED && member.nodeId().equals(event.node()),
-						timeout);
+						timeout, started);
 			}
 		}
 	}
@@ -131,10 +146,22 @@ final class ClusterNodes {
 		this.proxies.clear();
 	}
 
-	static List<String> arguments(Map<String, String> properties) {
+	private static List<String> arguments(Map<String, String> properties) {
 		List<String> arguments = new ArrayList<>();
 		properties.forEach((name, value) -> arguments.add("--" + name + "=" + value));
 		return arguments;
+	}
+
+	private static Map<String, String> properties(List<String> arguments) {
+		Map<String, String> properties = new LinkedHashMap<>();
+		for (String argument : arguments) {
+			int equals = argument.indexOf('=');
+			if (!argument.startsWith("--") || equals < 0) {
+				throw new IllegalArgumentException("Expected --name=value but got '" + argument + "'");
+			}
+			properties.put(argument.substring(2, equals), argument.substring(equals + 1));
+		}
+		return properties;
 	}
 
 }

@@ -42,8 +42,15 @@ public final class NodeProcess implements AutoCloseable {
 	private static final Duration EXIT_TIMEOUT = Duration.ofSeconds(10);
 
 	// A Spring Boot application with a web server: more heap than a bare engine's node.
+	// The node runs on the test class path, so test-only dependencies start in it too:
+	// DevTools would restart the application in a class loader of its own (it reads its
+	// switch as a system property, before the environment exists), and Docker Compose
+	// support would look for a compose file and a Docker engine. Both are off as system
+	// properties; a node's command-line properties, which rank above them, can turn
+	// Docker Compose support back on.
 	private static final List<String> APPLICATION_JVM_OPTIONS = List.of("-Xmx256m", "-XX:+UseSerialGC",
-			"-XX:TieredStopAtLevel=1");
+			"-XX:TieredStopAtLevel=1", "-Dspring.devtools.restart.enabled=false",
+			"-Dspring.docker.compose.enabled=false");
 
 	private static final Duration POLL_INTERVAL = Duration.ofMillis(5);
 
@@ -105,6 +112,10 @@ public final class NodeProcess implements AutoCloseable {
 	 * prints the node's {@link NodeEvent} lines. For an application on a database that
 	 * {@link Cluster} does not manage; the arguments give it its data source and node id,
 	 * for example {@code --spring.datasource.url=...} and {@code --leader.node.id=...}.
+	 * DevTools restarts and Docker Compose support, which the test class path may hold,
+	 * are off: {@code spring.devtools.restart.enabled} and
+	 * {@code spring.docker.compose.enabled} are {@code false} as system properties, which
+	 * a command-line argument still overrides for Docker Compose.
 	 * @param application the application's main class
 	 * @param nodeId the node id, for this object and its messages
 	 * @param arguments the application's arguments
@@ -196,18 +207,36 @@ public final class NodeProcess implements AutoCloseable {
 	}
 
 	/**
-	 * Waits until the node has printed a matching event, or fails with the node's output.
+	 * Waits until the node has printed a matching event, or fails with the node's output:
+	 * after the timeout, or as soon as the node has exited without printing it.
 	 * @param description what is awaited, for the failure message
 	 * @param predicate the events to look for
 	 * @param timeout how long to wait at most
 	 * @return the first matching event
 	 */
 	public NodeEvent awaitEvent(String description, Predicate<NodeEvent> predicate, Duration timeout) {
+		return awaitEvent(description, predicate, timeout, List.of());
+	}
+
+	/**
+	 * Waits until the node has printed a matching event, or fails with the output of the
+	 * nodes concerned: after the timeout, or as soon as this node or one of the others it
+	 * waits on has exited without it printing the event.
+	 * @param description what is awaited, for the failure message
+	 * @param predicate the events to look for
+	 * @param timeout how long to wait at most
+	 * @param others nodes the event depends on, for example the node whose joining it
+	 * reports
+	 * @return the first matching event
+	 */
+	NodeEvent awaitEvent(String description, Predicate<NodeEvent> predicate, Duration timeout,
+			List<NodeProcess> others) {
 		try {
 			await().atMost(timeout)
 				.pollDelay(Duration.ZERO)
 				.pollInterval(POLL_INTERVAL)
-				.until(() -> firstEvent(predicate).isPresent() || !this.output.isOpen());
+				.until(() -> firstEvent(predicate).isPresent() || hasEnded()
+						|| others.stream().anyMatch(NodeProcess::hasEnded));
 		}
 		catch (ConditionTimeoutException ex) {
 			throw new AssertionError(
@@ -216,8 +245,37 @@ public final class NodeProcess implements AutoCloseable {
 		}
 		// The reader ends when the process has exited and its last lines are read: no use
 		// waiting longer.
-		return firstEvent(predicate).orElseThrow(() -> new AssertionError(
-				"Node " + this.nodeId + " exited without printing " + description + "\n" + describe()));
+		return firstEvent(predicate).orElseThrow(() -> {
+			List<NodeProcess> concerned = new ArrayList<>(List.of(this));
+			others.stream().filter((other) -> other != this).forEach(concerned::add);
+			return new AssertionError("Node " + this.nodeId + " did not print " + description + ": "
+					+ describeExits(concerned) + "\n" + describeEnded(concerned));
+		});
+	}
+
+	/**
+	 * Describes how the nodes that have ended exited, for a failure message.
+	 * @param nodes the nodes
+	 * @return for example {@code node-a exited with 1, node-b exited with 1}
+	 */
+	static String describeExits(List<NodeProcess> nodes) {
+		return String.join(", ",
+				nodes.stream()
+					.filter(NodeProcess::hasEnded)
+					.map((node) -> node.nodeId + " exited with " + node.process.exitValue())
+					.toList());
+	}
+
+	/**
+	 * Describes the nodes that have ended, each with its events and last lines of output.
+	 * @param nodes the nodes
+	 * @return the descriptions
+	 * @see #describe()
+	 */
+	static String describeEnded(List<NodeProcess> nodes) {
+		StringBuilder description = new StringBuilder();
+		nodes.stream().filter(NodeProcess::hasEnded).forEach((node) -> description.append(node.describe()));
+		return description.toString();
 	}
 
 	/**
@@ -312,6 +370,15 @@ public final class NodeProcess implements AutoCloseable {
 			.pollInterval(POLL_INTERVAL)
 			.until(() -> this.exitedAt != 0 && !this.output.isOpen());
 		return this.process.exitValue();
+	}
+
+	/**
+	 * Returns whether the process has exited and every line it printed has been read, so
+	 * that no more events can come.
+	 * @return whether the node has ended
+	 */
+	boolean hasEnded() {
+		return !this.process.isAlive() && !this.output.isOpen();
 	}
 
 	/**

@@ -3,8 +3,8 @@ package dev.leader.daemon;
 import java.sql.Timestamp;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -127,7 +127,7 @@ class MultiProcessDaemonTests {
 	void assignmentThatIsNeverAcknowledgedMovesToAnotherNodeAfterTheAckTimeout() {
 		// "mute" sorts before "node-a", so it wins the tie for the first assignment; it
 		// advertises the daemon but runs no coordinator, so it never acknowledges.
-		this.cluster.start("mute", DaemonTestNode.class, List.of("--daemons=solo", "--coordinator=false"));
+		this.cluster.start("mute", DaemonTestNode.class, Map.of("daemons", "solo", "coordinator", "false"), Map.of());
 		awaitReady("mute");
 		await().atMost(STARTUP)
 			.until(() -> this.jdbc
@@ -155,7 +155,7 @@ class MultiProcessDaemonTests {
 
 	@Test
 	void agentThatIgnoresCancellationIsForcedAfterTheDrainTimeoutAndItsLateWritesAreRejected() {
-		start("node-a", "other,stubborn", "--stubborn=stubborn");
+		start("node-a", "other,stubborn", Map.of("stubborn", "stubborn"));
 		awaitReady("node-a");
 		awaitActiveLoads(List.of(2));
 		long generation = assignments().get("stubborn").generation();
@@ -225,11 +225,15 @@ class MultiProcessDaemonTests {
 		assertExclusive();
 	}
 
-	private void start(String nodeId, String daemons, String... more) {
-		List<String> arguments = new ArrayList<>(List.of("--daemons=" + daemons, "--ack-timeout=" + ACK_TIMEOUT,
-				"--drain-timeout=" + DRAIN_TIMEOUT, "--settle=" + SETTLE));
-		arguments.addAll(List.of(more));
-		this.cluster.start(nodeId, DaemonTestNode.class, arguments);
+	private void start(String nodeId, String daemons) {
+		start(nodeId, daemons, Map.of());
+	}
+
+	private void start(String nodeId, String daemons, Map<String, String> more) {
+		Map<String, String> properties = new LinkedHashMap<>(Map.of("daemons", daemons, "ack-timeout",
+				ACK_TIMEOUT.toString(), "drain-timeout", DRAIN_TIMEOUT.toString(), "settle", SETTLE.toString()));
+		properties.putAll(more);
+		this.cluster.start(nodeId, DaemonTestNode.class, properties, Map.of());
 	}
 
 	private void awaitReady(String... nodeIds) {

@@ -327,15 +327,27 @@ abstract class AbstractFaultInjectionTests {
 	private Incarnation startNode(String nodeId) {
 		long number = this.incarnations.incrementAndGet();
 		Cell cell = this.cell;
-		List<String> arguments = List.of("--url=" + this.proxies.url(nodeId), "--writer=true", "--writer-fence=log",
-				"--incarnation=" + number, "--load-threads=" + LOAD_THREADS, "--load-hold=" + LOAD_HOLD,
-				"--pool-size=" + (this.poolSizeWithoutLoad + LOAD_THREADS + POOL_SIZE_FOR_READS_AND_DAEMONS),
-				"--isolation=" + cell.isolation(), "--auto-commit=" + cell.autoCommit(), "--follow=true",
-				"--reads-file=" + this.reads.resolve(number + "-" + nodeId).toAbsolutePath(),
-				"--daemons=" + String.join(",", DAEMONS), "--daemon-group=" + BETA, "--ack-timeout=PT2S",
-				"--drain-timeout=PT2S", "--settle=PT1S", "--initialization-fail-timeout=PT10S");
+		Map<String, String> properties = new LinkedHashMap<>();
+		properties.put("url", this.proxies.url(nodeId));
+		properties.put("writer", "true");
+		properties.put("writer-fence", "log");
+		properties.put("incarnation", Long.toString(number));
+		properties.put("load-threads", Integer.toString(LOAD_THREADS));
+		properties.put("load-hold", LOAD_HOLD.toString());
+		properties.put("pool-size",
+				Integer.toString(this.poolSizeWithoutLoad + LOAD_THREADS + POOL_SIZE_FOR_READS_AND_DAEMONS));
+		properties.put("isolation", cell.isolation());
+		properties.put("auto-commit", Boolean.toString(cell.autoCommit()));
+		properties.put("follow", "true");
+		properties.put("reads-file", this.reads.resolve(number + "-" + nodeId).toAbsolutePath().toString());
+		properties.put("daemons", String.join(",", DAEMONS));
+		properties.put("daemon-group", BETA);
+		properties.put("ack-timeout", "PT2S");
+		properties.put("drain-timeout", "PT2S");
+		properties.put("settle", "PT1S");
+		properties.put("initialization-fail-timeout", "PT10S");
 		Map<String, String> environment = nodeId.equals(FAKED_NODE) ? fakedClock() : Map.of();
-		Incarnation incarnation = this.history.started(number, this.cluster.start(nodeId, arguments, environment));
+		Incarnation incarnation = this.history.started(number, this.cluster.start(nodeId, properties, environment));
 		this.current.put(nodeId, incarnation);
 		return incarnation;
 	}

@@ -152,12 +152,12 @@ class DaemonFaultInjectionTests {
 	private Incarnation startNode(String nodeId) {
 		long number = this.incarnations.incrementAndGet();
 		String url = this.proxies.url(nodeId);
-		List<String> arguments = new ArrayList<>(List.of("--url=" + url, "--incarnation=" + number,
-				"--daemons=" + String.join(",", DAEMONS), "--daemon-group=" + DAEMON_GROUP,
-				"--ack-timeout=" + ACK_TIMEOUT, "--drain-timeout=" + DRAIN_TIMEOUT, "--settle=" + SETTLE,
-				"--write-interval=" + WRITE_INTERVAL));
+		Map<String, String> properties = Map.of("url", url, "incarnation", Long.toString(number), "daemons",
+				String.join(",", DAEMONS), "daemon-group", DAEMON_GROUP, "ack-timeout", ACK_TIMEOUT.toString(),
+				"drain-timeout", DRAIN_TIMEOUT.toString(), "settle", SETTLE.toString(), "write-interval",
+				WRITE_INTERVAL.toString());
 		Incarnation incarnation = this.history.started(number,
-				this.cluster.start(nodeId, DaemonTestNode.class, arguments));
+				this.cluster.start(nodeId, DaemonTestNode.class, properties, Map.of()));
 		this.current.put(nodeId, incarnation);
 		return incarnation;
 	}

@@ -362,7 +362,7 @@ class PostgresHighAvailabilityTests {
 	private NodeProcess startNode(String nodeId) {
 		long number = this.incarnationNumbers.incrementAndGet();
 		NodeProcess node = this.cluster.start(nodeId,
-				List.of("--writer=true", "--incarnation=" + number, "--connection-timeout=PT1S"), Map.of());
+				Map.of("writer", "true", "incarnation", Long.toString(number), "connection-timeout", "PT1S"), Map.of());
 		this.running.put(nodeId, node);
 		this.incarnations.put(node, number);
 		return node;

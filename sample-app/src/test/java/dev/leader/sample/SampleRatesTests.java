@@ -224,7 +224,8 @@ class SampleRatesTests {
 	 * forwarding it to the leader.
 	 */
 	private NodeProcess startRejectingFollower() {
-		return this.cluster.start("node-b", Map.of("leader.follower-reads.unservable", "reject")).awaitReady(STARTUP);
+		return this.cluster.start("node-b", Map.of("leader.follower-reads.unservable", "reject"), Map.of())
+			.awaitReady(STARTUP);
 	}
 
 	private Map<String, String> awaitBaseUrls(List<NodeProcess> nodes) {

@@ -12,12 +12,13 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import static org.assertj.core.api.Assertions.assertThat;
 
 // tag::cluster[]
-class BillingFailoverIT {
+class BillingFailoverTests {
 
 	@RegisterExtension
 	final Cluster cluster = Cluster.of(InvoicingApplication.class)
 		.withProperty("leader.lease.duration", "2s")
-		.withProperty("leader.lease.renew-interval", "500ms");
+		.withProperty("leader.lease.renew-interval", "500ms")
+		.withProperty("leader.lease.retry-interval", "500ms");
 
 	@Test
 	void killedLeaderIsReplacedUnderAHigherTerm() {

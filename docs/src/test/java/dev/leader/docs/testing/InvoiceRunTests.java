@@ -16,12 +16,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 // tag::single-node[]
 @SpringBootTest(properties = "leader.lease.yield-cooldown=2s")
-class InvoiceRunIT {
+class InvoiceRunTests {
 
 	@DynamicPropertySource
 	static void database(DynamicPropertyRegistry registry) {
-		TestDatabase database = TestDatabase.createSchema(); // a fresh schema for this
-																// class
+		// a fresh schema for this class
+		TestDatabase database = TestDatabase.createSchema();
 		registry.add("spring.datasource.url", database::url);
 		registry.add("spring.datasource.username", database::user);
 		registry.add("spring.datasource.password", database::password);
@@ -46,8 +46,8 @@ class InvoiceRunIT {
 
 	@Test
 	void isSkippedOnAFollower() {
-		assertThat(this.leadership.yield("billing")).isTrue(); // out of the election for
-																// the cooldown
+		// out of the election for the cooldown
+		assertThat(this.leadership.yield("billing")).isTrue();
 		assertThat(this.invoiceRun.run()).isEmpty();
 	}
 
