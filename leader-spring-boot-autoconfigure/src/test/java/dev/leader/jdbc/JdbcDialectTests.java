@@ -1,43 +1,102 @@
 package dev.leader.jdbc;
 
+import javax.sql.DataSource;
+
 import org.junit.jupiter.api.Test;
 
+import org.springframework.boot.diagnostics.FailureAnalysis;
+import org.springframework.jdbc.datasource.SimpleDriverDataSource;
+
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 
 /**
- * How the stores are chosen from what the JDBC driver reports about the database.
+ * How the stores are chosen from what the JDBC driver reports about the database, and
+ * from the URL while the database does not answer.
  */
 class JdbcDialectTests {
 
+	private static final String POSTGRESQL_DRIVER = "PostgreSQL JDBC Driver 42.7.8";
+
+	private static final String MARIADB_DRIVER = "MariaDB Connector/J 3.5.6";
+
+	private static final String MYSQL_DRIVER = "MySQL Connector/J mysql-connector-j-9.7.0 (Revision: 0aade1f)";
+
 	@Test
 	void postgresqlAndMariaDbAreToldApartByTheProductName() {
-		assertThat(JdbcDialect.of("PostgreSQL", "15.19")).isEqualTo(JdbcDialect.POSTGRESQL);
-		assertThat(JdbcDialect.of("MariaDB", "10.11.19-MariaDB-0+deb12u1")).isEqualTo(JdbcDialect.MARIADB);
+		assertThat(JdbcDialect.of("PostgreSQL", "15.19", POSTGRESQL_DRIVER)).isEqualTo(JdbcDialect.POSTGRESQL);
+		assertThat(JdbcDialect.of("MariaDB", "10.11.19-MariaDB-0+deb12u1", MARIADB_DRIVER))
+			.isEqualTo(JdbcDialect.MARIADB);
 		assertThat(JdbcDialect.POSTGRESQL.migrations()).isEqualTo("classpath:db/leader/postgresql");
 		assertThat(JdbcDialect.MARIADB.migrations()).isEqualTo("classpath:db/leader/mariadb");
 	}
 
 	@Test
-	void mariaDbThroughMySqlsDriverIsToldByItsVersion() {
-		assertThat(JdbcDialect.of("MySQL", "5.5.5-10.11.19-MariaDB-0+deb12u1")).isEqualTo(JdbcDialect.MARIADB);
+	void mariaDbThroughMySqlsDriverFailsWithAnAnalysisThatNamesMariaDbsDriver() {
+		FailureAnalysis analysis = analysis(
+				() -> JdbcDialect.of("MySQL", "5.5.5-10.11.19-MariaDB-0+deb12u1", MYSQL_DRIVER));
+		assertThat(analysis.getDescription())
+			.contains("leads to MariaDB 5.5.5-10.11.19-MariaDB-0+deb12u1 through MySQL Connector/J")
+			.contains("only through MariaDB's own driver")
+			.contains("drops the fractions of a second");
+		assertThat(analysis.getAction()).contains("org.mariadb.jdbc:mariadb-java-client")
+			.contains("from jdbc:mysql:// to jdbc:mariadb://")
+			.contains("com.mysql.cj.jdbc.Driver");
 	}
 
 	@Test
-	void mySqlFailsWithAMessageThatSaysWhyAndWhatToDo() {
-		assertThatIllegalStateException().isThrownBy(() -> JdbcDialect.of("MySQL", "8.4.3"))
-			.withMessageContaining("leads to MySQL 8.4.3")
-			.withMessageContaining("MySQL is not supported yet")
-			.withMessageContaining("idle_transaction_timeout")
-			.withMessageContaining("leader.enabled=false");
+	void mySqlFailsWithAnAnalysisThatSaysWhyAndWhatToDo() {
+		FailureAnalysis analysis = analysis(() -> JdbcDialect.of("MySQL", "8.4.3", MYSQL_DRIVER));
+		assertThat(analysis.getDescription()).contains("leads to MySQL 8.4.3")
+			.contains("MySQL is not supported yet")
+			.contains("idle_transaction_timeout");
+		assertThat(analysis.getAction()).contains("leader.enabled=false");
 	}
 
 	@Test
-	void anotherDatabaseFailsWithAMessageThatNamesTheSupportedOnes() {
-		assertThatIllegalStateException().isThrownBy(() -> JdbcDialect.of("H2", "2.3.232"))
-			.withMessageContaining("leads to H2 2.3.232")
-			.withMessageContaining("supports PostgreSQL and MariaDB 10.11 or later")
-			.withMessageNotContaining("MySQL");
+	void anotherDatabaseFailsWithAnAnalysisThatNamesTheSupportedOnes() {
+		FailureAnalysis analysis = analysis(() -> JdbcDialect.of("H2", "2.3.232 (2024-08-11)", "H2 JDBC Driver"));
+		assertThat(analysis.getDescription()).contains("leads to H2 2.3.232")
+			.contains("supports PostgreSQL and MariaDB 10.11 or later")
+			.doesNotContain("MySQL");
+		assertThat(analysis.getAction()).contains("spring.datasource.url")
+			.contains("CoordinationStore")
+			.contains("leader.enabled=false");
+	}
+
+	@Test
+	void databaseThatDoesNotAnswerIsToldFromAPostgresqlOrMariaDbUrl() {
+		DataSource down = down();
+		assertThat(JdbcDialect.of(down, "jdbc:postgresql://127.0.0.1:1/app")).isEqualTo(JdbcDialect.POSTGRESQL);
+		assertThat(JdbcDialect.of(down, "jdbc:mariadb://127.0.0.1:1/app")).isEqualTo(JdbcDialect.MARIADB);
+		assertThat(JdbcDialect.of(down, null)).isEqualTo(JdbcDialect.POSTGRESQL);
+	}
+
+	@Test
+	void databaseThatDoesNotAnswerBehindAnotherUrlFailsWithAnAnalysisThatShowsNoCredentials() {
+		FailureAnalysis analysis = analysis(
+				() -> JdbcDialect.of(down(), "jdbc:mysql://secret-user:secret-password@127.0.0.1:1/app"));
+		assertThat(analysis.getDescription()).contains("could not tell which database")
+			.contains("did not answer at startup")
+			.contains("jdbc:mysql://…")
+			.doesNotContain("secret");
+		assertThat(analysis.getAction()).contains("jdbc:postgresql://").contains("jdbc:mariadb://");
+		assertThat(analysis(() -> JdbcDialect.of(down(), "jdbc:oracle:thin:@db:1521/app")).getDescription())
+			.contains("jdbc:oracle:…");
+	}
+
+	private static DataSource down() {
+		return new SimpleDriverDataSource(new org.postgresql.Driver(),
+				"jdbc:postgresql://127.0.0.1:1/app?connectTimeout=1");
+	}
+
+	private static FailureAnalysis analysis(Runnable dialect) {
+		UnsupportedDatabaseException failure = assertThatExceptionOfType(UnsupportedDatabaseException.class)
+			.isThrownBy(dialect::run)
+			.actual();
+		FailureAnalysis analysis = new UnsupportedDatabaseFailureAnalyzer().analyze(failure);
+		assertThat(analysis).isNotNull();
+		return analysis;
 	}
 
 }
