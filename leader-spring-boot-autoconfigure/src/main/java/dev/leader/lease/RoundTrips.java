@@ -387,8 +387,10 @@ final class RoundTrips {
 		this.groups.renewalsFailed(held);
 		long now = this.clock.nanoTime();
 		if (held.isEmpty()) {
-			this.heartbeatFailures.failed(now, ex, "this node takes no lease and follows no leader until a "
-					+ "heartbeat succeeds; retrying every " + this.settings.retryInterval().toMillis() + " ms");
+			this.heartbeatFailures.failed(now, ex,
+					"until one succeeds this node renews no lease and reads none, "
+							+ "and the other nodes count it dead after the node expiry; retrying every "
+							+ this.settings.retryInterval().toMillis() + " ms");
 		}
 		else {
 			logger.warn("Leader node " + this.node.id() + " could not renew " + held
