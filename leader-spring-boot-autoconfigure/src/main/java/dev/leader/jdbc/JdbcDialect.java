@@ -13,9 +13,8 @@ import org.springframework.dao.DataAccessException;
 
 /**
  * The databases the starter's stores run on, told apart by the product name that the JDBC
- * driver reports. Each has its own stores and its own migrations. Another database, or
- * MariaDB reached through another driver than MariaDB's, is refused with an
- * {@link UnsupportedDatabaseException}.
+ * driver reports. Each has its own stores and its own migrations. Another database is
+ * refused with an {@link UnsupportedDatabaseException}.
  */
 enum JdbcDialect {
 
@@ -47,16 +46,15 @@ enum JdbcDialect {
 	 * Tells which dialect a data source speaks, from one of its connections.
 	 * @param dataSource the data source
 	 * @return the dialect
-	 * @throws UnsupportedDatabaseException if the database, or the driver that reaches
-	 * it, is not one the starter supports
+	 * @throws UnsupportedDatabaseException if the database is not one the starter
+	 * supports
 	 * @throws org.springframework.dao.DataAccessException if the database cannot be
 	 * reached
 	 */
 	static JdbcDialect of(DataSource dataSource) {
 		try (Connection connection = dataSource.getConnection()) {
 			DatabaseMetaData metaData = connection.getMetaData();
-			return of(metaData.getDatabaseProductName(), metaData.getDatabaseProductVersion(),
-					metaData.getDriverName() + " " + metaData.getDriverVersion());
+			return of(metaData.getDatabaseProductName(), metaData.getDatabaseProductVersion());
 		}
 		catch (SQLException ex) {
 			throw Statements.translate("tell the database", ex);
@@ -71,9 +69,9 @@ enum JdbcDialect {
 	 * @param dataSource the data source
 	 * @param url the URL the data source was configured with, if known
 	 * @return the dialect
-	 * @throws UnsupportedDatabaseException if the database, or the driver that reaches
-	 * it, is not one the starter supports, or if the database cannot be reached and the
-	 * URL is neither PostgreSQL's nor MariaDB's
+	 * @throws UnsupportedDatabaseException if the database is not one the starter
+	 * supports, or if it cannot be reached and the URL is neither PostgreSQL's nor
+	 * MariaDB's
 	 */
 	static JdbcDialect of(DataSource dataSource, @Nullable String url) {
 		try {
@@ -86,18 +84,17 @@ enum JdbcDialect {
 			if (url.startsWith("jdbc:mariadb:")) {
 				return MARIADB;
 			}
-			// A jdbc:mysql: URL may lead to MySQL or to MariaDB, and only MariaDB's own
-			// driver serves the MariaDB stores: the stores of a guess could run on a
-			// database or a driver they cannot coordinate on.
+			// A jdbc:mysql: URL may lead to MySQL or to MariaDB: the stores of a guess
+			// could run on a database they cannot coordinate on.
 			throw new UnsupportedDatabaseException("leader-spring-boot-starter could not tell which database the "
 					+ "application's DataSource leads to: the database did not answer at startup ("
 					+ ex.getMostSpecificCause().getMessage() + "), and its URL (spring.datasource.url, " + scheme(url)
 					+ "…) is neither PostgreSQL's (jdbc:postgresql:) nor MariaDB's (jdbc:mariadb:).",
-					"Point spring.datasource.url at PostgreSQL (jdbc:postgresql://host:port/database) or at "
-							+ "MariaDB 10.11 or later through MariaDB's driver (jdbc:mariadb://host:port/database, "
-							+ "with the dependency org.mariadb.jdbc:mariadb-java-client), or set "
-							+ "leader.enabled=false. With leader.jdbc.migrate=true (the default) the starter "
-							+ "checks the database at startup, and fails there if it does not answer.");
+					"Start the database before the application: the starter tells it from what the driver "
+							+ "reports. For a database that may be down when the application starts, use a URL "
+							+ "that names it: jdbc:postgresql://host:port/database, or, for MariaDB 10.11 or "
+							+ "later, jdbc:mariadb://host:port/database with MariaDB's driver (the dependency "
+							+ "org.mariadb.jdbc:mariadb-java-client). Or set leader.enabled=false.");
 		}
 	}
 
@@ -105,21 +102,17 @@ enum JdbcDialect {
 	 * Tells which dialect a database speaks.
 	 * @param productName the product name as the JDBC driver reports it
 	 * @param productVersion the product version as the JDBC driver reports it
-	 * @param driver the driver's name and version as it reports them
 	 * @return the dialect
-	 * @throws UnsupportedDatabaseException if the database, or the driver that reaches
-	 * it, is not one the starter supports
+	 * @throws UnsupportedDatabaseException if the database is not one the starter
+	 * supports
 	 */
-	static JdbcDialect of(String productName, String productVersion, String driver) {
+	static JdbcDialect of(String productName, String productVersion) {
 		String name = productName.toLowerCase(Locale.ROOT);
 		// MariaDB's driver reports "MariaDB" for a MariaDB server and "MySQL" for a
 		// MySQL server; MySQL's driver reports "MySQL" for both, with a version that
 		// names MariaDB.
 		if (name.contains("mariadb")
 				|| (name.contains("mysql") && productVersion.toLowerCase(Locale.ROOT).contains("mariadb"))) {
-			if (!driver.toLowerCase(Locale.ROOT).contains("mariadb")) {
-				throw unsupportedMariaDbDriver(productVersion, driver);
-			}
 			return MARIADB;
 		}
 		if (name.contains("postgresql")) {
@@ -135,24 +128,6 @@ enum JdbcDialect {
 						+ "PostgreSQL and MariaDB 10.11 or later." + hint,
 				"Point spring.datasource.url at PostgreSQL or at MariaDB 10.11 or later, define your own "
 						+ "CoordinationStore, FencingStore and DaemonStore beans, or set leader.enabled=false.");
-	}
-
-	// MySQL's driver announces MariaDB's version as MySQL 5.5.5, so it sends the times
-	// the stores bind without their fractions (a lease granted at 10:00:00.9 would
-	// expire up to a second before its holder counts), and it keeps the auto-commit of
-	// Connection.setAutoCommit where the MariaDB stores set it with their idle limits in
-	// one statement.
-	private static UnsupportedDatabaseException unsupportedMariaDbDriver(String productVersion, String driver) {
-		return new UnsupportedDatabaseException("leader-spring-boot-starter keeps its leases in the application's "
-				+ "DataSource, which leads to MariaDB " + productVersion + " through " + driver
-				+ ": the MariaDB stores run only through MariaDB's own driver. MySQL's driver (Connector/J) takes "
-				+ "MariaDB for MySQL 5.5.5, so it drops the fractions of a second of the times the stores send, "
-				+ "which could end a lease up to a second before its holder counts, and it does not follow the "
-				+ "auto-commit mode that the stores set for their transactions.",
-				"Reach MariaDB through MariaDB's driver: add the dependency org.mariadb.jdbc:mariadb-java-client "
-						+ "(its version is managed by Spring Boot), change spring.datasource.url from jdbc:mysql:// "
-						+ "to jdbc:mariadb://, and remove spring.datasource.driver-class-name if it names "
-						+ "com.mysql.cj.jdbc.Driver. Or set leader.enabled=false.");
 	}
 
 	private static String scheme(String url) {

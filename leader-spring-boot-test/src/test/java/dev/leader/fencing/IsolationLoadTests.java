@@ -59,12 +59,13 @@ import static org.awaitility.Awaitility.await;
  * the lease guard ({@link Fencing#guard}), one through
  * {@code @LeaderOnly(fenced = true)}, a daemon agent with the daemon guard
  * ({@link dev.leader.DaemonContext#guard}), and two threads that update a row and append
- * to the decision log in one transaction, as the guide's example does (docs/decision-log.md). The leader keeps
- * its term, the follower never sees another leader, and no guarded transaction fails; an
- * append at {@code REPEATABLE READ} or {@code SERIALIZABLE} may fail with the documented
- * {@link ConcurrencyFailureException}, and its transaction run again must then commit.
- * Each combination runs 5 seconds; {@code -Disolation.load.duration=PT90S} runs longer.
- * Figures are printed and appended to {@code target/isolation-load-figures.txt}.
+ * to the decision log in one transaction, as the guide's example does
+ * (docs/decision-log.md). The leader keeps its term, the follower never sees another
+ * leader, and no guarded transaction fails; an append at {@code REPEATABLE READ} or
+ * {@code SERIALIZABLE} may fail with the documented {@link ConcurrencyFailureException},
+ * and its transaction run again must then commit. Each combination runs 5 seconds;
+ * {@code -Disolation.load.duration=PT90S} runs longer. Figures are printed and appended
+ * to {@code target/isolation-load-figures.txt}.
  */
 class IsolationLoadTests {
 

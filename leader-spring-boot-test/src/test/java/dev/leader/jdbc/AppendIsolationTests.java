@@ -25,11 +25,11 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 
 /**
  * An append that joins a caller's transaction at {@code REPEATABLE READ} or
- * {@code SERIALIZABLE}, as the guide's example does (docs/decision-log.md) (an UPDATE, then the append), while
- * another append to the group commits after the caller's snapshot: the head row that
- * orders appends changed since the snapshot, so PostgreSQL refuses to update it. The
- * append fails with the documented, retryable exception, and the caller's transaction run
- * again appends.
+ * {@code SERIALIZABLE}, as the guide's example does (docs/decision-log.md) (an UPDATE,
+ * then the append), while another append to the group commits after the caller's
+ * snapshot: the head row that orders appends changed since the snapshot, so PostgreSQL
+ * refuses to update it. The append fails with the documented, retryable exception, and
+ * the caller's transaction run again appends.
  */
 class AppendIsolationTests {
 
