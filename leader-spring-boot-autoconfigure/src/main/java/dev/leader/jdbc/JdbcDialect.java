@@ -86,10 +86,11 @@ enum JdbcDialect {
 			}
 			// A jdbc:mysql: URL may lead to MySQL or to MariaDB: the stores of a guess
 			// could run on a database they cannot coordinate on.
-			throw new UnsupportedDatabaseException("leader-spring-boot-starter could not tell which database the "
-					+ "application's DataSource leads to: the database did not answer at startup ("
-					+ ex.getMostSpecificCause().getMessage() + "), and its URL (spring.datasource.url, " + scheme(url)
-					+ "…) is neither PostgreSQL's (jdbc:postgresql:) nor MariaDB's (jdbc:mariadb:).",
+			throw new UnsupportedDatabaseException(
+					"leader-spring-boot-starter could not tell which database the "
+							+ "application's DataSource leads to: the database did not answer at startup ("
+							+ ex.getMostSpecificCause() + "), and its URL (spring.datasource.url, " + scheme(url)
+							+ "…) is neither PostgreSQL's (jdbc:postgresql:) nor MariaDB's (jdbc:mariadb:).",
 					"Start the database before the application: the starter tells it from what the driver "
 							+ "reports. For a database that may be down when the application starts, use a URL "
 							+ "that names it: jdbc:postgresql://host:port/database, or, for MariaDB 10.11 or "
