@@ -87,9 +87,9 @@ enum JdbcDialect {
 			// A jdbc:mysql: URL may lead to MySQL or to MariaDB: the stores of a guess
 			// could run on a database they cannot coordinate on.
 			throw new UnsupportedDatabaseException(
-					"leader-spring-boot-starter could not tell which database the "
-							+ "application's DataSource leads to: the database did not answer at startup ("
-							+ ex.getMostSpecificCause() + "), and its URL (spring.datasource.url, " + scheme(url)
+					"leader-spring-boot-starter could not tell which database the application's DataSource "
+							+ "leads to: the database did not answer at startup (" + ex.getMostSpecificCause()
+							+ "), and its URL (spring.datasource.url, " + scheme(url)
 							+ "…) is neither PostgreSQL's (jdbc:postgresql:) nor MariaDB's (jdbc:mariadb:).",
 					"Start the database before the application: the starter tells it from what the driver "
 							+ "reports. For a database that may be down when the application starts, use a URL "
@@ -124,9 +124,9 @@ enum JdbcDialect {
 						+ "max_statement_time to bound the locks of fenced writes, which MySQL lacks."
 				: "";
 		throw new UnsupportedDatabaseException(
-				"leader-spring-boot-starter keeps its leases in the application's " + "DataSource, which leads to "
-						+ productName + " " + productVersion + ": the starter supports "
-						+ "PostgreSQL and MariaDB 10.11 or later." + hint,
+				"leader-spring-boot-starter keeps its leases in the application's DataSource, which leads to "
+						+ productName + " " + productVersion
+						+ ": the starter supports PostgreSQL and MariaDB 10.11 or later." + hint,
 				"Point spring.datasource.url at PostgreSQL or at MariaDB 10.11 or later, define your own "
 						+ "CoordinationStore, FencingStore and DaemonStore beans, or set leader.enabled=false.");
 	}
