@@ -13,7 +13,8 @@ import org.springframework.dao.DataAccessException;
 
 /**
  * The databases the starter's stores run on, told apart by the product name that the JDBC
- * driver reports. Each has its own stores and its own migrations.
+ * driver reports. Each has its own stores and its own migrations. Another database is
+ * refused with an {@link UnsupportedDatabaseException}.
  */
 enum JdbcDialect {
 
@@ -45,7 +46,8 @@ enum JdbcDialect {
 	 * Tells which dialect a data source speaks, from one of its connections.
 	 * @param dataSource the data source
 	 * @return the dialect
-	 * @throws IllegalStateException if the database is not one the starter supports
+	 * @throws UnsupportedDatabaseException if the database is not one the starter
+	 * supports
 	 * @throws org.springframework.dao.DataAccessException if the database cannot be
 	 * reached
 	 */
@@ -63,18 +65,37 @@ enum JdbcDialect {
 	 * Tells which dialect a data source speaks, from one of its connections, or, while
 	 * the database cannot be reached, from its URL, so that an application whose database
 	 * is down at startup still starts and leads once it answers: a {@code jdbc:mariadb:}
-	 * URL means MariaDB, anything else PostgreSQL.
+	 * URL means MariaDB, a {@code jdbc:postgresql:} URL or an unknown one PostgreSQL.
 	 * @param dataSource the data source
 	 * @param url the URL the data source was configured with, if known
 	 * @return the dialect
-	 * @throws IllegalStateException if the database is not one the starter supports
+	 * @throws UnsupportedDatabaseException if the database is not one the starter
+	 * supports, or if it cannot be reached and the URL is neither PostgreSQL's nor
+	 * MariaDB's
 	 */
 	static JdbcDialect of(DataSource dataSource, @Nullable String url) {
 		try {
 			return of(dataSource);
 		}
 		catch (DataAccessException ex) {
-			return (url != null && url.startsWith("jdbc:mariadb:")) ? MARIADB : POSTGRESQL;
+			if (url == null || url.startsWith("jdbc:postgresql:")) {
+				return POSTGRESQL;
+			}
+			if (url.startsWith("jdbc:mariadb:")) {
+				return MARIADB;
+			}
+			// A jdbc:mysql: URL may lead to MySQL or to MariaDB: the stores of a guess
+			// could run on a database they cannot coordinate on.
+			throw new UnsupportedDatabaseException(
+					"leader-spring-boot-starter could not tell which database the application's DataSource "
+							+ "leads to: the database did not answer at startup (" + ex.getMostSpecificCause()
+							+ "), and its URL (spring.datasource.url, " + scheme(url)
+							+ "…) is neither PostgreSQL's (jdbc:postgresql:) nor MariaDB's (jdbc:mariadb:).",
+					"Start the database before the application: the starter tells it from what the driver "
+							+ "reports. For a database that may be down when the application starts, use a URL "
+							+ "that names it: jdbc:postgresql://host:port/database, or, for MariaDB 10.11 or "
+							+ "later, jdbc:mariadb://host:port/database with MariaDB's driver (the dependency "
+							+ "org.mariadb.jdbc:mariadb-java-client). Or set leader.enabled=false.");
 		}
 	}
 
@@ -83,7 +104,8 @@ enum JdbcDialect {
 	 * @param productName the product name as the JDBC driver reports it
 	 * @param productVersion the product version as the JDBC driver reports it
 	 * @return the dialect
-	 * @throws IllegalStateException if the database is not one the starter supports
+	 * @throws UnsupportedDatabaseException if the database is not one the starter
+	 * supports
 	 */
 	static JdbcDialect of(String productName, String productVersion) {
 		String name = productName.toLowerCase(Locale.ROOT);
@@ -101,11 +123,21 @@ enum JdbcDialect {
 				? " MySQL is not supported yet: the MariaDB stores rely on MariaDB's idle_transaction_timeout and "
 						+ "max_statement_time to bound the locks of fenced writes, which MySQL lacks."
 				: "";
-		throw new IllegalStateException("leader-spring-boot-starter keeps its leases in the application's "
-				+ "DataSource, which leads to " + productName + " " + productVersion + ": the starter supports "
-				+ "PostgreSQL and MariaDB 10.11 or later." + hint + " Point spring.datasource.url at one of "
-				+ "those, define your own CoordinationStore, FencingStore and DaemonStore beans, or set "
-				+ "leader.enabled=false");
+		throw new UnsupportedDatabaseException(
+				"leader-spring-boot-starter keeps its leases in the application's DataSource, which leads to "
+						+ productName + " " + productVersion
+						+ ": the starter supports PostgreSQL and MariaDB 10.11 or later." + hint,
+				"Point spring.datasource.url at PostgreSQL or at MariaDB 10.11 or later, define your own "
+						+ "CoordinationStore, FencingStore and DaemonStore beans, or set leader.enabled=false.");
+	}
+
+	private static String scheme(String url) {
+		int slashes = url.indexOf("//");
+		if (slashes > 0) {
+			return url.substring(0, slashes + 2);
+		}
+		int colon = url.indexOf(':', "jdbc:".length());
+		return (colon > 0) ? url.substring(0, colon + 1) : "jdbc:";
 	}
 
 }

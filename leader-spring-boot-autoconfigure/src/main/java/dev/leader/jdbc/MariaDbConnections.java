@@ -11,8 +11,10 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDateTime;
 import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 
 import javax.sql.DataSource;
 
@@ -30,10 +32,11 @@ import org.jspecify.annotations.Nullable;
  * runs with the query timeout, and the connection with a network timeout of twice that.
  * <p>
  * The transaction may stay idle between its statements for at most the query timeout (the
- * session's idle limits, {@link MariaDbIdleLimits}, lowered with auto-commit in the same
- * statement and restored with it, keeping the pool's lower ones): a node frozen in the
- * middle of a transition (a paused process, a stalled network) would otherwise keep its
- * row locks, and hold up every other node's grant, for as long as it stays frozen.
+ * session's idle limits, {@link MariaDbIdleLimits}, lowered before the transaction begins
+ * and restored after it ends, in the same statement as auto-commit with MariaDB's driver,
+ * keeping the pool's lower ones): a node frozen in the middle of a transition (a paused
+ * process, a stalled network) would otherwise keep its row locks, and hold up every other
+ * node's grant, for as long as it stays frozen.
  * <p>
  * MariaDB has no statement that upserts and returns rows in one round trip on both
  * MariaDB and MySQL, nor {@code UPDATE … RETURNING}, so a transition is a transaction of
@@ -49,6 +52,9 @@ final class MariaDbConnections {
 
 	private static final Log logger = LogFactory.getLog(MariaDbConnections.class);
 
+	private static final DateTimeFormatter TIME = DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss.SSSSSS",
+			Locale.ROOT);
+
 	private final DataSource dataSource;
 
 	private final Statements statements;
@@ -58,6 +64,8 @@ final class MariaDbConnections {
 	private volatile @Nullable Boolean readCommitted;
 
 	private volatile @Nullable MariaDbIdleLimits idleLimits;
+
+	private volatile @Nullable Boolean followsServerAutoCommit;
 
 	private final long idleLimitSeconds;
 
@@ -110,13 +118,17 @@ final class MariaDbConnections {
 			}
 			sessionIdle = idleLimits(connection);
 			MariaDbIdleLimits limited = sessionIdle.atMost(this.idleLimitSeconds);
-			if (!limited.equals(sessionIdle)) {
-				// One round trip, as setAutoCommit(false) alone would be; the driver
-				// follows auto-commit from the server's status.
-				execute(connection, (autoCommit ? "SET autocommit = 0, " : "SET ") + limited.assignments());
+			if (!limited.equals(sessionIdle) && autoCommit && followsServerAutoCommit(connection)) {
+				// One round trip, as setAutoCommit(false) alone would be.
+				execute(connection, "SET autocommit = 0, " + limited.assignments());
 			}
-			else if (autoCommit) {
-				connection.setAutoCommit(false);
+			else {
+				if (!limited.equals(sessionIdle)) {
+					execute(connection, "SET " + limited.assignments());
+				}
+				if (autoCommit) {
+					connection.setAutoCommit(false);
+				}
 			}
 			if (!readCommitted(connection)) {
 				execute(connection, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
@@ -228,11 +240,64 @@ final class MariaDbConnections {
 	}
 
 	private void restore(Connection connection, boolean autoCommit, MariaDbIdleLimits idleLimits) throws SQLException {
-		if (!idleLimits.atMost(this.idleLimitSeconds).equals(idleLimits)) {
-			execute(connection, (autoCommit ? "SET autocommit = 1, " : "SET ") + idleLimits.assignments());
+		boolean limited = !idleLimits.atMost(this.idleLimitSeconds).equals(idleLimits);
+		if (limited && autoCommit && followsServerAutoCommit(connection)) {
+			execute(connection, "SET autocommit = 1, " + idleLimits.assignments());
+			return;
 		}
-		else if (autoCommit) {
+		if (autoCommit) {
 			connection.setAutoCommit(true);
+		}
+		if (limited) {
+			execute(connection, "SET " + idleLimits.assignments());
+		}
+	}
+
+	/**
+	 * Tells whether the pool's driver takes auto-commit from the status the server sends
+	 * with each reply, as MariaDB's driver does, so that a {@code SET autocommit}
+	 * statement can switch it together with the idle limits. MySQL's driver (Connector/J)
+	 * keeps the mode that {@link Connection#setAutoCommit} set, and refuses to commit a
+	 * transaction that such a statement began ("Can't call commit when autocommit=true"),
+	 * so with it the mode is set through the driver, in a round trip of its own. Read
+	 * once.
+	 * @param connection a connection of the pool
+	 * @return whether the driver follows the server's auto-commit status
+	 */
+	private boolean followsServerAutoCommit(Connection connection) throws SQLException {
+		Boolean follows = this.followsServerAutoCommit;
+		if (follows == null) {
+			follows = isMariaDbDriver(connection);
+			this.followsServerAutoCommit = follows;
+		}
+		return follows;
+	}
+
+	private static boolean isMariaDbDriver(Connection connection) throws SQLException {
+		return connection.getMetaData().getDriverName().toLowerCase(Locale.ROOT).contains("mariadb");
+	}
+
+	/**
+	 * Binds a {@code DATETIME(6)} parameter that holds a UTC time, with its microseconds.
+	 * MariaDB's driver binds the {@code LocalDateTime}. Another driver gets it as text:
+	 * MySQL's driver (Connector/J) takes MariaDB, whose handshake announces MySQL
+	 * {@code 5.5.5}, for a server without fractions of a second, and would send the time
+	 * cut to the second, which ends a lease granted at that time up to a second before
+	 * its holder counts. MariaDB converts the text where it meets a time.
+	 * @param statement the statement
+	 * @param index the parameter's index
+	 * @param time the time, or {@code null}
+	 * @throws SQLException if the parameter cannot be bound
+	 */
+	static void setTime(PreparedStatement statement, int index, @Nullable LocalDateTime time) throws SQLException {
+		if (time == null) {
+			statement.setNull(index, Types.TIMESTAMP);
+		}
+		else if (isMariaDbDriver(statement.getConnection())) {
+			statement.setObject(index, time);
+		}
+		else {
+			statement.setString(index, TIME.format(time));
 		}
 	}
 
@@ -372,7 +437,10 @@ final class MariaDbConnections {
 
 		static void bind(PreparedStatement statement, @Nullable Object... parameters) throws SQLException {
 			for (int i = 0; i < parameters.length; i++) {
-				if (parameters[i] != null) {
+				if (parameters[i] instanceof LocalDateTime time) {
+					setTime(statement, i + 1, time);
+				}
+				else if (parameters[i] != null) {
 					statement.setObject(i + 1, parameters[i]);
 				}
 				else {

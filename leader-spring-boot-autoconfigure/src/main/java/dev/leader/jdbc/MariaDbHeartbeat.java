@@ -122,7 +122,7 @@ final class MariaDbHeartbeat {
 			tx.run(MariaDbSql.inLists(sql(TICK_ROWS), sortedHeld, groups), (statement) -> {
 				int i = MariaDbSql.bindHeld(statement, 0, sortedHeld);
 				statement.setString(++i, node.id());
-				statement.setObject(++i, start);
+				MariaDbConnections.setTime(statement, ++i, start);
 				for (String group : groups) {
 					statement.setString(++i, group);
 				}

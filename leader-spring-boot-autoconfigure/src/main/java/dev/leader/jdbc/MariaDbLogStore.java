@@ -220,7 +220,7 @@ public final class MariaDbLogStore implements LogStore {
 			statement.setLong(3, token.term());
 			statement.setString(4, type);
 			statement.setString(5, payload);
-			statement.setObject(6, appendedAt);
+			MariaDbConnections.setTime(statement, 6, appendedAt);
 			statement.executeUpdate();
 		}
 		return new Appended(new Bookmark(token.group(), token.term(), index), null, token.term());

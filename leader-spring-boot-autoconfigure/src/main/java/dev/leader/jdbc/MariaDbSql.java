@@ -110,7 +110,7 @@ final class MariaDbSql {
 			String nodeId) throws SQLException {
 		int i = 0;
 		if (expiry != null) {
-			statement.setObject(++i, expiry);
+			MariaDbConnections.setTime(statement, ++i, expiry);
 		}
 		statement.setString(++i, token.group());
 		statement.setString(++i, nodeId);

@@ -66,6 +66,10 @@ final class RoundTrips {
 
 	private final Runnable tick = this::tick;
 
+	private final FailureWarnings heartbeatFailures;
+
+	private final FailureWarnings acquireFailures;
+
 	private volatile NodeRegistration node;
 
 	private volatile ScheduledExecutorService io;
@@ -103,6 +107,10 @@ final class RoundTrips {
 		this.groups = groups;
 		this.threads = threads;
 		this.databaseClock = new DatabaseClockWatch(node.id(), settings.safetyMargin());
+		this.heartbeatFailures = new FailureWarnings(logger, "Leader node " + node.id() + " heartbeat",
+				FailureWarnings.REPEAT);
+		this.acquireFailures = new FailureWarnings(logger, "Leader node " + node.id() + " acquire",
+				FailureWarnings.REPEAT);
 		this.io = newExecutor();
 	}
 
@@ -288,10 +296,11 @@ final class RoundTrips {
 		}
 		catch (RuntimeException ex) {
 			observation.lowCardinalityKeyValue(HeartbeatKeyNames.OUTCOME.asString(), "error").error(ex).stop();
-			roundTripFailed("heartbeat", held.keySet(), ex);
+			heartbeatFailed(held.keySet(), ex);
 			scheduleTick(this.settings.retryInterval().toNanos());
 			return;
 		}
+		this.heartbeatFailures.succeeded(this.clock.nanoTime());
 		this.registered = true;
 		if (this.duplicate) {
 			this.duplicate = false;
@@ -353,11 +362,13 @@ final class RoundTrips {
 		}
 		catch (RuntimeException ex) {
 			observation.lowCardinalityKeyValue(AcquireKeyNames.OUTCOME.asString(), "error").error(ex).stop();
-			roundTripFailed("acquire " + group.name(), Set.of(), ex);
+			this.acquireFailures.failed(this.clock.nanoTime(), ex, "this node cannot take the lease of " + group.name()
+					+ " until an acquire succeeds; retrying every " + this.settings.retryInterval().toMillis() + " ms");
 			scheduleWake(group, this.settings.retryInterval().toNanos());
 			return;
 		}
 		long received = this.clock.nanoTime();
+		this.acquireFailures.succeeded(received);
 		observation.lowCardinalityKeyValue(AcquireKeyNames.OUTCOME.asString(), result.granted() ? "granted" : "refused")
 			.stop();
 		this.groups.acquired(group, result, sent, received);
@@ -369,14 +380,22 @@ final class RoundTrips {
 		}
 	}
 
-	private void roundTripFailed(String what, Collection<String> held, RuntimeException ex) {
+	// A node that holds leases warns at every failed renewal, a few inside the safe
+	// window; one that holds none, or no longer, would otherwise fail every retry
+	// interval in silence, leading nothing.
+	private void heartbeatFailed(Collection<String> held, RuntimeException ex) {
 		this.groups.renewalsFailed(held);
+		long now = this.clock.nanoTime();
 		if (held.isEmpty()) {
-			logger.debug("Leader node " + this.node.id() + " " + what + " failed: " + ex);
+			this.heartbeatFailures.failed(now, ex,
+					"until one succeeds this node renews no lease and reads none, "
+							+ "and the other nodes count it dead after the node expiry; retrying every "
+							+ this.settings.retryInterval().toMillis() + " ms");
 		}
 		else {
 			logger.warn("Leader node " + this.node.id() + " could not renew " + held
 					+ "; retrying inside the safe window: " + ex);
+			this.heartbeatFailures.failed(now, ex, null);
 		}
 	}
 

@@ -1,12 +1,18 @@
 package dev.leader.jdbc;
 
+import javax.sql.DataSource;
+
 import org.junit.jupiter.api.Test;
 
+import org.springframework.boot.diagnostics.FailureAnalysis;
+import org.springframework.jdbc.datasource.SimpleDriverDataSource;
+
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 
 /**
- * How the stores are chosen from what the JDBC driver reports about the database.
+ * How the stores are chosen from what the JDBC driver reports about the database, and
+ * from the URL while the database does not answer.
  */
 class JdbcDialectTests {
 
@@ -24,20 +30,60 @@ class JdbcDialectTests {
 	}
 
 	@Test
-	void mySqlFailsWithAMessageThatSaysWhyAndWhatToDo() {
-		assertThatIllegalStateException().isThrownBy(() -> JdbcDialect.of("MySQL", "8.4.3"))
-			.withMessageContaining("leads to MySQL 8.4.3")
-			.withMessageContaining("MySQL is not supported yet")
-			.withMessageContaining("idle_transaction_timeout")
-			.withMessageContaining("leader.enabled=false");
+	void mySqlFailsWithAnAnalysisThatSaysWhyAndWhatToDo() {
+		FailureAnalysis analysis = analysis(() -> JdbcDialect.of("MySQL", "8.4.3"));
+		assertThat(analysis.getDescription()).contains("leads to MySQL 8.4.3")
+			.contains("MySQL is not supported yet")
+			.contains("idle_transaction_timeout");
+		assertThat(analysis.getAction()).contains("leader.enabled=false");
 	}
 
 	@Test
-	void anotherDatabaseFailsWithAMessageThatNamesTheSupportedOnes() {
-		assertThatIllegalStateException().isThrownBy(() -> JdbcDialect.of("H2", "2.3.232"))
-			.withMessageContaining("leads to H2 2.3.232")
-			.withMessageContaining("supports PostgreSQL and MariaDB 10.11 or later")
-			.withMessageNotContaining("MySQL");
+	void anotherDatabaseFailsWithAnAnalysisThatNamesTheSupportedOnes() {
+		FailureAnalysis analysis = analysis(() -> JdbcDialect.of("H2", "2.3.232 (2024-08-11)"));
+		assertThat(analysis.getDescription()).contains("leads to H2 2.3.232")
+			.contains("supports PostgreSQL and MariaDB 10.11 or later")
+			.doesNotContain("MySQL");
+		assertThat(analysis.getAction()).contains("spring.datasource.url")
+			.contains("CoordinationStore")
+			.contains("leader.enabled=false");
+	}
+
+	@Test
+	void databaseThatDoesNotAnswerIsToldFromAPostgresqlOrMariaDbUrl() {
+		DataSource down = down();
+		assertThat(JdbcDialect.of(down, "jdbc:postgresql://127.0.0.1:1/app")).isEqualTo(JdbcDialect.POSTGRESQL);
+		assertThat(JdbcDialect.of(down, "jdbc:mariadb://127.0.0.1:1/app")).isEqualTo(JdbcDialect.MARIADB);
+		assertThat(JdbcDialect.of(down, null)).isEqualTo(JdbcDialect.POSTGRESQL);
+	}
+
+	@Test
+	void databaseThatDoesNotAnswerBehindAnotherUrlFailsWithAnAnalysisThatShowsNoCredentials() {
+		FailureAnalysis analysis = analysis(
+				() -> JdbcDialect.of(down(), "jdbc:mysql://secret-user:secret-password@127.0.0.1:1/app"));
+		assertThat(analysis.getDescription()).contains("could not tell which database")
+			.contains("did not answer at startup")
+			.contains("jdbc:mysql://…")
+			.doesNotContain("secret");
+		assertThat(analysis.getAction()).contains("Start the database before the application")
+			.contains("jdbc:postgresql://")
+			.contains("jdbc:mariadb://");
+		assertThat(analysis(() -> JdbcDialect.of(down(), "jdbc:oracle:thin:@db:1521/app")).getDescription())
+			.contains("jdbc:oracle:…");
+	}
+
+	private static DataSource down() {
+		return new SimpleDriverDataSource(new org.postgresql.Driver(),
+				"jdbc:postgresql://127.0.0.1:1/app?connectTimeout=1");
+	}
+
+	private static FailureAnalysis analysis(Runnable dialect) {
+		UnsupportedDatabaseException failure = assertThatExceptionOfType(UnsupportedDatabaseException.class)
+			.isThrownBy(dialect::run)
+			.actual();
+		FailureAnalysis analysis = new UnsupportedDatabaseFailureAnalyzer().analyze(failure);
+		assertThat(analysis).isNotNull();
+		return analysis;
 	}
 
 }

@@ -5,6 +5,8 @@ import java.util.UUID;
 import java.util.regex.Pattern;
 
 import dev.leader.Leadership;
+import dev.leader.jdbc.LeaderSchemaMigration;
+import dev.leader.jdbc.TablePrefix;
 import dev.leader.test.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -33,6 +35,8 @@ import static org.awaitility.Awaitility.await;
 class LeaderLoggingTests {
 
 	private static final Pattern TRANSITION = Pattern.compile("Leader group=\\S+ node=\\S+ action=\\S+ term=\\d+");
+
+	private static final Pattern HEARTBEAT_WARNING = Pattern.compile("WARN .* Leader node \\S+ heartbeat failed");
 
 	private TestDatabase database;
 
@@ -69,6 +73,38 @@ class LeaderLoggingTests {
 					+ "latency=local(\\R|$)");
 		assertThat(TRANSITION.matcher(output.getOut()).results().count()).isEqualTo(2);
 		assertThat(output).doesNotContain("heartbeat").doesNotContain(password);
+	}
+
+	/**
+	 * The issue that asked for it: a node whose heartbeats all failed (MySQL's driver
+	 * against MariaDB) logged nothing, and never led. Here the starter's tables are
+	 * missing ({@code leader.jdbc.migrate=false}), so every heartbeat fails until they
+	 * are created.
+	 */
+	@Test
+	void heartbeatThatKeepsFailingIsOneWarningWithItsReasonAndItsRecoveryOneInfo(CapturedOutput output) {
+		try (ConfigurableApplicationContext context = new SpringApplicationBuilder(LoggedApplication.class)
+			.web(WebApplicationType.NONE)
+			.run("--spring.datasource.url=" + this.database.url(),
+					"--spring.datasource.username=" + this.database.user(),
+					"--spring.datasource.password=" + this.database.password(), "--leader.jdbc.migrate=false",
+					"--leader.node.id=failing-node", "--leader.lease.duration=2s",
+					"--leader.lease.renew-interval=200ms", "--leader.lease.retry-interval=200ms",
+					"--leader.lease.safety-margin=100ms", "--leader.node.expiry=2s")) {
+			await().atMost(Duration.ofSeconds(10))
+				.untilAsserted(() -> assertThat(output).containsPattern("WARN .* Leader node failing-node heartbeat "
+						+ "failed; until one succeeds this node renews no lease and reads none, and the other nodes "
+						+ "count it dead after the node expiry; retrying every 200 ms: .*leader_nodes.* does not exist"));
+			// Ten more failures at least, none of which may warn again within the minute.
+			await().pollDelay(Duration.ofSeconds(2)).until(() -> true);
+			assertThat(HEARTBEAT_WARNING.matcher(output.getOut()).results().count()).isOne();
+			new LeaderSchemaMigration(this.database.unpooled(), new TablePrefix("leader_")).migrate();
+			Leadership leadership = context.getBean(Leadership.class);
+			await().atMost(Duration.ofSeconds(10)).until(() -> leadership.isLeader("default"));
+			assertThat(output).containsPattern(
+					"INFO .* Leader node failing-node heartbeat succeeded again after \\d+ failed attempts over \\d+ s");
+			assertThat(HEARTBEAT_WARNING.matcher(output.getOut()).results().count()).isOne();
+		}
 	}
 
 	@Configuration(proxyBeanMethods = false)

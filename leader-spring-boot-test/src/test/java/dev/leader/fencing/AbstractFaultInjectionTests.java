@@ -16,6 +16,7 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import dev.leader.lease.LeaseSettings;
 import dev.leader.test.Cluster;
+import dev.leader.test.ConnectorJ;
 import dev.leader.test.DaemonFaultChecks;
 import dev.leader.test.DaemonTestNode;
 import dev.leader.test.DecisionLogChecks;
@@ -214,7 +215,8 @@ abstract class AbstractFaultInjectionTests {
 		long seed = Long.getLong("fault.seed", System.nanoTime());
 		int episodes = Integer.getInteger("fault.episodes", this.defaultEpisodes);
 		SplittableRandom random = new SplittableRandom(seed);
-		System.out.printf("Fault run: seed=%d episodes=%d (repeat with -Dfault.seed=%d)%n", seed, episodes, seed);
+		System.out.printf("Fault run: seed=%d episodes=%d (repeat with -Dfault.seed=%d)%s%n", seed, episodes, seed,
+				Boolean.getBoolean("fault.mysql-driver") ? ", MariaDB nodes through MySQL's driver" : "");
 		long began = System.nanoTime();
 		FaultHistory.setOrigin(began);
 		FaultHistory.createLogTable(this.cluster.dataSource());
@@ -324,11 +326,17 @@ abstract class AbstractFaultInjectionTests {
 		assertThat(checks.violations()).isEmpty();
 	}
 
+	// -Dfault.mysql-driver=true runs MariaDB nodes through MySQL's driver (Connector/J).
+	private String nodeUrl(String nodeId) {
+		String url = this.proxies.url(nodeId);
+		return Boolean.getBoolean("fault.mysql-driver") ? ConnectorJ.url(url) : url;
+	}
+
 	private Incarnation startNode(String nodeId) {
 		long number = this.incarnations.incrementAndGet();
 		Cell cell = this.cell;
 		Map<String, String> properties = new LinkedHashMap<>();
-		properties.put("url", this.proxies.url(nodeId));
+		properties.put("url", nodeUrl(nodeId));
 		properties.put("writer", "true");
 		properties.put("writer-fence", "log");
 		properties.put("incarnation", Long.toString(number));

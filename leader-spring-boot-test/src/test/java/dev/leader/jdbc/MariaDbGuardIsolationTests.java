@@ -8,7 +8,9 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
+import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.FencingToken;
 import dev.leader.daemon.Assignment;
@@ -16,6 +18,7 @@ import dev.leader.fencing.Fencing;
 import dev.leader.lease.CoordinationStore.Tick;
 import dev.leader.log.LogStore;
 import dev.leader.node.NodeRegistration;
+import dev.leader.test.ConnectorJ;
 import dev.leader.test.MigratedMariaDb;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -37,7 +40,8 @@ import static org.awaitility.Awaitility.await;
  * acknowledgement. At {@code SERIALIZABLE}, InnoDB turns every plain read of a
  * transaction with auto-commit off into a shared lock: the guards' reads of the lease and
  * assignment rows held the renewal and the acknowledgement up until the guarded
- * transaction ended, and a leader under guarded load lost its lease.
+ * transaction ended, and a leader under guarded load lost its lease. Each case runs
+ * through MariaDB's driver and through MySQL's (Connector/J).
  */
 class MariaDbGuardIsolationTests {
 
@@ -63,7 +67,21 @@ class MariaDbGuardIsolationTests {
 	@MethodSource("dev.leader.fencing.MariaDbIsolationLoadTests#poolSettings")
 	void guardedTransactionHoldsUpAReleaseButNeitherTheHoldersRenewalNorItsAcknowledgement(String isolation,
 			boolean autoCommit) throws Exception {
+		guardedTransactionHoldsUpOnlyAChangeOfHolder(isolation, autoCommit, (config) -> {
+		});
+	}
+
+	@ParameterizedTest(name = "{0}, auto-commit {1}")
+	@MethodSource("dev.leader.fencing.MariaDbIsolationLoadTests#poolSettings")
+	void guardedTransactionThroughMySqlsDriverHoldsUpAReleaseButNeitherTheHoldersRenewalNorItsAcknowledgement(
+			String isolation, boolean autoCommit) throws Exception {
+		guardedTransactionHoldsUpOnlyAChangeOfHolder(isolation, autoCommit, ConnectorJ::use);
+	}
+
+	private void guardedTransactionHoldsUpOnlyAChangeOfHolder(String isolation, boolean autoCommit,
+			Consumer<HikariConfig> driver) throws Exception {
 		try (HikariDataSource pool = database.database().dataSource(8, (config) -> {
+			driver.accept(config);
 			config.setTransactionIsolation(isolation);
 			config.setAutoCommit(autoCommit);
 		})) {

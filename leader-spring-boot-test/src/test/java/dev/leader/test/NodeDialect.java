@@ -19,10 +19,11 @@ import dev.leader.lease.CoordinationStore;
 import dev.leader.log.LogStore;
 
 /**
- * The stores of a test node's database, told from its JDBC URL as the starter tells a URL
- * while the database is down: {@code jdbc:mariadb:} is MariaDB, anything else PostgreSQL.
- * The coordination stores are built as the auto-configuration builds them, with
- * notifications (on MariaDB, the wake-ups) on.
+ * The stores of a test node's database, told from its JDBC URL: {@code jdbc:mariadb:} is
+ * MariaDB, and so is {@code jdbc:mysql:}, MariaDB through MySQL's driver (the fault run's
+ * {@code -Dfault.mysql-driver=true}); anything else PostgreSQL. The coordination stores
+ * are built as the auto-configuration builds them, with notifications (on MariaDB, the
+ * wake-ups) on.
  */
 enum NodeDialect {
 
@@ -74,7 +75,7 @@ enum NodeDialect {
 	}
 
 	static NodeDialect of(String url) {
-		return url.startsWith("jdbc:mariadb:") ? MARIADB : POSTGRESQL;
+		return (url.startsWith("jdbc:mariadb:") || url.startsWith("jdbc:mysql:")) ? MARIADB : POSTGRESQL;
 	}
 
 	/**
