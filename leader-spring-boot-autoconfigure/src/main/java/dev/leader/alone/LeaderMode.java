@@ -5,6 +5,7 @@ import java.sql.DatabaseMetaData;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.regex.Pattern;
 
 import javax.sql.DataSource;
 
@@ -34,6 +35,9 @@ public final class LeaderMode {
 	private static final Log logger = LogFactory.getLog("dev.leader.autoconfigure.LeaderAutoConfiguration");
 
 	private static final String EMBEDDED_DATABASE_CONNECTION = "org.springframework.boot.jdbc.EmbeddedDatabaseConnection";
+
+	private static final Pattern IN_MEMORY_URL = Pattern.compile("jdbc:(h2:mem:|hsqldb:mem:|derby:memory:)",
+			Pattern.CASE_INSENSITIVE);
 
 	private final @Nullable String aloneReason;
 
@@ -83,20 +87,26 @@ public final class LeaderMode {
 		if (!EmbeddedDatabaseConnection.isEmbedded(dataSource)) {
 			return null;
 		}
-		String database = "an in-memory embedded database";
 		try (Connection connection = dataSource.getConnection()) {
 			DatabaseMetaData metaData = connection.getMetaData();
 			String actual = metaData.getURL();
-			// Derby counts as embedded in a file too: one process at a time can open it.
-			boolean inMemory = actual != null && (actual.contains(":mem") || actual.contains(":memory:"));
-			database = "the DataSource is an " + (inMemory ? "in-memory " : "embedded ")
-					+ metaData.getDatabaseProductName() + " database"
-					+ ((actual != null) ? " (" + withoutParameters(actual) + ")" : "");
+			// Spring Boot counts every Derby URL as embedded, a network server's and a
+			// file's too, and an in-memory H2 can be served over TCP: only a database in
+			// this JVM's memory, reached without a network, is one no other process
+			// shares.
+			if (!isInMemory(actual)) {
+				return null;
+			}
+			return "the DataSource is an in-memory " + metaData.getDatabaseProductName() + " database ("
+					+ withoutParameters(actual) + "), which no other process can share";
 		}
 		catch (SQLException ex) {
-			database = "the DataSource is " + database;
+			return null;
 		}
-		return database + ", which no other process can share";
+	}
+
+	static boolean isInMemory(@Nullable String url) {
+		return url != null && !url.contains("//") && IN_MEMORY_URL.matcher(url).lookingAt();
 	}
 
 	private static String withoutParameters(String url) {

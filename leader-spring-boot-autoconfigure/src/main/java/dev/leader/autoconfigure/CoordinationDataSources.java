@@ -14,6 +14,7 @@ import org.springframework.beans.factory.BeanFactoryUtils;
 import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceProperties;
+import org.springframework.jdbc.datasource.embedded.EmbeddedDatabase;
 
 /**
  * Chooses the {@link DataSource} the starter keeps its tables in, as Spring Boot's Flyway
@@ -42,8 +43,13 @@ final class CoordinationDataSources {
 		// Spring Boot's data source says how it connects in spring.datasource.*; one of
 		// the application's own, or one built from connection details (Docker Compose,
 		// Testcontainers), in its pool's properties.
-		if (properties == null || properties.getUrl() == null) {
-			return described(application);
+		// A test's replacement (@AutoConfigureTestDatabase's embedded database) or a pool
+		// built from connection details leaves spring.datasource.url naming another
+		// database: the pool's own URL, where it tells one, wins.
+		CoordinationDataSource own = described(application);
+		if (properties == null || properties.getUrl() == null || application instanceof EmbeddedDatabase
+				|| (own.url() != null && !own.url().equals(properties.getUrl()))) {
+			return own;
 		}
 		return new CoordinationDataSource(application, properties.getUrl(), properties.getUsername(),
 				properties.getPassword());

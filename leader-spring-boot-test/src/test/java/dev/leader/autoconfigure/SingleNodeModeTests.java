@@ -49,6 +49,9 @@ import org.springframework.context.annotation.Import;
 import org.springframework.jdbc.core.simple.JdbcClient;
 import org.springframework.jdbc.datasource.AbstractDataSource;
 import org.springframework.jdbc.datasource.SimpleDriverDataSource;
+import org.springframework.jdbc.datasource.embedded.EmbeddedDatabase;
+import org.springframework.jdbc.datasource.embedded.EmbeddedDatabaseBuilder;
+import org.springframework.jdbc.datasource.embedded.EmbeddedDatabaseType;
 import org.springframework.transaction.IllegalTransactionStateException;
 import org.springframework.transaction.annotation.Transactional;
 import org.springframework.transaction.support.TransactionTemplate;
@@ -93,11 +96,14 @@ class SingleNodeModeTests {
 				.endsWith("which no other process can share");
 			Leadership leadership = context.getBean(Leadership.class);
 			assertThat(leadership.groups()).containsExactlyInAnyOrder("default", "reports", "billing");
-			// From the moment the context has started.
+			// Leading from the moment the context has started; the lease's details
+			// (holder, expiry) come with the node's next read of its leases.
 			for (String group : leadership.groups()) {
 				assertThat(leadership.isLeader(group)).isTrue();
 				assertThat(leadership.token(group)).contains(new FencingToken(group, 1));
-				assertThat(leadership.leader(group)).map(LeaderInfo::nodeId).contains("alone-node");
+				await().atMost(WAIT)
+					.untilAsserted(
+							() -> assertThat(leadership.leader(group)).map(LeaderInfo::nodeId).contains("alone-node"));
 			}
 			assertThat(JdbcClient.create(context.getBean(DataSource.class))
 				.sql("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'PUBLIC'")
@@ -243,6 +249,43 @@ class SingleNodeModeTests {
 		};
 		assertThat(LeaderMode.decide(true, down, "jdbc:postgresql://127.0.0.1:1/down", WAIT).isAlone()).isFalse();
 		assertThat(connections).hasValue(0);
+	}
+
+	@Test
+	void inMemoryH2ServedOverTcpIsNotAloneSinceOtherProcessesCanConnect() throws SQLException {
+		String name = "shared" + UUID.randomUUID().toString().replace("-", "");
+		org.h2.tools.Server server = org.h2.tools.Server.createTcpServer("-tcpPort", "0", "-ifNotExists").start();
+		try {
+			String owner = "jdbc:h2:mem:" + name + ";DB_CLOSE_DELAY=-1";
+			DataSource local = new SimpleDriverDataSource(new org.h2.Driver(), owner, "sa", "");
+			try (Connection keep = local.getConnection()) {
+				String remote = "jdbc:h2:tcp://127.0.0.1:" + server.getPort() + "/mem:" + name;
+				DataSource overTcp = new SimpleDriverDataSource(new org.h2.Driver(), remote, "sa", "");
+				assertThat(LeaderMode.decide(true, overTcp, remote, WAIT).isAlone()).isFalse();
+				assertThat(LeaderMode.decide(true, overTcp, null, WAIT).isAlone()).isFalse();
+			}
+		}
+		finally {
+			server.stop();
+		}
+	}
+
+	@Test
+	void testDatabaseThatReplacesTheConfiguredServerRunsAlone() {
+		EmbeddedDatabase replacement = new EmbeddedDatabaseBuilder().setType(EmbeddedDatabaseType.H2)
+			.generateUniqueName(true)
+			.build();
+		try {
+			this.h2.withPropertyValues("spring.datasource.url=jdbc:postgresql://db.example.invalid:5432/shop")
+				.withBean(DataSource.class, () -> replacement)
+				.run((context) -> {
+					assertThat(context).hasNotFailed();
+					assertThat(context.getBean(LeaderMode.class).isAlone()).isTrue();
+				});
+		}
+		finally {
+			replacement.shutdown();
+		}
 	}
 
 	@Test
