@@ -166,7 +166,11 @@ class DatabaseUnreachableFailureAnalyzer implements FailureAnalyzer {
 	}
 
 	static String withoutCredentials(String url) {
-		String withoutUserInfo = url.replaceFirst("//[^/@?]*@", "//");
+		// user:password@host (up to the last @ before the query: a password may hold
+		// one), and
+		// the key=value forms of Connector/J's address syntax and of other drivers.
+		String withoutUserInfo = url.replaceFirst("//[^?]*@", "//")
+			.replaceAll("(?i)(user|password)=[^;,)&(]*", "$1=***");
 		int query = withoutUserInfo.indexOf('?');
 		if (query < 0) {
 			return withoutUserInfo;

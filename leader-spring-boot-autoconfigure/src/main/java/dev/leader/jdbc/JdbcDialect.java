@@ -131,13 +131,11 @@ enum JdbcDialect {
 						+ "CoordinationStore, FencingStore and DaemonStore beans, or set leader.enabled=false.");
 	}
 
-	private static String scheme(String url) {
-		int slashes = url.indexOf("//");
-		if (slashes > 0) {
-			return url.substring(0, slashes + 2);
-		}
+	// Only the sub-protocol: what follows it may hold a user and a password, in any of
+	// the drivers' forms (user:password@, (user=…)(password=…), scott/tiger@).
+	static String scheme(String url) {
 		int colon = url.indexOf(':', "jdbc:".length());
-		return (colon > 0) ? url.substring(0, colon + 1) : "jdbc:";
+		return (url.startsWith("jdbc:") && colon > 0) ? url.substring(0, colon + 1) : "jdbc:";
 	}
 
 }

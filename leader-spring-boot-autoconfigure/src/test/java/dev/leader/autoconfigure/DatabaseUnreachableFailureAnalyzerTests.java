@@ -117,6 +117,14 @@ class DatabaseUnreachableFailureAnalyzerTests {
 			.isEqualTo("jdbc:postgresql://db:5432/x?sslmode=require");
 		assertThat(DatabaseUnreachableFailureAnalyzer.withoutCredentials("jdbc:postgresql://db/x?PASSWORD=pw"))
 			.isEqualTo("jdbc:postgresql://db/x");
+		assertThat(DatabaseUnreachableFailureAnalyzer.withoutCredentials("jdbc:mysql://app:p@ss/word@db/shop"))
+			.isEqualTo("jdbc:mysql://db/shop");
+		assertThat(DatabaseUnreachableFailureAnalyzer
+			.withoutCredentials("jdbc:mysql://address=(host=127.0.0.1)(port=3307)(user=app)(password=S3cret)/shop"))
+			.doesNotContain("app)", "S3cret");
+		assertThat(DatabaseUnreachableFailureAnalyzer
+			.withoutCredentials("jdbc:mysql://(host=db,port=3306,user=app,password=S3cret)/shop"))
+			.doesNotContain("S3cret", "user=app");
 	}
 
 	private static DatabaseUnreachableFailureAnalyzer analyzer(String url) {

@@ -63,13 +63,15 @@ class JdbcDialectTests {
 				() -> JdbcDialect.of(down(), "jdbc:mysql://secret-user:secret-password@127.0.0.1:1/app"));
 		assertThat(analysis.getDescription()).contains("could not tell which database")
 			.contains("did not answer at startup")
-			.contains("jdbc:mysql://…")
+			.contains("jdbc:mysql:…")
 			.doesNotContain("secret");
 		assertThat(analysis.getAction()).contains("Start the database before the application")
 			.contains("jdbc:postgresql://")
 			.contains("jdbc:mariadb://");
-		assertThat(analysis(() -> JdbcDialect.of(down(), "jdbc:oracle:thin:@db:1521/app")).getDescription())
-			.contains("jdbc:oracle:…");
+		assertThat(
+				analysis(() -> JdbcDialect.of(down(), "jdbc:oracle:thin:scott/tiger@//db:1521/svc")).getDescription())
+			.contains("jdbc:oracle:…")
+			.doesNotContain("tiger");
 	}
 
 	private static DataSource down() {
