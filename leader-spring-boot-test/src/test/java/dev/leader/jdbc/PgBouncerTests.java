@@ -109,7 +109,8 @@ class PgBouncerTests {
 	}
 
 	static Stream<Arguments> connections() {
-		return Stream.of(Arguments.of("session", false, "Notifications follow a LISTEN connection of the application"),
+		return Stream.of(
+				Arguments.of("session", false, "Notifications follow a LISTEN connection of the starter's DataSource"),
 				Arguments.of("transaction", false, "through a pooler in transaction mode"),
 				Arguments.of("transaction", true, "Notifications follow a connection of their own"));
 	}
