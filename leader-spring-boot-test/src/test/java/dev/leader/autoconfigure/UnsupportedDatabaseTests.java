@@ -48,7 +48,7 @@ class UnsupportedDatabaseTests {
 				"--spring.datasource.hikari.connection-timeout=1000", "--leader.jdbc.migrate=false"));
 		assertThatFailureAnalysisIsPrinted(output)
 			.contains("could not tell which database the application's DataSource leads to")
-			.contains("(spring.datasource.url, jdbc:mysql://…)")
+			.contains("(spring.datasource.url, jdbc:mysql:…)")
 			.contains("jdbc:mariadb://host:port/database")
 			.doesNotContain("secret-");
 	}
