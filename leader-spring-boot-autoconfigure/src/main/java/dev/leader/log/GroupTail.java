@@ -180,7 +180,9 @@ final class GroupTail {
 	 * it confirms once that entry is applied. An end before the index applied comes from
 	 * a read that started before the later entries committed, or from a log that lost
 	 * them; an end at or before it with another term, from a log that lost entries.
-	 * Either confirms nothing and makes the thread read the log to check it.
+	 * Either confirms nothing, voids the confirmations of reads sent before it, and makes
+	 * the thread read the log to check it: bounded reads are not served locally
+	 * meanwhile.
 	 * @param end the last entry when the read started
 	 * @param sentAt when the read was sent, on {@link System#nanoTime()}
 	 */
@@ -193,6 +195,7 @@ final class GroupTail {
 			this.staleness.caughtUp(sentAt);
 		}
 		else {
+			this.staleness.clear(System.nanoTime());
 			this.readWanted = true;
 			notifyAll();
 		}
@@ -285,11 +288,13 @@ final class GroupTail {
 
 	/**
 	 * Makes the thread check the log against what this node applied, because a read found
-	 * them apart.
+	 * them apart; until a read sent after this one confirms again, no bounded read is
+	 * served locally.
 	 * @param why what the read found
 	 * @return the exception for the read to throw
 	 */
 	synchronized LogDivergedException suspect(String why) {
+		this.staleness.clear(System.nanoTime());
 		this.readWanted = true;
 		notifyAll();
 		if (this.divergence != null) {
@@ -605,7 +610,7 @@ final class GroupTail {
 			applied = applied();
 			if (this.divergence == null) {
 				this.divergence = new LogDivergedException(divergedMessage(applied, why, null), applied, null);
-				this.staleness.clear();
+				this.staleness.clear(System.nanoTime());
 				notifyAll();
 				logger.error("Decision log group=" + this.group + " node=" + this.nodeId + " diverged: "
 						+ this.divergence.getMessage());
@@ -723,7 +728,7 @@ final class GroupTail {
 		this.appliedTerm = Math.max(0, this.terms.termAt(lowest));
 		this.divergence = null;
 		this.readWanted = true;
-		this.staleness.clear();
+		this.staleness.clear(System.nanoTime());
 		notifyAll();
 	}
 
@@ -751,7 +756,7 @@ final class GroupTail {
 			return;
 		}
 		this.failure = failure;
-		this.staleness.clear();
+		this.staleness.clear(System.nanoTime());
 		logger.error("Decision log group=" + this.group + " node=" + this.nodeId + " halted after index " + this.applied
 				+ "; nothing more is applied on this node until it restarts", failure);
 		notifyAll();

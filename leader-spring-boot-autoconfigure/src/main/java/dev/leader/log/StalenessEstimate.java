@@ -23,12 +23,20 @@ final class StalenessEstimate {
 
 	private long confirmedAt = NONE;
 
+	// Reads sent before this moment confirm nothing: they were sent before this node
+	// found its entries apart from the log's.
+	private boolean doubted;
+
+	private long doubtedAt;
+
 	/**
 	 * Records a read that found the log's end at an entry this node has applied.
 	 * @param sentAt when the read was sent, on {@link System#nanoTime()}
 	 */
 	void caughtUp(long sentAt) {
-		this.confirmedAt = Math.max(this.confirmedAt, sentAt);
+		if (counts(sentAt)) {
+			this.confirmedAt = Math.max(this.confirmedAt, sentAt);
+		}
 	}
 
 	/**
@@ -37,7 +45,9 @@ final class StalenessEstimate {
 	 * @param sentAt when the read was sent, on {@link System#nanoTime()}
 	 */
 	void pending(Bookmark end, long sentAt) {
-		this.pending.addLast(new long[] { end.index(), end.term(), sentAt });
+		if (counts(sentAt)) {
+			this.pending.addLast(new long[] { end.index(), end.term(), sentAt });
+		}
 	}
 
 	/**
@@ -56,11 +66,19 @@ final class StalenessEstimate {
 	}
 
 	/**
-	 * Forgets every confirmation: this node's entries were found to diverge from the log.
+	 * Forgets every confirmation, and those of reads sent before now that are still on
+	 * their way: this node's entries were found apart from the log's.
+	 * @param now the moment, on {@link System#nanoTime()}
 	 */
-	void clear() {
+	void clear(long now) {
 		this.pending.clear();
 		this.confirmedAt = NONE;
+		this.doubted = true;
+		this.doubtedAt = now;
+	}
+
+	private boolean counts(long sentAt) {
+		return !this.doubted || sentAt - this.doubtedAt >= 0;
 	}
 
 	/**

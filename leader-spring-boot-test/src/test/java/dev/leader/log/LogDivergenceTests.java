@@ -164,6 +164,52 @@ class LogDivergenceTests {
 	}
 
 	/**
+	 * a read found that the log ends before the entries this node applied, but the tail's
+	 * own read of the log, which would find the divergence, is slow (the database was
+	 * just promoted, say). A bounded read must not be served from the confirmation that
+	 * the tail recorded before the failover, with the lost entries in its state.
+	 */
+	@Test
+	void boundedReadIsNotServedOnceAReadFoundTheLogEndBeforeWhatItAppliedWhileTheTailHasNotReadTheLogAgain()
+			throws Exception {
+		this.servers.replicateSynchronously(true);
+		FencingToken first = acquire();
+		DecisionLog a = start("a", new RecordingApplier(GROUP));
+		RecordingApplier onB = new RecordingApplier(GROUP);
+		SlowTail slow = new SlowTail(
+				new PostgresLogStore(this.dataSource, PREFIX, Duration.ofSeconds(5), Duration.ofSeconds(10), store()));
+		DecisionLog b = new DecisionLog(slow, "b", List.of(onB));
+		b.start();
+		this.logs.add(b);
+		try {
+			for (int i = 1; i <= 3; i++) {
+				a.append(first, "set", "kept-" + i);
+			}
+			this.servers.replicateSynchronously(false);
+			this.servers.standby().orElseThrow().stopStreaming();
+			a.append(first, "set", "lost-4");
+			Bookmark lost = a.append(first, "set", "lost-5");
+			assertThat(b.awaitApplied(lost, TIMEOUT)).isTrue();
+			assertThat(b.awaitStaleness(GROUP, Duration.ofMinutes(1), Duration.ofSeconds(1)))
+				.as("within the bound before the failover")
+				.isTrue();
+			slow.hold();
+			this.servers.failover();
+			await().atMost(TIMEOUT)
+				.untilAsserted(() -> assertThatExceptionOfType(LogDivergedException.class)
+					.isThrownBy(() -> b.awaitReadIndex(GROUP, Duration.ofSeconds(1))));
+			assertThat(slow.held()).as("the tail's read of the log, held").isTrue();
+			assertThat(payloads(onB)).contains("lost-4", "lost-5");
+			assertThatExceptionOfType(LogDivergedException.class)
+				.as("a bounded read on a node that found its log apart and has not read it again")
+				.isThrownBy(() -> b.awaitStaleness(GROUP, Duration.ofMinutes(1), Duration.ofSeconds(1)));
+		}
+		finally {
+			slow.release();
+		}
+	}
+
+	/**
 	 * while an applier rewinds (it reloads a snapshot, say), the reads must fail with
 	 * {@link LogDivergedException} (LogApplier#rewind's contract). A heartbeat during the
 	 * rewind makes the bounded read pass, on half-rewound state.
@@ -362,6 +408,76 @@ class LogDivergenceTests {
 
 	private record History(DecisionLog leader, DecisionLog follower, PostgresCoordinationStore followerStore,
 			FencingToken first, Bookmark lost) {
+	}
+
+	/**
+	 * A log store whose reads of the entries, on the tail's thread, wait while held.
+	 */
+	private static final class SlowTail implements LogStore {
+
+		private final LogStore store;
+
+		private final CountDownLatch released = new CountDownLatch(1);
+
+		private volatile boolean holding;
+
+		private volatile boolean held;
+
+		SlowTail(LogStore store) {
+			this.store = store;
+		}
+
+		void hold() {
+			this.holding = true;
+		}
+
+		boolean held() {
+			return this.held;
+		}
+
+		void release() {
+			this.released.countDown();
+		}
+
+		@Override
+		public List<LogEntry> read(String group, long afterIndex, int limit) {
+			if (this.holding && Thread.currentThread().getName().startsWith("leader-log-")) {
+				this.held = true;
+				try {
+					this.released.await(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+				}
+				catch (InterruptedException ex) {
+					Thread.currentThread().interrupt();
+				}
+			}
+			return this.store.read(group, afterIndex, limit);
+		}
+
+		@Override
+		public Appended append(FencingToken token, String nodeId, String type, String payload) {
+			return this.store.append(token, nodeId, type, payload);
+		}
+
+		@Override
+		public Bookmark head(String group) {
+			return this.store.head(group);
+		}
+
+		@Override
+		public Appendable appendable(String group) {
+			return this.store.appendable(group);
+		}
+
+		@Override
+		public Bookmark truncated(String group) {
+			return this.store.truncated(group);
+		}
+
+		@Override
+		public AutoCloseable listen(LogListener listener) {
+			return this.store.listen(listener);
+		}
+
 	}
 
 	/**
