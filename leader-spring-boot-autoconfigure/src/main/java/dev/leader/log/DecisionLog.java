@@ -175,7 +175,7 @@ public final class DecisionLog {
 			if (!local) {
 				tail.notified(bookmark.index());
 				if (!tail.awaitApplied(bookmark, deadline(timeout))) {
-					requireAppendable(bookmark);
+					requireAppendable(tail, bookmark);
 					return false;
 				}
 			}
@@ -416,17 +416,33 @@ public final class DecisionLog {
 	 * After a bookmark's wait timed out: checks that its entry can still be appended, or
 	 * fails. No entry is appended under a term below the log's last, nor, on a store with
 	 * epochs, under a term of an epoch before a failover.
+	 * @param tail the group's tail
 	 * @param bookmark the bookmark
 	 * @throws LostEntryException if its entry is beyond the log's end and can no longer
 	 * be appended
+	 * @throws LogDivergedException if the log ends before the last entry this node had
+	 * applied when the statement was sent
 	 */
-	private void requireAppendable(Bookmark bookmark) {
+	private void requireAppendable(GroupTail tail, Bookmark bookmark) {
+		Bookmark before = tail.applied();
+		long sentAt = System.nanoTime();
 		LogStore.Appendable appendable = this.store.appendable(bookmark.group());
+		LogDivergedException diverged = null;
+		if (appendable.end().index() < before.index()) {
+			diverged = tail
+				.suspect("the log ends at " + appendable.end() + ", before entry " + before + ", which it applied");
+		}
+		else {
+			tail.confirmed(appendable.end(), sentAt);
+		}
 		if (bookmark.index() > appendable.end().index() && bookmark.term() < appendable.lowestTerm()) {
 			throw new LostEntryException("The entry of bookmark " + bookmark + " was lost in a failover of the "
 					+ "database (a standby that had not received it was promoted): the log of group " + bookmark.group()
 					+ " ends at " + appendable.end() + ", and nothing is appended under term " + bookmark.term()
 					+ " any more. Take the decision again on the group's leader", bookmark);
+		}
+		if (diverged != null) {
+			throw diverged;
 		}
 	}
 

@@ -73,6 +73,12 @@ final class GroupTail {
 
 	private long known;
 
+	// The highest index that a read of this thread found in the log, and when that read
+	// returned: a later read that finds the log ending before it shows entries lost.
+	private long seenIndex;
+
+	private long seenAt;
+
 	private boolean readWanted = true;
 
 	private final StalenessEstimate staleness = new StalenessEstimate();
@@ -180,9 +186,10 @@ final class GroupTail {
 	 * it confirms once that entry is applied. An end before the index applied comes from
 	 * a read that started before the later entries committed, or from a log that lost
 	 * them; an end at or before it with another term, from a log that lost entries.
-	 * Either confirms nothing, voids the confirmations of reads sent before it, and makes
-	 * the thread read the log to check it: bounded reads are not served locally
-	 * meanwhile.
+	 * Either confirms nothing and makes the thread read the log to check it. When the
+	 * read is evidence of a loss (another term, or an end before an index that a read of
+	 * this thread found before this one was sent), it also voids the confirmations of
+	 * reads sent before it: bounded reads are not served locally until the check.
 	 * @param end the last entry when the read started
 	 * @param sentAt when the read was sent, on {@link System#nanoTime()}
 	 */
@@ -195,7 +202,11 @@ final class GroupTail {
 			this.staleness.caughtUp(sentAt);
 		}
 		else {
-			this.staleness.clear(System.nanoTime());
+			long term = this.terms.termAt(end.index());
+			if ((term != AppliedTerms.UNKNOWN && term != end.term())
+					|| (this.seenIndex > end.index() && this.seenAt - sentAt < 0)) {
+				this.staleness.clear(System.nanoTime());
+			}
 			this.readWanted = true;
 			notifyAll();
 		}
@@ -409,6 +420,7 @@ final class GroupTail {
 				}
 				continue;
 			}
+			long receivedAt = System.nanoTime();
 			boolean full = read.size() > BATCH;
 			List<LogEntry> entries = read;
 			if (from > 0 && !read.isEmpty() && read.get(0).index() == from) {
@@ -441,6 +453,8 @@ final class GroupTail {
 				return;
 			}
 			synchronized (this) {
+				this.seenIndex = from + entries.size();
+				this.seenAt = receivedAt;
 				if (!full) {
 					long end = from + entries.size();
 					confirmed(new Bookmark(this.group, (end > from) ? entries.get(entries.size() - 1).term() : fromTerm,
@@ -725,6 +739,7 @@ final class GroupTail {
 		}
 		this.terms.rewoundTo(lowest);
 		this.applied = lowest;
+		this.seenIndex = Math.min(this.seenIndex, lowest);
 		this.appliedTerm = Math.max(0, this.terms.termAt(lowest));
 		this.divergence = null;
 		this.readWanted = true;

@@ -26,6 +26,8 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.Status;
@@ -164,14 +166,18 @@ class LogDivergenceTests {
 	}
 
 	/**
-	 * a read found that the log ends before the entries this node applied, but the tail's
-	 * own read of the log, which would find the divergence, is slow (the database was
-	 * just promoted, say). A bounded read must not be served from the confirmation that
-	 * the tail recorded before the failover, with the lost entries in its state.
+	 * a read found that the log ends before the entries this node applied (a read index,
+	 * or a bookmark read of an entry the follower had not applied yet, which the failover
+	 * lost too), but the tail's own read of the log, which would find the divergence, is
+	 * slow (the database was just promoted, say). A bounded read must not be served from
+	 * the confirmation that the tail recorded before the failover, with the lost entries
+	 * in its state.
+	 * @param evidence the read that finds the log's end before what the follower applied
 	 */
-	@Test
-	void boundedReadIsNotServedOnceAReadFoundTheLogEndBeforeWhatItAppliedWhileTheTailHasNotReadTheLogAgain()
-			throws Exception {
+	@ParameterizedTest
+	@ValueSource(strings = { "read-index", "lost-bookmark" })
+	void boundedReadIsNotServedOnceAReadFoundTheLogEndBeforeWhatItAppliedWhileTheTailHasNotReadTheLogAgain(
+			String evidence) throws Exception {
 		this.servers.replicateSynchronously(true);
 		FencingToken first = acquire();
 		DecisionLog a = start("a", new RecordingApplier(GROUP));
@@ -194,10 +200,20 @@ class LogDivergenceTests {
 				.as("within the bound before the failover")
 				.isTrue();
 			slow.hold();
-			this.servers.failover();
-			await().atMost(TIMEOUT)
-				.untilAsserted(() -> assertThatExceptionOfType(LogDivergedException.class)
-					.isThrownBy(() -> b.awaitReadIndex(GROUP, Duration.ofSeconds(1))));
+			if (evidence.equals("read-index")) {
+				this.servers.failover();
+				await().atMost(TIMEOUT)
+					.untilAsserted(() -> assertThatExceptionOfType(LogDivergedException.class)
+						.isThrownBy(() -> b.awaitReadIndex(GROUP, Duration.ofSeconds(1))));
+			}
+			else {
+				Bookmark unapplied = a.append(first, "set", "lost-6");
+				await().atMost(TIMEOUT).until(slow::held);
+				this.servers.failover();
+				await().atMost(TIMEOUT)
+					.untilAsserted(() -> assertThatExceptionOfType(LostEntryException.class)
+						.isThrownBy(() -> b.awaitApplied(unapplied, Duration.ofMillis(500))));
+			}
 			assertThat(slow.held()).as("the tail's read of the log, held").isTrue();
 			assertThat(payloads(onB)).contains("lost-4", "lost-5");
 			assertThatExceptionOfType(LogDivergedException.class)
