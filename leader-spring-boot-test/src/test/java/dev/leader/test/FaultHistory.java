@@ -201,6 +201,15 @@ public final class FaultHistory {
 	}
 
 	/**
+	 * Returns how soon after a fault on a leader a node must lead each group it held
+	 * again (G5): the lease plus 0.5 s.
+	 * @return the bound
+	 */
+	public Duration failoverBound() {
+		return this.settings.duration().plusMillis(500);
+	}
+
+	/**
 	 * Records a new node process.
 	 * @param number the incarnation number it writes into the log table
 	 * @param process the process
@@ -1080,7 +1089,7 @@ public final class FaultHistory {
 		}
 
 		private long failoverBound() {
-			return FaultHistory.this.settings.duration().plusMillis(500).toNanos();
+			return FaultHistory.this.failoverBound().toNanos();
 		}
 
 		private void violation(long at, String message) {
