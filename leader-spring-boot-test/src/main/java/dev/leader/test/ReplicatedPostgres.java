@@ -167,8 +167,9 @@ public final class ReplicatedPostgres implements BeforeEachCallback, AfterEachCa
 	}
 
 	/**
-	 * Stops the primary in the given mode, keeps it down for a while, and starts it
-	 * again.
+	 * Stops the primary in the given mode, keeps it down for a while, starts it again,
+	 * and waits until the standby, if any, streams from it again (synchronously if
+	 * replication is).
 	 * @param mode {@code fast} (a clean shutdown) or {@code immediate} (a crash)
 	 * @param down how long the server stays down
 	 * @return when the server was asked to start again ({@link System#nanoTime()}): nodes
@@ -179,6 +180,15 @@ public final class ReplicatedPostgres implements BeforeEachCallback, AfterEachCa
 		stayDown(down);
 		long starting = System.nanoTime();
 		primary().startServer();
+		if (this.standby != null) {
+			// The standby reconnects on its own; until it streams again, commits that
+			// wait
+			// for it do, and the restart is not over.
+			primary().awaitStandbyStreaming();
+			if (this.synchronous) {
+				primary().replicateSynchronously(true);
+			}
+		}
 		return starting;
 	}
 

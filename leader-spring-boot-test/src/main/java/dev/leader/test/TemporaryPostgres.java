@@ -134,10 +134,12 @@ public final class TemporaryPostgres implements AutoCloseable {
 	/**
 	 * Creates a streaming standby of this server with {@code pg_basebackup} and starts it
 	 * on the given port. It connects with {@code application_name} {@code standby}, and
-	 * runs with {@code synchronous_standby_names} cleared in {@code postgresql.conf}; a
-	 * value that the primary set with {@code ALTER SYSTEM}
-	 * ({@link #replicateSynchronously}) comes along in {@code postgresql.auto.conf},
-	 * which wins, so clear it again once the standby is promoted.
+	 * reconnects to a restarted primary within 200 ms
+	 * ({@code wal_retrieve_retry_interval}, 5 s by default), and runs with
+	 * {@code synchronous_standby_names} cleared in {@code postgresql.conf}; a value that
+	 * the primary set with {@code ALTER SYSTEM} ({@link #replicateSynchronously}) comes
+	 * along in {@code postgresql.auto.conf}, which wins, so clear it again once the
+	 * standby is promoted.
 	 * @param port a free port, see {@link #freePort()}
 	 * @return the running standby
 	 */
@@ -147,7 +149,8 @@ public final class TemporaryPostgres implements AutoCloseable {
 					pg("pg_basebackup", "-h", "127.0.0.1", "-p", Integer.toString(this.port), "-U", "postgres", "-D",
 							standby.data.toString(), "-R", "-X", "stream", "--no-sync", "-d",
 							"application_name=standby");
-					standby.configure(List.of("synchronous_standby_names = ''"));
+					standby
+						.configure(List.of("synchronous_standby_names = ''", "wal_retrieve_retry_interval = '200ms'"));
 					standby.startServer();
 				}, TemporaryPostgres::close);
 	}
