@@ -107,7 +107,7 @@ public abstract class AbstractCoordinationStoreContractTests extends Coordinatio
 
 	@Test
 	void expiredLeaseIsTakenOverWithTheNextTerm() {
-		LeaseState first = grant(A, SHORT);
+		LeaseState first = grant(A, CONTESTED);
 		assertThat(this.store.acquire(GROUP, B.id(), SHORT).granted()).isFalse();
 		AcquireResult takeover = await().atMost(WAIT)
 			.pollInterval(POLL)
@@ -253,7 +253,7 @@ public abstract class AbstractCoordinationStoreContractTests extends Coordinatio
 		List<Runnable> steps = List.of(() -> grant(A, LONG), () -> grant(A, LONG),
 				() -> assertThat(this.store.acquire(GROUP, B.id(), LONG).granted()).isFalse(),
 				() -> this.store.release(A.id(), Map.of(GROUP, 1L)),
-				() -> this.store.release(A.id(), Map.of(GROUP, 2L)), () -> grant(B, SHORT),
+				() -> this.store.release(A.id(), Map.of(GROUP, 2L)), () -> grant(B, CONTESTED),
 				() -> assertThat(this.store.acquire(GROUP, A.id(), LONG).granted()).isFalse(), () -> {
 					awaitExpiry();
 					grant(A, LONG);

@@ -22,6 +22,12 @@ abstract class CoordinationContract {
 
 	static final Duration SHORT = Duration.ofMillis(400);
 
+	/**
+	 * A lease that the next statement must find held, even after a pause of the test's
+	 * JVM on a loaded machine, and that expires soon after.
+	 */
+	static final Duration CONTESTED = Duration.ofSeconds(2);
+
 	static final Duration NODE_EXPIRY = Duration.ofSeconds(10);
 
 	static final Duration WAIT = Duration.ofSeconds(5);
