@@ -73,11 +73,7 @@ final class GroupTail {
 
 	private long known;
 
-	// The highest index that a read of this thread found in the log, and when that read
-	// returned: a later read that finds the log ending before it shows entries lost.
-	private long seenIndex;
-
-	private long seenAt;
+	private final LogSightings sightings = new LogSightings();
 
 	private boolean readWanted = true;
 
@@ -203,8 +199,7 @@ final class GroupTail {
 		}
 		else {
 			long term = this.terms.termAt(end.index());
-			if ((term != AppliedTerms.UNKNOWN && term != end.term())
-					|| (this.seenIndex > end.index() && this.seenAt - sentAt < 0)) {
+			if ((term != AppliedTerms.UNKNOWN && term != end.term()) || this.sightings.showLoss(end, sentAt)) {
 				this.staleness.clear(System.nanoTime());
 			}
 			this.readWanted = true;
@@ -449,12 +444,15 @@ final class GroupTail {
 					continue;
 				}
 			}
+			synchronized (this) {
+				// Before the entries are applied, as a read of the end may come back
+				// meanwhile.
+				this.sightings.seen(entries.isEmpty() ? from : entries.get(entries.size() - 1).index(), receivedAt);
+			}
 			if (!applyAll(run, from, entries)) {
 				return;
 			}
 			synchronized (this) {
-				this.seenIndex = from + entries.size();
-				this.seenAt = receivedAt;
 				if (!full) {
 					long end = from + entries.size();
 					confirmed(new Bookmark(this.group, (end > from) ? entries.get(entries.size() - 1).term() : fromTerm,
@@ -739,7 +737,7 @@ final class GroupTail {
 		}
 		this.terms.rewoundTo(lowest);
 		this.applied = lowest;
-		this.seenIndex = Math.min(this.seenIndex, lowest);
+		this.sightings.rewoundTo(lowest);
 		this.appliedTerm = Math.max(0, this.terms.termAt(lowest));
 		this.divergence = null;
 		this.readWanted = true;

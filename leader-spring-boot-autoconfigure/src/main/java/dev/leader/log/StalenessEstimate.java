@@ -16,12 +16,12 @@ import java.util.function.LongUnaryOperator;
  */
 final class StalenessEstimate {
 
-	private static final long NONE = Long.MIN_VALUE;
-
 	// Confirmations beyond the index applied: {index, term, moment}, in rising order.
 	private final ArrayDeque<long[]> pending = new ArrayDeque<>();
 
-	private long confirmedAt = NONE;
+	private boolean confirmed;
+
+	private long confirmedAt;
 
 	// Reads sent before this moment confirm nothing: they were sent before this node
 	// found its entries apart from the log's.
@@ -35,7 +35,7 @@ final class StalenessEstimate {
 	 */
 	void caughtUp(long sentAt) {
 		if (counts(sentAt)) {
-			this.confirmedAt = Math.max(this.confirmedAt, sentAt);
+			confirm(sentAt);
 		}
 	}
 
@@ -60,7 +60,7 @@ final class StalenessEstimate {
 		while (!this.pending.isEmpty() && this.pending.peekFirst()[0] <= applied) {
 			long[] confirmation = this.pending.pollFirst();
 			if (termAt.applyAsLong(confirmation[0]) == confirmation[1]) {
-				this.confirmedAt = Math.max(this.confirmedAt, confirmation[2]);
+				confirm(confirmation[2]);
 			}
 		}
 	}
@@ -72,9 +72,16 @@ final class StalenessEstimate {
 	 */
 	void clear(long now) {
 		this.pending.clear();
-		this.confirmedAt = NONE;
+		this.confirmed = false;
 		this.doubted = true;
 		this.doubtedAt = now;
+	}
+
+	private void confirm(long sentAt) {
+		if (!this.confirmed || sentAt - this.confirmedAt > 0) {
+			this.confirmedAt = sentAt;
+			this.confirmed = true;
+		}
 	}
 
 	private boolean counts(long sentAt) {
@@ -87,7 +94,7 @@ final class StalenessEstimate {
 	 * @return the bound in nanoseconds, or -1 if no read of the log has confirmed it yet
 	 */
 	long nanos(long now) {
-		return (this.confirmedAt == NONE) ? -1 : Math.max(0, now - this.confirmedAt);
+		return this.confirmed ? Math.max(0, now - this.confirmedAt) : -1;
 	}
 
 }

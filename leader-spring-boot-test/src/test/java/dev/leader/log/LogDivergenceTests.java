@@ -31,6 +31,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.Status;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.transaction.support.TransactionTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
@@ -222,6 +224,62 @@ class LogDivergenceTests {
 		}
 		finally {
 			slow.release();
+		}
+	}
+
+	/**
+	 * the follower read the lost entries 4 and 5 in one batch and is still applying 5
+	 * (after 4) when the failover comes; its heartbeat then finds the log ending at 3.
+	 * That is evidence of a loss, since a read that returned before the heartbeat was
+	 * sent found entry 5: no bounded read may be served from the confirmation before the
+	 * failover, with entry 4 in the state.
+	 */
+	@Test
+	void boundedReadIsNotServedOnceAHeartbeatFindsTheLogEndingBeforeEntriesTheTailIsStillApplying() throws Exception {
+		this.servers.replicateSynchronously(true);
+		FencingToken first = acquire();
+		DecisionLog a = start("a", new RecordingApplier(GROUP));
+		CountDownLatch applying = new CountDownLatch(1);
+		CountDownLatch released = new CountDownLatch(1);
+		RecordingApplier onB = new RecordingApplier(GROUP) {
+
+			@Override
+			public void apply(LogEntry entry) throws Exception {
+				if (entry.payload().equals("lost-5")) {
+					applying.countDown();
+					released.await(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+				}
+				super.apply(entry);
+			}
+
+		};
+		PostgresCoordinationStore followerStore = store();
+		DecisionLog b = start("b", onB, followerStore);
+		try {
+			Bookmark kept = null;
+			for (int i = 1; i <= 3; i++) {
+				kept = a.append(first, "set", "kept-" + i);
+			}
+			assertThat(b.awaitApplied(kept, TIMEOUT)).isTrue();
+			assertThat(b.awaitStaleness(GROUP, Duration.ofMinutes(1), Duration.ofSeconds(1))).isTrue();
+			this.servers.replicateSynchronously(false);
+			this.servers.standby().orElseThrow().stopStreaming();
+			// One transaction, so that the follower reads both entries at once.
+			new TransactionTemplate(new DataSourceTransactionManager(this.dataSource))
+				.executeWithoutResult((status) -> {
+					a.append(first, "set", "lost-4");
+					a.append(first, "set", "lost-5");
+				});
+			assertThat(applying.await(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).as("entry 5 being applied").isTrue();
+			assertThat(payloads(onB)).containsExactly("kept-1", "kept-2", "kept-3", "lost-4");
+			this.servers.failover();
+			heartbeat(followerStore);
+			assertThatExceptionOfType(LogDivergedException.class)
+				.as("a bounded read after a heartbeat found the log ending before entries the node read")
+				.isThrownBy(() -> b.awaitStaleness(GROUP, Duration.ofMinutes(1), Duration.ofSeconds(1)));
+		}
+		finally {
+			released.countDown();
 		}
 	}
 
