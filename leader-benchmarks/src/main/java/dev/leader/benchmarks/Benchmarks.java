@@ -27,11 +27,13 @@ import org.openjdk.jmh.util.Statistics;
  * {@code leader-benchmarks/README.md}.
  * <p>
  * Arguments, all optional:
- * {@code --only=handover,failover,load,daemons,guarded,log,jmh,app-handover,app-failover,app-idle}
- * (on MariaDB {@code load,guarded,app-handover,app-failover,app-idle}, the default
+ * {@code --only=handover,failover,load,daemons,guarded,log,jmh,app-handover,app-failover,app-idle,peer}
+ * (on MariaDB {@code load,guarded,app-handover,app-failover,app-idle,peer}, the default
  * there), {@code --rounds=30} (hand-overs, on the bare engine and on the sample app, and
- * failovers), {@code --load=3x1,100x1000} (idle clusters, nodes x groups; on MariaDB
- * {@code 3x1}, at most 5 nodes), {@code --load-window=PT10S} and
+ * failovers), {@code --peer-rounds=10} (the hand-overs and failovers of the sample app
+ * and of its peer, Spring Integration's JDBC leader election, see
+ * {@link PeerBenchmarks}), {@code --load=3x1,100x1000} (idle clusters, nodes x groups; on
+ * MariaDB {@code 3x1}, at most 5 nodes), {@code --load-window=PT10S} and
  * {@code --load-windows=6}, {@code --daemons=3x7} (nodes x daemons) and
  * {@code --daemon-rounds=5} (kills), {@code --guarded-threads=1,4,16} and
  * {@code --guarded-window=PT20S} (writer threads, and how long each count runs guarded
@@ -65,7 +67,7 @@ public final class Benchmarks {
 	 * {@code DaemonTestNode}, or build the stores of the decision log, which are
 	 * PostgreSQL's.
 	 */
-	private static final String MARIADB_BENCHMARKS = "load,guarded,app-handover,app-failover,app-idle";
+	private static final String MARIADB_BENCHMARKS = "load,guarded,app-handover,app-failover,app-idle,peer";
 
 	private Benchmarks() {
 	}
@@ -76,7 +78,7 @@ public final class Benchmarks {
 		Dialect dialect = Dialect.of(url);
 		boolean postgres = dialect == Dialect.POSTGRESQL;
 		List<String> only = options.list("only",
-				postgres ? "handover,failover,load,daemons,guarded,log,jmh,app-handover,app-failover,app-idle"
+				postgres ? "handover,failover,load,daemons,guarded,log,jmh,app-handover,app-failover,app-idle,peer"
 						: MARIADB_BENCHMARKS);
 		if (!postgres && !List.of(MARIADB_BENCHMARKS.split(",")).containsAll(only)) {
 			throw new IllegalArgumentException("On MariaDB --only takes " + MARIADB_BENCHMARKS + " (the others run "
@@ -145,7 +147,8 @@ public final class Benchmarks {
 				runGuardedLoad(database, options);
 			}
 		}
-		if (only.contains("app-handover") || only.contains("app-failover") || only.contains("app-idle")) {
+		if (only.contains("app-handover") || only.contains("app-failover") || only.contains("app-idle")
+				|| only.contains("peer")) {
 			// A database of its own, empty: the sample's nodes migrate it themselves, its
 			// tables and the starter's.
 			try (BenchDatabase database = BenchDatabase.createEmpty(url, user, password, name + "_app",
@@ -159,6 +162,12 @@ public final class Benchmarks {
 				}
 				if (only.contains("app-idle")) {
 					SampleAppBenchmarks.idle(app, options);
+				}
+				if (only.contains("peer")) {
+					// The sample app beside Spring Integration's JDBC leader election, in
+					// the
+					// same database; the sample's nodes run first, and migrate it.
+					PeerBenchmarks.run(app, new PeerTimings(database, logs), database, options);
 				}
 			}
 		}

@@ -103,7 +103,7 @@ final class LeadershipTimings {
 	 * @param connection the harness's idle connection
 	 * @return the round trip, in milliseconds
 	 */
-	private static double idleRoundTrip(Connection connection) throws SQLException {
+	static double idleRoundTrip(Connection connection) throws SQLException {
 		long sent = System.nanoTime();
 		try (Statement statement = connection.createStatement(); ResultSet row = statement.executeQuery("SELECT 1")) {
 			row.next();

@@ -8,6 +8,7 @@ import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -16,6 +17,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 import java.util.stream.Stream;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * One node of the sample application ({@code sample-app}'s executable jar) in a JVM of
  * its own, as it runs in production: the sample's own jobs paused
@@ -23,6 +26,10 @@ import java.util.stream.Stream;
  * touch the database, and its timings printed ({@code sample.timings=true}). A thread
  * copies the node's output to its log file and keeps the {@code TIMING} lines, each a
  * step and the {@link System#nanoTime()} at which the node reached it.
+ * <p>
+ * Also the process of a node of the peer, {@link dev.leader.benchmarks.peer.PeerNode}
+ * ({@link #launch}), whose {@code PEER} lines are kept as {@link WallEvent}s, each on the
+ * wall clock.
  */
 final class SampleAppNode implements AutoCloseable {
 
@@ -31,6 +38,8 @@ final class SampleAppNode implements AutoCloseable {
 	private final Process process;
 
 	private final List<Timing> timings = new CopyOnWriteArrayList<>();
+
+	private final List<WallEvent> events = new CopyOnWriteArrayList<>();
 
 	private SampleAppNode(String name, Process process) {
 		this.name = name;
@@ -93,9 +102,21 @@ final class SampleAppNode implements AutoCloseable {
 		command.add("--sample.jobs.enabled=false");
 		command.add("--sample.timings=true");
 		arguments.stream().filter((argument) -> !isJvmOption(argument)).forEach(command::add);
+		return launch(name, command, database.password(), log);
+	}
+
+	/**
+	 * Starts a Spring Boot application's JVM.
+	 * @param name the node's name
+	 * @param command the command line
+	 * @param password the database password, given as {@code SPRING_DATASOURCE_PASSWORD}
+	 * @param log the file for the node's output
+	 * @return the node, starting
+	 */
+	static SampleAppNode launch(String name, List<String> command, String password, Path log) throws IOException {
 		ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
 		// In the environment rather than on the command line, where ps would show it.
-		builder.environment().put("SPRING_DATASOURCE_PASSWORD", database.password());
+		builder.environment().put("SPRING_DATASOURCE_PASSWORD", password);
 		SampleAppNode node = new SampleAppNode(name, builder.start());
 		node.follow(log);
 		return node;
@@ -124,6 +145,11 @@ final class SampleAppNode implements AutoCloseable {
 						String[] parts = line.split(" ", 4);
 						this.timings
 							.add(new Timing(parts[1], Long.parseLong(parts[2]), (parts.length > 3) ? parts[3] : ""));
+					}
+					else if (line.startsWith("PEER ")) {
+						String[] parts = line.split(" ", 5);
+						this.events.add(new WallEvent(parts[1], Long.parseLong(parts[2]), Instant.parse(parts[3]),
+								(parts.length > 4) ? parts[4] : ""));
 					}
 				}
 			}
@@ -154,7 +180,8 @@ final class SampleAppNode implements AutoCloseable {
 	 */
 	SampleAppNode awaitReady(long timeoutSeconds) throws InterruptedException {
 		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSeconds);
-		while (first((timing) -> timing.step().equals("ready")).isEmpty()) {
+		while (first((timing) -> timing.step().equals("ready")).isEmpty()
+				&& firstEvent((event) -> event.step().equals("ready")).isEmpty()) {
 			if (!this.process.isAlive()) {
 				throw new IllegalStateException("Sample node " + this.name + " exited, see its log");
 			}
@@ -185,6 +212,31 @@ final class SampleAppNode implements AutoCloseable {
 	 */
 	Optional<Timing> first(Predicate<Timing> matching) {
 		return this.timings.stream().filter(matching).findFirst();
+	}
+
+	/**
+	 * Returns the first {@code PEER} line that matches, in the order the node printed
+	 * them.
+	 * @param matching the condition on the event
+	 * @return the first matching event, if any
+	 */
+	Optional<WallEvent> firstEvent(Predicate<WallEvent> matching) {
+		return this.events.stream().filter(matching).findFirst();
+	}
+
+	/**
+	 * Returns whether the peer node leads: whether the last of its {@code granted} and
+	 * {@code revoked} lines is a grant.
+	 * @return whether it leads
+	 */
+	boolean leads() {
+		@Nullable WallEvent last = null;
+		for (WallEvent event : this.events) {
+			if (event.step().equals("granted") || event.step().equals("revoked")) {
+				last = event;
+			}
+		}
+		return last != null && last.step().equals("granted");
 	}
 
 	/**
@@ -228,6 +280,18 @@ final class SampleAppNode implements AutoCloseable {
 		boolean is(String step, String details) {
 			return this.step.equals(step) && this.details.equals(details);
 		}
+
+	}
+
+	/**
+	 * A {@code PEER} line of a peer node.
+	 *
+	 * @param step {@code ready}, {@code granted} or {@code revoked}
+	 * @param epochMillis the node's {@link System#currentTimeMillis()}
+	 * @param at the node's {@link Instant#now()}, in microseconds
+	 * @param details the role, for a grant or a revoke
+	 */
+	record WallEvent(String step, long epochMillis, Instant at, String details) {
 
 	}
 

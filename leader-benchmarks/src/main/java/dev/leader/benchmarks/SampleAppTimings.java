@@ -88,11 +88,7 @@ final class SampleAppTimings {
 				signalledAt);
 		step(steps, "first phase ended", leader.first((t) -> t.is("phase", Integer.toString(Integer.MAX_VALUE - 1))),
 				signalledAt);
-		this.cluster.find(successorPid)
-			.ifPresent((node) -> step(steps, "successor's granted event",
-					node.first((t) -> t.step().equals("granted") && t.details().startsWith(GROUP + " ")
-							&& Long.parseLong(t.details().substring(GROUP.length() + 1)) > held.get(GROUP)),
-					signalledAt));
+		step(steps, "successor's granted event", grantedEvent(successorPid, held.get(GROUP)), signalledAt);
 		this.cluster.replace(leader, arguments);
 		return new Round(daemonsOnLeader, held.size(), first, last,
 				ChronoUnit.MICROS.between(signalOnDatabase, grants.get(GROUP)) / 1e3, steps);
@@ -116,12 +112,41 @@ final class SampleAppTimings {
 		long pid = tables.pid(holder);
 		long term = tables.term(GROUP);
 		SampleAppNode leader = this.cluster.node(pid, holder);
-		Instant killOnDatabase = signal(tables, leader, "SIGKILL", leader::kill).onDatabase();
+		Signal kill = signal(tables, leader, "SIGKILL", leader::kill);
+		Instant killOnDatabase = kill.onDatabase();
 		Instant expiresAt = tables.expiry(GROUP, term);
 		Instant grant = tables.awaitGrants(Map.of(GROUP, term)).get(GROUP);
+		double grantEvent = grantedEvent(tables.pid(tables.holder(GROUP)), term)
+			.map((event) -> (event.nanoTime() - kill.nanoTime()) / 1e6)
+			.orElse(Double.NaN);
 		this.cluster.replace(leader, arguments);
 		return new Failover(ChronoUnit.MICROS.between(killOnDatabase, grant) / 1e3,
-				ChronoUnit.MICROS.between(expiresAt, grant) / 1e3);
+				ChronoUnit.MICROS.between(expiresAt, grant) / 1e3, grantEvent);
+	}
+
+	/**
+	 * Waits, for a second at most, for the {@code TIMING granted} line of a node's grant
+	 * of {@code billing} of a later term than the given one; the harness saw the grant in
+	 * the table, and the node prints it a moment after.
+	 * @param pid the successor's process
+	 * @param term the term before the grant
+	 * @return the line, if the node printed it in time
+	 */
+	private Optional<SampleAppNode.Timing> grantedEvent(long pid, long term) throws InterruptedException {
+		Optional<SampleAppNode> node = this.cluster.find(pid);
+		if (node.isEmpty()) {
+			return Optional.empty();
+		}
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
+		while (true) {
+			Optional<SampleAppNode.Timing> granted = node.get()
+				.first((t) -> t.step().equals("granted") && t.details().startsWith(GROUP + " ")
+						&& Long.parseLong(t.details().substring(GROUP.length() + 1)) > term);
+			if (granted.isPresent() || System.nanoTime() - deadline > 0) {
+				return granted;
+			}
+			TimeUnit.MILLISECONDS.sleep(10);
+		}
 	}
 
 	/**
@@ -273,8 +298,10 @@ final class SampleAppTimings {
 	 * @param grant kill -9 to the successor's grant of {@code billing}, database clock,
 	 * ms
 	 * @param afterExpiry the dead lease's expiry to that grant, ms
+	 * @param grantEvent kill -9 to the successor's granted event, monotonic clock, ms;
+	 * NaN if the successor did not print it
 	 */
-	record Failover(double grant, double afterExpiry) {
+	record Failover(double grant, double afterExpiry, double grantEvent) {
 	}
 
 	/**

@@ -9,34 +9,45 @@ import java.util.concurrent.TimeUnit;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The three sample-app nodes of {@link SampleAppTimings}: started, replaced one at a
- * time, and killed together. Nodes are named in the order they start, so a node that
- * replaces a stopped one never reuses its name.
+ * The three sample-app nodes of {@link SampleAppTimings}, or the three peer nodes of
+ * {@link PeerTimings}: started, replaced one at a time, and killed together. Nodes are
+ * named in the order they start, so a node that replaces a stopped one never reuses its
+ * name.
  */
 final class SampleCluster {
 
 	private static final long START_TIMEOUT_SECONDS = 180;
 
-	private final BenchDatabase database;
-
 	private final Path logs;
 
-	private final Path jar;
+	private final String prefix;
+
+	private final Launcher launcher;
 
 	private final List<SampleAppNode> nodes = new CopyOnWriteArrayList<>();
 
 	private int started;
 
 	/**
-	 * Creates the cluster, no node started yet.
+	 * Creates the cluster of the sample application, no node started yet.
 	 * @param database the benchmarks' database
 	 * @param logs the directory of the nodes' log files
 	 * @param jar the sample application's executable jar
 	 */
 	SampleCluster(BenchDatabase database, Path logs, Path jar) {
-		this.database = database;
+		this(logs, "node-", (name, arguments, log) -> SampleAppNode.start(jar, database, name, arguments, log));
+	}
+
+	/**
+	 * Creates a cluster, no node started yet.
+	 * @param logs the directory of the nodes' log files
+	 * @param prefix the prefix of the nodes' names, followed by a number
+	 * @param launcher starts one node
+	 */
+	SampleCluster(Path logs, String prefix, Launcher launcher) {
 		this.logs = logs;
-		this.jar = jar;
+		this.prefix = prefix;
+		this.launcher = launcher;
 		// The nodes do not watch the harness: if it is stopped, it stops them first, so
 		// that none outlives it.
 		Runtime.getRuntime()
@@ -63,6 +74,14 @@ final class SampleCluster {
 	 */
 	int size() {
 		return this.nodes.size();
+	}
+
+	/**
+	 * Returns the running nodes: the list itself, which changes as nodes are replaced.
+	 * @return the nodes
+	 */
+	List<SampleAppNode> nodes() {
+		return this.nodes;
 	}
 
 	/**
@@ -122,9 +141,27 @@ final class SampleCluster {
 	}
 
 	private SampleAppNode startNext(List<String> arguments) throws Exception {
-		String name = "node-" + (++this.started);
-		return SampleAppNode.start(this.jar, this.database, name, arguments,
-				this.logs.resolve("sample-" + name + ".log"));
+		String name = this.prefix + (++this.started);
+		return this.launcher.launch(name, arguments,
+				this.logs.resolve((name.startsWith("node-") ? "sample-" : "") + name + ".log"));
+	}
+
+	/**
+	 * Starts one node.
+	 */
+	@FunctionalInterface
+	interface Launcher {
+
+		/**
+		 * Starts a node.
+		 * @param name the node's name
+		 * @param arguments further arguments of the node
+		 * @param log the file for the node's output
+		 * @return the node, starting
+		 * @throws Exception if the process cannot be started
+		 */
+		SampleAppNode launch(String name, List<String> arguments, Path log) throws Exception;
+
 	}
 
 }
