@@ -74,9 +74,7 @@ final class PeerTimings {
 		try {
 			this.cluster.start(List.of());
 			for (int i = 0; i < rounds; i++) {
-				SampleAppNode leader = awaitSettled();
-				sleep(settle);
-				leader = awaitSettled();
+				SampleAppNode leader = settledLeader(settle);
 				Instant signal = Instant.now();
 				leader.sigterm();
 				grants.add(millis(signal, awaitGrant(leader, signal).at()));
@@ -107,9 +105,7 @@ final class PeerTimings {
 		try (Connection connection = this.database.connect()) {
 			this.cluster.start(List.of());
 			for (int i = 0; i < rounds; i++) {
-				SampleAppNode leader = awaitSettled();
-				sleep(settle);
-				leader = awaitSettled();
+				SampleAppNode leader = settledLeader(settle);
 				Instant signal = Instant.now();
 				leader.kill();
 				if (!leader.awaitExit(TIMEOUT_SECONDS)) {
@@ -146,6 +142,18 @@ final class PeerTimings {
 		finally {
 			this.cluster.close();
 		}
+	}
+
+	/**
+	 * Waits until the cluster has settled, lets it idle, and waits again: the leader a
+	 * round's signal goes to.
+	 * @param settle how long the cluster idles
+	 * @return the leader
+	 */
+	private SampleAppNode settledLeader(Duration settle) throws InterruptedException {
+		awaitSettled();
+		sleep(settle);
+		return awaitSettled();
 	}
 
 	/**

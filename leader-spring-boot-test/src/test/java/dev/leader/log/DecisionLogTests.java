@@ -16,6 +16,7 @@ import dev.leader.actuate.DecisionLogHealthIndicator;
 import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.jdbc.PostgresLogStore;
 import dev.leader.test.MigratedSchema;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -308,21 +309,16 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 	 * A log store that counts the truncations asked of it, and may say it has no
 	 * retention.
 	 */
-	private record DelegatingStore(LogStore store, AtomicInteger truncations, boolean retention) implements LogStore {
+	private static final class DelegatingStore extends ForwardingLogStore {
 
-		@Override
-		public Appended append(FencingToken token, String nodeId, String type, String payload) {
-			return this.store.append(token, nodeId, type, payload);
-		}
+		private final AtomicInteger truncations;
 
-		@Override
-		public List<LogEntry> read(String group, long afterIndex, int limit) {
-			return this.store.read(group, afterIndex, limit);
-		}
+		private final boolean retention;
 
-		@Override
-		public Bookmark head(String group) {
-			return this.store.head(group);
+		DelegatingStore(LogStore store, AtomicInteger truncations, boolean retention) {
+			super(store);
+			this.truncations = truncations;
+			this.retention = retention;
 		}
 
 		@Override
@@ -331,20 +327,10 @@ class DecisionLogTests extends AbstractDecisionLogTests {
 		}
 
 		@Override
-		public Truncated truncate(FencingToken token, String nodeId, long keepEntries, Duration maxAge,
+		public Truncated truncate(FencingToken token, String nodeId, long keepEntries, @Nullable Duration maxAge,
 				Bookmark applied, int limit) {
 			this.truncations.incrementAndGet();
-			return this.store.truncate(token, nodeId, keepEntries, maxAge, applied, limit);
-		}
-
-		@Override
-		public Bookmark truncated(String group) {
-			return this.store.truncated(group);
-		}
-
-		@Override
-		public AutoCloseable listen(LogListener listener) {
-			return this.store.listen(listener);
+			return super.truncate(token, nodeId, keepEntries, maxAge, applied, limit);
 		}
 
 	}

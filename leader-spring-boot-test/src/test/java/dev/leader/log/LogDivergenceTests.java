@@ -190,13 +190,7 @@ class LogDivergenceTests {
 		b.start();
 		this.logs.add(b);
 		try {
-			for (int i = 1; i <= 3; i++) {
-				a.append(first, "set", "kept-" + i);
-			}
-			this.servers.replicateSynchronously(false);
-			this.servers.standby().orElseThrow().stopStreaming();
-			a.append(first, "set", "lost-4");
-			Bookmark lost = a.append(first, "set", "lost-5");
+			Bookmark lost = appendKeptThenLost(a, first);
 			assertThat(b.awaitApplied(lost, TIMEOUT)).isTrue();
 			assertThat(b.awaitStaleness(GROUP, Duration.ofMinutes(1), Duration.ofSeconds(1)))
 				.as("within the bound before the failover")
@@ -358,13 +352,7 @@ class LogDivergenceTests {
 		this.logs.add(a);
 		leading.set(null);
 		a.start();
-		for (int i = 1; i <= 3; i++) {
-			a.append(first, "set", "kept-" + i);
-		}
-		this.servers.replicateSynchronously(false);
-		this.servers.standby().orElseThrow().stopStreaming();
-		a.append(first, "set", "lost-4");
-		Bookmark lost = a.append(first, "set", "lost-5");
+		Bookmark lost = appendKeptThenLost(a, first);
 		assertThat(a.awaitApplied(lost, TIMEOUT)).isTrue();
 		a.stop();
 		this.servers.failover();
@@ -393,13 +381,7 @@ class LogDivergenceTests {
 		DecisionLog a = start("a", new RecordingApplier(GROUP));
 		PostgresCoordinationStore followerStore = store();
 		DecisionLog b = start("b", onB, followerStore);
-		for (int i = 1; i <= 3; i++) {
-			a.append(first, "set", "kept-" + i);
-		}
-		this.servers.replicateSynchronously(false);
-		this.servers.standby().orElseThrow().stopStreaming();
-		a.append(first, "set", "lost-4");
-		Bookmark lost = a.append(first, "set", "lost-5");
+		Bookmark lost = appendKeptThenLost(a, first);
 		assertThat(b.awaitApplied(lost, TIMEOUT)).as("applied before the failover").isTrue();
 		assertThat(payloads(onB)).containsExactly("kept-1", "kept-2", "kept-3", "lost-4", "lost-5");
 		this.servers.failover();
@@ -413,6 +395,23 @@ class LogDivergenceTests {
 		servedAsCurrent(() -> b.awaitReadIndex(GROUP, Duration.ofSeconds(1)), onB);
 		servedAsCurrent(() -> b.awaitStaleness(GROUP, Duration.ofMinutes(1), Duration.ofSeconds(1)), onB);
 		return new History(a, b, followerStore, first, lost);
+	}
+
+	/**
+	 * Appends three entries that the standby receives, stops its streaming, and appends
+	 * two that only the primary has.
+	 * @param leader the leader's log
+	 * @param first the leader's token
+	 * @return the bookmark of the last entry, which a failover loses
+	 */
+	private Bookmark appendKeptThenLost(DecisionLog leader, FencingToken first) {
+		for (int i = 1; i <= 3; i++) {
+			leader.append(first, "set", "kept-" + i);
+		}
+		this.servers.replicateSynchronously(false);
+		this.servers.standby().orElseThrow().stopStreaming();
+		leader.append(first, "set", "lost-4");
+		return leader.append(first, "set", "lost-5");
 	}
 
 	/**
@@ -487,9 +486,7 @@ class LogDivergenceTests {
 	/**
 	 * A log store whose reads of the entries, on the tail's thread, wait while held.
 	 */
-	private static final class SlowTail implements LogStore {
-
-		private final LogStore store;
+	private static final class SlowTail extends ForwardingLogStore {
 
 		private final CountDownLatch released = new CountDownLatch(1);
 
@@ -498,7 +495,7 @@ class LogDivergenceTests {
 		private volatile boolean held;
 
 		SlowTail(LogStore store) {
-			this.store = store;
+			super(store);
 		}
 
 		void hold() {
@@ -524,32 +521,7 @@ class LogDivergenceTests {
 					Thread.currentThread().interrupt();
 				}
 			}
-			return this.store.read(group, afterIndex, limit);
-		}
-
-		@Override
-		public Appended append(FencingToken token, String nodeId, String type, String payload) {
-			return this.store.append(token, nodeId, type, payload);
-		}
-
-		@Override
-		public Bookmark head(String group) {
-			return this.store.head(group);
-		}
-
-		@Override
-		public Appendable appendable(String group) {
-			return this.store.appendable(group);
-		}
-
-		@Override
-		public Bookmark truncated(String group) {
-			return this.store.truncated(group);
-		}
-
-		@Override
-		public AutoCloseable listen(LogListener listener) {
-			return this.store.listen(listener);
+			return super.read(group, afterIndex, limit);
 		}
 
 	}
