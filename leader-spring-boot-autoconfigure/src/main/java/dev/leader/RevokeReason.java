@@ -34,6 +34,14 @@ public enum RevokeReason {
 	SHUTDOWN,
 
 	/**
+	 * The database session that bound the lease of a group with crash takeover
+	 * ({@code leader.lease.crash-takeover-groups}) ended while this node led: followers
+	 * take such a lease over the moment that session ends, so the node stops leading at
+	 * once.
+	 */
+	SESSION_LOST,
+
+	/**
 	 * The safe window closed after renewals failed with errors, for example because the
 	 * coordinator was unreachable.
 	 */

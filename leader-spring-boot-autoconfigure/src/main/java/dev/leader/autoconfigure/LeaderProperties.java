@@ -212,6 +212,17 @@ public class LeaderProperties {
 		 */
 		private Duration yieldCooldown = Duration.ofSeconds(10);
 
+		/**
+		 * Groups whose lease is bound to a database session of its holder, so that a
+		 * follower takes it over the moment that session ends (the holder's process died)
+		 * instead of when the lease expires. A holder whose session ends while it lives
+		 * (killed by an administrator, a pooler or a server restart) stops leading as it
+		 * notices, which leaves a short window in which two nodes believe they lead: turn
+		 * it on only for groups whose leader-only writes are fenced. PostgreSQL (directly
+		 * or through a pooler in session mode) and MariaDB.
+		 */
+		private List<String> crashTakeoverGroups = new ArrayList<>();
+
 		public Duration getDuration() {
 			return this.duration;
 		}
@@ -242,6 +253,14 @@ public class LeaderProperties {
 
 		public void setSafetyMargin(Duration safetyMargin) {
 			this.safetyMargin = safetyMargin;
+		}
+
+		public List<String> getCrashTakeoverGroups() {
+			return this.crashTakeoverGroups;
+		}
+
+		public void setCrashTakeoverGroups(List<String> crashTakeoverGroups) {
+			this.crashTakeoverGroups = crashTakeoverGroups;
 		}
 
 		public Duration getYieldCooldown() {

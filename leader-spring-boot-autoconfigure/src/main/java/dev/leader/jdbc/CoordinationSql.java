@@ -31,12 +31,22 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 	 * first of the server's epoch ({@link Statements#EPOCH_BASE}), so that terms keep
 	 * rising across a promotion even when the old primary's last grants were lost with
 	 * it. The commit is {@linkplain Statements#DURABLE durable}.
+	 * <p>
+	 * A lease bound to its holder's session ({@link PostgresSessions}) is free too once
+	 * that session no longer holds the term's advisory lock: the holder's process died,
+	 * or its session ended. The statement checks it in {@code pg_locks}, in the same
+	 * snapshot as the rest, so a follower's belief that the holder died is never enough.
+	 * Every grant clears the binding.
 	 */
 	static final String ACQUIRE = """
 			WITH takeover AS (
-			  SELECT group_name FROM ${prefix}leases
-			  WHERE group_name = ? AND (holder IS NULL OR expires_at <= clock_timestamp() OR holder = ?)
-			  FOR UPDATE
+			  SELECT group_name FROM ${prefix}leases s
+			  WHERE group_name = ? AND (holder IS NULL OR expires_at <= clock_timestamp() OR holder = ?
+			    OR (session_pid IS NOT NULL AND NOT EXISTS (
+			      SELECT 1 FROM pg_locks k WHERE k.locktype = 'advisory' AND k.granted AND k.pid = s.session_pid
+			        AND k.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+			        AND k.classid = ?::int::oid AND k.objid = (s.term & 2147483647)::int::oid AND k.objsubid = 2)))
+			  FOR UPDATE OF s
 			), attempt AS (
 			  INSERT INTO ${prefix}leases AS l (group_name, holder, term, acquired_at, renewed_at, expires_at)
 			  SELECT ?, ?, epoch.base + 1, clock_timestamp(), clock_timestamp(),
@@ -46,7 +56,7 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 			  WHERE takeover.group_name IS NOT NULL
 			     OR NOT EXISTS (SELECT 1 FROM ${prefix}leases WHERE group_name = ?)
 			  ON CONFLICT (group_name) DO UPDATE SET term = greatest(l.term + 1, excluded.term),
-			    holder = excluded.holder,
+			    holder = excluded.holder, session_pid = NULL,
 			    acquired_at = clock_timestamp(), renewed_at = clock_timestamp(), expires_at = excluded.expires_at
 			  WHERE EXISTS (SELECT 1 FROM takeover)
 			  RETURNING l.group_name, l.holder, l.term, l.expires_at
@@ -62,11 +72,12 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 	 * The heartbeat: registers the node, renews its leases, and reads the leases it asks
 	 * about and the members, in one durable statement. Kinds of rows: {@code R} = renewed
 	 * lease, {@code L} = lease as it stood, with the last index of the group's decision
-	 * log, {@code N} = member, {@code D} = the live registration of another process under
-	 * this node's id. Each row carries every column of the layout that {@link DaemonRows}
-	 * reads too, {@code NULL} where its kind has no value. The node's own row comes from
-	 * the upsert, because the other parts of the statement see the table as it was before
-	 * the statement.
+	 * log and, in {@code pid}, the backend of the session the lease is bound to
+	 * ({@link PostgresSessions}), {@code N} = member, {@code D} = the live registration
+	 * of another process under this node's id. Each row carries every column of the
+	 * layout that {@link DaemonRows} reads too, {@code NULL} where its kind has no value.
+	 * The node's own row comes from the upsert, because the other parts of the statement
+	 * see the table as it was before the statement.
 	 * <p>
 	 * The node's row belongs to one incarnation, a process: another process with the same
 	 * id takes it over only once it has gone silent for the node expiry. Until then the
@@ -115,7 +126,7 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 			FROM renewed
 			UNION ALL
 			SELECT 'L', l.group_name, holder, term, expires_at, ${remaining_ms},
-			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+			       NULL, NULL, NULL, l.session_pid, NULL, NULL, NULL, NULL, NULL,
 			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, h.last_index, NULL, NULL, h.last_term
 			FROM ${prefix}leases l LEFT JOIN ${prefix}log_heads h ON h.group_name = l.group_name
 			WHERE l.group_name = ANY (?::varchar[])

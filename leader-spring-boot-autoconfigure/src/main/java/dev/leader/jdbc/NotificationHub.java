@@ -70,6 +70,8 @@ final class NotificationHub {
 
 	private final AtomicBoolean announced = new AtomicBoolean();
 
+	private volatile @Nullable Session session;
+
 	/**
 	 * Creates a hub; no connection is opened until a channel is followed.
 	 * @param connections the pool's connections, for the listening connection unless it
@@ -95,6 +97,41 @@ final class NotificationHub {
 	 * @return a handle that stops following the channel for this subscriber; it does not
 	 * wait for the connection to be given back
 	 */
+	/**
+	 * Makes the listening connection the node's session too: the hub runs the session's
+	 * work on it between reads, and reads it at least every 100 ms.
+	 * @param session the session
+	 */
+	void session(Session session) {
+		this.session = session;
+	}
+
+	/**
+	 * Returns whether notifications are followed: on, and not found behind a pooler in
+	 * transaction mode.
+	 * @return whether they are
+	 */
+	boolean heard() {
+		return !this.unheard;
+	}
+
+	/**
+	 * Returns whether the listening connection would reach PostgreSQL through a pooler in
+	 * transaction mode, where it is no session of its own.
+	 * @return whether it would; {@code false} if the database cannot be reached to tell
+	 */
+	boolean throughTransactionPooler() {
+		if (this.notifications.direct() != null) {
+			return false;
+		}
+		try {
+			return this.connections.sharesSessions();
+		}
+		catch (SQLException | RuntimeException ex) {
+			return false;
+		}
+	}
+
 	AutoCloseable subscribe(String channel, Consumer<String> subscriber) {
 		if (!this.notifications.enabled() && this.announced.compareAndSet(false, true)) {
 			logger.info("Notifications are off (leader.jdbc.notifications.enabled=false): " + UNHEARD);
@@ -281,6 +318,33 @@ final class NotificationHub {
 	 * Follows the subscribed channels on a connection of its own, reconnecting after
 	 * failures.
 	 */
+	/**
+	 * Work that belongs to the node's session, run on the listening connection.
+	 */
+	interface Session {
+
+		/**
+		 * Does what is pending, between two reads of the connection.
+		 * @param connection the listening connection
+		 * @throws SQLException if the connection failed
+		 */
+		void run(Connection connection) throws SQLException;
+
+		/**
+		 * Gives back what the session holds, before the connection goes back to the pool.
+		 * @param connection the listening connection
+		 * @throws SQLException if the connection failed
+		 */
+		void release(Connection connection) throws SQLException;
+
+		/**
+		 * Called when the listening connection failed: what the session held is gone, or
+		 * about to be given back.
+		 */
+		void ended();
+
+	}
+
 	private final class Listener extends Thread {
 
 		private final CountDownLatch stopped = new CountDownLatch(1);
@@ -305,9 +369,13 @@ final class NotificationHub {
 					PGConnection notifications = connection.unwrap(PGConnection.class);
 					PromptNotifications prompt = PromptNotifications.enable(connection);
 					try {
+						Session session = NotificationHub.this.session;
 						while (!isStopped()) {
 							follow(statement, listening);
-							PGNotification[] received = notifications.getNotifications(500);
+							if (session != null) {
+								session.run(connection);
+							}
+							PGNotification[] received = notifications.getNotifications((session != null) ? 100 : 500);
 							if (received != null) {
 								for (PGNotification notification : received) {
 									deliver(notification);
@@ -318,6 +386,9 @@ final class NotificationHub {
 						// go on listening there.
 						confirmListening(Set.of());
 						statement.execute("UNLISTEN *");
+						if (session != null) {
+							session.release(connection);
+						}
 					}
 					finally {
 						if (prompt != null) {
@@ -327,6 +398,19 @@ final class NotificationHub {
 				}
 				catch (SQLException | RuntimeException ex) {
 					confirmListening(Set.of());
+					Session session = NotificationHub.this.session;
+					if (session != null) {
+						// Stop leading first: once the locks are gone, others take over.
+						session.ended();
+						if (connection != null) {
+							try {
+								session.release(connection);
+							}
+							catch (SQLException | RuntimeException broken) {
+								// the session ended, and its locks with it
+							}
+						}
+					}
 					if (!isStopped()) {
 						logger.debug("Notifications interrupted, reconnecting in 1 s: " + ex);
 						awaitStop(Duration.ofSeconds(1));

@@ -73,6 +73,10 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 
 	private final LogHeadsFollowers logFollowers = new LogHeadsFollowers();
 
+	private final TablePrefix prefix;
+
+	private volatile @Nullable PostgresSessions sessions;
+
 	/**
 	 * Creates a store.
 	 * @param dataSource the PostgreSQL data source
@@ -97,27 +101,64 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 		this.notifications = new NotificationHub(this.connections, notifications);
 		this.channel = tablePrefix.channel("released");
 		this.sql = new CoordinationSql(tablePrefix);
+		this.prefix = tablePrefix;
 		// A JVM links a lambda the first time it creates it. A node acquires and releases
 		// seldom, each time on a hand-over's path, so their statements' lambdas are
 		// linked now.
-		acquireCall("", "", Duration.ZERO);
+		acquireCall("", 0, "", Duration.ZERO);
 		releaseCall("", Map.of(), this.channel);
+	}
+
+	/**
+	 * Binds the leases of the given groups to a session of their holder, so that a
+	 * follower takes one over the moment that session ends ({@link PostgresSessions}).
+	 * Call it before the store is used.
+	 * @param groups the groups ({@code leader.lease.crash-takeover-groups})
+	 * @throws IllegalStateException if notifications are off, or the listening connection
+	 * reaches the server through a pooler in transaction mode: the session is the
+	 * listening connection
+	 */
+	public void crashTakeover(Collection<String> groups) {
+		if (groups.isEmpty()) {
+			return;
+		}
+		if (!this.notifications.heard()) {
+			throw new IllegalStateException("leader.lease.crash-takeover-groups " + groups + " needs notifications "
+					+ "(leader.jdbc.notifications.enabled=true): a lease is bound to the node's listening connection");
+		}
+		if (this.notifications.throughTransactionPooler()) {
+			throw new IllegalStateException("leader.lease.crash-takeover-groups " + groups + " needs sessions, and the "
+					+ "DataSource reaches PostgreSQL through a pooler in transaction mode: set "
+					+ "leader.jdbc.notifications.url to a direct connection to the server or to a pool in session "
+					+ "mode, where the holder's lease is bound, or turn crash takeover off");
+		}
+		PostgresSessions sessions = new PostgresSessions(this.connections, this.prefix, groups);
+		this.notifications.session(sessions);
+		this.sessions = sessions;
 	}
 
 	@Override
 	public AcquireResult acquire(String group, String nodeId, Duration duration) {
-		return this.kept.execute("acquire", this.sql.acquire(), acquireCall(group, nodeId, duration));
+		AcquireResult result = this.kept.execute("acquire", this.sql.acquire(), acquireCall(group,
+				PostgresSessions.groupKey(this.prefix.render("${prefix}"), group), nodeId, duration));
+		PostgresSessions sessions = this.sessions;
+		if (sessions != null && result.granted() && result.lease() != null) {
+			sessions.held(group, result.lease().term(), nodeId);
+		}
+		return result;
 	}
 
-	private static Statements.Callback<AcquireResult> acquireCall(String group, String nodeId, Duration duration) {
+	private static Statements.Callback<AcquireResult> acquireCall(String group, int groupKey, String nodeId,
+			Duration duration) {
 		return (statement) -> {
 			statement.setString(1, group);
 			statement.setString(2, nodeId);
-			statement.setString(3, group);
-			statement.setString(4, nodeId);
-			statement.setLong(5, duration.toMillis());
-			statement.setString(6, group);
+			statement.setInt(3, groupKey);
+			statement.setString(4, group);
+			statement.setString(5, nodeId);
+			statement.setLong(6, duration.toMillis());
 			statement.setString(7, group);
+			statement.setString(8, group);
 			try (ResultSet rows = statement.executeQuery()) {
 				Statements.requireDurable(statement);
 				if (!rows.next()) {
@@ -131,6 +172,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	@Override
 	public Tick tick(NodeRegistration node, Map<String, Long> held, Collection<String> groups, Duration leaseDuration,
 			Duration nodeExpiry) {
+		PostgresSessions sessions = this.sessions;
 		Consumer<DaemonSnapshot> follower = this.daemonsFollower.get();
 		DaemonRows daemons = (follower != null) ? new DaemonRows(nodeExpiry) : null;
 		String sql = (daemons != null) ? this.sql.tickWithDaemons() : this.sql.tick();
@@ -165,6 +207,11 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 								rows.getLong("heartbeat_age_ms"));
 					}
 					read.add(rows);
+					if (sessions != null && "L".equals(rows.getString("kind"))) {
+						long sessionPid = rows.getLong("pid");
+						sessions.observed(rows.getString("group_name"), rows.getString("holder"), rows.getLong("term"),
+								rows.wasNull() ? null : sessionPid);
+					}
 					if (daemons != null) {
 						daemons.add(rows);
 					}
@@ -173,6 +220,10 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 			return read.tick();
 		});
 		this.logFollowers.heads(read.logHeads(), sentAt);
+		if (sessions != null) {
+			result.renewed().forEach((group, lease) -> sessions.held(group, lease.term(), node.id()));
+			sessions.notHeldExcept(result.renewed().keySet());
+		}
 		if (follower != null && daemons != null) {
 			try {
 				follower.accept(daemons.snapshot());
@@ -209,7 +260,13 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 
 	@Override
 	public Collection<String> release(String nodeId, Map<String, Long> held) {
-		return this.kept.execute("release", this.sql.release(), releaseCall(nodeId, held, this.channel));
+		Collection<String> released = this.kept.execute("release", this.sql.release(),
+				releaseCall(nodeId, held, this.channel));
+		PostgresSessions sessions = this.sessions;
+		if (sessions != null) {
+			sessions.released(held.keySet());
+		}
+		return released;
 	}
 
 	private static Statements.Callback<Collection<String>> releaseCall(String nodeId, Map<String, Long> held,
@@ -270,6 +327,19 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 
 	@Override
 	public AutoCloseable listen(ReleaseListener listener) {
+		PostgresSessions sessions = this.sessions;
+		if (sessions == null) {
+			return subscribeReleases(listener);
+		}
+		sessions.listen(listener);
+		AutoCloseable releases = subscribeReleases(listener);
+		return () -> {
+			releases.close();
+			sessions.listen(null);
+		};
+	}
+
+	private AutoCloseable subscribeReleases(ReleaseListener listener) {
 		// The payload is the group name, then a space and the successor if there is one;
 		// neither name has spaces.
 		return subscribe(this.channel, (payload) -> {

@@ -69,6 +69,7 @@ public final class PostgresStoresConfiguration {
 		PostgresCoordinationStore store = new PostgresCoordinationStore(dataSource, prefix,
 				properties.getJdbc().determineQueryTimeout(),
 				notifications(properties.getJdbc().getNotifications(), chosen));
+		store.crashTakeover(properties.getLease().getCrashTakeoverGroups());
 		requireWritablePrimaryUnlessMigrated(store::requireWritablePrimary, migration);
 		return store;
 	}

@@ -244,6 +244,22 @@ final class GroupLeases {
 	}
 
 	/**
+	 * Steps down from the groups whose term this node still holds.
+	 * @param terms the terms, by group name
+	 * @param reason why this node steps down
+	 */
+	void stepDownTerms(Map<String, Long> terms, RevokeReason reason) {
+		synchronized (this.lock) {
+			terms.forEach((name, term) -> {
+				GroupLease group = this.groups.get(name);
+				if (group != null && group.holds(term)) {
+					stepDown(group, reason, -1);
+				}
+			});
+		}
+	}
+
+	/**
 	 * Steps down from every group and returns the terms that were held, for the release
 	 * of a stopping node, which logs the revokes with {@link #logReleased} once it has
 	 * released.

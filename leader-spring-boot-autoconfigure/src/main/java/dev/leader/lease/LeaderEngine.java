@@ -3,6 +3,7 @@ package dev.leader.lease;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ExecutionException;
@@ -194,7 +195,19 @@ public final class LeaderEngine implements Leadership, LeaseStatus {
 				return;
 			}
 			this.roundTrips.prepareStart();
-			this.releaseSubscription = this.store.listen(this.handOver::onReleased);
+			this.releaseSubscription = this.store.listen(new CoordinationStore.ReleaseListener() {
+
+				@Override
+				public void released(String group, @Nullable String successor) {
+					LeaderEngine.this.handOver.onReleased(group, successor);
+				}
+
+				@Override
+				public void sessionLost(Map<String, Long> terms) {
+					LeaderEngine.this.groups.stepDownTerms(terms, RevokeReason.SESSION_LOST);
+				}
+
+			});
 			// Start the other threads now rather than with their first task, which is a
 			// grant's or a revoke's.
 			this.watchdog.start();

@@ -26,6 +26,7 @@ import dev.leader.NodeLeftEvent;
 import dev.leader.RevokeReason;
 import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.daemon.DaemonSettings;
+import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaderEngine;
@@ -51,6 +52,8 @@ import org.jspecify.annotations.Nullable;
  * <ul>
  * <li>{@code url}, {@code user}, {@code password}: the database</li>
  * <li>{@code node}: the node id; {@code groups}: comma-separated group names</li>
+ * <li>{@code crash-takeover} (none): comma-separated groups whose leases are bound to
+ * their holder's session, see {@code leader.lease.crash-takeover-groups}</li>
  * <li>{@code lease}, {@code renew}, {@code retry}, {@code margin}, {@code node-expiry},
  * {@code yield-cooldown}: the {@link LeaseSettings}, by default its defaults</li>
  * <li>{@code table-prefix} ({@code leader_}), {@code query-timeout} (1 s),
@@ -178,9 +181,16 @@ public final class TestNode {
 		PrintStream events = NodeEventLines.takeStandardOutput();
 		NodeArguments arguments = NodeArguments.parse(args);
 		String nodeId = arguments.required("node");
-		HikariDataSource dataSource = arguments.dataSource(nodeId, 3);
+		List<String> crashTakeover = Arrays.stream(arguments.get("crash-takeover", "").split(","))
+			.filter((group) -> !group.isBlank())
+			.toList();
+		// Each crash-takeover group that another node leads keeps a connection waiting.
+		HikariDataSource dataSource = arguments.dataSource(nodeId, 3 + crashTakeover.size());
 		NodeDialect dialect = NodeDialect.of(arguments.required("url"));
 		CoordinationStore store = dialect.coordinationStore(dataSource, prefix(arguments), queryTimeout(arguments));
+		if (!crashTakeover.isEmpty() && store instanceof PostgresCoordinationStore postgres) {
+			postgres.crashTakeover(crashTakeover);
+		}
 		AtomicReference<@Nullable DaemonCoordinator> daemons = new AtomicReference<>();
 		List<String> groups = Arrays.asList(arguments.required("groups").split(","));
 		LeaderEngine engine = new LeaderEngine(store, arguments.leaseSettings(),

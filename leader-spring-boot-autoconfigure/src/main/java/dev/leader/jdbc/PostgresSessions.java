@@ -1,0 +1,491 @@
+package dev.leader.jdbc;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.TreeMap;
+
+import dev.leader.lease.CoordinationStore.ReleaseListener;
+import dev.leader.node.OwnThreads;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Crash takeover on PostgreSQL ({@code leader.lease.crash-takeover-groups}): binds the
+ * leases of those groups to a session of their holder, so that a follower takes one over
+ * the moment that session ends, and the holder stops leading the moment it notices.
+ * <p>
+ * <b>Holder.</b> The session is the node's listening connection
+ * ({@link NotificationHub}), which a thread reads at all times: a session that the server
+ * ends (a kill, a restart) shows there at once. Once it has been granted a term, the
+ * holder takes the session-level advisory lock ({@link #groupKey group key}, term) on it
+ * and records the session's backend in the lease ({@code session_pid}). A lock per term
+ * means that a new holder never has to wait for an old one's lock. When that session
+ * ends, the node steps down from every term it bound
+ * ({@link ReleaseListener#sessionLost}); a lock of a term it no longer holds is given
+ * back on the next heartbeat.
+ * <p>
+ * <b>Followers.</b> A node that reads a bound lease of such a group held by another node
+ * waits for the lock on a connection of its own, in one statement that blocks on the
+ * server ({@code pg_advisory_lock_shared} and then its unlock, so that it holds nothing
+ * after), and acquires the moment it returns. The acquire grants only if, in
+ * {@code pg_locks}, the holder's session no longer holds the lock ({@link CoordinationSql
+ * #ACQUIRE}): a wake-up is a hint, the statement decides. A waiter that learns of a new
+ * term or holder cancels its statement and waits again for that one.
+ * <p>
+ * Costs: no statement while nothing changes; one connection of the pool per such group
+ * that another node leads, on each follower. Thread-safe.
+ */
+final class PostgresSessions implements NotificationHub.Session {
+
+	private static final Log logger = LogFactory.getLog(PostgresSessions.class);
+
+	/**
+	 * The longest one wait statement blocks; it is repeated while the same session holds
+	 * the lease.
+	 */
+	private static final int WAIT_SECONDS = 3600;
+
+	private static final String BIND = """
+			WITH locked AS (SELECT pg_try_advisory_lock(?, ?) AS ok)
+			UPDATE ${prefix}leases l SET session_pid = pg_backend_pid()
+			FROM locked, (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed
+			WHERE locked.ok AND l.group_name = ? AND l.term = ? AND l.holder = ?
+			  AND l.expires_at > clock_timestamp()
+			RETURNING l.group_name""";
+
+	private static final String WAIT = "SELECT pg_advisory_lock_shared(?, ?), pg_advisory_unlock_shared(?, ?)";
+
+	private final OwnConnections connections;
+
+	private final String prefix;
+
+	private final String bindSql;
+
+	private final Set<String> groups;
+
+	private volatile String nodeId = "";
+
+	// Guarded by this: the terms to bind on the session, the terms bound on it, and the
+	// locks to give back.
+	private final Map<String, Long> toBind = new TreeMap<>();
+
+	private final Map<String, Long> bound = new TreeMap<>();
+
+	private final Map<String, Long> toUnbind = new TreeMap<>();
+
+	// Guarded by this.
+	private final Map<String, Waiter> waiters = new HashMap<>();
+
+	private volatile @Nullable ReleaseListener listener;
+
+	/**
+	 * Creates the sessions of a node's store.
+	 * @param connections the store's connections, which the followers wait on
+	 * @param prefix the table prefix
+	 * @param groups the crash-takeover groups
+	 */
+	PostgresSessions(OwnConnections connections, TablePrefix prefix, Collection<String> groups) {
+		this.connections = connections;
+		this.prefix = prefix.render("${prefix}");
+		this.bindSql = prefix.render(BIND);
+		this.groups = Set.copyOf(groups);
+	}
+
+	/**
+	 * Returns the first key of a group's advisory locks: the hash of the table prefix and
+	 * the group name, in the positive range of an {@code int}, where {@code pg_locks}
+	 * shows it as the same number. Two groups that share a key only make each other's
+	 * followers wait longer: a lock is exclusive, so the holder's session holding it is
+	 * what the acquire checks.
+	 * @param prefix the rendered table prefix
+	 * @param group the group
+	 * @return the key
+	 */
+	static int groupKey(String prefix, String group) {
+		return (prefix + group).hashCode() & Integer.MAX_VALUE;
+	}
+
+	int groupKey(String group) {
+		return groupKey(this.prefix, group);
+	}
+
+	/**
+	 * Returns the second key of a term's advisory lock: its low 31 bits.
+	 * @param term the term
+	 * @return the key
+	 */
+	static int termKey(long term) {
+		return (int) (term & Integer.MAX_VALUE);
+	}
+
+	boolean covers(String group) {
+		return this.groups.contains(group);
+	}
+
+	void listen(@Nullable ReleaseListener listener) {
+		this.listener = listener;
+		if (listener == null) {
+			stopWaiters();
+		}
+	}
+
+	/**
+	 * Learns that this node holds the term, from a grant or a renewal: binds it on the
+	 * session unless it is bound already.
+	 * @param group the group
+	 * @param term the term
+	 * @param nodeId this node
+	 */
+	synchronized void held(String group, long term, String nodeId) {
+		this.nodeId = nodeId;
+		if (covers(group) && !Objects.equals(this.bound.get(group), term)) {
+			this.toBind.put(group, term);
+		}
+		Waiter waiter = this.waiters.get(group);
+		if (waiter != null) {
+			waiter.target(null);
+		}
+	}
+
+	/**
+	 * Learns that this node holds none of the given groups' terms: gives their locks
+	 * back.
+	 * @param heldGroups the groups this node holds
+	 */
+	synchronized void notHeldExcept(Collection<String> heldGroups) {
+		for (Map.Entry<String, Long> entry : this.bound.entrySet()) {
+			if (!heldGroups.contains(entry.getKey())) {
+				this.toUnbind.put(entry.getKey(), entry.getValue());
+			}
+		}
+		this.toBind.keySet().retainAll(heldGroups);
+	}
+
+	/**
+	 * Learns that this node released the groups: gives their locks back.
+	 * @param released the groups
+	 */
+	synchronized void released(Collection<String> released) {
+		for (String group : released) {
+			Long term = this.bound.get(group);
+			if (term != null) {
+				this.toUnbind.put(group, term);
+			}
+			this.toBind.remove(group);
+		}
+	}
+
+	/**
+	 * Learns how a lease stands, from a heartbeat: waits for the holder's session when
+	 * another node holds it bound, and stops waiting otherwise.
+	 * @param group the group
+	 * @param holder the holder, or {@code null}
+	 * @param term the term
+	 * @param sessionPid the backend of the session it is bound to, or {@code null}
+	 */
+	synchronized void observed(String group, @Nullable String holder, long term, @Nullable Long sessionPid) {
+		if (!covers(group) || this.listener == null) {
+			return;
+		}
+		boolean others = holder != null && !holder.equals(this.nodeId) && sessionPid != null;
+		Waiter waiter = this.waiters.get(group);
+		if (others && waiter == null) {
+			waiter = new Waiter(group);
+			this.waiters.put(group, waiter);
+			waiter.start();
+		}
+		if (waiter != null) {
+			waiter.target(others ? new Target(term, sessionPid) : null);
+		}
+	}
+
+	@Override
+	public void run(Connection connection) throws SQLException {
+		Map<String, Long> unbind;
+		Map<String, Long> bind;
+		synchronized (this) {
+			unbind = new LinkedHashMap<>(this.toUnbind);
+			bind = new LinkedHashMap<>(this.toBind);
+			this.toUnbind.clear();
+			this.toBind.clear();
+		}
+		for (Map.Entry<String, Long> entry : unbind.entrySet()) {
+			unlock(connection, entry.getKey(), entry.getValue());
+			synchronized (this) {
+				this.bound.remove(entry.getKey(), entry.getValue());
+			}
+		}
+		for (Map.Entry<String, Long> entry : bind.entrySet()) {
+			bind(connection, entry.getKey(), entry.getValue());
+		}
+	}
+
+	private void bind(Connection connection, String group, long term) throws SQLException {
+		Long before;
+		synchronized (this) {
+			before = this.bound.get(group);
+		}
+		if (before != null) {
+			unlock(connection, group, before);
+			synchronized (this) {
+				this.bound.remove(group);
+			}
+		}
+		boolean bound;
+		try (PreparedStatement statement = connection.prepareStatement(this.bindSql)) {
+			statement.setInt(1, groupKey(group));
+			statement.setInt(2, termKey(term));
+			statement.setString(3, group);
+			statement.setLong(4, term);
+			statement.setString(5, this.nodeId);
+			try (ResultSet rows = statement.executeQuery()) {
+				bound = rows.next();
+			}
+		}
+		if (bound) {
+			synchronized (this) {
+				this.bound.put(group, term);
+			}
+			if (logger.isDebugEnabled()) {
+				logger.debug("Leader group=" + group + " node=" + this.nodeId + " term=" + term
+						+ " bound to the node's session");
+			}
+		}
+		else {
+			// The lease is no longer this node's under that term, or the lock was not
+			// free: no crash takeover for this term.
+			unlock(connection, group, term);
+		}
+	}
+
+	private void unlock(Connection connection, String group, long term) throws SQLException {
+		try (PreparedStatement statement = connection.prepareStatement("SELECT pg_advisory_unlock(?, ?)")) {
+			statement.setInt(1, groupKey(group));
+			statement.setInt(2, termKey(term));
+			statement.execute();
+		}
+	}
+
+	@Override
+	public void release(Connection connection) throws SQLException {
+		try (Statement statement = connection.createStatement()) {
+			statement.execute("SELECT pg_advisory_unlock_all()");
+		}
+		synchronized (this) {
+			this.bound.clear();
+		}
+	}
+
+	@Override
+	public void ended() {
+		Map<String, Long> lost;
+		synchronized (this) {
+			lost = new TreeMap<>(this.bound);
+			this.bound.clear();
+		}
+		ReleaseListener listener = this.listener;
+		if (!lost.isEmpty()) {
+			logger.warn("Leader node " + this.nodeId + " lost the database session that bound " + lost.keySet()
+					+ ": other nodes may take them over, so it stops leading them");
+			if (listener != null) {
+				listener.sessionLost(lost);
+			}
+		}
+	}
+
+	/**
+	 * Stops every follower's wait and gives its connection back.
+	 */
+	void stopWaiters() {
+		Collection<Waiter> stopped;
+		synchronized (this) {
+			stopped = List.copyOf(this.waiters.values());
+			this.waiters.clear();
+		}
+		stopped.forEach(Waiter::shutdown);
+		for (Waiter waiter : stopped) {
+			waiter.join();
+		}
+	}
+
+	/**
+	 * A lease held by another node and bound to its session.
+	 */
+	private record Target(long term, long sessionPid) {
+	}
+
+	/**
+	 * Waits for the holder's session of one group, on the {@code leader-session-<group>}
+	 * thread and a connection of its own.
+	 */
+	private final class Waiter {
+
+		private final String group;
+
+		private final Thread thread;
+
+		// Guarded by this.
+		private @Nullable Target target;
+
+		private @Nullable Target waitedFor;
+
+		private @Nullable PreparedStatement running;
+
+		private boolean stopped;
+
+		Waiter(String group) {
+			this.group = group;
+			this.thread = OwnThreads.daemon("leader-session-" + group, this::run);
+		}
+
+		void start() {
+			this.thread.start();
+		}
+
+		synchronized void target(@Nullable Target target) {
+			if (Objects.equals(this.target, target)) {
+				return;
+			}
+			this.target = target;
+			cancelRunning();
+			notifyAll();
+		}
+
+		synchronized void shutdown() {
+			this.stopped = true;
+			cancelRunning();
+			notifyAll();
+		}
+
+		void join() {
+			try {
+				this.thread.join(2000);
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+			}
+		}
+
+		private void cancelRunning() {
+			PreparedStatement running = this.running;
+			if (running != null) {
+				try {
+					running.cancel();
+				}
+				catch (SQLException ex) {
+					logger.debug("Could not cancel the wait for the session of " + this.group + ": " + ex);
+				}
+			}
+		}
+
+		/**
+		 * Returns the next lease to wait for: one not waited for to its end yet.
+		 * @return the lease, or {@code null} once stopped
+		 */
+		private synchronized @Nullable Target next() throws InterruptedException {
+			while (!this.stopped && (this.target == null || this.target.equals(this.waitedFor))) {
+				wait();
+			}
+			return this.stopped ? null : this.target;
+		}
+
+		private void run() {
+			Connection connection = null;
+			try {
+				Target target;
+				while ((target = next()) != null) {
+					if (connection == null) {
+						connection = PostgresSessions.this.connections.borrow();
+					}
+					if (awaitEnd(connection, target)) {
+						ReleaseListener listener = PostgresSessions.this.listener;
+						if (listener != null) {
+							listener.released(this.group, null);
+						}
+					}
+				}
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+			}
+			catch (SQLException | RuntimeException ex) {
+				logger.warn("Leader node " + PostgresSessions.this.nodeId + " stopped waiting for the session of the "
+						+ "leader of " + this.group + "; it takes over when the lease expires: " + ex);
+				synchronized (PostgresSessions.this) {
+					PostgresSessions.this.waiters.remove(this.group, this);
+				}
+			}
+			finally {
+				if (connection != null) {
+					PostgresSessions.this.connections.giveBack(connection);
+				}
+			}
+		}
+
+		/**
+		 * Waits for the lock of the target's term to be free.
+		 * @param connection the waiter's connection
+		 * @param target the lease to wait for
+		 * @return whether it was, and the target is still the one to wait for
+		 */
+		private boolean awaitEnd(Connection connection, Target target) throws SQLException {
+			PreparedStatement statement = connection.prepareStatement(WAIT);
+			try {
+				int groupKey = groupKey(this.group);
+				statement.setInt(1, groupKey);
+				statement.setInt(2, termKey(target.term()));
+				statement.setInt(3, groupKey);
+				statement.setInt(4, termKey(target.term()));
+				statement.setQueryTimeout(WAIT_SECONDS);
+				synchronized (this) {
+					if (this.stopped || !target.equals(this.target)) {
+						return false;
+					}
+					this.running = statement;
+				}
+				try {
+					statement.execute();
+				}
+				catch (SQLException ex) {
+					if (!"57014".equals(ex.getSQLState())) {
+						throw ex;
+					}
+					// Cancelled (a new target, a stop, or the wait's bound), perhaps
+					// between the lock and its unlock: a session-level lock outlives the
+					// statement.
+					try (Statement unlock = connection.createStatement()) {
+						unlock.execute("SELECT pg_advisory_unlock_all()");
+					}
+					return false;
+				}
+				synchronized (this) {
+					this.running = null;
+					if (!target.equals(this.target)) {
+						return false;
+					}
+					this.waitedFor = target;
+					return true;
+				}
+			}
+			finally {
+				synchronized (this) {
+					this.running = null;
+				}
+				statement.close();
+			}
+		}
+
+	}
+
+}
