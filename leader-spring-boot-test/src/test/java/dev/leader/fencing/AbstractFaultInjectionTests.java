@@ -53,7 +53,10 @@ import static org.awaitility.Awaitility.await;
  * subclass's (a failover, a synchronous standby cut off, an immediate restart). While it
  * leads, each node also runs guarded-write load: {@value #LOAD_THREADS} threads of
  * back-to-back transactions that guard the lease and stay open for {@link #LOAD_HOLD}.
- * One node runs with its wall clock five hours ahead under libfaketime.
+ * One node runs with its wall clock five hours ahead under libfaketime. The nodes bind
+ * {@code alpha}'s lease to the holder's session (crash takeover,
+ * {@code leader.lease.crash-takeover-groups}) and not {@code beta}'s, so that every fault
+ * runs with it and without it.
  * <p>
  * The matrix: each episode runs in a {@link Cell cell}, the pool's isolation level and
  * auto-commit (as {@code spring.datasource.hikari.transaction-isolation} and
@@ -142,13 +145,18 @@ abstract class AbstractFaultInjectionTests {
 	@RegisterExtension
 	final NodeProxies proxies;
 
+	/**
+	 * The connection a follower keeps waiting for the session of {@code alpha}'s leader.
+	 */
+	private static final int CRASH_TAKEOVER_WAITERS = 1;
+
 	private final int poolSizeWithoutLoad;
 
 	private final int defaultEpisodes;
 
 	private final String summaryFile;
 
-	private final FaultHistory history = new FaultHistory(FAST, GROUPS, WRITE_RESUME_BOUND);
+	private final FaultHistory history = new FaultHistory(FAST, GROUPS, List.of(ALPHA), WRITE_RESUME_BOUND);
 
 	private final Map<String, Incarnation> current = new ConcurrentHashMap<>();
 
@@ -170,7 +178,8 @@ abstract class AbstractFaultInjectionTests {
 	 * @param summaryFile the file in {@code target} that keeps the run's summary
 	 */
 	AbstractFaultInjectionTests(Cluster cluster, int poolSizeWithoutLoad, int defaultEpisodes, String summaryFile) {
-		this.cluster = cluster;
+		// Crash takeover on one group, so that every fault runs with and without it.
+		this.cluster = cluster.withProperty("crash-takeover", ALPHA);
 		this.proxies = new NodeProxies(cluster::url);
 		this.poolSizeWithoutLoad = poolSizeWithoutLoad;
 		this.defaultEpisodes = defaultEpisodes;
@@ -353,8 +362,8 @@ abstract class AbstractFaultInjectionTests {
 		properties.put("incarnation", Long.toString(number));
 		properties.put("load-threads", Integer.toString(LOAD_THREADS));
 		properties.put("load-hold", LOAD_HOLD.toString());
-		properties.put("pool-size",
-				Integer.toString(this.poolSizeWithoutLoad + LOAD_THREADS + POOL_SIZE_FOR_READS_AND_DAEMONS));
+		properties.put("pool-size", Integer.toString(
+				this.poolSizeWithoutLoad + LOAD_THREADS + POOL_SIZE_FOR_READS_AND_DAEMONS + CRASH_TAKEOVER_WAITERS));
 		properties.put("isolation", cell.isolation());
 		properties.put("auto-commit", Boolean.toString(cell.autoCommit()));
 		properties.put("follow", "true");

@@ -63,6 +63,8 @@ public final class FaultHistory {
 
 	private final Duration writeResumeBound;
 
+	private final List<String> crashTakeoverGroups;
+
 	private final List<Incarnation> incarnations = new CopyOnWriteArrayList<>();
 
 	private final List<Episode> episodes = new CopyOnWriteArrayList<>();
@@ -79,8 +81,23 @@ public final class FaultHistory {
 	 * write must commit
 	 */
 	public FaultHistory(LeaseSettings settings, List<String> groups, Duration writeResumeBound) {
+		this(settings, groups, List.of(), writeResumeBound);
+	}
+
+	/**
+	 * Creates an empty history of nodes that bind some groups' leases to their sessions.
+	 * @param settings the lease settings of every node
+	 * @param groups the groups
+	 * @param crashTakeoverGroups the groups with crash takeover
+	 * ({@code leader.lease.crash-takeover-groups})
+	 * @param writeResumeBound how soon after a fault was lifted and a leader exists a new
+	 * write must commit
+	 */
+	public FaultHistory(LeaseSettings settings, List<String> groups, List<String> crashTakeoverGroups,
+			Duration writeResumeBound) {
 		this.settings = settings;
 		this.groups = List.copyOf(groups);
+		this.crashTakeoverGroups = List.copyOf(crashTakeoverGroups);
 		this.writeResumeBound = writeResumeBound;
 	}
 
@@ -633,7 +650,9 @@ public final class FaultHistory {
 	 * <li><b>Overlaps only while paused, and never a stale commit.</b> Two windows of
 	 * different terms overlap only when the earlier holder was frozen or stalled at the
 	 * later grant, or thawed at most a second before it, and its window ended at most a
-	 * second after it was thawed. Whether or not windows overlap, no committed write or
+	 * second after it was thawed; or, in a group with crash takeover, when a fault ended
+	 * the earlier holder's sessions (a termination, a server event) and the overlap
+	 * lasted at most half a second. Whether or not windows overlap, no committed write or
 	 * load transaction of a term is stamped after a grant of a higher term.</li>
 	 * <li><b>Failover.</b> After every fault on a leader, a node that is not frozen leads
 	 * each group it led within the lease plus 0.5 s of the fault, and keeps leading for
@@ -660,6 +679,12 @@ public final class FaultHistory {
 		private static final long THAW_TOLERANCE_NANOS = Duration.ofSeconds(1).toNanos();
 
 		/**
+		 * How long a holder whose session ended may still believe it leads a group with
+		 * crash takeover after a follower took it over.
+		 */
+		private static final long SESSION_NOTICE_NANOS = Duration.ofMillis(500).toNanos();
+
+		/**
 		 * How long after a server event is lifted the nodes may take to reach the server
 		 * again and be granted: reconnections, the multi-host URL's recheck, and the
 		 * lease of a holder that could not renew meanwhile.
@@ -681,6 +706,8 @@ public final class FaultHistory {
 		private final List<Long> writeResumes = new ArrayList<>();
 
 		private int overlaps;
+
+		private long sessionOverlapMax;
 
 		private long staleAttemptsRejected;
 
@@ -745,16 +772,17 @@ public final class FaultHistory {
 							+ "writes-rejected=%d (stale attempts after a takeover=%d) writes-failed=%d "
 							+ "load-committed=%d load-rejected=%d load-failed=%d term-changes=%d "
 							+ "(without a fault on the leader=%d) "
-							+ "overlapping-windows=%d same-term-regrants=%d failover-max=%dms failover-p50=%dms "
+							+ "overlapping-windows=%d (after a session ended, longest %dms) same-term-regrants=%d "
+							+ "failover-max=%dms failover-p50=%dms "
 							+ "failover-p99=%dms (n=%d, bound %dms) failover-max-by-fault-ms=%s write-resume-max=%dms "
 							+ "elapsed=%ds",
 					seed, FaultHistory.this.episodes.size(), kinds, onLeaders, this.violations.size(),
 					this.writes.size(), rejected, this.staleAttemptsRejected, failed, this.load.size(),
 					countEvents(Type.LOAD_REJECTED), countEvents(Type.LOAD_FAILED), this.termChanges,
-					this.termChangesWithoutFault, this.overlaps, this.sameTermRegrants, percentile(this.failovers, 100),
-					percentile(this.failovers, 50), percentile(this.failovers, 99), this.failovers.size(),
-					failoverBound() / 1_000_000, this.maxFailoverByKind, percentile(this.writeResumes, 100),
-					elapsed.toSeconds());
+					this.termChangesWithoutFault, this.overlaps, this.sessionOverlapMax / 1_000_000,
+					this.sameTermRegrants, percentile(this.failovers, 100), percentile(this.failovers, 50),
+					percentile(this.failovers, 99), this.failovers.size(), failoverBound() / 1_000_000,
+					this.maxFailoverByKind, percentile(this.writeResumes, 100), elapsed.toSeconds());
 		}
 
 		private long countEvents(Type type) {
@@ -865,7 +893,8 @@ public final class FaultHistory {
 					this.overlaps++;
 					long overlapEnd = Math.min(earlier.endedAt(), later.endedAt());
 					Optional<Interval> excuse = pausedOrStalled(earlier.incarnation(), later.grantedAt(), overlapEnd)
-						.or(() -> failedOver(later.grantedAt()));
+						.or(() -> failedOver(later.grantedAt()))
+						.or(() -> sessionEnded(group, earlier.incarnation(), later.grantedAt(), overlapEnd));
 					long rejected = earlier.incarnation().process.events()
 						.stream()
 						.filter((event) -> event.is(Type.REJECTED, group) && event.term() == earlier.term())
@@ -922,6 +951,31 @@ public final class FaultHistory {
 						&& overlapStart - (interval.to() + THAW_TOLERANCE_NANOS) <= 0
 						&& overlapEnd - (interval.to() + THAW_TOLERANCE_NANOS) <= 0)
 				.findFirst();
+		}
+
+		/**
+		 * Finds the end of the earlier holder's sessions that explains an overlap in a
+		 * group with crash takeover: a follower takes the lease over the moment the
+		 * holder's session ends, and a holder that lives steps down only as it notices,
+		 * within {@link #SESSION_NOTICE_NANOS}. The overlaps so excused are measured: the
+		 * summary reports the longest.
+		 */
+		private Optional<Interval> sessionEnded(String group, Incarnation incarnation, long overlapStart,
+				long overlapEnd) {
+			if (!FaultHistory.this.crashTakeoverGroups.contains(group)
+					|| overlapEnd - overlapStart > SESSION_NOTICE_NANOS) {
+				return Optional.empty();
+			}
+			Optional<Interval> ended = FaultHistory.this.episodes.stream()
+				.filter((episode) -> episode.node().equals(incarnation.process.nodeId())
+						|| episode.node().equals(Episode.EVERY_NODE))
+				.filter((episode) -> overlapStart - episode.startedAt() >= 0
+						&& overlapStart - episode.liftedAt() - SESSION_NOTICE_NANOS <= 0)
+				.map((episode) -> new Interval(episode.node(), episode.startedAt(), episode.liftedAt()))
+				.findFirst();
+			ended.ifPresent(
+					(interval) -> this.sessionOverlapMax = Math.max(this.sessionOverlapMax, overlapEnd - overlapStart));
+			return ended;
 		}
 
 		/**
