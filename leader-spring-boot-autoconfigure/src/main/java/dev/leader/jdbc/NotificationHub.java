@@ -151,8 +151,8 @@ final class NotificationHub {
 					this.subscribers.remove(channel);
 				}
 				if (this.subscribers.isEmpty() && this.listener != null) {
-					// Not joined here: the engine unfollows before it releases, and a
-					// hand-over must not wait.
+					// Not joined here: a stopping engine's disconnect waits for it
+					// (awaitStopped).
 					this.listener.shutdown();
 					this.stopping.add(this.listener);
 					this.listener = null;

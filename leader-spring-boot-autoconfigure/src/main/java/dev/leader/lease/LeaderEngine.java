@@ -234,13 +234,16 @@ public final class LeaderEngine implements Leadership, LeaseStatus {
 		}
 		this.threadsLock.lock();
 		try {
-			closeQuietly(this.releaseSubscription);
-			this.releaseSubscription = null;
 			if (!this.handOver.shutdown()) {
 				logger.warn("Leader node " + nodeId() + " could not release its leases: a round trip in "
 						+ "flight did not end within 10 s");
 				this.groups.stepDown(null, RevokeReason.SHUTDOWN);
 			}
+			// After the release: the store may bind leases to the session it listens on,
+			// which must outlast the leadership it binds (a stopped engine acquires
+			// nothing on a wake-up).
+			closeQuietly(this.releaseSubscription);
+			this.releaseSubscription = null;
 			this.roundTrips.stop();
 			// After the last round trip, so that nothing takes the store's connection
 			// again.
