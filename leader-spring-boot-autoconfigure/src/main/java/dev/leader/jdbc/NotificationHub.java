@@ -338,8 +338,8 @@ final class NotificationHub {
 		void release(Connection connection) throws SQLException;
 
 		/**
-		 * Called when the listening connection failed: what the session held is gone, or
-		 * about to be given back.
+		 * Called when the listening connection failed or stops: what the session held is
+		 * gone, or about to be given back.
 		 */
 		void ended();
 
@@ -387,6 +387,10 @@ final class NotificationHub {
 						confirmListening(Set.of());
 						statement.execute("UNLISTEN *");
 						if (session != null) {
+							// A stopping engine has released what it led; should anything
+							// be bound still, its node stops leading it before the locks
+							// go.
+							session.ended();
 							session.release(connection);
 						}
 					}

@@ -64,7 +64,14 @@ final class PostgresSessions implements NotificationHub.Session {
 			  AND l.expires_at > clock_timestamp()
 			RETURNING l.group_name""";
 
-	private static final String WAIT = "SELECT pg_advisory_lock_shared(?, ?), pg_advisory_unlock_shared(?, ?)";
+	/**
+	 * Waits for a lock and gives it back at once; the server's lock and statement
+	 * timeouts of the application's settings do not apply to it (its own bound is
+	 * {@link #WAIT_SECONDS}).
+	 */
+	private static final String WAIT = """
+			SELECT set_config('lock_timeout', '0', true), set_config('statement_timeout', '0', true),
+			       pg_advisory_lock_shared(?, ?), pg_advisory_unlock_shared(?, ?)""";
 
 	private final OwnConnections connections;
 
@@ -81,6 +88,15 @@ final class PostgresSessions implements NotificationHub.Session {
 	private final Map<String, Long> toBind = new TreeMap<>();
 
 	private final Map<String, Long> bound = new TreeMap<>();
+
+	// Guarded by this: the term whose bind is under way, bound if its reply was lost.
+	private Map.@Nullable Entry<String, Long> binding;
+
+	// Set on the session's connection once it binds, so that an idle_session_timeout
+	// does not end the session that holds the locks; reset before it goes back.
+	private boolean idleTimeoutOff;
+
+	private boolean sessionSet;
 
 	private final Map<String, Long> toUnbind = new TreeMap<>();
 
@@ -242,6 +258,18 @@ final class PostgresSessions implements NotificationHub.Session {
 				this.bound.remove(group);
 			}
 		}
+		if (!this.sessionSet) {
+			// PostgreSQL 14 and later end a session idle for idle_session_timeout.
+			try (Statement statement = connection.createStatement();
+					ResultSet rows = statement.executeQuery("SELECT set_config('idle_session_timeout', '0', false) "
+							+ "WHERE current_setting('idle_session_timeout', true) IS NOT NULL")) {
+				this.idleTimeoutOff = rows.next();
+			}
+			this.sessionSet = true;
+		}
+		synchronized (this) {
+			this.binding = Map.entry(group, term);
+		}
 		boolean bound;
 		try (PreparedStatement statement = connection.prepareStatement(this.bindSql)) {
 			statement.setInt(1, groupKey(group));
@@ -253,10 +281,13 @@ final class PostgresSessions implements NotificationHub.Session {
 				bound = rows.next();
 			}
 		}
-		if (bound) {
-			synchronized (this) {
+		synchronized (this) {
+			this.binding = null;
+			if (bound) {
 				this.bound.put(group, term);
 			}
+		}
+		if (bound) {
 			if (logger.isDebugEnabled()) {
 				logger.debug("Leader group=" + group + " node=" + this.nodeId + " term=" + term
 						+ " bound to the node's session");
@@ -281,9 +312,17 @@ final class PostgresSessions implements NotificationHub.Session {
 	public void release(Connection connection) throws SQLException {
 		try (Statement statement = connection.createStatement()) {
 			statement.execute("SELECT pg_advisory_unlock_all()");
+			if (this.idleTimeoutOff) {
+				statement.execute("RESET idle_session_timeout");
+			}
 		}
-		synchronized (this) {
-			this.bound.clear();
+		finally {
+			// The next connection is set up again.
+			this.idleTimeoutOff = false;
+			this.sessionSet = false;
+			synchronized (this) {
+				this.bound.clear();
+			}
 		}
 	}
 
@@ -293,6 +332,11 @@ final class PostgresSessions implements NotificationHub.Session {
 		synchronized (this) {
 			lost = new TreeMap<>(this.bound);
 			this.bound.clear();
+			// A bind whose reply was lost may have committed: step down from it too.
+			if (this.binding != null) {
+				lost.put(this.binding.getKey(), this.binding.getValue());
+				this.binding = null;
+			}
 		}
 		ReleaseListener listener = this.listener;
 		if (!lost.isEmpty()) {

@@ -182,6 +182,25 @@ class PgBouncerTests {
 				.hasMessageNotContaining("secret"));
 	}
 
+	@Test
+	void crashTakeoverIsRefusedThroughATransactionPoolerUnlessNotificationsHaveADirectConnection() {
+		ApplicationContextRunner runner = new ApplicationContextRunner()
+			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class))
+			.withPropertyValues(
+					"spring.datasource.url=" + bouncers.get("transaction").url(this.database, "prepareThreshold=0"),
+					"spring.datasource.username=postgres", "leader.lease.crash-takeover-groups=billing");
+		runner.run((context) -> assertThat(context).hasFailed()
+			.getFailure()
+			.rootCause()
+			.hasMessageContaining("leader.lease.crash-takeover-groups [billing] needs sessions")
+			.hasMessageContaining("through a pooler in transaction mode")
+			.hasMessageContaining("leader.jdbc.notifications.url"));
+		runner
+			.withPropertyValues(
+					"leader.jdbc.notifications.url=jdbc:postgresql://127.0.0.1:" + server.port() + "/" + this.database)
+			.run((context) -> assertThat(context).hasNotFailed());
+	}
+
 	private ConfigurableApplicationContext start(String node, String mode, boolean direct) {
 		List<String> properties = new ArrayList<>(List.of(
 				"spring.datasource.url="

@@ -4,6 +4,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
 
@@ -94,7 +95,13 @@ class CrashTakeoverTests {
 		NodeProcess leader = electLeaderOfBoth();
 		long term = this.cluster.lease(ALPHA).orElseThrow().term();
 		long killedAt = System.nanoTime();
-		assertThat(this.cluster.terminateSessions(leader.nodeId())).isPositive();
+		// The session the lease is bound to, and no other of the node's.
+		try (Connection connection = this.cluster.dataSource().getConnection();
+				Statement statement = connection.createStatement();
+				ResultSet rows = statement.executeQuery("SELECT pg_terminate_backend(session_pid) FROM leader_leases "
+						+ "WHERE group_name = '" + ALPHA + "'")) {
+			assertThat(rows.next() && rows.getBoolean(1)).as("holder's session terminated").isTrue();
+		}
 		NodeEvent revoked = leader.awaitEvent("revoke of " + ALPHA,
 				(event) -> event.is(Type.REVOKED, ALPHA) && event.term() == term, Duration.ofSeconds(2));
 		assertThat(revoked.reason()).isEqualTo("SESSION_LOST");
@@ -105,9 +112,27 @@ class CrashTakeoverTests {
 				(revoked.nanoTime() - killedAt) / 1_000_000, (grant.nanoTime() - killedAt) / 1_000_000,
 				Math.max(0, revoked.nanoTime() - grant.nanoTime()) / 1_000_000);
 		assertThat(Duration.ofNanos(revoked.nanoTime() - killedAt)).isLessThan(Duration.ofSeconds(1));
+		assertThat(Duration.ofNanos(revoked.nanoTime() - grant.nanoTime()))
+			.as("both believed they led for at most the fault harness's bound")
+			.isLessThan(Duration.ofMillis(500));
 		assertThat(leader.isAlive()).isTrue();
+		// The node binds again, and leads beta on.
+		assertThat(leader.isLeader(BETA)).isTrue();
 		List<Tenure> tenures = this.cluster.tenures(ALPHA);
 		assertThat(tenures).extracting(Tenure::term).doesNotHaveDuplicates();
+	}
+
+	@Test
+	void gracefulStopHandsABoundLeaseOverAfterTheLeaderSteppedDown() throws Exception {
+		NodeProcess leader = electLeaderOfBoth();
+		long term = this.cluster.lease(ALPHA).orElseThrow().term();
+		leader.sigterm();
+		NodeEvent grant = this.cluster.awaitGrant(ALPHA, term, Duration.ofSeconds(2));
+		NodeEvent revoked = leader.awaitEvent("revoke of " + ALPHA,
+				(event) -> event.is(Type.REVOKED, ALPHA) && event.term() == term, Duration.ofSeconds(2));
+		assertThat(revoked.reason()).isEqualTo("SHUTDOWN");
+		assertThat(revoked.nanoTime()).as("revoke before the successor's grant").isLessThan(grant.nanoTime());
+		this.cluster.assertTenuresDoNotOverlap(ALPHA);
 	}
 
 	/**
