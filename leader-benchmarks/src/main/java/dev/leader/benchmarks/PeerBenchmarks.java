@@ -161,7 +161,8 @@ final class PeerBenchmarks {
 				load);
 		Report.result("  rounds: sessions ended, revoke reasons",
 				losses.stream()
-					.map((loss) -> loss.sessions() + " " + (loss.reason().isEmpty() ? "no revoke" : loss.reason()))
+					.map((loss) -> loss.sessions() + " " + (loss.reason().isEmpty() ? "no revoke" : loss.reason())
+							+ (loss.regained() ? " regained by the old leader" : ""))
 					.toList()
 					.toString(),
 				load);

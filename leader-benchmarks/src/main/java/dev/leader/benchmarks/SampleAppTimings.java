@@ -176,7 +176,8 @@ final class SampleAppTimings {
 			ended = SessionKill.end(this.database, connection, leader);
 		}
 		tables.awaitGrants(Map.of(GROUP, term));
-		double grant = grantedEvent(tables.pid(tables.holder(GROUP)), GROUP, term)
+		String successor = tables.holder(GROUP);
+		double grant = grantedEvent(tables.pid(successor), GROUP, term)
 			.map((event) -> (event.nanoTime() - ended.nanoTime()) / 1e6)
 			.orElse(Double.NaN);
 		Optional<SampleAppNode.Timing> revoked = awaitTiming(leader, (t) -> t.isTerm("revoked", GROUP, term),
@@ -185,7 +186,8 @@ final class SampleAppTimings {
 		if (!leader.isAlive()) {
 			this.cluster.replace(leader, arguments);
 		}
-		return new SessionLoss(ended.sessions(), revoke, revoked.map(SampleAppNode.Timing::reason).orElse(""), grant);
+		return new SessionLoss(ended.sessions(), revoke, revoked.map(SampleAppNode.Timing::reason).orElse(""), grant,
+				holder != null && holder.equals(successor));
 	}
 
 	/**
@@ -389,16 +391,18 @@ final class SampleAppTimings {
 	 * @param revoke to the old leader's revoked event of its term
 	 * @param reason that revoke's reason, empty if there was none
 	 * @param grant to the successor's granted event
+	 * @param regained whether the successor was the old leader itself, once reconnected
 	 */
-	record SessionLoss(int sessions, double revoke, String reason, double grant) {
+	record SessionLoss(int sessions, double revoke, String reason, double grant, boolean regained) {
 
 		/**
 		 * Returns how long both nodes believed they led {@code billing}: from the
 		 * successor's grant to the old leader's revoke, 0 if the revoke came first.
-		 * @return the window, in ms, NaN if either event is missing
+		 * @return the window, in ms, NaN if either event is missing or the old leader
+		 * regained the lease itself
 		 */
 		double window() {
-			return Math.max(0, this.revoke - this.grant);
+			return this.regained ? Double.NaN : Math.max(0, this.revoke - this.grant);
 		}
 
 	}
