@@ -24,8 +24,8 @@ import org.springframework.core.annotation.Order;
  * lifecycle phase that stops first ({@link Integer#MAX_VALUE}, the leader engine's and
  * the daemon coordinator's) and of the next one, every leadership granted or revoked, and
  * every daemon started or stopped. A grant's details are the group and the term, a
- * revoke's also its reason ({@code revoked billing 4 SESSION_LOST}). Only active with {@code sample.timings=true}, which
- * {@code leader-benchmarks} passes.
+ * revoke's also its reason ({@code revoked billing 4 SESSION_LOST}). Only active with
+ * {@code sample.timings=true}, which {@code leader-benchmarks} passes.
  */
 @Configuration(proxyBeanMethods = false)
 @ConditionalOnBooleanProperty("sample.timings")
