@@ -18,6 +18,8 @@
   var names = {};
   var processes = {};
   var seenRejections = {};
+  // Demo only: when this page sent each node its last kill -9, by node name (the browser's clock).
+  var killedAt = {};
 
   function el(tag, text, className) {
     var node = document.createElement(tag);
@@ -55,19 +57,34 @@
   }
 
   // How the previous leader of a group lost it, as far as the demo's launcher knows: after a fault it was a takeover,
-  // after SIGTERM a hand-over.
-  function howLost(leader) {
-    var process = processes[label(leader)];
+  // after SIGTERM a hand-over. After a kill -9 from this page, also how soon the new leader showed, and whether it
+  // took over before the dead leader's lease would have run out (crash takeover, leader.lease.crash-takeover-groups)
+  // or after.
+  function howLost(was) {
+    var process = processes[label(was.leader)];
     if (!demo || !process) {
       return '';
     }
     if (process.state === 'PAUSED' || process.state === 'KILLED' || process.state === 'EXITED') {
-      return ' \u2014 takeover, ' + process.name + ' is ' + process.state;
+      return ' \u2014 takeover, ' + process.name + ' is ' + process.state + afterKill(process.name, was);
     }
     if (process.state === 'STOPPING' || process.state === 'STOPPED') {
       return ' \u2014 hand-over, ' + process.name + ' stopped gracefully';
     }
     return '';
+  }
+
+  function afterKill(name, was) {
+    var killed = killedAt[name];
+    if (killed === undefined || was.remainingMillis === null || was.remainingMillis === undefined) {
+      return '';
+    }
+    var now = Date.now();
+    // The lease as last seen before the kill, counted down on this page's clock.
+    var leftMillis = was.remainingMillis - (now - was.seenAt);
+    return '; seen ' + ((now - killed) / 1000).toFixed(1) + ' s after the kill (polled every '
+      + POLL_MILLIS / 1000 + ' s), ' + (leftMillis > 0 ? (leftMillis / 1000).toFixed(1)
+      + ' s before the dead leader\'s lease would have run out: crash takeover' : 'once its lease ran out');
   }
 
   function diffAssignments(view) {
@@ -114,7 +131,7 @@
         var replaced = was && !same;
         record(name + ': ' + (now.leader ? 'leader ' + label(now.leader) + ' (term ' + now.term + ')' : 'no leader')
           + (replaced ? ', was ' + label(was.leader) + ' (term ' + was.term + ')' : '')
-          + (replaced && now.leader ? howLost(was.leader) : ''), replaced && now.leader ? 'fault' : undefined);
+          + (replaced && now.leader ? howLost(was) : ''), replaced && now.leader ? 'fault' : undefined);
       }
     });
     var known = {};
@@ -204,6 +221,9 @@
   }
 
   function act(node, action) {
+    if (action === 'kill') {
+      killedAt[node.name] = Date.now();
+    }
     fetch('demo/nodes/' + node.number + '/' + action, { method: 'POST', headers: { Accept: 'application/json' } })
       .then(function (response) {
         if (!response.ok) {
@@ -396,7 +416,9 @@
     Object.keys(view.groups).forEach(function (name) {
       var group = view.groups[name];
       if (group.leader) {
-        lastLeaders[name] = { leader: group.leader, term: group.term };
+        lastLeaders[name] = {
+          leader: group.leader, term: group.term, remainingMillis: group.remainingMillis, seenAt: Date.now()
+        };
       }
     });
     render(view, cluster);

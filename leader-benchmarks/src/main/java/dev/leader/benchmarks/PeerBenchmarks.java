@@ -14,7 +14,11 @@ import java.util.concurrent.TimeUnit;
  * library's defaults: graceful hand-over, crash failover and idle load of three nodes,
  * ours first and then the peer's, figure by figure, with the database's own round trip as
  * the floor. Every figure is printed for ours, for the peer, and as the ratio peer /
- * ours.
+ * ours. Ours has two crash failovers: of {@code billing}, which the sample opts in to
+ * crash takeover, and of {@code default}, which waits for its lease to expire. A
+ * server-side kill of the sessions of {@code billing}'s leader, which lives on, has no
+ * peer figure: it times the old leader's step-down, its successor's grant, and the window
+ * in which both believed they led.
  */
 final class PeerBenchmarks {
 
@@ -28,9 +32,13 @@ final class PeerBenchmarks {
 	}
 
 	/**
-	 * Runs the comparison: {@code --peer-rounds=10} hand-overs and failovers of each,
-	 * {@code --app-settle=PT4S} before each, the idle load over {@code --load-window} and
-	 * {@code --load-windows}, once the machine is quiet ({@code --quiet-wait}).
+	 * Runs the comparison: {@code --peer-rounds=10} hand-overs of each,
+	 * {@code --crash-rounds=20} kill -9 failovers of each (ours of {@code billing}'s
+	 * leader), {@code --expiry-rounds=5} kill -9 failovers of {@code default}'s leader,
+	 * {@code --session-kill-rounds=10} server-side kills of {@code billing}'s leader's
+	 * sessions, {@code --app-settle=PT4S} before each round, the idle load over
+	 * {@code --load-window} and {@code --load-windows}, once the machine is quiet
+	 * ({@code --quiet-wait}). A count of 0 leaves that figure out.
 	 * @param app the sample app's timings
 	 * @param peer the peer's timings
 	 * @param database the sample app's database, where both run
@@ -39,6 +47,9 @@ final class PeerBenchmarks {
 	static void run(SampleAppTimings app, PeerTimings peer, BenchDatabase database, BenchOptions options)
 			throws Exception {
 		int rounds = options.integer("peer-rounds", 10);
+		int crashRounds = options.integer("crash-rounds", 20);
+		int expiryRounds = options.integer("expiry-rounds", 5);
+		int sessionKillRounds = options.integer("session-kill-rounds", 10);
 		Duration settle = options.duration("app-settle", Duration.ofSeconds(4));
 		Report.awaitQuietMachine(0.5, options.duration("quiet-wait", Duration.ofMinutes(3)));
 
@@ -61,17 +72,12 @@ final class PeerBenchmarks {
 				? "not printed by the stopped leader in any round" : Stats.of(peerHandOvers.get(1)).format("ms"),
 				peerLoad);
 
-		load = Report.loadAverage();
-		List<SampleAppTimings.Failover> failovers = app.failover(List.of(), true, rounds, settle);
-		peerLoad = Report.loadAverage();
-		List<List<Double>> peerFailovers = peer.failover(rounds, settle);
-		compare("vs peer: crash failover, kill -9 -> successor's granted event (3 nodes; ours lease 10 s, peer lock "
-				+ "TTL 10 s)", failovers.stream().map(SampleAppTimings.Failover::grantEvent).toList(), load,
-				peerFailovers.get(0), peerLoad);
-		Report.result("  ours, grant after the lease's expires_at, database clock",
-				Stats.of(failovers.stream().map(SampleAppTimings.Failover::afterExpiry).toList()).format("ms"), load);
-		Report.result("  peer, grant after the lock's EXPIRED_AFTER, the nodes' wall clock",
-				Stats.of(peerFailovers.get(1)).format("ms"), peerLoad);
+		if (crashRounds > 0) {
+			crashFailover(app, peer, crashRounds, expiryRounds, settle);
+		}
+		if (sessionKillRounds > 0) {
+			sessionKill(app, sessionKillRounds, settle);
+		}
 
 		Duration window = options.duration("load-window", Duration.ofSeconds(10));
 		int windows = options.integer("load-windows", 6);
@@ -91,6 +97,79 @@ final class PeerBenchmarks {
 				String.format(Locale.ROOT, "%.2fx",
 						statements ? theirs.statements() / ours.statements() : theirs.mean() / ours.mean()),
 				load);
+	}
+
+	/**
+	 * kill -9 of the leader: ours of {@code billing} (crash takeover), the peer's, and
+	 * ours of {@code default} (lease expiry), each beside the peer's.
+	 * @param app the sample app's timings
+	 * @param peer the peer's timings
+	 * @param rounds the failovers of {@code billing} and of the peer
+	 * @param expiryRounds the failovers of {@code default}
+	 * @param settle how long the cluster idles before each round
+	 */
+	private static void crashFailover(SampleAppTimings app, PeerTimings peer, int rounds, int expiryRounds,
+			Duration settle) throws Exception {
+		String load = Report.loadAverage();
+		List<SampleAppTimings.Failover> takeovers = app.failover(List.of(), true, rounds, settle, "billing");
+		String peerLoad = Report.loadAverage();
+		List<List<Double>> peerFailovers = peer.failover(rounds, settle);
+		compare("vs peer: crash takeover, kill -9 of billing's leader (leader.lease.crash-takeover-groups=billing) "
+				+ "-> successor's granted event (3 nodes; peer lock TTL 10 s)",
+				takeovers.stream().map(SampleAppTimings.Failover::grantEvent).toList(), load, peerFailovers.get(0),
+				peerLoad);
+		Report.result("  ours, kill -9 -> successor's acquired_at, database clock",
+				Stats.of(takeovers.stream().map(SampleAppTimings.Failover::grant).toList()).format("ms"), load);
+		Report.result("  ours, grant after the killed lease's expires_at, database clock (negative: before it)",
+				Stats.of(takeovers.stream().map(SampleAppTimings.Failover::afterExpiry).toList()).format("ms"), load);
+		Report.result("  peer, grant after the lock's EXPIRED_AFTER, the nodes' wall clock",
+				Stats.of(peerFailovers.get(1)).format("ms"), peerLoad);
+		if (expiryRounds > 0) {
+			load = Report.loadAverage();
+			List<SampleAppTimings.Failover> expiries = app.failover(List.of(), true, expiryRounds, settle, "default");
+			compare("vs peer: failover without crash takeover, kill -9 of default's leader -> successor's granted "
+					+ "event (3 nodes; ours lease 10 s, peer lock TTL 10 s)",
+					expiries.stream().map(SampleAppTimings.Failover::grantEvent).toList(), load, peerFailovers.get(0),
+					peerLoad);
+			Report.result("  ours, grant after the lease's expires_at, database clock",
+					Stats.of(expiries.stream().map(SampleAppTimings.Failover::afterExpiry).toList()).format("ms"),
+					load);
+		}
+	}
+
+	/**
+	 * Server-side kills of the sessions of {@code billing}'s leader, which lives on: its
+	 * step-down, the successor's grant, and the window in which both believed they led,
+	 * from the kill statement, as the nodes printed them.
+	 * @param app the sample app's timings
+	 * @param rounds how many kills
+	 * @param settle how long the cluster idles before each round
+	 */
+	private static void sessionKill(SampleAppTimings app, int rounds, Duration settle) throws Exception {
+		String load = Report.loadAverage();
+		List<SampleAppTimings.SessionLoss> losses = app.sessionKill(List.of(), true, rounds, settle);
+		String how = (app.dialect() == Dialect.POSTGRESQL) ? "pg_terminate_backend" : "KILL CONNECTION";
+		Report.result(
+				"session kill: " + how + " on every session of billing's leader, which lives on -> its "
+						+ "revoked event (3 nodes, ours only)",
+				Stats.of(finite(losses.stream().map(SampleAppTimings.SessionLoss::revoke).toList())).format("ms"),
+				load);
+		Report.result("  kill -> successor's granted event",
+				Stats.of(finite(losses.stream().map(SampleAppTimings.SessionLoss::grant).toList())).format("ms"), load);
+		Report.result("  window in which both believed they led, max(0, revoke - grant)",
+				Stats.of(finite(losses.stream().map(SampleAppTimings.SessionLoss::window).toList())).format("ms"),
+				load);
+		Report.result("  rounds: sessions ended, revoke reasons",
+				losses.stream()
+					.map((loss) -> loss.sessions() + " " + (loss.reason().isEmpty() ? "no revoke" : loss.reason())
+							+ (loss.regained() ? " regained by the old leader" : ""))
+					.toList()
+					.toString(),
+				load);
+	}
+
+	private static List<Double> finite(List<Double> samples) {
+		return samples.stream().filter((ms) -> !ms.isNaN()).toList();
 	}
 
 	/**

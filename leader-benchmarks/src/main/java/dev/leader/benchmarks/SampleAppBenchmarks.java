@@ -67,7 +67,8 @@ final class SampleAppBenchmarks {
 
 	/**
 	 * The crash failover on three sample-app nodes, with the lease settings of the
-	 * bare-engine failover: kill -9 of the leader of {@code billing} until the
+	 * bare-engine failover: kill -9 of the leader of {@code billing}, which the sample
+	 * opts in to crash takeover ({@code leader.lease.crash-takeover-groups}), until the
 	 * successor's grant, and that grant's lag after the dead lease's expiry, both on the
 	 * database clock. {@code --app-settle=PT4S} before each round, and
 	 * {@code --quiet-wait=PT3M}.
@@ -90,11 +91,13 @@ final class SampleAppBenchmarks {
 				options.duration("app-settle", Duration.ofSeconds(4)));
 		Report.result(
 				String.format(Locale.ROOT,
-						"sample app: crash failover, kill -9 -> successor's grant of billing, database clock (3 nodes, "
-								+ "2 daemons, lease %d s, renew %d ms)",
+						"sample app: crash failover, kill -9 -> successor's grant of billing (crash takeover, the "
+								+ "sample's default), database clock (3 nodes, 2 daemons, lease %d s, renew %d ms)",
 						settings.duration().toSeconds(), settings.renewInterval().toMillis()),
 				Stats.of(results.stream().map(SampleAppTimings.Failover::grant).toList()).format("ms"), load);
-		Report.result("  grant after the lease's database expiry, database clock (takeover's acquired_at)",
+		Report.result(
+				"  grant after the lease's database expiry, database clock (takeover's acquired_at; "
+						+ "negative: before it)",
 				Stats.of(results.stream().map(SampleAppTimings.Failover::afterExpiry).toList()).format("ms"), load);
 	}
 

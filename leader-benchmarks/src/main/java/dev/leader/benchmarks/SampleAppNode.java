@@ -273,12 +273,37 @@ final class SampleAppNode implements AutoCloseable {
 	 * {@code phase}, {@code granted}, {@code revoked}, {@code daemon-started},
 	 * {@code daemon-stopped}
 	 * @param nanoTime when, on the machine's monotonic clock
-	 * @param details the phase, the group and term, or the daemon
+	 * @param details the phase, the group and term (a revoke's also its reason), or the
+	 * daemon
 	 */
 	record Timing(String step, long nanoTime, String details) {
 
 		boolean is(String step, String details) {
 			return this.step.equals(step) && this.details.equals(details);
+		}
+
+		/**
+		 * Returns whether this is a grant or a revoke of a group's term: its details
+		 * start with the group and the term, and a revoke's go on with its reason.
+		 * @param step {@code granted} or {@code revoked}
+		 * @param group the group
+		 * @param term the term
+		 * @return whether it is
+		 */
+		boolean isTerm(String step, String group, long term) {
+			String[] parts = this.details.split(" ");
+			return this.step.equals(step) && parts.length >= 2 && parts[0].equals(group)
+					&& parts[1].equals(Long.toString(term));
+		}
+
+		/**
+		 * Returns the reason of a revoke, as the node printed it.
+		 * @return the {@code RevokeReason}'s name, or an empty string if the line has
+		 * none
+		 */
+		String reason() {
+			String[] parts = this.details.split(" ");
+			return (parts.length >= 3) ? parts[2] : "";
 		}
 
 	}

@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 
 /**
  * Hand-over and idle load of three nodes of the sample application, each a Spring Boot
@@ -84,11 +85,10 @@ final class SampleAppTimings {
 		step(steps, "first lifecycle phase", leader.first((t) -> t.is("phase", Integer.toString(Integer.MAX_VALUE))),
 				signalledAt);
 		step(steps, "first daemon stopped", leader.first((t) -> t.step().equals("daemon-stopped")), signalledAt);
-		step(steps, "revoke delivered", leader.first((t) -> t.is("revoked", GROUP + " " + held.get(GROUP))),
-				signalledAt);
+		step(steps, "revoke delivered", leader.first((t) -> t.isTerm("revoked", GROUP, held.get(GROUP))), signalledAt);
 		step(steps, "first phase ended", leader.first((t) -> t.is("phase", Integer.toString(Integer.MAX_VALUE - 1))),
 				signalledAt);
-		step(steps, "successor's granted event", grantedEvent(successorPid, held.get(GROUP)), signalledAt);
+		step(steps, "successor's granted event", grantedEvent(successorPid, GROUP, held.get(GROUP)), signalledAt);
 		this.cluster.replace(leader, arguments);
 		return new Round(daemonsOnLeader, held.size(), first, last,
 				ChronoUnit.MICROS.between(signalOnDatabase, grants.get(GROUP)) / 1e3, steps);
@@ -104,19 +104,45 @@ final class SampleAppTimings {
 	 * @return every round
 	 */
 	List<Failover> failover(List<String> arguments, boolean daemons, int rounds, Duration settle) throws Exception {
-		return rounds(arguments, daemons, rounds, settle, this::failoverOnce);
+		return failover(arguments, daemons, rounds, settle, GROUP);
 	}
 
-	private Failover failoverOnce(SampleTables tables, List<String> arguments) throws Exception {
-		String holder = tables.holder(GROUP);
+	/**
+	 * kill -9 of the leader of a group, then a new node in its place, round after round.
+	 * The sample opts {@code billing} in to crash takeover, and leaves {@code default} to
+	 * its lease's expiry.
+	 * @param arguments further arguments of every node, the lease settings among them
+	 * @param daemons whether the nodes run the sample's daemons
+	 * @param rounds how many failovers
+	 * @param settle how long the cluster idles before each round, once it is complete
+	 * @param group the group whose leader is killed, and whose successor is timed
+	 * @return every round
+	 */
+	List<Failover> failover(List<String> arguments, boolean daemons, int rounds, Duration settle, String group)
+			throws Exception {
+		return rounds(arguments, daemons, rounds, settle, (tables, args) -> failoverOnce(tables, args, group));
+	}
+
+	private Failover failoverOnce(SampleTables tables, List<String> arguments, String group) throws Exception {
+		String holder = tables.holder(group);
 		long pid = tables.pid(holder);
-		long term = tables.term(GROUP);
+		long term = tables.term(group);
 		SampleAppNode leader = this.cluster.node(pid, holder);
+		// Read again after the kill, when the dead node can no longer renew it; with
+		// crash
+		// takeover a successor may have taken it over by then, and the reading before the
+		// kill stands.
+		Instant expiresAt = tables.expiry(group, term);
 		Signal kill = signal(tables, leader, "SIGKILL", leader::kill);
 		Instant killOnDatabase = kill.onDatabase();
-		Instant expiresAt = tables.expiry(GROUP, term);
-		Instant grant = tables.awaitGrants(Map.of(GROUP, term)).get(GROUP);
-		double grantEvent = grantedEvent(tables.pid(tables.holder(GROUP)), term)
+		try {
+			expiresAt = tables.expiry(group, term);
+		}
+		catch (IllegalStateException ex) {
+			// taken over already
+		}
+		Instant grant = tables.awaitGrants(Map.of(group, term)).get(group);
+		double grantEvent = grantedEvent(tables.pid(tables.holder(group)), group, term)
 			.map((event) -> (event.nanoTime() - kill.nanoTime()) / 1e6)
 			.orElse(Double.NaN);
 		this.cluster.replace(leader, arguments);
@@ -125,28 +151,80 @@ final class SampleAppTimings {
 	}
 
 	/**
+	 * Ends every database session of the leader of {@code billing} on the server while it
+	 * lives ({@link SessionKill}), round after round, and times from the node's printed
+	 * events its step-down and its successor's grant. The node stays: it reconnects and
+	 * follows.
+	 * @param arguments further arguments of every node
+	 * @param daemons whether the nodes run the sample's daemons
+	 * @param rounds how many kills
+	 * @param settle how long the cluster idles before each round, once it is complete
+	 * @return every round
+	 */
+	List<SessionLoss> sessionKill(List<String> arguments, boolean daemons, int rounds, Duration settle)
+			throws Exception {
+		return rounds(arguments, daemons, rounds, settle, this::sessionKillOnce);
+	}
+
+	private SessionLoss sessionKillOnce(SampleTables tables, List<String> arguments) throws Exception {
+		String holder = tables.holder(GROUP);
+		long pid = tables.pid(holder);
+		long term = tables.term(GROUP);
+		SampleAppNode leader = this.cluster.node(pid, holder);
+		SessionKill.Ended ended;
+		try (Connection connection = this.database.connect()) {
+			ended = SessionKill.end(this.database, connection, leader);
+		}
+		tables.awaitGrants(Map.of(GROUP, term));
+		String successor = tables.holder(GROUP);
+		double grant = grantedEvent(tables.pid(successor), GROUP, term)
+			.map((event) -> (event.nanoTime() - ended.nanoTime()) / 1e6)
+			.orElse(Double.NaN);
+		Optional<SampleAppNode.Timing> revoked = awaitTiming(leader, (t) -> t.isTerm("revoked", GROUP, term),
+				Duration.ofSeconds(15));
+		double revoke = revoked.map((event) -> (event.nanoTime() - ended.nanoTime()) / 1e6).orElse(Double.NaN);
+		if (!leader.isAlive()) {
+			this.cluster.replace(leader, arguments);
+		}
+		return new SessionLoss(ended.sessions(), revoke, revoked.map(SampleAppNode.Timing::reason).orElse(""), grant,
+				holder != null && holder.equals(successor));
+	}
+
+	/**
+	 * Waits, for a bounded time, for a node to print a step.
+	 * @param node the node
+	 * @param matching the condition on the step
+	 * @param timeout how long to wait at most
+	 * @return the step, if the node printed it in time
+	 */
+	private static Optional<SampleAppNode.Timing> awaitTiming(SampleAppNode node,
+			Predicate<SampleAppNode.Timing> matching, Duration timeout) throws InterruptedException {
+		long deadline = System.nanoTime() + timeout.toNanos();
+		while (true) {
+			Optional<SampleAppNode.Timing> found = node.first(matching);
+			if (found.isPresent() || System.nanoTime() - deadline > 0) {
+				return found;
+			}
+			TimeUnit.MILLISECONDS.sleep(10);
+		}
+	}
+
+	/**
 	 * Waits, for a second at most, for the {@code TIMING granted} line of a node's grant
-	 * of {@code billing} of a later term than the given one; the harness saw the grant in
-	 * the table, and the node prints it a moment after.
+	 * of a group of a later term than the given one; the harness saw the grant in the
+	 * table, and the node prints it a moment after.
 	 * @param pid the successor's process
+	 * @param group the group
 	 * @param term the term before the grant
 	 * @return the line, if the node printed it in time
 	 */
-	private Optional<SampleAppNode.Timing> grantedEvent(long pid, long term) throws InterruptedException {
+	private Optional<SampleAppNode.Timing> grantedEvent(long pid, String group, long term) throws InterruptedException {
 		Optional<SampleAppNode> node = this.cluster.find(pid);
 		if (node.isEmpty()) {
 			return Optional.empty();
 		}
-		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
-		while (true) {
-			Optional<SampleAppNode.Timing> granted = node.get()
-				.first((t) -> t.step().equals("granted") && t.details().startsWith(GROUP + " ")
-						&& Long.parseLong(t.details().substring(GROUP.length() + 1)) > term);
-			if (granted.isPresent() || System.nanoTime() - deadline > 0) {
-				return granted;
-			}
-			TimeUnit.MILLISECONDS.sleep(10);
-		}
+		return awaitTiming(node.get(), (t) -> t.step().equals("granted") && t.details().startsWith(group + " ")
+				&& Long.parseLong(t.details().substring(group.length() + 1)) > term, Duration.ofSeconds(1));
 	}
 
 	/**
@@ -302,6 +380,31 @@ final class SampleAppTimings {
 	 * NaN if the successor did not print it
 	 */
 	record Failover(double grant, double afterExpiry, double grantEvent) {
+	}
+
+	/**
+	 * One server-side kill of the sessions of the leader of {@code billing}, which lived
+	 * on. Times are from the harness's kill statement, on the machine's monotonic clock,
+	 * in ms, NaN when the node did not print the event in time.
+	 *
+	 * @param sessions how many of the leader's sessions the server ended
+	 * @param revoke to the old leader's revoked event of its term
+	 * @param reason that revoke's reason, empty if there was none
+	 * @param grant to the successor's granted event
+	 * @param regained whether the successor was the old leader itself, once reconnected
+	 */
+	record SessionLoss(int sessions, double revoke, String reason, double grant, boolean regained) {
+
+		/**
+		 * Returns how long both nodes believed they led {@code billing}: from the
+		 * successor's grant to the old leader's revoke, 0 if the revoke came first.
+		 * @return the window, in ms, NaN if either event is missing or the old leader
+		 * regained the lease itself
+		 */
+		double window() {
+			return this.regained ? Double.NaN : Math.max(0, this.revoke - this.grant);
+		}
+
 	}
 
 	/**

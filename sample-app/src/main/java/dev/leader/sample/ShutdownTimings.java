@@ -23,8 +23,9 @@ import org.springframework.core.annotation.Order;
  * the JVM's shutdown hooks starting, the context's closed event, the start of the
  * lifecycle phase that stops first ({@link Integer#MAX_VALUE}, the leader engine's and
  * the daemon coordinator's) and of the next one, every leadership granted or revoked, and
- * every daemon started or stopped. Only active with {@code sample.timings=true}, which
- * {@code leader-benchmarks} passes.
+ * every daemon started or stopped. A grant's details are the group and the term, a
+ * revoke's also its reason ({@code revoked billing 4 SESSION_LOST}). Only active with
+ * {@code sample.timings=true}, which {@code leader-benchmarks} passes.
  */
 @Configuration(proxyBeanMethods = false)
 @ConditionalOnBooleanProperty("sample.timings")
@@ -85,7 +86,7 @@ class ShutdownTimings {
 
 		@EventListener
 		void revoked(LeadershipRevokedEvent event) {
-			print("revoked", event.group() + " " + event.term());
+			print("revoked", event.group() + " " + event.term() + " " + event.reason());
 		}
 
 		@EventListener

@@ -35,8 +35,10 @@ import static org.awaitility.Awaitility.await;
  * three nodes as processes of their own. The test presses pause on the leader of
  * {@code billing}, sees the takeover with its new term in the timeline, presses resume,
  * and sees the resumed node's writes under its old term rejected; then it stops the new
- * leader gracefully and sees it hand over. What the page shows is checked against the
- * nodes' own endpoints, and every node process must be gone once the launcher is closed.
+ * leader gracefully and sees it hand over, and kills the next one (kill -9) and sees the
+ * crash takeover of {@code billing} before that leader's lease would have run out. What
+ * the page shows is checked against the nodes' own endpoints, and every node process must
+ * be gone once the launcher is closed.
  * <p>
  * The database is a fresh schema of {@code LEADER_TEST_JDBC_URL} when set, given to the
  * launcher as {@code demo.database.url}; else the launcher's embedded one, in a temporary
@@ -177,6 +179,21 @@ class DemoClusterViewBrowserTests {
 		assertThat(Long.parseLong(stop.group(2))).isGreaterThan(newTerm);
 		wait.until((page) -> this.browser.texts("#nodes tr[data-name='" + successor + "'] .process")
 			.equals(List.of("STOPPED")));
+
+		// billing opts in to crash takeover: kill -9 of its leader hands it over as the
+		// leader's session ends, long before its lease would have run out.
+		String third = stop.group(1);
+		press(third, "kill");
+		Pattern crash = Pattern.compile("billing: leader (node-\\d) \\(term (\\d+)\\), was " + third + " \\(term "
+				+ stop.group(2) + "\\) \u2014 takeover, " + third + " is KILLED; seen ([\\d.]+) s after "
+				+ "the kill \\(polled every 1 s\\), ([\\d.]+) s before the dead leader's lease would have run out: "
+				+ "crash takeover");
+		Matcher killed = wait.until((page) -> {
+			Matcher matcher = crash.matcher(this.browser.text("#timeline"));
+			return matcher.find() ? matcher : null;
+		});
+		assertThat(killed.group(1)).isNotEqualTo(third);
+		assertThat(Double.parseDouble(killed.group(4))).isGreaterThan(0);
 	}
 
 	/**
