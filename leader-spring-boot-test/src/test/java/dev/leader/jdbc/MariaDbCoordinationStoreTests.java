@@ -3,8 +3,10 @@ package dev.leader.jdbc;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 import javax.sql.DataSource;
@@ -16,6 +18,7 @@ import dev.leader.node.NodeRegistration;
 import dev.leader.test.AbstractCoordinationStoreContractTests;
 import dev.leader.test.FreezeAfterLock;
 import dev.leader.test.MigratedMariaDb;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -23,6 +26,7 @@ import org.springframework.jdbc.core.simple.JdbcClient;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
 import static org.awaitility.Awaitility.await;
 
 /**
@@ -86,6 +90,70 @@ class MariaDbCoordinationStoreTests extends AbstractCoordinationStoreContractTes
 				.query((rows, i) -> List.of(rows.getLong(1), rows.getLong(2), rows.getLong(3), rows.getLong(4)))
 				.single()).containsExactly(600L, 600L, 600L, 1L);
 		}
+	}
+
+	/**
+	 * Crash takeover: a lease bound to its holder's session is refused to another node
+	 * while that session lives, however the other node believes it stands, and granted,
+	 * long before it expires, once an admin kills that session; the holder's watcher
+	 * tells its listener that it lost the term at once, and the grant clears the binding.
+	 */
+	@Test
+	void boundLeaseIsTakenOverOnceItsHoldersSessionEndsAndItsHolderIsTold() throws Exception {
+		JdbcClient jdbc = JdbcClient.create(database.dataSource());
+		MariaDbCoordinationStore holder = (MariaDbCoordinationStore) createStore();
+		holder.crashTakeover(List.of("g"));
+		CoordinationStore other = createStore();
+		BlockingQueue<Map<String, Long>> lost = new LinkedBlockingQueue<>();
+		AutoCloseable listening = holder.listen(new CoordinationStore.ReleaseListener() {
+
+			@Override
+			public void released(String group, @Nullable String successor) {
+			}
+
+			@Override
+			public void sessionLost(Map<String, Long> terms) {
+				lost.add(terms);
+			}
+
+		});
+		try {
+			AcquireResult granted = holder.acquire("g", "a", Duration.ofSeconds(60));
+			assertThat(granted.granted()).isTrue();
+			long term = granted.lease().term();
+			long session = boundSession(jdbc);
+			assertThat(session).as("bound by the grant").isPositive();
+			assertThat(other.acquire("g", "b", Duration.ofSeconds(60)).granted()).as("holder's session lives")
+				.isFalse();
+			long killedAt = System.nanoTime();
+			jdbc.sql("KILL CONNECTION " + session).update();
+			assertThat(lost.poll(2, TimeUnit.SECONDS)).as("the holder is told").isEqualTo(Map.of("g", term));
+			System.out.printf("holding session killed -> holder told in %d ms%n",
+					(System.nanoTime() - killedAt) / 1_000_000);
+			AcquireResult takeover = other.acquire("g", "b", Duration.ofSeconds(60));
+			assertThat(takeover.granted()).isTrue();
+			assertThat(takeover.lease().term()).isEqualTo(term + 1);
+			assertThat(boundSession(jdbc)).as("the grant cleared the binding").isZero();
+		}
+		finally {
+			listening.close();
+			holder.disconnect();
+		}
+	}
+
+	private static long boundSession(JdbcClient jdbc) {
+		return jdbc.sql("SELECT COALESCE(session_id, 0) FROM leader_leases WHERE group_name = 'g'")
+			.query(Long.class)
+			.single();
+	}
+
+	@Test
+	void crashTakeoverNeedsTheWakeUps() {
+		MariaDbCoordinationStore store = new MariaDbCoordinationStore(database.dataSource(), new TablePrefix("leader_"),
+				Duration.ofSeconds(3), false);
+		assertThatIllegalStateException().isThrownBy(() -> store.crashTakeover(List.of("g")))
+			.withMessageContaining("leader.jdbc.notifications.enabled=true");
+		store.crashTakeover(List.of());
 	}
 
 	private void grantWaitsOnlyForTheIdleLimit(DataSource pool) throws Exception {
