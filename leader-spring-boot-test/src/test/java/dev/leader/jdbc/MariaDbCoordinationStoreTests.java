@@ -1,5 +1,8 @@
 package dev.leader.jdbc;
 
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -134,6 +137,49 @@ class MariaDbCoordinationStoreTests extends AbstractCoordinationStoreContractTes
 			assertThat(takeover.granted()).isTrue();
 			assertThat(takeover.lease().term()).isEqualTo(term + 1);
 			assertThat(boundSession(jdbc)).as("the grant cleared the binding").isZero();
+		}
+		finally {
+			listening.close();
+			holder.disconnect();
+		}
+	}
+
+	/**
+	 * G3 with crash takeover: the takeover of a bound lease whose holder's session ended
+	 * still waits for a guarded transaction of the old term, which locks the group's
+	 * {@code lease_terms} row in share mode on a connection of its own, and is granted
+	 * once it ends.
+	 */
+	@Test
+	void takeoverOfABoundLeaseWaitsForTheOldTermsGuardedTransaction() throws Exception {
+		JdbcClient jdbc = JdbcClient.create(database.dataSource());
+		MariaDbCoordinationStore holder = (MariaDbCoordinationStore) createStore();
+		holder.crashTakeover(List.of("g"));
+		CoordinationStore other = createStore();
+		AutoCloseable listening = holder.listen((group, successor) -> {
+		});
+		try (Connection guarded = database.dataSource().getConnection()) {
+			long term = holder.acquire("g", "a", Duration.ofSeconds(60)).lease().term();
+			long session = boundSession(jdbc);
+			assertThat(session).isPositive();
+			guarded.setAutoCommit(false);
+			try (PreparedStatement guard = guarded.prepareStatement(
+					"SELECT holder FROM leader_lease_terms WHERE group_name = 'g' AND holder = 'a' AND term = ? "
+							+ "LOCK IN SHARE MODE")) {
+				guard.setLong(1, term);
+				try (ResultSet row = guard.executeQuery()) {
+					assertThat(row.next()).as("the guard holds the old term").isTrue();
+				}
+			}
+			jdbc.sql("KILL CONNECTION " + session).update();
+			CompletableFuture<AcquireResult> takeover = CompletableFuture
+				.supplyAsync(() -> other.acquire("g", "b", Duration.ofSeconds(60)));
+			Thread.sleep(500);
+			assertThat(takeover).as("the takeover waits for the guarded transaction").isNotDone();
+			guarded.commit();
+			AcquireResult result = takeover.get(3, TimeUnit.SECONDS);
+			assertThat(result.granted()).isTrue();
+			assertThat(result.lease().term()).isEqualTo(term + 1);
 		}
 		finally {
 			listening.close();
