@@ -52,8 +52,8 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 	 * The lease as it stands, without a lock, for an attempt on a lease that another node
 	 * holds: it locks nothing, so it waits for no guard.
 	 */
-	private static final String READ_LEASE = "SELECT " + LEASE_COLUMNS + ", expires_at <= ${now} AS expired "
-			+ "FROM ${prefix}leases WHERE group_name = ?";
+	private static final String READ_LEASE = "SELECT " + LEASE_COLUMNS + ", (expires_at <= ${now} OR "
+			+ MariaDbSql.SESSION_GONE + ") AS free FROM ${prefix}leases WHERE group_name = ?";
 
 	/**
 	 * The first lock of a grant or release: the row guards lock in share mode.
@@ -70,10 +70,13 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 			ON DUPLICATE KEY UPDATE group_name = group_name""";
 
 	/**
-	 * The lease locked for a grant, with the database time after the lock was granted.
+	 * The lease locked for a grant, with the database time after the lock was granted,
+	 * and whether it is free: expired, or bound to a session that no longer holds its
+	 * term's lock ({@link MariaDbSql#SESSION_GONE}), both evaluated once the row is
+	 * locked.
 	 */
-	private static final String LOCK_LEASE = "SELECT holder, term, expires_at <= ${now} AS expired, ${now} AS now "
-			+ "FROM ${prefix}leases WHERE group_name = ? FOR UPDATE";
+	private static final String LOCK_LEASE = "SELECT holder, term, (expires_at <= ${now} OR " + MariaDbSql.SESSION_GONE
+			+ ") AS free, ${now} AS now FROM ${prefix}leases WHERE group_name = ? FOR UPDATE";
 
 	private static final String INSERT_TERM = """
 			INSERT INTO ${prefix}lease_terms (group_name, holder, term) VALUES (?, ?, ?)""";
@@ -85,7 +88,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 	private static final String GRANT_TERM = "UPDATE ${prefix}lease_terms SET holder = ?, term = ? WHERE group_name = ?";
 
 	private static final String GRANT_LEASE = """
-			UPDATE ${prefix}leases SET holder = ?, term = ?, acquired_at = ?, renewed_at = ?,
+			UPDATE ${prefix}leases SET holder = ?, term = ?, session_id = NULL, acquired_at = ?, renewed_at = ?,
 			  expires_at = ? + INTERVAL ? MICROSECOND
 			WHERE group_name = ?""";
 
@@ -103,7 +106,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 			UPDATE ${prefix}lease_terms SET holder = NULL WHERE group_name IN (/*groups*/)""";
 
 	private static final String RELEASE_LEASES = """
-			UPDATE ${prefix}leases SET holder = NULL, expires_at = ${now} WHERE group_name IN (/*groups*/)""";
+			UPDATE ${prefix}leases SET holder = NULL, session_id = NULL, expires_at = ${now} WHERE group_name IN (/*groups*/)""";
 
 	private static final String DEREGISTER = "DELETE FROM ${prefix}nodes WHERE node_id = ?";
 
@@ -154,6 +157,34 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 	}
 
 	/**
+	 * Binds the leases of the given groups to a session of their holder, so that a
+	 * follower takes one over the moment that session ends, and the holder steps down the
+	 * moment it notices ({@link MariaDbWakeUps}, crash takeover). Call it before the
+	 * store is used.
+	 * <p>
+	 * Costs, on top of the wake-ups': on a node that leads such a group, a connection of
+	 * the pool that watches the session holding its locks, waiting in one statement per
+	 * {@link MariaDbSessionWatcher#WAIT_SECONDS}; two statements after each grant.
+	 * Followers wait as they do for a release, on their wake-up connection per group led
+	 * by another node.
+	 * @param groups the groups ({@code leader.lease.crash-takeover-groups})
+	 * @throws IllegalStateException if the wake-ups are off: the holder's session is the
+	 * connection that holds its wake-up locks, and followers learn of its end by waiting
+	 * for them
+	 */
+	public void crashTakeover(Collection<String> groups) {
+		if (groups.isEmpty()) {
+			return;
+		}
+		if (this.wakeUps == null) {
+			throw new IllegalStateException("leader.lease.crash-takeover-groups " + groups + " needs the MariaDB "
+					+ "wake-ups (leader.jdbc.notifications.enabled=true): a lease is bound to the session that "
+					+ "holds its holder's wake-up locks, and followers learn of its end by waiting for them");
+		}
+		this.wakeUps.bind(groups);
+	}
+
+	/**
 	 * Grants the lease in one transaction: reads it without a lock, and refuses at once
 	 * if another node holds it; otherwise locks its {@code lease_terms} row, which waits
 	 * for the guards of the old term, then its {@code leases} row, checks again under the
@@ -167,7 +198,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 		AcquireResult result = this.connections.transaction("acquire", (tx) -> {
 			Lease read = readLease(tx, group);
 			if (read != null && read.lease().holder() != null && !nodeId.equals(read.lease().holder())
-					&& !read.expired()) {
+					&& !read.free()) {
 				return new AcquireResult(false, read.lease());
 			}
 			Long term = tx.run(sql(LOCK_TERM), (statement) -> {
@@ -183,11 +214,11 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 				statement.setString(1, group);
 				try (ResultSet rows = statement.executeQuery()) {
 					rows.next();
-					return new Locked(rows.getString("holder"), rows.getBoolean("expired"),
+					return new Locked(rows.getString("holder"), rows.getBoolean("free"),
 							rows.getObject("now", LocalDateTime.class));
 				}
 			});
-			if (locked.holder() != null && !nodeId.equals(locked.holder()) && !locked.expired()) {
+			if (locked.holder() != null && !nodeId.equals(locked.holder()) && !locked.free()) {
 				return new AcquireResult(false, readLease(tx, group).lease());
 			}
 			long next = term + 1;
@@ -200,7 +231,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 		if (lease != null) {
 			saw(lease);
 			if (this.wakeUps != null) {
-				this.wakeUps.observed(lease, nodeId);
+				this.wakeUps.observed(lease, nodeId, result.granted());
 			}
 		}
 		return result;
@@ -230,7 +261,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 		return tx.run(sql(READ_LEASE), (statement) -> {
 			statement.setString(1, group);
 			try (ResultSet rows = statement.executeQuery()) {
-				return rows.next() ? new Lease(lease(rows), rows.getBoolean("expired")) : null;
+				return rows.next() ? new Lease(lease(rows), rows.getBoolean("free")) : null;
 			}
 		});
 	}
@@ -249,8 +280,8 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 		result.leases().values().forEach(this::saw);
 		if (this.wakeUps != null) {
 			this.wakeUps.checkHolding();
-			result.renewed().values().forEach((lease) -> this.wakeUps.observed(lease, node.id()));
-			result.leases().values().forEach((lease) -> this.wakeUps.observed(lease, node.id()));
+			result.renewed().values().forEach((lease) -> this.wakeUps.observed(lease, node.id(), true));
+			result.leases().values().forEach((lease) -> this.wakeUps.observed(lease, node.id(), false));
 		}
 		this.logFollowers.heads(read.logHeads(), sentAt);
 		return result;
@@ -379,10 +410,10 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 				(expiresAt != null) ? expiresAt : Instant.EPOCH, Duration.ofMillis(rows.getLong("remaining_ms")));
 	}
 
-	private record Lease(LeaseState lease, boolean expired) {
+	private record Lease(LeaseState lease, boolean free) {
 	}
 
-	private record Locked(@Nullable String holder, boolean expired, LocalDateTime now) {
+	private record Locked(@Nullable String holder, boolean free, LocalDateTime now) {
 	}
 
 	private record Expiry(long term, LocalDateTime at) {

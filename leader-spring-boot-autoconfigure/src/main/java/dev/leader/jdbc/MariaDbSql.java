@@ -81,10 +81,38 @@ final class MariaDbSql {
 			WHERE t.group_name = ? AND t.holder = ? AND t.term = ?
 			LOCK IN SHARE MODE""";
 
+	/**
+	 * Whether the session a lease row is bound to ({@code session_id}, crash takeover,
+	 * {@link MariaDbWakeUps}) no longer holds the named lock of the row's term: the
+	 * holder's process died or its session ended. {@code IS_USED_LOCK} is the server's
+	 * view at the moment of evaluation, so a follower's belief is never enough. False for
+	 * an unbound row.
+	 */
+	static final String SESSION_GONE = "(session_id IS NOT NULL AND COALESCE(IS_USED_LOCK("
+			+ termLock("group_name", "term") + "), 0) <> session_id)";
+
 	private static final Map<String, String> FRAGMENTS = Map.of("${now}", NOW, "${remaining_ms}", REMAINING_MS,
 			"${heartbeat_age_ms}", HEARTBEAT_AGE_MS);
 
 	private MariaDbSql() {
+	}
+
+	/**
+	 * Returns the name of the named lock of a lease's term, which the holder's session
+	 * holds while the lease is bound to it:
+	 * {@code <prefix>term:<database>:<group>:<term>} when it fits MariaDB's 64
+	 * characters, else the prefix and a digest of that. Named locks belong to the server,
+	 * hence the database. Computed by the server, so that the holder's statements and the
+	 * acquire's check name the same lock. A digest that two terms share never frees a
+	 * lease early: the check asks whether the bound session holds the name.
+	 * @param group the SQL expression of the group name, a column or a parameter marker
+	 * @param term the SQL expression of the term
+	 * @return the SQL expression, with {@code ${prefix}}
+	 */
+	static String termLock(String group, String term) {
+		String readable = "CONCAT('${prefix}term:', DATABASE(), ':', " + group + ", ':', " + term + ")";
+		return "IF(CHAR_LENGTH(" + readable + ") <= 64, " + readable + ", CONCAT('${prefix}term:', LEFT(SHA2("
+				+ readable + ", 256), 32)))";
 	}
 
 	/**

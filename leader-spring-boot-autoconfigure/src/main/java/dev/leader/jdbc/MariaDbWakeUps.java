@@ -1,7 +1,10 @@
 package dev.leader.jdbc;
 
 import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
@@ -33,13 +36,41 @@ import org.jspecify.annotations.Nullable;
  * lock yet), it waits again only after the next thing the store learns of the lease: an
  * acquire's outcome or a heartbeat, at most one statement per renew interval.
  * <p>
+ * <b>Crash takeover</b> ({@code leader.lease.crash-takeover-groups}, {@link #bind}). Once
+ * this node is granted (or renews) a term of such a group, the holding connection also
+ * takes the lock of that term ({@link MariaDbSql#termLock}, one per term, so that a new
+ * holder never waits for an old holder's lock, say of a paused process that keeps its
+ * session) and records its {@code CONNECTION_ID()} in the lease's {@code session_id},
+ * only if the lease is still this node's under that term and unexpired. An acquire takes
+ * a bound lease over once that session no longer holds the lock
+ * ({@link MariaDbSql#SESSION_GONE}). Followers need nothing more: the same session holds
+ * the group's wake-up lock, whose waiters wake when it ends, and the acquire they start
+ * decides. The holding session stays idle on the server, where the server notices a
+ * client that died at once and releases its locks; a {@link MariaDbSessionWatcher} on a
+ * connection of its own waits for a lock of that session, {@code <prefix>live:<id>}, and
+ * gets it the instant the session ends, and this node then steps down from the terms it
+ * bound ({@link ReleaseListener#sessionLost}). Every other way the holding connection is
+ * given up (a failed statement, a failed ping of the heartbeat) gives the locks up too,
+ * and steps down likewise. A term this node stepped down from this way is not bound
+ * again.
+ * <p>
  * Costs, where this node follows a group another node leads: a connection of the pool per
  * such group, kept while it is led by another node; on a leader, one connection that
- * holds the locks of all its groups. Thread-safe.
+ * holds the locks of all its groups, and with crash takeover a second one that watches
+ * it, waiting in one statement per {@link MariaDbSessionWatcher#WAIT_SECONDS}. Binding a
+ * term costs two statements after its grant. Thread-safe.
  */
 final class MariaDbWakeUps {
 
 	private static final Log logger = LogFactory.getLog(MariaDbWakeUps.class);
+
+	/**
+	 * Records the holding session in a lease of this node, under the term it took the
+	 * lock of, only while the lease is this node's with that term and unexpired.
+	 */
+	private static final String BIND = """
+			UPDATE ${prefix}leases SET session_id = CONNECTION_ID()
+			WHERE group_name = ? AND term = ? AND holder = ? AND expires_at > ${now}""";
 
 	/**
 	 * The longest one {@code GET_LOCK} waits; the wait is repeated while the lease stays
@@ -64,6 +95,32 @@ final class MariaDbWakeUps {
 
 	private volatile @Nullable ReleaseListener listener;
 
+	private final String bindSql;
+
+	private final String takeTermSql;
+
+	private final String releaseTermSql;
+
+	private final String takeLiveSql;
+
+	private final String livePrefix;
+
+	private volatile Set<String> bindGroups = Set.of();
+
+	// Guarded by lock: the terms bound on the holding connection, by group; the terms
+	// this node stepped down from when their session was lost; those not yet told to the
+	// listener; the watcher of the holding session.
+	private final Map<String, Long> bound = new TreeMap<>();
+
+	private final Map<String, Long> lostTerms = new TreeMap<>();
+
+	private final Map<String, Long> unreported = new TreeMap<>();
+
+	private @Nullable MariaDbSessionWatcher watcher;
+
+	// Guarded by lock: the name of the holding session's own lock, once taken.
+	private @Nullable String liveLock;
+
 	/**
 	 * Creates the wake-ups of a node's store.
 	 * @param dataSource the MariaDB data source whose connections wait and hold
@@ -73,6 +130,21 @@ final class MariaDbWakeUps {
 	MariaDbWakeUps(DataSource dataSource, TablePrefix prefix, int timeoutSeconds) {
 		this.locks = new MariaDbNamedLocks(dataSource, prefix, timeoutSeconds);
 		this.timeoutSeconds = timeoutSeconds;
+		this.bindSql = MariaDbSql.render(prefix, BIND);
+		this.takeTermSql = MariaDbSql.render(prefix, "SELECT GET_LOCK(" + MariaDbSql.termLock("?", "?") + ", 0)");
+		this.releaseTermSql = MariaDbSql.render(prefix, "SELECT RELEASE_LOCK(" + MariaDbSql.termLock("?", "?") + ")");
+		this.takeLiveSql = MariaDbSql.render(prefix,
+				"SELECT GET_LOCK(CONCAT('${prefix}live:', CONNECTION_ID()), 0), CONNECTION_ID()");
+		this.livePrefix = prefix.render("${prefix}") + "live:";
+	}
+
+	/**
+	 * Binds the leases of the given groups that this node is granted to its holding
+	 * session, for crash takeover. Call it before the store is used.
+	 * @param groups the groups ({@code leader.lease.crash-takeover-groups})
+	 */
+	void bind(Collection<String> groups) {
+		this.bindGroups = Set.copyOf(groups);
 	}
 
 	/**
@@ -83,8 +155,20 @@ final class MariaDbWakeUps {
 	 * that a store used without an engine keeps no connection.
 	 * @param lease the lease as read
 	 * @param nodeId this node
+	 * @param renewed whether this node was just granted or renewed the lease, which binds
+	 * it to the holding session if its group is a crash-takeover group; a lease merely
+	 * read with this node as its holder may be one it stepped down from
 	 */
-	void observed(LeaseState lease, String nodeId) {
+	void observed(LeaseState lease, String nodeId, boolean renewed) {
+		try {
+			observe(lease, nodeId, renewed);
+		}
+		finally {
+			reportLost();
+		}
+	}
+
+	private void observe(LeaseState lease, String nodeId, boolean renewed) {
 		synchronized (this.lock) {
 			if (this.listener == null) {
 				return;
@@ -93,6 +177,9 @@ final class MariaDbWakeUps {
 		boolean mine = nodeId.equals(lease.holder()) && !lease.remaining().isNegative() && !lease.remaining().isZero();
 		if (mine) {
 			hold(lease.group(), nodeId);
+			if (renewed && this.bindGroups.contains(lease.group())) {
+				bindTerm(lease.group(), lease.term(), nodeId);
+			}
 		}
 		else {
 			giveBack(nodeId, Set.of(lease.group()));
@@ -122,9 +209,18 @@ final class MariaDbWakeUps {
 	 * heartbeat, before its observations.
 	 */
 	void checkHolding() {
+		try {
+			ping();
+		}
+		finally {
+			reportLost();
+		}
+	}
+
+	private void ping() {
 		synchronized (this.lock) {
 			Connection connection = this.holding;
-			if (connection == null || this.held.isEmpty()) {
+			if (connection == null || (this.held.isEmpty() && this.bound.isEmpty())) {
 				return;
 			}
 			try {
@@ -146,9 +242,29 @@ final class MariaDbWakeUps {
 	 * @param groups the groups
 	 */
 	void giveBack(String nodeId, Iterable<String> groups) {
+		try {
+			release(nodeId, groups);
+		}
+		finally {
+			reportLost();
+		}
+	}
+
+	private void release(String nodeId, Iterable<String> groups) {
 		synchronized (this.lock) {
 			Connection connection = this.holding;
 			for (String group : groups) {
+				Long term = this.bound.get(group);
+				if (connection != null && term != null) {
+					this.bound.remove(group);
+					try {
+						releaseTerm(connection, group, term);
+					}
+					catch (SQLException ex) {
+						dropHolding("release the session lock of " + group, ex);
+						return;
+					}
+				}
 				if (connection != null && nodeId.equals(this.held.get(group))) {
 					this.held.remove(group);
 					try {
@@ -161,8 +277,11 @@ final class MariaDbWakeUps {
 					}
 				}
 			}
-			if (this.held.isEmpty() && this.listener == null) {
+			if (this.held.isEmpty() && this.bound.isEmpty() && this.listener == null) {
 				disconnect();
+			}
+			else if (this.bound.isEmpty()) {
+				stopWatcher();
 			}
 		}
 	}
@@ -190,7 +309,7 @@ final class MariaDbWakeUps {
 			// The held locks stay until the leases are released (the engine stops
 			// listening first), or the store disconnects.
 			synchronized (this.lock) {
-				if (this.held.isEmpty()) {
+				if (this.held.isEmpty() && this.bound.isEmpty()) {
 					disconnect();
 				}
 			}
@@ -203,9 +322,13 @@ final class MariaDbWakeUps {
 	 */
 	void disconnect() {
 		synchronized (this.lock) {
+			// The watcher first: giving the holding session's locks back would wake it.
+			stopWatcher();
 			Connection connection = this.holding;
 			this.holding = null;
+			this.liveLock = null;
 			this.held.clear();
+			this.bound.clear();
 			if (connection != null) {
 				MariaDbNamedLocks.giveBack(connection, this.timeoutSeconds);
 			}
@@ -236,6 +359,169 @@ final class MariaDbWakeUps {
 		}
 	}
 
+	// Binds a term this node was granted or renewed to the holding session; a failure
+	// leaves it unbound, and the next renewal tries again.
+	private void bindTerm(String group, long term, String nodeId) {
+		synchronized (this.lock) {
+			Long current = this.bound.get(group);
+			Long lost = this.lostTerms.get(group);
+			if (lost != null && lost >= term) {
+				return;
+			}
+			try {
+				if (current != null && current == term) {
+					// Bound, so the holding connection is there; a watch that failed
+					// starts again, at most once per renewal.
+					if (this.watcher == null && this.holding != null) {
+						watch(this.holding);
+					}
+					return;
+				}
+				Connection connection = this.holding;
+				if (connection == null) {
+					connection = this.locks.borrow();
+					this.holding = connection;
+				}
+				if (current != null) {
+					this.bound.remove(group);
+					releaseTerm(connection, group, current);
+				}
+				if (this.watcher == null) {
+					watch(connection);
+				}
+				if (!Long.valueOf(1).equals(termLock(connection, this.takeTermSql, group, term))) {
+					return;
+				}
+				int updated;
+				try (PreparedStatement statement = connection.prepareStatement(this.bindSql)) {
+					statement.setQueryTimeout(this.timeoutSeconds);
+					statement.setString(1, group);
+					statement.setLong(2, term);
+					statement.setString(3, nodeId);
+					updated = statement.executeUpdate();
+				}
+				if (updated == 1) {
+					this.bound.put(group, term);
+				}
+				else {
+					releaseTerm(connection, group, term);
+				}
+			}
+			catch (SQLException ex) {
+				dropHolding("bind the lease of " + group + " to the holding session", ex);
+			}
+		}
+	}
+
+	// Takes the holding session's own lock, once per session, and starts the watcher
+	// that waits for it.
+	private void watch(Connection connection) throws SQLException {
+		String live = this.liveLock;
+		if (live == null) {
+			try (PreparedStatement statement = connection.prepareStatement(this.takeLiveSql)) {
+				statement.setQueryTimeout(this.timeoutSeconds);
+				try (ResultSet row = statement.executeQuery()) {
+					row.next();
+					if (row.getLong(1) != 1) {
+						throw new SQLException("the holding session's own lock is taken");
+					}
+					live = this.livePrefix + row.getLong(2);
+				}
+			}
+			this.liveLock = live;
+		}
+		MariaDbSessionWatcher watcher = new MariaDbSessionWatcher(this.locks, live,
+				new MariaDbSessionWatcher.Outcome() {
+
+					@Override
+					public void ended(MariaDbSessionWatcher watcher) {
+						sessionEnded(watcher, null);
+					}
+
+					@Override
+					public void failed(MariaDbSessionWatcher watcher) {
+						sessionEnded(watcher, watcher);
+					}
+
+				});
+		this.watcher = watcher;
+		watcher.start();
+	}
+
+	// Called on the watcher's thread. A failed watch pings the holding session, which
+	// may live.
+	private void sessionEnded(MariaDbSessionWatcher ended, @Nullable MariaDbSessionWatcher failed) {
+		try {
+			synchronized (this.lock) {
+				if (this.watcher != ended) {
+					return;
+				}
+				this.watcher = null;
+				if (failed == null) {
+					dropHolding("keep the holding session", new SQLException("the holding session ended"));
+					return;
+				}
+				// The next renewal starts another watcher if the session lives.
+				Connection connection = this.holding;
+				try {
+					if (connection == null || !connection.isValid(this.timeoutSeconds)) {
+						dropHolding("keep the holding session", new SQLException("the holding session ended"));
+					}
+				}
+				catch (SQLException ex) {
+					dropHolding("keep the holding session", ex);
+				}
+			}
+		}
+		finally {
+			reportLost();
+		}
+	}
+
+	private void stopWatcher() {
+		MariaDbSessionWatcher watcher = this.watcher;
+		this.watcher = null;
+		if (watcher != null) {
+			watcher.stop();
+		}
+	}
+
+	private void releaseTerm(Connection connection, String group, long term) throws SQLException {
+		termLock(connection, this.releaseTermSql, group, term);
+	}
+
+	private @Nullable Long termLock(Connection connection, String sql, String group, long term) throws SQLException {
+		try (PreparedStatement statement = connection.prepareStatement(sql)) {
+			statement.setQueryTimeout(this.timeoutSeconds);
+			// The name's expression repeats its parts three times.
+			for (int i = 0; i < 3; i++) {
+				statement.setString(2 * i + 1, group);
+				statement.setLong(2 * i + 2, term);
+			}
+			try (ResultSet row = statement.executeQuery()) {
+				row.next();
+				long value = row.getLong(1);
+				return row.wasNull() ? null : value;
+			}
+		}
+	}
+
+	// Tells the listener of the terms lost with the holding session, outside the lock.
+	private void reportLost() {
+		Map<String, Long> lost;
+		synchronized (this.lock) {
+			if (this.unreported.isEmpty()) {
+				return;
+			}
+			lost = new TreeMap<>(this.unreported);
+			this.unreported.clear();
+		}
+		ReleaseListener listener = this.listener;
+		if (listener != null) {
+			listener.sessionLost(lost);
+		}
+	}
+
 	private void ended(MariaDbWakeUpWaiter waiter) {
 		synchronized (this.lock) {
 			this.waiters.remove(waiter.group(), waiter);
@@ -246,8 +532,18 @@ final class MariaDbWakeUps {
 	// says: it never goes back to the pool with them.
 	private void dropHolding(String task, SQLException ex) {
 		logger.debug("Could not " + task + "; the next heartbeat tries again: " + ex);
+		stopWatcher();
+		if (!this.bound.isEmpty()) {
+			// The terms' locks go with the session: others may take them over.
+			logger.warn("Lost the database session that bound the leases " + this.bound + " ("
+					+ "leader.lease.crash-takeover-groups): stepping down from them");
+			this.lostTerms.putAll(this.bound);
+			this.unreported.putAll(this.bound);
+			this.bound.clear();
+		}
 		Connection connection = this.holding;
 		this.holding = null;
+		this.liveLock = null;
 		this.held.clear();
 		if (connection != null) {
 			MariaDbNamedLocks.giveBack(connection, this.timeoutSeconds);

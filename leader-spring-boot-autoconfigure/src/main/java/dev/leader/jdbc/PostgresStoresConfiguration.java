@@ -63,6 +63,7 @@ public final class PostgresStoresConfiguration {
 		if (dialect(chosen) == JdbcDialect.MARIADB) {
 			MariaDbCoordinationStore store = new MariaDbCoordinationStore(dataSource, prefix,
 					properties.getJdbc().determineQueryTimeout(), properties.getJdbc().getNotifications().isEnabled());
+			store.crashTakeover(properties.getLease().getCrashTakeoverGroups());
 			requireWritablePrimaryUnlessMigrated(store::requireWritablePrimary, migration);
 			return store;
 		}

@@ -92,6 +92,20 @@ class MariaDbAutoConfigurationTests {
 	}
 
 	@Test
+	void crashTakeoverFailsStartupOnMariaDbWithTheWakeUpsOff() {
+		this.contextRunner
+			.withPropertyValues("leader.lease.crash-takeover-groups=billing", "leader.jdbc.notifications.enabled=false")
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				assertThat(context).getFailure()
+					.rootCause()
+					.isInstanceOf(IllegalStateException.class)
+					.hasMessageContaining("leader.lease.crash-takeover-groups [billing]")
+					.hasMessageContaining("leader.jdbc.notifications.enabled=true");
+			});
+	}
+
+	@Test
 	void retentionLimitsFailStartupOnMariaDbWhoseLogKeepsEveryEntry() {
 		this.contextRunner.withPropertyValues("leader.log.retention.max-entries=100").run((context) -> {
 			assertThat(context).hasFailed();

@@ -1,10 +1,15 @@
 package dev.leader.jdbc;
 
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 import javax.sql.DataSource;
@@ -16,6 +21,7 @@ import dev.leader.node.NodeRegistration;
 import dev.leader.test.AbstractCoordinationStoreContractTests;
 import dev.leader.test.FreezeAfterLock;
 import dev.leader.test.MigratedMariaDb;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -23,6 +29,7 @@ import org.springframework.jdbc.core.simple.JdbcClient;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
 import static org.awaitility.Awaitility.await;
 
 /**
@@ -86,6 +93,113 @@ class MariaDbCoordinationStoreTests extends AbstractCoordinationStoreContractTes
 				.query((rows, i) -> List.of(rows.getLong(1), rows.getLong(2), rows.getLong(3), rows.getLong(4)))
 				.single()).containsExactly(600L, 600L, 600L, 1L);
 		}
+	}
+
+	/**
+	 * Crash takeover: a lease bound to its holder's session is refused to another node
+	 * while that session lives, however the other node believes it stands, and granted,
+	 * long before it expires, once an admin kills that session; the holder's watcher
+	 * tells its listener that it lost the term at once, and the grant clears the binding.
+	 */
+	@Test
+	void boundLeaseIsTakenOverOnceItsHoldersSessionEndsAndItsHolderIsTold() throws Exception {
+		JdbcClient jdbc = JdbcClient.create(database.dataSource());
+		MariaDbCoordinationStore holder = (MariaDbCoordinationStore) createStore();
+		holder.crashTakeover(List.of("g"));
+		CoordinationStore other = createStore();
+		BlockingQueue<Map<String, Long>> lost = new LinkedBlockingQueue<>();
+		AutoCloseable listening = holder.listen(new CoordinationStore.ReleaseListener() {
+
+			@Override
+			public void released(String group, @Nullable String successor) {
+			}
+
+			@Override
+			public void sessionLost(Map<String, Long> terms) {
+				lost.add(terms);
+			}
+
+		});
+		try {
+			AcquireResult granted = holder.acquire("g", "a", Duration.ofSeconds(60));
+			assertThat(granted.granted()).isTrue();
+			long term = granted.lease().term();
+			long session = boundSession(jdbc);
+			assertThat(session).as("bound by the grant").isPositive();
+			assertThat(other.acquire("g", "b", Duration.ofSeconds(60)).granted()).as("holder's session lives")
+				.isFalse();
+			long killedAt = System.nanoTime();
+			jdbc.sql("KILL CONNECTION " + session).update();
+			assertThat(lost.poll(2, TimeUnit.SECONDS)).as("the holder is told").isEqualTo(Map.of("g", term));
+			System.out.printf("holding session killed -> holder told in %d ms%n",
+					(System.nanoTime() - killedAt) / 1_000_000);
+			AcquireResult takeover = other.acquire("g", "b", Duration.ofSeconds(60));
+			assertThat(takeover.granted()).isTrue();
+			assertThat(takeover.lease().term()).isEqualTo(term + 1);
+			assertThat(boundSession(jdbc)).as("the grant cleared the binding").isZero();
+		}
+		finally {
+			listening.close();
+			holder.disconnect();
+		}
+	}
+
+	/**
+	 * G3 with crash takeover: the takeover of a bound lease whose holder's session ended
+	 * still waits for a guarded transaction of the old term, which locks the group's
+	 * {@code lease_terms} row in share mode on a connection of its own, and is granted
+	 * once it ends.
+	 */
+	@Test
+	void takeoverOfABoundLeaseWaitsForTheOldTermsGuardedTransaction() throws Exception {
+		JdbcClient jdbc = JdbcClient.create(database.dataSource());
+		MariaDbCoordinationStore holder = (MariaDbCoordinationStore) createStore();
+		holder.crashTakeover(List.of("g"));
+		CoordinationStore other = createStore();
+		AutoCloseable listening = holder.listen((group, successor) -> {
+		});
+		try (Connection guarded = database.dataSource().getConnection()) {
+			long term = holder.acquire("g", "a", Duration.ofSeconds(60)).lease().term();
+			long session = boundSession(jdbc);
+			assertThat(session).isPositive();
+			guarded.setAutoCommit(false);
+			try (PreparedStatement guard = guarded.prepareStatement(
+					"SELECT holder FROM leader_lease_terms WHERE group_name = 'g' AND holder = 'a' AND term = ? "
+							+ "LOCK IN SHARE MODE")) {
+				guard.setLong(1, term);
+				try (ResultSet row = guard.executeQuery()) {
+					assertThat(row.next()).as("the guard holds the old term").isTrue();
+				}
+			}
+			jdbc.sql("KILL CONNECTION " + session).update();
+			CompletableFuture<AcquireResult> takeover = CompletableFuture
+				.supplyAsync(() -> other.acquire("g", "b", Duration.ofSeconds(60)));
+			Thread.sleep(500);
+			assertThat(takeover).as("the takeover waits for the guarded transaction").isNotDone();
+			guarded.commit();
+			AcquireResult result = takeover.get(3, TimeUnit.SECONDS);
+			assertThat(result.granted()).isTrue();
+			assertThat(result.lease().term()).isEqualTo(term + 1);
+		}
+		finally {
+			listening.close();
+			holder.disconnect();
+		}
+	}
+
+	private static long boundSession(JdbcClient jdbc) {
+		return jdbc.sql("SELECT COALESCE(session_id, 0) FROM leader_leases WHERE group_name = 'g'")
+			.query(Long.class)
+			.single();
+	}
+
+	@Test
+	void crashTakeoverNeedsTheWakeUps() {
+		MariaDbCoordinationStore store = new MariaDbCoordinationStore(database.dataSource(), new TablePrefix("leader_"),
+				Duration.ofSeconds(3), false);
+		assertThatIllegalStateException().isThrownBy(() -> store.crashTakeover(List.of("g")))
+			.withMessageContaining("leader.jdbc.notifications.enabled=true");
+		store.crashTakeover(List.of());
 	}
 
 	private void grantWaitsOnlyForTheIdleLimit(DataSource pool) throws Exception {

@@ -28,11 +28,11 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class CrashTakeoverTests {
 
-	private static final LeaseSettings SETTINGS = LeaseSettings.defaults();
+	static final LeaseSettings SETTINGS = LeaseSettings.defaults();
 
-	private static final String ALPHA = "alpha";
+	static final String ALPHA = "alpha";
 
-	private static final String BETA = "beta";
+	static final String BETA = "beta";
 
 	private static final Duration ELECTION_TIMEOUT = Duration.ofSeconds(15);
 
@@ -41,6 +41,15 @@ class CrashTakeoverTests {
 
 	Cluster cluster() {
 		return TestNode.cluster(SETTINGS, ALPHA, BETA).withProperty("crash-takeover", ALPHA);
+	}
+
+	/**
+	 * Returns the column of the lease row that names the holder's session once the lease
+	 * is bound to it.
+	 * @return the column
+	 */
+	String sessionColumn() {
+		return "session_pid";
 	}
 
 	@Test
@@ -163,7 +172,7 @@ class CrashTakeoverTests {
 	private boolean bound(String group) throws SQLException {
 		try (Connection connection = this.cluster.dataSource().getConnection();
 				PreparedStatement statement = connection
-					.prepareStatement("SELECT session_pid FROM leader_leases WHERE group_name = ?")) {
+					.prepareStatement("SELECT " + sessionColumn() + " FROM leader_leases WHERE group_name = ?")) {
 			statement.setString(1, group);
 			try (ResultSet rows = statement.executeQuery()) {
 				return rows.next() && rows.getObject(1) != null;

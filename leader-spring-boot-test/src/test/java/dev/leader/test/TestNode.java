@@ -26,6 +26,7 @@ import dev.leader.NodeLeftEvent;
 import dev.leader.RevokeReason;
 import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.daemon.DaemonSettings;
+import dev.leader.jdbc.MariaDbCoordinationStore;
 import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore;
@@ -184,12 +185,16 @@ public final class TestNode {
 		List<String> crashTakeover = Arrays.stream(arguments.get("crash-takeover", "").split(","))
 			.filter((group) -> !group.isBlank())
 			.toList();
-		// Each crash-takeover group that another node leads keeps a connection waiting.
+		// Each crash-takeover group that another node leads keeps a connection waiting on
+		// PostgreSQL; on MariaDB, the leader's session watcher takes one.
 		HikariDataSource dataSource = arguments.dataSource(nodeId, 3 + crashTakeover.size());
 		NodeDialect dialect = NodeDialect.of(arguments.required("url"));
 		CoordinationStore store = dialect.coordinationStore(dataSource, prefix(arguments), queryTimeout(arguments));
-		if (!crashTakeover.isEmpty() && store instanceof PostgresCoordinationStore postgres) {
+		if (store instanceof PostgresCoordinationStore postgres) {
 			postgres.crashTakeover(crashTakeover);
+		}
+		else if (store instanceof MariaDbCoordinationStore mariaDb) {
+			mariaDb.crashTakeover(crashTakeover);
 		}
 		AtomicReference<@Nullable DaemonCoordinator> daemons = new AtomicReference<>();
 		List<String> groups = Arrays.asList(arguments.required("groups").split(","));
