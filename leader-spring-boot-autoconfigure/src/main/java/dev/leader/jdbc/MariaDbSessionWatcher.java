@@ -91,7 +91,7 @@ final class MariaDbSessionWatcher {
 				this.connection = connection;
 			}
 			while (!isStopped()) {
-				Long got = MariaDbNamedLocks.run(connection, "SELECT GET_LOCK(?, " + WAIT_SECONDS + ")", this.name,
+				Long got = MariaDbNamedLocks.run(connection, "SET STATEMENT max_statement_time = 0 FOR SELECT GET_LOCK(?, " + WAIT_SECONDS + ")", this.name,
 						WAIT_SECONDS + this.locks.timeoutSeconds());
 				if (got != null && got == 1) {
 					ended = true;
@@ -103,6 +103,14 @@ final class MariaDbSessionWatcher {
 		catch (SQLException | RuntimeException ex) {
 			if (!isStopped()) {
 				logger.debug("Session watch failed: " + ex);
+				// The outcome may start another watch at once: not more than once a
+				// second.
+				try {
+					Thread.sleep(1000);
+				}
+				catch (InterruptedException interrupted) {
+					Thread.currentThread().interrupt();
+				}
 				this.outcome.failed(this);
 			}
 		}

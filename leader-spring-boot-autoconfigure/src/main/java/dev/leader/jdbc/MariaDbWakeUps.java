@@ -392,6 +392,9 @@ final class MariaDbWakeUps {
 				if (!Long.valueOf(1).equals(termLock(connection, this.takeTermSql, group, term))) {
 					return;
 				}
+				// A bind whose reply is lost may have committed: until it answers, the
+				// term counts as bound, so that losing the session steps down from it.
+				this.bound.put(group, term);
 				int updated;
 				try (PreparedStatement statement = connection.prepareStatement(this.bindSql)) {
 					statement.setQueryTimeout(this.timeoutSeconds);
@@ -400,10 +403,8 @@ final class MariaDbWakeUps {
 					statement.setString(3, nodeId);
 					updated = statement.executeUpdate();
 				}
-				if (updated == 1) {
-					this.bound.put(group, term);
-				}
-				else {
+				if (updated != 1) {
+					this.bound.remove(group);
 					releaseTerm(connection, group, term);
 				}
 			}
@@ -461,11 +462,16 @@ final class MariaDbWakeUps {
 					dropHolding("keep the holding session", new SQLException("the holding session ended"));
 					return;
 				}
-				// The next renewal starts another watcher if the session lives.
+				// The watch failed, not the session: if the session lives, watch it
+				// again at once, since its end would otherwise go unnoticed until the
+				// next heartbeat's ping.
 				Connection connection = this.holding;
 				try {
 					if (connection == null || !connection.isValid(this.timeoutSeconds)) {
 						dropHolding("keep the holding session", new SQLException("the holding session ended"));
+					}
+					else if (!this.bound.isEmpty()) {
+						watch(connection);
 					}
 				}
 				catch (SQLException ex) {
