@@ -91,7 +91,8 @@ final class MariaDbSessionWatcher {
 				this.connection = connection;
 			}
 			while (!isStopped()) {
-				Long got = MariaDbNamedLocks.run(connection, "SET STATEMENT max_statement_time = 0 FOR SELECT GET_LOCK(?, " + WAIT_SECONDS + ")", this.name,
+				Long got = MariaDbNamedLocks.run(connection,
+						"SET STATEMENT max_statement_time = 0 FOR SELECT GET_LOCK(?, " + WAIT_SECONDS + ")", this.name,
 						WAIT_SECONDS + this.locks.timeoutSeconds());
 				if (got != null && got == 1) {
 					ended = true;

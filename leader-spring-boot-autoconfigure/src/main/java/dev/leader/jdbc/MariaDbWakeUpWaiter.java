@@ -110,7 +110,9 @@ final class MariaDbWakeUpWaiter {
 					consumed();
 					continue;
 				}
-				Long got = MariaDbNamedLocks.run(connection, "SET STATEMENT max_statement_time = 0 FOR SELECT GET_LOCK(?, " + MariaDbWakeUps.WAIT_SECONDS + ")",
+				Long got = MariaDbNamedLocks.run(
+						connection, "SET STATEMENT max_statement_time = 0 FOR SELECT GET_LOCK(?, "
+								+ MariaDbWakeUps.WAIT_SECONDS + ")",
 						name, MariaDbWakeUps.WAIT_SECONDS + timeoutSeconds);
 				if (got != null && got == 1) {
 					MariaDbNamedLocks.run(connection, "SELECT RELEASE_LOCK(?)", name, timeoutSeconds);

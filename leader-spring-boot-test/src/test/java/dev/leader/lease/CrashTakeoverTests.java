@@ -48,6 +48,15 @@ class CrashTakeoverTests {
 	 * is bound to it.
 	 * @return the column
 	 */
+	/**
+	 * Returns the statement that ends a session of the server.
+	 * @param session the session, as the lease's session column names it
+	 * @return the statement
+	 */
+	String terminateSessionSql(long session) {
+		return "SELECT pg_terminate_backend(" + session + ")";
+	}
+
 	String sessionColumn() {
 		return "session_pid";
 	}
@@ -106,10 +115,14 @@ class CrashTakeoverTests {
 		long killedAt = System.nanoTime();
 		// The session the lease is bound to, and no other of the node's.
 		try (Connection connection = this.cluster.dataSource().getConnection();
-				Statement statement = connection.createStatement();
-				ResultSet rows = statement.executeQuery("SELECT pg_terminate_backend(session_pid) FROM leader_leases "
-						+ "WHERE group_name = '" + ALPHA + "'")) {
-			assertThat(rows.next() && rows.getBoolean(1)).as("holder's session terminated").isTrue();
+				Statement statement = connection.createStatement()) {
+			long session;
+			try (ResultSet rows = statement
+				.executeQuery("SELECT " + sessionColumn() + " FROM leader_leases WHERE group_name = '" + ALPHA + "'")) {
+				assertThat(rows.next()).isTrue();
+				session = rows.getLong(1);
+			}
+			statement.execute(terminateSessionSql(session));
 		}
 		NodeEvent revoked = leader.awaitEvent("revoke of " + ALPHA,
 				(event) -> event.is(Type.REVOKED, ALPHA) && event.term() == term, Duration.ofSeconds(2));

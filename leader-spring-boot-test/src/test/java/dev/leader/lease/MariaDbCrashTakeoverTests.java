@@ -17,6 +17,11 @@ class MariaDbCrashTakeoverTests extends CrashTakeoverTests {
 	}
 
 	@Override
+	String terminateSessionSql(long session) {
+		return "KILL CONNECTION " + session;
+	}
+
+	@Override
 	String sessionColumn() {
 		return "session_id";
 	}
