@@ -2,6 +2,7 @@ package dev.leader.jdbc;
 
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.util.concurrent.TimeUnit;
 
 import dev.leader.node.OwnThreads;
 import org.apache.commons.logging.Log;
@@ -37,6 +38,10 @@ final class MariaDbSessionWatcher {
 
 	private final Thread thread;
 
+	private final long delayMillis;
+
+	private final long createdAt = System.nanoTime();
+
 	// Guarded by this.
 	private boolean stopped;
 
@@ -49,10 +54,32 @@ final class MariaDbSessionWatcher {
 	 * @param outcome told how the watch ended, unless stopped first
 	 */
 	MariaDbSessionWatcher(MariaDbNamedLocks locks, String name, Outcome outcome) {
+		this(locks, name, outcome, 0);
+	}
+
+	/**
+	 * Creates a watcher, not started, that starts watching after a delay: the watch
+	 * before it failed while the session lived, and a watch that keeps failing must not
+	 * spin.
+	 * @param locks the named locks, whose connections it waits on
+	 * @param name the name of the lock that the watched session holds
+	 * @param outcome told how the watch ended, unless stopped first
+	 * @param delayMillis how long to wait before watching
+	 */
+	MariaDbSessionWatcher(MariaDbNamedLocks locks, String name, Outcome outcome, long delayMillis) {
 		this.locks = locks;
 		this.name = name;
 		this.outcome = outcome;
+		this.delayMillis = delayMillis;
 		this.thread = OwnThreads.daemon("leader-session-watch", this::run);
+	}
+
+	/**
+	 * Returns how long ago this watcher was created.
+	 * @return the time in milliseconds
+	 */
+	long ranMillis() {
+		return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - this.createdAt);
 	}
 
 	void start() {
@@ -68,6 +95,7 @@ final class MariaDbSessionWatcher {
 		synchronized (this) {
 			this.stopped = true;
 			connection = this.connection;
+			notifyAll();
 		}
 		if (connection != null) {
 			try {
@@ -82,6 +110,15 @@ final class MariaDbSessionWatcher {
 	private void run() {
 		boolean ended = false;
 		try {
+			if (this.delayMillis > 0) {
+				synchronized (this) {
+					long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(this.delayMillis);
+					long left;
+					while (!this.stopped && (left = deadline - System.nanoTime()) > 0) {
+						TimeUnit.NANOSECONDS.timedWait(this, left);
+					}
+				}
+			}
 			Connection connection = this.locks.borrow();
 			synchronized (this) {
 				if (this.stopped) {
@@ -104,16 +141,11 @@ final class MariaDbSessionWatcher {
 		catch (SQLException | RuntimeException ex) {
 			if (!isStopped()) {
 				logger.debug("Session watch failed: " + ex);
-				// The outcome may start another watch at once: not more than once a
-				// second.
-				try {
-					Thread.sleep(1000);
-				}
-				catch (InterruptedException interrupted) {
-					Thread.currentThread().interrupt();
-				}
 				this.outcome.failed(this);
 			}
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
 		}
 		finally {
 			Connection connection;

@@ -78,6 +78,12 @@ final class MariaDbWakeUps {
 	 */
 	static final int WAIT_SECONDS = 10;
 
+	/**
+	 * How long a watch of the holding session that failed soon after it started waits
+	 * before the next starts.
+	 */
+	private static final long WATCH_RETRY_MILLIS = 1000;
+
 	private final MariaDbNamedLocks locks;
 
 	private final int timeoutSeconds;
@@ -417,6 +423,10 @@ final class MariaDbWakeUps {
 	// Takes the holding session's own lock, once per session, and starts the watcher
 	// that waits for it.
 	private void watch(Connection connection) throws SQLException {
+		watch(connection, 0);
+	}
+
+	private void watch(Connection connection, long delayMillis) throws SQLException {
 		String live = this.liveLock;
 		if (live == null) {
 			try (PreparedStatement statement = connection.prepareStatement(this.takeLiveSql)) {
@@ -444,7 +454,7 @@ final class MariaDbWakeUps {
 						sessionEnded(watcher, watcher);
 					}
 
-				});
+				}, delayMillis);
 		this.watcher = watcher;
 		watcher.start();
 	}
@@ -471,7 +481,8 @@ final class MariaDbWakeUps {
 						dropHolding("keep the holding session", new SQLException("the holding session ended"));
 					}
 					else if (!this.bound.isEmpty()) {
-						watch(connection);
+						// At once, unless watches keep failing as soon as they start.
+						watch(connection, (failed.ranMillis() < WATCH_RETRY_MILLIS) ? WATCH_RETRY_MILLIS : 0);
 					}
 				}
 				catch (SQLException ex) {
