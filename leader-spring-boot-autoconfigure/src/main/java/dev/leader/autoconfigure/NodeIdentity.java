@@ -55,7 +55,7 @@ final class NodeIdentity {
 	}
 
 	/**
-	 * Returns the configured groups, validated.
+	 * Returns the configured groups, validated, and validates the crash-takeover groups.
 	 * @param properties the starter's properties
 	 * @return the groups, in the configured order
 	 */
@@ -63,6 +63,10 @@ final class NodeIdentity {
 		Set<String> groups = new LinkedHashSet<>();
 		properties.getGroups()
 			.forEach((group) -> groups.add(validated("leader.groups", () -> Names.requireValid("group name", group))));
+		properties.getLease()
+			.getCrashTakeoverGroups()
+			.forEach((group) -> validated("leader.lease.crash-takeover-groups",
+					() -> Names.requireValid("group name", group)));
 		return groups;
 	}
 

@@ -73,6 +73,10 @@ public final class NodeProcess implements AutoCloseable {
 
 	private volatile long exitedAt;
 
+	// When kill9 sent SIGKILL: once kill(2) has returned, the process runs no more of its
+	// code, while its exit is seen later.
+	private volatile long killedAt;
+
 	private NodeProcess(String nodeId, Process process, Path stderr) {
 		// The shutdown hook kills every process that has a handle.
 		running.add(process);
@@ -310,10 +314,8 @@ public final class NodeProcess implements AutoCloseable {
 	public List<Tenure> tenures(String group) {
 		OptionalLong ended = OptionalLong.empty();
 		if (!this.process.isAlive()) {
-			// Seen exiting, or now if the exit callback has not run yet: either is no
-			// earlier than the death.
-			long exited = this.exitedAt;
-			ended = OptionalLong.of((exited != 0) ? exited : System.nanoTime());
+			// Or now if the exit callback has not run yet: no earlier than the death.
+			ended = OptionalLong.of(deadBy().orElse(System.nanoTime()));
 		}
 		return this.output.tenures(group, ended);
 	}
@@ -332,6 +334,7 @@ public final class NodeProcess implements AutoCloseable {
 	 */
 	public void kill9() {
 		this.process.toHandle().destroyForcibly();
+		this.killedAt = System.nanoTime();
 		awaitExit(EXIT_TIMEOUT);
 	}
 
@@ -387,6 +390,17 @@ public final class NodeProcess implements AutoCloseable {
 	 */
 	public boolean isAlive() {
 		return this.process.isAlive();
+	}
+
+	/**
+	 * Returns a {@link System#nanoTime()} by which the process was dead: just after
+	 * {@link #kill9()} sent SIGKILL (the process runs none of its code after that, and
+	 * its exit is seen later), else when the test JVM saw it exit.
+	 * @return the time, or empty while it runs
+	 */
+	public OptionalLong deadBy() {
+		long killed = this.killedAt;
+		return (killed != 0) ? OptionalLong.of(killed) : exitedAt();
 	}
 
 	/**

@@ -51,6 +51,8 @@ class LeaderSettingsValidationTests {
 				invalid("leader.node.id: Invalid node id", "leader.node.id=" + "i".repeat(121)),
 				invalid("leader.groups: Invalid group name", "leader.groups=default," + "g".repeat(121)),
 				invalid("leader.daemons.group: Invalid group name", "leader.daemons.group=" + "g".repeat(121)),
+				invalid("leader.lease.crash-takeover-groups: Invalid group name",
+						"leader.lease.crash-takeover-groups=billing,bad name"),
 				// The address a node advertises.
 				invalid("leader.node.base-url: Invalid base URL 'ftp://node-1:21': the scheme must be http or https",
 						"leader.node.base-url=ftp://node-1:21"),

@@ -818,7 +818,7 @@ public final class FaultHistory {
 				}
 				if (open != null) {
 					if (incarnation.wasKilled()) {
-						long end = incarnation.process.exitedAt().orElse(incarnation.killedAt);
+						long end = incarnation.process.deadBy().orElse(incarnation.killedAt);
 						windows.add(new Window(incarnation, group, open.term(), open.nanoTime(), end, false));
 					}
 					else {
