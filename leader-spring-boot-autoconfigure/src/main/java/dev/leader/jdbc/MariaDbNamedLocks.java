@@ -109,6 +109,23 @@ final class MariaDbNamedLocks {
 	}
 
 	/**
+	 * Closes a connection at once, from another thread than the one waiting on it: ends a
+	 * {@code GET_LOCK} under way.
+	 * @param connection the connection, or {@code null}
+	 * @param what what the connection waits for, for the log
+	 */
+	static void abort(@Nullable Connection connection, String what) {
+		if (connection != null) {
+			try {
+				connection.abort(Runnable::run);
+			}
+			catch (SQLException | RuntimeException ex) {
+				logger.debug("Could not abort the wait for " + what + ": " + ex);
+			}
+		}
+	}
+
+	/**
 	 * Gives a connection that may hold named locks back to the pool without them: named
 	 * locks belong to the session, which the pool keeps, so a lock given back with the
 	 * connection would stay held until the pool retires it, and no node waiting for it

@@ -97,14 +97,7 @@ final class MariaDbSessionWatcher {
 			connection = this.connection;
 			notifyAll();
 		}
-		if (connection != null) {
-			try {
-				connection.abort(Runnable::run);
-			}
-			catch (SQLException | RuntimeException ex) {
-				logger.debug("Could not abort the session watch: " + ex);
-			}
-		}
+		MariaDbNamedLocks.abort(connection, "the end of the holding session");
 	}
 
 	private void run() {

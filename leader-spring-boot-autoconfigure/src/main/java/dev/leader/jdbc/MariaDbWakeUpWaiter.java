@@ -78,15 +78,7 @@ final class MariaDbWakeUpWaiter {
 			connection = this.connection;
 			notifyAll();
 		}
-		if (connection != null) {
-			try {
-				// Ends a GET_LOCK under way at once.
-				connection.abort(Runnable::run);
-			}
-			catch (SQLException | RuntimeException ex) {
-				logger.debug("Could not abort the wake-up wait of " + this.group + ": " + ex);
-			}
-		}
+		MariaDbNamedLocks.abort(connection, "the wake-up of " + this.group);
 	}
 
 	private void run() {

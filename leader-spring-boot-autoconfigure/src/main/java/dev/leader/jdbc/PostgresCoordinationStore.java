@@ -75,6 +75,8 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 
 	private final TablePrefix prefix;
 
+	private final String renderedPrefix;
+
 	private volatile @Nullable PostgresSessions sessions;
 
 	/**
@@ -102,6 +104,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 		this.channel = tablePrefix.channel("released");
 		this.sql = new CoordinationSql(tablePrefix);
 		this.prefix = tablePrefix;
+		this.renderedPrefix = tablePrefix.render("${prefix}");
 		// A JVM links a lambda the first time it creates it. A node acquires and releases
 		// seldom, each time on a hand-over's path, so their statements' lambdas are
 		// linked now.
@@ -139,8 +142,8 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 
 	@Override
 	public AcquireResult acquire(String group, String nodeId, Duration duration) {
-		AcquireResult result = this.kept.execute("acquire", this.sql.acquire(), acquireCall(group,
-				PostgresSessions.groupKey(this.prefix.render("${prefix}"), group), nodeId, duration));
+		AcquireResult result = this.kept.execute("acquire", this.sql.acquire(),
+				acquireCall(group, PostgresSessions.groupKey(this.renderedPrefix, group), nodeId, duration));
 		PostgresSessions sessions = this.sessions;
 		if (sessions != null && result.granted() && result.lease() != null) {
 			sessions.held(group, result.lease().term(), nodeId);

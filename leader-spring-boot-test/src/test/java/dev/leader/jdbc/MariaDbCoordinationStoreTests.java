@@ -174,8 +174,9 @@ class MariaDbCoordinationStoreTests extends AbstractCoordinationStoreContractTes
 			jdbc.sql("KILL CONNECTION " + session).update();
 			CompletableFuture<AcquireResult> takeover = CompletableFuture
 				.supplyAsync(() -> other.acquire("g", "b", Duration.ofSeconds(60)));
-			Thread.sleep(500);
-			assertThat(takeover).as("the takeover waits for the guarded transaction").isNotDone();
+			await("the takeover waits for the guarded transaction").during(Duration.ofMillis(500))
+				.atMost(Duration.ofSeconds(1))
+				.until(() -> !takeover.isDone());
 			guarded.commit();
 			AcquireResult result = takeover.get(3, TimeUnit.SECONDS);
 			assertThat(result.granted()).isTrue();

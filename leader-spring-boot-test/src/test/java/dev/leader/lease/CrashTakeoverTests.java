@@ -19,6 +19,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * Crash takeover ({@code leader.lease.crash-takeover-groups}) between test node processes
@@ -175,24 +176,42 @@ class CrashTakeoverTests {
 	 * bound, then starts two followers and waits until both follow it.
 	 * @return the leader
 	 */
-	private NodeProcess electLeaderOfBoth() throws SQLException, InterruptedException {
+	private NodeProcess electLeaderOfBoth() {
 		NodeProcess leader = this.cluster.start("node-a");
 		assertThat(this.cluster.awaitSingleLeader(ALPHA, ELECTION_TIMEOUT)).isSameAs(leader);
 		assertThat(this.cluster.awaitSingleLeader(BETA, ELECTION_TIMEOUT)).isSameAs(leader);
-		long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
-		while (!bound(ALPHA)) {
-			assertThat(System.nanoTime()).as("lease of alpha bound to its holder's session within 5 s")
-				.isLessThan(deadline);
-			Thread.sleep(20);
-		}
+		await("lease of alpha bound to its holder's session").atMost(Duration.ofSeconds(5))
+			.pollInterval(Duration.ofMillis(20))
+			.until(() -> bound(ALPHA));
 		for (String follower : List.of("node-b", "node-c")) {
 			NodeProcess node = this.cluster.start(follower);
-			// A follower waits for the holder's session once a heartbeat read the lease.
 			node.awaitEvent("leader of alpha seen",
 					(event) -> event.is(Type.CHANGED, ALPHA) && leader.nodeId().equals(event.node()), ELECTION_TIMEOUT);
 		}
-		Thread.sleep(200);
+		// A follower waits on the server once a heartbeat read the lease.
+		await("both followers waiting on the server for the end of the holder's session").atMost(Duration.ofSeconds(5))
+			.pollInterval(Duration.ofMillis(20))
+			.until(() -> count(followersWaitingSql()) == 2);
 		return leader;
+	}
+
+	/**
+	 * Returns the query that counts the sessions waiting for the end of the session of
+	 * {@code alpha}'s holder.
+	 * @return the query
+	 */
+	String followersWaitingSql() {
+		return "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
+				+ "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())";
+	}
+
+	private long count(String sql) throws SQLException {
+		try (Connection connection = this.cluster.dataSource().getConnection();
+				Statement statement = connection.createStatement();
+				ResultSet rows = statement.executeQuery(sql)) {
+			rows.next();
+			return rows.getLong(1);
+		}
 	}
 
 	private boolean bound(String group) throws SQLException {

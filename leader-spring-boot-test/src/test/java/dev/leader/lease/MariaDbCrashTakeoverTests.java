@@ -22,6 +22,13 @@ class MariaDbCrashTakeoverTests extends CrashTakeoverTests {
 	}
 
 	@Override
+	String followersWaitingSql() {
+		// The followers wait for the group's wake-up lock, whose name ends with it.
+		return "SELECT count(*) FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND STATE = 'User lock' "
+				+ "AND INFO LIKE '%GET_LOCK(%wake:%:alpha''%'";
+	}
+
+	@Override
 	String sessionColumn() {
 		return "session_id";
 	}
