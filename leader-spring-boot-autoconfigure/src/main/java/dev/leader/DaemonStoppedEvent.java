@@ -45,6 +45,13 @@ public record DaemonStoppedEvent(String daemon, long generation, String nodeId, 
 		CONTACT_LOST,
 
 		/**
+		 * The database session that binds this node ended
+		 * ({@code leader.lease.crash-takeover-groups} names the daemons group), so the
+		 * leader may give the daemon to another node at once.
+		 */
+		SESSION_LOST,
+
+		/**
 		 * This node is shutting down and handed the daemon over.
 		 */
 		SHUTDOWN,

@@ -49,6 +49,14 @@ interface LocalNode {
 	Optional<Duration> sinceLastHeartbeat();
 
 	/**
+	 * Returns how many times the database session that binds this node ended
+	 * ({@link LeaderEngine#sessionsLost()}): a change means that the leader may have
+	 * given this node's daemons to other nodes.
+	 * @return the count
+	 */
+	long sessionsLost();
+
+	/**
 	 * Returns how often every node polls its assignments: with each heartbeat.
 	 * @return the engine's renew interval
 	 */
@@ -109,6 +117,11 @@ interface LocalNode {
 			@Override
 			public Optional<Duration> sinceLastHeartbeat() {
 				return engine.sinceLastHeartbeat();
+			}
+
+			@Override
+			public long sessionsLost() {
+				return engine.sessionsLost();
 			}
 
 		};

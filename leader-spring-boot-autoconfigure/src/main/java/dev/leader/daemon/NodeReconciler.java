@@ -40,7 +40,11 @@ import org.jspecify.annotations.Nullable;
  * longer ago than the drain timeout plus a poll interval, minus the safety margin (G4):
  * the leader takes a daemon from a live node only by revoking it, after that read, and
  * reclaiming it that long after the revoke, so a node whose heartbeats succeed while its
- * reads of the assignments fail stops before the daemon runs elsewhere.
+ * reads of the assignments fail stops before the daemon runs elsewhere. Where the node is
+ * bound to its database session (the daemons group is a crash-takeover group), the
+ * watchdog also stops them all within its period once that session ended
+ * ({@link LocalNode#sessionsLost()}), since the leader counts the node dead from that
+ * moment; the assignments, no longer run, are then handed back.
  * <p>
  * <b>Why acknowledge first (G4).</b> The leader reclaims an assignment that is still
  * ASSIGNING at the ack timeout, counted on the database's clock, and gives it to another
@@ -97,6 +101,9 @@ final class NodeReconciler {
 
 	// When the last read of the assignments given to reconcile was sent, on nanoTime.
 	private volatile long lastReadSent;
+
+	// The node's count of lost sessions as the watchdog last saw it; on its thread only.
+	private long sessionsLostSeen;
 
 	/**
 	 * Creates a reconciler.
@@ -235,7 +242,17 @@ final class NodeReconciler {
 	 * thread.
 	 */
 	void checkContact() {
+		long sessionsLost = this.node.sessionsLost();
+		boolean sessionLost = sessionsLost != this.sessionsLostSeen;
+		this.sessionsLostSeen = sessionsLost;
 		if (this.runs.isEmpty()) {
+			return;
+		}
+		if (sessionLost) {
+			logger.warn("Daemon node " + this.nodeId + " lost the database session that binds it; stopping its "
+					+ "daemons, the leader may give them to other nodes at once");
+			List.copyOf(this.runs.values()).forEach((run) -> stopAtOnce(run, Reason.SESSION_LOST));
+			this.runEnded.run();
 			return;
 		}
 		String why;

@@ -36,13 +36,15 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 	 * that session no longer holds the term's advisory lock: the holder's process died,
 	 * or its session ended. The statement checks it in {@code pg_locks}, in the same
 	 * snapshot as the rest, so a follower's belief that the holder died is never enough.
-	 * Every grant clears the binding.
+	 * Only for a term of the server's epoch: a lease bound before a promotion waits for
+	 * its expiry, since the new primary never had that session. Every grant clears the
+	 * binding.
 	 */
 	static final String ACQUIRE = """
 			WITH takeover AS (
 			  SELECT group_name FROM ${prefix}leases s
 			  WHERE group_name = ? AND (holder IS NULL OR expires_at <= clock_timestamp() OR holder = ?
-			    OR (session_pid IS NOT NULL AND NOT EXISTS (
+			    OR (session_pid IS NOT NULL AND s.term > ${epoch_base} AND NOT EXISTS (
 			      SELECT 1 FROM pg_locks k WHERE k.locktype = 'advisory' AND k.granted AND k.pid = s.session_pid
 			        AND k.database = (SELECT oid FROM pg_database WHERE datname = current_database())
 			        AND k.classid = ?::int::oid AND k.objid = (s.term & 2147483647)::int::oid AND k.objsubid = 2)))
@@ -73,11 +75,13 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 	 * about and the members, in one durable statement. Kinds of rows: {@code R} = renewed
 	 * lease, {@code L} = lease as it stood, with the last index of the group's decision
 	 * log and, in {@code pid}, the backend of the session the lease is bound to
-	 * ({@link PostgresSessions}), {@code N} = member, {@code D} = the live registration
-	 * of another process under this node's id. Each row carries every column of the
-	 * layout that {@link DaemonRows} reads too, {@code NULL} where its kind has no value.
-	 * The node's own row comes from the upsert, because the other parts of the statement
-	 * see the table as it was before the statement.
+	 * ({@link PostgresSessions}), {@code N} = member, with the session it is bound to in
+	 * {@code session_pid} ({@link Statements#NODE_SESSION}; {@code NULL} for this node's
+	 * own row), {@code D} = the live registration of another process under this node's
+	 * id. A new incarnation of a node clears the binding of the old one. Each row carries
+	 * every column of the layout that {@link DaemonRows} reads too, {@code NULL} where
+	 * its kind has no value. The node's own row comes from the upsert, because the other
+	 * parts of the statement see the table as it was before the statement.
 	 * <p>
 	 * The node's row belongs to one incarnation, a process: another process with the same
 	 * id takes it over only once it has gone silent for the node expiry. Until then the
@@ -99,7 +103,10 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 			    incarnation = excluded.incarnation,
 			    started_at = CASE WHEN n.incarnation = excluded.incarnation THEN n.started_at
 			                      ELSE clock_timestamp() END,
-			    drained = (n.drained AND n.incarnation = excluded.incarnation)
+			    drained = (n.drained AND n.incarnation = excluded.incarnation),
+			    session_pid = CASE WHEN n.incarnation = excluded.incarnation THEN n.session_pid END,
+			    session_key = CASE WHEN n.incarnation = excluded.incarnation THEN n.session_key END,
+			    session_server = CASE WHEN n.incarnation = excluded.incarnation THEN n.session_server END
 			  WHERE n.incarnation = excluded.incarnation
 			     OR n.heartbeat_at <= clock_timestamp() - ? * interval '1 millisecond'
 			  RETURNING node_id, name, host, pid, started_at, heartbeat_at, daemons, drained, base_url, zone
@@ -122,23 +129,23 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 			       NULL::varchar AS daemon_name, NULL::varchar AS state, NULL::bigint AS generation,
 			       NULL::timestamptz AS state_since, NULL::varchar AS request_kind, NULL::timestamptz AS requested_at,
 			       NULL::timestamptz AS db_now, NULL::bigint AS log_index, NULL::varchar AS base_url,
-			       NULL::varchar AS zone, NULL::bigint AS log_term
+			       NULL::varchar AS zone, NULL::bigint AS log_term, NULL::bigint AS session_pid
 			FROM renewed
 			UNION ALL
 			SELECT 'L', l.group_name, holder, term, expires_at, ${remaining_ms},
 			       NULL, NULL, NULL, l.session_pid, NULL, NULL, NULL, NULL, NULL,
-			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, h.last_index, NULL, NULL, h.last_term
+			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, h.last_index, NULL, NULL, h.last_term, NULL
 			FROM ${prefix}leases l LEFT JOIN ${prefix}log_heads h ON h.group_name = l.group_name
 			WHERE l.group_name = ANY (?::varchar[])
 			UNION ALL
 			SELECT 'N', NULL, NULL, NULL, NULL, NULL,
 			       node_id, name, host, pid, started_at, heartbeat_at, 0, daemons, drained,
-			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, base_url, zone, NULL
+			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, base_url, zone, NULL, NULL
 			FROM me
 			UNION ALL
 			SELECT CASE WHEN node_id = ? THEN 'D' ELSE 'N' END, NULL, NULL, NULL, NULL, NULL,
 			       node_id, name, host, pid, started_at, heartbeat_at, ${heartbeat_age_ms}, daemons, drained,
-			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, base_url, zone, NULL
+			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, base_url, zone, NULL, ${node_session}
 			FROM ${prefix}nodes WHERE node_id <> ? OR NOT EXISTS (SELECT 1 FROM me)
 			""";
 

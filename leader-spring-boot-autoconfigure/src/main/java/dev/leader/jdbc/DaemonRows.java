@@ -26,7 +26,7 @@ import org.jspecify.annotations.Nullable;
  * by kind:
  * <ul>
  * <li>{@code N}, a node: {@code node_id}, {@code heartbeat_age_ms}, {@code daemons},
- * {@code drained};</li>
+ * {@code drained}, {@code session_pid} ({@link Statements#NODE_SESSION});</li>
  * <li>{@code A}, an assignment: {@code daemon_name}, {@code node_id}, {@code state},
  * {@code generation}, {@code term}, {@code state_since};</li>
  * <li>{@code Q}, a request: {@code request_kind}, {@code daemon_name}, {@code node_id},
@@ -43,22 +43,22 @@ final class DaemonRows {
 	 * group_name, holder, term, expires_at, remaining_ms, node_id, name, host, pid,
 	 * started_at, heartbeat_at, heartbeat_age_ms, daemons, drained, daemon_name, state,
 	 * generation, state_since, request_kind, requested_at, db_now, log_index, base_url,
-	 * zone, log_term.
+	 * zone, log_term, session_pid.
 	 */
 	static final String ASSIGNMENTS_REQUESTS_AND_CLOCK = """
 			SELECT 'A', NULL, NULL, term, NULL, NULL,
 			       node_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-			       daemon_name, state, generation, state_since, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+			       daemon_name, state, generation, state_since, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 			FROM ${prefix}assignments
 			UNION ALL
 			SELECT 'Q', NULL, NULL, NULL, NULL, NULL,
 			       node_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-			       daemon_name, NULL, NULL, NULL, kind, requested_at, NULL, NULL, NULL, NULL, NULL
+			       daemon_name, NULL, NULL, NULL, kind, requested_at, NULL, NULL, NULL, NULL, NULL, NULL
 			FROM ${prefix}daemon_requests
 			UNION ALL
 			SELECT 'T', NULL, NULL, NULL, NULL, NULL,
 			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-			       NULL, NULL, NULL, NULL, NULL, NULL, clock_timestamp(), NULL, NULL, NULL, NULL
+			       NULL, NULL, NULL, NULL, NULL, NULL, clock_timestamp(), NULL, NULL, NULL, NULL, NULL
 			""";
 
 	private final Duration nodeExpiry;
@@ -78,7 +78,8 @@ final class DaemonRows {
 	void add(ResultSet rows) throws SQLException {
 		switch (rows.getString("kind")) {
 			case "N" -> this.members.add(new Member(rows.getString("node_id"), daemons(rows.getArray("daemons")),
-					rows.getLong("heartbeat_age_ms") < this.nodeExpiry.toMillis(), rows.getBoolean("drained")));
+					rows.getLong("heartbeat_age_ms") < this.nodeExpiry.toMillis() && !sessionEnded(rows),
+					rows.getBoolean("drained")));
 			case "A" -> this.assignments.add(new Assignment(rows.getString("daemon_name"), rows.getString("node_id"),
 					AssignmentState.valueOf(rows.getString("state")), rows.getLong("generation"), rows.getLong("term"),
 					Statements.instant(rows, "state_since")));
@@ -96,6 +97,18 @@ final class DaemonRows {
 			throw new IllegalStateException("The read of assignments returned no clock row");
 		}
 		return new DaemonSnapshot(this.now, this.members, this.assignments, this.requests);
+	}
+
+	/**
+	 * Returns whether a node row says that the session its node is bound to ended, so
+	 * that the node is dead whatever its last heartbeat
+	 * ({@link Statements#NODE_SESSION}).
+	 * @param rows the result set, on a node row
+	 * @return whether the node's session ended
+	 * @throws SQLException if the column cannot be read
+	 */
+	static boolean sessionEnded(ResultSet rows) throws SQLException {
+		return rows.getLong("session_pid") == 0 && !rows.wasNull();
 	}
 
 	private static Set<String> daemons(@Nullable Array array) throws SQLException {

@@ -35,7 +35,8 @@ record DaemonSql(String read, String assign, String revoke, String reclaim, Stri
 			       ${heartbeat_age_ms} AS heartbeat_age_ms, daemons, drained,
 			       NULL::varchar AS daemon_name, NULL::varchar AS state, NULL::bigint AS generation,
 			       NULL::timestamptz AS state_since, NULL::varchar AS request_kind, NULL::timestamptz AS requested_at,
-			       NULL::timestamptz AS db_now, NULL::bigint AS log_index, base_url, zone, NULL::bigint AS log_term
+			       NULL::timestamptz AS db_now, NULL::bigint AS log_index, base_url, zone, NULL::bigint AS log_term,
+			       ${node_session} AS session_pid
 			FROM ${prefix}nodes
 			UNION ALL
 			""" + DaemonRows.ASSIGNMENTS_REQUESTS_AND_CLOCK;

@@ -5,6 +5,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
@@ -115,13 +116,17 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	/**
 	 * Binds the leases of the given groups to a session of their holder, so that a
 	 * follower takes one over the moment that session ends ({@link PostgresSessions}).
-	 * Call it before the store is used.
+	 * When the daemons group is one of them, nodes are bound to their sessions too, so
+	 * that a node counts as dead, and its daemons move, the moment its session ends. Call
+	 * it before the store is used.
 	 * @param groups the groups ({@code leader.lease.crash-takeover-groups})
+	 * @param daemonsGroup the group whose leader assigns the daemons
+	 * ({@code leader.daemons.group})
 	 * @throws IllegalStateException if notifications are off, or the listening connection
 	 * reaches the server through a pooler in transaction mode: the session is the
 	 * listening connection
 	 */
-	public void crashTakeover(Collection<String> groups) {
+	public void crashTakeover(Collection<String> groups, String daemonsGroup) {
 		if (groups.isEmpty()) {
 			return;
 		}
@@ -135,7 +140,8 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 					+ "leader.jdbc.notifications.url to a direct connection to the server or to a pool in session "
 					+ "mode, where the holder's lease is bound, or turn crash takeover off");
 		}
-		PostgresSessions sessions = new PostgresSessions(this.connections, this.prefix, groups);
+		PostgresSessions sessions = new PostgresSessions(this.connections, this.prefix, groups,
+				groups.contains(daemonsGroup));
 		this.notifications.session(sessions);
 		this.sessions = sessions;
 	}
@@ -180,6 +186,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 		DaemonRows daemons = (follower != null) ? new DaemonRows(nodeExpiry) : null;
 		String sql = (daemons != null) ? this.sql.tickWithDaemons() : this.sql.tick();
 		HeartbeatRows read = new HeartbeatRows(PostgresCoordinationStore::lease, (rows) -> member(rows, nodeExpiry));
+		Map<String, Long> memberSessions = new HashMap<>();
 		long sentAt = System.nanoTime();
 		Tick result = this.kept.execute("heartbeat", sql, (statement) -> {
 			Connection connection = statement.getConnection();
@@ -215,6 +222,9 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 						sessions.observed(rows.getString("group_name"), rows.getString("holder"), rows.getLong("term"),
 								rows.wasNull() ? null : sessionPid);
 					}
+					if ("N".equals(rows.getString("kind")) && rows.getLong("session_pid") > 0) {
+						memberSessions.put(rows.getString("node_id"), rows.getLong("session_pid"));
+					}
 					if (daemons != null) {
 						daemons.add(rows);
 					}
@@ -226,6 +236,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 		if (sessions != null) {
 			result.renewed().forEach((group, lease) -> sessions.held(group, lease.term(), node.id()));
 			sessions.notHeldExcept(result.renewed().keySet());
+			sessions.members(node.id(), HeartbeatRows.incarnation(node), memberSessions);
 		}
 		if (follower != null && daemons != null) {
 			try {
@@ -372,8 +383,8 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	private static NodeInfo member(ResultSet rows, Duration nodeExpiry) throws SQLException {
 		return new NodeInfo(rows.getString("node_id"), rows.getString("name"), rows.getString("host"),
 				rows.getLong("pid"), Statements.instant(rows, "started_at"), Statements.instant(rows, "heartbeat_at"),
-				rows.getLong("heartbeat_age_ms") < nodeExpiry.toMillis(), rows.getString("base_url"),
-				rows.getString("zone"));
+				rows.getLong("heartbeat_age_ms") < nodeExpiry.toMillis() && !DaemonRows.sessionEnded(rows),
+				rows.getString("base_url"), rows.getString("zone"));
 	}
 
 	private static LeaseState lease(ResultSet rows) throws SQLException {

@@ -43,8 +43,20 @@ import org.jspecify.annotations.Nullable;
  * #ACQUIRE}): a wake-up is a hint, the statement decides. A waiter that learns of a new
  * term or holder cancels its statement and waits again for that one.
  * <p>
+ * <b>Nodes.</b> When the daemons group is a crash-takeover group, the node binds its row
+ * of the nodes table to the same session, with the session-level advisory lock
+ * ({@link TablePrefix#nodesLockKey() nodes key}, {@link #nodeKey node key}), so that
+ * every read of the nodes counts it dead the moment that session ends
+ * ({@link Statements#NODE_SESSION}), and the daemons it ran move at once. Each node waits
+ * for the session of one other bound node, the next one by id (a ring, so that every
+ * bound node is watched by one other, whatever the size of the cluster), and notifies the
+ * assignments channel when it ends, which starts the daemons leader's cycle. A node whose
+ * session ends while it lives stops its daemons at once ({@link ReleaseListener
+ * #sessionLost}), and binds again on its next session.
+ * <p>
  * Costs: no statement while nothing changes; one connection of the pool per such group
- * that another node leads, on each follower. Thread-safe.
+ * that another node leads, on each follower, and one on each node that binds nodes.
+ * Thread-safe.
  */
 final class PostgresSessions implements NotificationHub.Session {
 
@@ -65,6 +77,18 @@ final class PostgresSessions implements NotificationHub.Session {
 			RETURNING l.group_name""";
 
 	/**
+	 * Binds the node's row to the session: takes the node's lock and records the session
+	 * in the row, only while the row is still this process's.
+	 */
+	private static final String BIND_NODE = """
+			WITH locked AS (SELECT pg_try_advisory_lock(${nodes_key}, ?) AS ok)
+			UPDATE ${prefix}nodes n SET session_pid = pg_backend_pid(), session_key = ?,
+			  session_server = pg_postmaster_start_time()
+			FROM locked, (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed
+			WHERE locked.ok AND n.node_id = ? AND n.incarnation = ?
+			RETURNING n.node_id""";
+
+	/**
 	 * Waits for a lock and gives it back at once; the server's lock and statement
 	 * timeouts of the application's settings do not apply to it (its own bound is
 	 * {@link #WAIT_SECONDS}).
@@ -72,6 +96,12 @@ final class PostgresSessions implements NotificationHub.Session {
 	private static final String WAIT = """
 			SELECT set_config('lock_timeout', '0', true), set_config('statement_timeout', '0', true),
 			       pg_advisory_lock_shared(?, ?), pg_advisory_unlock_shared(?, ?)""";
+
+	/**
+	 * The name of the waiter for the next node's session: not a group name, which has no
+	 * {@code /}.
+	 */
+	private static final String NODE_WAITER = "/node";
 
 	private final OwnConnections connections;
 
@@ -81,7 +111,25 @@ final class PostgresSessions implements NotificationHub.Session {
 
 	private final Set<String> groups;
 
+	private final boolean bindsNode;
+
+	private final String bindNodeSql;
+
+	private final int nodesKey;
+
+	private final String assignmentsChannel;
+
 	private volatile String nodeId = "";
+
+	private volatile String incarnation = "";
+
+	// Guarded by this: whether the node's row is to be bound on the session, is bound on
+	// it, or its bind is under way (bound if its reply was lost).
+	private boolean nodeToBind;
+
+	private boolean nodeBound;
+
+	private boolean nodeBinding;
 
 	// Guarded by this: the terms to bind on the session, the terms bound on it, and the
 	// locks to give back.
@@ -110,12 +158,18 @@ final class PostgresSessions implements NotificationHub.Session {
 	 * @param connections the store's connections, which the followers wait on
 	 * @param prefix the table prefix
 	 * @param groups the crash-takeover groups
+	 * @param bindsNode whether the node binds its row of the nodes table too, and watches
+	 * another node's: the daemons group is one of the groups
 	 */
-	PostgresSessions(OwnConnections connections, TablePrefix prefix, Collection<String> groups) {
+	PostgresSessions(OwnConnections connections, TablePrefix prefix, Collection<String> groups, boolean bindsNode) {
 		this.connections = connections;
 		this.prefix = prefix.render("${prefix}");
 		this.bindSql = prefix.render(BIND);
 		this.groups = Set.copyOf(groups);
+		this.bindsNode = bindsNode;
+		this.bindNodeSql = prefix.render(BIND_NODE);
+		this.nodesKey = prefix.nodesLockKey();
+		this.assignmentsChannel = prefix.channel("assignments");
 	}
 
 	/**
@@ -134,6 +188,17 @@ final class PostgresSessions implements NotificationHub.Session {
 
 	int groupKey(String group) {
 		return groupKey(this.prefix, group);
+	}
+
+	/**
+	 * Returns the second key of a node's advisory lock: the hash of its id, in the
+	 * positive range of an {@code int}. Two nodes that share a key cannot both bind, so
+	 * the second one's death is seen by its heartbeat only.
+	 * @param nodeId the node
+	 * @return the key
+	 */
+	static int nodeKey(String nodeId) {
+		return nodeId.hashCode() & Integer.MAX_VALUE;
 	}
 
 	/**
@@ -222,7 +287,41 @@ final class PostgresSessions implements NotificationHub.Session {
 			waiter.start();
 		}
 		if (waiter != null) {
-			waiter.target(others ? new Target(term, sessionPid) : null);
+			waiter.target(others ? new Target(groupKey(group), termKey(term), sessionPid) : null);
+		}
+	}
+
+	/**
+	 * Learns the other nodes' bound sessions, from a heartbeat of this node: binds this
+	 * node's row unless it is bound, and waits for the session of the next bound node by
+	 * id.
+	 * @param nodeId this node
+	 * @param incarnation this node's process ({@link HeartbeatRows#incarnation})
+	 * @param sessions the backends of the other nodes' live bound sessions, by node
+	 */
+	synchronized void members(String nodeId, String incarnation, Map<String, Long> sessions) {
+		if (!this.bindsNode || this.listener == null) {
+			return;
+		}
+		this.nodeId = nodeId;
+		this.incarnation = incarnation;
+		if (!this.nodeBound) {
+			this.nodeToBind = true;
+		}
+		TreeMap<String, Long> ring = new TreeMap<>(sessions);
+		ring.remove(nodeId);
+		Map.Entry<String, Long> next = ring.higherEntry(nodeId);
+		if (next == null) {
+			next = ring.firstEntry();
+		}
+		Waiter waiter = this.waiters.get(NODE_WAITER);
+		if (next != null && waiter == null) {
+			waiter = new Waiter(NODE_WAITER);
+			this.waiters.put(NODE_WAITER, waiter);
+			waiter.start();
+		}
+		if (waiter != null) {
+			waiter.target((next != null) ? new Target(this.nodesKey, nodeKey(next.getKey()), next.getValue()) : null);
 		}
 	}
 
@@ -245,6 +344,42 @@ final class PostgresSessions implements NotificationHub.Session {
 		for (Map.Entry<String, Long> entry : bind.entrySet()) {
 			bind(connection, entry.getKey(), entry.getValue());
 		}
+		boolean bindNode;
+		synchronized (this) {
+			bindNode = this.nodeToBind && !this.nodeBound;
+			this.nodeToBind = false;
+			this.nodeBinding = bindNode;
+		}
+		if (bindNode) {
+			bindNode(connection);
+		}
+	}
+
+	private void bindNode(Connection connection) throws SQLException {
+		prepareSession(connection);
+		int key = nodeKey(this.nodeId);
+		boolean bound;
+		try (PreparedStatement statement = connection.prepareStatement(this.bindNodeSql)) {
+			statement.setInt(1, key);
+			statement.setInt(2, key);
+			statement.setString(3, this.nodeId);
+			statement.setString(4, this.incarnation);
+			try (ResultSet rows = statement.executeQuery()) {
+				bound = rows.next();
+			}
+		}
+		synchronized (this) {
+			this.nodeBinding = false;
+			this.nodeBound = bound;
+		}
+		if (bound) {
+			logger.debug("Leader node " + this.nodeId + " bound to its session");
+		}
+		else {
+			// The row is another process's, or the lock was not free: the node's death is
+			// seen by its heartbeat only, until a later heartbeat binds it.
+			unlock(connection, this.nodesKey, key);
+		}
 	}
 
 	private void bind(Connection connection, String group, long term) throws SQLException {
@@ -258,15 +393,7 @@ final class PostgresSessions implements NotificationHub.Session {
 				this.bound.remove(group);
 			}
 		}
-		if (!this.sessionSet) {
-			// PostgreSQL 14 and later end a session idle for idle_session_timeout.
-			try (Statement statement = connection.createStatement();
-					ResultSet rows = statement.executeQuery("SELECT set_config('idle_session_timeout', '0', false) "
-							+ "WHERE current_setting('idle_session_timeout', true) IS NOT NULL")) {
-				this.idleTimeoutOff = rows.next();
-			}
-			this.sessionSet = true;
-		}
+		prepareSession(connection);
 		synchronized (this) {
 			this.binding = Map.entry(group, term);
 		}
@@ -300,10 +427,30 @@ final class PostgresSessions implements NotificationHub.Session {
 		}
 	}
 
+	/**
+	 * Sets the session up before its first lock: PostgreSQL 14 and later end a session
+	 * idle for {@code idle_session_timeout}, which would end what it binds.
+	 * @param connection the session's connection
+	 */
+	private void prepareSession(Connection connection) throws SQLException {
+		if (!this.sessionSet) {
+			try (Statement statement = connection.createStatement();
+					ResultSet rows = statement.executeQuery("SELECT set_config('idle_session_timeout', '0', false) "
+							+ "WHERE current_setting('idle_session_timeout', true) IS NOT NULL")) {
+				this.idleTimeoutOff = rows.next();
+			}
+			this.sessionSet = true;
+		}
+	}
+
 	private void unlock(Connection connection, String group, long term) throws SQLException {
+		unlock(connection, groupKey(group), termKey(term));
+	}
+
+	private static void unlock(Connection connection, int key, int subKey) throws SQLException {
 		try (PreparedStatement statement = connection.prepareStatement("SELECT pg_advisory_unlock(?, ?)")) {
-			statement.setInt(1, groupKey(group));
-			statement.setInt(2, termKey(term));
+			statement.setInt(1, key);
+			statement.setInt(2, subKey);
 			statement.execute();
 		}
 	}
@@ -322,6 +469,7 @@ final class PostgresSessions implements NotificationHub.Session {
 			this.sessionSet = false;
 			synchronized (this) {
 				this.bound.clear();
+				this.nodeBound = false;
 			}
 		}
 	}
@@ -329,19 +477,24 @@ final class PostgresSessions implements NotificationHub.Session {
 	@Override
 	public void ended() {
 		Map<String, Long> lost;
+		boolean nodeLost;
 		synchronized (this) {
 			lost = new TreeMap<>(this.bound);
 			this.bound.clear();
-			// A bind whose reply was lost may have committed: step down from it too.
+			// A bind whose reply was lost may have committed: count it as bound too.
 			if (this.binding != null) {
 				lost.put(this.binding.getKey(), this.binding.getValue());
 				this.binding = null;
 			}
+			nodeLost = this.nodeBound || this.nodeBinding;
+			this.nodeBound = false;
+			this.nodeBinding = false;
 		}
 		ReleaseListener listener = this.listener;
-		if (!lost.isEmpty()) {
-			logger.warn("Leader node " + this.nodeId + " lost the database session that bound " + lost.keySet()
-					+ ": other nodes may take them over, so it stops leading them");
+		if (!lost.isEmpty() || nodeLost) {
+			logger.warn("Leader node " + this.nodeId + " lost the database session that bound "
+					+ (nodeLost ? "the node and " : "") + lost.keySet() + ": other nodes may take "
+					+ (nodeLost ? "its daemons and " : "") + "those groups over, so it stops running and leading them");
 			if (listener != null) {
 				listener.sessionLost(lost);
 			}
@@ -364,14 +517,17 @@ final class PostgresSessions implements NotificationHub.Session {
 	}
 
 	/**
-	 * A lease held by another node and bound to its session.
+	 * A lock that another node's session holds: a lease's (group key, term key), or a
+	 * node's (nodes key, node key).
 	 */
-	private record Target(long term, long sessionPid) {
+	private record Target(int key, int subKey, long sessionPid) {
 	}
 
 	/**
-	 * Waits for the holder's session of one group, on the {@code leader-session-<group>}
-	 * thread and a connection of its own.
+	 * Waits for another node's session, on the {@code leader-session-<group>} thread and
+	 * a connection of its own: of the holder of one group, or, for {@link #NODE_WAITER},
+	 * of the next bound node. When it ends, a group's waiter tells the listener that the
+	 * lease is free, and the node's notifies the assignments channel.
 	 */
 	private final class Waiter {
 
@@ -390,7 +546,8 @@ final class PostgresSessions implements NotificationHub.Session {
 
 		Waiter(String group) {
 			this.group = group;
-			this.thread = OwnThreads.daemon("leader-session-" + group, this::run);
+			this.thread = OwnThreads
+				.daemon(NODE_WAITER.equals(group) ? "leader-session-node" : "leader-session-" + group, this::run);
 		}
 
 		void start() {
@@ -453,10 +610,7 @@ final class PostgresSessions implements NotificationHub.Session {
 						connection = PostgresSessions.this.connections.borrow();
 					}
 					if (awaitEnd(connection, target)) {
-						ReleaseListener listener = PostgresSessions.this.listener;
-						if (listener != null) {
-							listener.released(this.group, null);
-						}
+						ended(connection);
 					}
 				}
 			}
@@ -464,8 +618,10 @@ final class PostgresSessions implements NotificationHub.Session {
 				Thread.currentThread().interrupt();
 			}
 			catch (SQLException | RuntimeException ex) {
-				logger.warn("Leader node " + PostgresSessions.this.nodeId + " stopped waiting for the session of the "
-						+ "leader of " + this.group + "; it takes over when the lease expires: " + ex);
+				logger.warn("Leader node " + PostgresSessions.this.nodeId + " stopped waiting for the session of "
+						+ (NODE_WAITER.equals(this.group) ? "another node; its daemons move when its heartbeat expires"
+								: "the leader of " + this.group + "; it takes over when the lease expires")
+						+ ": " + ex);
 				synchronized (PostgresSessions.this) {
 					PostgresSessions.this.waiters.remove(this.group, this);
 				}
@@ -477,8 +633,23 @@ final class PostgresSessions implements NotificationHub.Session {
 			}
 		}
 
+		private void ended(Connection connection) throws SQLException {
+			if (!NODE_WAITER.equals(this.group)) {
+				ReleaseListener listener = PostgresSessions.this.listener;
+				if (listener != null) {
+					listener.released(this.group, null);
+				}
+				return;
+			}
+			// Every node follows the channel; the daemons leader reads the nodes.
+			try (PreparedStatement notify = connection.prepareStatement("SELECT pg_notify(?, '')")) {
+				notify.setString(1, PostgresSessions.this.assignmentsChannel);
+				notify.execute();
+			}
+		}
+
 		/**
-		 * Waits for the lock of the target's term to be free.
+		 * Waits for the target's lock to be free.
 		 * @param connection the waiter's connection
 		 * @param target the lease to wait for
 		 * @return whether it was, and the target is still the one to wait for
@@ -486,11 +657,10 @@ final class PostgresSessions implements NotificationHub.Session {
 		private boolean awaitEnd(Connection connection, Target target) throws SQLException {
 			PreparedStatement statement = connection.prepareStatement(WAIT);
 			try {
-				int groupKey = groupKey(this.group);
-				statement.setInt(1, groupKey);
-				statement.setInt(2, termKey(target.term()));
-				statement.setInt(3, groupKey);
-				statement.setInt(4, termKey(target.term()));
+				statement.setInt(1, target.key());
+				statement.setInt(2, target.subKey());
+				statement.setInt(3, target.key());
+				statement.setInt(4, target.subKey());
 				statement.setQueryTimeout(WAIT_SECONDS);
 				synchronized (this) {
 					if (this.stopped || !target.equals(this.target)) {

@@ -70,7 +70,7 @@ public final class PostgresStoresConfiguration {
 		PostgresCoordinationStore store = new PostgresCoordinationStore(dataSource, prefix,
 				properties.getJdbc().determineQueryTimeout(),
 				notifications(properties.getJdbc().getNotifications(), chosen));
-		store.crashTakeover(properties.getLease().getCrashTakeoverGroups());
+		store.crashTakeover(properties.getLease().getCrashTakeoverGroups(), properties.getDaemons().getGroup());
 		requireWritablePrimaryUnlessMigrated(store::requireWritablePrimary, migration);
 		return store;
 	}

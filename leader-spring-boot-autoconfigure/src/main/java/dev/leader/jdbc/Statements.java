@@ -85,11 +85,27 @@ final class Statements {
 	static final String HEARTBEAT_AGE_MS = "(extract(epoch from (clock_timestamp() - heartbeat_at)) * 1000)::bigint";
 
 	/**
+	 * An expression, on a row of the nodes table, for the session the node is bound to
+	 * ({@link PostgresSessions}): {@code NULL} when it is not bound, or was bound before
+	 * the server last started (a restart or a promotion ended that session, and the
+	 * heartbeat decides); the session's backend while it holds the node's advisory lock;
+	 * {@code 0} once it does not: the node's process died, or its session ended, and the
+	 * node counts as dead whatever its last heartbeat ({@link DaemonRows#sessionEnded}).
+	 */
+	static final String NODE_SESSION = """
+			CASE WHEN session_pid IS NULL OR session_server IS DISTINCT FROM pg_postmaster_start_time() THEN NULL
+			     WHEN EXISTS (SELECT 1 FROM pg_locks k WHERE k.locktype = 'advisory' AND k.granted
+			       AND k.pid = session_pid AND k.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+			       AND k.classid = ${nodes_key}::oid AND k.objid = session_key::oid AND k.objsubid = 2) THEN session_pid
+			     ELSE 0 END""";
+
+	/**
 	 * The fragments that SQL templates name besides {@code ${prefix}}
 	 * ({@link TablePrefix#render}): all constant.
 	 */
 	static final Map<String, String> FRAGMENTS = Map.of("hold", HOLD, "hold_limits", HOLD_LIMITS, "epoch_base",
-			EPOCH_BASE, "durable", DURABLE, "remaining_ms", REMAINING_MS, "heartbeat_age_ms", HEARTBEAT_AGE_MS);
+			EPOCH_BASE, "durable", DURABLE, "remaining_ms", REMAINING_MS, "heartbeat_age_ms", HEARTBEAT_AGE_MS,
+			"node_session", NODE_SESSION);
 
 	private final int timeoutSeconds;
 

@@ -31,9 +31,10 @@ public record TablePrefix(String value) {
 
 	/**
 	 * Renders a SQL template of this package: {@code ${prefix}} becomes this prefix, as
-	 * in the Flyway migrations, and each other placeholder one of the package's fixed
-	 * {@linkplain Statements#FRAGMENTS fragments}. Nothing that is not validated or
-	 * constant ever reaches the SQL text.
+	 * in the Flyway migrations, {@code ${nodes_key}} the {@linkplain #nodesLockKey()
+	 * first key of the nodes' advisory locks}, and each other placeholder one of the
+	 * package's fixed {@linkplain Statements#FRAGMENTS fragments}, itself rendered.
+	 * Nothing that is not validated or constant ever reaches the SQL text.
 	 * @param template the template
 	 * @return the SQL
 	 * @throws IllegalArgumentException if the template names an unknown placeholder
@@ -43,14 +44,33 @@ public record TablePrefix(String value) {
 		StringBuilder sql = new StringBuilder(template.length() + 256);
 		while (placeholders.find()) {
 			String name = placeholders.group(1);
-			String value = "prefix".equals(name) ? this.value : Statements.FRAGMENTS.get(name);
-			if (value == null) {
-				throw new IllegalArgumentException("Unknown placeholder ${" + name + "} in SQL template");
-			}
+			String value = switch (name) {
+				case "prefix" -> this.value;
+				case "nodes_key" -> String.valueOf(nodesLockKey());
+				default -> {
+					String fragment = Statements.FRAGMENTS.get(name);
+					if (fragment == null) {
+						throw new IllegalArgumentException("Unknown placeholder ${" + name + "} in SQL template");
+					}
+					yield render(fragment);
+				}
+			};
 			placeholders.appendReplacement(sql, Matcher.quoteReplacement(value));
 		}
 		placeholders.appendTail(sql);
 		return sql.toString();
+	}
+
+	/**
+	 * Returns the first key of the advisory locks that bind nodes to their sessions on
+	 * PostgreSQL ({@link PostgresSessions}): the hash of this prefix and {@code /nodes},
+	 * in the positive range of an {@code int}, where {@code pg_locks} shows it as the
+	 * same number. No group name contains a {@code /}, so it is not the text of a group's
+	 * key.
+	 * @return the key
+	 */
+	int nodesLockKey() {
+		return PostgresSessions.groupKey(this.value, "/nodes");
 	}
 
 	/**

@@ -8,6 +8,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 
@@ -99,6 +100,8 @@ public final class LeaderEngine implements Leadership, LeaseStatus {
 	private final GroupLeases groups;
 
 	private final RoundTrips roundTrips;
+
+	private final AtomicLong sessionsLost = new AtomicLong();
 
 	private final ReleaseHandOver handOver;
 
@@ -204,6 +207,7 @@ public final class LeaderEngine implements Leadership, LeaseStatus {
 
 				@Override
 				public void sessionLost(Map<String, Long> terms) {
+					LeaderEngine.this.sessionsLost.incrementAndGet();
 					LeaderEngine.this.groups.stepDownTerms(terms, RevokeReason.SESSION_LOST);
 				}
 
@@ -364,6 +368,16 @@ public final class LeaderEngine implements Leadership, LeaseStatus {
 	@Override
 	public Optional<Duration> sinceLastHeartbeat() {
 		return this.roundTrips.sinceLastHeartbeat();
+	}
+
+	/**
+	 * Returns how many times the database session that bound this node's leases or the
+	 * node itself ended ({@code leader.lease.crash-takeover-groups}), so that the daemons
+	 * of a node bound to its session stop the moment it changes.
+	 * @return the count since the engine was created
+	 */
+	public long sessionsLost() {
+		return this.sessionsLost.get();
 	}
 
 	@Override

@@ -73,4 +73,9 @@ final class TestLocalNode implements LocalNode {
 		return Optional.ofNullable(this.sinceLastHeartbeat);
 	}
 
+	@Override
+	public long sessionsLost() {
+		return 0;
+	}
+
 }

@@ -103,11 +103,19 @@ public final class DaemonTestNode {
 		PrintStream events = NodeEventLines.takeStandardOutput();
 		NodeArguments arguments = NodeArguments.parse(args);
 		String nodeId = arguments.required("node");
-		HikariDataSource dataSource = arguments.dataSource(nodeId, 5);
+		List<String> crashTakeover = Arrays.stream(arguments.get("crash-takeover", "").split(","))
+			.filter((group) -> !group.isBlank())
+			.toList();
+		String daemonGroup = arguments.get("daemon-group", "default");
+		// Crash takeover keeps a connection waiting for the daemons group's leader, and
+		// one
+		// for the next node's session.
+		HikariDataSource dataSource = arguments.dataSource(nodeId, 5 + 2 * crashTakeover.size());
 		AtomicReference<@Nullable DaemonCoordinator> coordinator = new AtomicReference<>();
 		LeaseSettings lease = arguments.leaseSettings();
 		PostgresCoordinationStore coordination = new PostgresCoordinationStore(dataSource, new TablePrefix("leader_"),
 				Duration.ofSeconds(1));
+		coordination.crashTakeover(crashTakeover, daemonGroup);
 		LeaderEngine engine = new LeaderEngine(coordination, lease,
 				new NodeRegistration(nodeId, nodeId, "localhost", ProcessHandle.current().pid()),
 				Arrays.asList(arguments.required("groups").split(",")), (event) -> {
@@ -128,7 +136,7 @@ public final class DaemonTestNode {
 			names.forEach((name) -> agents.put(name,
 					stubborn.contains(name) ? recorder::runStubbornly : recorder::runPolitely));
 			DaemonSettings defaults = DaemonSettings.defaults();
-			DaemonSettings settings = new DaemonSettings(arguments.get("daemon-group", "default"),
+			DaemonSettings settings = new DaemonSettings(daemonGroup,
 					arguments.duration("ack-timeout", defaults.ackTimeout()),
 					arguments.duration("drain-timeout", defaults.drainTimeout()),
 					Integer.parseInt(arguments.get("max-moves", "2")),

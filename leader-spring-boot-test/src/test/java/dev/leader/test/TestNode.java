@@ -191,7 +191,7 @@ public final class TestNode {
 		NodeDialect dialect = NodeDialect.of(arguments.required("url"));
 		CoordinationStore store = dialect.coordinationStore(dataSource, prefix(arguments), queryTimeout(arguments));
 		if (store instanceof PostgresCoordinationStore postgres) {
-			postgres.crashTakeover(crashTakeover);
+			postgres.crashTakeover(crashTakeover, arguments.get("daemon-group", "default"));
 		}
 		else if (store instanceof MariaDbCoordinationStore mariaDb) {
 			mariaDb.crashTakeover(crashTakeover);
