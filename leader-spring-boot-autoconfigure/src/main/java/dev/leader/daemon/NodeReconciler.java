@@ -42,7 +42,7 @@ import org.jspecify.annotations.Nullable;
  * reclaiming it that long after the revoke, so a node whose heartbeats succeed while its
  * reads of the assignments fail stops before the daemon runs elsewhere. Where the node is
  * bound to its database session (the daemons group is a crash-takeover group), the
- * watchdog also stops them all within its period once that session ended
+ * watchdog also stops them all as soon as that session ended
  * ({@link LocalNode#sessionsLost()}), since the leader counts the node dead from that
  * moment; the assignments, no longer run, are then handed back.
  * <p>
