@@ -66,6 +66,10 @@ final class AgentRun implements DaemonContext {
 
 	volatile long drainDeadline;
 
+	// The node's count of lost sessions when the run's assignment was acknowledged: a
+	// run of an earlier count is stopped (LocalNode#sessionsLost).
+	volatile long sessionEpoch;
+
 	/**
 	 * Creates a run; its thread starts with {@link #start()}.
 	 * @param daemon the daemon

@@ -57,6 +57,14 @@ interface LocalNode {
 	long sessionsLost();
 
 	/**
+	 * Returns whether the database session that binds this node ended at or after the
+	 * given instant ({@link LeaderEngine#sessionLostSince}).
+	 * @param nanoTime the instant, on {@link System#nanoTime()}
+	 * @return whether it did
+	 */
+	boolean sessionLostSince(long nanoTime);
+
+	/**
 	 * Runs an action each time {@link #sessionsLost()} rises.
 	 * @param action the action, run on a thread of the engine's store; it must return
 	 * quickly
@@ -129,6 +137,11 @@ interface LocalNode {
 			@Override
 			public long sessionsLost() {
 				return engine.sessionsLost();
+			}
+
+			@Override
+			public boolean sessionLostSince(long nanoTime) {
+				return engine.sessionLostSince(nanoTime);
 			}
 
 			@Override

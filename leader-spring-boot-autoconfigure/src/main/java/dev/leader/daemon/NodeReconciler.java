@@ -102,8 +102,9 @@ final class NodeReconciler {
 	// When the last read of the assignments given to reconcile was sent, on nanoTime.
 	private volatile long lastReadSent;
 
-	// The node's count of lost sessions as the watchdog last saw it; on its thread only.
-	private long sessionsLostSeen;
+	// The node's count of lost sessions at the last reconcile. On the leader-daemons
+	// thread only.
+	private long reconciledEpoch;
 
 	/**
 	 * Creates a reconciler.
@@ -151,6 +152,14 @@ final class NodeReconciler {
 	 */
 	void reconcile(DaemonSnapshot snapshot, long sentAt) {
 		this.lastReadSent = sentAt;
+		long epoch = this.node.sessionsLost();
+		if (epoch != this.reconciledEpoch) {
+			// An acknowledgement sent before the node's session ended no longer lets its
+			// agent start: the leader may have counted the node dead since.
+			this.acknowledgementsSent.clear();
+			this.acknowledgeFailures.clear();
+			this.reconciledEpoch = epoch;
+		}
 		for (AgentRun run : List.copyOf(this.runs.values())) {
 			Assignment assignment = snapshot.assignment(run.name()).orElse(null);
 			if (assignment == null || !assignment.isLive() || !this.nodeId.equals(assignment.node())
@@ -242,16 +251,15 @@ final class NodeReconciler {
 	 * thread.
 	 */
 	void checkContact() {
-		long sessionsLost = this.node.sessionsLost();
-		boolean sessionLost = sessionsLost != this.sessionsLostSeen;
-		this.sessionsLostSeen = sessionsLost;
 		if (this.runs.isEmpty()) {
 			return;
 		}
-		if (sessionLost) {
+		long sessionsLost = this.node.sessionsLost();
+		List<AgentRun> unbound = this.runs.values().stream().filter((run) -> run.sessionEpoch != sessionsLost).toList();
+		if (!unbound.isEmpty()) {
 			logger.warn("Daemon node " + this.nodeId + " lost the database session that binds it; stopping its "
 					+ "daemons, the leader may give them to other nodes at once");
-			List.copyOf(this.runs.values()).forEach((run) -> stopAtOnce(run, Reason.SESSION_LOST));
+			unbound.forEach((run) -> stopAtOnce(run, Reason.SESSION_LOST));
 			this.runEnded.run();
 			return;
 		}
@@ -306,12 +314,16 @@ final class NodeReconciler {
 		if (!this.node.heartbeatIsRecent() || this.runs.containsKey(daemon)) {
 			return;
 		}
-		if (!acknowledged && !acknowledge(assignment)) {
+		// Read before the node's session ended: the leader may count the node dead.
+		long epoch = this.node.sessionsLost();
+		if (epoch != this.reconciledEpoch || this.node.sessionLostSince(this.lastReadSent)
+				|| (!acknowledged && !acknowledge(assignment))) {
 			return;
 		}
-		// The acknowledgement may have waited long for its reply.
-		if (this.node.heartbeatIsRecent()) {
-			start(assignment, agent);
+		// The acknowledgement may have waited long for its reply, and the node's session
+		// may have ended meanwhile: then the assignment, not run, is handed back.
+		if (this.node.heartbeatIsRecent() && this.node.sessionsLost() == epoch) {
+			start(assignment, agent, epoch);
 		}
 	}
 
@@ -344,13 +356,14 @@ final class NodeReconciler {
 		return false;
 	}
 
-	private void start(Assignment assignment, DaemonAgent agent) {
+	private void start(Assignment assignment, DaemonAgent agent, long sessionEpoch) {
 		String daemon = assignment.daemon();
 		this.acknowledgementsSent.remove(daemon);
 		Integer failures = this.acknowledgeFailures.remove(daemon);
 		this.events.accept(new DaemonAssignedEvent(daemon, assignment.generation(), this.nodeId));
 		AgentRun run = new AgentRun(daemon, assignment.generation(), agent, this.nodeId, this.store, this.events,
 				this.runEnded, this.backoff);
+		run.sessionEpoch = sessionEpoch;
 		this.runs.put(daemon, run);
 		run.start();
 		logger.info(String.format("Daemon daemon=%s node=%s action=started generation=%d%s", daemon, this.nodeId,

@@ -105,7 +105,6 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 			                      ELSE clock_timestamp() END,
 			    drained = (n.drained AND n.incarnation = excluded.incarnation),
 			    session_pid = CASE WHEN n.incarnation = excluded.incarnation THEN n.session_pid END,
-			    session_key = CASE WHEN n.incarnation = excluded.incarnation THEN n.session_key END,
 			    session_server = CASE WHEN n.incarnation = excluded.incarnation THEN n.session_server END
 			  WHERE n.incarnation = excluded.incarnation
 			     OR n.heartbeat_at <= clock_timestamp() - ? * interval '1 millisecond'

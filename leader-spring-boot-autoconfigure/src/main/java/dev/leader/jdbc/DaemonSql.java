@@ -118,14 +118,16 @@ record DaemonSql(String read, String assign, String revoke, String reclaim, Stri
 	/**
 	 * Acknowledges an assignment, durably: the node starts the agent once it succeeded,
 	 * and an acknowledgement lost in a crash or a failover would let the leader reclaim
-	 * the running daemon at the ack timeout.
+	 * the running daemon at the ack timeout. A node whose bound session ended
+	 * ({@link Statements#NODE_SESSION}) acknowledges nothing: every node counts it dead.
 	 */
 	static final String ACKNOWLEDGE = """
 			WITH changed AS (
-			  UPDATE ${prefix}assignments SET state = 'ACTIVE', acked_at = clock_timestamp(),
+			  UPDATE ${prefix}assignments a SET state = 'ACTIVE', acked_at = clock_timestamp(),
 			    state_since = clock_timestamp()
-			  WHERE daemon_name = ? AND generation = ? AND node_id = ? AND state = 'ASSIGNING'
-			  RETURNING node_id
+			  WHERE a.daemon_name = ? AND a.generation = ? AND a.node_id = ? AND a.state = 'ASSIGNING'
+			    AND NOT EXISTS (SELECT 1 FROM ${prefix}nodes WHERE node_id = a.node_id AND ${node_session} = 0)
+			  RETURNING a.node_id
 			)
 			SELECT pg_notify(?, '') AS notified FROM changed, (SELECT ${durable}) AS durable
 			""";

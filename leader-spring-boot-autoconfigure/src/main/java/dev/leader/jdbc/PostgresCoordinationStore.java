@@ -222,7 +222,10 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 						sessions.observed(rows.getString("group_name"), rows.getString("holder"), rows.getLong("term"),
 								rows.wasNull() ? null : sessionPid);
 					}
-					if ("N".equals(rows.getString("kind")) && rows.getLong("session_pid") > 0) {
+					// The ring leaves out a member whose heartbeat expired: paused, it
+					// would not notify.
+					if ("N".equals(rows.getString("kind")) && rows.getLong("session_pid") > 0
+							&& rows.getLong("heartbeat_age_ms") < nodeExpiry.toMillis()) {
 						memberSessions.put(rows.getString("node_id"), rows.getLong("session_pid"));
 					}
 					if (daemons != null) {

@@ -45,14 +45,19 @@ import org.jspecify.annotations.Nullable;
  * <p>
  * <b>Nodes.</b> When the daemons group is a crash-takeover group, the node binds its row
  * of the nodes table to the same session, with the session-level advisory lock
- * ({@link TablePrefix#nodesLockKey() nodes key}, {@link #nodeKey node key}), so that
- * every read of the nodes counts it dead the moment that session ends
- * ({@link Statements#NODE_SESSION}), and the daemons it ran move at once. Each node waits
- * for the session of one other bound node, the next one by id (a ring, so that every
- * bound node is watched by one other, whatever the size of the cluster), and notifies the
- * assignments channel when it ends, which starts the daemons leader's cycle. A node whose
- * session ends while it lives stops its daemons at once ({@link ReleaseListener
- * #sessionLost}), and binds again on its next session.
+ * ({@link TablePrefix#nodesLockKey() nodes key}, the session's backend), which no other
+ * live session can hold, so that every read of the nodes counts it dead the moment that
+ * session ends ({@link Statements#NODE_SESSION}), and the daemons it ran move at once.
+ * Each node waits for the session of one other live bound node, the next one by id (a
+ * ring, so that every bound node is watched by one other, whatever the size of the
+ * cluster), and notifies the assignments channel when it ends, which starts the daemons
+ * leader's cycle. A node whose session ends while it lives stops its daemons at once
+ * ({@link ReleaseListener#nodeSessionLost}), and binds again on its next session.
+ * <p>
+ * <b>Waits.</b> Each wait runs in a transaction of its own that first lifts the lock and
+ * statement timeouts of the application's settings and, from PostgreSQL 14, has the
+ * server check the client's connection every second while it waits, so that a waiter
+ * whose process died does not stay queued on the server.
  * <p>
  * Costs: no statement while nothing changes; one connection of the pool per such group
  * that another node leads, on each follower, and one on each node that binds nodes.
@@ -81,21 +86,28 @@ final class PostgresSessions implements NotificationHub.Session {
 	 * in the row, only while the row is still this process's.
 	 */
 	private static final String BIND_NODE = """
-			WITH locked AS (SELECT pg_try_advisory_lock(${nodes_key}, ?) AS ok)
-			UPDATE ${prefix}nodes n SET session_pid = pg_backend_pid(), session_key = ?,
-			  session_server = pg_postmaster_start_time()
+			WITH locked AS (SELECT pg_try_advisory_lock(${nodes_key}, pg_backend_pid()) AS ok)
+			UPDATE ${prefix}nodes n SET session_pid = pg_backend_pid(), session_server = pg_postmaster_start_time()
 			FROM locked, (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed
 			WHERE locked.ok AND n.node_id = ? AND n.incarnation = ?
 			RETURNING n.node_id""";
 
+	private static final String UNLOCK_NODE = "SELECT pg_advisory_unlock(${nodes_key}, pg_backend_pid())";
+
 	/**
-	 * Waits for a lock and gives it back at once; the server's lock and statement
-	 * timeouts of the application's settings do not apply to it (its own bound is
-	 * {@link #WAIT_SECONDS}).
+	 * Sets a wait's transaction up: the server's lock and statement timeouts of the
+	 * application's settings do not apply to the wait (its own bound is
+	 * {@link #WAIT_SECONDS}), and a client that died ends it.
 	 */
-	private static final String WAIT = """
+	private static final String PREPARE_WAIT = """
 			SELECT set_config('lock_timeout', '0', true), set_config('statement_timeout', '0', true),
-			       pg_advisory_lock_shared(?, ?), pg_advisory_unlock_shared(?, ?)""";
+			       CASE WHEN current_setting('client_connection_check_interval', true) IS NOT NULL
+			         THEN set_config('client_connection_check_interval', '1000', true) END""";
+
+	/**
+	 * Waits for a lock and gives it back at once.
+	 */
+	private static final String WAIT = "SELECT pg_advisory_lock_shared(?, ?), pg_advisory_unlock_shared(?, ?)";
 
 	/**
 	 * The name of the waiter for the next node's session: not a group name, which has no
@@ -114,6 +126,8 @@ final class PostgresSessions implements NotificationHub.Session {
 	private final boolean bindsNode;
 
 	private final String bindNodeSql;
+
+	private final String unlockNodeSql;
 
 	private final int nodesKey;
 
@@ -168,6 +182,7 @@ final class PostgresSessions implements NotificationHub.Session {
 		this.groups = Set.copyOf(groups);
 		this.bindsNode = bindsNode;
 		this.bindNodeSql = prefix.render(BIND_NODE);
+		this.unlockNodeSql = prefix.render(UNLOCK_NODE);
 		this.nodesKey = prefix.nodesLockKey();
 		this.assignmentsChannel = prefix.channel("assignments");
 	}
@@ -188,17 +203,6 @@ final class PostgresSessions implements NotificationHub.Session {
 
 	int groupKey(String group) {
 		return groupKey(this.prefix, group);
-	}
-
-	/**
-	 * Returns the second key of a node's advisory lock: the hash of its id, in the
-	 * positive range of an {@code int}. Two nodes that share a key cannot both bind, so
-	 * the second one's death is seen by its heartbeat only.
-	 * @param nodeId the node
-	 * @return the key
-	 */
-	static int nodeKey(String nodeId) {
-		return nodeId.hashCode() & Integer.MAX_VALUE;
 	}
 
 	/**
@@ -297,7 +301,8 @@ final class PostgresSessions implements NotificationHub.Session {
 	 * id.
 	 * @param nodeId this node
 	 * @param incarnation this node's process ({@link HeartbeatRows#incarnation})
-	 * @param sessions the backends of the other nodes' live bound sessions, by node
+	 * @param sessions the backends of the live bound sessions of the other nodes that are
+	 * alive by their heartbeat, by node
 	 */
 	synchronized void members(String nodeId, String incarnation, Map<String, Long> sessions) {
 		if (!this.bindsNode || this.listener == null) {
@@ -321,7 +326,8 @@ final class PostgresSessions implements NotificationHub.Session {
 			waiter.start();
 		}
 		if (waiter != null) {
-			waiter.target((next != null) ? new Target(this.nodesKey, nodeKey(next.getKey()), next.getValue()) : null);
+			waiter
+				.target((next != null) ? new Target(this.nodesKey, next.getValue().intValue(), next.getValue()) : null);
 		}
 	}
 
@@ -357,16 +363,19 @@ final class PostgresSessions implements NotificationHub.Session {
 
 	private void bindNode(Connection connection) throws SQLException {
 		prepareSession(connection);
-		int key = nodeKey(this.nodeId);
-		boolean bound;
+		boolean bound = false;
 		try (PreparedStatement statement = connection.prepareStatement(this.bindNodeSql)) {
-			statement.setInt(1, key);
-			statement.setInt(2, key);
-			statement.setString(3, this.nodeId);
-			statement.setString(4, this.incarnation);
+			statement.setString(1, this.nodeId);
+			statement.setString(2, this.incarnation);
 			try (ResultSet rows = statement.executeQuery()) {
 				bound = rows.next();
 			}
+		}
+		catch (SQLException ex) {
+			if (!isConflict(ex)) {
+				throw ex;
+			}
+			logger.debug("Leader node " + this.nodeId + " could not bind its session yet: " + ex);
 		}
 		synchronized (this) {
 			this.nodeBinding = false;
@@ -376,10 +385,25 @@ final class PostgresSessions implements NotificationHub.Session {
 			logger.debug("Leader node " + this.nodeId + " bound to its session");
 		}
 		else {
-			// The row is another process's, or the lock was not free: the node's death is
-			// seen by its heartbeat only, until a later heartbeat binds it.
-			unlock(connection, this.nodesKey, key);
+			// The row is another process's, or not there yet: the node's death is seen by
+			// its heartbeat only, until a later heartbeat binds it. A session-level lock
+			// outlives a statement that failed.
+			try (Statement statement = connection.createStatement()) {
+				statement.execute(this.unlockNodeSql);
+			}
 		}
+	}
+
+	/**
+	 * Returns whether a statement failed because of a concurrent transaction (a
+	 * serialization failure or a deadlock, at an isolation level above READ COMMITTED
+	 * that a notifications URL's connections may have): the session lives on, and the
+	 * bind is tried again.
+	 * @param ex the failure
+	 * @return whether it is such a conflict
+	 */
+	private static boolean isConflict(SQLException ex) {
+		return ex.getSQLState() != null && ex.getSQLState().startsWith("40");
 	}
 
 	private void bind(Connection connection, String group, long term) throws SQLException {
@@ -397,7 +421,7 @@ final class PostgresSessions implements NotificationHub.Session {
 		synchronized (this) {
 			this.binding = Map.entry(group, term);
 		}
-		boolean bound;
+		boolean bound = false;
 		try (PreparedStatement statement = connection.prepareStatement(this.bindSql)) {
 			statement.setInt(1, groupKey(group));
 			statement.setInt(2, termKey(term));
@@ -407,6 +431,14 @@ final class PostgresSessions implements NotificationHub.Session {
 			try (ResultSet rows = statement.executeQuery()) {
 				bound = rows.next();
 			}
+		}
+		catch (SQLException ex) {
+			if (!isConflict(ex)) {
+				throw ex;
+			}
+			// Bound with the next renewal, which learns that the term is held again.
+			logger.debug("Leader group=" + group + " node=" + this.nodeId + " term=" + term
+					+ " could not be bound yet: " + ex);
 		}
 		synchronized (this) {
 			this.binding = null;
@@ -495,8 +527,11 @@ final class PostgresSessions implements NotificationHub.Session {
 			logger.warn("Leader node " + this.nodeId + " lost the database session that bound "
 					+ (nodeLost ? "the node and " : "") + lost.keySet() + ": other nodes may take "
 					+ (nodeLost ? "its daemons and " : "") + "those groups over, so it stops running and leading them");
-			if (listener != null) {
+			if (listener != null && !lost.isEmpty()) {
 				listener.sessionLost(lost);
+			}
+			if (listener != null && nodeLost) {
+				listener.nodeSessionLost();
 			}
 		}
 	}
@@ -649,12 +684,35 @@ final class PostgresSessions implements NotificationHub.Session {
 		}
 
 		/**
-		 * Waits for the target's lock to be free.
+		 * Waits for the target's lock to be free, in a transaction of its own.
 		 * @param connection the waiter's connection
-		 * @param target the lease to wait for
-		 * @return whether it was, and the target is still the one to wait for
+		 * @param target the lock to wait for
+		 * @return whether it was
 		 */
 		private boolean awaitEnd(Connection connection, Target target) throws SQLException {
+			synchronized (this) {
+				if (this.stopped || !target.equals(this.target)) {
+					return false;
+				}
+			}
+			connection.setAutoCommit(false);
+			try {
+				try (Statement prepare = connection.createStatement()) {
+					prepare.execute(PREPARE_WAIT);
+				}
+				return awaitInTransaction(connection, target);
+			}
+			finally {
+				try {
+					connection.setAutoCommit(true);
+				}
+				catch (SQLException ex) {
+					logger.debug("Could not end the wait's transaction: " + ex);
+				}
+			}
+		}
+
+		private boolean awaitInTransaction(Connection connection, Target target) throws SQLException {
 			PreparedStatement statement = connection.prepareStatement(WAIT);
 			try {
 				statement.setInt(1, target.key());
@@ -677,17 +735,18 @@ final class PostgresSessions implements NotificationHub.Session {
 					}
 					// Cancelled (a new target, a stop, or the wait's bound), perhaps
 					// between the lock and its unlock: a session-level lock outlives the
-					// statement.
+					// statement and its transaction.
+					connection.rollback();
 					try (Statement unlock = connection.createStatement()) {
 						unlock.execute("SELECT pg_advisory_unlock_all()");
 					}
 					return false;
 				}
+				connection.commit();
+				// Ended, even if the target changed meanwhile: a wake-up is only a hint,
+				// and a missed one would wait for the next heartbeat.
 				synchronized (this) {
 					this.running = null;
-					if (!target.equals(this.target)) {
-						return false;
-					}
 					this.waitedFor = target;
 					return true;
 				}

@@ -87,16 +87,18 @@ final class Statements {
 	/**
 	 * An expression, on a row of the nodes table, for the session the node is bound to
 	 * ({@link PostgresSessions}): {@code NULL} when it is not bound, or was bound before
-	 * the server last started (a restart or a promotion ended that session, and the
-	 * heartbeat decides); the session's backend while it holds the node's advisory lock;
-	 * {@code 0} once it does not: the node's process died, or its session ended, and the
-	 * node counts as dead whatever its last heartbeat ({@link DaemonRows#sessionEnded}).
+	 * the server last started (a shutdown or a promotion ended that session, and the
+	 * heartbeat decides); the session's backend while it holds the node's advisory lock
+	 * (nodes key, that backend); {@code 0} once it does not: the node's process died, or
+	 * its session ended (a kill, or a crash of another backend, after which the server
+	 * reinitializes without a new start time), and the node counts as dead whatever its
+	 * last heartbeat ({@link DaemonRows#sessionEnded}).
 	 */
 	static final String NODE_SESSION = """
 			CASE WHEN session_pid IS NULL OR session_server IS DISTINCT FROM pg_postmaster_start_time() THEN NULL
 			     WHEN EXISTS (SELECT 1 FROM pg_locks k WHERE k.locktype = 'advisory' AND k.granted
 			       AND k.pid = session_pid AND k.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-			       AND k.classid = ${nodes_key}::oid AND k.objid = session_key::oid AND k.objsubid = 2) THEN session_pid
+			       AND k.classid = ${nodes_key}::oid AND k.objid = session_pid::oid AND k.objsubid = 2) THEN session_pid
 			     ELSE 0 END""";
 
 	/**

@@ -117,15 +117,23 @@ public interface CoordinationStore {
 		void released(String group, @org.jspecify.annotations.Nullable String successor);
 
 		/**
-		 * Called when the database session that bound leases of this node, or the node
-		 * itself, ended, for a store that binds the leases of crash-takeover groups to a
-		 * session of the node: other nodes may take them over from now on, and the node's
-		 * daemons too when the node was bound, so the node must stop leading and running
-		 * them at once.
-		 * @param terms the terms that session bound, by group; empty if it bound the node
-		 * only
+		 * Called when the database session that bound leases of this node ended, for a
+		 * store that binds the leases of crash-takeover groups to a session of the node:
+		 * other nodes may take them over from now on, so the node must stop leading them
+		 * at once.
+		 * @param terms the terms that session bound, by group
 		 */
 		default void sessionLost(Map<String, Long> terms) {
+		}
+
+		/**
+		 * Called when the database session that bound this node itself ended, for a store
+		 * that binds nodes to sessions (the daemons group is a crash-takeover group):
+		 * every node counts this one dead from now on, and the daemons leader may give
+		 * its daemons to others, so it must stop running them at once. Called after
+		 * {@link #sessionLost} when the session bound leases too.
+		 */
+		default void nodeSessionLost() {
 		}
 
 	}

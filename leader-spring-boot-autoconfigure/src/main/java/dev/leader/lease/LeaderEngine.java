@@ -104,6 +104,8 @@ public final class LeaderEngine implements Leadership, LeaseStatus {
 
 	private final AtomicLong sessionsLost = new AtomicLong();
 
+	private volatile long sessionLostAt;
+
 	private final List<Runnable> sessionLostActions = new CopyOnWriteArrayList<>();
 
 	private final ReleaseHandOver handOver;
@@ -210,8 +212,13 @@ public final class LeaderEngine implements Leadership, LeaseStatus {
 
 				@Override
 				public void sessionLost(Map<String, Long> terms) {
-					LeaderEngine.this.sessionsLost.incrementAndGet();
 					LeaderEngine.this.groups.stepDownTerms(terms, RevokeReason.SESSION_LOST);
+				}
+
+				@Override
+				public void nodeSessionLost() {
+					LeaderEngine.this.sessionLostAt = System.nanoTime();
+					LeaderEngine.this.sessionsLost.incrementAndGet();
 					for (Runnable action : LeaderEngine.this.sessionLostActions) {
 						try {
 							action.run();
@@ -383,9 +390,9 @@ public final class LeaderEngine implements Leadership, LeaseStatus {
 	}
 
 	/**
-	 * Returns how many times the database session that bound this node's leases or the
-	 * node itself ended ({@code leader.lease.crash-takeover-groups}), so that the daemons
-	 * of a node bound to its session stop the moment it changes.
+	 * Returns how many times the database session that bound this node ended (when
+	 * {@code leader.lease.crash-takeover-groups} names the daemons group), so that the
+	 * daemons of a node bound to its session stop the moment it changes.
 	 * @return the count since the engine was created
 	 */
 	public long sessionsLost() {
@@ -393,8 +400,18 @@ public final class LeaderEngine implements Leadership, LeaseStatus {
 	}
 
 	/**
+	 * Returns whether the database session that bound this node ended at or after the
+	 * given instant.
+	 * @param nanoTime the instant, on {@link System#nanoTime()}
+	 * @return whether it did
+	 */
+	public boolean sessionLostSince(long nanoTime) {
+		return this.sessionsLost.get() > 0 && this.sessionLostAt - nanoTime >= 0;
+	}
+
+	/**
 	 * Runs an action each time {@link #sessionsLost()} rises, once the node stepped down
-	 * from what that session bound.
+	 * from the leases that session bound.
 	 * @param action the action, run on a thread of the store's; it must return quickly
 	 */
 	public void onSessionLost(Runnable action) {

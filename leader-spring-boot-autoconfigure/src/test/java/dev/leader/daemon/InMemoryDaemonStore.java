@@ -9,6 +9,7 @@ import java.util.Optional;
 import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 
 import dev.leader.FencingToken;
 import org.jspecify.annotations.Nullable;
@@ -33,6 +34,8 @@ final class InMemoryDaemonStore implements DaemonStore {
 	private final AtomicInteger acknowledgementsToFail = new AtomicInteger();
 
 	private final AtomicInteger repliesToLose = new AtomicInteger();
+
+	private final AtomicReference<@Nullable Runnable> beforeAcknowledgement = new AtomicReference<>();
 
 	private Instant now = Instant.parse("2030-01-01T00:00:00Z");
 
@@ -79,6 +82,14 @@ final class InMemoryDaemonStore implements DaemonStore {
 	 */
 	void loseAcknowledgementReplies(int count) {
 		this.repliesToLose.set(count);
+	}
+
+	/**
+	 * Runs an action before the next acknowledgement takes effect.
+	 * @param action the action
+	 */
+	void beforeAcknowledgement(Runnable action) {
+		this.beforeAcknowledgement.set(action);
 	}
 
 	/**
@@ -137,6 +148,10 @@ final class InMemoryDaemonStore implements DaemonStore {
 
 	@Override
 	public boolean acknowledge(String node, String daemon, long generation) {
+		Runnable before = this.beforeAcknowledgement.getAndSet(null);
+		if (before != null) {
+			before.run();
+		}
 		if (this.acknowledgementsToFail.getAndUpdate((count) -> Math.max(0, count - 1)) > 0) {
 			throw new IllegalStateException("connection lost under the acknowledgement");
 		}

@@ -218,6 +218,55 @@ class NodeReconcilerTests {
 		assertThat(this.store.applied()).endsWith("release d1 a 1", "undrain a");
 	}
 
+	@Test
+	void runningDaemonsStopAtOnceWhenTheSessionThatBindsTheNodeEndsAndAreHandedBackNextCycle() {
+		startD1OnThisNode();
+		this.node.loseSession();
+		this.reconciler.checkContact();
+		assertThat(this.reconciler.running()).isEmpty();
+		awaitEvent(new DaemonStoppedEvent("d1", 1, "a", Reason.SESSION_LOST, null));
+		reconcile();
+		assertThat(this.store.applied()).endsWith("release d1 a 1");
+	}
+
+	@Test
+	void assignmentReadBeforeTheNodesSessionEndedIsNeitherAcknowledgedNorStartedAfterIt() {
+		this.store.assignment("d1", "a", AssignmentState.ASSIGNING, 1);
+		reconcile();
+		this.reconciler.handOver();
+		this.reconciler = null;
+		this.events.clear();
+		this.store.assignment("d1", "a", AssignmentState.ASSIGNING, 2);
+		long sentAt = System.nanoTime();
+		DaemonSnapshot readBeforeTheLoss = this.store.read(Duration.ofSeconds(4));
+		reconcilerOnly();
+		// No daemon runs when the session ends, so the watchdog has nothing to stop.
+		this.node.loseSession();
+		this.reconciler.checkContact();
+		this.reconciler.reconcile(readBeforeTheLoss, sentAt);
+		assertThat(this.reconciler.running()).isEmpty();
+		assertThat(this.store.assignment("d1")).get()
+			.extracting(Assignment::state)
+			.isEqualTo(AssignmentState.ASSIGNING);
+	}
+
+	@Test
+	void daemonAcknowledgedWhileTheNodesSessionEndsIsNotStartedAndIsHandedBack() {
+		this.store.assignment("d1", "a", AssignmentState.ASSIGNING, 1);
+		this.store.beforeAcknowledgement(this.node::loseSession);
+		reconcile();
+		assertThat(this.reconciler.running()).isEmpty();
+		assertThat(this.events).isEmpty();
+		reconcile();
+		assertThat(this.store.applied()).containsExactly("acknowledge d1 a 1", "release d1 a 1");
+		assertThat(this.calls).as("calls of the agent").hasValue(0);
+	}
+
+	private void reconcilerOnly() {
+		this.reconciler = new NodeReconciler(this.node, this.store, SETTINGS, Map.of("d1", this.agent),
+				this.events::add, this.runsEnded::incrementAndGet, AgentRun.Backoff.DEFAULT);
+	}
+
 	private void reconcile() {
 		if (this.reconciler == null) {
 			this.reconciler = new NodeReconciler(this.node, this.store, SETTINGS, Map.of("d1", this.agent),

@@ -1,8 +1,11 @@
 package dev.leader.daemon;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 import dev.leader.FencingToken;
 import dev.leader.lease.LeaseSettings;
@@ -24,6 +27,12 @@ final class TestLocalNode implements LocalNode {
 	private volatile @Nullable Duration sinceLastHeartbeat = Duration.ZERO;
 
 	private final AtomicInteger leadChecksLeft = new AtomicInteger(Integer.MAX_VALUE);
+
+	private final AtomicLong sessionsLost = new AtomicLong();
+
+	private volatile long sessionLostAt;
+
+	private final List<Runnable> sessionLostActions = new CopyOnWriteArrayList<>();
 
 	TestLocalNode(String id) {
 		this.id = id;
@@ -73,13 +82,29 @@ final class TestLocalNode implements LocalNode {
 		return Optional.ofNullable(this.sinceLastHeartbeat);
 	}
 
+	/**
+	 * Ends the session that binds this node, as the engine reports it: the count rises,
+	 * then the actions run.
+	 */
+	void loseSession() {
+		this.sessionLostAt = System.nanoTime();
+		this.sessionsLost.incrementAndGet();
+		this.sessionLostActions.forEach(Runnable::run);
+	}
+
 	@Override
 	public long sessionsLost() {
-		return 0;
+		return this.sessionsLost.get();
+	}
+
+	@Override
+	public boolean sessionLostSince(long nanoTime) {
+		return this.sessionsLost.get() > 0 && this.sessionLostAt - nanoTime >= 0;
 	}
 
 	@Override
 	public void onSessionLost(Runnable action) {
+		this.sessionLostActions.add(action);
 	}
 
 }
