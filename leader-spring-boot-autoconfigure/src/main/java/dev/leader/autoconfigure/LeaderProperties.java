@@ -218,8 +218,10 @@ public class LeaderProperties {
 		 * instead of when the lease expires. A holder whose session ends while it lives
 		 * (killed by an administrator, a pooler or a server restart) stops leading as it
 		 * notices, which leaves a short window in which two nodes believe they lead: turn
-		 * it on only for groups whose leader-only writes are fenced. PostgreSQL (directly
-		 * or through a pooler in session mode) and MariaDB.
+		 * it on only for groups whose leader-only writes are fenced. When it names the
+		 * daemons group, nodes are bound to their sessions too, and the daemons of a node
+		 * whose process died move at once. PostgreSQL (directly or through a pooler in
+		 * session mode) and MariaDB.
 		 */
 		private List<String> crashTakeoverGroups = new ArrayList<>();
 

@@ -3,6 +3,7 @@ package dev.leader.fencing;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
@@ -143,19 +144,35 @@ class DaemonFaultInjectionTests {
 		System.out.println(summary);
 		System.out.println("Reassignment times (ms, in episode order): "
 				+ checks.reassignments().stream().map((nanos) -> nanos / 1_000_000).toList());
-		FaultHistory.keepSummary("daemon-fault-summary.txt", summary);
+		FaultHistory.keepSummary(summaryFile(), summary);
 		assertThat(checks.violations()).as("violations of run with seed %d (%s)", seed, summary).isEmpty();
 		assertThat(this.history.episodes()).hasSize(episodes);
 		assertThat(checks.reassignments()).as("reassignments measured").isNotEmpty();
 	}
 
+	/**
+	 * Returns whether the daemons group is a crash-takeover group, so that the nodes are
+	 * bound to their sessions ({@link NodeSessionDaemonFaultInjectionTests}).
+	 * @return whether the nodes are bound
+	 */
+	boolean nodeSessions() {
+		return false;
+	}
+
+	String summaryFile() {
+		return "daemon-fault-summary.txt";
+	}
+
 	private Incarnation startNode(String nodeId) {
 		long number = this.incarnations.incrementAndGet();
 		String url = this.proxies.url(nodeId);
-		Map<String, String> properties = Map.of("url", url, "incarnation", Long.toString(number), "daemons",
-				String.join(",", DAEMONS), "daemon-group", DAEMON_GROUP, "ack-timeout", ACK_TIMEOUT.toString(),
-				"drain-timeout", DRAIN_TIMEOUT.toString(), "settle", SETTLE.toString(), "write-interval",
-				WRITE_INTERVAL.toString());
+		Map<String, String> properties = new LinkedHashMap<>(Map.of("url", url, "incarnation", Long.toString(number),
+				"daemons", String.join(",", DAEMONS), "daemon-group", DAEMON_GROUP, "ack-timeout",
+				ACK_TIMEOUT.toString(), "drain-timeout", DRAIN_TIMEOUT.toString(), "settle", SETTLE.toString(),
+				"write-interval", WRITE_INTERVAL.toString()));
+		if (nodeSessions()) {
+			properties.put("crash-takeover", DAEMON_GROUP);
+		}
 		Incarnation incarnation = this.history.started(number,
 				this.cluster.start(nodeId, DaemonTestNode.class, properties, Map.of()));
 		this.current.put(nodeId, incarnation);

@@ -45,11 +45,6 @@ class CrashTakeoverTests {
 	}
 
 	/**
-	 * Returns the column of the lease row that names the holder's session once the lease
-	 * is bound to it.
-	 * @return the column
-	 */
-	/**
 	 * Returns the statement that ends a session of the server.
 	 * @param session the session, as the lease's session column names it
 	 * @return the statement
@@ -58,6 +53,11 @@ class CrashTakeoverTests {
 		return "SELECT pg_terminate_backend(" + session + ")";
 	}
 
+	/**
+	 * Returns the column of the lease row that names the holder's session once the lease
+	 * is bound to it.
+	 * @return the column
+	 */
 	String sessionColumn() {
 		return "session_pid";
 	}
