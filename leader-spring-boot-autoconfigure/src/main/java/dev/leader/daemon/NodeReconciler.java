@@ -7,6 +7,7 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
 import dev.leader.DaemonAgent;
@@ -102,8 +103,8 @@ final class NodeReconciler {
 	// When the last read of the assignments given to reconcile was sent, on nanoTime.
 	private volatile long lastReadSent;
 
-	// The node's count of lost sessions as the watchdog last saw it; on its thread only.
-	private long sessionsLostSeen;
+	// The node's count of lost sessions as last seen, by the watchdog or a cycle.
+	private final AtomicLong sessionsLostSeen = new AtomicLong();
 
 	/**
 	 * Creates a reconciler.
@@ -150,6 +151,11 @@ final class NodeReconciler {
 	 * @param sentAt when the read was sent, on {@link System#nanoTime()}, or earlier
 	 */
 	void reconcile(DaemonSnapshot snapshot, long sentAt) {
+		// Before the snapshot, which may have been read before the session ended: a ring
+		// of the leader's change can start this cycle before the watchdog's next check.
+		if (stopIfSessionLost()) {
+			return;
+		}
 		this.lastReadSent = sentAt;
 		for (AgentRun run : List.copyOf(this.runs.values())) {
 			Assignment assignment = snapshot.assignment(run.name()).orElse(null);
@@ -242,17 +248,7 @@ final class NodeReconciler {
 	 * thread.
 	 */
 	void checkContact() {
-		long sessionsLost = this.node.sessionsLost();
-		boolean sessionLost = sessionsLost != this.sessionsLostSeen;
-		this.sessionsLostSeen = sessionsLost;
-		if (this.runs.isEmpty()) {
-			return;
-		}
-		if (sessionLost) {
-			logger.warn("Daemon node " + this.nodeId + " lost the database session that binds it; stopping its "
-					+ "daemons, the leader may give them to other nodes at once");
-			List.copyOf(this.runs.values()).forEach((run) -> stopAtOnce(run, Reason.SESSION_LOST));
-			this.runEnded.run();
+		if (stopIfSessionLost() || this.runs.isEmpty()) {
 			return;
 		}
 		String why;
@@ -423,6 +419,21 @@ final class NodeReconciler {
 			logger.info(String.format("Daemon daemon=%s node=%s action=released generation=%d", run.name(), this.nodeId,
 					run.generation()));
 		}
+	}
+
+	// Stops every daemon if the session that binds the node ended since the last look;
+	// returns whether it did. Called from the leader-daemons and leader-daemons-watchdog
+	// threads.
+	private boolean stopIfSessionLost() {
+		long sessionsLost = this.node.sessionsLost();
+		if (this.sessionsLostSeen.getAndSet(sessionsLost) == sessionsLost || this.runs.isEmpty()) {
+			return false;
+		}
+		logger.warn("Daemon node " + this.nodeId + " lost the database session that binds it; stopping its "
+				+ "daemons, the leader may give them to other nodes at once");
+		List.copyOf(this.runs.values()).forEach((run) -> stopAtOnce(run, Reason.SESSION_LOST));
+		this.runEnded.run();
+		return true;
 	}
 
 	// Called from the leader-daemons and leader-daemons-watchdog threads.

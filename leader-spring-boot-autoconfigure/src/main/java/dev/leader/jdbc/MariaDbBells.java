@@ -5,6 +5,7 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 import dev.leader.node.OwnThreads;
@@ -20,23 +21,26 @@ import org.jspecify.annotations.Nullable;
  * <p>
  * Each node waits to be rung on a connection of its own, on the {@code leader-bell}
  * thread: the connection holds the node's bell lock ({@link MariaDbSql#bellLock}), by
- * which any node finds its {@code CONNECTION_ID()}, and waits in {@code SLEEP} for
- * {@link #WAIT_SECONDS}, repeated. A named lock cannot be used to wake a waiter (only its
- * holder can give it), so a node rings another with {@code KILL QUERY} of that
- * connection's id, which ends the {@code SLEEP} at once and leaves the session as it was.
- * Connection ids are not reused while the server runs, and the id is read from the bell
- * lock just before, so a ring never ends another statement than a bell's. A node rings
- * the node of an assignment that it assigned, revoked or reclaimed, and the holder of the
- * daemons group's lease after an acknowledgement, a release, a request or a drain, and
- * when a bound node's session ended ({@link MariaDbWakeUps}). A rung node wakes its
- * daemon cycle.
+ * which any node finds its {@code CONNECTION_ID()}, and waits in {@code GET_LOCK} for the
+ * node's own node lock ({@link MariaDbSql#nodeLock}), which the node's holding session
+ * holds while the node is bound, for {@link #WAIT_SECONDS}, repeated. Only its holder can
+ * give a named lock, so a node rings another with {@code KILL QUERY} of the waiting
+ * connection's id, which ends the wait at once without an error ({@code GET_LOCK} returns
+ * {@code NULL}) and leaves the session as it was. Should the wait get the lock instead,
+ * the holding session ended: the bell gives it back at once and waits again only once the
+ * node is bound again. Connection ids are not reused while the server runs, and the id is
+ * read from the bell lock just before, so a ring never ends another statement than a
+ * bell's. A node rings the node of an assignment that it assigned, revoked or reclaimed,
+ * and the holder of the daemons group's lease after an acknowledgement, a release, a
+ * request or a drain, and when a bound node's session ended ({@link MariaDbWakeUps}). A
+ * rung node wakes its daemon cycle.
  * <p>
  * {@code KILL QUERY} of another user's connection needs the {@code CONNECTION ADMIN}
  * privilege; nodes that share the application's user need none. A ring that fails, or
  * that arrives while the bell is between two waits, is lost: the node then acts on its
  * next heartbeat, as without bells.
  * <p>
- * Costs: one connection of the pool per node, idle on the server; two statements per
+ * Costs: one connection of the pool per node, waiting on the server; two statements per
  * ring. Thread-safe.
  */
 final class MariaDbBells {
@@ -49,18 +53,16 @@ final class MariaDbBells {
 	static final int WAIT_SECONDS = 600;
 
 	/**
-	 * The error of a statement ended by {@code KILL QUERY}.
-	 */
-	private static final int INTERRUPTED = 1317;
-
-	/**
 	 * The error of a {@code KILL} of a connection that ended meanwhile.
 	 */
 	private static final int UNKNOWN_THREAD = 1094;
 
 	private static final String TAKE = "SELECT GET_LOCK(" + MariaDbSql.bellLock("?") + ", 0)";
 
-	private static final String WAIT = "SET STATEMENT max_statement_time = 0 FOR SELECT SLEEP(" + WAIT_SECONDS + ")";
+	private static final String WAIT = "SET STATEMENT max_statement_time = 0 FOR SELECT GET_LOCK("
+			+ MariaDbSql.nodeLock("?") + ", " + WAIT_SECONDS + ")";
+
+	private static final String RELEASE = "SELECT RELEASE_LOCK(" + MariaDbSql.nodeLock("?") + ")";
 
 	private static final String ASSIGNEE = "SELECT IS_USED_LOCK(" + MariaDbSql.bellLock("node_id")
 			+ ") FROM ${prefix}assignments WHERE daemon_name = ?";
@@ -74,6 +76,10 @@ final class MariaDbBells {
 
 	private final String takeSql;
 
+	private final String waitSql;
+
+	private final String releaseSql;
+
 	private final String assigneeSql;
 
 	private final String leaderSql;
@@ -85,6 +91,9 @@ final class MariaDbBells {
 
 	private @Nullable Bell bell;
 
+	// Guarded by this: whether the node is bound, as its last heartbeat told.
+	private boolean nodeBound;
+
 	/**
 	 * Creates the bells of a node's stores.
 	 * @param locks the named locks, whose connections the bell waits on
@@ -95,6 +104,8 @@ final class MariaDbBells {
 		this.locks = locks;
 		this.daemonsGroup = daemonsGroup;
 		this.takeSql = MariaDbSql.render(prefix, TAKE);
+		this.waitSql = MariaDbSql.render(prefix, WAIT);
+		this.releaseSql = MariaDbSql.render(prefix, RELEASE);
 		this.assigneeSql = MariaDbSql.render(prefix, ASSIGNEE);
 		this.leaderSql = MariaDbSql.render(prefix, LEADER);
 	}
@@ -115,6 +126,7 @@ final class MariaDbBells {
 				this.listener = null;
 				stopped = this.bell;
 				this.bell = null;
+				notifyAll();
 			}
 			if (stopped != null) {
 				stopped.stop();
@@ -123,13 +135,17 @@ final class MariaDbBells {
 	}
 
 	/**
-	 * Learns this node's id from a heartbeat, and starts the bell again if its wait
-	 * failed.
+	 * Learns this node's id, and whether it is bound, from a heartbeat, and starts the
+	 * bell again if its wait failed.
 	 * @param nodeId this node
+	 * @param bound whether the node is bound to its holding session, whose node lock the
+	 * bell waits for
 	 */
-	void node(String nodeId) {
+	void node(String nodeId, boolean bound) {
 		synchronized (this) {
 			this.nodeId = nodeId;
+			this.nodeBound = bound;
+			notifyAll();
 		}
 		startIfReady();
 	}
@@ -225,6 +241,9 @@ final class MariaDbBells {
 				this.stopped = true;
 				connection = this.connection;
 			}
+			synchronized (MariaDbBells.this) {
+				MariaDbBells.this.notifyAll();
+			}
 			MariaDbNamedLocks.abort(connection, "the bell of " + this.nodeId);
 		}
 
@@ -243,7 +262,7 @@ final class MariaDbBells {
 					logger.debug("The bell of node " + this.nodeId + " is another connection's");
 					return;
 				}
-				while (!isStopped()) {
+				while (awaitBound()) {
 					if (await(connection) && !isStopped()) {
 						Consumer<String> listener = listener();
 						if (listener != null) {
@@ -257,6 +276,9 @@ final class MariaDbBells {
 					logger.debug(
 							"The bell of node " + this.nodeId + " stopped; the next heartbeat starts it again: " + ex);
 				}
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
 			}
 			finally {
 				synchronized (this) {
@@ -282,20 +304,45 @@ final class MariaDbBells {
 			}
 		}
 
-		// Whether the wait was rung rather than timed out.
-		private boolean await(Connection connection) throws SQLException {
-			try (PreparedStatement statement = connection.prepareStatement(WAIT)) {
-				statement.setQueryTimeout(WAIT_SECONDS + MariaDbBells.this.locks.timeoutSeconds());
-				try (ResultSet row = statement.executeQuery()) {
-					// SLEEP returns 1 when it was interrupted without an error.
-					return row.next() && row.getLong(1) == 1;
+		// Waits until the node is bound; false once stopped.
+		private boolean awaitBound() throws InterruptedException {
+			synchronized (MariaDbBells.this) {
+				while (!isStopped() && !MariaDbBells.this.nodeBound) {
+					MariaDbBells.this.wait(TimeUnit.SECONDS.toMillis(WAIT_SECONDS));
 				}
 			}
-			catch (SQLException ex) {
-				if (ex.getErrorCode() == INTERRUPTED) {
-					return true;
+			return !isStopped();
+		}
+
+		// Whether the wait was rung rather than timed out or granted.
+		private boolean await(Connection connection) throws SQLException {
+			Long got = lockFunction(connection, MariaDbBells.this.waitSql,
+					WAIT_SECONDS + MariaDbBells.this.locks.timeoutSeconds());
+			if (got == null) {
+				return true;
+			}
+			if (got == 1) {
+				// The holding session ended: the node binds again on its next heartbeat.
+				lockFunction(connection, MariaDbBells.this.releaseSql, MariaDbBells.this.locks.timeoutSeconds());
+				synchronized (MariaDbBells.this) {
+					MariaDbBells.this.nodeBound = false;
 				}
-				throw ex;
+			}
+			return false;
+		}
+
+		private @Nullable Long lockFunction(Connection connection, String sql, int timeoutSeconds) throws SQLException {
+			try (PreparedStatement statement = connection.prepareStatement(sql)) {
+				statement.setQueryTimeout(timeoutSeconds);
+				// The name's expression repeats the node id three times.
+				for (int i = 1; i <= 3; i++) {
+					statement.setString(i, this.nodeId);
+				}
+				try (ResultSet row = statement.executeQuery()) {
+					row.next();
+					long value = row.getLong(1);
+					return row.wasNull() ? null : value;
+				}
 			}
 		}
 

@@ -227,7 +227,6 @@ final class MariaDbWakeUps {
 		if (bells == null) {
 			return;
 		}
-		bells.node(nodeId);
 		try {
 			synchronized (this.lock) {
 				if (this.listener == null) {
@@ -236,6 +235,7 @@ final class MariaDbWakeUps {
 				if (!this.nodeBound) {
 					bindNode(nodeId, incarnation);
 				}
+				bells.node(nodeId, this.nodeBound);
 				TreeMap<String, Long> ring = new TreeMap<>(sessions);
 				ring.remove(nodeId);
 				Map.Entry<String, Long> next = ring.higherEntry(nodeId);
