@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
@@ -167,6 +168,10 @@ public final class DaemonCoordinator implements SmartLifecycle, DaemonStatus, Da
 		this.cycles = new DaemonCycles(node, store, this.leader, this.reconciler, this.threads, this::isRunning);
 		this.operations = new DaemonOperations(node, store, settings);
 		this.watchdog = newWatchdog();
+		// The watchdog checks at once rather than within its period, so that the node
+		// stops its daemons before the leader, woken by the same loss, gives them to
+		// others.
+		node.onSessionLost(this::checkContactNow);
 	}
 
 	/**
@@ -338,6 +343,15 @@ public final class DaemonCoordinator implements SmartLifecycle, DaemonStatus, Da
 	@Override
 	public DaemonSettings settings() {
 		return this.settings;
+	}
+
+	private void checkContactNow() {
+		try {
+			this.watchdog.execute(this.reconciler::checkContact);
+		}
+		catch (RejectedExecutionException ex) {
+			// Stopped: no daemon runs.
+		}
 	}
 
 	private ScheduledExecutorService newWatchdog() {

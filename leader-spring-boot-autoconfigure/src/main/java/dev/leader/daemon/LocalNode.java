@@ -57,6 +57,13 @@ interface LocalNode {
 	long sessionsLost();
 
 	/**
+	 * Runs an action each time {@link #sessionsLost()} rises.
+	 * @param action the action, run on a thread of the engine's store; it must return
+	 * quickly
+	 */
+	void onSessionLost(Runnable action);
+
+	/**
 	 * Returns how often every node polls its assignments: with each heartbeat.
 	 * @return the engine's renew interval
 	 */
@@ -122,6 +129,11 @@ interface LocalNode {
 			@Override
 			public long sessionsLost() {
 				return engine.sessionsLost();
+			}
+
+			@Override
+			public void onSessionLost(Runnable action) {
+				engine.onSessionLost(action);
 			}
 
 		};

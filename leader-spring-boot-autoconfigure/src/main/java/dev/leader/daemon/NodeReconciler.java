@@ -43,9 +43,9 @@ import org.jspecify.annotations.Nullable;
  * reclaiming it that long after the revoke, so a node whose heartbeats succeed while its
  * reads of the assignments fail stops before the daemon runs elsewhere. Where the node is
  * bound to its database session (the daemons group is a crash-takeover group), the
- * watchdog (or a cycle, if one starts first) also stops them all within its period once
- * that session ended ({@link LocalNode#sessionsLost()}), since the leader counts the node
- * dead from that moment; the assignments, no longer run, are then handed back.
+ * watchdog (or a cycle, if one starts first) also stops them all as soon as that session
+ * ended ({@link LocalNode#sessionsLost()}), since the leader counts the node dead from
+ * that moment; the assignments, no longer run, are then handed back.
  * <p>
  * <b>Why acknowledge first (G4).</b> The leader reclaims an assignment that is still
  * ASSIGNING at the ack timeout, counted on the database's clock, and gives it to another

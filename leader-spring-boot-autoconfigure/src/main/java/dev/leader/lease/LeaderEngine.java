@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -102,6 +103,8 @@ public final class LeaderEngine implements Leadership, LeaseStatus {
 	private final RoundTrips roundTrips;
 
 	private final AtomicLong sessionsLost = new AtomicLong();
+
+	private final List<Runnable> sessionLostActions = new CopyOnWriteArrayList<>();
 
 	private final ReleaseHandOver handOver;
 
@@ -209,6 +212,15 @@ public final class LeaderEngine implements Leadership, LeaseStatus {
 				public void sessionLost(Map<String, Long> terms) {
 					LeaderEngine.this.sessionsLost.incrementAndGet();
 					LeaderEngine.this.groups.stepDownTerms(terms, RevokeReason.SESSION_LOST);
+					for (Runnable action : LeaderEngine.this.sessionLostActions) {
+						try {
+							action.run();
+						}
+						catch (RuntimeException ex) {
+							logger.warn("Leader node " + nodeId() + ": an action on the loss of its session failed",
+									ex);
+						}
+					}
 				}
 
 			});
@@ -378,6 +390,15 @@ public final class LeaderEngine implements Leadership, LeaseStatus {
 	 */
 	public long sessionsLost() {
 		return this.sessionsLost.get();
+	}
+
+	/**
+	 * Runs an action each time {@link #sessionsLost()} rises, once the node stepped down
+	 * from what that session bound.
+	 * @param action the action, run on a thread of the store's; it must return quickly
+	 */
+	public void onSessionLost(Runnable action) {
+		this.sessionLostActions.add(action);
 	}
 
 	@Override

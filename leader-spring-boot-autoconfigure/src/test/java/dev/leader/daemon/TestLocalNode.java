@@ -78,4 +78,8 @@ final class TestLocalNode implements LocalNode {
 		return 0;
 	}
 
+	@Override
+	public void onSessionLost(Runnable action) {
+	}
+
 }

@@ -19,6 +19,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
+import javax.sql.DataSource;
+
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.FencingToken;
@@ -208,6 +210,56 @@ class PostgresHighAvailabilityTests {
 		}
 		finally {
 			nodes.forEach(InProcessNode::close);
+		}
+	}
+
+	@Test
+	void leaseBoundToASessionOfTheOldPrimaryWaitsForItsExpiryAfterAPromotion() throws Exception {
+		// Synchronous, so that the binding is on the standby when it is promoted.
+		this.servers.replicateSynchronously(true);
+		HikariConfig config = new HikariConfig();
+		config.setJdbcUrl(this.cluster.url());
+		config.setUsername("postgres");
+		config.setMaximumPoolSize(4);
+		config.setConnectionTimeout(1000);
+		try (HikariDataSource dataSource = new HikariDataSource(config)) {
+			PostgresCoordinationStore holder = new PostgresCoordinationStore(dataSource, PREFIX, Duration.ofSeconds(1));
+			holder.crashTakeover(List.of(ALPHA), "default");
+			Duration lease = Duration.ofMinutes(1);
+			try (AutoCloseable listening = holder.listen((group, successor) -> {
+			})) {
+				long term = holder.acquire(ALPHA, "holder", lease).lease().term();
+				await("the lease bound to the holder's session").atMost(Duration.ofSeconds(5))
+					.until(() -> sessionPid(dataSource) != null);
+				this.servers.failover();
+				// The promoted server never had the holder's session, and pg_locks shows
+				// no
+				// lock of it: only the lease's expiry may free the lease. Its first round
+				// trips fail until the pool has connections to it.
+				PostgresCoordinationStore follower = new PostgresCoordinationStore(dataSource, PREFIX,
+						Duration.ofSeconds(1));
+				CoordinationStore.AcquireResult attempt = await().atMost(RECOVERY_TIMEOUT)
+					.ignoreExceptionsInstanceOf(DataAccessException.class)
+					.until(() -> follower.acquire(ALPHA, "follower", lease), (result) -> result.lease() != null);
+				assertThat(attempt.granted()).as("takeover on the promoted server of %s", attempt.lease()).isFalse();
+				assertThat(attempt.lease().holder()).isEqualTo("holder");
+				assertThat(attempt.lease().term()).isEqualTo(term);
+			}
+		}
+	}
+
+	private static Long sessionPid(DataSource dataSource) throws Exception {
+		try (Connection connection = dataSource.getConnection();
+				PreparedStatement statement = connection
+					.prepareStatement("SELECT session_pid FROM leader_leases WHERE group_name = ?")) {
+			statement.setString(1, ALPHA);
+			try (ResultSet rows = statement.executeQuery()) {
+				if (!rows.next()) {
+					return null;
+				}
+				long pid = rows.getLong(1);
+				return rows.wasNull() ? null : pid;
+			}
 		}
 	}
 
