@@ -151,6 +151,9 @@ final class NodeReconciler {
 	 * @param sentAt when the read was sent, on {@link System#nanoTime()}, or earlier
 	 */
 	void reconcile(DaemonSnapshot snapshot, long sentAt) {
+		// First, so that a cycle that the leader's change starts before the watchdog's
+		// next check stops them for the right reason.
+		stopRunsOfEarlierSessions();
 		this.lastReadSent = sentAt;
 		long epoch = this.node.sessionsLost();
 		if (epoch != this.reconciledEpoch) {
@@ -251,16 +254,7 @@ final class NodeReconciler {
 	 * thread.
 	 */
 	void checkContact() {
-		if (this.runs.isEmpty()) {
-			return;
-		}
-		long sessionsLost = this.node.sessionsLost();
-		List<AgentRun> unbound = this.runs.values().stream().filter((run) -> run.sessionEpoch != sessionsLost).toList();
-		if (!unbound.isEmpty()) {
-			logger.warn("Daemon node " + this.nodeId + " lost the database session that binds it; stopping its "
-					+ "daemons, the leader may give them to other nodes at once");
-			unbound.forEach((run) -> stopAtOnce(run, Reason.SESSION_LOST));
-			this.runEnded.run();
+		if (this.runs.isEmpty() || stopRunsOfEarlierSessions()) {
 			return;
 		}
 		String why;
@@ -278,6 +272,23 @@ final class NodeReconciler {
 		logger.warn("Daemon node " + this.nodeId + " " + why + "; stopping its daemons, other nodes may take them "
 				+ "over");
 		List.copyOf(this.runs.values()).forEach((run) -> stopAtOnce(run, Reason.CONTACT_LOST));
+	}
+
+	/**
+	 * Stops every daemon started before the session that binds this node last ended.
+	 * @return whether it stopped any
+	 */
+	private boolean stopRunsOfEarlierSessions() {
+		long sessionsLost = this.node.sessionsLost();
+		List<AgentRun> unbound = this.runs.values().stream().filter((run) -> run.sessionEpoch != sessionsLost).toList();
+		if (unbound.isEmpty()) {
+			return false;
+		}
+		logger.warn("Daemon node " + this.nodeId + " lost the database session that binds it; stopping its daemons, "
+				+ "the leader may give them to other nodes at once");
+		unbound.forEach((run) -> stopAtOnce(run, Reason.SESSION_LOST));
+		this.runEnded.run();
+		return true;
 	}
 
 	/**

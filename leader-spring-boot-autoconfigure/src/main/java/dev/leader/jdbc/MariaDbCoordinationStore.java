@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDateTime;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -167,12 +168,20 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 	 * {@link MariaDbSessionWatcher#WAIT_SECONDS}; two statements after each grant.
 	 * Followers wait as they do for a release, on their wake-up connection per group led
 	 * by another node.
+	 * <p>
+	 * When the daemons group is one of them, nodes are bound to their sessions too, so
+	 * that a node counts as dead, and its daemons move, the moment its session ends
+	 * ({@link MariaDbWakeUps}); and the daemon store built with this store rings nodes
+	 * when their assignments change ({@link MariaDbBells}). That costs each node two more
+	 * connections: one that waits for the next node's session, one that waits to be rung.
 	 * @param groups the groups ({@code leader.lease.crash-takeover-groups})
+	 * @param daemonsGroup the group whose leader assigns the daemons
+	 * ({@code leader.daemons.group})
 	 * @throws IllegalStateException if the wake-ups are off: the holder's session is the
 	 * connection that holds its wake-up locks, and followers learn of its end by waiting
 	 * for them
 	 */
-	public void crashTakeover(Collection<String> groups) {
+	public void crashTakeover(Collection<String> groups, String daemonsGroup) {
 		if (groups.isEmpty()) {
 			return;
 		}
@@ -181,7 +190,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 					+ "wake-ups (leader.jdbc.notifications.enabled=true): a lease is bound to the session that "
 					+ "holds its holder's wake-up locks, and followers learn of its end by waiting for them");
 		}
-		this.wakeUps.bind(groups);
+		this.wakeUps.bind(groups, daemonsGroup);
 	}
 
 	/**
@@ -268,13 +277,15 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 
 	/**
 	 * The heartbeat in one transaction ({@link MariaDbHeartbeat}). The wake-ups observe
-	 * the leases it read, and the log followers get the heads it read.
+	 * the leases and the nodes' sessions it read, and the log followers get the heads it
+	 * read.
 	 */
 	@Override
 	public Tick tick(NodeRegistration node, Map<String, Long> held, Collection<String> groups, Duration leaseDuration,
 			Duration nodeExpiry) {
 		long sentAt = System.nanoTime();
-		HeartbeatRows read = this.heartbeat.run(node, held, groups, leaseDuration, nodeExpiry);
+		Map<String, Long> sessions = new HashMap<>();
+		HeartbeatRows read = this.heartbeat.run(node, held, groups, leaseDuration, nodeExpiry, sessions);
 		Tick result = read.tick();
 		result.renewed().values().forEach(this::saw);
 		result.leases().values().forEach(this::saw);
@@ -282,6 +293,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 			this.wakeUps.checkHolding();
 			result.renewed().values().forEach((lease) -> this.wakeUps.observed(lease, node.id(), true));
 			result.leases().values().forEach((lease) -> this.wakeUps.observed(lease, node.id(), false));
+			this.wakeUps.members(node.id(), HeartbeatRows.incarnation(node), sessions);
 		}
 		this.logFollowers.heads(read.logHeads(), sentAt);
 		return result;
@@ -308,6 +320,15 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 		if (lease.holder() != null && at != null) {
 			this.expiries.merge(lease.group(), new Expiry(lease.term(), at), Expiry::later);
 		}
+	}
+
+	/**
+	 * Returns the doorbells of the daemon store, where nodes are bound to their sessions
+	 * ({@link #crashTakeover}).
+	 * @return the bells, or {@code null}
+	 */
+	@Nullable MariaDbBells bells() {
+		return (this.wakeUps != null) ? this.wakeUps.bells() : null;
 	}
 
 	/**

@@ -7,6 +7,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.function.Consumer;
 
 import javax.sql.DataSource;
 
@@ -36,10 +37,11 @@ import org.jspecify.annotations.Nullable;
  * DELETED) lock the owner row {@code FOR UPDATE} first, and wait for them.
  * <p>
  * <b>What is weaker than on PostgreSQL.</b> No notifications ({@link #listen} delivers
- * nothing) and no snapshot with the heartbeat ({@link #followHeartbeat} returns
- * {@code null}): nodes read the assignments with a statement of their own every heartbeat
- * interval, and act on a change within that interval rather than at once. Generations do
- * not rise across a failover of the server (no epoch).
+ * nothing, unless nodes are bound to their sessions: then doorbells,
+ * {@link MariaDbBells}) and no snapshot with the heartbeat ({@link #followHeartbeat}
+ * returns {@code null}): nodes read the assignments with a statement of their own every
+ * heartbeat interval, and act on a change within that interval rather than at once.
+ * Generations do not rise across a failover of the server (no epoch).
  * <p>
  * Public so that a node can also be built without a Spring context.
  */
@@ -47,21 +49,22 @@ public final class MariaDbDaemonStore implements DaemonStore {
 
 	/**
 	 * The nodes, assignments, requests and the database time, in one statement, so in one
-	 * snapshot.
+	 * snapshot. A node bound to a session that ended is dead
+	 * ({@link MariaDbSql#NODE_SESSION}).
 	 */
 	private static final String READ = """
 			SELECT 'N' AS kind, node_id, daemons, drained, ${heartbeat_age_ms} AS heartbeat_age_ms,
 			       NULL AS daemon_name, NULL AS state, NULL AS generation, NULL AS term, NULL AS since,
-			       NULL AS request_kind
+			       NULL AS request_kind, ${node_session} AS session_id
 			FROM ${prefix}nodes
 			UNION ALL
-			SELECT 'A', node_id, NULL, NULL, NULL, daemon_name, state, generation, term, state_since, NULL
+			SELECT 'A', node_id, NULL, NULL, NULL, daemon_name, state, generation, term, state_since, NULL, NULL
 			FROM ${prefix}assignments
 			UNION ALL
-			SELECT 'Q', node_id, NULL, NULL, NULL, daemon_name, NULL, NULL, NULL, requested_at, kind
+			SELECT 'Q', node_id, NULL, NULL, NULL, daemon_name, NULL, NULL, NULL, requested_at, kind, NULL
 			FROM ${prefix}daemon_requests
 			UNION ALL
-			SELECT 'T', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, ${now}, NULL""";
+			SELECT 'T', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, ${now}, NULL, NULL""";
 
 	/**
 	 * The leader's lease, locked by the lease guard ({@link MariaDbSql#LOCK_LEASE}): the
@@ -156,6 +159,8 @@ public final class MariaDbDaemonStore implements DaemonStore {
 
 	private final MariaDbSql.Rendered sql;
 
+	private final @Nullable MariaDbCoordinationStore coordination;
+
 	/**
 	 * Creates a store.
 	 * @param dataSource the MariaDB data source
@@ -167,6 +172,26 @@ public final class MariaDbDaemonStore implements DaemonStore {
 	 */
 	public MariaDbDaemonStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
 			Duration holdLimit) {
+		this(dataSource, tablePrefix, queryTimeout, holdLimit, null);
+	}
+
+	/**
+	 * Creates a store that works with the node's coordination store: where that store
+	 * binds nodes to their sessions ({@link MariaDbCoordinationStore#crashTakeover}),
+	 * every change of an assignment rings the node it concerns or the leader
+	 * ({@link MariaDbBells}), and {@link #listen} delivers the rings to this node.
+	 * @param dataSource the MariaDB data source
+	 * @param tablePrefix the prefix of the starter's tables
+	 * @param queryTimeout the longest a statement may run; rounded up to whole seconds
+	 * @param holdLimit the longest a transaction guarded by {@link #lock} may stay idle
+	 * (rounded down to whole seconds, at least one), and each of its later statements may
+	 * run, holding the owner row
+	 * @param coordination the coordination store of the node's engine, on the same
+	 * tables, or {@code null}
+	 */
+	public MariaDbDaemonStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout, Duration holdLimit,
+			@Nullable MariaDbCoordinationStore coordination) {
+		this.coordination = coordination;
 		this.connections = new MariaDbConnections(dataSource, queryTimeout);
 		this.guards = new GuardStatements(dataSource, queryTimeout, holdLimit,
 				"call DaemonContext.guard() inside a @Transactional method");
@@ -185,9 +210,11 @@ public final class MariaDbDaemonStore implements DaemonStore {
 			try (ResultSet rows = statement.executeQuery()) {
 				while (rows.next()) {
 					switch (rows.getString("kind")) {
-						case "N" -> members.add(new Member(rows.getString("node_id"),
-								daemons(rows.getString("daemons")),
-								rows.getLong("heartbeat_age_ms") < nodeExpiry.toMillis(), rows.getBoolean("drained")));
+						case "N" ->
+							members.add(new Member(rows.getString("node_id"), daemons(rows.getString("daemons")),
+									rows.getLong("heartbeat_age_ms") < nodeExpiry.toMillis()
+											&& !MariaDbSql.sessionEnded(rows),
+									rows.getBoolean("drained")));
 						case "A" -> assignments.add(assignment(rows, AssignmentState.valueOf(rows.getString("state"))));
 						case "Q" ->
 							requests.add(new DaemonRequest(DaemonRequest.Kind.valueOf(rows.getString("request_kind")),
@@ -209,7 +236,7 @@ public final class MariaDbDaemonStore implements DaemonStore {
 	@Override
 	public long assign(FencingToken leader, String leaderNode, String daemon, String node, long deletedGeneration,
 			@Nullable Instant requestedAt) {
-		return this.connections.transaction("assign daemon", (tx) -> {
+		long assigned = this.connections.transaction("assign daemon", (tx) -> {
 			if (!leads(tx, leader, leaderNode)) {
 				return 0L;
 			}
@@ -242,30 +269,51 @@ public final class MariaDbDaemonStore implements DaemonStore {
 			}
 			return generation;
 		});
+		if (assigned > 0) {
+			ringAssignee(daemon);
+		}
+		return assigned;
 	}
 
 	@Override
 	public boolean revoke(FencingToken leader, String leaderNode, String daemon, long generation) {
-		return this.connections.transaction("revoke daemon",
+		boolean revoked = this.connections.transaction("revoke daemon",
 				(tx) -> leads(tx, leader, leaderNode) && tx.update(sql(REVOKE), leader.term(), daemon, generation) > 0);
+		if (revoked) {
+			ringAssignee(daemon);
+		}
+		return revoked;
 	}
 
 	@Override
 	public boolean reclaim(FencingToken leader, String leaderNode, String daemon, long generation,
 			AssignmentState state) {
-		return this.connections.transaction("reclaim daemon",
+		boolean reclaimed = this.connections.transaction("reclaim daemon",
 				(tx) -> leads(tx, leader, leaderNode) && end(tx, daemon, generation, null, state, leader.term()));
+		if (reclaimed) {
+			ringAssignee(daemon);
+		}
+		return reclaimed;
 	}
 
 	@Override
 	public boolean acknowledge(String node, String daemon, long generation) {
-		return this.connections.transaction("acknowledge daemon",
+		boolean acknowledged = this.connections.transaction("acknowledge daemon",
 				(tx) -> tx.update(sql(ACKNOWLEDGE), daemon, generation, node) > 0);
+		if (acknowledged) {
+			ringLeader();
+		}
+		return acknowledged;
 	}
 
 	@Override
 	public boolean release(String node, String daemon, long generation) {
-		return this.connections.transaction("release daemon", (tx) -> end(tx, daemon, generation, node, null, null));
+		boolean released = this.connections.transaction("release daemon",
+				(tx) -> end(tx, daemon, generation, node, null, null));
+		if (released) {
+			ringLeader();
+		}
+		return released;
 	}
 
 	// Ends a live assignment of the given generation (and node and state, if given):
@@ -288,7 +336,7 @@ public final class MariaDbDaemonStore implements DaemonStore {
 
 	@Override
 	public DaemonRequest request(DaemonRequest.Kind kind, String daemon, @Nullable String node) {
-		return this.connections.transaction("record daemon request", (tx) -> {
+		DaemonRequest recorded = this.connections.transaction("record daemon request", (tx) -> {
 			tx.update(sql(REQUEST), kind.name(), daemon, node);
 			return tx.run(sql(READ_REQUEST), (statement) -> {
 				statement.setString(1, kind.name());
@@ -297,11 +345,13 @@ public final class MariaDbDaemonStore implements DaemonStore {
 						rows.getString("node_id"), MariaDbConnections.instant(rows, "requested_at")));
 			});
 		});
+		ringLeader();
+		return recorded;
 	}
 
 	@Override
 	public boolean drain(String node, boolean drained) {
-		return this.connections.transaction("drain node", (tx) -> {
+		boolean known = this.connections.transaction("drain node", (tx) -> {
 			// The update's count would be zero for a node already in that state on a
 			// connection that counts rows changed, so whether the node is known is read.
 			tx.update(sql(DRAIN), drained, node);
@@ -312,6 +362,10 @@ public final class MariaDbDaemonStore implements DaemonStore {
 				}
 			});
 		});
+		if (known) {
+			ringLeader();
+		}
+		return known;
 	}
 
 	@Override
@@ -319,6 +373,36 @@ public final class MariaDbDaemonStore implements DaemonStore {
 		return this.connections.transaction("forget daemon request",
 				(tx) -> leads(tx, leader, leaderNode) && tx.update(sql(FORGET), request.kind().name(), request.daemon(),
 						MariaDbConnections.parameter(request.requestedAt())) == 1);
+	}
+
+	/**
+	 * Delivers this node's id when another node rings it ({@link MariaDbBells}), where
+	 * the coordination store binds nodes to their sessions; otherwise nothing, and nodes
+	 * see changes on their next heartbeat.
+	 */
+	@Override
+	public AutoCloseable listen(Consumer<String> listener) {
+		MariaDbBells bells = bells();
+		return (bells != null) ? bells.listen(listener) : () -> {
+		};
+	}
+
+	private void ringAssignee(String daemon) {
+		MariaDbBells bells = bells();
+		if (bells != null) {
+			bells.ringAssignee(daemon);
+		}
+	}
+
+	private void ringLeader() {
+		MariaDbBells bells = bells();
+		if (bells != null) {
+			bells.ringLeader();
+		}
+	}
+
+	private @Nullable MariaDbBells bells() {
+		return (this.coordination != null) ? this.coordination.bells() : null;
 	}
 
 	@Override

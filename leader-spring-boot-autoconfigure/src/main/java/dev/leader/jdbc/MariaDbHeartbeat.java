@@ -42,11 +42,12 @@ final class MariaDbHeartbeat {
 			WHERE node_id = ?""";
 
 	/**
-	 * A heartbeat that takes the node's row over from a silent process with the same id.
+	 * A heartbeat that takes the node's row over from a silent process with the same id,
+	 * and clears that process's binding to its session.
 	 */
 	private static final String TAKE_OVER_NODE = """
 			UPDATE ${prefix}nodes SET heartbeat_at = ${now}, started_at = ${now}, name = ?, host = ?, pid = ?,
-			  daemons = ?, base_url = ?, zone = ?, incarnation = ?, drained = FALSE
+			  daemons = ?, base_url = ?, zone = ?, incarnation = ?, drained = FALSE, session_id = NULL
 			WHERE node_id = ?""";
 
 	/**
@@ -61,23 +62,25 @@ final class MariaDbHeartbeat {
 	/**
 	 * What the heartbeat reads after its writes: {@code R}, a lease it renewed (renewed
 	 * at or after the heartbeat's start, by this holder and term); {@code L}, a lease it
-	 * asks about, with the last index of the group's decision log; {@code N}, a member.
+	 * asks about, with the last index of the group's decision log; {@code N}, a member,
+	 * with the session it is bound to in {@code session_id}
+	 * ({@link MariaDbSql#NODE_SESSION}).
 	 */
 	private static final String TICK_ROWS = """
 			SELECT 'R' AS kind, group_name, holder, term, expires_at, ${remaining_ms} AS remaining_ms,
 			       NULL AS node_id, NULL AS name, NULL AS host, NULL AS pid, NULL AS started_at,
 			       NULL AS heartbeat_at, NULL AS heartbeat_age_ms, NULL AS base_url, NULL AS zone, NULL AS log_index,
-			       NULL AS log_term
+			       NULL AS log_term, NULL AS session_id
 			FROM ${prefix}leases
 			WHERE group_name IN (/*groups*/) AND (group_name, term) IN (/*terms*/) AND holder = ? AND renewed_at >= ?
 			UNION ALL
 			SELECT 'L', l.group_name, l.holder, l.term, l.expires_at, ${remaining_ms}, NULL, NULL, NULL, NULL, NULL,
-			       NULL, NULL, NULL, NULL, h.last_index, h.last_term
+			       NULL, NULL, NULL, NULL, h.last_index, h.last_term, NULL
 			FROM ${prefix}leases l LEFT JOIN ${prefix}log_heads h ON h.group_name = l.group_name
 			WHERE l.group_name IN (/*requested*/)
 			UNION ALL
 			SELECT 'N', NULL, NULL, NULL, NULL, NULL, node_id, name, host, pid, started_at, heartbeat_at,
-			       ${heartbeat_age_ms}, base_url, zone, NULL, NULL
+			       ${heartbeat_age_ms}, base_url, zone, NULL, NULL, ${node_session}
 			FROM ${prefix}nodes""";
 
 	private static final String FORGET = """
@@ -100,13 +103,16 @@ final class MariaDbHeartbeat {
 	 * @param groups the groups whose leases to read
 	 * @param leaseDuration the duration of a renewed lease
 	 * @param nodeExpiry how long a node stays a live member after its last heartbeat
+	 * @param sessions filled with the sessions that the other nodes are bound to and that
+	 * still hold their locks, by node
 	 * @return the rows read
 	 */
 	HeartbeatRows run(NodeRegistration node, Map<String, Long> held, Collection<String> groups, Duration leaseDuration,
-			Duration nodeExpiry) {
+			Duration nodeExpiry, Map<String, Long> sessions) {
 		long expiryMicros = nodeExpiry.toNanos() / 1000;
 		Map<String, Long> sortedHeld = new TreeMap<>(held);
 		return this.connections.transaction("heartbeat", (tx) -> {
+			sessions.clear();
 			LocalDateTime start = register(tx, node, expiryMicros);
 			if (!sortedHeld.isEmpty()) {
 				tx.run(MariaDbSql.inLists(sql(RENEW), sortedHeld, groups), (statement) -> {
@@ -129,6 +135,10 @@ final class MariaDbHeartbeat {
 				try (ResultSet rows = statement.executeQuery()) {
 					while (rows.next()) {
 						read.add(rows);
+						if ("N".equals(rows.getString("kind")) && !node.id().equals(rows.getString("node_id"))
+								&& rows.getLong("session_id") > 0) {
+							sessions.put(rows.getString("node_id"), rows.getLong("session_id"));
+						}
 						if ("N".equals(rows.getString("kind")) && !node.id().equals(rows.getString("node_id"))
 								&& rows.getLong("heartbeat_age_ms") > 2 * nodeExpiry.toMillis()) {
 							forgotten.add(rows.getString("node_id"));
@@ -195,8 +205,8 @@ final class MariaDbHeartbeat {
 		return new NodeInfo(rows.getString("node_id"), rows.getString("name"), rows.getString("host"),
 				rows.getLong("pid"), MariaDbConnections.instant(rows, "started_at"),
 				MariaDbConnections.instant(rows, "heartbeat_at"),
-				rows.getLong("heartbeat_age_ms") < nodeExpiry.toMillis(), rows.getString("base_url"),
-				rows.getString("zone"));
+				rows.getLong("heartbeat_age_ms") < nodeExpiry.toMillis() && !MariaDbSql.sessionEnded(rows),
+				rows.getString("base_url"), rows.getString("zone"));
 	}
 
 	private record NodeRow(String incarnation, boolean silent, String host, long pid, long heartbeatAgeMillis,

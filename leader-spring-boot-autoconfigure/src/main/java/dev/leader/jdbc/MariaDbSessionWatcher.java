@@ -11,7 +11,8 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * Watches the session that binds a node's crash-takeover leases on MariaDB
- * ({@link MariaDbWakeUps}): that session holds a lock of its own,
+ * ({@link MariaDbWakeUps}), or the session of another node (its node lock, on the
+ * {@code leader-session-node} thread): that session holds a lock of its own,
  * {@code <prefix>live:<connection id>}, and this watcher waits for that lock in
  * {@code GET_LOCK} on a connection of its own, on the {@code leader-session-watch}
  * thread. It gets the lock the instant the session ends (a kill, a server restart), while
@@ -32,7 +33,7 @@ final class MariaDbSessionWatcher {
 
 	private final MariaDbNamedLocks locks;
 
-	private final String name;
+	private final LockName name;
 
 	private final Outcome outcome;
 
@@ -67,11 +68,25 @@ final class MariaDbSessionWatcher {
 	 * @param delayMillis how long to wait before watching
 	 */
 	MariaDbSessionWatcher(MariaDbNamedLocks locks, String name, Outcome outcome, long delayMillis) {
+		this(locks, "leader-session-watch", (connection) -> name, outcome, delayMillis);
+	}
+
+	/**
+	 * Creates a watcher, not started, of a lock whose name the server computes.
+	 * @param locks the named locks, whose connections it waits on
+	 * @param threadName the name of its thread
+	 * @param name the name of the lock that the watched session holds, read on the
+	 * watcher's connection before it waits
+	 * @param outcome told how the watch ended, unless stopped first
+	 * @param delayMillis how long to wait before watching
+	 */
+	MariaDbSessionWatcher(MariaDbNamedLocks locks, String threadName, LockName name, Outcome outcome,
+			long delayMillis) {
 		this.locks = locks;
 		this.name = name;
 		this.outcome = outcome;
 		this.delayMillis = delayMillis;
-		this.thread = OwnThreads.daemon("leader-session-watch", this::run);
+		this.thread = OwnThreads.daemon(threadName, this::run);
 	}
 
 	/**
@@ -120,13 +135,14 @@ final class MariaDbSessionWatcher {
 				}
 				this.connection = connection;
 			}
+			String name = this.name.name(connection);
 			while (!isStopped()) {
 				Long got = MariaDbNamedLocks.run(connection,
-						"SET STATEMENT max_statement_time = 0 FOR SELECT GET_LOCK(?, " + WAIT_SECONDS + ")", this.name,
+						"SET STATEMENT max_statement_time = 0 FOR SELECT GET_LOCK(?, " + WAIT_SECONDS + ")", name,
 						WAIT_SECONDS + this.locks.timeoutSeconds());
 				if (got != null && got == 1) {
 					ended = true;
-					MariaDbNamedLocks.run(connection, "SELECT RELEASE_LOCK(?)", this.name, this.locks.timeoutSeconds());
+					MariaDbNamedLocks.run(connection, "SELECT RELEASE_LOCK(?)", name, this.locks.timeoutSeconds());
 					break;
 				}
 			}
@@ -157,6 +173,22 @@ final class MariaDbSessionWatcher {
 
 	private synchronized boolean isStopped() {
 		return this.stopped;
+	}
+
+	/**
+	 * The name of the watched lock.
+	 */
+	@FunctionalInterface
+	interface LockName {
+
+		/**
+		 * Returns the name.
+		 * @param connection the watcher's connection
+		 * @return the name
+		 * @throws SQLException if the server cannot compute it
+		 */
+		String name(Connection connection) throws SQLException;
+
 	}
 
 	/**

@@ -15,8 +15,8 @@ import org.jspecify.annotations.Nullable;
 /**
  * The fragments that the MariaDB stores' SQL templates share, and their rendering.
  * Templates use the placeholder syntax of the migrations: {@code ${prefix}} is the table
- * prefix ({@link TablePrefix#render}), and {@code ${now}}, {@code ${remaining_ms}} and
- * {@code ${heartbeat_age_ms}} the constant fragments below.
+ * prefix ({@link TablePrefix#render}), and {@code ${now}}, {@code ${remaining_ms}},
+ * {@code ${heartbeat_age_ms}} and {@code ${node_session}} the constant fragments below.
  */
 final class MariaDbSql {
 
@@ -91,8 +91,22 @@ final class MariaDbSql {
 	static final String SESSION_GONE = "(session_id IS NOT NULL AND COALESCE(IS_USED_LOCK("
 			+ termLock("group_name", "term") + "), 0) <> session_id)";
 
+	/**
+	 * An expression, on a row of the nodes table, for the session the node is bound to
+	 * (node death by session, {@link MariaDbWakeUps}): {@code NULL} when it is not bound;
+	 * the session's {@code CONNECTION_ID()} while it holds the node's named lock
+	 * ({@link #nodeLock}); {@code 0} once it does not: the node's process died, or its
+	 * session ended, and the node counts as dead whatever its last heartbeat
+	 * ({@link #sessionEnded}). {@code IS_USED_LOCK} is the server's view at the moment of
+	 * evaluation. A binding made before the server restarted finds no holder, or another
+	 * connection, so it reads as ended until the node binds again (migration
+	 * {@code V6__node_sessions.sql}).
+	 */
+	static final String NODE_SESSION = "(CASE WHEN session_id IS NULL THEN NULL WHEN IS_USED_LOCK("
+			+ nodeLock("node_id") + ") <=> session_id THEN session_id ELSE 0 END)";
+
 	private static final Map<String, String> FRAGMENTS = Map.of("${now}", NOW, "${remaining_ms}", REMAINING_MS,
-			"${heartbeat_age_ms}", HEARTBEAT_AGE_MS);
+			"${heartbeat_age_ms}", HEARTBEAT_AGE_MS, "${node_session}", NODE_SESSION);
 
 	private MariaDbSql() {
 	}
@@ -113,6 +127,48 @@ final class MariaDbSql {
 		String readable = "CONCAT('${prefix}term:', DATABASE(), ':', " + group + ", ':', " + term + ")";
 		return "IF(CHAR_LENGTH(" + readable + ") <= 64, " + readable + ", CONCAT('${prefix}term:', LEFT(SHA2("
 				+ readable + ", 256), 32)))";
+	}
+
+	/**
+	 * Returns the name of a node's named lock, which the session the node is bound to
+	 * holds: {@code <prefix>node:<database>:<node id>} when it fits MariaDB's 64
+	 * characters, else the prefix and a digest of that. Computed by the server, so that
+	 * the binding, the reads of the nodes and the watcher of the next node name the same
+	 * lock. Two nodes whose digests collide cannot both bind, and the second one's death
+	 * is seen by its heartbeat only.
+	 * @param node the SQL expression of the node id, a column or a parameter marker
+	 * @return the SQL expression, with {@code ${prefix}}
+	 */
+	static String nodeLock(String node) {
+		return lockName("node", node);
+	}
+
+	/**
+	 * Returns the name of a node's doorbell ({@link MariaDbBells}), held by the
+	 * connection on which the node waits to be rung:
+	 * {@code <prefix>bell:<database>:<node id>}, or a digest, as for {@link #nodeLock}.
+	 * @param node the SQL expression of the node id
+	 * @return the SQL expression, with {@code ${prefix}}
+	 */
+	static String bellLock(String node) {
+		return lockName("bell", node);
+	}
+
+	private static String lockName(String kind, String node) {
+		String readable = "CONCAT('${prefix}" + kind + ":', DATABASE(), ':', " + node + ")";
+		return "IF(CHAR_LENGTH(" + readable + ") <= 64, " + readable + ", CONCAT('${prefix}" + kind + ":', LEFT(SHA2("
+				+ readable + ", 256), 32)))";
+	}
+
+	/**
+	 * Returns whether a node row says that the session its node is bound to ended
+	 * ({@link #NODE_SESSION}, read as {@code session_id}).
+	 * @param rows the result set, on a node row
+	 * @return whether the node's session ended
+	 * @throws SQLException if the column cannot be read
+	 */
+	static boolean sessionEnded(ResultSet rows) throws SQLException {
+		return rows.getLong("session_id") == 0 && !rows.wasNull();
 	}
 
 	/**

@@ -7,6 +7,7 @@ import java.sql.SQLException;
 import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
 
@@ -53,6 +54,18 @@ import org.jspecify.annotations.Nullable;
  * given up (a failed statement, a failed ping of the heartbeat) gives the locks up too,
  * and steps down likewise. A term this node stepped down from this way is not bound
  * again.
+ * <p>
+ * <b>Nodes</b> ({@link #bind} with the daemons group among the groups, node death by
+ * session). The holding session also takes the node's lock ({@link MariaDbSql#nodeLock})
+ * and records its {@code CONNECTION_ID()} in the node's row ({@code session_id}), only
+ * while the row is this process's incarnation, so that every read of the nodes counts the
+ * node dead the moment that session ends ({@link MariaDbSql#NODE_SESSION}). The watcher
+ * of the holding session watches it for the node too: when it ends, the node stops its
+ * daemons ({@link ReleaseListener#nodeSessionLost}), and binds again on its next
+ * heartbeat. Each node also waits for the node lock of the next bound node by id (a ring,
+ * so that every bound node is watched by one other, whatever the size of the cluster), on
+ * the {@code leader-session-node} thread, and when it gets it rings the leader of the
+ * daemons group ({@link MariaDbBells}), whose cycle then moves the dead node's daemons.
  * <p>
  * Costs, where this node follows a group another node leads: a connection of the pool per
  * such group, kept while it is led by another node; on a leader, one connection that
@@ -113,6 +126,31 @@ final class MariaDbWakeUps {
 
 	private volatile Set<String> bindGroups = Set.of();
 
+	private final TablePrefix prefix;
+
+	private final String takeNodeSql;
+
+	private final String releaseNodeSql;
+
+	private final String bindNodeSql;
+
+	private final String nodeBoundSql;
+
+	private final String nodeLockSql;
+
+	private volatile @Nullable MariaDbBells bells;
+
+	// Guarded by lock: whether the node's row is bound to the holding session (or its
+	// bind is under way: bound if its reply was lost), whether its loss is yet to be
+	// told to the listener, and the watcher of the next bound node, with its target.
+	private boolean nodeBound;
+
+	private boolean nodeLost;
+
+	private @Nullable MariaDbSessionWatcher nextWatcher;
+
+	private @Nullable String nextTarget;
+
 	// Guarded by lock: the terms bound on the holding connection, by group; the terms
 	// this node stepped down from when their session was lost; those not yet told to the
 	// listener; the watcher of the holding session.
@@ -142,15 +180,204 @@ final class MariaDbWakeUps {
 		this.takeLiveSql = MariaDbSql.render(prefix,
 				"SELECT GET_LOCK(CONCAT('${prefix}live:', CONNECTION_ID()), 0), CONNECTION_ID()");
 		this.livePrefix = prefix.render("${prefix}") + "live:";
+		this.prefix = prefix;
+		this.takeNodeSql = MariaDbSql.render(prefix, "SELECT GET_LOCK(" + MariaDbSql.nodeLock("?") + ", 0)");
+		this.releaseNodeSql = MariaDbSql.render(prefix, "SELECT RELEASE_LOCK(" + MariaDbSql.nodeLock("?") + ")");
+		this.bindNodeSql = MariaDbSql.render(prefix,
+				"UPDATE ${prefix}nodes SET session_id = CONNECTION_ID() WHERE node_id = ? AND incarnation = ?");
+		// Read back, since the update's count may be of rows changed.
+		this.nodeBoundSql = MariaDbSql.render(prefix, "SELECT 1 FROM ${prefix}nodes WHERE node_id = ? "
+				+ "AND incarnation = ? AND session_id = CONNECTION_ID()");
+		this.nodeLockSql = MariaDbSql.render(prefix, "SELECT " + MariaDbSql.nodeLock("?"));
 	}
 
 	/**
 	 * Binds the leases of the given groups that this node is granted to its holding
-	 * session, for crash takeover. Call it before the store is used.
+	 * session, for crash takeover, and the node itself when the daemons group is one of
+	 * them. Call it before the store is used.
 	 * @param groups the groups ({@code leader.lease.crash-takeover-groups})
+	 * @param daemonsGroup the group whose leader assigns the daemons
 	 */
-	void bind(Collection<String> groups) {
+	void bind(Collection<String> groups, String daemonsGroup) {
 		this.bindGroups = Set.copyOf(groups);
+		if (groups.contains(daemonsGroup)) {
+			this.bells = new MariaDbBells(this.locks, this.prefix, daemonsGroup);
+		}
+	}
+
+	/**
+	 * Returns the doorbells of the daemon store, where nodes are bound.
+	 * @return the bells, or {@code null} if nodes are not bound
+	 */
+	@Nullable MariaDbBells bells() {
+		return this.bells;
+	}
+
+	/**
+	 * Learns the other nodes' bound sessions, from a heartbeat of this node, if nodes are
+	 * bound: binds this node's row unless it is bound, and waits for the session of the
+	 * next bound node by id. Does nothing unless a listener {@linkplain #listen listens}.
+	 * @param nodeId this node
+	 * @param incarnation this node's process ({@link HeartbeatRows#incarnation})
+	 * @param sessions the other nodes' live bound sessions, by node
+	 */
+	void members(String nodeId, String incarnation, Map<String, Long> sessions) {
+		MariaDbBells bells = this.bells;
+		if (bells == null) {
+			return;
+		}
+		try {
+			synchronized (this.lock) {
+				if (this.listener == null) {
+					return;
+				}
+				if (!this.nodeBound) {
+					bindNode(nodeId, incarnation);
+				}
+				bells.node(nodeId, this.nodeBound);
+				TreeMap<String, Long> ring = new TreeMap<>(sessions);
+				ring.remove(nodeId);
+				Map.Entry<String, Long> next = ring.higherEntry(nodeId);
+				if (next == null) {
+					next = ring.firstEntry();
+				}
+				String target = (next != null) ? next.getKey() + "@" + next.getValue() : null;
+				if (!Objects.equals(target, this.nextTarget)) {
+					stopNextWatcher();
+					this.nextTarget = target;
+					if (next != null) {
+						watchNext(next.getKey());
+					}
+				}
+			}
+		}
+		finally {
+			reportLost();
+		}
+	}
+
+	// Binds the node's row to the holding session; a failure leaves it unbound, and the
+	// next heartbeat tries again.
+	private void bindNode(String nodeId, String incarnation) {
+		try {
+			Connection connection = this.holding;
+			if (connection == null) {
+				connection = this.locks.borrow();
+				this.holding = connection;
+			}
+			// Without waiting: another node's watcher holds it for an instant once this
+			// node's last session ended.
+			if (!Long.valueOf(1).equals(nodeLock(connection, this.takeNodeSql, nodeId))) {
+				return;
+			}
+			// A bind whose reply is lost may have committed: until it answers, the node
+			// counts as bound, so that losing the session stops its daemons.
+			this.nodeBound = true;
+			boolean bound;
+			try (PreparedStatement statement = connection.prepareStatement(this.bindNodeSql)) {
+				statement.setQueryTimeout(this.timeoutSeconds);
+				statement.setString(1, nodeId);
+				statement.setString(2, incarnation);
+				statement.executeUpdate();
+			}
+			try (PreparedStatement statement = connection.prepareStatement(this.nodeBoundSql)) {
+				statement.setQueryTimeout(this.timeoutSeconds);
+				statement.setString(1, nodeId);
+				statement.setString(2, incarnation);
+				try (ResultSet row = statement.executeQuery()) {
+					bound = row.next();
+				}
+			}
+			if (!bound) {
+				// The row is another process's: the node's death is seen by its
+				// heartbeat only, until a later heartbeat binds it.
+				this.nodeBound = false;
+				nodeLock(connection, this.releaseNodeSql, nodeId);
+				return;
+			}
+			if (this.watcher == null) {
+				watch(connection);
+			}
+			logger.debug("Leader node " + nodeId + " bound to its session");
+		}
+		catch (SQLException ex) {
+			dropHolding("bind node " + nodeId + " to the holding session", ex);
+		}
+	}
+
+	private @Nullable Long nodeLock(Connection connection, String sql, String nodeId) throws SQLException {
+		try (PreparedStatement statement = connection.prepareStatement(sql)) {
+			statement.setQueryTimeout(this.timeoutSeconds);
+			// The name's expression repeats the node id three times.
+			for (int i = 1; i <= 3; i++) {
+				statement.setString(i, nodeId);
+			}
+			try (ResultSet row = statement.executeQuery()) {
+				row.next();
+				long value = row.getLong(1);
+				return row.wasNull() ? null : value;
+			}
+		}
+	}
+
+	// Waits for the node lock of another node, whose session holds it while it lives.
+	private void watchNext(String nodeId) {
+		MariaDbSessionWatcher watcher = new MariaDbSessionWatcher(this.locks, "leader-session-node", (connection) -> {
+			try (PreparedStatement statement = connection.prepareStatement(this.nodeLockSql)) {
+				statement.setQueryTimeout(this.timeoutSeconds);
+				for (int i = 1; i <= 3; i++) {
+					statement.setString(i, nodeId);
+				}
+				try (ResultSet row = statement.executeQuery()) {
+					row.next();
+					return row.getString(1);
+				}
+			}
+		}, new MariaDbSessionWatcher.Outcome() {
+
+			@Override
+			public void ended(MariaDbSessionWatcher watcher) {
+				nextEnded(watcher, nodeId, true);
+			}
+
+			@Override
+			public void failed(MariaDbSessionWatcher watcher) {
+				nextEnded(watcher, nodeId, false);
+			}
+
+		}, 0);
+		this.nextWatcher = watcher;
+		watcher.start();
+	}
+
+	// Called on the watcher's thread. The target stays, so that it is not watched again
+	// before a heartbeat reads it dead; after a failed watch it is forgotten, so that the
+	// next heartbeat watches it again.
+	private void nextEnded(MariaDbSessionWatcher watcher, String nodeId, boolean ended) {
+		synchronized (this.lock) {
+			if (this.nextWatcher != watcher) {
+				return;
+			}
+			this.nextWatcher = null;
+			if (!ended) {
+				this.nextTarget = null;
+				return;
+			}
+		}
+		logger.info("Leader node " + nodeId + " lost the database session that binds it: waking the leader of the "
+				+ "daemons, which gives its daemons to other nodes");
+		MariaDbBells bells = this.bells;
+		if (bells != null) {
+			bells.ringLeader();
+		}
+	}
+
+	private void stopNextWatcher() {
+		MariaDbSessionWatcher watcher = this.nextWatcher;
+		this.nextWatcher = null;
+		if (watcher != null) {
+			watcher.stop();
+		}
 	}
 
 	/**
@@ -226,7 +453,7 @@ final class MariaDbWakeUps {
 	private void ping() {
 		synchronized (this.lock) {
 			Connection connection = this.holding;
-			if (connection == null || (this.held.isEmpty() && this.bound.isEmpty())) {
+			if (connection == null || (this.held.isEmpty() && this.bound.isEmpty() && !this.nodeBound)) {
 				return;
 			}
 			try {
@@ -286,7 +513,7 @@ final class MariaDbWakeUps {
 			if (this.held.isEmpty() && this.bound.isEmpty() && this.listener == null) {
 				disconnect();
 			}
-			else if (this.bound.isEmpty()) {
+			else if (this.bound.isEmpty() && !this.nodeBound) {
 				stopWatcher();
 			}
 		}
@@ -310,6 +537,8 @@ final class MariaDbWakeUps {
 				this.listener = null;
 				stopped = new LinkedHashMap<>(this.waiters);
 				this.waiters.clear();
+				stopNextWatcher();
+				this.nextTarget = null;
 			}
 			stopped.values().forEach(MariaDbWakeUpWaiter::stop);
 			// The held locks stay until the leases are released (the engine stops
@@ -335,6 +564,7 @@ final class MariaDbWakeUps {
 			this.liveLock = null;
 			this.held.clear();
 			this.bound.clear();
+			this.nodeBound = false;
 			if (connection != null) {
 				MariaDbNamedLocks.giveBack(connection, this.timeoutSeconds);
 			}
@@ -480,7 +710,7 @@ final class MariaDbWakeUps {
 					if (connection == null || !connection.isValid(this.timeoutSeconds)) {
 						dropHolding("keep the holding session", new SQLException("the holding session ended"));
 					}
-					else if (!this.bound.isEmpty()) {
+					else if (!this.bound.isEmpty() || this.nodeBound) {
 						// At once, unless watches keep failing as soon as they start.
 						watch(connection, (failed.ranMillis() < WATCH_RETRY_MILLIS) ? WATCH_RETRY_MILLIS : 0);
 					}
@@ -523,19 +753,26 @@ final class MariaDbWakeUps {
 		}
 	}
 
-	// Tells the listener of the terms lost with the holding session, outside the lock.
+	// Tells the listener of the terms, and the node's binding, lost with the holding
+	// session, outside the lock.
 	private void reportLost() {
 		Map<String, Long> lost;
+		boolean nodeLost;
 		synchronized (this.lock) {
-			if (this.unreported.isEmpty()) {
+			if (this.unreported.isEmpty() && !this.nodeLost) {
 				return;
 			}
 			lost = new TreeMap<>(this.unreported);
+			nodeLost = this.nodeLost;
 			this.unreported.clear();
+			this.nodeLost = false;
 		}
 		ReleaseListener listener = this.listener;
-		if (listener != null) {
+		if (listener != null && !lost.isEmpty()) {
 			listener.sessionLost(lost);
+		}
+		if (listener != null && nodeLost) {
+			listener.nodeSessionLost();
 		}
 	}
 
@@ -557,6 +794,13 @@ final class MariaDbWakeUps {
 			this.lostTerms.putAll(this.bound);
 			this.unreported.putAll(this.bound);
 			this.bound.clear();
+		}
+		if (this.nodeBound) {
+			// The node's lock goes with the session: others count the node dead.
+			logger.warn("Lost the database session that bound this node (leader.lease.crash-takeover-groups names "
+					+ "the daemons group): stopping its daemons, which other nodes may be given at once");
+			this.nodeLost = true;
+			this.nodeBound = false;
 		}
 		Connection connection = this.holding;
 		this.holding = null;

@@ -63,7 +63,7 @@ public final class PostgresStoresConfiguration {
 		if (dialect(chosen) == JdbcDialect.MARIADB) {
 			MariaDbCoordinationStore store = new MariaDbCoordinationStore(dataSource, prefix,
 					properties.getJdbc().determineQueryTimeout(), properties.getJdbc().getNotifications().isEnabled());
-			store.crashTakeover(properties.getLease().getCrashTakeoverGroups());
+			store.crashTakeover(properties.getLease().getCrashTakeoverGroups(), properties.getDaemons().getGroup());
 			requireWritablePrimaryUnlessMigrated(store::requireWritablePrimary, migration);
 			return store;
 		}
@@ -137,8 +137,12 @@ public final class PostgresStoresConfiguration {
 		CoordinationDataSource chosen = coordinationDataSource.getObject();
 		DataSource dataSource = chosen.dataSource();
 		if (dialect(chosen) == JdbcDialect.MARIADB) {
+			// Rings nodes when assignments change, where the coordination store binds
+			// nodes to their sessions.
+			MariaDbCoordinationStore bells = (coordinationStore
+				.getIfAvailable() instanceof MariaDbCoordinationStore mariaDb) ? mariaDb : null;
 			return new MariaDbDaemonStore(dataSource, prefix, properties.getJdbc().determineQueryTimeout(),
-					settings.nodeExpiry().minus(settings.safetyMargin()));
+					settings.nodeExpiry().minus(settings.safetyMargin()), bells);
 		}
 		// Assignment notifications share the coordination store's listening connection
 		// when it is ours.

@@ -40,6 +40,10 @@ final class MariaDbClusterDatabase extends ClusterDatabase {
 	Role createRole(Role role) {
 		execute("CREATE USER " + account(role) + " IDENTIFIED BY '" + role.password() + "'");
 		execute("GRANT ALL PRIVILEGES ON " + this.database.name() + ".* TO " + account(role));
+		// The nodes of an application share its user, and may end each other's
+		// statements: the doorbells of the daemon store (KILL QUERY) need it across
+		// users.
+		execute("GRANT CONNECTION ADMIN ON *.* TO " + account(role));
 		return role;
 	}
 

@@ -151,7 +151,8 @@ final class DaemonCluster {
 	}
 
 	Instant databaseNow() {
-		return this.jdbc.sql("SELECT clock_timestamp()").query(Timestamp.class).single().toInstant();
+		// The default of written_at on both servers, so that the two compare.
+		return this.jdbc.sql("SELECT CURRENT_TIMESTAMP(6)").query(Timestamp.class).single().toInstant();
 	}
 
 	String describeNodes() {

@@ -61,6 +61,14 @@ class NodeSessionDaemonTests {
 	}
 
 	/**
+	 * Ends the session a node is bound to, from the database's side.
+	 * @param nodeId the node
+	 */
+	void terminateNodeSession(String nodeId) {
+		this.jdbc.sql(terminateNodeSessionSql(nodeId)).query().listOfRows();
+	}
+
+	/**
 	 * Returns the statement that counts the nodes bound to a session.
 	 * @return the statement
 	 */
@@ -121,7 +129,7 @@ class NodeSessionDaemonTests {
 		String victim = follower();
 		Map<String, Long> lost = daemonsOf(victim);
 		Instant terminatedAt = this.daemons.databaseNow();
-		this.jdbc.sql(terminateNodeSessionSql(victim)).query().listOfRows();
+		terminateNodeSession(victim);
 		Duration slowest = awaitMoves(lost, terminatedAt, FAST_MOVE.plusSeconds(5));
 		System.out.printf("Daemons %s of %s ran under a new generation %d ms after its session was terminated%n",
 				lost.keySet(), victim, slowest.toMillis());

@@ -105,7 +105,7 @@ class MariaDbCoordinationStoreTests extends AbstractCoordinationStoreContractTes
 	void boundLeaseIsTakenOverOnceItsHoldersSessionEndsAndItsHolderIsTold() throws Exception {
 		JdbcClient jdbc = JdbcClient.create(database.dataSource());
 		MariaDbCoordinationStore holder = (MariaDbCoordinationStore) createStore();
-		holder.crashTakeover(List.of("g"));
+		holder.crashTakeover(List.of("g"), "default");
 		CoordinationStore other = createStore();
 		BlockingQueue<Map<String, Long>> lost = new LinkedBlockingQueue<>();
 		AutoCloseable listening = holder.listen(new CoordinationStore.ReleaseListener() {
@@ -154,7 +154,7 @@ class MariaDbCoordinationStoreTests extends AbstractCoordinationStoreContractTes
 	void takeoverOfABoundLeaseWaitsForTheOldTermsGuardedTransaction() throws Exception {
 		JdbcClient jdbc = JdbcClient.create(database.dataSource());
 		MariaDbCoordinationStore holder = (MariaDbCoordinationStore) createStore();
-		holder.crashTakeover(List.of("g"));
+		holder.crashTakeover(List.of("g"), "default");
 		CoordinationStore other = createStore();
 		AutoCloseable listening = holder.listen((group, successor) -> {
 		});
@@ -188,6 +188,117 @@ class MariaDbCoordinationStoreTests extends AbstractCoordinationStoreContractTes
 		}
 	}
 
+	/**
+	 * Node death by session: with the daemons group a crash-takeover group, a node binds
+	 * its row to its holding session on its heartbeat; once an admin kills that session,
+	 * every read of the nodes (another node's heartbeat, the daemon store's read) counts
+	 * it dead at once, long before its heartbeat expires, the node is told with no term,
+	 * and its next heartbeat binds it again on a new session.
+	 */
+	@Test
+	void boundNodeReadsAsDeadOnceItsHoldingSessionIsKilledAndItIsTold() throws Exception {
+		JdbcClient jdbc = JdbcClient.create(database.dataSource());
+		MariaDbCoordinationStore node = (MariaDbCoordinationStore) createStore();
+		node.crashTakeover(List.of("default"), "default");
+		CoordinationStore other = createStore();
+		MariaDbDaemonStore daemons = new MariaDbDaemonStore(database.dataSource(), new TablePrefix("leader_"),
+				Duration.ofSeconds(3), Duration.ofSeconds(10));
+		NodeRegistration a = new NodeRegistration("a", "a", "localhost", 1);
+		NodeRegistration b = new NodeRegistration("b", "b", "localhost", 2);
+		Duration expiry = Duration.ofSeconds(60);
+		BlockingQueue<Map<String, Long>> lost = new LinkedBlockingQueue<>();
+		AutoCloseable listening = node.listen(new CoordinationStore.ReleaseListener() {
+
+			@Override
+			public void released(String group, @Nullable String successor) {
+			}
+
+			@Override
+			public void sessionLost(Map<String, Long> terms) {
+				lost.add(terms);
+			}
+
+		});
+		try {
+			node.tick(a, Map.of(), List.of(), Duration.ofSeconds(10), expiry);
+			long session = boundNodeSession(jdbc, "a");
+			assertThat(session).as("bound by the heartbeat").isPositive();
+			assertThat(aliveInHeartbeat(other, b, expiry)).isTrue();
+			assertThat(aliveInRead(daemons, expiry)).isTrue();
+			long killedAt = System.nanoTime();
+			jdbc.sql("KILL CONNECTION " + session).update();
+			assertThat(aliveInRead(daemons, expiry)).as("dead to the daemon store's read").isFalse();
+			assertThat(aliveInHeartbeat(other, b, expiry)).as("dead to another node's heartbeat").isFalse();
+			System.out.printf("node's holding session killed -> read as dead in %d ms%n",
+					(System.nanoTime() - killedAt) / 1_000_000);
+			assertThat(lost.poll(2, TimeUnit.SECONDS)).as("the node is told, with no term").isEmpty();
+			node.tick(a, Map.of(), List.of(), Duration.ofSeconds(10), expiry);
+			assertThat(boundNodeSession(jdbc, "a")).as("bound again on a new session")
+				.isPositive()
+				.isNotEqualTo(session);
+			assertThat(aliveInRead(daemons, expiry)).isTrue();
+		}
+		finally {
+			listening.close();
+			node.disconnect();
+		}
+	}
+
+	/**
+	 * A new incarnation of a node (a restarted process under the same id, once the old
+	 * one has gone silent) clears the old one's binding, so that it is not read dead for
+	 * the old process's session.
+	 */
+	@Test
+	void newIncarnationOfANodeClearsItsBinding() throws Exception {
+		JdbcClient jdbc = JdbcClient.create(database.dataSource());
+		MariaDbCoordinationStore node = (MariaDbCoordinationStore) createStore();
+		node.crashTakeover(List.of("default"), "default");
+		AutoCloseable listening = node.listen((group, successor) -> {
+		});
+		try {
+			node.tick(new NodeRegistration("a", "a", "localhost", 1), Map.of(), List.of(), Duration.ofSeconds(10),
+					Duration.ofSeconds(60));
+			assertThat(boundNodeSession(jdbc, "a")).isPositive();
+			jdbc.sql("UPDATE leader_nodes SET heartbeat_at = heartbeat_at - INTERVAL 1 HOUR WHERE node_id = 'a'")
+				.update();
+			createStore().tick(new NodeRegistration("a", "a", "localhost", 2), Map.of(), List.of(),
+					Duration.ofSeconds(10), Duration.ofSeconds(60));
+			assertThat(boundNodeSession(jdbc, "a")).isZero();
+		}
+		finally {
+			listening.close();
+			node.disconnect();
+		}
+	}
+
+	private static boolean aliveInHeartbeat(CoordinationStore store, NodeRegistration self, Duration expiry) {
+		return store.tick(self, Map.of(), List.of(), Duration.ofSeconds(10), expiry)
+			.members()
+			.stream()
+			.filter((member) -> member.id().equals("a"))
+			.findFirst()
+			.orElseThrow()
+			.alive();
+	}
+
+	private static boolean aliveInRead(MariaDbDaemonStore daemons, Duration expiry) {
+		return daemons.read(expiry)
+			.members()
+			.stream()
+			.filter((member) -> member.id().equals("a"))
+			.findFirst()
+			.orElseThrow()
+			.alive();
+	}
+
+	private static long boundNodeSession(JdbcClient jdbc, String nodeId) {
+		return jdbc.sql("SELECT COALESCE(session_id, 0) FROM leader_nodes WHERE node_id = ?")
+			.param(nodeId)
+			.query(Long.class)
+			.single();
+	}
+
 	private static long boundSession(JdbcClient jdbc) {
 		return jdbc.sql("SELECT COALESCE(session_id, 0) FROM leader_leases WHERE group_name = 'g'")
 			.query(Long.class)
@@ -198,9 +309,9 @@ class MariaDbCoordinationStoreTests extends AbstractCoordinationStoreContractTes
 	void crashTakeoverNeedsTheWakeUps() {
 		MariaDbCoordinationStore store = new MariaDbCoordinationStore(database.dataSource(), new TablePrefix("leader_"),
 				Duration.ofSeconds(3), false);
-		assertThatIllegalStateException().isThrownBy(() -> store.crashTakeover(List.of("g")))
+		assertThatIllegalStateException().isThrownBy(() -> store.crashTakeover(List.of("g"), "default"))
 			.withMessageContaining("leader.jdbc.notifications.enabled=true");
-		store.crashTakeover(List.of());
+		store.crashTakeover(List.of(), "default");
 	}
 
 	private void grantWaitsOnlyForTheIdleLimit(DataSource pool) throws Exception {

@@ -20,9 +20,8 @@ import dev.leader.NodeJoinedEvent;
 import dev.leader.NodeLeftEvent;
 import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.daemon.DaemonSettings;
-import dev.leader.jdbc.PostgresCoordinationStore;
-import dev.leader.jdbc.PostgresDaemonStore;
 import dev.leader.jdbc.TablePrefix;
+import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseSettings;
 import dev.leader.node.NodeRegistration;
@@ -107,15 +106,17 @@ public final class DaemonTestNode {
 			.filter((group) -> !group.isBlank())
 			.toList();
 		String daemonGroup = arguments.get("daemon-group", "default");
+		NodeDialect dialect = NodeDialect.of(arguments.required("url"));
 		// Crash takeover keeps a connection waiting for the daemons group's leader, and
-		// one
-		// for the next node's session.
-		HikariDataSource dataSource = arguments.dataSource(nodeId, 5 + 2 * crashTakeover.size());
+		// one for the next node's session; on MariaDB also one that holds the node's
+		// locks, one that watches it and the bell.
+		int kept = (dialect == NodeDialect.MARIADB) ? 5 : 2;
+		HikariDataSource dataSource = arguments.dataSource(nodeId, 5 + kept * crashTakeover.size());
 		AtomicReference<@Nullable DaemonCoordinator> coordinator = new AtomicReference<>();
 		LeaseSettings lease = arguments.leaseSettings();
-		PostgresCoordinationStore coordination = new PostgresCoordinationStore(dataSource, new TablePrefix("leader_"),
-				Duration.ofSeconds(1));
-		coordination.crashTakeover(crashTakeover, daemonGroup);
+		TablePrefix prefix = new TablePrefix("leader_");
+		CoordinationStore coordination = dialect.coordinationStore(dataSource, prefix, Duration.ofSeconds(1));
+		NodeDialect.crashTakeover(coordination, crashTakeover, daemonGroup);
 		LeaderEngine engine = new LeaderEngine(coordination, lease,
 				new NodeRegistration(nodeId, nodeId, "localhost", ProcessHandle.current().pid()),
 				Arrays.asList(arguments.required("groups").split(",")), (event) -> {
@@ -142,7 +143,7 @@ public final class DaemonTestNode {
 					Integer.parseInt(arguments.get("max-moves", "2")),
 					arguments.duration("settle", defaults.settleWindow()));
 			coordinator.set(new DaemonCoordinator(engine,
-					new PostgresDaemonStore(dataSource, new TablePrefix("leader_"), Duration.ofSeconds(1),
+					dialect.daemonStore(dataSource, prefix, Duration.ofSeconds(1),
 							lease.nodeExpiry().minus(lease.safetyMargin()), coordination),
 					settings, agents, (event) -> System.err.println("Daemon event " + event)));
 		}

@@ -1,6 +1,7 @@
 package dev.leader.test;
 
 import java.time.Duration;
+import java.util.List;
 
 import javax.sql.DataSource;
 
@@ -53,7 +54,8 @@ enum NodeDialect {
 					queryTimeout, holdLimit,
 					(coordination instanceof MariaDbCoordinationStore mariaDb) ? mariaDb : null),
 			(dataSource, prefix, queryTimeout, holdLimit, coordination) -> new MariaDbDaemonStore(dataSource, prefix,
-					queryTimeout, holdLimit));
+					queryTimeout, holdLimit,
+					(coordination instanceof MariaDbCoordinationStore mariaDb) ? mariaDb : null));
 
 	private final String sleepSql;
 
@@ -89,6 +91,21 @@ enum NodeDialect {
 
 	CoordinationStore coordinationStore(DataSource dataSource, TablePrefix prefix, Duration queryTimeout) {
 		return this.coordinationStores.create(dataSource, prefix, queryTimeout);
+	}
+
+	/**
+	 * Turns crash takeover on for groups, as the auto-configuration does.
+	 * @param store a coordination store of this dialect
+	 * @param groups the crash-takeover groups
+	 * @param daemonsGroup the daemons group, whose nodes are bound if it is one of them
+	 */
+	static void crashTakeover(CoordinationStore store, List<String> groups, String daemonsGroup) {
+		if (store instanceof PostgresCoordinationStore postgres) {
+			postgres.crashTakeover(groups, daemonsGroup);
+		}
+		else if (store instanceof MariaDbCoordinationStore mariaDb) {
+			mariaDb.crashTakeover(groups, daemonsGroup);
+		}
 	}
 
 	FencingStore fencingStore(DataSource dataSource, TablePrefix prefix, Duration queryTimeout, Duration holdLimit,

@@ -26,8 +26,6 @@ import dev.leader.NodeLeftEvent;
 import dev.leader.RevokeReason;
 import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.daemon.DaemonSettings;
-import dev.leader.jdbc.MariaDbCoordinationStore;
-import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaderEngine;
@@ -186,16 +184,15 @@ public final class TestNode {
 			.filter((group) -> !group.isBlank())
 			.toList();
 		// Each crash-takeover group that another node leads keeps a connection waiting on
-		// PostgreSQL; on MariaDB, the leader's session watcher takes one.
-		HikariDataSource dataSource = arguments.dataSource(nodeId, 3 + crashTakeover.size());
+		// PostgreSQL; on MariaDB, the leader's session watcher takes one. With the
+		// daemons group among them, the watch of the next node's session takes one more,
+		// and on MariaDB the bell another.
+		String daemonGroup = arguments.get("daemon-group", "default");
+		HikariDataSource dataSource = arguments.dataSource(nodeId,
+				3 + crashTakeover.size() + (crashTakeover.contains(daemonGroup) ? 2 : 0));
 		NodeDialect dialect = NodeDialect.of(arguments.required("url"));
 		CoordinationStore store = dialect.coordinationStore(dataSource, prefix(arguments), queryTimeout(arguments));
-		if (store instanceof PostgresCoordinationStore postgres) {
-			postgres.crashTakeover(crashTakeover, arguments.get("daemon-group", "default"));
-		}
-		else if (store instanceof MariaDbCoordinationStore mariaDb) {
-			mariaDb.crashTakeover(crashTakeover);
-		}
+		NodeDialect.crashTakeover(store, crashTakeover, daemonGroup);
 		AtomicReference<@Nullable DaemonCoordinator> daemons = new AtomicReference<>();
 		List<String> groups = Arrays.asList(arguments.required("groups").split(","));
 		LeaderEngine engine = new LeaderEngine(store, arguments.leaseSettings(),
