@@ -64,6 +64,8 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 
 	private final KeptConnection kept;
 
+	private final boolean listensOnThePool;
+
 	private final NotificationHub notifications;
 
 	private final String channel;
@@ -102,6 +104,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 		this.connections = new OwnConnections(dataSource);
 		this.kept = new KeptConnection(this.connections, new Statements(queryTimeout));
 		this.notifications = new NotificationHub(this.connections, notifications);
+		this.listensOnThePool = notifications.direct() == null;
 		this.channel = tablePrefix.channel("released");
 		this.sql = new CoordinationSql(tablePrefix);
 		this.prefix = tablePrefix;
@@ -140,8 +143,18 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 					+ "leader.jdbc.notifications.url to a direct connection to the server or to a pool in session "
 					+ "mode, where the holder's lease is bound, or turn crash takeover off");
 		}
-		PostgresSessions sessions = new PostgresSessions(this.connections, this.prefix, groups,
-				groups.contains(daemonsGroup));
+		boolean bindsNodes = groups.contains(daemonsGroup);
+		// The round trips' connection, the listening one unless it has a data source of
+		// its own, one waiting per group that another node leads, and one for the next
+		// node's session.
+		int kept = (this.listensOnThePool ? 2 : 1) + groups.size() + (bindsNodes ? 1 : 0);
+		this.connections.requireRoomBeside(kept,
+				() -> "leader.lease.crash-takeover-groups " + groups + " keeps up to " + kept
+						+ " connections of the pool for good (its round trips"
+						+ (this.listensOnThePool ? ", LISTEN" : "")
+						+ ", one waiting for the holder of each such group led elsewhere"
+						+ (bindsNodes ? ", one waiting for the next node's session" : "") + ")");
+		PostgresSessions sessions = new PostgresSessions(this.connections, this.prefix, groups, bindsNodes);
 		this.notifications.session(sessions);
 		this.sessions = sessions;
 	}

@@ -143,6 +143,24 @@ class LeaderSettingsValidationTests {
 	}
 
 	@Test
+	void crashTakeoverOfTheDaemonsGroupOnAPoolTooSmallForTheConnectionsItKeepsFailsStartup() {
+		this.contextRunner
+			.withPropertyValues("spring.datasource.hikari.maximum-pool-size=4",
+					"leader.lease.crash-takeover-groups=default")
+			.run((context) -> assertThat(context).hasFailed()
+				.getFailure()
+				.rootCause()
+				.hasMessageContaining("leader.lease.crash-takeover-groups [default] keeps up to 4 connections of the "
+						+ "pool for good (its round trips, LISTEN, one waiting for the holder of each such group led "
+						+ "elsewhere, one waiting for the next node's session)")
+				.hasMessageContaining("set spring.datasource.hikari.maximum-pool-size to at least 5"));
+		this.contextRunner
+			.withPropertyValues("spring.datasource.hikari.maximum-pool-size=5",
+					"leader.lease.crash-takeover-groups=default")
+			.run((context) -> assertThat(context).hasNotFailed());
+	}
+
+	@Test
 	void ackTimeoutThatAllowsNoPollFailsStartupOfANodeWithAgentsBeforeAnythingIsCreated() {
 		this.contextRunner.withPropertyValues("leader.daemons.ack-timeout=6s")
 			.withBean("waiter", DaemonAgent.class, () -> (context) -> {

@@ -206,7 +206,7 @@ class MariaDbCoordinationStoreTests extends AbstractCoordinationStoreContractTes
 		NodeRegistration a = new NodeRegistration("a", "a", "localhost", 1);
 		NodeRegistration b = new NodeRegistration("b", "b", "localhost", 2);
 		Duration expiry = Duration.ofSeconds(60);
-		BlockingQueue<Map<String, Long>> lost = new LinkedBlockingQueue<>();
+		BlockingQueue<String> lost = new LinkedBlockingQueue<>();
 		AutoCloseable listening = node.listen(new CoordinationStore.ReleaseListener() {
 
 			@Override
@@ -215,7 +215,12 @@ class MariaDbCoordinationStoreTests extends AbstractCoordinationStoreContractTes
 
 			@Override
 			public void sessionLost(Map<String, Long> terms) {
-				lost.add(terms);
+				lost.add("terms " + terms);
+			}
+
+			@Override
+			public void nodeSessionLost() {
+				lost.add("node");
 			}
 
 		});
@@ -231,7 +236,8 @@ class MariaDbCoordinationStoreTests extends AbstractCoordinationStoreContractTes
 			assertThat(aliveInHeartbeat(other, b, expiry)).as("dead to another node's heartbeat").isFalse();
 			System.out.printf("node's holding session killed -> read as dead in %d ms%n",
 					(System.nanoTime() - killedAt) / 1_000_000);
-			assertThat(lost.poll(2, TimeUnit.SECONDS)).as("the node is told, with no term").isEmpty();
+			assertThat(lost.poll(2, TimeUnit.SECONDS)).as("the node is told, with no term").isEqualTo("node");
+			assertThat(lost).isEmpty();
 			node.tick(a, Map.of(), List.of(), Duration.ofSeconds(10), expiry);
 			assertThat(boundNodeSession(jdbc, "a")).as("bound again on a new session")
 				.isPositive()
