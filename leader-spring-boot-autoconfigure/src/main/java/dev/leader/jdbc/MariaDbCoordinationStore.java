@@ -113,6 +113,8 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 
 	private static final String LEASES = "SELECT " + LEASE_COLUMNS + " FROM ${prefix}leases ORDER BY group_name";
 
+	private final DataSource dataSource;
+
 	private final MariaDbConnections connections;
 
 	private final MariaDbHeartbeat heartbeat;
@@ -148,6 +150,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 	 */
 	public MariaDbCoordinationStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
 			boolean wakeUps) {
+		this.dataSource = dataSource;
 		this.connections = new MariaDbConnections(dataSource, queryTimeout);
 		this.heartbeat = new MariaDbHeartbeat(this.connections, tablePrefix);
 		this.wakeUps = wakeUps
@@ -190,6 +193,14 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 					+ "wake-ups (leader.jdbc.notifications.enabled=true): a lease is bound to the session that "
 					+ "holds its holder's wake-up locks, and followers learn of its end by waiting for them");
 		}
+		boolean bindsNodes = groups.contains(daemonsGroup);
+		// The session that holds the wake-up locks and its watcher, a wait per group that
+		// another node leads, and the waits for the next node's session and for a ring.
+		int kept = 2 + groups.size() + (bindsNodes ? 2 : 0);
+		PoolRoom.require(this.dataSource, kept, () -> "leader.lease.crash-takeover-groups " + groups + " keeps at "
+				+ "least " + kept + " connections of the pool for good (the session that holds the wake-up locks, its "
+				+ "watcher, one waiting for the holder of each such group led elsewhere"
+				+ (bindsNodes ? ", one waiting for the next node's session, one waiting to be rung" : "") + ")");
 		this.wakeUps.bind(groups, daemonsGroup);
 	}
 

@@ -4,7 +4,6 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
-import java.util.function.Supplier;
 
 import javax.sql.DataSource;
 
@@ -12,9 +11,6 @@ import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 import org.postgresql.PGConnection;
-
-import org.springframework.beans.BeanWrapper;
-import org.springframework.beans.PropertyAccessorFactory;
 
 /**
  * Lends the starter's stores connections of the application's pool with the settings
@@ -76,25 +72,6 @@ final class OwnConnections {
 	 * Borrows a connection from the pool, set up for the starter's statements.
 	 * @return a connection in auto-commit mode with the {@code READ COMMITTED} isolation
 	 */
-	/**
-	 * Checks that the pool leaves the application a connection beside those the starter
-	 * keeps, where the data source tells its size (HikariCP's {@code maximumPoolSize}).
-	 * @param kept the connections the starter keeps
-	 * @param keptBy what keeps them, for the message
-	 * @throws IllegalStateException if the pool is smaller than that plus one
-	 */
-	void requireRoomBeside(int kept, Supplier<String> keptBy) {
-		BeanWrapper properties = PropertyAccessorFactory.forBeanPropertyAccess(this.dataSource);
-		if (!properties.isReadableProperty("maximumPoolSize")
-				|| !(properties.getPropertyValue("maximumPoolSize") instanceof Integer size) || size > kept) {
-			return;
-		}
-		throw new IllegalStateException(keptBy.get() + ", and the DataSource's pool has maximum-pool-size " + size
-				+ ", which leaves nothing for the heartbeats' reads, the guards and the application: set "
-				+ "spring.datasource.hikari.maximum-pool-size to at least " + (kept + 1)
-				+ " (more with the application's own load), or name fewer groups");
-	}
-
 	Connection borrow() throws SQLException {
 		Connection connection = this.dataSource.getConnection();
 		try {

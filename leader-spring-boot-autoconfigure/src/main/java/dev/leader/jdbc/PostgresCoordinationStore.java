@@ -66,6 +66,8 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 
 	private final boolean listensOnThePool;
 
+	private final DataSource dataSource;
+
 	private final NotificationHub notifications;
 
 	private final String channel;
@@ -101,6 +103,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	 */
 	public PostgresCoordinationStore(DataSource dataSource, TablePrefix tablePrefix, Duration queryTimeout,
 			Notifications notifications) {
+		this.dataSource = dataSource;
 		this.connections = new OwnConnections(dataSource);
 		this.kept = new KeptConnection(this.connections, new Statements(queryTimeout));
 		this.notifications = new NotificationHub(this.connections, notifications);
@@ -148,7 +151,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 		// its own, one waiting per group that another node leads, and one for the next
 		// node's session.
 		int kept = (this.listensOnThePool ? 2 : 1) + groups.size() + (bindsNodes ? 1 : 0);
-		this.connections.requireRoomBeside(kept,
+		PoolRoom.require(this.dataSource, kept,
 				() -> "leader.lease.crash-takeover-groups " + groups + " keeps up to " + kept
 						+ " connections of the pool for good (its round trips"
 						+ (this.listensOnThePool ? ", LISTEN" : "")
