@@ -553,7 +553,7 @@ final class PostgresSessions implements NotificationHub.Session {
 
 	/**
 	 * A lock that another node's session holds: a lease's (group key, term key), or a
-	 * node's (nodes key, node key).
+	 * node's (nodes key, the session's backend).
 	 */
 	private record Target(int key, int subKey, long sessionPid) {
 	}
