@@ -57,7 +57,7 @@ public final class DaemonFaultChecks {
 
 	private final List<Long> reassignments = new ArrayList<>();
 
-	private final Map<FaultKind, Long> maxReassignmentByKind = new EnumMap<>(FaultKind.class);
+	private final Map<FaultKind, List<Long>> reassignmentsByKind = new EnumMap<>(FaultKind.class);
 
 	private int generations;
 
@@ -139,11 +139,20 @@ public final class DaemonFaultChecks {
 				"Daemon fault run: seed=%d episodes=%d faults=%s daemons-hit=%d violations=%d "
 						+ "writes-committed=%d writes-rejected=%d generations=%d reassignment-min=%dms "
 						+ "reassignment-median=%dms reassignment-max=%dms (n=%d, bound %dms) "
-						+ "reassignment-max-by-fault-ms=%s elapsed=%ds",
+						+ "reassignment-median-and-max-by-fault-ms=%s elapsed=%ds",
 				seed, episodes.size(), kinds, episodes.stream().mapToInt((episode) -> episode.heldTerms().size()).sum(),
 				this.violations.size(), this.writes.size(), rejected, this.generations, millis(sorted, 0),
 				millis(sorted, sorted.size() / 2), millis(sorted, sorted.size() - 1), sorted.size(),
-				this.bound / 1_000_000, this.maxReassignmentByKind, elapsed.toSeconds());
+				this.bound / 1_000_000, medianAndMaxByKind(), elapsed.toSeconds());
+	}
+
+	private Map<FaultKind, String> medianAndMaxByKind() {
+		Map<FaultKind, String> byKind = new EnumMap<>(FaultKind.class);
+		this.reassignmentsByKind.forEach((kind, took) -> {
+			List<Long> sorted = took.stream().sorted().toList();
+			byKind.put(kind, sorted.get(sorted.size() / 2) + "/" + sorted.get(sorted.size() - 1));
+		});
+		return byKind;
 	}
 
 	/**
@@ -238,7 +247,8 @@ public final class DaemonFaultChecks {
 				}
 				if (ranAgain != Long.MAX_VALUE) {
 					this.reassignments.add(took);
-					this.maxReassignmentByKind.merge(episode.kind(), took / 1_000_000, Math::max);
+					this.reassignmentsByKind.computeIfAbsent(episode.kind(), (kind) -> new ArrayList<>())
+						.add(took / 1_000_000);
 				}
 			});
 		}
