@@ -311,12 +311,24 @@ public final class DaemonCoordinator implements SmartLifecycle, DaemonStatus, Da
 
 	/**
 	 * Runs a cycle soon, on the {@code leader-daemons} thread; called when a node joins
-	 * or leaves and when this node is granted a lease. Wake-ups that arrive while one is
-	 * pending are merged.
+	 * or leaves. Wake-ups that arrive while one is pending are merged.
 	 */
-	@EventListener({ NodeJoinedEvent.class, NodeLeftEvent.class, LeadershipGrantedEvent.class })
+	@EventListener({ NodeJoinedEvent.class, NodeLeftEvent.class })
 	public void wake() {
 		this.cycles.wake();
+	}
+
+	/**
+	 * Runs a cycle soon when this node is granted the daemons group, whose leader plans
+	 * the assignments; a grant of another group changes nothing here, and its cycle would
+	 * be a read of the assignments, on a hand-over's path, for nothing.
+	 * @param event the grant
+	 */
+	@EventListener
+	public void granted(LeadershipGrantedEvent event) {
+		if (event.group().equals(this.settings.group())) {
+			wake();
+		}
 	}
 
 	@Override

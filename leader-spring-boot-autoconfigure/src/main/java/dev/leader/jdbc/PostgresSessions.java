@@ -613,15 +613,22 @@ final class PostgresSessions implements NotificationHub.Session {
 			}
 		}
 
+		/**
+		 * Cancels the wait under way, on a thread of its own: a cancel is a connection to
+		 * the server of its own, and a grant calls for it on a hand-over's path, before
+		 * its event.
+		 */
 		private void cancelRunning() {
 			PreparedStatement running = this.running;
 			if (running != null) {
-				try {
-					running.cancel();
-				}
-				catch (SQLException ex) {
-					logger.debug("Could not cancel the wait for the session of " + this.group + ": " + ex);
-				}
+				OwnThreads.daemon("leader-session-cancel", () -> {
+					try {
+						running.cancel();
+					}
+					catch (SQLException ex) {
+						logger.debug("Could not cancel the wait for the session of " + this.group + ": " + ex);
+					}
+				}).start();
 			}
 		}
 

@@ -2,6 +2,7 @@ package dev.leader.lease;
 
 import java.time.Duration;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.RejectedExecutionException;
@@ -34,6 +35,12 @@ final class ReleaseHandOver {
 	 */
 	private static final long RELEASE_STAGGER_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
 
+	/**
+	 * How long after a release that named another node the end of the holder's session is
+	 * taken for the same hand-over.
+	 */
+	private static final long HAND_OVER_NANOS = TimeUnit.SECONDS.toNanos(1);
+
 	private final CoordinationStore store;
 
 	private final String nodeId;
@@ -47,6 +54,9 @@ final class ReleaseHandOver {
 	private final RoundTrips roundTrips;
 
 	private final OrderedEvents events;
+
+	// When a release of each group last named another node to try first, on the clock.
+	private final Map<String, Long> namedOthers = new ConcurrentHashMap<>();
 
 	ReleaseHandOver(CoordinationStore store, String nodeId, LeaseSettings settings, MonotonicClock clock,
 			GroupLeases groups, RoundTrips roundTrips, OrderedEvents events) {
@@ -175,14 +185,18 @@ final class ReleaseHandOver {
 	 * Acquires a released lease: at once if the store named this node, or none, to try
 	 * first, on the notifying thread unless a round trip is under way; otherwise after
 	 * {@link #RELEASE_STAGGER_NANOS}, so that the successor's acquire neither queues
-	 * behind this node's on the lease's row nor competes with it for the machine.
+	 * behind this node's on the lease's row nor competes with it for the machine. The end
+	 * of the holder's session, which the store announces without a successor, counts as
+	 * part of the release that named another node shortly before it
+	 * ({@link #HAND_OVER_NANOS}): a holder that stops releases, then gives its session's
+	 * locks back.
 	 * @param name the group released
 	 * @param successor the node that should try first, or {@code null}
 	 */
 	void onReleased(String name, @Nullable String successor) {
 		GroupLease group = this.groups.find(name);
 		if (group != null && this.roundTrips.isRunning()) {
-			if (successor == null || successor.equals(this.nodeId)) {
+			if (first(name, successor)) {
 				if (this.roundTrips.lock().tryLock()) {
 					try {
 						this.roundTrips.attemptAcquire(group);
@@ -199,6 +213,27 @@ final class ReleaseHandOver {
 				this.roundTrips.schedule(group.acquireAfterRelease(), RELEASE_STAGGER_NANOS);
 			}
 		}
+	}
+
+	/**
+	 * Returns whether this node should try first to acquire a released lease, and
+	 * remembers a release that named another node.
+	 * @param name the group released
+	 * @param successor the node the store named to try first, or {@code null}
+	 * @return whether to acquire at once
+	 */
+	private boolean first(String name, @Nullable String successor) {
+		long now = this.clock.nanoTime();
+		if (successor == null) {
+			Long named = this.namedOthers.get(name);
+			return named == null || now - named >= HAND_OVER_NANOS;
+		}
+		if (successor.equals(this.nodeId)) {
+			this.namedOthers.remove(name);
+			return true;
+		}
+		this.namedOthers.put(name, now);
+		return false;
 	}
 
 	/**

@@ -368,10 +368,12 @@ final class RoundTrips {
 			return;
 		}
 		long received = this.clock.nanoTime();
+		// The grant's event first: the observation's handlers are not on a hand-over's
+		// path.
+		this.groups.acquired(group, result, sent, received);
 		this.acquireFailures.succeeded(received);
 		observation.lowCardinalityKeyValue(AcquireKeyNames.OUTCOME.asString(), result.granted() ? "granted" : "refused")
 			.stop();
-		this.groups.acquired(group, result, sent, received);
 		if (!result.granted()) {
 			LeaseState lease = result.lease();
 			long wait = (lease != null && lease.isHeld()) ? lease.remaining().toNanos() + jitter()
