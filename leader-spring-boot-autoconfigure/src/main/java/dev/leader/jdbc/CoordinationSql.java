@@ -76,12 +76,14 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 	 * lease, {@code L} = lease as it stood, with the last index of the group's decision
 	 * log and, in {@code pid}, the backend of the session the lease is bound to
 	 * ({@link PostgresSessions}), {@code N} = member, with the session it is bound to in
-	 * {@code session_pid} ({@link Statements#NODE_SESSION}; {@code NULL} for this node's
-	 * own row), {@code D} = the live registration of another process under this node's
-	 * id. A new incarnation of a node clears the binding of the old one. Each row carries
-	 * every column of the layout that {@link DaemonRows} reads too, {@code NULL} where
-	 * its kind has no value. The node's own row comes from the upsert, because the other
-	 * parts of the statement see the table as it was before the statement.
+	 * {@code session_pid} ({@link Statements#NODE_SESSION}; for this node's own row, the
+	 * backend its row names, so that a row that lost its binding, forgotten while the
+	 * node was paused, is bound again), {@code D} = the live registration of another
+	 * process under this node's id. A new incarnation of a node clears the binding of the
+	 * old one. Each row carries every column of the layout that {@link DaemonRows} reads
+	 * too, {@code NULL} where its kind has no value. The node's own row comes from the
+	 * upsert, because the other parts of the statement see the table as it was before the
+	 * statement.
 	 * <p>
 	 * The node's row belongs to one incarnation, a process: another process with the same
 	 * id takes it over only once it has gone silent for the node expiry. Until then the
@@ -108,7 +110,7 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 			    session_server = CASE WHEN n.incarnation = excluded.incarnation THEN n.session_server END
 			  WHERE n.incarnation = excluded.incarnation
 			     OR n.heartbeat_at <= clock_timestamp() - ? * interval '1 millisecond'
-			  RETURNING node_id, name, host, pid, started_at, heartbeat_at, daemons, drained, base_url, zone
+			  RETURNING node_id, name, host, pid, started_at, heartbeat_at, daemons, drained, base_url, zone, session_pid
 			), forgotten AS (
 			  DELETE FROM ${prefix}nodes
 			  WHERE node_id <> ? AND heartbeat_at < clock_timestamp() - 2 * ? * interval '1 millisecond'
@@ -139,7 +141,7 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 			UNION ALL
 			SELECT 'N', NULL, NULL, NULL, NULL, NULL,
 			       node_id, name, host, pid, started_at, heartbeat_at, 0, daemons, drained,
-			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, base_url, zone, NULL, NULL
+			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, base_url, zone, NULL, session_pid
 			FROM me
 			UNION ALL
 			SELECT CASE WHEN node_id = ? THEN 'D' ELSE 'N' END, NULL, NULL, NULL, NULL, NULL,

@@ -9,6 +9,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 
@@ -203,6 +204,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 		String sql = (daemons != null) ? this.sql.tickWithDaemons() : this.sql.tick();
 		HeartbeatRows read = new HeartbeatRows(PostgresCoordinationStore::lease, (rows) -> member(rows, nodeExpiry));
 		Map<String, Long> memberSessions = new HashMap<>();
+		AtomicLong ownSession = new AtomicLong();
 		long sentAt = System.nanoTime();
 		Tick result = this.kept.execute("heartbeat", sql, (statement) -> {
 			Connection connection = statement.getConnection();
@@ -240,7 +242,10 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 					}
 					// The ring leaves out a member whose heartbeat expired: paused, it
 					// would not notify.
-					if ("N".equals(rows.getString("kind")) && rows.getLong("session_pid") > 0
+					if ("N".equals(rows.getString("kind")) && node.id().equals(rows.getString("node_id"))) {
+						ownSession.set(rows.getLong("session_pid"));
+					}
+					else if ("N".equals(rows.getString("kind")) && rows.getLong("session_pid") > 0
 							&& rows.getLong("heartbeat_age_ms") < nodeExpiry.toMillis()) {
 						memberSessions.put(rows.getString("node_id"), rows.getLong("session_pid"));
 					}
@@ -255,7 +260,7 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 		if (sessions != null) {
 			result.renewed().forEach((group, lease) -> sessions.held(group, lease.term(), node.id()));
 			sessions.notHeldExcept(result.renewed().keySet());
-			sessions.members(node.id(), HeartbeatRows.incarnation(node), memberSessions);
+			sessions.members(node.id(), HeartbeatRows.incarnation(node), ownSession.get(), memberSessions);
 		}
 		if (follower != null && daemons != null) {
 			try {

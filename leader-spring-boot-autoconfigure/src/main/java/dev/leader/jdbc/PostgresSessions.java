@@ -90,7 +90,7 @@ final class PostgresSessions implements NotificationHub.Session {
 			UPDATE ${prefix}nodes n SET session_pid = pg_backend_pid(), session_server = pg_postmaster_start_time()
 			FROM locked, (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed
 			WHERE locked.ok AND n.node_id = ? AND n.incarnation = ?
-			RETURNING n.node_id""";
+			RETURNING n.session_pid""";
 
 	private static final String UNLOCK_NODE = "SELECT pg_advisory_unlock(${nodes_key}, pg_backend_pid())";
 
@@ -144,6 +144,9 @@ final class PostgresSessions implements NotificationHub.Session {
 	private boolean nodeBound;
 
 	private boolean nodeBinding;
+
+	// Guarded by this: the backend of the session the row was bound to.
+	private long boundSession;
 
 	// Guarded by this: the terms to bind on the session, the terms bound on it, and the
 	// locks to give back.
@@ -301,15 +304,20 @@ final class PostgresSessions implements NotificationHub.Session {
 	 * id.
 	 * @param nodeId this node
 	 * @param incarnation this node's process ({@link HeartbeatRows#incarnation})
+	 * @param ownSession the backend this node's row names, or {@code 0}
 	 * @param sessions the backends of the live bound sessions of the other nodes that are
 	 * alive by their heartbeat, by node
 	 */
-	synchronized void members(String nodeId, String incarnation, Map<String, Long> sessions) {
+	synchronized void members(String nodeId, String incarnation, long ownSession, Map<String, Long> sessions) {
 		if (!this.bindsNode || this.listener == null) {
 			return;
 		}
 		this.nodeId = nodeId;
 		this.incarnation = incarnation;
+		if (this.nodeBound && ownSession != this.boundSession) {
+			// The row was forgotten and registered again, unbound: bind it again.
+			this.nodeBound = false;
+		}
 		if (!this.nodeBound) {
 			this.nodeToBind = true;
 		}
@@ -364,11 +372,13 @@ final class PostgresSessions implements NotificationHub.Session {
 	private void bindNode(Connection connection) throws SQLException {
 		prepareSession(connection);
 		boolean bound = false;
+		long session = 0;
 		try (PreparedStatement statement = connection.prepareStatement(this.bindNodeSql)) {
 			statement.setString(1, this.nodeId);
 			statement.setString(2, this.incarnation);
 			try (ResultSet rows = statement.executeQuery()) {
 				bound = rows.next();
+				session = bound ? rows.getLong(1) : 0;
 			}
 		}
 		catch (SQLException ex) {
@@ -380,6 +390,7 @@ final class PostgresSessions implements NotificationHub.Session {
 		synchronized (this) {
 			this.nodeBinding = false;
 			this.nodeBound = bound;
+			this.boundSession = session;
 		}
 		if (bound) {
 			logger.debug("Leader node " + this.nodeId + " bound to its session");
