@@ -284,9 +284,10 @@ final class MariaDbBells {
 				synchronized (this) {
 					this.connection = null;
 				}
-				if (connection != null) {
-					MariaDbNamedLocks.giveBack(connection, MariaDbBells.this.locks.timeoutSeconds());
-				}
+				// Never back to the pool: another node may ring this connection's id a
+				// moment from now, and its KILL QUERY must not end a statement of whoever
+				// borrows it next. Aborted, its id and its locks end with it.
+				MariaDbNamedLocks.abort(connection, "the bell of " + this.nodeId);
 				ended(this);
 			}
 		}

@@ -122,7 +122,8 @@ public final class MariaDbDaemonStore implements DaemonStore {
 	 */
 	private static final String ACKNOWLEDGE = """
 			UPDATE ${prefix}assignments SET state = 'ACTIVE', acked_at = ${now}, state_since = ${now}
-			WHERE daemon_name = ? AND generation = ? AND node_id = ? AND state = 'ASSIGNING'""";
+			WHERE daemon_name = ? AND generation = ? AND node_id = ? AND state = 'ASSIGNING'
+			  AND NOT EXISTS (SELECT 1 FROM ${prefix}nodes WHERE node_id = ? AND ${node_session} = 0)""";
 
 	/**
 	 * Records a request, or replaces the one of the same kind and daemon. The outcome is
@@ -299,7 +300,7 @@ public final class MariaDbDaemonStore implements DaemonStore {
 	@Override
 	public boolean acknowledge(String node, String daemon, long generation) {
 		boolean acknowledged = this.connections.transaction("acknowledge daemon",
-				(tx) -> tx.update(sql(ACKNOWLEDGE), daemon, generation, node) > 0);
+				(tx) -> tx.update(sql(ACKNOWLEDGE), daemon, generation, node, node) > 0);
 		if (acknowledged) {
 			ringLeader();
 		}

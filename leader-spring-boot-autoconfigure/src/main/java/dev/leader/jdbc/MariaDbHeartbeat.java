@@ -103,8 +103,9 @@ final class MariaDbHeartbeat {
 	 * @param groups the groups whose leases to read
 	 * @param leaseDuration the duration of a renewed lease
 	 * @param nodeExpiry how long a node stays a live member after its last heartbeat
-	 * @param sessions filled with the sessions that the other nodes are bound to and that
-	 * still hold their locks, by node
+	 * @param sessions filled with the sessions that the other live nodes are bound to and
+	 * that still hold their locks, by node, and with this node's own as its row reads it
+	 * ({@link MariaDbSql#NODE_SESSION}, {@code 0} for none)
 	 * @return the rows read
 	 */
 	HeartbeatRows run(NodeRegistration node, Map<String, Long> held, Collection<String> groups, Duration leaseDuration,
@@ -135,8 +136,14 @@ final class MariaDbHeartbeat {
 				try (ResultSet rows = statement.executeQuery()) {
 					while (rows.next()) {
 						read.add(rows);
-						if ("N".equals(rows.getString("kind")) && !node.id().equals(rows.getString("node_id"))
-								&& rows.getLong("session_id") > 0) {
+						// The ring leaves out a member whose heartbeat expired: paused,
+						// its
+						// wait would take the next node's lock and keep it. This node's
+						// own
+						// row is kept, so that a binding it lost is seen.
+						if ("N".equals(rows.getString("kind"))
+								&& (node.id().equals(rows.getString("node_id")) || (rows.getLong("session_id") > 0
+										&& rows.getLong("heartbeat_age_ms") < nodeExpiry.toMillis()))) {
 							sessions.put(rows.getString("node_id"), rows.getLong("session_id"));
 						}
 						if ("N".equals(rows.getString("kind")) && !node.id().equals(rows.getString("node_id"))

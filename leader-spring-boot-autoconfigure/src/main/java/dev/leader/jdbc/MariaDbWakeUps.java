@@ -219,7 +219,8 @@ final class MariaDbWakeUps {
 	 * next bound node by id. Does nothing unless a listener {@linkplain #listen listens}.
 	 * @param nodeId this node
 	 * @param incarnation this node's process ({@link HeartbeatRows#incarnation})
-	 * @param sessions the other nodes' live bound sessions, by node
+	 * @param sessions the other live nodes' bound sessions, by node, and this node's own
+	 * as its row reads it
 	 */
 	void members(String nodeId, String incarnation, Map<String, Long> sessions) {
 		MariaDbBells bells = this.bells;
@@ -230,6 +231,11 @@ final class MariaDbWakeUps {
 			synchronized (this.lock) {
 				if (this.listener == null) {
 					return;
+				}
+				if (this.nodeBound && sessions.getOrDefault(nodeId, 0L) <= 0) {
+					// The row was forgotten while this node was paused and registered
+					// again, unbound, or its binding no longer holds: bind it again.
+					this.nodeBound = false;
 				}
 				if (!this.nodeBound) {
 					bindNode(nodeId, incarnation);
