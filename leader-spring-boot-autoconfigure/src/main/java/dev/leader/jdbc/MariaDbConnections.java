@@ -61,7 +61,7 @@ final class MariaDbConnections {
 
 	private final int networkTimeoutMillis;
 
-	private volatile @Nullable Boolean readCommitted;
+	private volatile @Nullable Integer isolation;
 
 	private volatile @Nullable MariaDbIdleLimits idleLimits;
 
@@ -99,23 +99,11 @@ final class MariaDbConnections {
 	 * @throws org.springframework.dao.DataAccessException if the transition fails
 	 */
 	<T> T transaction(String task, Work<T> work) {
-		Connection connection;
-		try {
-			connection = this.dataSource.getConnection();
-		}
-		catch (SQLException ex) {
-			throw Statements.translate(task, ex);
-		}
+		Connection connection = borrow(task);
 		boolean autoCommit = true;
 		MariaDbIdleLimits sessionIdle = null;
 		try {
 			autoCommit = connection.getAutoCommit();
-			try {
-				connection.setNetworkTimeout(Runnable::run, this.networkTimeoutMillis);
-			}
-			catch (SQLFeatureNotSupportedException ex) {
-				// The query timeout still bounds statements on a server that answers.
-			}
 			sessionIdle = idleLimits(connection);
 			MariaDbIdleLimits limited = sessionIdle.atMost(this.idleLimitSeconds);
 			if (!limited.equals(sessionIdle) && autoCommit && followsServerAutoCommit(connection)) {
@@ -153,6 +141,57 @@ final class MariaDbConnections {
 						+ "it: " + ex);
 			}
 			OwnConnections.closeQuietly(connection);
+		}
+	}
+
+	/**
+	 * Runs statements that each commit on their own, on a connection of the pool, where
+	 * the pool's connections auto-commit and read only committed rows (any isolation
+	 * level but {@code READ UNCOMMITTED}): a single statement then reads one consistent
+	 * snapshot, or locks and writes its rows, and commits, with none of the statements
+	 * that set a transaction up and restore the session afterwards. Elsewhere, runs
+	 * nothing.
+	 * @param <T> the type of the result
+	 * @param task what the statements do, for the message of a failure
+	 * @param work the statements; returns {@code null} where the caller should fall back
+	 * to a {@link #transaction}
+	 * @return the result, or {@code null} if the work returned {@code null} or the pool's
+	 * connections do not allow it
+	 * @throws org.springframework.dao.DataAccessException if a statement fails
+	 */
+	<T> @Nullable T autoCommitted(String task, Work<@Nullable T> work) {
+		Connection connection = borrow(task);
+		try {
+			if (!connection.getAutoCommit() || isolation(connection) == Connection.TRANSACTION_READ_UNCOMMITTED) {
+				return null;
+			}
+			return work.run(new Transaction(connection, this.statements));
+		}
+		catch (SQLException ex) {
+			throw Statements.translate(task, ex);
+		}
+		finally {
+			OwnConnections.closeQuietly(connection);
+		}
+	}
+
+	private Connection borrow(String task) {
+		try {
+			Connection connection = this.dataSource.getConnection();
+			try {
+				connection.setNetworkTimeout(Runnable::run, this.networkTimeoutMillis);
+			}
+			catch (SQLFeatureNotSupportedException ex) {
+				// The query timeout still bounds statements on a server that answers.
+			}
+			catch (SQLException ex) {
+				OwnConnections.closeQuietly(connection);
+				throw ex;
+			}
+			return connection;
+		}
+		catch (SQLException ex) {
+			throw Statements.translate(task, ex);
 		}
 	}
 
@@ -327,14 +366,18 @@ final class MariaDbConnections {
 	}
 
 	private boolean readCommitted(Connection connection) throws SQLException {
-		Boolean readCommitted = this.readCommitted;
-		if (readCommitted == null) {
+		return isolation(connection) == Connection.TRANSACTION_READ_COMMITTED;
+	}
+
+	private int isolation(Connection connection) throws SQLException {
+		Integer isolation = this.isolation;
+		if (isolation == null) {
 			// The pool's default, read once: a connection may come back with another
 			// level only if the application changed it and the pool did not reset it.
-			readCommitted = connection.getTransactionIsolation() == Connection.TRANSACTION_READ_COMMITTED;
-			this.readCommitted = readCommitted;
+			isolation = connection.getTransactionIsolation();
+			this.isolation = isolation;
 		}
-		return readCommitted;
+		return isolation;
 	}
 
 	private static void rollbackQuietly(Connection connection) {

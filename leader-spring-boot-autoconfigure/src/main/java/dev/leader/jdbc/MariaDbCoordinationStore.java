@@ -11,19 +11,26 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 
 import javax.sql.DataSource;
 
+import dev.leader.daemon.DaemonSnapshot;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaseState;
 import dev.leader.node.NodeRegistration;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 /**
  * {@link CoordinationStore} on MariaDB 10.11 and later. Every transition is one
- * transaction ({@link MariaDbConnections}), every time comparison uses the database's
- * clock at the moment of the comparison, in UTC ({@link MariaDbSql#NOW}), and a term is
- * the fencing token, as on PostgreSQL.
+ * transaction ({@link MariaDbConnections}), but for the heartbeat, whose statements each
+ * commit on their own where the pool's connections auto-commit
+ * ({@link MariaDbHeartbeat}); every time comparison uses the database's clock at the
+ * moment of the comparison, in UTC ({@link MariaDbSql#NOW}), and a term is the fencing
+ * token, as on PostgreSQL.
  * <p>
  * <b>Locks.</b> InnoDB has no {@code FOR KEY SHARE}: a guard's shared lock on the lease
  * row would hold up every renewal of it. So guards lock the group's row in
@@ -46,6 +53,8 @@ import org.jspecify.annotations.Nullable;
  * Public so that a node can also be built without a Spring context.
  */
 public final class MariaDbCoordinationStore implements CoordinationStore {
+
+	private static final Log logger = LogFactory.getLog(MariaDbCoordinationStore.class);
 
 	private static final String LEASE_COLUMNS = "group_name, holder, term, expires_at, ${remaining_ms} AS remaining_ms";
 
@@ -120,6 +129,8 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 	private final MariaDbHeartbeat heartbeat;
 
 	private final LogHeadsFollowers logFollowers = new LogHeadsFollowers();
+
+	private final AtomicReference<@Nullable Consumer<DaemonSnapshot>> daemonsFollower = new AtomicReference<>();
 
 	private final @Nullable MariaDbWakeUps wakeUps;
 
@@ -287,16 +298,17 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 	}
 
 	/**
-	 * The heartbeat in one transaction ({@link MariaDbHeartbeat}). The wake-ups observe
-	 * the leases and the nodes' sessions it read, and the log followers get the heads it
-	 * read.
+	 * The heartbeat ({@link MariaDbHeartbeat}). The wake-ups observe the leases and the
+	 * nodes' sessions it read, and the log followers get the heads it read.
 	 */
 	@Override
 	public Tick tick(NodeRegistration node, Map<String, Long> held, Collection<String> groups, Duration leaseDuration,
 			Duration nodeExpiry) {
 		long sentAt = System.nanoTime();
 		Map<String, Long> sessions = new HashMap<>();
-		HeartbeatRows read = this.heartbeat.run(node, held, groups, leaseDuration, nodeExpiry, sessions);
+		Consumer<DaemonSnapshot> follower = this.daemonsFollower.get();
+		MariaDbDaemonRows daemons = (follower != null) ? new MariaDbDaemonRows(nodeExpiry) : null;
+		HeartbeatRows read = this.heartbeat.run(node, held, groups, leaseDuration, nodeExpiry, sessions, daemons);
 		Tick result = read.tick();
 		result.renewed().values().forEach(this::saw);
 		result.leases().values().forEach(this::saw);
@@ -307,7 +319,28 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 			this.wakeUps.members(node.id(), HeartbeatRows.incarnation(node), sessions);
 		}
 		this.logFollowers.heads(read.logHeads(), sentAt);
+		if (follower != null && daemons != null) {
+			try {
+				follower.accept(daemons.snapshot());
+			}
+			catch (RuntimeException ex) {
+				logger.warn("Daemon snapshot follower failed; the heartbeat goes on: " + ex);
+			}
+		}
 		return result;
+	}
+
+	/**
+	 * Makes every heartbeat from now on also read the nodes' daemons, the assignments and
+	 * the requests in its read statement, and hands each snapshot so read to the
+	 * follower, so that a node polls its assignments without a statement of its own.
+	 * @param follower called with each snapshot, on the thread that sent the heartbeat,
+	 * after the heartbeat's rows were read; it must return quickly
+	 * @return a handle that stops the reading and the delivery
+	 */
+	AutoCloseable readDaemonsWithHeartbeat(Consumer<DaemonSnapshot> follower) {
+		this.daemonsFollower.set(follower);
+		return () -> this.daemonsFollower.compareAndSet(follower, null);
 	}
 
 	/**

@@ -4,9 +4,6 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.Set;
 import java.util.function.Consumer;
 
 import javax.sql.DataSource;
@@ -17,7 +14,6 @@ import dev.leader.daemon.AssignmentState;
 import dev.leader.daemon.DaemonRequest;
 import dev.leader.daemon.DaemonSnapshot;
 import dev.leader.daemon.DaemonStore;
-import dev.leader.daemon.Member;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -38,10 +34,10 @@ import org.jspecify.annotations.Nullable;
  * <p>
  * <b>What is weaker than on PostgreSQL.</b> No notifications ({@link #listen} delivers
  * nothing, unless nodes are bound to their sessions: then doorbells,
- * {@link MariaDbBells}) and no snapshot with the heartbeat ({@link #followHeartbeat}
- * returns {@code null}): nodes read the assignments with a statement of their own every
- * heartbeat interval, and act on a change within that interval rather than at once.
- * Generations do not rise across a failover of the server (no epoch).
+ * {@link MariaDbBells}): nodes poll the assignments with every heartbeat, whose read
+ * statement also reads the snapshot where this store was given the node's coordination
+ * store ({@link #followHeartbeat}), and act on a change within that interval rather than
+ * at once. Generations do not rise across a failover of the server (no epoch).
  * <p>
  * Public so that a node can also be built without a Spring context.
  */
@@ -177,10 +173,11 @@ public final class MariaDbDaemonStore implements DaemonStore {
 	}
 
 	/**
-	 * Creates a store that works with the node's coordination store: where that store
-	 * binds nodes to their sessions ({@link MariaDbCoordinationStore#crashTakeover}),
-	 * every change of an assignment rings the node it concerns or the leader
-	 * ({@link MariaDbBells}), and {@link #listen} delivers the rings to this node.
+	 * Creates a store that works with the node's coordination store: the node's heartbeat
+	 * reads the snapshot ({@link #followHeartbeat}), and where that store binds nodes to
+	 * their sessions ({@link MariaDbCoordinationStore#crashTakeover}), every change of an
+	 * assignment rings the node it concerns or the leader ({@link MariaDbBells}), and
+	 * {@link #listen} delivers the rings to this node.
 	 * @param dataSource the MariaDB data source
 	 * @param tablePrefix the prefix of the starter's tables
 	 * @param queryTimeout the longest a statement may run; rounded up to whole seconds
@@ -201,37 +198,23 @@ public final class MariaDbDaemonStore implements DaemonStore {
 				DRAIN, NODE_EXISTS, FORGET, LOCK);
 	}
 
+	/**
+	 * Reads the snapshot in one statement, which commits on its own where the pool's
+	 * connections auto-commit ({@link MariaDbConnections#autoCommitted}).
+	 */
 	@Override
 	public DaemonSnapshot read(Duration nodeExpiry) {
-		return this.connections.transaction("read assignments", (tx) -> tx.run(sql(READ), (statement) -> {
-			List<Member> members = new ArrayList<>();
-			List<Assignment> assignments = new ArrayList<>();
-			List<DaemonRequest> requests = new ArrayList<>();
-			Instant now = null;
-			try (ResultSet rows = statement.executeQuery()) {
-				while (rows.next()) {
-					switch (rows.getString("kind")) {
-						case "N" ->
-							members.add(new Member(rows.getString("node_id"), daemons(rows.getString("daemons")),
-									rows.getLong("heartbeat_age_ms") < nodeExpiry.toMillis()
-											&& !MariaDbSql.sessionEnded(rows),
-									rows.getBoolean("drained")));
-						case "A" -> assignments.add(assignment(rows, AssignmentState.valueOf(rows.getString("state"))));
-						case "Q" ->
-							requests.add(new DaemonRequest(DaemonRequest.Kind.valueOf(rows.getString("request_kind")),
-									rows.getString("daemon_name"), rows.getString("node_id"),
-									MariaDbConnections.instant(rows, "since")));
-						case "T" -> now = MariaDbConnections.instant(rows, "since");
-						default -> {
-						}
-					}
+		MariaDbConnections.Work<DaemonSnapshot> read = (tx) -> tx.run(sql(READ), (statement) -> {
+			MariaDbDaemonRows rows = new MariaDbDaemonRows(nodeExpiry);
+			try (ResultSet result = statement.executeQuery()) {
+				while (result.next()) {
+					rows.add(result);
 				}
 			}
-			if (now == null) {
-				throw new IllegalStateException("The read of assignments returned no clock row");
-			}
-			return new DaemonSnapshot(now, members, assignments, requests);
-		}));
+			return rows.snapshot();
+		});
+		DaemonSnapshot snapshot = this.connections.autoCommitted("read assignments", read);
+		return (snapshot != null) ? snapshot : this.connections.transaction("read assignments", read);
 	}
 
 	@Override
@@ -388,6 +371,16 @@ public final class MariaDbDaemonStore implements DaemonStore {
 		};
 	}
 
+	/**
+	 * Delivers the snapshot that the heartbeat of the node's coordination store reads
+	 * ({@link MariaDbCoordinationStore#readDaemonsWithHeartbeat}), where this store was
+	 * given it.
+	 */
+	@Override
+	public @Nullable AutoCloseable followHeartbeat(Consumer<DaemonSnapshot> follower) {
+		return (this.coordination != null) ? this.coordination.readDaemonsWithHeartbeat(follower) : null;
+	}
+
 	private void ringAssignee(String daemon) {
 		MariaDbBells bells = bells();
 		if (bells != null) {
@@ -456,16 +449,6 @@ public final class MariaDbDaemonStore implements DaemonStore {
 
 	private String sql(String template) {
 		return this.sql.of(template);
-	}
-
-	private static Assignment assignment(ResultSet rows, AssignmentState state) throws SQLException {
-		Instant since = MariaDbConnections.instant(rows, "since");
-		return new Assignment(rows.getString("daemon_name"), rows.getString("node_id"), state,
-				rows.getLong("generation"), rows.getLong("term"), (since != null) ? since : Instant.EPOCH);
-	}
-
-	private static Set<String> daemons(@Nullable String daemons) {
-		return (daemons == null || daemons.isEmpty()) ? Set.of() : Set.of(daemons.split(" "));
 	}
 
 	private record Owner(String node, long generation, boolean live) {

@@ -1,6 +1,8 @@
 package dev.leader.jdbc;
 
 import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
@@ -98,15 +100,13 @@ final class MariaDbWakeUpWaiter {
 				}
 				String name = this.locks.name(connection, this.group);
 				int timeoutSeconds = this.locks.timeoutSeconds();
-				if (MariaDbNamedLocks.run(connection, "SELECT IS_USED_LOCK(?)", name, timeoutSeconds) == null) {
+				Long got = await(connection, name, timeoutSeconds);
+				if (got == null) {
+					// The lock is free: nobody to wait for.
 					consumed();
 					continue;
 				}
-				Long got = MariaDbNamedLocks.run(
-						connection, "SET STATEMENT max_statement_time = 0 FOR SELECT GET_LOCK(?, "
-								+ MariaDbWakeUps.WAIT_SECONDS + ")",
-						name, MariaDbWakeUps.WAIT_SECONDS + timeoutSeconds);
-				if (got != null && got == 1) {
+				if (got == 1) {
 					MariaDbNamedLocks.run(connection, "SELECT RELEASE_LOCK(?)", name, timeoutSeconds);
 					consumed();
 					ReleaseListener listener = this.listener.get();
@@ -131,6 +131,30 @@ final class MariaDbWakeUpWaiter {
 		finally {
 			closeConnection();
 			this.ended.accept(this);
+		}
+	}
+
+	/**
+	 * Waits for the group's lock if a session holds it, in one statement.
+	 * @param connection the waiter's connection
+	 * @param name the lock's name
+	 * @param timeoutSeconds the query timeout, beside the wait
+	 * @return {@code 1} if this connection got the lock, {@code 0} if the wait timed out,
+	 * {@code null} if no session held it
+	 */
+	private static @Nullable Long await(Connection connection, String name, int timeoutSeconds) throws SQLException {
+		// IF evaluates only the branch it returns.
+		try (PreparedStatement statement = connection
+			.prepareStatement("SET STATEMENT max_statement_time = 0 FOR SELECT IF(IS_USED_LOCK(?) IS NULL, NULL, "
+					+ "GET_LOCK(?, " + MariaDbWakeUps.WAIT_SECONDS + "))")) {
+			statement.setQueryTimeout(MariaDbWakeUps.WAIT_SECONDS + timeoutSeconds);
+			statement.setString(1, name);
+			statement.setString(2, name);
+			try (ResultSet row = statement.executeQuery()) {
+				row.next();
+				long value = row.getLong(1);
+				return row.wasNull() ? null : value;
+			}
 		}
 	}
 

@@ -137,12 +137,12 @@ public final class PostgresStoresConfiguration {
 		CoordinationDataSource chosen = coordinationDataSource.getObject();
 		DataSource dataSource = chosen.dataSource();
 		if (dialect(chosen) == JdbcDialect.MARIADB) {
-			// Rings nodes when assignments change, where the coordination store binds
-			// nodes to their sessions.
-			MariaDbCoordinationStore bells = (coordinationStore
+			// The heartbeat reads the assignments when the coordination store is ours,
+			// and rings nodes when they change where it binds nodes to their sessions.
+			MariaDbCoordinationStore coordination = (coordinationStore
 				.getIfAvailable() instanceof MariaDbCoordinationStore mariaDb) ? mariaDb : null;
 			return new MariaDbDaemonStore(dataSource, prefix, properties.getJdbc().determineQueryTimeout(),
-					settings.nodeExpiry().minus(settings.safetyMargin()), bells);
+					settings.nodeExpiry().minus(settings.safetyMargin()), coordination);
 		}
 		// Assignment notifications share the coordination store's listening connection
 		// when it is ours.
