@@ -63,6 +63,8 @@ final class MariaDbConnections {
 
 	private volatile @Nullable Integer isolation;
 
+	private volatile @Nullable Boolean autoCommits;
+
 	private volatile @Nullable MariaDbIdleLimits idleLimits;
 
 	private volatile @Nullable Boolean followsServerAutoCommit;
@@ -147,10 +149,14 @@ final class MariaDbConnections {
 	/**
 	 * Runs statements that each commit on their own, on a connection of the pool, where
 	 * the pool's connections auto-commit and read only committed rows (any isolation
-	 * level but {@code READ UNCOMMITTED}): a single statement then reads one consistent
-	 * snapshot, or locks and writes its rows, and commits, with none of the statements
-	 * that set a transaction up and restore the session afterwards. Elsewhere, runs
-	 * nothing.
+	 * level but {@code READ UNCOMMITTED}), and the driver is MariaDB's: a single
+	 * statement then reads one consistent snapshot, or locks and writes its rows, and
+	 * commits, with none of the statements that set a transaction up and restore the
+	 * session afterwards. Elsewhere, runs nothing. MariaDB's driver reports the
+	 * auto-commit mode of the server's last reply; MySQL's keeps the one it last set, and
+	 * would report a session whose {@code SET autocommit = 0} came as SQL (an init SQL of
+	 * the pool) as auto-committing, leaving these statements in a transaction nobody
+	 * commits.
 	 * @param <T> the type of the result
 	 * @param task what the statements do, for the message of a failure
 	 * @param work the statements; returns {@code null} where the caller should fall back
@@ -160,9 +166,19 @@ final class MariaDbConnections {
 	 * @throws org.springframework.dao.DataAccessException if a statement fails
 	 */
 	<T> @Nullable T autoCommitted(String task, Work<@Nullable T> work) {
+		if (Boolean.FALSE.equals(this.autoCommits)) {
+			return null;
+		}
 		Connection connection = borrow(task);
 		try {
-			if (!connection.getAutoCommit() || isolation(connection) == Connection.TRANSACTION_READ_UNCOMMITTED) {
+			Boolean autoCommits = this.autoCommits;
+			if (autoCommits == null) {
+				// The pool's default, read once, as the isolation level is.
+				autoCommits = connection.getAutoCommit() && followsServerAutoCommit(connection)
+						&& isolation(connection) != Connection.TRANSACTION_READ_UNCOMMITTED;
+				this.autoCommits = autoCommits;
+			}
+			if (!autoCommits || !connection.getAutoCommit()) {
 				return null;
 			}
 			return work.run(new Transaction(connection, this.statements));

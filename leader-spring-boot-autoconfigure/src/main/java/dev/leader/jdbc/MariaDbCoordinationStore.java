@@ -10,7 +10,14 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 
@@ -20,6 +27,7 @@ import dev.leader.daemon.DaemonSnapshot;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaseState;
 import dev.leader.node.NodeRegistration;
+import dev.leader.node.OwnThreads;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
@@ -132,6 +140,16 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 
 	private final AtomicReference<@Nullable Consumer<DaemonSnapshot>> daemonsFollower = new AtomicReference<>();
 
+	/**
+	 * Where the wake-ups observe this node's grants (the group's lock taken, a
+	 * crash-takeover term bound to the holding session): one thread at most, in order,
+	 * ended after a second idle.
+	 */
+	private final ThreadPoolExecutor afterGrants = new ThreadPoolExecutor(0, 1, 1, TimeUnit.SECONDS,
+			new LinkedBlockingQueue<>(), (task) -> OwnThreads.daemon("leader-wake-grant", task));
+
+	private volatile Future<?> lastGrant = CompletableFuture.completedFuture(null);
+
 	private final @Nullable MariaDbWakeUps wakeUps;
 
 	// The latest expiry of each group's lease that this store saw committed, with its
@@ -179,9 +197,9 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 	 * <p>
 	 * Costs, on top of the wake-ups': on a node that leads such a group, a connection of
 	 * the pool that watches the session holding its locks, waiting in one statement per
-	 * {@link MariaDbSessionWatcher#WAIT_SECONDS}; two statements after each grant.
-	 * Followers wait as they do for a release, on their wake-up connection per group led
-	 * by another node.
+	 * {@link MariaDbSessionWatcher#WAIT_SECONDS}; two statements after each grant, on a
+	 * thread of their own. Followers wait as they do for a release, on their wake-up
+	 * connection per group led by another node.
 	 * <p>
 	 * When the daemons group is one of them, nodes are bound to their sessions too, so
 	 * that a node counts as dead, and its daemons move, the moment its session ends
@@ -261,11 +279,35 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 		LeaseState lease = result.lease();
 		if (lease != null) {
 			saw(lease);
-			if (this.wakeUps != null) {
-				this.wakeUps.observed(lease, nodeId, result.granted());
+			MariaDbWakeUps wakeUps = this.wakeUps;
+			if (wakeUps != null && result.granted()) {
+				// Off the grant's path: nobody can take a term over by its session
+				// before it is bound, and the group's lock is a hint.
+				this.lastGrant = this.afterGrants.submit(() -> wakeUps.observed(lease, nodeId, true));
+			}
+			else if (wakeUps != null) {
+				awaitGrants();
+				wakeUps.observed(lease, nodeId, false);
 			}
 		}
 		return result;
+	}
+
+	/**
+	 * Waits until the wake-ups have observed the grants made so far, so that they learn
+	 * of each lease in the order of this node's round trips. Bounded by the statements'
+	 * timeouts.
+	 */
+	private void awaitGrants() {
+		try {
+			this.lastGrant.get(4L * this.connections.statements().timeoutSeconds(), TimeUnit.SECONDS);
+		}
+		catch (ExecutionException | TimeoutException ex) {
+			logger.debug("The wake-ups' observation of a grant did not end: " + ex);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
 	}
 
 	private AcquireResult create(MariaDbConnections.Transaction tx, String group, String nodeId, long micros)
@@ -313,6 +355,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 		result.renewed().values().forEach(this::saw);
 		result.leases().values().forEach(this::saw);
 		if (this.wakeUps != null) {
+			awaitGrants();
 			this.wakeUps.checkHolding();
 			result.renewed().values().forEach((lease) -> this.wakeUps.observed(lease, node.id(), true));
 			result.leases().values().forEach((lease) -> this.wakeUps.observed(lease, node.id(), false));
@@ -411,6 +454,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 			return locked;
 		});
 		if (this.wakeUps != null) {
+			awaitGrants();
 			this.wakeUps.giveBack(nodeId, released);
 		}
 		return released;
@@ -434,6 +478,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 	@Override
 	public void disconnect() {
 		if (this.wakeUps != null) {
+			awaitGrants();
 			this.wakeUps.disconnect();
 		}
 	}

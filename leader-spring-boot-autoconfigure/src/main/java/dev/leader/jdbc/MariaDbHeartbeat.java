@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.concurrent.ThreadLocalRandom;
 
 import dev.leader.NodeInfo;
 import dev.leader.node.NodeRegistration;
@@ -22,13 +23,15 @@ import org.jspecify.annotations.Nullable;
  * renewal.
  * <p>
  * Where the pool's connections auto-commit ({@link MariaDbConnections#autoCommitted}),
- * the heartbeat of a node whose row is its own is two statements that each commit on
- * their own, the row's update by its incarnation and the read, with the renewal between
- * them where the node holds a lease: nothing in it needs the others' locks, and each
- * reads or writes atomically. Otherwise, or when the row is missing or another
- * incarnation's, it runs in one transaction that locks the node's row first, then
- * registers the node, takes the row over from a silent process with the same id, or finds
- * another live process under its id and changes nothing.
+ * the heartbeat of a node whose row is its own is statements that each commit on their
+ * own: the renewal where the node holds a lease, the row's update by its incarnation,
+ * then the read. Nothing in it needs the others' locks, each reads or writes atomically,
+ * and the row is updated only once the renewal succeeded, so that other nodes count a
+ * node whose renewals fail dead, as they would if it were one transaction. Otherwise, or
+ * when the row is missing or another incarnation's, it runs in one transaction that locks
+ * the node's row first, then registers the node, takes the row over from a silent process
+ * with the same id, or finds another live process under its id and changes nothing, then
+ * renews and reads.
  */
 final class MariaDbHeartbeat {
 
@@ -64,20 +67,21 @@ final class MariaDbHeartbeat {
 
 	/**
 	 * The renewal: updates the {@code leases} rows only, never {@code lease_terms}, so
-	 * that it does not wait for guards. {@code renewed_at} marks the rows it renewed.
+	 * that it does not wait for guards. {@code renewal}, a number the heartbeat chose at
+	 * random (migration {@code V7__lease_renewals.sql}), marks the rows it renewed.
 	 */
 	private static final String RENEW = """
-			UPDATE ${prefix}leases SET renewed_at = ${now}, expires_at = ${now} + INTERVAL ? MICROSECOND
+			UPDATE ${prefix}leases SET renewed_at = ${now}, expires_at = ${now} + INTERVAL ? MICROSECOND, renewal = ?
 			WHERE group_name IN (/*groups*/) AND (group_name, term) IN (/*terms*/) AND holder = ?
 			  AND expires_at > ${now}""";
 
 	/**
-	 * What the heartbeat reads after its writes: {@code R}, a lease it renewed (renewed
-	 * at or after the node's heartbeat time, which this heartbeat set before it renewed,
-	 * by this holder and term); {@code L}, a lease it asks about, with the last index of
-	 * the group's decision log; {@code N}, a member, with the session it is bound to in
-	 * {@code session_id} ({@link MariaDbSql#NODE_SESSION}) and its daemons. Its columns
-	 * are those of {@link MariaDbDaemonRows#ASSIGNMENTS_REQUESTS_AND_CLOCK}, which
+	 * What the heartbeat reads after its writes: {@code R}, a lease its renewal extended
+	 * (marked with its number, by this holder and term); {@code L}, a lease it asks
+	 * about, with the last index of the group's decision log; {@code N}, a member, with
+	 * the session it is bound to in {@code session_id} ({@link MariaDbSql#NODE_SESSION})
+	 * and its daemons. Its columns are those of
+	 * {@link MariaDbDaemonRows#ASSIGNMENTS_REQUESTS_AND_CLOCK}, which
 	 * {@link #TICK_ROWS_AND_DAEMONS} appends.
 	 */
 	private static final String TICK_ROWS = """
@@ -88,7 +92,7 @@ final class MariaDbHeartbeat {
 			       NULL AS state, NULL AS generation, NULL AS since, NULL AS request_kind
 			FROM ${prefix}leases
 			WHERE group_name IN (/*groups*/) AND (group_name, term) IN (/*terms*/) AND holder = ?
-			  AND renewed_at >= (SELECT heartbeat_at FROM ${prefix}nodes WHERE node_id = ?)
+			  AND renewal = ?
 			UNION ALL
 			SELECT 'L', l.group_name, l.holder, l.term, l.expires_at, ${remaining_ms}, NULL, NULL, NULL, NULL, NULL,
 			       NULL, NULL, NULL, NULL, h.last_index, h.last_term, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
@@ -138,42 +142,50 @@ final class MariaDbHeartbeat {
 		Map<String, Long> sortedHeld = new TreeMap<>(held);
 		String incarnation = HeartbeatRows.incarnation(node);
 		String nodeDaemons = String.join(" ", new TreeSet<>(node.daemons()));
+		long renewal = ThreadLocalRandom.current().nextLong();
 		HeartbeatRows beat = this.connections.autoCommitted("heartbeat", (statements) -> {
+			renew(statements, node, sortedHeld, groups, leaseDuration, renewal);
 			if (statements.update(sql(BEAT), node.name(), node.host(), node.pid(), nodeDaemons, node.baseUrl(),
 					node.zone(), node.id(), incarnation) == 0) {
 				return null;
 			}
-			return renewAndRead(statements, node, sortedHeld, groups, leaseDuration, nodeExpiry, sessions, daemons);
+			return read(statements, node, sortedHeld, groups, nodeExpiry, renewal, sessions, daemons);
 		});
 		if (beat != null) {
 			return beat;
 		}
 		return this.connections.transaction("heartbeat", (tx) -> {
 			register(tx, node, incarnation, nodeDaemons, nodeExpiry.toNanos() / 1000);
-			return renewAndRead(tx, node, sortedHeld, groups, leaseDuration, nodeExpiry, sessions, daemons);
+			renew(tx, node, sortedHeld, groups, leaseDuration, renewal);
+			return read(tx, node, sortedHeld, groups, nodeExpiry, renewal, sessions, daemons);
 		});
 	}
 
-	private HeartbeatRows renewAndRead(MariaDbConnections.Transaction tx, NodeRegistration node, Map<String, Long> held,
-			Collection<String> groups, Duration leaseDuration, Duration nodeExpiry, Map<String, Long> sessions,
-			@Nullable MariaDbDaemonRows daemons) throws SQLException {
-		sessions.clear();
+	private void renew(MariaDbConnections.Transaction tx, NodeRegistration node, Map<String, Long> held,
+			Collection<String> groups, Duration leaseDuration, long renewal) throws SQLException {
 		if (!held.isEmpty()) {
 			tx.run(MariaDbSql.inLists(sql(RENEW), held, groups), (statement) -> {
 				int i = 0;
 				statement.setLong(++i, leaseDuration.toNanos() / 1000);
+				statement.setLong(++i, renewal);
 				i = MariaDbSql.bindHeld(statement, i, held);
 				statement.setString(++i, node.id());
 				return statement.executeUpdate();
 			});
 		}
+	}
+
+	private HeartbeatRows read(MariaDbConnections.Transaction tx, NodeRegistration node, Map<String, Long> held,
+			Collection<String> groups, Duration nodeExpiry, long renewal, Map<String, Long> sessions,
+			@Nullable MariaDbDaemonRows daemons) throws SQLException {
+		sessions.clear();
 		HeartbeatRows read = new HeartbeatRows(MariaDbCoordinationStore::lease, (rows) -> member(rows, nodeExpiry));
 		List<String> forgotten = new ArrayList<>();
 		String rowsSql = sql((daemons != null) ? TICK_ROWS_AND_DAEMONS : TICK_ROWS);
 		tx.run(MariaDbSql.inLists(rowsSql, held, groups), (statement) -> {
 			int i = MariaDbSql.bindHeld(statement, 0, held);
 			statement.setString(++i, node.id());
-			statement.setString(++i, node.id());
+			statement.setLong(++i, renewal);
 			for (String group : groups) {
 				statement.setString(++i, group);
 			}

@@ -23,6 +23,11 @@ final class MariaDbWakeUpWaiter {
 
 	private static final Log logger = LogFactory.getLog(MariaDbWakeUpWaiter.class);
 
+	/**
+	 * What the wait answers when no session holds the lock.
+	 */
+	private static final long FREE = -1;
+
 	private final String group;
 
 	private final MariaDbNamedLocks locks;
@@ -101,12 +106,12 @@ final class MariaDbWakeUpWaiter {
 				String name = this.locks.name(connection, this.group);
 				int timeoutSeconds = this.locks.timeoutSeconds();
 				Long got = await(connection, name, timeoutSeconds);
-				if (got == null) {
-					// The lock is free: nobody to wait for.
+				if (got != null && got == FREE) {
+					// Nobody to wait for.
 					consumed();
 					continue;
 				}
-				if (got == 1) {
+				if (got != null && got == 1) {
 					MariaDbNamedLocks.run(connection, "SELECT RELEASE_LOCK(?)", name, timeoutSeconds);
 					consumed();
 					ReleaseListener listener = this.listener.get();
@@ -140,13 +145,14 @@ final class MariaDbWakeUpWaiter {
 	 * @param name the lock's name
 	 * @param timeoutSeconds the query timeout, beside the wait
 	 * @return {@code 1} if this connection got the lock, {@code 0} if the wait timed out,
-	 * {@code null} if no session held it
+	 * {@link #FREE} if no session held it, {@code null} if the wait was interrupted (a
+	 * {@code KILL QUERY}), which {@code GET_LOCK} answers without an error
 	 */
 	private static @Nullable Long await(Connection connection, String name, int timeoutSeconds) throws SQLException {
 		// IF evaluates only the branch it returns.
 		try (PreparedStatement statement = connection
-			.prepareStatement("SET STATEMENT max_statement_time = 0 FOR SELECT IF(IS_USED_LOCK(?) IS NULL, NULL, "
-					+ "GET_LOCK(?, " + MariaDbWakeUps.WAIT_SECONDS + "))")) {
+			.prepareStatement("SET STATEMENT max_statement_time = 0 FOR SELECT IF(IS_USED_LOCK(?) IS NULL, " + FREE
+					+ ", " + "GET_LOCK(?, " + MariaDbWakeUps.WAIT_SECONDS + "))")) {
 			statement.setQueryTimeout(MariaDbWakeUps.WAIT_SECONDS + timeoutSeconds);
 			statement.setString(1, name);
 			statement.setString(2, name);

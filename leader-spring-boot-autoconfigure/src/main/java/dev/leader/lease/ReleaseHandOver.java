@@ -31,9 +31,19 @@ final class ReleaseHandOver {
 
 	/**
 	 * How long a follower waits before it acquires a released lease when the store named
-	 * another node to try first.
+	 * another node to try first: longer than the named node's acquire and grant take on a
+	 * busy machine, so that the others neither queue on the lease's row nor compete with
+	 * it for the machine, unless it fails to take the lease.
 	 */
-	private static final long RELEASE_STAGGER_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
+	private static final long RELEASE_STAGGER_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+
+	/**
+	 * How long a stopping node holds the rest of its shutdown (the context's close, the
+	 * daemons' drain, its connections' end) after it released leases while other nodes
+	 * live: the successor's acquire and its grant's events then have the machine to
+	 * themselves rather than share it with a JVM that shuts down.
+	 */
+	private static final long SUCCESSOR_HEAD_START_MILLIS = 50;
 
 	/**
 	 * How long after a release that named another node the end of the holder's session is
@@ -129,10 +139,30 @@ final class ReleaseHandOver {
 			Map<String, Long> held = stepDownAndReleaseAll();
 			if (!held.isEmpty()) {
 				GroupLeases.info("Leader node %s is stopping, released %s", this.nodeId, held.keySet());
+				giveSuccessorsAHeadStart();
 			}
 		}
 		finally {
 			this.roundTrips.lock().unlock();
+		}
+	}
+
+	/**
+	 * Waits {@link #SUCCESSOR_HEAD_START_MILLIS} if another node is alive to take over,
+	 * with the round trips' lock held, so that a context's close, which gives the leases
+	 * up too, waits for it as well.
+	 */
+	private void giveSuccessorsAHeadStart() {
+		boolean successors = this.groups.members()
+			.stream()
+			.anyMatch((member) -> member.alive() && !member.id().equals(this.nodeId));
+		if (successors) {
+			try {
+				Thread.sleep(SUCCESSOR_HEAD_START_MILLIS);
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+			}
 		}
 	}
 
