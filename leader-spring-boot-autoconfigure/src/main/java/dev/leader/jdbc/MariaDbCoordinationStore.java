@@ -17,7 +17,6 @@ import java.util.concurrent.Future;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 
@@ -141,9 +140,8 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 	private final AtomicReference<@Nullable Consumer<DaemonSnapshot>> daemonsFollower = new AtomicReference<>();
 
 	/**
-	 * Where the wake-ups observe this node's grants (the group's lock taken, a
-	 * crash-takeover term bound to the holding session): one thread at most, in order,
-	 * ended after a second idle.
+	 * Where the wake-ups bind the crash-takeover terms this node is granted to the
+	 * holding session: one thread at most, in order, ended after a second idle.
 	 */
 	private final ThreadPoolExecutor afterGrants = new ThreadPoolExecutor(0, 1, 1, TimeUnit.SECONDS,
 			new LinkedBlockingQueue<>(), (task) -> OwnThreads.daemon("leader-wake-grant", task));
@@ -280,30 +278,41 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 		if (lease != null) {
 			saw(lease);
 			MariaDbWakeUps wakeUps = this.wakeUps;
-			if (wakeUps != null && result.granted()) {
-				// Off the grant's path: nobody can take a term over by its session
-				// before it is bound, and the group's lock is a hint.
-				this.lastGrant = this.afterGrants.submit(() -> wakeUps.observed(lease, nodeId, true));
-			}
-			else if (wakeUps != null) {
+			if (wakeUps != null) {
 				awaitGrants();
+				// The group's lock at once, so that the followers refused wait for it.
 				wakeUps.observed(lease, nodeId, false);
+				if (result.granted() && wakeUps.binds(group)) {
+					// The binding off the grant's path: nobody can take a term over by
+					// its session before it is bound.
+					this.lastGrant = this.afterGrants.submit(() -> bind(wakeUps, lease, nodeId));
+				}
 			}
 		}
 		return result;
 	}
 
+	private static void bind(MariaDbWakeUps wakeUps, LeaseState lease, String nodeId) {
+		try {
+			wakeUps.observed(lease, nodeId, true);
+		}
+		catch (RuntimeException | Error ex) {
+			logger.warn("Could not bind the lease of " + lease.group() + " to the session holding this node's locks; "
+					+ "the next renewal tries again: " + ex, ex);
+		}
+	}
+
 	/**
-	 * Waits until the wake-ups have observed the grants made so far, so that they learn
-	 * of each lease in the order of this node's round trips. Bounded by the statements'
-	 * timeouts.
+	 * Waits until the wake-ups have bound the grants made so far, so that they learn of
+	 * each lease in the order of this node's round trips: each binding's statements are
+	 * bounded by the query timeout, and its borrow by the pool's.
 	 */
 	private void awaitGrants() {
 		try {
-			this.lastGrant.get(4L * this.connections.statements().timeoutSeconds(), TimeUnit.SECONDS);
+			this.lastGrant.get();
 		}
-		catch (ExecutionException | TimeoutException ex) {
-			logger.debug("The wake-ups' observation of a grant did not end: " + ex);
+		catch (ExecutionException ex) {
+			// bind logs its failures
 		}
 		catch (InterruptedException ex) {
 			Thread.currentThread().interrupt();

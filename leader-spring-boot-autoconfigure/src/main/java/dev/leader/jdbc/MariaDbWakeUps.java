@@ -206,6 +206,15 @@ final class MariaDbWakeUps {
 	}
 
 	/**
+	 * Tells whether a grant of the group binds the lease to the holding session.
+	 * @param group the group
+	 * @return whether the group is a crash-takeover group
+	 */
+	boolean binds(String group) {
+		return this.bindGroups.contains(group);
+	}
+
+	/**
 	 * Returns the doorbells of the daemon store, where nodes are bound.
 	 * @return the bells, or {@code null} if nodes are not bound
 	 */

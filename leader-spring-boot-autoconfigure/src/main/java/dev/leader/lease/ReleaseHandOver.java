@@ -31,17 +31,15 @@ final class ReleaseHandOver {
 
 	/**
 	 * How long a follower waits before it acquires a released lease when the store named
-	 * another node to try first: longer than the named node's acquire and grant take on a
-	 * busy machine, so that the others neither queue on the lease's row nor compete with
-	 * it for the machine, unless it fails to take the lease.
+	 * another node to try first.
 	 */
-	private static final long RELEASE_STAGGER_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+	private static final long RELEASE_STAGGER_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
 
 	/**
 	 * How long a stopping node holds the rest of its shutdown (the context's close, the
 	 * daemons' drain, its connections' end) after it released leases while other nodes
-	 * live: the successor's acquire and its grant's events then have the machine to
-	 * themselves rather than share it with a JVM that shuts down.
+	 * live: the successor's acquire and its grant's events then do not share the database
+	 * server, or a machine the nodes share, with the work of a shutdown.
 	 */
 	private static final long SUCCESSOR_HEAD_START_MILLIS = 50;
 

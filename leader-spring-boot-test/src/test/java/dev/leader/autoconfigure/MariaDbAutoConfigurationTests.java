@@ -106,6 +106,25 @@ class MariaDbAutoConfigurationTests {
 	}
 
 	@Test
+	void crashTakeoverOfTheDaemonsGroupOnAPoolTooSmallForTheConnectionsItKeepsFailsStartupOnMariaDb() {
+		this.contextRunner
+			.withPropertyValues("spring.datasource.hikari.maximum-pool-size=5",
+					"leader.lease.crash-takeover-groups=default")
+			.run((context) -> assertThat(context).hasFailed()
+				.getFailure()
+				.rootCause()
+				.hasMessageContaining("leader.lease.crash-takeover-groups [default] keeps at least 5 connections of "
+						+ "the pool for good (the session that holds the wake-up locks, its watcher, one waiting for "
+						+ "the holder of each such group led elsewhere, one waiting for the next node's session, one "
+						+ "waiting to be rung)")
+				.hasMessageContaining("set spring.datasource.hikari.maximum-pool-size to at least 6"));
+		this.contextRunner
+			.withPropertyValues("spring.datasource.hikari.maximum-pool-size=6",
+					"leader.lease.crash-takeover-groups=default")
+			.run((context) -> assertThat(context).hasNotFailed());
+	}
+
+	@Test
 	void retentionLimitsFailStartupOnMariaDbWhoseLogKeepsEveryEntry() {
 		this.contextRunner.withPropertyValues("leader.log.retention.max-entries=100").run((context) -> {
 			assertThat(context).hasFailed();
