@@ -3,6 +3,7 @@ package dev.leader.lease;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -43,6 +44,9 @@ final class GroupLeases {
 	private final Map<String, GroupLease> groups = new ConcurrentHashMap<>();
 
 	private final Object lock = new Object();
+
+	// Guarded by lock: the latest term of each group lost before its grant was known.
+	private final Map<String, LostTerm> lostBeforeGrant = new HashMap<>();
 
 	private final String nodeId;
 
@@ -182,6 +186,10 @@ final class GroupLeases {
 				publish(granted);
 				info("Leader group=%s node=%s action=granted term=%d latency=%dms", group.name(), this.nodeId,
 						lease.term(), TimeUnit.NANOSECONDS.toMillis(received - sent));
+				LostTerm lost = this.lostBeforeGrant.remove(group.name());
+				if (lost != null && lost.term() >= lease.term()) {
+					stepDown(group, lost.reason(), -1);
+				}
 				synchronized (group) {
 					group.notifyAll();
 				}
@@ -244,7 +252,10 @@ final class GroupLeases {
 	}
 
 	/**
-	 * Steps down from the groups whose term this node still holds.
+	 * Steps down from the groups whose term this node still holds. A term it does not
+	 * hold may be one whose grant is on its way back to this node (a store that learns of
+	 * the loss while it answers the acquire): it is remembered, and a grant of it, or of
+	 * an earlier term, is stepped down from as soon as it arrives.
 	 * @param terms the terms, by group name
 	 * @param reason why this node steps down
 	 */
@@ -254,6 +265,10 @@ final class GroupLeases {
 				GroupLease group = this.groups.get(name);
 				if (group != null && group.holds(term)) {
 					stepDown(group, reason, -1);
+				}
+				else if (group != null) {
+					this.lostBeforeGrant.merge(name, new LostTerm(term, reason),
+							(known, lost) -> (lost.term() > known.term()) ? lost : known);
 				}
 			});
 		}
@@ -423,6 +438,9 @@ final class GroupLeases {
 		if (logger.isInfoEnabled()) {
 			logger.info(String.format(format, args));
 		}
+	}
+
+	private record LostTerm(long term, RevokeReason reason) {
 	}
 
 }

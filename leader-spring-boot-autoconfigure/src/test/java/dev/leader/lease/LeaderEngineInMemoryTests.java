@@ -8,13 +8,18 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 
 import dev.leader.FencingToken;
 import dev.leader.LeaderInfo;
 import dev.leader.Leadership;
 import dev.leader.LeadershipGrantedEvent;
 import dev.leader.LeadershipRevokedEvent;
+import dev.leader.lease.CoordinationStore.AcquireResult;
+import dev.leader.lease.CoordinationStore.ReleaseListener;
 import dev.leader.node.NodeRegistration;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -186,6 +191,46 @@ class LeaderEngineInMemoryTests {
 		}
 		assertThat(terms).containsExactly(1L, 2L, 3L);
 		assertThat(a.sinceLastHeartbeat()).isPresent();
+	}
+
+	/**
+	 * A store may learn that a term's session was lost while it answers the acquire that
+	 * granted it (MariaDB's binding of a crash-takeover term fails on the holding
+	 * session): the loss, reported before the engine knows of the grant, still steps it
+	 * down from that term.
+	 */
+	@Test
+	void sessionLossReportedBeforeTheGrantArrivesStepsDownFromTheGrantedTerm() throws Exception {
+		AtomicBoolean reported = new AtomicBoolean();
+		AtomicReference<@Nullable ReleaseListener> listening = new AtomicReference<>();
+		InMemoryCoordinationStore losing = new InMemoryCoordinationStore() {
+
+			@Override
+			public AutoCloseable listen(ReleaseListener listener) {
+				listening.set(listener);
+				return super.listen(listener);
+			}
+
+			@Override
+			public AcquireResult acquire(String group, String nodeId, Duration duration) {
+				AcquireResult result = super.acquire(group, nodeId, duration);
+				ReleaseListener listener = listening.get();
+				if (result.granted() && listener != null && reported.compareAndSet(false, true)) {
+					listener.sessionLost(Map.of(group, result.lease().term()));
+				}
+				return result;
+			}
+
+		};
+		List<Object> received = new CopyOnWriteArrayList<>();
+		LeaderEngine engine = new LeaderEngine(losing, LONG_LEASE,
+				new NodeRegistration("a", "a", "localhost", ProcessHandle.current().pid()), List.of(GROUP),
+				received::add);
+		this.engines.add(engine);
+		this.events.put("a", received);
+		engine.start();
+		await().atMost(Duration.ofSeconds(5)).until(() -> transitions("a").size() >= 2);
+		assertThat(transitions("a")).startsWith("granted 1", "revoked 1 SESSION_LOST");
 	}
 
 	private LeaderEngine start(LeaseSettings settings, String id) {
