@@ -44,6 +44,9 @@ import org.jspecify.annotations.Nullable;
  * taken first, and its times read after them, so that the transition is as atomic and as
  * well ordered as the PostgreSQL statement.
  * <p>
+ * The heartbeat and the daemons' read need no transaction where the pool auto-commits:
+ * their statements each commit on their own ({@link #autoCommitted}).
+ * <p>
  * Unlike on PostgreSQL, the pool's check of a connection that idled is a ping, not a
  * transaction, so connections are borrowed for each transition rather than kept.
  * Thread-safe.
