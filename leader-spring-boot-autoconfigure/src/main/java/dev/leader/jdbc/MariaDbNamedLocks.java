@@ -154,7 +154,7 @@ final class MariaDbNamedLocks {
 	/**
 	 * Runs a lock function on a lock's name.
 	 * @param connection the connection
-	 * @param sql the statement, with the name as its only parameter
+	 * @param sql the statement, with the name as each of its parameters
 	 * @param name the lock's name
 	 * @param timeoutSeconds the query timeout
 	 * @return the function's result, or {@code null} if it is {@code NULL}
@@ -163,7 +163,10 @@ final class MariaDbNamedLocks {
 	static @Nullable Long run(Connection connection, String sql, String name, int timeoutSeconds) throws SQLException {
 		try (PreparedStatement statement = connection.prepareStatement(sql)) {
 			statement.setQueryTimeout(timeoutSeconds);
-			statement.setString(1, name);
+			long parameters = sql.chars().filter((c) -> c == '?').count();
+			for (int i = 1; i <= parameters; i++) {
+				statement.setString(i, name);
+			}
 			try (ResultSet row = statement.executeQuery()) {
 				row.next();
 				long value = row.getLong(1);

@@ -1,8 +1,6 @@
 package dev.leader.jdbc;
 
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
@@ -150,18 +148,10 @@ final class MariaDbWakeUpWaiter {
 	 */
 	private static @Nullable Long await(Connection connection, String name, int timeoutSeconds) throws SQLException {
 		// IF evaluates only the branch it returns.
-		try (PreparedStatement statement = connection
-			.prepareStatement("SET STATEMENT max_statement_time = 0 FOR SELECT IF(IS_USED_LOCK(?) IS NULL, " + FREE
-					+ ", " + "GET_LOCK(?, " + MariaDbWakeUps.WAIT_SECONDS + "))")) {
-			statement.setQueryTimeout(MariaDbWakeUps.WAIT_SECONDS + timeoutSeconds);
-			statement.setString(1, name);
-			statement.setString(2, name);
-			try (ResultSet row = statement.executeQuery()) {
-				row.next();
-				long value = row.getLong(1);
-				return row.wasNull() ? null : value;
-			}
-		}
+		return MariaDbNamedLocks.run(connection,
+				"SET STATEMENT max_statement_time = 0 FOR SELECT IF(IS_USED_LOCK(?) " + "IS NULL, " + FREE
+						+ ", GET_LOCK(?, " + MariaDbWakeUps.WAIT_SECONDS + "))",
+				name, MariaDbWakeUps.WAIT_SECONDS + timeoutSeconds);
 	}
 
 	// Waits until another node holds the lease and something was learned since the
