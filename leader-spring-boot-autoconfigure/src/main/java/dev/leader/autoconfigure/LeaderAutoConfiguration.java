@@ -20,8 +20,10 @@ import dev.leader.jdbc.LeaderSchemaMigration;
 import dev.leader.jdbc.PostgresStoresConfiguration;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore;
+import dev.leader.lease.Enrolment;
 import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseSettings;
+import dev.leader.lease.LeaseStatus;
 import dev.leader.log.DecisionLogConfiguration;
 import dev.leader.log.LogApplier;
 import dev.leader.log.LogRetention;
@@ -168,10 +170,14 @@ public final class LeaderAutoConfiguration {
 	 * The coordinator takes the engine's lifecycle as a dependency, so that the context
 	 * starts it after the engine and stops it, handing its daemons over on a live node,
 	 * before the engine deregisters the node. On a context's close the leases are given
-	 * up before either stops, see {@link LeaderEngineLifecycle}.
-	 * @param engine the engine whose groups hold the daemons' leadership
-	 * @param engineLifecycle the engine's lifecycle, a dependency only to order the
-	 * coordinator after it
+	 * up before either stops, see {@link LeaderEngineLifecycle}. It depends on the node's
+	 * leadership only through its three views, so that a {@link Leadership} bean of the
+	 * application's that offers them too runs daemons as well.
+	 * @param leadership the node's leadership, whose groups hold the daemons' leadership
+	 * @param status its status
+	 * @param enrolment where the daemons enrol with it
+	 * @param engineLifecycle the engine's lifecycle, if the engine is the starter's, a
+	 * dependency only to order the coordinator after it
 	 * @param store the store of daemon assignments
 	 * @param settings the daemon settings
 	 * @param beanFactory the factory to find the {@link DaemonAgent} beans in
@@ -182,12 +188,14 @@ public final class LeaderAutoConfiguration {
 	 */
 	@Bean
 	@ConditionalOnMissingBean
-	@ConditionalOnBean({ LeaderEngine.class, DaemonStore.class, DaemonSettings.class })
-	DaemonCoordinator leaderDaemonCoordinator(LeaderEngine engine, LeaderEngineLifecycle engineLifecycle,
-			DaemonStore store, DaemonSettings settings, ListableBeanFactory beanFactory,
-			ApplicationEventPublisher publisher, ObjectProvider<ObservationRegistry> observationRegistry) {
+	@ConditionalOnBean({ Leadership.class, LeaseStatus.class, Enrolment.class, DaemonStore.class,
+			DaemonSettings.class })
+	DaemonCoordinator leaderDaemonCoordinator(Leadership leadership, LeaseStatus status, Enrolment enrolment,
+			@Nullable LeaderEngineLifecycle engineLifecycle, DaemonStore store, DaemonSettings settings,
+			ListableBeanFactory beanFactory, ApplicationEventPublisher publisher,
+			ObjectProvider<ObservationRegistry> observationRegistry) {
 		Map<String, DaemonAgent> agents = beanFactory.getBeansOfType(DaemonAgent.class);
-		DaemonCoordinator coordinator = new DaemonCoordinator(engine, store, settings,
+		DaemonCoordinator coordinator = new DaemonCoordinator(leadership, status, enrolment, store, settings,
 				DaemonCoordinator.agentsByName(agents), publisher::publishEvent);
 		observationRegistry.ifUnique(coordinator::setObservationRegistry);
 		return coordinator;

@@ -1,5 +1,6 @@
 package dev.leader.autoconfigure;
 
+import dev.leader.Leadership;
 import dev.leader.actuate.DecisionLogHealthIndicator;
 import dev.leader.actuate.LeadershipEndpoint;
 import dev.leader.actuate.LeadershipEndpointWebExtension;
@@ -7,7 +8,7 @@ import dev.leader.actuate.LeadershipHealthIndicator;
 import dev.leader.alone.LeaderMode;
 import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.daemon.DaemonStatus;
-import dev.leader.lease.LeaderEngine;
+import dev.leader.lease.LeaseStatus;
 import dev.leader.log.DecisionLog;
 
 import org.springframework.beans.factory.ObjectProvider;
@@ -28,7 +29,7 @@ import org.springframework.context.annotation.Configuration;
  * the health indicator.
  */
 @AutoConfiguration(after = LeaderAutoConfiguration.class)
-@ConditionalOnBean(LeaderEngine.class)
+@ConditionalOnBean({ Leadership.class, LeaseStatus.class })
 public final class LeaderEndpointAutoConfiguration {
 
 	@Configuration(proxyBeanMethods = false)
@@ -38,11 +39,12 @@ public final class LeaderEndpointAutoConfiguration {
 
 		@Bean
 		@ConditionalOnMissingBean
-		LeadershipEndpoint leadershipEndpoint(LeaderEngine engine, ObjectProvider<DaemonCoordinator> daemons,
-				ObjectProvider<DecisionLog> log, ObjectProvider<LeaderMode> mode) {
+		LeadershipEndpoint leadershipEndpoint(Leadership leadership, LeaseStatus status,
+				ObjectProvider<DaemonCoordinator> daemons, ObjectProvider<DecisionLog> log,
+				ObjectProvider<LeaderMode> mode) {
 			DaemonCoordinator coordinator = daemons.getIfAvailable();
 			LeaderMode leaderMode = mode.getIfAvailable();
-			return new LeadershipEndpoint(engine, engine, coordinator, coordinator, log.getIfAvailable(),
+			return new LeadershipEndpoint(leadership, status, coordinator, coordinator, log.getIfAvailable(),
 					(leaderMode != null) ? leaderMode.name() : "cluster",
 					(leaderMode != null) ? leaderMode.reason() : null);
 		}
@@ -64,8 +66,8 @@ public final class LeaderEndpointAutoConfiguration {
 
 		@Bean
 		@ConditionalOnMissingBean(name = "leadershipHealthIndicator")
-		LeadershipHealthIndicator leadershipHealthIndicator(LeaderEngine engine, ObjectProvider<DaemonStatus> daemons) {
-			return new LeadershipHealthIndicator(engine, daemons.getIfAvailable());
+		LeadershipHealthIndicator leadershipHealthIndicator(LeaseStatus status, ObjectProvider<DaemonStatus> daemons) {
+			return new LeadershipHealthIndicator(status, daemons.getIfAvailable());
 		}
 
 		@Bean

@@ -1,9 +1,11 @@
 package dev.leader.autoconfigure;
 
+import dev.leader.Leadership;
 import dev.leader.actuate.LeaderMetrics;
 import dev.leader.daemon.DaemonStatus;
 import dev.leader.fencing.Fencing;
-import dev.leader.lease.LeaderEngine;
+import dev.leader.lease.Enrolment;
+import dev.leader.lease.LeaseStatus;
 import dev.leader.log.DecisionLog;
 import io.micrometer.core.instrument.MeterRegistry;
 
@@ -26,14 +28,14 @@ import org.springframework.context.annotation.Bean;
 		afterName = { "org.springframework.boot.micrometer.metrics.autoconfigure.MetricsAutoConfiguration",
 				"org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration" })
 @ConditionalOnClass(MeterRegistry.class)
-@ConditionalOnBean({ LeaderEngine.class, MeterRegistry.class })
+@ConditionalOnBean({ Leadership.class, LeaseStatus.class, Enrolment.class, MeterRegistry.class })
 public final class LeaderMetricsAutoConfiguration {
 
 	@Bean
 	@ConditionalOnMissingBean
-	LeaderMetrics leaderMetrics(LeaderEngine engine, ObjectProvider<Fencing> fencing,
+	LeaderMetrics leaderMetrics(LeaseStatus status, Leadership leadership, ObjectProvider<Fencing> fencing,
 			ObjectProvider<DaemonStatus> daemons, ObjectProvider<DecisionLog> log) {
-		return new LeaderMetrics(engine, engine, fencing.getIfAvailable(), daemons.getIfAvailable(),
+		return new LeaderMetrics(status, leadership, fencing.getIfAvailable(), daemons.getIfAvailable(),
 				log.getIfAvailable());
 	}
 
@@ -41,10 +43,10 @@ public final class LeaderMetricsAutoConfiguration {
 	// monitor too: the metrics depend on the engine, so the engine cannot take them when
 	// it is created.
 	@Bean
-	SmartInitializingSingleton leaderMetricsMonitor(LeaderEngine engine, ObjectProvider<LeaderMetrics> metrics,
+	SmartInitializingSingleton leaderMetricsMonitor(Enrolment enrolment, ObjectProvider<LeaderMetrics> metrics,
 			ObjectProvider<DecisionLog> log) {
 		return () -> metrics.ifUnique((monitor) -> {
-			engine.setMonitor(monitor);
+			enrolment.setMonitor(monitor);
 			log.ifUnique((logs) -> logs.setMonitor(monitor));
 		});
 	}

@@ -16,10 +16,12 @@ import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 
 import dev.leader.DaemonAgent;
+import dev.leader.Leadership;
 import dev.leader.LeadershipGrantedEvent;
 import dev.leader.NodeJoinedEvent;
 import dev.leader.NodeLeftEvent;
-import dev.leader.lease.LeaderEngine;
+import dev.leader.lease.Enrolment;
+import dev.leader.lease.LeaseStatus;
 import dev.leader.node.Names;
 import dev.leader.node.OrderedEvents;
 import dev.leader.node.OwnThreads;
@@ -130,9 +132,12 @@ public final class DaemonCoordinator implements SmartLifecycle, DaemonStatus, Da
 	private volatile boolean running;
 
 	/**
-	 * Creates a coordinator. Makes the engine advertise the agents' names and, if there
-	 * are any, take part in the daemons group, so create it before the engine starts.
-	 * @param engine the engine of this node
+	 * Creates a coordinator. Makes the node advertise the agents' names and, if there are
+	 * any, take part in the daemons group, so create it before the node's leadership
+	 * starts.
+	 * @param leadership this node's leadership
+	 * @param status its status
+	 * @param enrolment where the daemons enrol with it
 	 * @param store the store
 	 * @param settings the settings
 	 * @param agents the agents this node can run, by daemon name, see
@@ -142,25 +147,25 @@ public final class DaemonCoordinator implements SmartLifecycle, DaemonStatus, Da
 	 * @throws IllegalArgumentException if there are agents and the acknowledge timeout is
 	 * not more than twice the engine's renew interval, or if an agent's name is invalid
 	 */
-	public DaemonCoordinator(LeaderEngine engine, DaemonStore store, DaemonSettings settings,
-			Map<String, DaemonAgent> agents, Consumer<Object> publisher) {
+	public DaemonCoordinator(Leadership leadership, LeaseStatus status, Enrolment enrolment, DaemonStore store,
+			DaemonSettings settings, Map<String, DaemonAgent> agents, Consumer<Object> publisher) {
 		// Only a node that runs daemons acknowledges them, at the latest on its next
 		// poll.
 		if (!agents.isEmpty()) {
-			settings.requireAckTimeoutAllowsAPoll(engine.settings());
+			settings.requireAckTimeoutAllowsAPoll(status.settings());
 		}
 		agents.keySet().forEach((name) -> Names.requireValid("daemon name", name));
 		this.settings = settings;
 		this.agents = Collections.unmodifiableMap(new TreeMap<>(agents));
-		this.nodeId = engine.nodeId();
+		this.nodeId = status.nodeId();
 		if (!this.agents.isEmpty()) {
 			// Someone must lead the daemons group for this node's daemons to be assigned.
 			// A node without agents takes part only if its groups name it; it then plans
 			// like any other leader.
-			engine.addGroup(settings.group());
+			enrolment.addGroup(settings.group());
 		}
-		engine.advertiseDaemons(this.agents.keySet());
-		LocalNode node = LocalNode.of(engine, settings.group());
+		enrolment.advertiseDaemons(this.agents.keySet());
+		LocalNode node = LocalNode.of(leadership, status, enrolment, settings.group());
 		this.events = new OrderedEvents(this.threads, "leader-daemon-events", "Daemon node " + this.nodeId, publisher);
 		this.leader = new LeaderCycle(node, store, settings);
 		this.reconciler = new NodeReconciler(node, store, settings, this.agents, this.events::publish, this::wake,

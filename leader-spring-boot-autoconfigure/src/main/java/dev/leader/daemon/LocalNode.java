@@ -4,14 +4,16 @@ import java.time.Duration;
 import java.util.Optional;
 
 import dev.leader.FencingToken;
-import dev.leader.lease.LeaderEngine;
+import dev.leader.Leadership;
+import dev.leader.lease.Enrolment;
 import dev.leader.lease.LeaseSettings;
+import dev.leader.lease.LeaseStatus;
 
 /**
- * This node as the daemon package sees its {@link LeaderEngine}: its id and timing,
- * whether it leads the daemons group, and when it sent its last heartbeat that succeeded.
- * The helpers of the coordinator depend on this rather than on the engine, so that they
- * can be tested without one. Every method may be called from any thread.
+ * This node as the daemon package sees its leadership: its id and timing, whether it
+ * leads the daemons group, and when it sent its last heartbeat that succeeded. The
+ * helpers of the coordinator depend on this rather than on the engine, so that they can
+ * be tested without one. Every method may be called from any thread.
  */
 interface LocalNode {
 
@@ -101,52 +103,54 @@ interface LocalNode {
 	}
 
 	/**
-	 * Returns the view of an engine.
-	 * @param engine the engine of this node
+	 * Returns the view of this node's leadership.
+	 * @param leadership this node's leadership
+	 * @param status its status
+	 * @param enrolment where the daemons enrol with it
 	 * @param group the daemons group
 	 * @return the view
 	 */
-	static LocalNode of(LeaderEngine engine, String group) {
+	static LocalNode of(Leadership leadership, LeaseStatus status, Enrolment enrolment, String group) {
 		return new LocalNode() {
 
 			@Override
 			public String id() {
-				return engine.nodeId();
+				return status.nodeId();
 			}
 
 			@Override
 			public LeaseSettings lease() {
-				return engine.settings();
+				return status.settings();
 			}
 
 			@Override
 			public boolean leads() {
-				return engine.groups().contains(group) && engine.isLeader(group);
+				return leadership.groups().contains(group) && leadership.isLeader(group);
 			}
 
 			@Override
 			public Optional<FencingToken> token() {
-				return leads() ? engine.token(group) : Optional.empty();
+				return leads() ? leadership.token(group) : Optional.empty();
 			}
 
 			@Override
 			public Optional<Duration> sinceLastHeartbeat() {
-				return engine.sinceLastHeartbeat();
+				return status.sinceLastHeartbeat();
 			}
 
 			@Override
 			public long sessionsLost() {
-				return engine.sessionsLost();
+				return status.sessionsLost();
 			}
 
 			@Override
 			public boolean sessionLostSince(long nanoTime) {
-				return engine.sessionLostSince(nanoTime);
+				return status.sessionLostSince(nanoTime);
 			}
 
 			@Override
 			public void onSessionLost(Runnable action) {
-				engine.onSessionLost(action);
+				enrolment.onSessionLost(action);
 			}
 
 		};

@@ -84,7 +84,7 @@ import org.jspecify.annotations.Nullable;
  * receives the time groups go without a leader. Each transition is logged once at INFO
  * with group, node, action, term and latency; the steady-state round trip only at DEBUG.
  */
-public final class LeaderEngine implements Leadership, LeaseStatus {
+public final class LeaderEngine implements Leadership, LeaseStatus, Enrolment {
 
 	private static final Log logger = LogFactory.getLog(LeaderEngine.class);
 
@@ -142,12 +142,7 @@ public final class LeaderEngine implements Leadership, LeaseStatus {
 		groups.forEach(this::addGroup);
 	}
 
-	/**
-	 * Adds a group to take part in; a group added while running joins the election on the
-	 * next round trip.
-	 * @param group the group name
-	 * @throws IllegalArgumentException if the name is invalid
-	 */
+	@Override
 	public void addGroup(String group) {
 		Names.requireValid("group name", group);
 		this.groups.add(group);
@@ -162,30 +157,17 @@ public final class LeaderEngine implements Leadership, LeaseStatus {
 		this.roundTrips.setObservationRegistry(observationRegistry);
 	}
 
-	/**
-	 * Sets the monitor that receives measurements for metrics; none by default. Call it
-	 * before {@link #start()}.
-	 * @param monitor the monitor
-	 */
+	@Override
 	public void setMonitor(LeaseMonitor monitor) {
 		this.groups.setMonitor(monitor);
 	}
 
-	/**
-	 * Sets the daemons this node advertises; the next heartbeat writes them.
-	 * @param daemons the daemons this node can run
-	 */
+	@Override
 	public void advertiseDaemons(Set<String> daemons) {
 		this.roundTrips.advertiseDaemons(daemons);
 	}
 
-	/**
-	 * Sets the base URL and zone this node advertises in the membership; the next
-	 * heartbeat writes them.
-	 * @param baseUrl the URL other nodes reach this node at, or {@code null}
-	 * @param zone the zone, or {@code null}
-	 * @throws IllegalArgumentException if the URL or zone is invalid
-	 */
+	@Override
 	public void advertiseAddress(@Nullable String baseUrl, @Nullable String zone) {
 		this.roundTrips.advertiseAddress(baseUrl, zone);
 	}
@@ -389,31 +371,17 @@ public final class LeaderEngine implements Leadership, LeaseStatus {
 		return this.roundTrips.sinceLastHeartbeat();
 	}
 
-	/**
-	 * Returns how many times the database session that bound this node ended (when
-	 * {@code leader.lease.crash-takeover-groups} names the daemons group), so that the
-	 * daemons of a node bound to its session stop the moment it changes.
-	 * @return the count since the engine was created
-	 */
+	@Override
 	public long sessionsLost() {
 		return this.sessionsLost.get();
 	}
 
-	/**
-	 * Returns whether the database session that bound this node ended at or after the
-	 * given instant.
-	 * @param nanoTime the instant, on {@link System#nanoTime()}
-	 * @return whether it did
-	 */
+	@Override
 	public boolean sessionLostSince(long nanoTime) {
 		return this.sessionsLost.get() > 0 && this.sessionLostAt - nanoTime >= 0;
 	}
 
-	/**
-	 * Runs an action each time {@link #sessionsLost()} rises, once the node stepped down
-	 * from the leases that session bound.
-	 * @param action the action, run on a thread of the store's; it must return quickly
-	 */
+	@Override
 	public void onSessionLost(Runnable action) {
 		this.sessionLostActions.add(action);
 	}

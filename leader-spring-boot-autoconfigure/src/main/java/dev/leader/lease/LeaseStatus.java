@@ -64,6 +64,22 @@ public interface LeaseStatus {
 	Optional<Duration> sinceLastHeartbeat();
 
 	/**
+	 * Returns how many times the coordinator's session that bound this node ended (when
+	 * {@code leader.lease.crash-takeover-groups} names the daemons group), so that the
+	 * daemons of a node bound to its session stop the moment it changes.
+	 * @return the count since the node was created
+	 */
+	long sessionsLost();
+
+	/**
+	 * Returns whether the coordinator's session that bound this node ended at or after
+	 * the given instant.
+	 * @param nanoTime the instant, on {@link System#nanoTime()}
+	 * @return whether it did
+	 */
+	boolean sessionLostSince(long nanoTime);
+
+	/**
 	 * Returns the members as last read.
 	 * @return the members
 	 */

@@ -3,7 +3,7 @@ package dev.leader.web;
 import java.util.Map;
 import java.util.TreeSet;
 
-import dev.leader.lease.LeaderEngine;
+import dev.leader.lease.Enrolment;
 import dev.leader.log.DecisionLog;
 import dev.leader.node.Names;
 import org.jspecify.annotations.Nullable;
@@ -25,13 +25,13 @@ final class AnnotatedHandlers implements SmartInitializingSingleton {
 
 	private final ListableBeanFactory beanFactory;
 
-	private final LeaderEngine engine;
+	private final Enrolment enrolment;
 
 	private final @Nullable DecisionLog log;
 
-	AnnotatedHandlers(ListableBeanFactory beanFactory, LeaderEngine engine, @Nullable DecisionLog log) {
+	AnnotatedHandlers(ListableBeanFactory beanFactory, Enrolment enrolment, @Nullable DecisionLog log) {
 		this.beanFactory = beanFactory;
-		this.engine = engine;
+		this.enrolment = enrolment;
 		this.log = log;
 	}
 
@@ -58,7 +58,7 @@ final class AnnotatedHandlers implements SmartInitializingSingleton {
 		}
 		ForwardToLeader leaderRequest = FollowerReadInterceptor.annotation(handler, ForwardToLeader.class);
 		if (leaderRequest != null) {
-			this.engine.addGroup(valid(handler, "@ForwardToLeader", leaderRequest.group()));
+			this.enrolment.addGroup(valid(handler, "@ForwardToLeader", leaderRequest.group()));
 		}
 	}
 

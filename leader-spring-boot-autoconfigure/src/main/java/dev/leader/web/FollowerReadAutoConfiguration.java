@@ -1,8 +1,10 @@
 package dev.leader.web;
 
+import dev.leader.Leadership;
 import dev.leader.autoconfigure.LeaderAutoConfiguration;
 import dev.leader.autoconfigure.LeaderProperties;
-import dev.leader.lease.LeaderEngine;
+import dev.leader.lease.Enrolment;
+import dev.leader.lease.LeaseStatus;
 import dev.leader.log.DecisionLog;
 
 import org.springframework.beans.factory.ListableBeanFactory;
@@ -27,21 +29,21 @@ import org.springframework.web.servlet.config.annotation.WebMvcConfigurer;
 		afterName = "org.springframework.boot.webmvc.autoconfigure.WebMvcAutoConfiguration")
 @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.SERVLET)
 @ConditionalOnClass({ DispatcherServlet.class, WebMvcConfigurer.class })
-@ConditionalOnBean(LeaderEngine.class)
+@ConditionalOnBean({ Leadership.class, LeaseStatus.class, Enrolment.class })
 public final class FollowerReadAutoConfiguration {
 
 	@Bean
 	@ConditionalOnMissingBean
-	NodeAddressAdvertiser leaderNodeAddressAdvertiser(LeaderEngine engine, LeaderProperties properties,
-			Environment environment) {
-		return new NodeAddressAdvertiser(engine, environment, properties.getNode().getBaseUrl() != null,
-				properties.getNode().getZone());
+	NodeAddressAdvertiser leaderNodeAddressAdvertiser(Enrolment enrolment, Leadership leadership,
+			LeaderProperties properties, Environment environment) {
+		return new NodeAddressAdvertiser(enrolment, leadership.nodeId(), environment,
+				properties.getNode().getBaseUrl() != null, properties.getNode().getZone());
 	}
 
 	@Bean
 	@ConditionalOnMissingBean
-	NearestNodeRouter leaderNearestNodeRouter(LeaderEngine engine, LeaderProperties properties) {
-		return new NearestNodeRouter(engine::members, properties.getNode().getZone());
+	NearestNodeRouter leaderNearestNodeRouter(LeaseStatus status, LeaderProperties properties) {
+		return new NearestNodeRouter(status::members, properties.getNode().getZone());
 	}
 
 	@Bean
@@ -63,17 +65,17 @@ public final class FollowerReadAutoConfiguration {
 
 	@Bean
 	@ConditionalOnMissingBean
-	FollowerReadWebMvcConfigurer leaderFollowerReadWebMvcConfigurer(LeaderEngine engine,
+	FollowerReadWebMvcConfigurer leaderFollowerReadWebMvcConfigurer(Leadership leadership, LeaseStatus status,
 			ObjectProvider<DecisionLog> log, FollowerReadSettings settings) {
-		return new FollowerReadWebMvcConfigurer(new FollowerReadInterceptor(log.getIfAvailable(), engine,
-				new LeaderForwarder(engine, settings.forwardTimeout()), settings));
+		return new FollowerReadWebMvcConfigurer(new FollowerReadInterceptor(log.getIfAvailable(), leadership,
+				new LeaderForwarder(leadership, status, settings.forwardTimeout()), settings));
 	}
 
 	@Bean
 	@ConditionalOnMissingBean
-	AnnotatedHandlers leaderAnnotatedHandlers(ListableBeanFactory beanFactory, LeaderEngine engine,
+	AnnotatedHandlers leaderAnnotatedHandlers(ListableBeanFactory beanFactory, Enrolment enrolment,
 			ObjectProvider<DecisionLog> log) {
-		return new AnnotatedHandlers(beanFactory, engine, log.getIfAvailable());
+		return new AnnotatedHandlers(beanFactory, enrolment, log.getIfAvailable());
 	}
 
 	@Bean

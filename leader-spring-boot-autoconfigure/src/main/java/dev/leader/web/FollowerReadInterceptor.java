@@ -5,7 +5,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Optional;
 
-import dev.leader.lease.LeaderEngine;
+import dev.leader.Leadership;
 import dev.leader.log.DecisionLog;
 import dev.leader.log.LogDivergedException;
 import jakarta.servlet.http.HttpServletRequest;
@@ -40,16 +40,16 @@ final class FollowerReadInterceptor implements HandlerInterceptor {
 
 	private final @Nullable DecisionLog log;
 
-	private final LeaderEngine engine;
+	private final Leadership leadership;
 
 	private final LeaderForwarder forwarder;
 
 	private final FollowerReadSettings settings;
 
-	FollowerReadInterceptor(@Nullable DecisionLog log, LeaderEngine engine, LeaderForwarder forwarder,
+	FollowerReadInterceptor(@Nullable DecisionLog log, Leadership leadership, LeaderForwarder forwarder,
 			FollowerReadSettings settings) {
 		this.log = log;
-		this.engine = engine;
+		this.leadership = leadership;
 		this.forwarder = forwarder;
 		this.settings = settings;
 	}
@@ -98,9 +98,9 @@ final class FollowerReadInterceptor implements HandlerInterceptor {
 		}
 		boolean forwarded = request.getHeader(ReadHeaders.FORWARDED_BY) != null;
 		try {
-			if (headers.consistency() == ReadConsistency.LEADER && !this.engine.isLeader(group)) {
+			if (headers.consistency() == ReadConsistency.LEADER && !this.leadership.isLeader(group)) {
 				return unservable(log, group, request, response, forwarded, true,
-						"the read asks for the leader, and node " + this.engine.nodeId() + " does not lead group "
+						"the read asks for the leader, and node " + this.leadership.nodeId() + " does not lead group "
 								+ group);
 			}
 			if (withinLimits(log, group, headers)) {
@@ -112,11 +112,11 @@ final class FollowerReadInterceptor implements HandlerInterceptor {
 					.ifPresent(
 							(bound) -> request.setAttribute(STALENESS_ATTRIBUTE, new long[] { bound.toNanos(), now }));
 				describe(log, group, response);
-				response.setHeader(ReadHeaders.SERVED_BY, this.engine.nodeId());
+				response.setHeader(ReadHeaders.SERVED_BY, this.leadership.nodeId());
 				return true;
 			}
 			return unservable(log, group, request, response, forwarded, this.settings.forward(),
-					"node " + this.engine.nodeId() + " could not serve a " + headers.consistency().value()
+					"node " + this.leadership.nodeId() + " could not serve a " + headers.consistency().value()
 							+ " read of group " + group + " within " + this.settings.localWait().toMillis() + " ms");
 		}
 		catch (LogDivergedException ex) {
@@ -128,11 +128,11 @@ final class FollowerReadInterceptor implements HandlerInterceptor {
 				return answer(response, HttpServletResponse.SC_CONFLICT, ex.getMessage());
 			}
 			return unservable(log, group, request, response, forwarded, true,
-					"node " + this.engine.nodeId() + " cannot apply group " + group + ": " + ex.getMessage());
+					"node " + this.leadership.nodeId() + " cannot apply group " + group + ": " + ex.getMessage());
 		}
 		catch (DataAccessException ex) {
 			return unservable(log, group, request, response, forwarded, true,
-					"node " + this.engine.nodeId() + " could not read the log of group " + group + ": " + ex);
+					"node " + this.leadership.nodeId() + " could not read the log of group " + group + ": " + ex);
 		}
 		catch (InterruptedException ex) {
 			Thread.currentThread().interrupt();
@@ -155,12 +155,12 @@ final class FollowerReadInterceptor implements HandlerInterceptor {
 
 	private boolean toLeader(String group, HttpServletRequest request, HttpServletResponse response)
 			throws IOException {
-		if (this.engine.isLeader(group)) {
-			response.setHeader(ReadHeaders.SERVED_BY, this.engine.nodeId());
+		if (this.leadership.isLeader(group)) {
+			response.setHeader(ReadHeaders.SERVED_BY, this.leadership.nodeId());
 			return true;
 		}
 		return unservable(null, group, request, response, request.getHeader(ReadHeaders.FORWARDED_BY) != null, true,
-				"node " + this.engine.nodeId() + " does not lead group " + group);
+				"node " + this.leadership.nodeId() + " does not lead group " + group);
 	}
 
 	private boolean unservable(@Nullable DecisionLog log, String group, HttpServletRequest request,
@@ -170,7 +170,7 @@ final class FollowerReadInterceptor implements HandlerInterceptor {
 			why += "; the request was forwarded by node " + request.getHeader(ReadHeaders.FORWARDED_BY)
 					+ " and is not forwarded again";
 		}
-		else if (forward && !this.engine.isLeader(group)) {
+		else if (forward && !this.leadership.isLeader(group)) {
 			try {
 				this.forwarder.forward(group, request, response);
 				if (log != null) {

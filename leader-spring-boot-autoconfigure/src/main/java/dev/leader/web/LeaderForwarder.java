@@ -10,8 +10,9 @@ import java.util.List;
 import java.util.Optional;
 
 import dev.leader.LeaderInfo;
+import dev.leader.Leadership;
 import dev.leader.NodeInfo;
-import dev.leader.lease.LeaderEngine;
+import dev.leader.lease.LeaseStatus;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import org.apache.commons.logging.Log;
@@ -35,14 +36,17 @@ final class LeaderForwarder {
 	private static final List<String> RESPONSE_HEADERS = List.of("Content-Type", "Content-Language", "Location",
 			"Cache-Control", "ETag", "Retry-After", ReadHeaders.BOOKMARK, ReadHeaders.STALENESS, ReadHeaders.SERVED_BY);
 
-	private final LeaderEngine leadership;
+	private final Leadership leadership;
+
+	private final LeaseStatus status;
 
 	private final Duration timeout;
 
 	private final HttpClient client;
 
-	LeaderForwarder(LeaderEngine leadership, Duration timeout) {
+	LeaderForwarder(Leadership leadership, LeaseStatus status, Duration timeout) {
 		this.leadership = leadership;
+		this.status = status;
 		this.timeout = timeout;
 		this.client = HttpClient.newBuilder()
 			.version(HttpClient.Version.HTTP_1_1)
@@ -110,7 +114,7 @@ final class LeaderForwarder {
 			throw new Unforwardable("group " + group + " has no leader");
 		}
 		String nodeId = leader.get().nodeId();
-		return this.leadership.members()
+		return this.status.members()
 			.stream()
 			.filter((member) -> member.id().equals(nodeId) && member.alive() && member.baseUrl() != null)
 			.map(NodeInfo::baseUrl)

@@ -3,7 +3,7 @@ package dev.leader.web;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 
-import dev.leader.lease.LeaderEngine;
+import dev.leader.lease.Enrolment;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
@@ -24,7 +24,9 @@ final class NodeAddressAdvertiser implements ApplicationListener<WebServerInitia
 
 	private static final Log logger = LogFactory.getLog(NodeAddressAdvertiser.class);
 
-	private final LeaderEngine engine;
+	private final Enrolment enrolment;
+
+	private final String nodeId;
 
 	private final Environment environment;
 
@@ -32,8 +34,10 @@ final class NodeAddressAdvertiser implements ApplicationListener<WebServerInitia
 
 	private final @Nullable String zone;
 
-	NodeAddressAdvertiser(LeaderEngine engine, Environment environment, boolean configured, @Nullable String zone) {
-		this.engine = engine;
+	NodeAddressAdvertiser(Enrolment enrolment, String nodeId, Environment environment, boolean configured,
+			@Nullable String zone) {
+		this.enrolment = enrolment;
+		this.nodeId = nodeId;
 		this.environment = environment;
 		this.configured = configured;
 		this.zone = zone;
@@ -52,8 +56,8 @@ final class NodeAddressAdvertiser implements ApplicationListener<WebServerInitia
 		String contextPath = this.environment.getProperty("server.servlet.context-path", "");
 		String url = scheme + "://" + host(this.environment.getProperty("server.address")) + ":"
 				+ event.getWebServer().getPort() + (contextPath.equals("/") ? "" : contextPath);
-		this.engine.advertiseAddress(url, this.zone);
-		logger.info("Leader node " + this.engine.nodeId() + " advertises base URL " + url
+		this.enrolment.advertiseAddress(url, this.zone);
+		logger.info("Leader node " + this.nodeId + " advertises base URL " + url
 				+ " (set leader.node.base-url to advertise another)");
 	}
 

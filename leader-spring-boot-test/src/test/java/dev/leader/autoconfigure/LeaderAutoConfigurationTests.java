@@ -11,28 +11,42 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import dev.leader.DaemonAgent;
 import dev.leader.FencingToken;
 import dev.leader.LeaderInfo;
 import dev.leader.LeaderOnly;
 import dev.leader.Leadership;
+import dev.leader.NodeInfo;
 import dev.leader.NotLeaderException;
+import dev.leader.actuate.LeaderMetrics;
+import dev.leader.actuate.LeadershipEndpoint;
+import dev.leader.actuate.LeadershipHealthIndicator;
+import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.jdbc.LeaderSchemaMigration;
 import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore;
+import dev.leader.lease.Enrolment;
 import dev.leader.lease.LeaderEngine;
+import dev.leader.lease.LeaseMonitor;
 import dev.leader.lease.LeaseSettings;
 import dev.leader.lease.LeaseState;
+import dev.leader.lease.LeaseStatus;
 import dev.leader.node.NodeRegistration;
 import org.assertj.core.api.AbstractThrowableAssert;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
+import org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration;
+import org.springframework.boot.micrometer.metrics.autoconfigure.MetricsAutoConfiguration;
+import org.springframework.boot.micrometer.metrics.autoconfigure.export.simple.SimpleMetricsExportAutoConfiguration;
+import org.springframework.boot.micrometer.observation.autoconfigure.ObservationAutoConfiguration;
 import org.springframework.boot.test.context.assertj.AssertableApplicationContext;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.util.ClassUtils;
@@ -239,6 +253,31 @@ class LeaderAutoConfigurationTests {
 			assertThat(jobs.runs()).isEqualTo(1);
 			assertThat(jobs.token()).isEqualTo(new FencingToken("jobs", 7));
 		});
+	}
+
+	@Test
+	void userDefinedLeadershipWithTheStatusAndEnrolmentViewsKeepsTheDaemonsTheEndpointAndTheMetrics() {
+		this.schema
+			.runner(LeaderEndpointAutoConfiguration.class, ObservationAutoConfiguration.class,
+					MetricsAutoConfiguration.class, CompositeMeterRegistryAutoConfiguration.class,
+					SimpleMetricsExportAutoConfiguration.class, LeaderMetricsAutoConfiguration.class)
+			.withPropertyValues("leader.node.id=test-node", "management.endpoints.web.exposure.include=leadership")
+			.withBean(ViewedLeadership.class, ViewedLeadership::new)
+			.withBean("steady", DaemonAgent.class, () -> (context) -> {
+			})
+			.run((context) -> {
+				assertThat(context).hasNotFailed()
+					.doesNotHaveBean(LeaderEngine.class)
+					.hasSingleBean(DaemonCoordinator.class)
+					.hasSingleBean(LeadershipEndpoint.class)
+					.hasSingleBean(LeadershipHealthIndicator.class)
+					.hasSingleBean(LeaderMetrics.class);
+				ViewedLeadership leadership = (ViewedLeadership) context.getBean(Leadership.class);
+				assertThat(leadership.enrolledGroups).containsExactly("default");
+				assertThat(leadership.advertisedDaemons).containsExactly("steady");
+				assertThat(leadership.monitor).isSameAs(context.getBean(LeaderMetrics.class));
+				assertThat(context.getBean(LeadershipEndpoint.class).leadership().node()).isEqualTo("fixed");
+			});
 	}
 
 	@Test
@@ -479,6 +518,83 @@ class LeaderAutoConfigurationTests {
 		public Registration addListener(String group, LeadershipListener listener) {
 			return () -> {
 			};
+		}
+
+	}
+
+	/**
+	 * An application's own leadership that offers the status and enrolment views too, and
+	 * records what the features enrol.
+	 */
+	static final class ViewedLeadership extends FixedLeadership implements LeaseStatus, Enrolment {
+
+		final List<String> enrolledGroups = new CopyOnWriteArrayList<>();
+
+		final List<String> advertisedDaemons = new CopyOnWriteArrayList<>();
+
+		volatile @Nullable LeaseMonitor monitor;
+
+		@Override
+		public void addGroup(String group) {
+			this.enrolledGroups.add(group);
+		}
+
+		@Override
+		public void advertiseDaemons(Set<String> daemons) {
+			this.advertisedDaemons.addAll(daemons);
+		}
+
+		@Override
+		public void advertiseAddress(@Nullable String baseUrl, @Nullable String zone) {
+		}
+
+		@Override
+		public void setMonitor(LeaseMonitor monitor) {
+			this.monitor = monitor;
+		}
+
+		@Override
+		public void onSessionLost(Runnable action) {
+		}
+
+		@Override
+		public Optional<LeaseState> lease(String group) {
+			return Optional.empty();
+		}
+
+		@Override
+		public Optional<Duration> safeWindowRemaining(String group) {
+			return Optional.empty();
+		}
+
+		@Override
+		public Optional<Duration> sinceLastHeartbeat() {
+			return Optional.empty();
+		}
+
+		@Override
+		public long sessionsLost() {
+			return 0;
+		}
+
+		@Override
+		public boolean sessionLostSince(long nanoTime) {
+			return false;
+		}
+
+		@Override
+		public List<NodeInfo> members() {
+			return List.of();
+		}
+
+		@Override
+		public LeaseSettings settings() {
+			return LeaseSettings.defaults();
+		}
+
+		@Override
+		public long databaseClockSteps() {
+			return 0;
 		}
 
 	}

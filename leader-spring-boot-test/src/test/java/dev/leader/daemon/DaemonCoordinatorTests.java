@@ -334,7 +334,7 @@ class DaemonCoordinatorTests {
 						coordinator[0].wake();
 					}
 				});
-		coordinator[0] = new DaemonCoordinator(engine,
+		coordinator[0] = new DaemonCoordinator(engine, engine, engine,
 				new PostgresDaemonStore(daemonDataSource, PREFIX, QUERY_TIMEOUT,
 						lease.nodeExpiry().minus(lease.safetyMargin()), coordination),
 				daemons, Map.of("steady", agent), this.nodes.events()::add);

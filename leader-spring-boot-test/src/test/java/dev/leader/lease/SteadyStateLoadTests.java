@@ -278,11 +278,10 @@ class SteadyStateLoadTests {
 				});
 		Map<String, DaemonAgent> agents = new LinkedHashMap<>();
 		daemons.forEach((daemon) -> agents.put(daemon, (context) -> context.awaitCancellation(Duration.ofMinutes(5))));
-		coordinator
-			.set(new DaemonCoordinator(
-					engine, new PostgresDaemonStore(counted.dataSource(), new TablePrefix("leader_"),
-							Duration.ofSeconds(2), SETTINGS.nodeExpiry(), store),
-					daemonSettings, agents, this.nodes.events()::add));
+		coordinator.set(new DaemonCoordinator(
+				engine, engine, engine, new PostgresDaemonStore(counted.dataSource(), new TablePrefix("leader_"),
+						Duration.ofSeconds(2), SETTINGS.nodeExpiry(), store),
+				daemonSettings, agents, this.nodes.events()::add));
 		this.nodes.closeAfterTest(coordinator.get()::stop);
 		this.nodes.add(engine);
 		engine.start();

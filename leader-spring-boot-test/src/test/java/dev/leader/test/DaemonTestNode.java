@@ -142,7 +142,7 @@ public final class DaemonTestNode {
 					arguments.duration("drain-timeout", defaults.drainTimeout()),
 					Integer.parseInt(arguments.get("max-moves", "2")),
 					arguments.duration("settle", defaults.settleWindow()));
-			coordinator.set(new DaemonCoordinator(engine,
+			coordinator.set(new DaemonCoordinator(engine, engine, engine,
 					dialect.daemonStore(dataSource, prefix, Duration.ofSeconds(1),
 							lease.nodeExpiry().minus(lease.safetyMargin()), coordination),
 					settings, agents, (event) -> System.err.println("Daemon event " + event)));

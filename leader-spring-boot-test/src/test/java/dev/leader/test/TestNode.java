@@ -310,7 +310,7 @@ public final class TestNode {
 				arguments.duration("ack-timeout", defaults.ackTimeout()),
 				arguments.duration("drain-timeout", defaults.drainTimeout()), 2,
 				arguments.duration("settle", defaults.settleWindow()));
-		return new DaemonCoordinator(node.engine(),
+		return new DaemonCoordinator(node.engine(), node.engine(), node.engine(),
 				node.dialect()
 					.daemonStore(node.dataSource(), prefix(arguments), queryTimeout(arguments),
 							lease.nodeExpiry().minus(lease.safetyMargin()), node.store()),

@@ -87,7 +87,7 @@ final class OtherNode implements AutoCloseable {
 		if (daemonSettings != null) {
 			Map<String, DaemonAgent> agents = new LinkedHashMap<>();
 			daemons.forEach((daemon) -> agents.put(daemon, OtherNode::idle));
-			coordinator = new DaemonCoordinator(engine,
+			coordinator = new DaemonCoordinator(engine, engine, engine,
 					new PostgresDaemonStore(dataSource, new TablePrefix("leader_"), Duration.ofSeconds(2),
 							settings.nodeExpiry().minus(settings.safetyMargin()), store),
 					daemonSettings, agents, (event) -> {
