@@ -3,10 +3,7 @@ package dev.leader.autoconfigure;
 import java.util.Map;
 import java.util.Set;
 
-import javax.sql.DataSource;
-
 import dev.leader.DaemonAgent;
-import dev.leader.LeaderDataSource;
 import dev.leader.LeaderOnlyConfiguration;
 import dev.leader.Leadership;
 import dev.leader.alone.LeaderMode;
@@ -15,10 +12,6 @@ import dev.leader.daemon.DaemonSettings;
 import dev.leader.daemon.DaemonStore;
 import dev.leader.fencing.Fencing;
 import dev.leader.fencing.FencingStore;
-import dev.leader.jdbc.CoordinationDataSource;
-import dev.leader.jdbc.LeaderSchemaMigration;
-import dev.leader.jdbc.PostgresStoresConfiguration;
-import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.Enrolment;
 import dev.leader.lease.LeaderEngine;
@@ -28,7 +21,6 @@ import dev.leader.log.DecisionLogConfiguration;
 import dev.leader.log.LogApplier;
 import dev.leader.log.LogRetention;
 import io.micrometer.observation.ObservationRegistry;
-import org.flywaydb.core.Flyway;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.aop.config.AopConfigUtils;
@@ -39,91 +31,39 @@ import org.springframework.beans.factory.support.BeanDefinitionRegistry;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
-import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
-import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
-import org.springframework.boot.jdbc.autoconfigure.DataSourceProperties;
-import org.springframework.boot.sql.init.dependency.DatabaseInitializationDependencyConfigurer;
 import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.context.annotation.Bean;
-import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
 import org.springframework.context.annotation.ImportBeanDefinitionRegistrar;
-import org.springframework.context.annotation.Lazy;
 import org.springframework.context.annotation.Role;
 import org.springframework.core.env.Environment;
 import org.springframework.core.type.AnnotationMetadata;
 
 /**
- * Auto-configuration of leader election on the application's PostgreSQL or MariaDB
- * {@link DataSource}, or alone when no other process can share it (see
- * {@link LeaderMode}). The data source is the {@link LeaderDataSource @LeaderDataSource}
- * bean if there is one, else the application's only or primary one; an application with
- * several and neither fails at startup, saying which to mark.
+ * Auto-configuration of leader election on the stores of whichever coordination engine
+ * the application has: the application's PostgreSQL or MariaDB {@code DataSource}
+ * (configured before this class, in its own package), stores of the application's own, or
+ * stores in memory for a node that runs alone. This class builds the engine, the daemon
+ * coordinator, fencing and the decision log on them, and knows nothing of the engine
+ * behind them.
  * <p>
  * Each feature whose implementation is package-private is wired from its own package: the
- * stores from {@link PostgresStoresConfiguration}, the {@code @LeaderOnly} advice from
- * {@link LeaderOnlyConfiguration}. They are imported before this class's own beans are
- * registered, so that the conditions here see the stores. This class builds the engine
- * and the daemon coordinator, and runs the schema migration only once every setting has
- * been checked.
+ * {@code @LeaderOnly} advice from {@link LeaderOnlyConfiguration}, the decision log from
+ * {@link DecisionLogConfiguration}.
  */
-@AutoConfiguration(after = DataSourceAutoConfiguration.class,
-		afterName = { "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration",
-				// Registers the fence advisor after the transaction advisor, so that it
-				// runs inside the transaction.
-				"org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration",
-				// The engine observes its round trips on the application's registry.
-				"org.springframework.boot.micrometer.observation.autoconfigure.ObservationAutoConfiguration" })
-@ConditionalOnClass({ DataSource.class, org.postgresql.Driver.class })
-@ConditionalOnBean(DataSource.class)
+@AutoConfiguration(afterName = {
+		// Registers the fence advisor after the transaction advisor, so that it runs
+		// inside the transaction.
+		"org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration",
+		// The engine observes its round trips on the application's registry.
+		"org.springframework.boot.micrometer.observation.autoconfigure.ObservationAutoConfiguration" })
+@ConditionalOnBean(CoordinationStore.class)
 @EnableConfigurationProperties(LeaderProperties.class)
-@Import({ DatabaseInitializationDependencyConfigurer.class, LeaderAutoConfiguration.ProxyCreatorRegistrar.class,
-		PostgresStoresConfiguration.class, LeaderOnlyConfiguration.class, DecisionLogConfiguration.class })
+@Import({ LeaderAutoConfiguration.ProxyCreatorRegistrar.class, LeaderOnlyConfiguration.class,
+		DecisionLogConfiguration.class })
 public final class LeaderAutoConfiguration {
-
-	/**
-	 * Chooses the data source the starter keeps its tables in. Lazy, and asked only by a
-	 * node that coordinates through it, so that {@code leader.enabled=false} needs no
-	 * choice.
-	 * @param leaderDataSource the {@link LeaderDataSource @LeaderDataSource} bean, if any
-	 * @param dataSources the application's data sources
-	 * @param dataSourceProperties the properties of the data source Spring Boot builds,
-	 * for its URL and user
-	 * @param beanFactory the factory, to name every data source when none can be chosen
-	 * @return the data source
-	 * @throws CoordinationDataSourceException if the application has several data sources
-	 * and none is marked for the starter or primary
-	 */
-	@Bean
-	@Lazy
-	@ConditionalOnMissingBean
-	CoordinationDataSource leaderCoordinationDataSource(@LeaderDataSource ObjectProvider<DataSource> leaderDataSource,
-			ObjectProvider<DataSource> dataSources, ObjectProvider<DataSourceProperties> dataSourceProperties,
-			ListableBeanFactory beanFactory) {
-		return CoordinationDataSources.choose(leaderDataSource.getIfAvailable(), dataSources,
-				dataSourceProperties.getIfAvailable(), beanFactory);
-	}
-
-	/**
-	 * Decides at startup, not at build time, whether this node coordinates through the
-	 * database or runs alone: {@code leader.enabled=false} and an in-memory embedded
-	 * database make it run alone, on stores in memory.
-	 * @param properties the starter's properties
-	 * @param dataSource the data source the starter keeps its tables in, asked only when
-	 * enabled
-	 * @return the mode
-	 */
-	@Bean
-	@ConditionalOnMissingBean
-	LeaderMode leaderMode(LeaderProperties properties, ObjectProvider<CoordinationDataSource> dataSource) {
-		if (!properties.isEnabled()) {
-			return LeaderMode.decide(false, null, null, properties.getJdbc().determineQueryTimeout());
-		}
-		CoordinationDataSource chosen = dataSource.getObject();
-		return LeaderMode.decide(true, chosen.dataSource(), chosen.url(), properties.getJdbc().determineQueryTimeout());
-	}
 
 	@Bean
 	@ConditionalOnMissingBean
@@ -218,48 +158,6 @@ public final class LeaderAutoConfiguration {
 	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
 	static LeaderOnlyGroups leaderOnlyGroups() {
 		return new LeaderOnlyGroups();
-	}
-
-	/**
-	 * Checks every setting that the beans check when they are created, for the migration
-	 * to run only with valid ones: the beans that check them may be created after it.
-	 * @param properties the starter's properties
-	 * @param environment the environment, for the node's name
-	 * @param lease the lease settings
-	 * @param daemons the daemon settings, or {@code null} if there are none
-	 * @param beanFactory the factory to find the {@link DaemonAgent} beans in
-	 */
-	private static void checkSettings(LeaderProperties properties, Environment environment, LeaseSettings lease,
-			@Nullable DaemonSettings daemons, ListableBeanFactory beanFactory) {
-		properties.getJdbc().determineQueryTimeout();
-		properties.getLog().getRetention().determineRetention();
-		NodeIdentity.check(properties, environment);
-		if (daemons != null && beanFactory.getBeanNamesForType(DaemonAgent.class, true, false).length > 0) {
-			daemons.requireAckTimeoutAllowsAPoll(lease);
-		}
-	}
-
-	@Configuration(proxyBeanMethods = false)
-	@ConditionalOnClass(Flyway.class)
-	@ConditionalOnBooleanProperty(name = "leader.jdbc.migrate", matchIfMissing = true)
-	static class SchemaMigrationConfiguration {
-
-		@Bean
-		@ConditionalOnMissingBean
-		LeaderSchemaMigration leaderSchemaMigration(ObjectProvider<CoordinationDataSource> dataSource,
-				TablePrefix prefix, LeaseSettings settings, LeaderProperties properties, Environment environment,
-				ObjectProvider<DaemonSettings> daemonSettings, ListableBeanFactory beanFactory, LeaderMode mode) {
-			// The settings are checked before anything is written to the database.
-			checkSettings(properties, environment, settings, daemonSettings.getIfAvailable(), beanFactory);
-			LeaderSchemaMigration migration = new LeaderSchemaMigration(() -> dataSource.getObject().dataSource(),
-					prefix);
-			// A node that runs alone keeps its state in memory: no table.
-			if (!mode.isAlone()) {
-				migration.migrate();
-			}
-			return migration;
-		}
-
 	}
 
 	/**

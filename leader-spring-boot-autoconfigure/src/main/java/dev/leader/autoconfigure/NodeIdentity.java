@@ -19,7 +19,7 @@ import org.springframework.core.env.Environment;
  * engine exists, so that {@link LeaderAutoConfiguration} checks the settings before the
  * schema migration writes anything.
  */
-final class NodeIdentity {
+public final class NodeIdentity {
 
 	private NodeIdentity() {
 	}
@@ -46,7 +46,7 @@ final class NodeIdentity {
 	 * @param properties the starter's properties
 	 * @param environment the environment, for the default of the node's name
 	 */
-	static void check(LeaderProperties properties, Environment environment) {
+	public static void check(LeaderProperties properties, Environment environment) {
 		groups(properties);
 		configuredId(properties);
 		nodeName(properties, environment);

@@ -54,7 +54,7 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * startup): MariaDB cannot make one transaction's commit durable on its own, as
  * PostgreSQL's store does.
  * <p>
- * Built by {@link PostgresStoresConfiguration} when the data source leads to MariaDB,
+ * Built by {@link JdbcStoresAutoConfiguration} when the data source leads to MariaDB,
  * unless the application defines its own store. Public so that a node can also be built
  * without a Spring context.
  */

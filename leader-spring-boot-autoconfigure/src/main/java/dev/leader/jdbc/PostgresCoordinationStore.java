@@ -53,7 +53,7 @@ import org.jspecify.annotations.Nullable;
  * <p>
  * The statements and why each is written the way it is are in {@link CoordinationSql}.
  * <p>
- * Built by {@link PostgresStoresConfiguration} unless the application defines its own
+ * Built by {@link JdbcStoresAutoConfiguration} unless the application defines its own
  * store. Public so that a node can also be built without a Spring context, as the test
  * kit, the benchmarks and the multi-process tests do.
  */

@@ -43,7 +43,7 @@ import org.springframework.jdbc.datasource.DataSourceUtils;
  * {@link org.springframework.dao.DataAccessResourceFailureException}: the entry is on the
  * primary alone.
  * <p>
- * Built by {@link PostgresStoresConfiguration} unless the application defines its own
+ * Built by {@link JdbcStoresAutoConfiguration} unless the application defines its own
  * store.
  */
 public final class PostgresLogStore implements LogStore {

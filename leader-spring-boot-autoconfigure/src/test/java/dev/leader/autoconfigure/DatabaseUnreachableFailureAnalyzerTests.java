@@ -7,6 +7,7 @@ import java.sql.SQLException;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.LeaderDataSource;
+import dev.leader.jdbc.JdbcStoresAutoConfiguration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -59,7 +60,8 @@ class DatabaseUnreachableFailureAnalyzerTests {
 		int port = closedPort();
 		String url = "jdbc:postgresql://127.0.0.1:" + port + "/test";
 		new ApplicationContextRunner()
-			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class))
+			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
+					JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class))
 			.withPropertyValues("spring.datasource.url=" + url, "spring.datasource.hikari.connection-timeout=2000")
 			.run((context) -> {
 				assertThat(context).hasFailed();
@@ -141,13 +143,14 @@ class DatabaseUnreachableFailureAnalyzerTests {
 
 	@Configuration(proxyBeanMethods = false)
 	@ImportAutoConfiguration({ DataSourceAutoConfiguration.class, FlywayAutoConfiguration.class,
-			LeaderAutoConfiguration.class })
+			JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class })
 	static class FlywayApplication {
 
 	}
 
 	@Configuration(proxyBeanMethods = false)
-	@ImportAutoConfiguration({ DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class })
+	@ImportAutoConfiguration({ DataSourceAutoConfiguration.class, JdbcStoresAutoConfiguration.class,
+			LeaderAutoConfiguration.class })
 	static class LeaderDataSourceApplication {
 
 		@Bean(defaultCandidate = false)

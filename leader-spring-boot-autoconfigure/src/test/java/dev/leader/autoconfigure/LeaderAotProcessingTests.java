@@ -11,6 +11,7 @@ import javax.sql.DataSource;
 import dev.leader.LeaderOnly;
 import dev.leader.actuate.LeadershipEndpoint.DrainDescriptor;
 import dev.leader.actuate.LeadershipEndpoint.RequestDescriptor;
+import dev.leader.jdbc.JdbcStoresAutoConfiguration;
 import org.junit.jupiter.api.Test;
 import org.postgresql.core.PGStream;
 import org.postgresql.core.QueryExecutorBase;
@@ -46,7 +47,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 class LeaderAotProcessingTests {
 
 	private final ApplicationContextRunner contextRunner = new ApplicationContextRunner()
-		.withConfiguration(AutoConfigurations.of(LeaderAutoConfiguration.class, LeaderEndpointAutoConfiguration.class))
+		.withConfiguration(AutoConfigurations.of(JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class,
+				LeaderEndpointAutoConfiguration.class))
 		.withUserConfiguration(Application.class)
 		.withPropertyValues("management.endpoints.web.exposure.include=leadership");
 

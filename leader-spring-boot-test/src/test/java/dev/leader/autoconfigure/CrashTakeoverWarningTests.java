@@ -3,6 +3,7 @@ package dev.leader.autoconfigure;
 import java.util.UUID;
 
 import dev.leader.LeaderOnly;
+import dev.leader.jdbc.JdbcStoresAutoConfiguration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -22,7 +23,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 class CrashTakeoverWarningTests {
 
 	private final ApplicationContextRunner runner = new ApplicationContextRunner()
-		.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class))
+		.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, JdbcStoresAutoConfiguration.class,
+				LeaderAutoConfiguration.class))
 		.withPropertyValues("spring.datasource.url=jdbc:h2:mem:" + UUID.randomUUID())
 		.withBean(Reports.class)
 		.withBean(Billing.class);

@@ -17,6 +17,7 @@ import dev.leader.LeaderDataSource;
 import dev.leader.LeaderOnly;
 import dev.leader.Leadership;
 import dev.leader.alone.LeaderMode;
+import dev.leader.jdbc.JdbcStoresAutoConfiguration;
 import dev.leader.jdbc.MariaDbCoordinationStore;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.test.MariaDbTestDatabase;
@@ -74,7 +75,7 @@ class LeaderDataSourceTests {
 		this.runner = new ApplicationContextRunner()
 			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
 					DataSourceTransactionManagerAutoConfiguration.class, TransactionAutoConfiguration.class,
-					LeaderAutoConfiguration.class))
+					JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class))
 			.withPropertyValues("spring.datasource.url=" + this.application.url(),
 					"spring.datasource.username=" + this.application.user(),
 					"spring.datasource.password=" + this.application.password(), "leader.node.id=chosen-node",
@@ -142,7 +143,9 @@ class LeaderDataSourceTests {
 		this.runner.withUserConfiguration(TwoDataSources.class).run((context) -> {
 			assertThat(context).hasFailed();
 			assertThat(context.getStartupFailure()).rootCause()
-				.isInstanceOf(CoordinationDataSourceException.class)
+				.isInstanceOf(IllegalStateException.class)
+				.satisfies((cause) -> assertThat(cause.getClass().getSimpleName())
+					.isEqualTo("CoordinationDataSourceException"))
 				.hasMessageContaining("but the application has 2 (orders, reports)");
 		});
 		assertThat(tables(this.application)).isEmpty();
@@ -399,7 +402,8 @@ class LeaderDataSourceTests {
 	}
 
 	@SpringBootConfiguration(proxyBeanMethods = false)
-	@ImportAutoConfiguration({ DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class })
+	@ImportAutoConfiguration({ DataSourceAutoConfiguration.class, JdbcStoresAutoConfiguration.class,
+			LeaderAutoConfiguration.class })
 	static class TwoDataSourcesApplication extends TwoDataSources {
 
 	}

@@ -5,6 +5,7 @@ import java.util.UUID;
 import java.util.regex.Pattern;
 
 import dev.leader.Leadership;
+import dev.leader.jdbc.JdbcStoresAutoConfiguration;
 import dev.leader.jdbc.LeaderSchemaMigration;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.test.TestDatabase;
@@ -108,7 +109,8 @@ class LeaderLoggingTests {
 	}
 
 	@Configuration(proxyBeanMethods = false)
-	@ImportAutoConfiguration({ DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class })
+	@ImportAutoConfiguration({ DataSourceAutoConfiguration.class, JdbcStoresAutoConfiguration.class,
+			LeaderAutoConfiguration.class })
 	static class LoggedApplication {
 
 	}

@@ -6,6 +6,7 @@ import dev.leader.FencingToken;
 import dev.leader.Leadership;
 import dev.leader.daemon.DaemonStore;
 import dev.leader.fencing.FencingStore;
+import dev.leader.jdbc.JdbcStoresAutoConfiguration;
 import dev.leader.jdbc.MariaDbCoordinationStore;
 import dev.leader.jdbc.MariaDbDaemonStore;
 import dev.leader.jdbc.MariaDbFencingStore;
@@ -50,7 +51,8 @@ class MariaDbAutoConfigurationTests {
 	}
 
 	private final ApplicationContextRunner contextRunner = new ApplicationContextRunner()
-		.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class))
+		.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, JdbcStoresAutoConfiguration.class,
+				LeaderAutoConfiguration.class))
 		.withPropertyValues("spring.datasource.url=" + database.url(), "spring.datasource.username=" + database.user(),
 				"spring.datasource.password=" + database.password(), "leader.node.id=maria-node",
 				"leader.groups=billing");

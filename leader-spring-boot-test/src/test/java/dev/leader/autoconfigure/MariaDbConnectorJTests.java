@@ -12,6 +12,7 @@ import javax.sql.DataSource;
 import dev.leader.FencingToken;
 import dev.leader.Leadership;
 import dev.leader.fencing.Fencing;
+import dev.leader.jdbc.JdbcStoresAutoConfiguration;
 import dev.leader.jdbc.MariaDbCoordinationStore;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.log.Bookmark;
@@ -59,7 +60,8 @@ class MariaDbConnectorJTests {
 	}
 
 	private final ApplicationContextRunner contextRunner = new ApplicationContextRunner()
-		.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class))
+		.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, JdbcStoresAutoConfiguration.class,
+				LeaderAutoConfiguration.class))
 		.withPropertyValues("spring.datasource.url=" + ConnectorJ.url(database.url()),
 				"spring.datasource.username=" + database.user(), "spring.datasource.password=" + database.password(),
 				"leader.node.id=connector-j-node", "leader.groups=billing");

@@ -1,5 +1,6 @@
 package dev.leader.autoconfigure;
 
+import dev.leader.jdbc.JdbcStoresAutoConfiguration;
 import dev.leader.test.TemporaryMariaDb;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -87,8 +88,8 @@ class MariaDbDurabilityTests {
 		try (TemporaryMariaDb plain = TemporaryMariaDb.start()) {
 			plain.execute("CREATE DATABASE app", "SET GLOBAL sync_binlog = 0");
 			new ApplicationContextRunner()
-				.withConfiguration(
-						AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class))
+				.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
+						JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class))
 				.withPropertyValues("spring.datasource.url=" + plain.url("app"), "spring.datasource.username=root",
 						"leader.node.id=durable-node")
 				.run((context) -> assertThat(context).hasNotFailed());
@@ -103,7 +104,8 @@ class MariaDbDurabilityTests {
 
 	private ApplicationContextRunner contextRunner() {
 		return new ApplicationContextRunner()
-			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class))
+			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
+					JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class))
 			.withPropertyValues("spring.datasource.url=" + server.url("app"), "spring.datasource.username=root",
 					"leader.node.id=durable-node");
 	}

@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 
+import dev.leader.jdbc.JdbcStoresAutoConfiguration;
 import dev.leader.test.TestDatabase;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.extension.AfterEachCallback;
@@ -97,8 +98,8 @@ final class SchemaContextRunners implements BeforeEachCallback, AfterEachCallbac
 	 * @return the runner
 	 */
 	<R extends AbstractApplicationContextRunner<R, ?, ?>> R on(R runner, Class<?>... autoConfigurations) {
-		List<Class<?>> classes = new ArrayList<>(
-				List.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class));
+		List<Class<?>> classes = new ArrayList<>(List.of(DataSourceAutoConfiguration.class,
+				JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class));
 		classes.addAll(List.of(autoConfigurations));
 		return runner.withConfiguration(AutoConfigurations.of(classes.toArray(Class<?>[]::new)))
 			.withInitializer(this::useSchema);

@@ -22,6 +22,7 @@ import dev.leader.actuate.LeadershipEndpoint.AssignmentDescriptor;
 import dev.leader.actuate.LeadershipEndpoint.LeadershipDescriptor;
 import dev.leader.alone.LeaderMode;
 import dev.leader.fencing.Fencing;
+import dev.leader.jdbc.JdbcStoresAutoConfiguration;
 import dev.leader.log.Bookmark;
 import dev.leader.log.DecisionLog;
 import dev.leader.log.LogEntry;
@@ -79,7 +80,8 @@ class SingleNodeModeTests {
 	private final ApplicationContextRunner h2 = new ApplicationContextRunner()
 		.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
 				DataSourceTransactionManagerAutoConfiguration.class, TransactionAutoConfiguration.class,
-				LeaderAutoConfiguration.class, LeaderEndpointAutoConfiguration.class))
+				JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class,
+				LeaderEndpointAutoConfiguration.class))
 		.withPropertyValues("spring.datasource.url=jdbc:h2:mem:" + UUID.randomUUID(), "leader.node.id=alone-node",
 				"management.endpoints.web.exposure.include=leadership", "leader.lease.duration=2s",
 				"leader.lease.renew-interval=200ms", "leader.lease.retry-interval=500ms",

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.file.Path;
 
+import dev.leader.jdbc.JdbcStoresAutoConfiguration;
 import org.assertj.core.api.AbstractStringAssert;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -74,7 +75,8 @@ class UnsupportedDatabaseTests {
 	}
 
 	@Configuration(proxyBeanMethods = false)
-	@ImportAutoConfiguration({ DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class })
+	@ImportAutoConfiguration({ DataSourceAutoConfiguration.class, JdbcStoresAutoConfiguration.class,
+			LeaderAutoConfiguration.class })
 	static class LeaderApplication {
 
 	}

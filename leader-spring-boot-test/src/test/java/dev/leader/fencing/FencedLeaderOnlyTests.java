@@ -6,6 +6,7 @@ import dev.leader.LeaderOnly;
 import dev.leader.Leadership;
 import dev.leader.StaleLeadershipException;
 import dev.leader.autoconfigure.LeaderAutoConfiguration;
+import dev.leader.jdbc.JdbcStoresAutoConfiguration;
 import dev.leader.test.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -43,7 +44,7 @@ class FencedLeaderOnlyTests {
 		this.runner = new ApplicationContextRunner()
 			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
 					DataSourceTransactionManagerAutoConfiguration.class, TransactionAutoConfiguration.class,
-					LeaderAutoConfiguration.class))
+					JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class))
 			.withPropertyValues("spring.datasource.url=" + this.database.url(),
 					"spring.datasource.username=" + this.database.user(),
 					"spring.datasource.password=" + this.database.password(), "leader.lease.duration=60s",

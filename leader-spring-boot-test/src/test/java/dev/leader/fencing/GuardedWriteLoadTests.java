@@ -16,6 +16,7 @@ import dev.leader.LeaderChangedEvent;
 import dev.leader.Leadership;
 import dev.leader.LeadershipRevokedEvent;
 import dev.leader.autoconfigure.LeaderAutoConfiguration;
+import dev.leader.jdbc.JdbcStoresAutoConfiguration;
 import dev.leader.test.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -160,7 +161,7 @@ class GuardedWriteLoadTests {
 
 	@Configuration(proxyBeanMethods = false)
 	@ImportAutoConfiguration({ DataSourceAutoConfiguration.class, DataSourceTransactionManagerAutoConfiguration.class,
-			TransactionAutoConfiguration.class, LeaderAutoConfiguration.class })
+			TransactionAutoConfiguration.class, JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class })
 	static class LoadApplication {
 
 		@org.springframework.context.annotation.Bean

@@ -25,6 +25,7 @@ import dev.leader.FencingToken;
 import dev.leader.LeaderOnly;
 import dev.leader.Leadership;
 import dev.leader.autoconfigure.LeaderAutoConfiguration;
+import dev.leader.jdbc.JdbcStoresAutoConfiguration;
 import dev.leader.log.DecisionLog;
 import dev.leader.test.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
@@ -259,7 +260,7 @@ class IsolationLoadTests {
 
 	@Configuration(proxyBeanMethods = false)
 	@ImportAutoConfiguration({ DataSourceAutoConfiguration.class, DataSourceTransactionManagerAutoConfiguration.class,
-			TransactionAutoConfiguration.class, LeaderAutoConfiguration.class })
+			TransactionAutoConfiguration.class, JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class })
 	static class LoadApplication {
 
 		@Bean

@@ -21,6 +21,7 @@ import dev.leader.LeaderChangedEvent;
 import dev.leader.Leadership;
 import dev.leader.LeadershipRevokedEvent;
 import dev.leader.autoconfigure.LeaderAutoConfiguration;
+import dev.leader.jdbc.JdbcStoresAutoConfiguration;
 import dev.leader.log.Bookmark;
 import dev.leader.log.DecisionLog;
 import dev.leader.log.LogApplier;
@@ -218,7 +219,7 @@ class MariaDbIsolationLoadTests {
 
 	@Configuration(proxyBeanMethods = false)
 	@ImportAutoConfiguration({ DataSourceAutoConfiguration.class, DataSourceTransactionManagerAutoConfiguration.class,
-			TransactionAutoConfiguration.class, LeaderAutoConfiguration.class })
+			TransactionAutoConfiguration.class, JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class })
 	static class LoadApplication {
 
 		@Bean

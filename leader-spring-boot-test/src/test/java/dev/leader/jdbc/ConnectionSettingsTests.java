@@ -137,8 +137,8 @@ class ConnectionSettingsTests {
 	void standbyFailsStartupWithAMessageThatSaysSo() {
 		try (TemporaryPostgres primary = TemporaryPostgres.start(); TemporaryPostgres standby = primary.standby()) {
 			new ApplicationContextRunner()
-				.withConfiguration(
-						AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class))
+				.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
+						JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class))
 				.withPropertyValues("spring.datasource.url=" + standby.url(), "spring.datasource.username=postgres",
 						"leader.node.id=test-node")
 				.run((context) -> assertThat(context).hasFailed()
@@ -152,8 +152,8 @@ class ConnectionSettingsTests {
 		TestDatabase database = TestDatabase.createSchema();
 		try {
 			new ApplicationContextRunner()
-				.withConfiguration(
-						AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class))
+				.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
+						JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class))
 				.withPropertyValues("spring.datasource.url=" + database.url(),
 						"spring.datasource.username=" + database.user(),
 						"spring.datasource.password=" + database.password(), "leader.node.id=test-node", property)

@@ -169,7 +169,8 @@ class PgBouncerTests {
 	@Test
 	void notificationUrlOfAnotherDatabaseIsRejectedWithoutItsCredentials() {
 		new ApplicationContextRunner()
-			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class))
+			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
+					JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class))
 			.withPropertyValues(
 					"spring.datasource.url=" + bouncers.get("transaction").url(this.database, "prepareThreshold=0"),
 					"spring.datasource.username=postgres",
@@ -185,7 +186,8 @@ class PgBouncerTests {
 	@Test
 	void crashTakeoverIsRefusedThroughATransactionPoolerUnlessNotificationsHaveADirectConnection() {
 		ApplicationContextRunner runner = new ApplicationContextRunner()
-			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class))
+			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
+					JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class))
 			.withPropertyValues(
 					"spring.datasource.url=" + bouncers.get("transaction").url(this.database, "prepareThreshold=0"),
 					"spring.datasource.username=postgres", "leader.lease.crash-takeover-groups=billing");
@@ -249,7 +251,8 @@ class PgBouncerTests {
 	}
 
 	@Configuration(proxyBeanMethods = false)
-	@ImportAutoConfiguration({ DataSourceAutoConfiguration.class, LeaderAutoConfiguration.class })
+	@ImportAutoConfiguration({ DataSourceAutoConfiguration.class, JdbcStoresAutoConfiguration.class,
+			LeaderAutoConfiguration.class })
 	static class Node {
 
 		@Bean

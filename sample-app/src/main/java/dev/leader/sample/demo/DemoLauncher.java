@@ -13,6 +13,7 @@ import java.util.jar.JarFile;
 import java.util.jar.Manifest;
 
 import dev.leader.autoconfigure.LeaderAutoConfiguration;
+import dev.leader.jdbc.JdbcStoresAutoConfiguration;
 
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
@@ -27,7 +28,7 @@ import org.springframework.context.annotation.Bean;
  * controls to kill, pause, resume, stop and restart each. {@link DemoMode} chooses it
  * when no {@code spring.datasource.url} is set, and binds it to 127.0.0.1.
  */
-@SpringBootApplication(exclude = LeaderAutoConfiguration.class)
+@SpringBootApplication(exclude = { JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class })
 @EnableConfigurationProperties(DemoProperties.class)
 class DemoLauncher {
 

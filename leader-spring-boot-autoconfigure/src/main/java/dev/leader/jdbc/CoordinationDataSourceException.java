@@ -1,4 +1,4 @@
-package dev.leader.autoconfigure;
+package dev.leader.jdbc;
 
 import java.util.List;
 

@@ -1,11 +1,10 @@
-package dev.leader.autoconfigure;
+package dev.leader.jdbc;
 
 import java.util.List;
 
 import javax.sql.DataSource;
 
 import dev.leader.LeaderDataSource;
-import dev.leader.jdbc.CoordinationDataSource;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.beans.BeanWrapper;

@@ -2,9 +2,13 @@ package dev.leader.jdbc;
 
 import javax.sql.DataSource;
 
+import dev.leader.DaemonAgent;
+import dev.leader.LeaderDataSource;
 import dev.leader.alone.LeaderMode;
 import dev.leader.autoconfigure.LeaderAutoConfiguration;
 import dev.leader.autoconfigure.LeaderProperties;
+import dev.leader.autoconfigure.NodeIdentity;
+import dev.leader.daemon.DaemonSettings;
 import dev.leader.daemon.DaemonStore;
 import dev.leader.fencing.FencingStore;
 import dev.leader.lease.CoordinationStore;
@@ -12,35 +16,96 @@ import dev.leader.lease.LeaseSettings;
 import dev.leader.log.LogStore;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
+import org.flywaydb.core.Flyway;
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceProperties;
+import org.springframework.boot.sql.init.dependency.DatabaseInitializationDependencyConfigurer;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
+import org.springframework.context.annotation.Lazy;
+import org.springframework.core.env.Environment;
 import org.springframework.dao.DataAccessException;
 import org.springframework.jdbc.datasource.SimpleDriverDataSource;
 
 /**
- * Configuration of the stores on the {@link CoordinationDataSource}: the
- * {@link CoordinationStore}, the {@link DaemonStore}, the {@link FencingStore} and the
- * {@link LogStore}, each replaceable by a bean of the application's, and the
- * {@link TablePrefix} they share. The stores are PostgreSQL's, or MariaDB's when the data
- * source leads to MariaDB ({@link JdbcDialect}), or those in memory of a node that runs
- * alone ({@link LeaderMode}); another database fails at startup with a message that says
- * what to change. Imported by {@link LeaderAutoConfiguration}, which it relies on for its
- * conditions and for the schema migration; public only for that import, not for
- * application use.
+ * Auto-configuration of the stores on the application's PostgreSQL or MariaDB
+ * {@link DataSource}, or of those in memory of a node that runs alone
+ * ({@link LeaderMode}): the {@link CoordinationStore}, the {@link DaemonStore}, the
+ * {@link FencingStore} and the {@link LogStore}, each replaceable by a bean of the
+ * application's, the {@link TablePrefix} they share, and the schema migration. The data
+ * source is the {@link LeaderDataSource @LeaderDataSource} bean if there is one, else the
+ * application's only or primary one; an application with several and neither fails at
+ * startup, saying which to mark. The stores are PostgreSQL's, or MariaDB's when the data
+ * source leads to MariaDB ({@link JdbcDialect}); another database fails at startup with a
+ * message that says what to change. Runs before {@link LeaderAutoConfiguration}, which
+ * builds the engine on whatever stores there are, and never refers to this class.
  */
-@Configuration(proxyBeanMethods = false)
-public final class PostgresStoresConfiguration {
+@AutoConfiguration(before = LeaderAutoConfiguration.class, after = DataSourceAutoConfiguration.class,
+		afterName = "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration")
+@ConditionalOnClass(DataSource.class)
+@ConditionalOnBean(DataSource.class)
+@EnableConfigurationProperties(LeaderProperties.class)
+@Import(DatabaseInitializationDependencyConfigurer.class)
+public final class JdbcStoresAutoConfiguration {
 
 	// Logged under the auto-configuration's name, where applications already look for the
 	// starter's startup lines.
 	private static final Log logger = LogFactory.getLog(LeaderAutoConfiguration.class);
 
 	private @Nullable JdbcDialect dialect;
+
+	/**
+	 * Chooses the data source the starter keeps its tables in. Lazy, and asked only by a
+	 * node that coordinates through it, so that {@code leader.enabled=false} needs no
+	 * choice.
+	 * @param leaderDataSource the {@link LeaderDataSource @LeaderDataSource} bean, if any
+	 * @param dataSources the application's data sources
+	 * @param dataSourceProperties the properties of the data source Spring Boot builds,
+	 * for its URL and user
+	 * @param beanFactory the factory, to name every data source when none can be chosen
+	 * @return the data source
+	 * @throws IllegalStateException if the application has several data sources and none
+	 * is marked for the starter or primary
+	 */
+	@Bean
+	@Lazy
+	@ConditionalOnMissingBean
+	CoordinationDataSource leaderCoordinationDataSource(@LeaderDataSource ObjectProvider<DataSource> leaderDataSource,
+			ObjectProvider<DataSource> dataSources, ObjectProvider<DataSourceProperties> dataSourceProperties,
+			ListableBeanFactory beanFactory) {
+		return CoordinationDataSources.choose(leaderDataSource.getIfAvailable(), dataSources,
+				dataSourceProperties.getIfAvailable(), beanFactory);
+	}
+
+	/**
+	 * Decides at startup, not at build time, whether this node coordinates through the
+	 * database or runs alone: {@code leader.enabled=false} and an in-memory embedded
+	 * database make it run alone, on stores in memory.
+	 * @param properties the starter's properties
+	 * @param dataSource the data source the starter keeps its tables in, asked only when
+	 * enabled
+	 * @return the mode
+	 */
+	@Bean
+	@ConditionalOnMissingBean
+	LeaderMode leaderMode(LeaderProperties properties, ObjectProvider<CoordinationDataSource> dataSource) {
+		if (!properties.isEnabled()) {
+			return LeaderMode.decide(false, null, null, properties.getJdbc().determineQueryTimeout());
+		}
+		CoordinationDataSource chosen = dataSource.getObject();
+		return LeaderMode.decide(true, chosen.dataSource(), chosen.url(), properties.getJdbc().determineQueryTimeout());
+	}
 
 	@Bean
 	@ConditionalOnMissingBean
@@ -201,6 +266,48 @@ public final class PostgresStoresConfiguration {
 		}
 		return new PostgresFencingStore(dataSource, prefix, properties.getJdbc().determineQueryTimeout(),
 				settings.safeWindow());
+	}
+
+	/**
+	 * Checks every setting that the beans check when they are created, for the migration
+	 * to run only with valid ones: the beans that check them may be created after it.
+	 * @param properties the starter's properties
+	 * @param environment the environment, for the node's name
+	 * @param lease the lease settings
+	 * @param daemons the daemon settings, or {@code null} if there are none
+	 * @param beanFactory the factory to find the {@link DaemonAgent} beans in
+	 */
+	private static void checkSettings(LeaderProperties properties, Environment environment, LeaseSettings lease,
+			@Nullable DaemonSettings daemons, ListableBeanFactory beanFactory) {
+		properties.getJdbc().determineQueryTimeout();
+		properties.getLog().getRetention().determineRetention();
+		NodeIdentity.check(properties, environment);
+		if (daemons != null && beanFactory.getBeanNamesForType(DaemonAgent.class, true, false).length > 0) {
+			daemons.requireAckTimeoutAllowsAPoll(lease);
+		}
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	@ConditionalOnClass(Flyway.class)
+	@ConditionalOnBooleanProperty(name = "leader.jdbc.migrate", matchIfMissing = true)
+	static class SchemaMigrationConfiguration {
+
+		@Bean
+		@ConditionalOnMissingBean
+		LeaderSchemaMigration leaderSchemaMigration(ObjectProvider<CoordinationDataSource> dataSource,
+				TablePrefix prefix, LeaseSettings settings, LeaderProperties properties, Environment environment,
+				ObjectProvider<DaemonSettings> daemonSettings, ListableBeanFactory beanFactory, LeaderMode mode) {
+			// The settings are checked before anything is written to the database.
+			checkSettings(properties, environment, settings, daemonSettings.getIfAvailable(), beanFactory);
+			LeaderSchemaMigration migration = new LeaderSchemaMigration(() -> dataSource.getObject().dataSource(),
+					prefix);
+			// A node that runs alone keeps its state in memory: no table.
+			if (!mode.isAlone()) {
+				migration.migrate();
+			}
+			return migration;
+		}
+
 	}
 
 }
