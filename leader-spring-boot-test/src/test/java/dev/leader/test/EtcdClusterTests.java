@@ -11,6 +11,7 @@ import io.etcd.jetcd.KeyValue;
 import io.etcd.jetcd.options.GetOption;
 import io.etcd.jetcd.options.LeaseOption;
 import io.etcd.jetcd.options.PutOption;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -129,7 +130,7 @@ class EtcdClusterTests {
 		this.client.getKVClient().put(bytes(key), bytes(value)).get(REQUEST_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
 	}
 
-	private static String get(Client client, String key) throws Exception {
+	private static @Nullable String get(Client client, String key) throws Exception {
 		List<KeyValue> found = client.getKVClient()
 			.get(bytes(key))
 			.get(REQUEST_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)
@@ -137,7 +138,7 @@ class EtcdClusterTests {
 		return found.isEmpty() ? null : found.get(0).getValue().toString(StandardCharsets.UTF_8);
 	}
 
-	private static String serializableGet(Client client, String key) throws Exception {
+	private static @Nullable String serializableGet(Client client, String key) throws Exception {
 		List<KeyValue> found = client.getKVClient()
 			.get(bytes(key), GetOption.builder().withSerializable(true).build())
 			.get(REQUEST_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)
