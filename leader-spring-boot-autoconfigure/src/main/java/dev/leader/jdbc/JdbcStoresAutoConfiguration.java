@@ -75,8 +75,8 @@ public final class JdbcStoresAutoConfiguration {
 	 * for its URL and user
 	 * @param beanFactory the factory, to name every data source when none can be chosen
 	 * @return the data source
-	 * @throws IllegalStateException if the application has several data sources and none
-	 * is marked for the starter or primary
+	 * @throws CoordinationDataSourceException if the application has several data sources
+	 * and none is marked for the starter or primary
 	 */
 	@Bean
 	@Lazy
