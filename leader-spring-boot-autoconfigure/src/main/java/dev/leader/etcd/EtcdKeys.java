@@ -1,0 +1,209 @@
+package dev.leader.etcd;
+
+import java.net.URLDecoder;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.regex.Pattern;
+
+import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.KeyValue;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The keys of one coordination under a prefix, and the values stored at them:
+ * <ul>
+ * <li>{@code <prefix>/leases/<group>}, attached to the etcd lease of one grant, holds the
+ * holder's id; its create revision is the term;</li>
+ * <li>{@code <prefix>/terms/<group>}, attached to no etcd lease, records the group's
+ * latest term, its holder ({@code null} once released) and its expiry, so that a lease
+ * that was released or that expired is still read with its term;</li>
+ * <li>{@code <prefix>/reserved/<group>}, attached to the etcd lease of the grant to come,
+ * holds the id of a holder that asked for its lease again while it held it: between the
+ * deletion of its key and the creation of the next, no other node may create it;</li>
+ * <li>{@code <prefix>/nodes/<id>}, attached to an etcd lease of the node expiry, is there
+ * while the node is alive;</li>
+ * <li>{@code <prefix>/members/<id>}, attached to a longer etcd lease, keeps a silent node
+ * in the member list, dead, until etcd forgets it.</li>
+ * </ul>
+ * Values are lines of URL-encoded fields.
+ */
+final class EtcdKeys {
+
+	private static final Pattern VALID_PREFIX = Pattern.compile("[A-Za-z0-9._:/-]{1,120}");
+
+	private static final String LEASES = "/leases/";
+
+	private static final String TERMS = "/terms/";
+
+	private static final String RESERVED = "/reserved/";
+
+	private static final String NODES = "/nodes/";
+
+	private static final String MEMBERS = "/members/";
+
+	private final String prefix;
+
+	EtcdKeys(String prefix) {
+		if (prefix == null || !VALID_PREFIX.matcher(prefix).matches() || prefix.endsWith("/")
+				|| prefix.contains("//")) {
+			throw new IllegalArgumentException("Invalid etcd key prefix '" + prefix
+					+ "': use 1 to 120 letters, digits, '.', '_', ':', '-' or '/', without a trailing or double '/'");
+		}
+		this.prefix = prefix;
+	}
+
+	String prefix() {
+		return this.prefix;
+	}
+
+	ByteSequence root() {
+		return bytes(this.prefix + "/");
+	}
+
+	ByteSequence leases() {
+		return bytes(this.prefix + LEASES);
+	}
+
+	ByteSequence terms() {
+		return bytes(this.prefix + TERMS);
+	}
+
+	ByteSequence nodes() {
+		return bytes(this.prefix + NODES);
+	}
+
+	ByteSequence lease(String group) {
+		return bytes(this.prefix + LEASES + group);
+	}
+
+	ByteSequence term(String group) {
+		return bytes(this.prefix + TERMS + group);
+	}
+
+	ByteSequence reserved(String group) {
+		return bytes(this.prefix + RESERVED + group);
+	}
+
+	ByteSequence node(String id) {
+		return bytes(this.prefix + NODES + id);
+	}
+
+	ByteSequence member(String id) {
+		return bytes(this.prefix + MEMBERS + id);
+	}
+
+	/**
+	 * Returns the kind of a key under the prefix and the name it ends with.
+	 * @param key the key
+	 * @return the kind and the name, or {@code null} for a key of no known kind
+	 */
+	@Nullable Named parse(ByteSequence key) {
+		String text = key.toString(StandardCharsets.UTF_8);
+		for (Kind kind : Kind.values()) {
+			String start = this.prefix + kind.infix;
+			if (text.startsWith(start) && text.length() > start.length()) {
+				return new Named(kind, text.substring(start.length()));
+			}
+		}
+		return null;
+	}
+
+	static ByteSequence bytes(String text) {
+		return ByteSequence.from(text, StandardCharsets.UTF_8);
+	}
+
+	static String text(ByteSequence bytes) {
+		return bytes.toString(StandardCharsets.UTF_8);
+	}
+
+	/**
+	 * Returns the number of whole seconds an etcd lease needs to last at least the given
+	 * duration: etcd counts leases in seconds, and a key must never vanish before the
+	 * time its holder was promised.
+	 * @param duration the duration
+	 * @return the duration rounded up to whole seconds, at least 1
+	 */
+	static long seconds(Duration duration) {
+		long seconds = duration.getSeconds() + ((duration.getNano() > 0) ? 1 : 0);
+		return Math.max(seconds, 1);
+	}
+
+	static String encode(List<@Nullable String> fields) {
+		StringBuilder value = new StringBuilder();
+		for (String field : fields) {
+			if (!value.isEmpty()) {
+				value.append('\n');
+			}
+			value.append((field != null) ? "=" + URLEncoder.encode(field, StandardCharsets.UTF_8) : "-");
+		}
+		return value.toString();
+	}
+
+	static List<@Nullable String> decode(String value) {
+		List<@Nullable String> fields = new ArrayList<>();
+		for (String field : value.split("\n", -1)) {
+			fields.add(field.startsWith("=") ? URLDecoder.decode(field.substring(1), StandardCharsets.UTF_8) : null);
+		}
+		return fields;
+	}
+
+	static String require(@Nullable String field) {
+		if (field == null) {
+			throw new IllegalStateException("A required field of an etcd value is missing");
+		}
+		return field;
+	}
+
+	/**
+	 * The kinds of keys.
+	 */
+	enum Kind {
+
+		LEASE(LEASES), TERM(TERMS), RESERVED(EtcdKeys.RESERVED), NODE(NODES), MEMBER(MEMBERS);
+
+		private final String infix;
+
+		Kind(String infix) {
+			this.infix = infix;
+		}
+
+	}
+
+	/**
+	 * A key's kind and the group or node id it ends with.
+	 *
+	 * @param kind the kind
+	 * @param name the group or the node id
+	 */
+	record Named(Kind kind, String name) {
+	}
+
+	/**
+	 * What {@code <prefix>/terms/<group>} records.
+	 *
+	 * @param term the term, or 0 when written by the grant, whose revision (the key's mod
+	 * revision) is the term
+	 * @param holder the holder, or {@code null} once released
+	 * @param expiresAt the expiry promised to the holder
+	 */
+	record TermRecord(long term, @Nullable String holder, Instant expiresAt) {
+
+		ByteSequence toBytes() {
+			return bytes(encode(Arrays.asList(Long.toString(this.term), this.holder, this.expiresAt.toString())));
+		}
+
+		static TermRecord of(KeyValue kv) {
+			List<@Nullable String> fields = decode(text(kv.getValue()));
+			long term = Long.parseLong(require(fields.get(0)));
+			return new TermRecord((term != 0) ? term : kv.getModRevision(), fields.get(1),
+					Instant.parse(require(fields.get(2))));
+		}
+
+	}
+
+}

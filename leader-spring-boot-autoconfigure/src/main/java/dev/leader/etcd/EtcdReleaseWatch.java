@@ -1,0 +1,130 @@
+package dev.leader.etcd;
+
+import java.util.Comparator;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+
+import dev.leader.lease.CoordinationStore.ReleaseListener;
+import dev.leader.node.OwnThreads;
+import io.etcd.jetcd.Client;
+import io.etcd.jetcd.KeyValue;
+import io.etcd.jetcd.Watch;
+import io.etcd.jetcd.options.GetOption;
+import io.etcd.jetcd.options.WatchOption;
+import io.etcd.jetcd.watch.WatchEvent;
+import io.etcd.jetcd.watch.WatchResponse;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Delivers the release wake-ups of one listener from a watch on the lease keys: every
+ * deletion of a lease key, whether its holder released it or etcd deleted it when its
+ * lease ran out, is announced with the group and the successor, the live node that
+ * registered first apart from the holder that was deleted. The watch's events arrive on
+ * the client's threads; they are handed to one thread of this watch,
+ * {@code leader-etcd-release}, which reads the members and calls the listener, so that
+ * wake-ups come in the order of the deletions and a slow listener holds up no client
+ * thread. etcd's client resumes the watch on another member, from the last revision it
+ * delivered, when the one it watched fails.
+ */
+final class EtcdReleaseWatch implements AutoCloseable {
+
+	private static final Log logger = LogFactory.getLog(EtcdReleaseWatch.class);
+
+	private final Client client;
+
+	private final EtcdKeys keys;
+
+	private final EtcdCalls calls;
+
+	private final ReleaseListener listener;
+
+	private final ExecutorService delivery = Executors
+		.newSingleThreadExecutor((task) -> OwnThreads.daemon("leader-etcd-release", task));
+
+	private final Watch.Watcher watcher;
+
+	EtcdReleaseWatch(Client client, EtcdKeys keys, EtcdCalls calls, ReleaseListener listener) {
+		this.client = client;
+		this.keys = keys;
+		this.calls = calls;
+		this.listener = listener;
+		WatchOption deletions = WatchOption.builder().isPrefix(true).withNoPut(true).withPrevKV(true).build();
+		this.watcher = client.getWatchClient()
+			.watch(keys.leases(), deletions, Watch.listener(this::received, this::failed));
+	}
+
+	private void received(WatchResponse response) {
+		for (WatchEvent event : response.getEvents()) {
+			if (event.getEventType() != WatchEvent.EventType.DELETE) {
+				continue;
+			}
+			EtcdKeys.Named named = this.keys.parse(event.getKeyValue().getKey());
+			if (named == null || named.kind() != EtcdKeys.Kind.LEASE) {
+				continue;
+			}
+			KeyValue before = event.getPrevKV();
+			String holder = (before != null && !before.getValue().isEmpty()) ? EtcdKeys.text(before.getValue()) : null;
+			try {
+				this.delivery.execute(() -> deliver(named.name(), holder));
+			}
+			catch (RejectedExecutionException ex) {
+				return; // closed
+			}
+		}
+	}
+
+	private void failed(Throwable ex) {
+		logger.warn("Leader etcd watch of released leases under " + this.keys.prefix() + " failed; releases are "
+				+ "noticed at the next heartbeat or acquire attempt instead: " + ex);
+	}
+
+	private void deliver(String group, @Nullable String holder) {
+		String successor;
+		try {
+			successor = successor(holder);
+		}
+		catch (RuntimeException ex) {
+			successor = null;
+		}
+		try {
+			this.listener.released(group, successor);
+		}
+		catch (Throwable ex) {
+			logger.warn("Leader release listener failed for group " + group + "; deliveries go on", ex);
+		}
+	}
+
+	private @Nullable String successor(@Nullable String holder) {
+		GetOption prefix = GetOption.builder().isPrefix(true).build();
+		return this.calls
+			.await(this.client.getKVClient().get(this.keys.nodes(), prefix), this.calls.deadline(), "the live nodes")
+			.getKvs()
+			.stream()
+			.sorted(Comparator.comparingLong(KeyValue::getCreateRevision))
+			.map((kv) -> this.keys.parse(kv.getKey()))
+			.filter((named) -> named != null && !named.name().equals(holder))
+			.map(EtcdKeys.Named::name)
+			.findFirst()
+			.orElse(null);
+	}
+
+	/**
+	 * Stops the watch and waits, up to the store's timeout, for a delivery under way.
+	 */
+	@Override
+	public void close() {
+		this.watcher.close();
+		this.delivery.shutdownNow();
+		try {
+			this.delivery.awaitTermination(this.calls.timeout().toMillis(), TimeUnit.MILLISECONDS);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+	}
+
+}

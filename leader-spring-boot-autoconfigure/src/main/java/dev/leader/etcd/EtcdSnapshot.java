@@ -1,0 +1,90 @@
+package dev.leader.etcd;
+
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+
+import dev.leader.NodeInfo;
+import io.etcd.jetcd.KeyValue;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The keys under the prefix as one read found them, at one revision, by kind.
+ */
+final class EtcdSnapshot {
+
+	private final Map<String, KeyValue> leases = new HashMap<>();
+
+	private final Map<String, KeyValue> terms = new HashMap<>();
+
+	private final Map<String, KeyValue> reserved = new HashMap<>();
+
+	private final Map<String, KeyValue> nodes = new HashMap<>();
+
+	private final Map<String, KeyValue> members = new HashMap<>();
+
+	EtcdSnapshot(EtcdKeys keys, Collection<KeyValue> kvs) {
+		for (KeyValue kv : kvs) {
+			EtcdKeys.Named named = keys.parse(kv.getKey());
+			if (named != null) {
+				byKind(named.kind()).put(named.name(), kv);
+			}
+		}
+	}
+
+	private Map<String, KeyValue> byKind(EtcdKeys.Kind kind) {
+		return switch (kind) {
+			case LEASE -> this.leases;
+			case TERM -> this.terms;
+			case RESERVED -> this.reserved;
+			case NODE -> this.nodes;
+			case MEMBER -> this.members;
+		};
+	}
+
+	@Nullable KeyValue lease(String group) {
+		return this.leases.get(group);
+	}
+
+	@Nullable KeyValue term(String group) {
+		return this.terms.get(group);
+	}
+
+	@Nullable KeyValue node(String id) {
+		return this.nodes.get(id);
+	}
+
+	@Nullable KeyValue member(String id) {
+		return this.members.get(id);
+	}
+
+	/**
+	 * Returns the groups that have a lease or a record of one.
+	 * @return the groups, in order
+	 */
+	Set<String> groups() {
+		Set<String> groups = new TreeSet<>(this.terms.keySet());
+		groups.addAll(this.leases.keySet());
+		return groups;
+	}
+
+	/**
+	 * Returns the members: every node whose key or record is there, alive while its key
+	 * is.
+	 * @return the members, by id
+	 */
+	Map<String, NodeInfo> members() {
+		Map<String, NodeInfo> members = new TreeMap<>();
+		this.members.forEach((id, kv) -> {
+			if (!this.nodes.containsKey(id)) {
+				members.put(id, NodeValue.of(kv.getValue()).toInfo(false));
+			}
+		});
+		this.nodes.forEach((id, kv) -> members.put(id, NodeValue.of(kv.getValue()).toInfo(true)));
+		return members;
+	}
+
+}
