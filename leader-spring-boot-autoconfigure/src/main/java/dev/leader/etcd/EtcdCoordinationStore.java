@@ -163,9 +163,6 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 			}
 			revokeQuietly(live.getLease());
 		}
-		if (reserved != null && reserved.getLease() != granted.getID()) {
-			revokeQuietly(reserved.getLease());
-		}
 		Cmp mine = (live != null || reserved != null)
 				? new Cmp(reservation, Cmp.Op.EQUAL, CmpTarget.value(EtcdKeys.bytes(nodeId))) : unreserved;
 		Instant expiresAt = sentAt.plus(duration);
@@ -179,6 +176,10 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 		if (!created.isSucceeded()) {
 			revokeQuietly(granted.getID());
 			return refused(group, deadline);
+		}
+		if (reserved != null) {
+			// The reservation of an earlier attempt, deleted by the grant.
+			revokeQuietly(reserved.getLease());
 		}
 		// Both puts took the transaction's revision, the key's create revision.
 		return new AcquireResult(true, new LeaseState(group, nodeId, created.getHeader().getRevision(), expiresAt,
@@ -230,7 +231,7 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 		KeyValue alive = snapshot.node(node.id());
 		KeyValue record = snapshot.member(node.id());
 		if (alive != null) {
-			NodeValue registered = NodeValue.of(alive.getValue());
+			NodeValue registered = NodeValue.of(alive);
 			if (!registered.incarnation().equals(incarnation)) {
 				throw new DuplicateKeyException("Leader node id " + node.id() + " is registered by another live "
 						+ "process (host " + registered.registration().host() + ", pid "
@@ -256,7 +257,7 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 		}
 		Instant startedAt = now;
 		if (record != null) {
-			NodeValue recorded = NodeValue.of(record.getValue());
+			NodeValue recorded = NodeValue.of(record);
 			if (recorded.incarnation().equals(incarnation)) {
 				startedAt = recorded.startedAt();
 			}

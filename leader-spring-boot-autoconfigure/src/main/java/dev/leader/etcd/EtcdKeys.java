@@ -14,6 +14,8 @@ import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.KeyValue;
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.dao.DataRetrievalFailureException;
+
 /**
  * The keys of one coordination under a prefix, and the values stored at them:
  * <ul>
@@ -152,6 +154,18 @@ final class EtcdKeys {
 		return fields;
 	}
 
+	/**
+	 * Returns the failure of reading a value that this store did not write, such as one
+	 * another application wrote under the same prefix.
+	 * @param kv the key and value
+	 * @param cause why it could not be read
+	 * @return the exception to throw
+	 */
+	static DataRetrievalFailureException unreadable(KeyValue kv, Exception cause) {
+		return new DataRetrievalFailureException("Unreadable value at etcd key " + text(kv.getKey())
+				+ "; is another application using the same key prefix?", cause);
+	}
+
 	static String require(@Nullable String field) {
 		if (field == null) {
 			throw new IllegalStateException("A required field of an etcd value is missing");
@@ -198,10 +212,15 @@ final class EtcdKeys {
 		}
 
 		static TermRecord of(KeyValue kv) {
-			List<@Nullable String> fields = decode(text(kv.getValue()));
-			long term = Long.parseLong(require(fields.get(0)));
-			return new TermRecord((term != 0) ? term : kv.getModRevision(), fields.get(1),
-					Instant.parse(require(fields.get(2))));
+			try {
+				List<@Nullable String> fields = decode(text(kv.getValue()));
+				long term = Long.parseLong(require(fields.get(0)));
+				return new TermRecord((term != 0) ? term : kv.getModRevision(), fields.get(1),
+						Instant.parse(require(fields.get(2))));
+			}
+			catch (RuntimeException ex) {
+				throw unreadable(kv, ex);
+			}
 		}
 
 	}

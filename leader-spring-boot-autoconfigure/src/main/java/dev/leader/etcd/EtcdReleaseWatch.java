@@ -1,9 +1,9 @@
 package dev.leader.etcd;
 
 import java.util.Comparator;
-import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 
 import dev.leader.lease.CoordinationStore.ReleaseListener;
@@ -28,7 +28,8 @@ import org.jspecify.annotations.Nullable;
  * {@code leader-etcd-release}, which reads the members and calls the listener, so that
  * wake-ups come in the order of the deletions and a slow listener holds up no client
  * thread. etcd's client resumes the watch on another member, from the last revision it
- * delivered, when the one it watched fails.
+ * delivered, when the one it watched fails; an error it cannot resume from starts the
+ * watch again.
  */
 final class EtcdReleaseWatch implements AutoCloseable {
 
@@ -42,19 +43,29 @@ final class EtcdReleaseWatch implements AutoCloseable {
 
 	private final ReleaseListener listener;
 
-	private final ExecutorService delivery = Executors
-		.newSingleThreadExecutor((task) -> OwnThreads.daemon("leader-etcd-release", task));
+	private final ScheduledExecutorService delivery = Executors
+		.newSingleThreadScheduledExecutor((task) -> OwnThreads.daemon("leader-etcd-release", task));
 
-	private final Watch.Watcher watcher;
+	private final Object lock = new Object();
+
+	// Guarded by lock.
+	private Watch.Watcher watcher;
+
+	// Guarded by lock.
+	private boolean closed;
 
 	EtcdReleaseWatch(Client client, EtcdKeys keys, EtcdCalls calls, ReleaseListener listener) {
 		this.client = client;
 		this.keys = keys;
 		this.calls = calls;
 		this.listener = listener;
+		this.watcher = watch();
+	}
+
+	private Watch.Watcher watch() {
 		WatchOption deletions = WatchOption.builder().isPrefix(true).withNoPut(true).withPrevKV(true).build();
-		this.watcher = client.getWatchClient()
-			.watch(keys.leases(), deletions, Watch.listener(this::received, this::failed));
+		return this.client.getWatchClient()
+			.watch(this.keys.leases(), deletions, Watch.listener(this::received, this::failed));
 	}
 
 	private void received(WatchResponse response) {
@@ -77,9 +88,31 @@ final class EtcdReleaseWatch implements AutoCloseable {
 		}
 	}
 
+	/**
+	 * Called when etcd's client gives the watch up, which it does only for an error it
+	 * cannot resume from, such as a revision etcd has compacted: the watch starts again
+	 * from the current revision a second later. Releases in between wake nobody; nodes
+	 * notice them at their next heartbeat or acquire attempt.
+	 * @param ex the error
+	 */
 	private void failed(Throwable ex) {
-		logger.warn("Leader etcd watch of released leases under " + this.keys.prefix() + " failed; releases are "
-				+ "noticed at the next heartbeat or acquire attempt instead: " + ex);
+		logger.warn("Leader etcd watch of released leases under " + this.keys.prefix() + " failed; watching again "
+				+ "in 1 s, releases until then are noticed at the next heartbeat: " + ex);
+		try {
+			this.delivery.schedule(this::watchAgain, 1, TimeUnit.SECONDS);
+		}
+		catch (RejectedExecutionException rejected) {
+			// closed
+		}
+	}
+
+	private void watchAgain() {
+		synchronized (this.lock) {
+			if (!this.closed) {
+				this.watcher.close();
+				this.watcher = watch();
+			}
+		}
 	}
 
 	private void deliver(String group, @Nullable String holder) {
@@ -117,7 +150,10 @@ final class EtcdReleaseWatch implements AutoCloseable {
 	 */
 	@Override
 	public void close() {
-		this.watcher.close();
+		synchronized (this.lock) {
+			this.closed = true;
+			this.watcher.close();
+		}
 		this.delivery.shutdownNow();
 		try {
 			this.delivery.awaitTermination(this.calls.timeout().toMillis(), TimeUnit.MILLISECONDS);

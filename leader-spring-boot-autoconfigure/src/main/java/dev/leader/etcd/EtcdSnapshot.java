@@ -80,10 +80,10 @@ final class EtcdSnapshot {
 		Map<String, NodeInfo> members = new TreeMap<>();
 		this.members.forEach((id, kv) -> {
 			if (!this.nodes.containsKey(id)) {
-				members.put(id, NodeValue.of(kv.getValue()).toInfo(false));
+				members.put(id, NodeValue.of(kv).toInfo(false));
 			}
 		});
-		this.nodes.forEach((id, kv) -> members.put(id, NodeValue.of(kv.getValue()).toInfo(true)));
+		this.nodes.forEach((id, kv) -> members.put(id, NodeValue.of(kv).toInfo(true)));
 		return members;
 	}
 

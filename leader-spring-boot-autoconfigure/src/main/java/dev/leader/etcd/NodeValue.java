@@ -11,6 +11,7 @@ import java.util.UUID;
 import dev.leader.NodeInfo;
 import dev.leader.node.NodeRegistration;
 import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.KeyValue;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -48,7 +49,16 @@ record NodeValue(String incarnation, NodeRegistration registration, Instant star
 				this.startedAt.toString(), this.heartbeatAt.toString())));
 	}
 
-	static NodeValue of(ByteSequence bytes) {
+	static NodeValue of(KeyValue kv) {
+		try {
+			return of(kv.getValue());
+		}
+		catch (RuntimeException ex) {
+			throw EtcdKeys.unreadable(kv, ex);
+		}
+	}
+
+	private static NodeValue of(ByteSequence bytes) {
 		List<@Nullable String> fields = EtcdKeys.decode(EtcdKeys.text(bytes));
 		String daemons = EtcdKeys.require(fields.get(5));
 		NodeRegistration node = new NodeRegistration(EtcdKeys.require(fields.get(1)), EtcdKeys.require(fields.get(2)),

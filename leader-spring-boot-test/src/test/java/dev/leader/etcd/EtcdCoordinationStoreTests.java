@@ -1,0 +1,103 @@
+package dev.leader.etcd;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import dev.leader.lease.CoordinationStore.AcquireResult;
+import dev.leader.lease.CoordinationStore.Tick;
+import dev.leader.lease.LeaseState;
+import dev.leader.node.NodeRegistration;
+import dev.leader.test.EtcdCluster;
+import io.etcd.jetcd.Client;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * {@link EtcdCoordinationStore} while etcd's own leader dies, each test on a three-member
+ * cluster of its own.
+ */
+class EtcdCoordinationStoreTests {
+
+	private static final NodeRegistration A = new NodeRegistration("node-a", "app-a", "host-a", 101);
+
+	private static final NodeRegistration B = new NodeRegistration("node-b", "app-b", "host-b", 102);
+
+	private static final Duration LEASE = Duration.ofSeconds(3);
+
+	private EtcdCluster cluster;
+
+	private Client client;
+
+	private EtcdCoordinationStore store;
+
+	@BeforeEach
+	void startCluster() {
+		this.cluster = EtcdCluster.start();
+		this.client = Client.builder().endpoints(this.cluster.endpoints().toArray(String[]::new)).build();
+		this.store = new EtcdCoordinationStore(this.client, "leader-test", Duration.ofSeconds(3));
+	}
+
+	@AfterEach
+	void closeCluster() {
+		try (EtcdCluster cluster = this.cluster; Client client = this.client) {
+			this.cluster = null;
+			this.client = null;
+		}
+	}
+
+	@Test
+	void leaseKeepsItsTermAcrossTheDeathOfEtcdsLeaderAndIsRenewedReleasedAndAnnouncedAfterwards() throws Exception {
+		this.store.tick(B, Map.of(), List.of(), LEASE, Duration.ofSeconds(10));
+		LeaseState held = granted(this.store.acquire("orders", A.id(), Duration.ofSeconds(10)));
+		List<String> woken = new CopyOnWriteArrayList<>();
+		try (AutoCloseable listening = this.store.listen((group, successor) -> woken.add(group + ":" + successor))) {
+			int leader = this.cluster.leaderIndex();
+			this.cluster.member(leader).kill();
+			Tick tick = await("a renewal through another member").atMost(Duration.ofSeconds(15))
+				.ignoreExceptions()
+				.until(() -> this.store.tick(A, Map.of("orders", held.term()), List.of("orders"),
+						Duration.ofSeconds(10), Duration.ofSeconds(10)),
+						(answer) -> answer.renewed().containsKey("orders"));
+			assertThat(tick.renewed().get("orders").term()).isEqualTo(held.term());
+			AcquireResult refused = this.store.acquire("orders", B.id(), Duration.ofSeconds(10));
+			assertThat(refused.granted()).isFalse();
+			assertThat(refused.lease()).isNotNull().extracting(LeaseState::holder).isEqualTo(A.id());
+			assertThat(this.store.release(A.id(), Map.of("orders", held.term()))).containsExactly("orders");
+			await("the release to be announced").atMost(Duration.ofSeconds(10))
+				.until(() -> woken.contains("orders:" + B.id()));
+			assertThat(granted(this.store.acquire("orders", B.id(), Duration.ofSeconds(10))).term())
+				.isGreaterThan(held.term());
+		}
+	}
+
+	/**
+	 * etcd keeps the remaining time of its leases on its leader only: a new leader gives
+	 * every lease its whole time to live again. A lease abandoned by its holder therefore
+	 * outlives its duration when etcd's leader dies meanwhile, never the other way.
+	 */
+	@Test
+	void abandonedLeaseLastsAtLeastItsDurationWhenEtcdsLeaderDies() {
+		long sent = System.nanoTime();
+		granted(this.store.acquire("orders", A.id(), LEASE));
+		this.cluster.member(this.cluster.leaderIndex()).kill();
+		await("the abandoned lease to expire").atMost(Duration.ofSeconds(30))
+			.pollInterval(Duration.ofMillis(50))
+			.ignoreExceptions()
+			.until(() -> this.store.leases().stream().noneMatch(LeaseState::isHeld));
+		Duration lasted = Duration.ofNanos(System.nanoTime() - sent);
+		assertThat(lasted).as("lifetime of a lease of %d ms", LEASE.toMillis()).isGreaterThanOrEqualTo(LEASE);
+	}
+
+	private static LeaseState granted(AcquireResult result) {
+		assertThat(result.granted()).isTrue();
+		assertThat(result.lease()).isNotNull();
+		return result.lease();
+	}
+
+}
