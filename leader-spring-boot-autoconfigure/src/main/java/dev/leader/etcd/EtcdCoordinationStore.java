@@ -47,31 +47,44 @@ import org.springframework.util.Assert;
  * runs out. The term is the key's create revision, a revision of the whole cluster, so it
  * rises with every grant, across etcd's leader changes and restarts, and is never reused;
  * it does not rise by one, since every write of the cluster takes a revision. A grant is
- * one transaction that creates the key only where there is none. A grant to the node that
- * already holds the lease deletes the key in one transaction, if it is unchanged, and
- * creates it in the next, so that the term rises; a node that creates it in between wins,
- * and the grant is refused. Renewal keeps the etcd lease alive once, then records the new
- * expiry if the key still has the term. A release deletes the key if it still has the
- * holder and the term. Beside each lease key, {@code <prefix>/terms/<group>} records the
- * latest term, its holder and its expiry, so that a released or expired lease is still
- * read with its term. etcd has no epochs to handle: a revision never goes back, whatever
- * happens to etcd's own leader.
+ * one transaction that creates the key only where there is none, after a read that
+ * refuses without writing when another node holds it. A grant to the node that already
+ * holds the lease deletes the key, if it is unchanged, in one transaction that also
+ * writes {@code <prefix>/reserved/<group>} for that node, attached to the etcd lease the
+ * new key will have, and creates the key in the next, deleting the reservation: no other
+ * node creates the key in between, so the term rises and the node's earlier term ends
+ * only with its next one (if the node dies in between, the reservation runs out like a
+ * lease). Renewal keeps the etcd lease alive once, then records the new expiry if the key
+ * still has the holder and the term; an etcd lease that has run out, or a key of another
+ * term, is not renewed. A release deletes the key if it still has the holder and the
+ * term, so the revision rises. Beside each lease key, {@code <prefix>/terms/<group>}
+ * records the latest term, its holder ({@code null} once released) and its expiry, so
+ * that a released or expired lease is still read with its term. etcd has no epochs or
+ * promotions to handle: a revision never goes back, whatever happens to etcd's own
+ * leader, so every lease held is renewed.
  * <p>
- * <b>Time.</b> etcd has no clock to read. The time left of a lease read is etcd's answer
- * for its etcd lease, in whole seconds rounded down, so never later than etcd's expiry,
- * and zero once etcd has deleted the key, or in the last second before. The expiry
- * ({@link LeaseState#expiresAt()}) is the holder's wall clock when it sent the grant or
- * renewal plus the duration, and is recorded for every node to read: etcd started the
- * time to live of at least that duration later, so the expiry is never later than etcd's,
- * but it is only shown, never compared. The same goes for the instants of
- * {@link NodeInfo}.
+ * <b>Time.</b> etcd has no clock to read, and decides expiry on its leader's clock alone.
+ * The time left of a lease read is etcd's answer for its etcd lease, in whole seconds
+ * rounded towards zero, so never later than etcd's expiry; while the key is there with
+ * less than a second left, 1 ms, and zero once etcd has deleted the key. The time left of
+ * a lease granted or renewed is the duration (at most the etcd lease's time to live) less
+ * the round trip. The expiry ({@link LeaseState#expiresAt()}) is the holder's wall clock
+ * when it sent the grant or the renewal plus that duration, and is recorded for every
+ * node to read: etcd started the time to live, of at least that duration, no earlier, so
+ * the expiry is never later than etcd's unless the holder's wall clock runs ahead; it is
+ * only shown, never compared. The same goes for the instants of {@link NodeInfo}. A new
+ * etcd leader gives every etcd lease its whole time to live again, so a lease abandoned
+ * by its holder may outlive its duration by up to a duration and an election, never the
+ * other way.
  * <p>
  * <b>Members.</b> A node is the key {@code <prefix>/nodes/<id>}, attached to an etcd
  * lease of the node expiry rounded up, and a record {@code <prefix>/members/<id>}
  * attached to an etcd lease longer by the node expiry; each heartbeat keeps both alive. A
  * node is alive while etcd keeps its key, dead once only the record is left, and
- * forgotten when etcd deletes the record too. A key registered by another process under
- * the same id, still alive, makes the heartbeat fail with {@link DuplicateKeyException}.
+ * forgotten when etcd deletes the record too, so a silent node shows as dead from about
+ * the node expiry (raised to etcd's minimum time to live) until about twice that. A key
+ * registered by another process under the same id, still alive, makes the heartbeat fail
+ * with {@link DuplicateKeyException}, and nothing is registered or renewed.
  * <p>
  * <b>Wake-ups.</b> {@link #listen} watches the lease keys and announces every deletion,
  * whether released or expired. Every call waits for etcd at most the timeout given, and
