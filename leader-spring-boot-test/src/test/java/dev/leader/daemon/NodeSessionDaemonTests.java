@@ -25,8 +25,8 @@ import static org.awaitility.Awaitility.await;
  * ({@code leader.lease.crash-takeover-groups}), so every node binds itself to its
  * database session, and its daemons move the moment that session ends rather than when
  * its heartbeat expires. Three {@code DaemonTestNode} processes with the default timing
- * (a 10 s node expiry), so that only the session can explain a move within a second or
- * two; every test ends with the exclusivity check over the agents' fenced writes (G4).
+ * (a 10 s node expiry), so that only the session can explain a move within a few seconds;
+ * every test ends with the exclusivity check over the agents' fenced writes (G4).
  */
 class NodeSessionDaemonTests {
 
@@ -35,10 +35,12 @@ class NodeSessionDaemonTests {
 	private static final String SIX = "d1,d2,d3,d4,d5,d6";
 
 	/**
-	 * Well within the node expiry: the session's end, the leader's cycle, the
-	 * acknowledgement and the first write, on a loaded 2-core machine.
+	 * Half the earliest move a heartbeat's expiry could explain (its last heartbeat at
+	 * most a renew interval before the death, so at least 7 s with the defaults): room
+	 * for the session's end, the leader's cycle, the acknowledgement and the first write
+	 * on a loaded 2-core machine, while a move this fast still proves the session.
 	 */
-	private static final Duration FAST_MOVE = Duration.ofSeconds(2);
+	private static final Duration FAST_MOVE = SETTINGS.nodeExpiry().minus(SETTINGS.renewInterval()).dividedBy(2);
 
 	@RegisterExtension
 	final Cluster cluster = cluster();
@@ -87,6 +89,11 @@ class NodeSessionDaemonTests {
 		this.daemons.awaitReady("node-a", "node-b", "node-c");
 		this.daemons.awaitActiveLoads(List.of(2, 2, 2));
 		await().atMost(Duration.ofSeconds(10))
+			.until(() -> this.jdbc.sql(boundNodesSql()).query(Long.class).single() == 3);
+		// Each node learns the next bound node's session from its own heartbeat: one
+		// renew interval after the last binding, every node watches the next one.
+		await().pollDelay(SETTINGS.renewInterval().plusMillis(500))
+			.atMost(SETTINGS.renewInterval().plusSeconds(5))
 			.until(() -> this.jdbc.sql(boundNodesSql()).query(Long.class).single() == 3);
 	}
 
