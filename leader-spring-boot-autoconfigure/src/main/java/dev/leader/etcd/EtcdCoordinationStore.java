@@ -227,7 +227,7 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 		long sent = System.nanoTime();
 		Instant sentAt = Instant.now();
 		EtcdSnapshot snapshot = read(deadline);
-		NodeValue self = heartbeat(node, snapshot, sentAt, nodeExpiry, deadline);
+		NodeValue self = heartbeat(node, held, snapshot, sentAt, nodeExpiry, deadline);
 		Map<String, LeaseState> renewed = renew(node.id(), held, snapshot, leaseDuration, sent, sentAt, deadline);
 		List<String> read = groups.stream()
 			.filter((group) -> snapshot.lease(group) != null || snapshot.term(group) != null)
@@ -238,8 +238,8 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 		return new Tick(renewed, leases, List.copyOf(members.values()));
 	}
 
-	private NodeValue heartbeat(NodeRegistration node, EtcdSnapshot snapshot, Instant now, Duration nodeExpiry,
-			long deadline) {
+	private NodeValue heartbeat(NodeRegistration node, Map<String, Long> held, EtcdSnapshot snapshot, Instant now,
+			Duration nodeExpiry, long deadline) {
 		String incarnation = NodeValue.incarnation(node);
 		KeyValue alive = snapshot.node(node.id());
 		KeyValue record = snapshot.member(node.id());
@@ -275,7 +275,28 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 				startedAt = recorded.startedAt();
 			}
 		}
+		requireNoLeasesOfAnotherProcess(node.id(), held, snapshot);
 		return register(new NodeValue(incarnation, node, startedAt, now), nodeExpiry, deadline);
+	}
+
+	// A process that registers the id waits for the leases under it that it does not
+	// hold: a lease may outlive its holder's node key (granted after its last heartbeat,
+	// or longer than the node expiry), and its holder, merely paused, still acts on it.
+	private static void requireNoLeasesOfAnotherProcess(String nodeId, Map<String, Long> held, EtcdSnapshot snapshot) {
+		List<String> foreign = new ArrayList<>();
+		for (String group : snapshot.groups()) {
+			KeyValue live = snapshot.lease(group);
+			if (live != null && nodeId.equals(EtcdKeys.text(live.getValue()))
+					&& !Long.valueOf(live.getCreateRevision()).equals(held.get(group))) {
+				foreign.add(group + " (term " + live.getCreateRevision() + ")");
+			}
+		}
+		if (!foreign.isEmpty()) {
+			throw new DuplicateKeyException("Leader node id " + nodeId + " holds leases that this process was not "
+					+ "granted: " + String.join(", ", foreign) + ". Another process with this id holds them and "
+					+ "acts on them until they expire, even if it stopped heartbeating. Give each process its own "
+					+ "leader node id; this process leads nothing until they have expired");
+		}
 	}
 
 	private NodeValue register(NodeValue value, Duration nodeExpiry, long deadline) {

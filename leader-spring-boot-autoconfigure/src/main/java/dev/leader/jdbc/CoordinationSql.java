@@ -88,17 +88,29 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 	 * The node's row belongs to one incarnation, a process: another process with the same
 	 * id takes it over only once it has gone silent for the node expiry. Until then the
 	 * upsert changes nothing, nothing is renewed, and the other registration comes back
-	 * as {@code D}. A lease granted before the server's last promotion is not renewed:
-	 * its holder steps down and acquires it again, under a term of the new epoch, so that
-	 * no node goes on leading under a term that is lower than one that may have been
-	 * granted, and seen by other systems, on the old primary.
+	 * as {@code D}. A process whose row is missing or another's registers only once no
+	 * lease under the node's id is valid but those it holds, the terms it sends: a lease
+	 * may outlive its holder's last heartbeat (it was granted after it, or it is longer
+	 * than the node expiry), and its holder, merely paused, still acts on it. Until then
+	 * those leases come back as {@code H}. A lease granted before the server's last
+	 * promotion is not renewed: its holder steps down and acquires it again, under a term
+	 * of the new epoch, so that no node goes on leading under a term that is lower than
+	 * one that may have been granted, and seen by other systems, on the old primary.
 	 */
 	static final String TICK = """
-			WITH me AS (
+			WITH held AS (
+			  SELECT * FROM unnest(?::varchar[], ?::bigint[]) AS h(group_name, term)
+			), foreign_leases AS (
+			  SELECT l.group_name, l.holder, l.term, l.expires_at FROM ${prefix}leases l
+			  WHERE l.holder = ? AND l.expires_at > clock_timestamp()
+			    AND NOT EXISTS (SELECT 1 FROM held WHERE held.group_name = l.group_name AND held.term = l.term)
+			), me AS (
 			  INSERT INTO ${prefix}nodes AS n (node_id, name, host, pid, incarnation, started_at, heartbeat_at,
 			    daemons, base_url, zone)
 			  SELECT ?, ?, ?, ?, ?, clock_timestamp(), clock_timestamp(), ?::varchar[], ?, ?
 			  FROM (SELECT ${durable}) AS durable
+			  WHERE NOT EXISTS (SELECT 1 FROM foreign_leases)
+			     OR EXISTS (SELECT 1 FROM ${prefix}nodes WHERE node_id = ? AND incarnation = ?)
 			  ON CONFLICT (node_id) DO UPDATE SET heartbeat_at = clock_timestamp(), name = excluded.name,
 			    host = excluded.host, pid = excluded.pid, daemons = excluded.daemons,
 			    base_url = excluded.base_url, zone = excluded.zone,
@@ -117,7 +129,7 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 			), renewed AS (
 			  UPDATE ${prefix}leases l SET renewed_at = clock_timestamp(),
 			         expires_at = clock_timestamp() + ? * interval '1 millisecond'
-			  FROM unnest(?::varchar[], ?::bigint[]) AS h(group_name, term)
+			  FROM held AS h
 			  WHERE l.group_name = h.group_name AND l.term = h.term AND l.holder = ?
 			    AND l.expires_at > clock_timestamp() AND EXISTS (SELECT 1 FROM me)
 			    AND l.term > (SELECT ${epoch_base})
@@ -148,6 +160,10 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 			       node_id, name, host, pid, started_at, heartbeat_at, ${heartbeat_age_ms}, daemons, drained,
 			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, base_url, zone, NULL, ${node_session}
 			FROM ${prefix}nodes WHERE node_id <> ? OR NOT EXISTS (SELECT 1 FROM me)
+			UNION ALL
+			SELECT 'H', group_name, holder, term, expires_at, ${remaining_ms}, NULL, NULL, NULL, NULL, NULL, NULL,
+			       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+			FROM foreign_leases WHERE NOT EXISTS (SELECT 1 FROM me)
 			""";
 
 	/**

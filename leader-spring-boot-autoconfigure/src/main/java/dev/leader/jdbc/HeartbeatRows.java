@@ -115,4 +115,31 @@ final class HeartbeatRows {
 				nodeId, host, pid, heartbeatAgeMillis));
 	}
 
+	/**
+	 * Returns the failure of a heartbeat of a process that would register a node's id
+	 * while leases under that id, not among those it holds, are still valid: another
+	 * process with the id holds them, maybe paused, and acts on them until they expire.
+	 * @param nodeId the node's id
+	 * @param leases the valid leases under the id that the process does not hold
+	 * @return the exception to throw
+	 */
+	static DuplicateKeyException leasesOfAnotherProcess(String nodeId, List<LeaseState> leases) {
+		StringBuilder held = new StringBuilder();
+		for (LeaseState lease : leases) {
+			held.append((held.length() > 0) ? ", " : "")
+				.append(lease.group())
+				.append(" (term ")
+				.append(lease.term())
+				.append(", ")
+				.append(lease.remaining().toMillis())
+				.append(" ms left)");
+		}
+		return new DuplicateKeyException(String.format(
+				"Node id '%s' holds leases that this process was not granted: %s. Another process with this id "
+						+ "holds them and acts on them until they expire, even if it stopped heartbeating. Two "
+						+ "processes must never share a node id: give each its own leader.node.id, or leave it "
+						+ "unset to have one generated. This process takes part in nothing until they have expired",
+				nodeId, held));
+	}
+
 }

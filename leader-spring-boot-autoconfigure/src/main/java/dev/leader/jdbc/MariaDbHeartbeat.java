@@ -12,6 +12,7 @@ import java.util.TreeSet;
 import java.util.concurrent.ThreadLocalRandom;
 
 import dev.leader.NodeInfo;
+import dev.leader.lease.LeaseState;
 import dev.leader.node.NodeRegistration;
 import org.jspecify.annotations.Nullable;
 
@@ -50,6 +51,14 @@ final class MariaDbHeartbeat {
 			SELECT incarnation, heartbeat_at <= ${now} - INTERVAL ? MICROSECOND AS silent, host, pid,
 			       ${heartbeat_age_ms} AS heartbeat_age_ms
 			FROM ${prefix}nodes WHERE node_id = ? FOR UPDATE""";
+
+	/**
+	 * The valid leases under the node's id, read before a process registers the id: those
+	 * it does not hold are another process's.
+	 */
+	private static final String LEASES_UNDER_ID = """
+			SELECT group_name, holder, term, expires_at, ${remaining_ms} AS remaining_ms FROM ${prefix}leases
+			WHERE holder = ? AND expires_at > ${now}""";
 
 	private static final String INSERT_NODE = """
 			INSERT INTO ${prefix}nodes (node_id, name, host, pid, incarnation, started_at, heartbeat_at, daemons,
@@ -119,8 +128,8 @@ final class MariaDbHeartbeat {
 
 	MariaDbHeartbeat(MariaDbConnections connections, TablePrefix tablePrefix) {
 		this.connections = connections;
-		this.sql = MariaDbSql.renderAll(tablePrefix, BEAT, LOCK_NODE, INSERT_NODE, TAKE_OVER_NODE, RENEW, TICK_ROWS,
-				TICK_ROWS_AND_DAEMONS, FORGET);
+		this.sql = MariaDbSql.renderAll(tablePrefix, BEAT, LOCK_NODE, LEASES_UNDER_ID, INSERT_NODE, TAKE_OVER_NODE,
+				RENEW, TICK_ROWS, TICK_ROWS_AND_DAEMONS, FORGET);
 	}
 
 	/**
@@ -155,7 +164,7 @@ final class MariaDbHeartbeat {
 			return beat;
 		}
 		return this.connections.transaction("heartbeat", (tx) -> {
-			register(tx, node, incarnation, nodeDaemons, nodeExpiry.toNanos() / 1000);
+			register(tx, node, incarnation, nodeDaemons, nodeExpiry.toNanos() / 1000, sortedHeld);
 			renew(tx, node, sortedHeld, groups, leaseDuration, renewal);
 			return read(tx, node, sortedHeld, groups, nodeExpiry, renewal, sessions, daemons);
 		});
@@ -226,9 +235,12 @@ final class MariaDbHeartbeat {
 		return read;
 	}
 
-	// Registers, heartbeats or takes over the node's row, its lock held.
+	// Registers, heartbeats or takes over the node's row, its lock held. A process that
+	// registers the id, or takes it over, waits for the valid leases under it that it
+	// does not hold: a lease may outlive its holder's last heartbeat (granted after it,
+	// or longer than the node expiry), and its holder, merely paused, still acts on it.
 	private void register(MariaDbConnections.Transaction tx, NodeRegistration node, String incarnation, String daemons,
-			long expiryMicros) throws SQLException {
+			long expiryMicros, Map<String, Long> held) throws SQLException {
 		NodeRow row = tx.run(sql(LOCK_NODE), (statement) -> {
 			statement.setLong(1, expiryMicros);
 			statement.setString(2, node.id());
@@ -237,6 +249,9 @@ final class MariaDbHeartbeat {
 						rows.getString("host"), rows.getLong("pid"), rows.getLong("heartbeat_age_ms")) : null;
 			}
 		});
+		if (row == null || !incarnation.equals(row.incarnation())) {
+			requireNoLeasesOfAnotherProcess(tx, node.id(), held, row);
+		}
 		if (row == null) {
 			tx.update(sql(INSERT_NODE), node.id(), node.name(), node.host(), node.pid(), incarnation, daemons,
 					node.baseUrl(), node.zone());
@@ -251,6 +266,22 @@ final class MariaDbHeartbeat {
 		}
 		else {
 			throw HeartbeatRows.duplicateNodeId(node.id(), row.host(), row.pid(), row.heartbeatAgeMillis());
+		}
+	}
+
+	private void requireNoLeasesOfAnotherProcess(MariaDbConnections.Transaction tx, String nodeId,
+			Map<String, Long> held, @Nullable NodeRow row) throws SQLException {
+		if (row != null && !row.silent()) {
+			// Live: refused below, with its host and pid.
+			return;
+		}
+		List<LeaseState> foreign = new ArrayList<>(tx.run(sql(LEASES_UNDER_ID), (statement) -> {
+			statement.setString(1, nodeId);
+			return Statements.list(statement, MariaDbCoordinationStore::lease);
+		}));
+		foreign.removeIf((lease) -> Long.valueOf(lease.term()).equals(held.get(lease.group())));
+		if (!foreign.isEmpty()) {
+			throw HeartbeatRows.leasesOfAnotherProcess(nodeId, foreign);
 		}
 	}
 

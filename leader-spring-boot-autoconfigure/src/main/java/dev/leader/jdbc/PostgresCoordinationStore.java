@@ -4,6 +4,7 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
@@ -209,6 +210,9 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 		Tick result = this.kept.execute("heartbeat", sql, (statement) -> {
 			Connection connection = statement.getConnection();
 			int i = 0;
+			statement.setArray(++i, connection.createArrayOf("varchar", held.keySet().toArray()));
+			statement.setArray(++i, connection.createArrayOf("bigint", held.values().toArray()));
+			statement.setString(++i, node.id());
 			statement.setString(++i, node.id());
 			statement.setString(++i, node.name());
 			statement.setString(++i, node.host());
@@ -217,22 +221,31 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 			statement.setArray(++i, connection.createArrayOf("varchar", new TreeSet<>(node.daemons()).toArray()));
 			statement.setString(++i, node.baseUrl());
 			statement.setString(++i, node.zone());
+			statement.setString(++i, node.id());
+			statement.setString(++i, HeartbeatRows.incarnation(node));
 			statement.setLong(++i, nodeExpiry.toMillis());
 			statement.setString(++i, node.id());
 			statement.setLong(++i, nodeExpiry.toMillis());
 			statement.setLong(++i, leaseDuration.toMillis());
-			statement.setArray(++i, connection.createArrayOf("varchar", held.keySet().toArray()));
-			statement.setArray(++i, connection.createArrayOf("bigint", held.values().toArray()));
 			statement.setString(++i, node.id());
 			statement.setArray(++i, connection.createArrayOf("varchar", groups.toArray()));
 			statement.setString(++i, node.id());
 			statement.setString(++i, node.id());
 			try (ResultSet rows = statement.executeQuery()) {
 				Statements.requireDurable(statement);
+				List<LeaseState> foreign = new ArrayList<>();
 				while (rows.next()) {
-					if ("D".equals(rows.getString("kind"))) {
+					if ("D".equals(rows.getString("kind"))
+							&& rows.getLong("heartbeat_age_ms") < nodeExpiry.toMillis()) {
 						throw HeartbeatRows.duplicateNodeId(node.id(), rows.getString("host"), rows.getLong("pid"),
 								rows.getLong("heartbeat_age_ms"));
+					}
+					if ("D".equals(rows.getString("kind"))) {
+						continue;
+					}
+					if ("H".equals(rows.getString("kind"))) {
+						foreign.add(lease(rows));
+						continue;
 					}
 					read.add(rows);
 					if (sessions != null && "L".equals(rows.getString("kind"))) {
@@ -252,6 +265,9 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 					if (daemons != null) {
 						daemons.add(rows);
 					}
+				}
+				if (!foreign.isEmpty()) {
+					throw HeartbeatRows.leasesOfAnotherProcess(node.id(), foreign);
 				}
 			}
 			return read.tick();

@@ -3,6 +3,7 @@ package dev.leader.test;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.BooleanSupplier;
@@ -16,9 +17,12 @@ import dev.leader.node.NodeRegistration;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 
+import org.springframework.dao.DuplicateKeyException;
+
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.tuple;
 import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The membership part of {@link AbstractCoordinationStoreContractTests}: how a
@@ -31,14 +35,19 @@ abstract class CoordinationMembershipContract extends CoordinationContract {
 
 	private final BooleanSupplier announcesReleases;
 
+	private final BooleanSupplier sharedByProcesses;
+
 	/**
 	 * Creates the tests of the store of the enclosing suite.
 	 * @param store the store of the running test
 	 * @param announcesReleases whether the store wakes listeners when a lease is released
+	 * @param sharedByProcesses whether processes share the store
 	 */
-	CoordinationMembershipContract(Supplier<CoordinationStore> store, BooleanSupplier announcesReleases) {
+	CoordinationMembershipContract(Supplier<CoordinationStore> store, BooleanSupplier announcesReleases,
+			BooleanSupplier sharedByProcesses) {
 		this.store = store;
 		this.announcesReleases = announcesReleases;
+		this.sharedByProcesses = sharedByProcesses;
 	}
 
 	@Test
@@ -101,6 +110,46 @@ abstract class CoordinationMembershipContract extends CoordinationContract {
 			.pollInterval(POLL)
 			.untilAsserted(
 					() -> assertThat(tick(B, nodeExpiry).members()).extracting(NodeInfo::id).containsExactly(B.id()));
+	}
+
+	/**
+	 * A lease may outlive its holder's last heartbeat (granted after it, or longer than
+	 * the node expiry): a second process with the holder's id, once the holder is silent,
+	 * must not register while that lease is valid, since the holder, merely paused, still
+	 * acts on it, and a registered process may be granted the lease again under its id.
+	 * The holder itself, resumed, heartbeats with the term it holds.
+	 */
+	@Test
+	void secondProcessWithTheIdOfASilentHolderRegistersOnlyOnceTheHoldersLeasesAreOver() {
+		assumeTrue(this.sharedByProcesses.getAsBoolean(), "the store serves one process");
+		Duration nodeExpiry = Duration.ofMillis(500);
+		NodeRegistration second = new NodeRegistration(A.id(), A.name(), A.host(), A.pid() + 1000);
+		tick(A, nodeExpiry);
+		LeaseState held = grant(GROUP, A);
+		// Empty once the second process registered.
+		Optional<DuplicateKeyException> refused = await().atMost(WAIT).pollInterval(POLL).until(() -> {
+			try {
+				tick(second, nodeExpiry);
+				return Optional.<DuplicateKeyException>empty();
+			}
+			catch (DuplicateKeyException ex) {
+				return Optional.of(ex);
+			}
+		}, (refusal) -> refusal.isEmpty() || refusal.get().getMessage().contains("holds leases"));
+		assertThat(refused).as("a second process registered the id of a holder whose lease is valid")
+			.hasValueSatisfying((ex) -> assertThat(ex.getMessage()).contains(A.id(), GROUP));
+		assertThat(store().leases()).filteredOn((lease) -> lease.group().equals(GROUP))
+			.singleElement()
+			.extracting(LeaseState::holder, LeaseState::term)
+			.containsExactly(A.id(), held.term());
+		Tick resumed = store().tick(A, Map.of(GROUP, held.term()), List.of(GROUP), LONG, nodeExpiry);
+		assertThat(resumed.renewed()).containsKey(GROUP);
+		assertThat(store().release(A.id(), Map.of(GROUP, held.term()))).containsExactly(GROUP);
+		Tick registered = await().atMost(WAIT.multipliedBy(2))
+			.pollInterval(POLL)
+			.ignoreException(DuplicateKeyException.class)
+			.until(() -> tick(second, nodeExpiry), (tick) -> tick != null);
+		assertThat(member(registered, A.id())).isNotNull().extracting(NodeInfo::pid).isEqualTo(second.pid());
 	}
 
 	@Test

@@ -21,4 +21,9 @@ class LocalCoordinationStoreContractTests extends AbstractCoordinationStoreContr
 		return true;
 	}
 
+	@Override
+	protected boolean sharedByProcesses() {
+		return false;
+	}
+
 }
