@@ -6,7 +6,9 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
 
+import io.etcd.jetcd.Response;
 import io.etcd.jetcd.common.exception.ErrorCode;
 import io.etcd.jetcd.common.exception.EtcdException;
 import org.jspecify.annotations.Nullable;
@@ -25,6 +27,18 @@ final class EtcdCalls {
 
 	private final Duration timeout;
 
+	/**
+	 * The highest revision of etcd that an answer has shown.
+	 */
+	private final AtomicLong seenRevision = new AtomicLong();
+
+	/**
+	 * The highest revision shown before the round trip under way on a thread started:
+	 * every answer of that round trip is at least at that revision, unless etcd went
+	 * back.
+	 */
+	private final ThreadLocal<long[]> floor = ThreadLocal.withInitial(() -> new long[1]);
+
 	EtcdCalls(Duration timeout) {
 		this.timeout = timeout;
 	}
@@ -38,6 +52,7 @@ final class EtcdCalls {
 	 * @return the deadline, in {@link System#nanoTime()}
 	 */
 	long deadline() {
+		this.floor.get()[0] = this.seenRevision.get();
 		return System.nanoTime() + this.timeout.toNanos();
 	}
 
@@ -51,8 +66,9 @@ final class EtcdCalls {
 	 * @throws DataAccessException if etcd failed, or did not answer in time
 	 */
 	<T> T await(CompletableFuture<T> future, long deadline, String what) {
+		T answer;
 		try {
-			return future.get(Math.max(deadline - System.nanoTime(), 0), TimeUnit.NANOSECONDS);
+			answer = future.get(Math.max(deadline - System.nanoTime(), 0), TimeUnit.NANOSECONDS);
 		}
 		catch (ExecutionException ex) {
 			throw failure(what, cause(ex));
@@ -67,6 +83,36 @@ final class EtcdCalls {
 			future.cancel(true);
 			throw new DataAccessResourceFailureException("Interrupted while waiting for etcd to answer " + what, ex);
 		}
+		requireRevisionNotBehind(answer, what);
+		return answer;
+	}
+
+	/**
+	 * Refuses an answer of etcd at a revision below one it showed before the round trip
+	 * started: etcd's revision never goes down, unless the cluster was restored from an
+	 * older backup, or replaced. The store's terms are etcd's create revisions, so a
+	 * revision given again could be a term granted before, maybe still believed by a
+	 * paused holder: nothing is granted or renewed until etcd's revision is past the one
+	 * shown. The check protects the nodes that ran before the restore; a node started
+	 * after it has seen nothing, and etcd must be restored past the revisions it gave
+	 * ({@code etcdutl snapshot restore --bump-revision}, etcd 3.5 and later).
+	 * @param answer the answer
+	 * @param what what was asked, for the message of a failure
+	 */
+	private void requireRevisionNotBehind(Object answer, String what) {
+		if (!(answer instanceof Response response) || response.getHeader() == null) {
+			return;
+		}
+		long revision = response.getHeader().getRevision();
+		long shown = this.floor.get()[0];
+		if (revision > 0 && revision < shown) {
+			throw new DataAccessResourceFailureException("etcd answered " + what + " at revision " + revision
+					+ ", below revision " + shown + " that it had shown before: it was restored from an older "
+					+ "backup, or replaced. Its revisions are this store's terms, and one given again could be a "
+					+ "term granted before, so nothing is granted or renewed until its revision is past " + shown
+					+ ". Restore etcd past the revisions it gave (etcdutl snapshot restore --bump-revision)");
+		}
+		this.seenRevision.accumulateAndGet(revision, Math::max);
 	}
 
 	/**

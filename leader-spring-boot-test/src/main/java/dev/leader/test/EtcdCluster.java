@@ -258,6 +258,53 @@ public final class EtcdCluster implements AutoCloseable {
 		return status.getLeader() != 0 && status.getLeader() == status.getHeader().getMemberId();
 	}
 
+	/**
+	 * Copies every member's data directory, as a backup of the whole cluster taken at
+	 * this revision: the members are killed for the copy (etcd's files survive a kill)
+	 * and started again.
+	 * @return the directory that holds the copy
+	 */
+	public Path copyData() {
+		Path copy = this.directory.resolve("copy-" + System.nanoTime());
+		relaunchAll(() -> {
+			for (Member member : this.members) {
+				FileSystemUtils.copyRecursively(member.dataDirectory(), copy.resolve(member.name()));
+			}
+		});
+		return copy;
+	}
+
+	/**
+	 * Puts back a copy of the members' data directories, as a restore of the whole
+	 * cluster from a backup does: the members are killed, their data replaced, and
+	 * started again, with the revision of the copy.
+	 * @param copy the directory from {@link #copyData()}
+	 */
+	public void restoreData(Path copy) {
+		relaunchAll(() -> {
+			for (Member member : this.members) {
+				FileSystemUtils.deleteRecursively(member.dataDirectory());
+				FileSystemUtils.copyRecursively(copy.resolve(member.name()), member.dataDirectory());
+			}
+		});
+	}
+
+	private void relaunchAll(DataChange change) {
+		for (Member member : this.members) {
+			member.stop();
+		}
+		try {
+			change.run();
+			for (Member member : this.members) {
+				member.launch();
+			}
+		}
+		catch (IOException ex) {
+			throw new IllegalStateException("Could not copy the data of the etcd members", ex);
+		}
+		awaitReady();
+	}
+
 	@Override
 	public void close() {
 		Client client = this.client;
@@ -387,8 +434,12 @@ public final class EtcdCluster implements AutoCloseable {
 			}
 		}
 
+		private Path dataDirectory() {
+			return EtcdCluster.this.directory.resolve(name());
+		}
+
 		private void launch() throws IOException {
-			Path data = EtcdCluster.this.directory.resolve(name());
+			Path data = dataDirectory();
 			// Once the data directory exists, etcd takes the membership from it and
 			// ignores the initial-cluster flags, so a restart uses the same command.
 			List<String> command = List.of(EtcdCluster.this.etcd.toString(), "--name", name(), "--data-dir",
@@ -510,6 +561,13 @@ public final class EtcdCluster implements AutoCloseable {
 		public String toString() {
 			return name() + " on " + endpoint();
 		}
+
+	}
+
+	@FunctionalInterface
+	private interface DataChange {
+
+		void run() throws IOException;
 
 	}
 

@@ -1,8 +1,10 @@
 package dev.leader.etcd;
 
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 import dev.leader.lease.CoordinationStore.AcquireResult;
@@ -15,7 +17,10 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import org.springframework.dao.DataAccessException;
+
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.awaitility.Awaitility.await;
 
 /**
@@ -92,6 +97,42 @@ class EtcdCoordinationStoreTests {
 			.until(() -> this.store.leases().stream().noneMatch(LeaseState::isHeld));
 		Duration lasted = Duration.ofNanos(System.nanoTime() - sent);
 		assertThat(lasted).as("lifetime of a lease of %d ms", LEASE.toMillis()).isGreaterThanOrEqualTo(LEASE);
+	}
+
+	/**
+	 * A cluster restored from an older backup gives its revisions again, and the store's
+	 * terms are revisions: a node that saw a later revision refuses every answer below
+	 * it, grants and renewals included, with a message that says what happened, until
+	 * etcd's revision is past it again.
+	 */
+	@Test
+	void storeThatSawALaterRevisionRefusesEtcdRestoredFromAnOlderBackup() {
+		this.store.tick(A, Map.of(), List.of(), LEASE, Duration.ofSeconds(10));
+		Path backup = this.cluster.copyData();
+		LeaseState held = granted(this.store.acquire("orders", A.id(), Duration.ofSeconds(10)));
+		this.store.release(A.id(), Map.of("orders", held.term()));
+		this.cluster.restoreData(backup);
+		Throwable refused = await("the restored cluster to answer").atMost(Duration.ofSeconds(15))
+			.pollInterval(Duration.ofMillis(100))
+			.until(() -> {
+				try {
+					this.store.acquire("orders", B.id(), Duration.ofSeconds(10));
+					return null;
+				}
+				catch (DataAccessException ex) {
+					return (ex.getMessage().contains("below revision")) ? ex : null;
+				}
+			}, Objects::nonNull);
+		assertThat(refused).hasMessageContaining("restored from an older backup");
+		assertThatExceptionOfType(DataAccessException.class)
+			.isThrownBy(() -> this.store.tick(A, Map.of(), List.of("orders"), LEASE, Duration.ofSeconds(10)))
+			.withMessageContaining("below revision");
+		// A store that saw nothing before the restore cannot tell.
+		try (Client fresh = Client.builder().endpoints(this.cluster.endpoints().toArray(String[]::new)).build()) {
+			LeaseState reused = granted(new EtcdCoordinationStore(fresh, "leader-test", Duration.ofSeconds(3))
+				.acquire("orders", B.id(), Duration.ofSeconds(10)));
+			assertThat(reused.term()).isLessThanOrEqualTo(held.term());
+		}
 	}
 
 	private static LeaseState granted(AcquireResult result) {
