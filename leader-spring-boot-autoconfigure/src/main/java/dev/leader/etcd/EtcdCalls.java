@@ -11,6 +11,10 @@ import java.util.concurrent.atomic.AtomicLong;
 import io.etcd.jetcd.Response;
 import io.etcd.jetcd.common.exception.ErrorCode;
 import io.etcd.jetcd.common.exception.EtcdException;
+import io.etcd.jetcd.kv.DeleteResponse;
+import io.etcd.jetcd.kv.GetResponse;
+import io.etcd.jetcd.kv.PutResponse;
+import io.etcd.jetcd.kv.TxnResponse;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.dao.DataAccessException;
@@ -88,21 +92,26 @@ final class EtcdCalls {
 	}
 
 	/**
-	 * Refuses an answer of etcd at a revision below one it showed before the round trip
-	 * started: etcd's revision never goes down, unless the cluster was restored from an
-	 * older backup, or replaced. The store's terms are etcd's create revisions, so a
-	 * revision given again could be a term granted before, maybe still believed by a
-	 * paused holder: nothing is granted or renewed until etcd's revision is past the one
-	 * shown. The check protects the nodes that ran before the restore; a node started
-	 * after it has seen nothing, and etcd must be restored past the revisions it gave
-	 * ({@code etcdutl snapshot restore --bump-revision}, etcd 3.5 and later).
+	 * Refuses an answer of etcd's key-value store at a revision below one it showed
+	 * before the round trip started: etcd's revision never goes down, unless the cluster
+	 * was restored from an older backup, or replaced. The store's terms are etcd's create
+	 * revisions, so a revision given again could be a term granted before, maybe still
+	 * believed by a paused holder: nothing is granted or renewed until etcd's revision is
+	 * past the one shown. The check protects the nodes that ran before the restore; a
+	 * node started after it has seen nothing, and etcd must be restored past the
+	 * revisions it gave ({@code etcdutl snapshot restore --bump-revision}, etcd 3.5 and
+	 * later).
 	 * @param answer the answer
 	 * @param what what was asked, for the message of a failure
 	 */
 	private void requireRevisionNotBehind(Object answer, String what) {
-		if (!(answer instanceof Response response) || response.getHeader() == null) {
+		// Only the answers of the key-value store are linearizable: those about leases
+		// may come from a member a revision behind.
+		if (!(answer instanceof TxnResponse || answer instanceof GetResponse || answer instanceof PutResponse
+				|| answer instanceof DeleteResponse) || ((Response) answer).getHeader() == null) {
 			return;
 		}
+		Response response = (Response) answer;
 		long revision = response.getHeader().getRevision();
 		long shown = this.floor.get()[0];
 		if (revision > 0 && revision < shown) {

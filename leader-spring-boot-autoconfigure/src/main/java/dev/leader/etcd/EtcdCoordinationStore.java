@@ -155,7 +155,7 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 		if ((live != null && !nodeId.equals(EtcdKeys.text(live.getValue())))
 				|| (reserved != null && !nodeId.equals(EtcdKeys.text(reserved.getValue())))) {
 			// Refused without a write: held, or reserved, by another node.
-			return refused(group, live, first(read.getGetResponses().get(1)), deadline);
+			return refused(group, live, first(read.getGetResponses().get(1)), reserved, deadline);
 		}
 		LeaseGrantResponse granted = this.calls.await(this.leases.grant(EtcdKeys.seconds(duration)), deadline,
 				"a lease for " + group);
@@ -201,23 +201,41 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 
 	private AcquireResult refused(String group, long deadline) {
 		TxnResponse read = this.calls.await(this.kv.txn()
-			.Then(Op.get(this.keys.lease(group), GetOption.DEFAULT), Op.get(this.keys.term(group), GetOption.DEFAULT))
+			.Then(Op.get(this.keys.lease(group), GetOption.DEFAULT), Op.get(this.keys.term(group), GetOption.DEFAULT),
+					Op.get(this.keys.reserved(group), GetOption.DEFAULT))
 			.commit(), deadline, "the lease of " + group);
-		return refused(group, first(read.getGetResponses().get(0)), first(read.getGetResponses().get(1)), deadline);
+		return refused(group, first(read.getGetResponses().get(0)), first(read.getGetResponses().get(1)),
+				first(read.getGetResponses().get(2)), deadline);
 	}
 
-	private AcquireResult refused(String group, @Nullable KeyValue live, @Nullable KeyValue term, long deadline) {
+	// A group reserved by a holder that asks for its lease again is held by that holder,
+	// for as long as the reservation lives, under the term it asked again for.
+	private AcquireResult refused(String group, @Nullable KeyValue live, @Nullable KeyValue term,
+			@Nullable KeyValue reserved, long deadline) {
+		if (live == null && reserved != null) {
+			EtcdKeys.TermRecord record = (term != null) ? EtcdKeys.TermRecord.of(term) : null;
+			Duration remaining = remaining(secondsLeft(reserved, group, deadline));
+			return new AcquireResult(false, new LeaseState(group, EtcdKeys.text(reserved.getValue()),
+					(record != null) ? record.term() : 0, Instant.now().plus(remaining), remaining));
+		}
 		if (live == null && term == null) {
 			return new AcquireResult(false, null);
 		}
-		long secondsLeft = -1;
-		if (live != null) {
-			LeaseTimeToLiveResponse timeToLive = this.calls.awaitUnlessNotFound(
-					this.leases.timeToLive(live.getLease(), LeaseOption.DEFAULT), deadline,
-					"the time to live of " + group);
-			secondsLeft = (timeToLive != null) ? timeToLive.getTTL() : -1;
-		}
-		return new AcquireResult(false, state(group, live, term, secondsLeft));
+		return new AcquireResult(false,
+				state(group, live, term, (live != null) ? secondsLeft(live, group, deadline) : -1));
+	}
+
+	private long secondsLeft(KeyValue key, String group, long deadline) {
+		LeaseTimeToLiveResponse timeToLive = this.calls.awaitUnlessNotFound(
+				this.leases.timeToLive(key.getLease(), LeaseOption.DEFAULT), deadline, "the time to live of " + group);
+		return (timeToLive != null) ? timeToLive.getTTL() : -1;
+	}
+
+	// etcd rounds the time left towards zero, and keeps a key a little past its expiry,
+	// until it has revoked the lease: a key still there is held, however little time is
+	// left.
+	private static Duration remaining(long secondsLeft) {
+		return (secondsLeft > 0) ? Duration.ofSeconds(secondsLeft) : LAST_MOMENT;
 	}
 
 	@Override
@@ -452,10 +470,7 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 			}
 			return new LeaseState(group, record.holder(), record.term(), record.expiresAt(), Duration.ZERO);
 		}
-		// etcd rounds the time left towards zero, and keeps the key a little past its
-		// expiry, until it has revoked the lease: a key still there is held, however
-		// little time is left.
-		Duration remaining = (secondsLeft > 0) ? Duration.ofSeconds(secondsLeft) : LAST_MOMENT;
+		Duration remaining = remaining(secondsLeft);
 		Instant expiresAt = (record != null && record.term() == live.getCreateRevision()) ? record.expiresAt()
 				: Instant.now().plus(remaining);
 		return new LeaseState(group, EtcdKeys.text(live.getValue()), live.getCreateRevision(), expiresAt, remaining);

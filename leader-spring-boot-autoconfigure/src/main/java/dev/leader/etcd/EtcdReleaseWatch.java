@@ -10,6 +10,8 @@ import dev.leader.lease.CoordinationStore.ReleaseListener;
 import dev.leader.node.OwnThreads;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.KeyValue;
+import io.etcd.jetcd.kv.TxnResponse;
+import io.etcd.jetcd.op.Op;
 import io.etcd.jetcd.Watch;
 import io.etcd.jetcd.options.GetOption;
 import io.etcd.jetcd.options.WatchOption;
@@ -20,9 +22,10 @@ import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Delivers the release wake-ups of one listener from a watch on the lease keys: every
- * deletion of a lease key, whether its holder released it or etcd deleted it when its
- * lease ran out, is announced with the group and the successor, the live node that
+ * Delivers the release wake-ups of one listener from a watch on the lease keys and the
+ * reservations: every deletion of a lease key or of a reservation, whether its holder
+ * released it or etcd deleted it when its lease ran out, that leaves the group neither
+ * held nor reserved is announced with the group and the successor, the live node that
  * registered first apart from the holder that was deleted. The watch's events arrive on
  * the client's threads; they are handed to one thread of this watch,
  * {@code leader-etcd-release}, which reads the members and calls the listener, so that
@@ -65,7 +68,7 @@ final class EtcdReleaseWatch implements AutoCloseable {
 	private Watch.Watcher watch() {
 		WatchOption deletions = WatchOption.builder().isPrefix(true).withNoPut(true).withPrevKV(true).build();
 		return this.client.getWatchClient()
-			.watch(this.keys.leases(), deletions, Watch.listener(this::received, this::failed));
+			.watch(this.keys.root(), deletions, Watch.listener(this::received, this::failed));
 	}
 
 	private void received(WatchResponse response) {
@@ -74,7 +77,7 @@ final class EtcdReleaseWatch implements AutoCloseable {
 				continue;
 			}
 			EtcdKeys.Named named = this.keys.parse(event.getKeyValue().getKey());
-			if (named == null || named.kind() != EtcdKeys.Kind.LEASE) {
+			if (named == null || (named.kind() != EtcdKeys.Kind.LEASE && named.kind() != EtcdKeys.Kind.RESERVED)) {
 				continue;
 			}
 			KeyValue before = event.getPrevKV();
@@ -118,6 +121,9 @@ final class EtcdReleaseWatch implements AutoCloseable {
 	private void deliver(String group, @Nullable String holder) {
 		String successor;
 		try {
+			if (heldOrReserved(group)) {
+				return;
+			}
 			successor = successor(holder);
 		}
 		catch (RuntimeException ex) {
@@ -131,10 +137,22 @@ final class EtcdReleaseWatch implements AutoCloseable {
 		}
 	}
 
+	// A holder asking again for its lease deletes the key and reserves the group, then
+	// creates the key and deletes the reservation: neither deletion frees the lease.
+	private boolean heldOrReserved(String group) {
+		long deadline = this.calls.deadline();
+		TxnResponse read = this.calls.await(this.client.getKVClient()
+			.txn()
+			.Then(Op.get(this.keys.lease(group), GetOption.DEFAULT),
+					Op.get(this.keys.reserved(group), GetOption.DEFAULT))
+			.commit(), deadline, "the lease of " + group);
+		return read.getGetResponses().stream().anyMatch((answer) -> answer.getCount() > 0);
+	}
+
 	private @Nullable String successor(@Nullable String holder) {
 		GetOption prefix = GetOption.builder().isPrefix(true).build();
-		return this.calls
-			.await(this.client.getKVClient().get(this.keys.nodes(), prefix), this.calls.deadline(), "the live nodes")
+		long deadline = this.calls.deadline();
+		return this.calls.await(this.client.getKVClient().get(this.keys.nodes(), prefix), deadline, "the live nodes")
 			.getKvs()
 			.stream()
 			.sorted(Comparator.comparingLong(KeyValue::getCreateRevision))

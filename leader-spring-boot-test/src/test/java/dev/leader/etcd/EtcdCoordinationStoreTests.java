@@ -13,6 +13,7 @@ import dev.leader.lease.LeaseState;
 import dev.leader.node.NodeRegistration;
 import dev.leader.test.EtcdCluster;
 import io.etcd.jetcd.Client;
+import io.etcd.jetcd.options.PutOption;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -97,6 +98,57 @@ class EtcdCoordinationStoreTests {
 			.until(() -> this.store.leases().stream().noneMatch(LeaseState::isHeld));
 		Duration lasted = Duration.ofNanos(System.nanoTime() - sent);
 		assertThat(lasted).as("lifetime of a lease of %d ms", LEASE.toMillis()).isGreaterThanOrEqualTo(LEASE);
+	}
+
+	/**
+	 * A holder that asks again for its lease deletes the key and reserves the group
+	 * before it creates the key again, which wakes nobody. One that dies in between
+	 * leaves the reservation alone until its etcd lease runs out: meanwhile the group
+	 * reads as held by that holder, and the end of the reservation wakes the listeners as
+	 * a release does.
+	 */
+	@Test
+	void reservationOfAHolderAskingAgainReadsAsHeldAndOnlyItsEndWithoutAGrantWakesTheListeners() throws Exception {
+		this.store.tick(B, Map.of(), List.of(), LEASE, Duration.ofSeconds(10));
+		List<String> woken = new CopyOnWriteArrayList<>();
+		try (AutoCloseable listening = this.store.listen((group, successor) -> woken.add(group + ":" + successor))) {
+			// The watch starts after listen() returns: a release shows when it runs.
+			await("the watch to run").atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(200)).until(() -> {
+				LeaseState warmUp = granted(this.store.acquire("warm-up", A.id(), LEASE));
+				this.store.release(A.id(), Map.of("warm-up", warmUp.term()));
+				return woken.contains("warm-up:" + B.id());
+			});
+			LeaseState first = granted(this.store.acquire("orders", A.id(), LEASE));
+			LeaseState again = granted(this.store.acquire("orders", A.id(), LEASE));
+			assertThat(again.term()).isGreaterThan(first.term());
+			LeaseState marker = granted(this.store.acquire("marker", A.id(), LEASE));
+			this.store.release(A.id(), Map.of("marker", marker.term()));
+			await("the marker's release").atMost(Duration.ofSeconds(10))
+				.until(() -> woken.contains("marker:" + B.id()));
+			assertThat(woken).as("wake-ups up to the marker's release, which came after the second grant")
+				.doesNotContain("orders:" + B.id());
+			this.store.release(A.id(), Map.of("orders", again.term()));
+			await("the release of orders").atMost(Duration.ofSeconds(10))
+				.until(() -> woken.contains("orders:" + B.id()));
+			woken.clear();
+			// What a holder that died between the two steps leaves: the reservation
+			// alone.
+			long reservation = this.client.getLeaseClient().grant(2).get().getID();
+			this.client.getKVClient()
+				.put(new EtcdKeys("leader-test").reserved("orders"), EtcdKeys.bytes(A.id()),
+						PutOption.builder().withLeaseId(reservation).build())
+				.get();
+			AcquireResult refused = this.store.acquire("orders", B.id(), LEASE);
+			assertThat(refused.granted()).isFalse();
+			assertThat(refused.lease()).isNotNull().satisfies((lease) -> {
+				assertThat(lease.holder()).isEqualTo(A.id());
+				assertThat(lease.isHeld()).isTrue();
+				assertThat(lease.term()).isEqualTo(again.term());
+			});
+			await("the reservation's end").atMost(Duration.ofSeconds(10))
+				.until(() -> woken.contains("orders:" + B.id()));
+			assertThat(granted(this.store.acquire("orders", B.id(), LEASE)).term()).isGreaterThan(again.term());
+		}
 	}
 
 	/**
