@@ -8,6 +8,7 @@ import java.sql.Statement;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
+import dev.leader.jdbc.TablePrefix;
 import dev.leader.node.OwnThreads;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;

@@ -18,6 +18,8 @@ import java.util.Locale;
 
 import javax.sql.DataSource;
 
+import dev.leader.jdbc.OwnConnections;
+import dev.leader.jdbc.Statements;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;

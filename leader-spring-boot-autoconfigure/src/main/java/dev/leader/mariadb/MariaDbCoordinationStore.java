@@ -23,6 +23,14 @@ import java.util.function.Consumer;
 import javax.sql.DataSource;
 
 import dev.leader.daemon.DaemonSnapshot;
+import dev.leader.jdbc.HeartbeatReads;
+import dev.leader.jdbc.HeartbeatRows;
+import dev.leader.jdbc.LogHeadsFollower;
+import dev.leader.jdbc.LogHeadsFollowers;
+import dev.leader.jdbc.PoolRoom;
+import dev.leader.jdbc.RowReader;
+import dev.leader.jdbc.Statements;
+import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaseState;
 import dev.leader.node.NodeRegistration;
@@ -59,7 +67,7 @@ import org.jspecify.annotations.Nullable;
  * <p>
  * Public so that a node can also be built without a Spring context.
  */
-public final class MariaDbCoordinationStore implements CoordinationStore {
+public final class MariaDbCoordinationStore implements CoordinationStore, HeartbeatReads {
 
 	private static final Log logger = LogFactory.getLog(MariaDbCoordinationStore.class);
 
@@ -390,7 +398,8 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 	 * after the heartbeat's rows were read; it must return quickly
 	 * @return a handle that stops the reading and the delivery
 	 */
-	AutoCloseable readDaemonsWithHeartbeat(Consumer<DaemonSnapshot> follower) {
+	@Override
+	public AutoCloseable readDaemonsWithHeartbeat(Consumer<DaemonSnapshot> follower) {
 		this.daemonsFollower.set(follower);
 		return () -> this.daemonsFollower.compareAndSet(follower, null);
 	}
@@ -433,7 +442,8 @@ public final class MariaDbCoordinationStore implements CoordinationStore {
 	 * @param follower called on the heartbeat's thread after each heartbeat
 	 * @return a handle that stops it
 	 */
-	AutoCloseable followLogHeads(LogHeadsFollower follower) {
+	@Override
+	public AutoCloseable followLogHeads(LogHeadsFollower follower) {
 		return this.logFollowers.add(follower);
 	}
 

@@ -14,6 +14,9 @@ import dev.leader.daemon.AssignmentState;
 import dev.leader.daemon.DaemonRequest;
 import dev.leader.daemon.DaemonSnapshot;
 import dev.leader.daemon.DaemonStore;
+import dev.leader.jdbc.GuardStatements;
+import dev.leader.jdbc.Statements;
+import dev.leader.jdbc.TablePrefix;
 import org.jspecify.annotations.Nullable;
 
 /**

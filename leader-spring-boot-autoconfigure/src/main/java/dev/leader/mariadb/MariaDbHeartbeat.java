@@ -12,6 +12,8 @@ import java.util.TreeSet;
 import java.util.concurrent.ThreadLocalRandom;
 
 import dev.leader.NodeInfo;
+import dev.leader.jdbc.HeartbeatRows;
+import dev.leader.jdbc.TablePrefix;
 import dev.leader.node.NodeRegistration;
 import org.jspecify.annotations.Nullable;
 

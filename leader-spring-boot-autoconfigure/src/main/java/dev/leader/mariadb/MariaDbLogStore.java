@@ -12,6 +12,9 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import javax.sql.DataSource;
 
 import dev.leader.FencingToken;
+import dev.leader.jdbc.LogRows;
+import dev.leader.jdbc.Statements;
+import dev.leader.jdbc.TablePrefix;
 import dev.leader.log.Bookmark;
 import dev.leader.log.LogEntry;
 import dev.leader.log.LogStore;

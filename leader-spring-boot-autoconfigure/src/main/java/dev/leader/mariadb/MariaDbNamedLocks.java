@@ -11,6 +11,8 @@ import java.util.HexFormat;
 
 import javax.sql.DataSource;
 
+import dev.leader.jdbc.OwnConnections;
+import dev.leader.jdbc.TablePrefix;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;

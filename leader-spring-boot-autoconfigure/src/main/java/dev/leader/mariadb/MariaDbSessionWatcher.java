@@ -4,6 +4,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.concurrent.TimeUnit;
 
+import dev.leader.jdbc.OwnConnections;
 import dev.leader.node.OwnThreads;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;

@@ -10,6 +10,7 @@ import java.util.HashMap;
 import java.util.Map;
 
 import dev.leader.FencingToken;
+import dev.leader.jdbc.TablePrefix;
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -6,6 +6,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 
+import dev.leader.jdbc.OwnConnections;
 import dev.leader.lease.CoordinationStore.ReleaseListener;
 import dev.leader.node.OwnThreads;
 import org.apache.commons.logging.Log;

@@ -13,6 +13,7 @@ import java.util.TreeMap;
 
 import javax.sql.DataSource;
 
+import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore.ReleaseListener;
 import dev.leader.lease.LeaseState;
 import org.apache.commons.logging.Log;

@@ -15,6 +15,7 @@ import dev.leader.daemon.AssignmentState;
 import dev.leader.daemon.DaemonRequest;
 import dev.leader.daemon.DaemonSnapshot;
 import dev.leader.daemon.Member;
+import dev.leader.jdbc.Statements;
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -5,6 +5,8 @@ import java.sql.SQLException;
 import java.sql.SQLFeatureNotSupportedException;
 import java.util.concurrent.atomic.AtomicReference;
 
+import dev.leader.jdbc.OwnConnections;
+import dev.leader.jdbc.Statements;
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -18,6 +18,7 @@ import java.util.function.Consumer;
 
 import javax.sql.DataSource;
 
+import dev.leader.jdbc.OwnConnections;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;

@@ -17,6 +17,15 @@ import javax.sql.DataSource;
 
 import dev.leader.NodeInfo;
 import dev.leader.daemon.DaemonSnapshot;
+import dev.leader.jdbc.HeartbeatReads;
+import dev.leader.jdbc.HeartbeatRows;
+import dev.leader.jdbc.LogHeadsFollower;
+import dev.leader.jdbc.LogHeadsFollowers;
+import dev.leader.jdbc.OwnConnections;
+import dev.leader.jdbc.PoolRoom;
+import dev.leader.jdbc.RowReader;
+import dev.leader.jdbc.Statements;
+import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaseState;
 import dev.leader.node.NodeRegistration;
@@ -57,7 +66,7 @@ import org.jspecify.annotations.Nullable;
  * store. Public so that a node can also be built without a Spring context, as the test
  * kit, the benchmarks and the multi-process tests do.
  */
-public final class PostgresCoordinationStore implements CoordinationStore {
+public final class PostgresCoordinationStore implements CoordinationStore, HeartbeatReads {
 
 	private static final Log logger = LogFactory.getLog(PostgresCoordinationStore.class);
 
@@ -281,7 +290,8 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	 * after the heartbeat's rows were read; it must return quickly
 	 * @return a handle that stops the reading and the delivery
 	 */
-	AutoCloseable readDaemonsWithHeartbeat(Consumer<DaemonSnapshot> follower) {
+	@Override
+	public AutoCloseable readDaemonsWithHeartbeat(Consumer<DaemonSnapshot> follower) {
 		this.daemonsFollower.set(follower);
 		return () -> this.daemonsFollower.compareAndSet(follower, null);
 	}
@@ -292,7 +302,8 @@ public final class PostgresCoordinationStore implements CoordinationStore {
 	 * @param follower called on the heartbeat's thread after each heartbeat
 	 * @return a handle that stops it
 	 */
-	AutoCloseable followLogHeads(LogHeadsFollower follower) {
+	@Override
+	public AutoCloseable followLogHeads(LogHeadsFollower follower) {
 		return this.logFollowers.add(follower);
 	}
 

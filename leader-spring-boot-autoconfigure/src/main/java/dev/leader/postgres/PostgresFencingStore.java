@@ -7,6 +7,9 @@ import javax.sql.DataSource;
 
 import dev.leader.FencingToken;
 import dev.leader.fencing.FencingStore;
+import dev.leader.jdbc.GuardStatements;
+import dev.leader.jdbc.Statements;
+import dev.leader.jdbc.TablePrefix;
 import org.jspecify.annotations.Nullable;
 
 /**

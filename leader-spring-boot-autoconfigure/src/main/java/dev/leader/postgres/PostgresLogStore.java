@@ -14,6 +14,10 @@ import java.util.List;
 import javax.sql.DataSource;
 
 import dev.leader.FencingToken;
+import dev.leader.jdbc.LogRows;
+import dev.leader.jdbc.OwnConnections;
+import dev.leader.jdbc.Statements;
+import dev.leader.jdbc.TablePrefix;
 import dev.leader.log.Bookmark;
 import dev.leader.log.LogEntry;
 import dev.leader.log.LogStore;

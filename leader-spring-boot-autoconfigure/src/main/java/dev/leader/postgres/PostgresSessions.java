@@ -14,6 +14,8 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
 
+import dev.leader.jdbc.OwnConnections;
+import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore.ReleaseListener;
 import dev.leader.node.OwnThreads;
 import org.apache.commons.logging.Log;
