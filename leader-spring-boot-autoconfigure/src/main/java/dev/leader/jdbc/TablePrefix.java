@@ -64,10 +64,9 @@ public record TablePrefix(String value) {
 	/**
 	 * Returns the first key of the advisory locks that bind nodes to their sessions on
 	 * PostgreSQL ({@code dev.leader.postgres.PostgresSessions}, whose group keys are
-	 * computed alike): the hash of this prefix and {@code /nodes},
-	 * in the positive range of an {@code int}, where {@code pg_locks} shows it as the
-	 * same number. No group name contains a {@code /}, so it is not the text of a group's
-	 * key.
+	 * computed alike): the hash of this prefix and {@code /nodes}, in the positive range
+	 * of an {@code int}, where {@code pg_locks} shows it as the same number. No group
+	 * name contains a {@code /}, so it is not the text of a group's key.
 	 * @return the key
 	 */
 	public int nodesLockKey() {

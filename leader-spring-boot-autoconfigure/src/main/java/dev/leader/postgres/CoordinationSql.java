@@ -2,7 +2,6 @@ package dev.leader.postgres;
 
 import dev.leader.jdbc.TablePrefix;
 
-
 /**
  * The statements of {@link PostgresCoordinationStore}, as templates in the placeholder
  * syntax of the migrations ({@code ${prefix}}, see {@link TablePrefix#render}), and

@@ -1,8 +1,9 @@
 /**
  * The PostgreSQL store family: the coordination, daemon, fencing and log stores on
- * PostgreSQL, wired together by {@link dev.leader.postgres.PostgresStoresAutoConfiguration}.
- * All their SQL lives here, in one statement per transition, as text-block templates in
- * the placeholder syntax of the Flyway migrations ({@code ${prefix}}), rendered once by
+ * PostgreSQL, wired together by
+ * {@link dev.leader.postgres.PostgresStoresAutoConfiguration}. All their SQL lives here,
+ * in one statement per transition, as text-block templates in the placeholder syntax of
+ * the Flyway migrations ({@code ${prefix}}), rendered once by
  * {@link dev.leader.jdbc.TablePrefix}: {@code CoordinationSql} and {@code DaemonSql} hold
  * the statements of the coordination and daemon stores, {@code PostgresFencingStore} its
  * own two. Rows are read by column label. {@code KeptConnection} runs the coordination

@@ -11,6 +11,8 @@ import java.util.Set;
 import java.util.TreeSet;
 
 import dev.leader.jdbc.JdbcStoresAutoConfiguration;
+import dev.leader.mariadb.MariaDbStoresAutoConfiguration;
+import dev.leader.postgres.PostgresStoresAutoConfiguration;
 import dev.leader.test.TestDatabase;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.extension.AfterEachCallback;
@@ -99,6 +101,7 @@ final class SchemaContextRunners implements BeforeEachCallback, AfterEachCallbac
 	 */
 	<R extends AbstractApplicationContextRunner<R, ?, ?>> R on(R runner, Class<?>... autoConfigurations) {
 		List<Class<?>> classes = new ArrayList<>(List.of(DataSourceAutoConfiguration.class,
+				PostgresStoresAutoConfiguration.class, MariaDbStoresAutoConfiguration.class,
 				JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class));
 		classes.addAll(List.of(autoConfigurations));
 		return runner.withConfiguration(AutoConfigurations.of(classes.toArray(Class<?>[]::new)))

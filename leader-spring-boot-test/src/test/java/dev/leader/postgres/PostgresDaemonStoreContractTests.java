@@ -1,8 +1,9 @@
-package dev.leader.jdbc;
+package dev.leader.postgres;
 
 import java.time.Duration;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.leader.jdbc.TablePrefix;
 import dev.leader.test.AbstractDaemonStoreContractTests;
 import dev.leader.test.MigratedSchema;
 

@@ -1,8 +1,9 @@
-package dev.leader.jdbc;
+package dev.leader.mariadb;
 
 import java.time.Duration;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.leader.jdbc.TablePrefix;
 import dev.leader.test.AbstractFencingStoreContractTests;
 import dev.leader.test.MigratedMariaDb;
 import org.junit.jupiter.api.extension.RegisterExtension;

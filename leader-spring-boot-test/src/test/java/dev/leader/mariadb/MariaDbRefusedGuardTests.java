@@ -1,4 +1,4 @@
-package dev.leader.jdbc;
+package dev.leader.mariadb;
 
 import java.time.Duration;
 import java.util.List;
@@ -12,6 +12,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.FencingToken;
 import dev.leader.StaleLeadershipException;
 import dev.leader.fencing.Fencing;
+import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore.Tick;
 import dev.leader.log.LogStore;
 import dev.leader.node.NodeRegistration;

@@ -1,8 +1,9 @@
-package dev.leader.jdbc;
+package dev.leader.mariadb;
 
 import java.sql.Connection;
 import java.time.Duration;
 
+import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.test.AbstractCoordinationStoreContractTests;
 import dev.leader.test.ConnectorJ;

@@ -1,4 +1,4 @@
-package dev.leader.jdbc;
+package dev.leader.mariadb;
 
 import java.time.Duration;
 import java.util.Collection;
@@ -15,6 +15,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.FencingToken;
 import dev.leader.daemon.Assignment;
 import dev.leader.fencing.Fencing;
+import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore.Tick;
 import dev.leader.log.LogStore;
 import dev.leader.node.NodeRegistration;

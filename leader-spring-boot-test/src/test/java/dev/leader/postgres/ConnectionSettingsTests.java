@@ -1,4 +1,4 @@
-package dev.leader.jdbc;
+package dev.leader.postgres;
 
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -13,8 +13,12 @@ import java.util.function.Consumer;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.autoconfigure.LeaderAutoConfiguration;
+import dev.leader.jdbc.JdbcStoresAutoConfiguration;
+import dev.leader.jdbc.LeaderSchemaMigration;
+import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.CoordinationStore.AcquireResult;
+import dev.leader.mariadb.MariaDbStoresAutoConfiguration;
 import dev.leader.node.NodeRegistration;
 import dev.leader.test.AbstractCoordinationStoreContractTests;
 import dev.leader.test.TemporaryPostgres;
@@ -138,6 +142,7 @@ class ConnectionSettingsTests {
 		try (TemporaryPostgres primary = TemporaryPostgres.start(); TemporaryPostgres standby = primary.standby()) {
 			new ApplicationContextRunner()
 				.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
+						PostgresStoresAutoConfiguration.class, MariaDbStoresAutoConfiguration.class,
 						JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class))
 				.withPropertyValues("spring.datasource.url=" + standby.url(), "spring.datasource.username=postgres",
 						"leader.node.id=test-node")
@@ -153,6 +158,7 @@ class ConnectionSettingsTests {
 		try {
 			new ApplicationContextRunner()
 				.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
+						PostgresStoresAutoConfiguration.class, MariaDbStoresAutoConfiguration.class,
 						JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class))
 				.withPropertyValues("spring.datasource.url=" + database.url(),
 						"spring.datasource.username=" + database.user(),

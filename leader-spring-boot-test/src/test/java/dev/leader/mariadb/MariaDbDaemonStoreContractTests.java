@@ -1,25 +1,25 @@
-package dev.leader.jdbc;
+package dev.leader.mariadb;
 
 import java.time.Duration;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.leader.jdbc.TablePrefix;
 import dev.leader.test.AbstractDaemonStoreContractTests;
-import dev.leader.test.ConnectorJ;
 import dev.leader.test.MigratedMariaDb;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 
 /**
- * {@link MariaDbDaemonStore} reached through MySQL's driver (Connector/J) passes the
- * daemon store contract on the machine's MariaDB.
+ * {@link MariaDbDaemonStore} against the machine's MariaDB passes the daemon store
+ * contract, in a fresh database for the class, emptied before each test.
  */
-class MariaDbConnectorJDaemonStoreContractTests extends AbstractDaemonStoreContractTests {
+class MariaDbDaemonStoreContractTests extends AbstractDaemonStoreContractTests {
 
 	private static final TablePrefix PREFIX = new TablePrefix("leader_");
 
 	@RegisterExtension
-	static final MigratedMariaDb database = new MigratedMariaDb(10, ConnectorJ::use);
+	static final MigratedMariaDb database = new MigratedMariaDb(10);
 
 	@Override
 	protected Stores createStores() {

@@ -1,4 +1,4 @@
-package dev.leader.jdbc;
+package dev.leader.postgres;
 
 import java.time.Duration;
 import java.util.List;
@@ -15,6 +15,7 @@ import dev.leader.daemon.AssignmentState;
 import dev.leader.daemon.DaemonRequest;
 import dev.leader.daemon.DaemonSnapshot;
 import dev.leader.daemon.Member;
+import dev.leader.jdbc.TablePrefix;
 import dev.leader.node.NodeRegistration;
 import dev.leader.test.MigratedSchema;
 import org.junit.jupiter.api.BeforeEach;

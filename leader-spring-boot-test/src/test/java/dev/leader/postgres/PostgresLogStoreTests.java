@@ -1,4 +1,4 @@
-package dev.leader.jdbc;
+package dev.leader.postgres;
 
 import java.time.Duration;
 import java.util.List;
@@ -6,7 +6,7 @@ import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 import dev.leader.FencingToken;
-import dev.leader.jdbc.AppendBatches.Entry;
+import dev.leader.jdbc.TablePrefix;
 import dev.leader.log.Bookmark;
 import dev.leader.log.DecisionLog;
 import dev.leader.log.LogEntry;
@@ -14,6 +14,7 @@ import dev.leader.log.LogStore;
 import dev.leader.log.LogStore.Appended;
 import dev.leader.log.RecordingApplier;
 import dev.leader.node.NodeRegistration;
+import dev.leader.postgres.AppendBatches.Entry;
 import dev.leader.test.MigratedSchema;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;

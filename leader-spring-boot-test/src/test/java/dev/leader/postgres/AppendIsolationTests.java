@@ -1,8 +1,9 @@
-package dev.leader.jdbc;
+package dev.leader.postgres;
 
 import java.time.Duration;
 
 import dev.leader.FencingToken;
+import dev.leader.jdbc.TablePrefix;
 import dev.leader.log.Bookmark;
 import dev.leader.log.LogStore.Appended;
 import dev.leader.test.MigratedSchema;

@@ -1,4 +1,4 @@
-package dev.leader.jdbc;
+package dev.leader.postgres;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -12,9 +12,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 import dev.leader.FencingToken;
-import dev.leader.jdbc.AppendBatches.Entry;
 import dev.leader.log.Bookmark;
 import dev.leader.log.LogStore.Appended;
+import dev.leader.postgres.AppendBatches.Entry;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 

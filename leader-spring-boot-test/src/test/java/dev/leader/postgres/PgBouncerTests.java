@@ -1,4 +1,4 @@
-package dev.leader.jdbc;
+package dev.leader.postgres;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -24,6 +24,8 @@ import dev.leader.StaleLeadershipException;
 import dev.leader.autoconfigure.LeaderAutoConfiguration;
 import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.fencing.Fencing;
+import dev.leader.jdbc.JdbcStoresAutoConfiguration;
+import dev.leader.mariadb.MariaDbStoresAutoConfiguration;
 import dev.leader.test.TemporaryPgBouncer;
 import dev.leader.test.TemporaryPostgres;
 import org.junit.jupiter.api.AfterAll;
@@ -170,6 +172,7 @@ class PgBouncerTests {
 	void notificationUrlOfAnotherDatabaseIsRejectedWithoutItsCredentials() {
 		new ApplicationContextRunner()
 			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
+					PostgresStoresAutoConfiguration.class, MariaDbStoresAutoConfiguration.class,
 					JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class))
 			.withPropertyValues(
 					"spring.datasource.url=" + bouncers.get("transaction").url(this.database, "prepareThreshold=0"),
@@ -187,6 +190,7 @@ class PgBouncerTests {
 	void crashTakeoverIsRefusedThroughATransactionPoolerUnlessNotificationsHaveADirectConnection() {
 		ApplicationContextRunner runner = new ApplicationContextRunner()
 			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
+					PostgresStoresAutoConfiguration.class, MariaDbStoresAutoConfiguration.class,
 					JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class))
 			.withPropertyValues(
 					"spring.datasource.url=" + bouncers.get("transaction").url(this.database, "prepareThreshold=0"),
@@ -251,8 +255,8 @@ class PgBouncerTests {
 	}
 
 	@Configuration(proxyBeanMethods = false)
-	@ImportAutoConfiguration({ DataSourceAutoConfiguration.class, JdbcStoresAutoConfiguration.class,
-			LeaderAutoConfiguration.class })
+	@ImportAutoConfiguration({ DataSourceAutoConfiguration.class, PostgresStoresAutoConfiguration.class,
+			MariaDbStoresAutoConfiguration.class, JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class })
 	static class Node {
 
 		@Bean

@@ -1,9 +1,10 @@
-package dev.leader.jdbc;
+package dev.leader.mariadb;
 
 import java.time.Duration;
 import java.util.List;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.test.AbstractCoordinationStoreContractTests;
 import dev.leader.test.ConnectorJ;

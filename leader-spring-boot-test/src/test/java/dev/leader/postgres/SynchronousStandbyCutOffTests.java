@@ -1,4 +1,4 @@
-package dev.leader.jdbc;
+package dev.leader.postgres;
 
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -12,6 +12,8 @@ import java.util.concurrent.TimeUnit;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.FencingToken;
+import dev.leader.jdbc.LeaderSchemaMigration;
+import dev.leader.jdbc.TablePrefix;
 import dev.leader.log.LogStore.Appended;
 import dev.leader.test.TemporaryPostgres;
 import org.junit.jupiter.api.AfterEach;
