@@ -92,6 +92,19 @@ final class SchemaContextRunners implements BeforeEachCallback, AfterEachCallbac
 	}
 
 	/**
+	 * Returns a runner of the data source, the stores' and the engine's
+	 * auto-configuration, without the auto-configuration of any store family, on the
+	 * test's schema.
+	 * @return the runner
+	 */
+	ApplicationContextRunner runnerWithoutStoreFamilies() {
+		return new ApplicationContextRunner()
+			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
+					JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class))
+			.withInitializer(this::useSchema);
+	}
+
+	/**
 	 * Adds the data source and the starter's auto-configuration, the given ones, and the
 	 * test's schema to a runner.
 	 * @param <R> the type of runner
