@@ -35,19 +35,19 @@ import org.springframework.context.annotation.Lazy;
 import org.springframework.core.env.Environment;
 
 /**
- * Auto-configuration of the stores on the application's PostgreSQL or MariaDB
- * {@link DataSource}, or of those in memory of a node that runs alone
- * ({@link LeaderMode}): the {@link CoordinationStore}, the {@link DaemonStore}, the
- * {@link FencingStore} and the {@link LogStore}, each replaceable by a bean of the
- * application's, the {@link TablePrefix} they share, and the schema migration. The data
- * source is the {@link LeaderDataSource @LeaderDataSource} bean if there is one, else the
- * application's only or primary one; an application with several and neither fails at
- * startup, saying which to mark. The stores are built by the {@link JdbcStoreFamily} bean
- * of the database's {@link JdbcDialect}, told once from the data source; each engine's
- * family is defined by the engine's own auto-configuration, which runs before this one. A
- * database without a family fails at startup with a message that says what to change.
- * Runs before {@link LeaderAutoConfiguration}, which builds the engine on whatever stores
- * there are, and never refers to this class.
+ * Auto-configuration of the stores on the application's {@link DataSource}, or of those
+ * in memory of a node that runs alone ({@link LeaderMode}): the
+ * {@link CoordinationStore}, the {@link DaemonStore}, the {@link FencingStore} and the
+ * {@link LogStore}, each replaceable by a bean of the application's, the
+ * {@link TablePrefix} they share, and the schema migration. The data source is the
+ * {@link LeaderDataSource @LeaderDataSource} bean if there is one, else the application's
+ * only or primary one; an application with several and neither fails at startup, saying
+ * which to mark. The stores are built by the {@link JdbcStoreFamily} bean of the
+ * database's {@link JdbcDialect}, told once from the data source; each engine's family is
+ * defined by the engine's own auto-configuration, which runs before this one. A database
+ * without a family fails at startup with a message that says what to change. Runs before
+ * {@link LeaderAutoConfiguration}, which builds the engine on whatever stores there are,
+ * and never refers to this class.
  */
 @AutoConfiguration(before = LeaderAutoConfiguration.class, after = DataSourceAutoConfiguration.class,
 		afterName = "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration")

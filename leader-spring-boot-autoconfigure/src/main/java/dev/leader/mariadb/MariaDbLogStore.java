@@ -28,7 +28,7 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
 
 /**
  * {@link LogStore} on MariaDB 10.11 and later, with the guarantees of
- * {@link PostgresLogStore}: an append is fenced by the holder's term in its own
+ * {@code PostgresLogStore}: an append is fenced by the holder's term in its own
  * transaction, indexes have no gap and commit in index order, and a stale or lower term
  * writes nothing. An append joins the Spring-managed transaction bound to the data source
  * when there is one, whatever its isolation level, and otherwise commits by itself
@@ -57,9 +57,9 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * startup): MariaDB cannot make one transaction's commit durable on its own, as
  * PostgreSQL's store does.
  * <p>
- * Built by {@link JdbcStoresAutoConfiguration} when the data source leads to MariaDB,
- * unless the application defines its own store. Public so that a node can also be built
- * without a Spring context.
+ * Built by {@link MariaDbStoreFamily} when the data source leads to MariaDB, unless the
+ * application defines its own store. Public so that a node can also be built without a
+ * Spring context.
  */
 public final class MariaDbLogStore implements LogStore {
 

@@ -228,7 +228,7 @@ final class MariaDbWakeUps {
 	 * bound: binds this node's row unless it is bound, and waits for the session of the
 	 * next bound node by id. Does nothing unless a listener {@linkplain #listen listens}.
 	 * @param nodeId this node
-	 * @param incarnation this node's process ({@link HeartbeatRows#incarnation})
+	 * @param incarnation this node's process ({@code HeartbeatRows.incarnation})
 	 * @param sessions the other live nodes' bound sessions, by node, and this node's own
 	 * as its row reads it
 	 */

@@ -30,7 +30,7 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 	 * node holds inserts nothing and locks nothing. The update is allowed only where the
 	 * lock was taken, so a row that appeared after the snapshot is never taken over
 	 * unlocked: that attempt is refused, and retried. A grant's term is at least the
-	 * first of the server's epoch ({@link Statements#EPOCH_BASE}), so that terms keep
+	 * first of the server's epoch ({@code Statements.EPOCH_BASE}), so that terms keep
 	 * rising across a promotion even when the old primary's last grants were lost with
 	 * it. The commit is {@linkplain Statements#DURABLE durable}.
 	 * <p>
@@ -78,7 +78,7 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 	 * lease, {@code L} = lease as it stood, with the last index of the group's decision
 	 * log and, in {@code pid}, the backend of the session the lease is bound to
 	 * ({@link PostgresSessions}), {@code N} = member, with the session it is bound to in
-	 * {@code session_pid} ({@link Statements#NODE_SESSION}; for this node's own row, the
+	 * {@code session_pid} ({@code Statements.NODE_SESSION}; for this node's own row, the
 	 * backend its row names, so that a row that lost its binding, forgotten while the
 	 * node was paused, is bound again), {@code D} = the live registration of another
 	 * process under this node's id. A new incarnation of a node clears the binding of the

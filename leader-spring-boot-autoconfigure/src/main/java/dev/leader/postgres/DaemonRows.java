@@ -27,7 +27,7 @@ import org.jspecify.annotations.Nullable;
  * by kind:
  * <ul>
  * <li>{@code N}, a node: {@code node_id}, {@code heartbeat_age_ms}, {@code daemons},
- * {@code drained}, {@code session_pid} ({@link Statements#NODE_SESSION});</li>
+ * {@code drained}, {@code session_pid} ({@code Statements.NODE_SESSION});</li>
  * <li>{@code A}, an assignment: {@code daemon_name}, {@code node_id}, {@code state},
  * {@code generation}, {@code term}, {@code state_since};</li>
  * <li>{@code Q}, a request: {@code request_kind}, {@code daemon_name}, {@code node_id},
@@ -103,7 +103,7 @@ final class DaemonRows {
 	/**
 	 * Returns whether a node row says that the session its node is bound to ended, so
 	 * that the node is dead whatever its last heartbeat
-	 * ({@link Statements#NODE_SESSION}).
+	 * ({@code Statements.NODE_SESSION}).
 	 * @param rows the result set, on a node row
 	 * @return whether the node's session ended
 	 * @throws SQLException if the column cannot be read

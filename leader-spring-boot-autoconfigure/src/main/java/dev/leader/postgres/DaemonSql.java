@@ -121,7 +121,7 @@ record DaemonSql(String read, String assign, String revoke, String reclaim, Stri
 	 * Acknowledges an assignment, durably: the node starts the agent once it succeeded,
 	 * and an acknowledgement lost in a crash or a failover would let the leader reclaim
 	 * the running daemon at the ack timeout. A node whose bound session ended
-	 * ({@link Statements#NODE_SESSION}) acknowledges nothing: every node counts it dead.
+	 * ({@code Statements.NODE_SESSION}) acknowledges nothing: every node counts it dead.
 	 */
 	static final String ACKNOWLEDGE = """
 			WITH changed AS (

@@ -18,7 +18,7 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * reported that commit with a warning, as it does when the commit's wait for a
  * synchronous standby is cancelled ({@code pg_cancel_backend}, a driver's cancel): the
  * entries are then committed on the primary alone, and a failover to the standby loses
- * them. The append made the commit wait ({@link Statements#DURABLE}); the caller's
+ * them. The append made the commit wait ({@code Statements.DURABLE}); the caller's
  * transaction manager commits later, so the check runs after that commit. pgjdbc adds the
  * warnings of a {@code COMMIT} to the connection's, so the warnings that the connection
  * gained between {@link #beforeCommit} and {@link #afterCommit} are the commit's.

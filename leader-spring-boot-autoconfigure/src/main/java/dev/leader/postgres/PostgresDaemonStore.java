@@ -42,9 +42,9 @@ import org.jspecify.annotations.Nullable;
  * <p>
  * The statements and why each is written the way it is are in {@link DaemonSql}.
  * <p>
- * Built by {@link JdbcStoresAutoConfiguration} unless the application defines its own
- * store. Public so that a node can also be built without a Spring context, as the test
- * kit, the benchmarks and the multi-process tests do.
+ * Built by {@link PostgresStoreFamily} unless the application defines its own store.
+ * Public so that a node can also be built without a Spring context, as the test kit, the
+ * benchmarks and the multi-process tests do.
  */
 public final class PostgresDaemonStore implements DaemonStore {
 

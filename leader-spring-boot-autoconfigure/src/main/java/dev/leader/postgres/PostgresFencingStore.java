@@ -16,9 +16,9 @@ import org.jspecify.annotations.Nullable;
  * {@link FencingStore} on PostgreSQL, on the connection of the Spring-managed transaction
  * bound to the data source.
  * <p>
- * Built by {@link JdbcStoresAutoConfiguration} unless the application defines its own
- * store. Public so that a node can also be built without a Spring context, as the test
- * kit, the benchmarks and the multi-process tests do.
+ * Built by {@link PostgresStoreFamily} unless the application defines its own store.
+ * Public so that a node can also be built without a Spring context, as the test kit, the
+ * benchmarks and the multi-process tests do.
  */
 public final class PostgresFencingStore implements FencingStore {
 

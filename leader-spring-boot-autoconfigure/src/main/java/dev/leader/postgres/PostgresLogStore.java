@@ -47,8 +47,7 @@ import org.springframework.jdbc.datasource.DataSourceUtils;
  * {@link org.springframework.dao.DataAccessResourceFailureException}: the entry is on the
  * primary alone.
  * <p>
- * Built by {@link JdbcStoresAutoConfiguration} unless the application defines its own
- * store.
+ * Built by {@link PostgresStoreFamily} unless the application defines its own store.
  */
 public final class PostgresLogStore implements LogStore {
 
@@ -69,7 +68,7 @@ public final class PostgresLogStore implements LogStore {
 	 * another at its index, under the same term, which no bookmark could tell apart. A
 	 * commit that PostgreSQL reports with a warning, as it does when the commit's wait
 	 * for a synchronous standby is cancelled, is on the primary alone: it fails the
-	 * append ({@link Statements#requireDurable}) when the statement commits by itself,
+	 * append ({@code Statements.requireDurable}) when the statement commits by itself,
 	 * and the caller's commit ({@link DurableCommitCheck}) when it joins the caller's
 	 * transaction. The notification, of the last index, is sent when the transaction
 	 * commits (once: the same payload is sent once a transaction). A refused append reads

@@ -49,7 +49,7 @@ import org.jspecify.annotations.Nullable;
  * of the nodes table to the same session, with the session-level advisory lock
  * ({@link TablePrefix#nodesLockKey() nodes key}, the session's backend), which no other
  * live session can hold, so that every read of the nodes counts it dead the moment that
- * session ends ({@link Statements#NODE_SESSION}), and the daemons it ran move at once.
+ * session ends ({@code Statements.NODE_SESSION}), and the daemons it ran move at once.
  * Each node waits for the session of one other live bound node, the next one by id (a
  * ring, so that every bound node is watched by one other, whatever the size of the
  * cluster), and notifies the assignments channel when it ends, which starts the daemons
@@ -305,7 +305,7 @@ final class PostgresSessions implements NotificationHub.Session {
 	 * node's row unless it is bound, and waits for the session of the next bound node by
 	 * id.
 	 * @param nodeId this node
-	 * @param incarnation this node's process ({@link HeartbeatRows#incarnation})
+	 * @param incarnation this node's process ({@code HeartbeatRows.incarnation})
 	 * @param ownSession the backend this node's row names, or {@code 0}
 	 * @param sessions the backends of the live bound sessions of the other nodes that are
 	 * alive by their heartbeat, by node
