@@ -36,6 +36,18 @@ final class JdbcStoreFamilies {
 	}
 
 	/**
+	 * Returns the family beans, or, when there are none, those listed in
+	 * {@code META-INF/spring.factories}: the migration only checks the database with its
+	 * family, so that an application whose own beans replace every store migrates as
+	 * before.
+	 * @param beans the family beans, in order
+	 * @return the families
+	 */
+	static List<? extends JdbcStoreFamily> beansOrListed(List<? extends JdbcStoreFamily> beans) {
+		return beans.isEmpty() ? listed(JdbcStoreFamilies.class.getClassLoader()) : beans;
+	}
+
+	/**
 	 * Returns the families listed in {@code META-INF/spring.factories}, for a schema
 	 * migration built without a Spring context.
 	 * @param classLoader the class loader to list them with

@@ -214,7 +214,7 @@ public final class JdbcStoresAutoConfiguration {
 			// The settings are checked before anything is written to the database.
 			checkSettings(properties, environment, settings, daemonSettings.getIfAvailable(), beanFactory);
 			LeaderSchemaMigration migration = new LeaderSchemaMigration(() -> dataSource.getObject().dataSource(),
-					prefix, () -> families.orderedStream().toList());
+					prefix, () -> JdbcStoreFamilies.beansOrListed(families.orderedStream().toList()));
 			// A node that runs alone keeps its state in memory: no table.
 			if (!mode.isAlone()) {
 				migration.migrate();
