@@ -13,11 +13,11 @@ import java.time.ZoneOffset;
 import javax.sql.DataSource;
 
 import dev.leader.fencing.FencingStore;
-import dev.leader.jdbc.MariaDbCoordinationStore;
-import dev.leader.jdbc.MariaDbFencingStore;
-import dev.leader.jdbc.PostgresCoordinationStore;
-import dev.leader.jdbc.PostgresFencingStore;
 import dev.leader.lease.CoordinationStore;
+import dev.leader.mariadb.MariaDbCoordinationStore;
+import dev.leader.mariadb.MariaDbFencingStore;
+import dev.leader.postgres.PostgresCoordinationStore;
+import dev.leader.postgres.PostgresFencingStore;
 
 /**
  * What differs between the two servers for the harness: the drivers' URLs, the starter's

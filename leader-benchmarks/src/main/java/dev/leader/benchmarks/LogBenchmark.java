@@ -13,14 +13,14 @@ import java.util.concurrent.locks.LockSupport;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.FencingToken;
-import dev.leader.jdbc.PostgresCoordinationStore;
-import dev.leader.jdbc.PostgresLogStore;
 import dev.leader.log.Bookmark;
 import dev.leader.log.DecisionLog;
 import dev.leader.log.LogApplier;
 import dev.leader.log.LogEntry;
 import dev.leader.log.LogMonitor;
 import dev.leader.log.LogMonitor.ReadOutcome;
+import dev.leader.postgres.PostgresCoordinationStore;
+import dev.leader.postgres.PostgresLogStore;
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -9,7 +9,7 @@ import javax.sql.DataSource;
  * on the connection of the Spring-managed transaction whose writes they protect, and
  * holds the limit that a guard which locked a row sets on the rest of that transaction.
  */
-final class GuardStatements {
+public final class GuardStatements {
 
 	private final DataSource dataSource;
 
@@ -29,7 +29,7 @@ final class GuardStatements {
 	 * @param how what the caller must do to have such a transaction, for the message of a
 	 * guard called outside one
 	 */
-	GuardStatements(DataSource dataSource, Duration queryTimeout, Duration holdLimit, String how) {
+	public GuardStatements(DataSource dataSource, Duration queryTimeout, Duration holdLimit, String how) {
 		this.dataSource = dataSource;
 		this.statements = new Statements(queryTimeout);
 		this.holdLimitMillis = Math.max(1, holdLimit.toMillis());
@@ -40,7 +40,7 @@ final class GuardStatements {
 	 * Returns the hold limit.
 	 * @return the limit in milliseconds, at least one
 	 */
-	long holdLimitMillis() {
+	public long holdLimitMillis() {
 		return this.holdLimitMillis;
 	}
 
@@ -53,7 +53,7 @@ final class GuardStatements {
 	 * @return the callback's result
 	 * @see Statements#runInTransaction
 	 */
-	<T> T run(String task, String sql, Statements.Callback<T> callback) {
+	public <T> T run(String task, String sql, Statements.Callback<T> callback) {
 		return this.statements.runInTransaction(this.dataSource, this.how, task, sql, callback);
 	}
 

@@ -25,7 +25,7 @@ import org.springframework.dao.DuplicateKeyException;
  * lease and a member are read from a row is the dialect's, since the two databases return
  * their times differently.
  */
-final class HeartbeatRows {
+public final class HeartbeatRows {
 
 	private static final String PROCESS = Long.toHexString(new SecureRandom().nextLong());
 
@@ -46,7 +46,7 @@ final class HeartbeatRows {
 	 * @param lease reads the lease of an {@code R} or {@code L} row
 	 * @param member reads the member of an {@code N} row
 	 */
-	HeartbeatRows(RowReader<LeaseState> lease, RowReader<NodeInfo> member) {
+	public HeartbeatRows(RowReader<LeaseState> lease, RowReader<NodeInfo> member) {
 		this.lease = lease;
 		this.member = member;
 	}
@@ -56,7 +56,7 @@ final class HeartbeatRows {
 	 * @param rows the heartbeat's rows
 	 * @throws SQLException if a column cannot be read
 	 */
-	void add(ResultSet rows) throws SQLException {
+	public void add(ResultSet rows) throws SQLException {
 		switch (rows.getString("kind")) {
 			case "R" -> this.renewed.put(rows.getString("group_name"), this.lease.read(rows));
 			case "L" -> {
@@ -74,7 +74,7 @@ final class HeartbeatRows {
 	 * Returns what the heartbeat read.
 	 * @return the renewed and requested leases and the members
 	 */
-	Tick tick() {
+	public Tick tick() {
 		return new Tick(this.renewed, this.leases, this.members);
 	}
 
@@ -82,7 +82,7 @@ final class HeartbeatRows {
 	 * Returns the last entry of each requested group's decision log.
 	 * @return the entries by group, the start of the log for a log without entries
 	 */
-	Map<String, Bookmark> logHeads() {
+	public Map<String, Bookmark> logHeads() {
 		return this.logHeads;
 	}
 
@@ -93,7 +93,7 @@ final class HeartbeatRows {
 	 * @param node the node's registration
 	 * @return the pid, the hash of the host and the JVM's value, separated by slashes
 	 */
-	static String incarnation(NodeRegistration node) {
+	public static String incarnation(NodeRegistration node) {
 		return node.pid() + "/" + Integer.toHexString(node.host().hashCode()) + "/" + PROCESS;
 	}
 
@@ -106,7 +106,7 @@ final class HeartbeatRows {
 	 * @param heartbeatAgeMillis how long ago the other process last heartbeated
 	 * @return the exception to throw
 	 */
-	static DuplicateKeyException duplicateNodeId(String nodeId, String host, long pid, long heartbeatAgeMillis) {
+	public static DuplicateKeyException duplicateNodeId(String nodeId, String host, long pid, long heartbeatAgeMillis) {
 		return new DuplicateKeyException(String.format(
 				"Node id '%s' is registered by another live process "
 						+ "(host %s, pid %d, last heartbeat %d ms ago). Two processes must never share a node id: "
@@ -123,7 +123,7 @@ final class HeartbeatRows {
 	 * @param leases the valid leases under the id that the process does not hold
 	 * @return the exception to throw
 	 */
-	static DuplicateKeyException leasesOfAnotherProcess(String nodeId, List<LeaseState> leases) {
+	public static DuplicateKeyException leasesOfAnotherProcess(String nodeId, List<LeaseState> leases) {
 		StringBuilder held = new StringBuilder();
 		for (LeaseState lease : leases) {
 			held.append((held.length() > 0) ? ", " : "")

@@ -14,24 +14,36 @@ import org.springframework.dao.DataAccessException;
 /**
  * The databases the starter's stores run on, told apart by the product name that the JDBC
  * driver reports. Each has its own stores and its own migrations. Another database is
- * refused with an {@link UnsupportedDatabaseException}.
+ * refused with an {@link UnsupportedDatabaseException}. The stores of each are built by
+ * its {@link JdbcStoreFamily}.
  */
-enum JdbcDialect {
+public enum JdbcDialect {
 
 	/**
-	 * PostgreSQL: {@link PostgresCoordinationStore} and its siblings.
+	 * PostgreSQL: the stores of {@code dev.leader.postgres}.
 	 */
-	POSTGRESQL("classpath:db/leader/postgresql"),
+	POSTGRESQL("PostgreSQL", "classpath:db/leader/postgresql"),
 
 	/**
-	 * MariaDB 10.11 and later: {@link MariaDbCoordinationStore} and its siblings.
+	 * MariaDB 10.11 and later: the stores of {@code dev.leader.mariadb}.
 	 */
-	MARIADB("classpath:db/leader/mariadb");
+	MARIADB("MariaDB", "classpath:db/leader/mariadb");
+
+	private final String displayName;
 
 	private final String migrations;
 
-	JdbcDialect(String migrations) {
+	JdbcDialect(String displayName, String migrations) {
+		this.displayName = displayName;
 		this.migrations = migrations;
+	}
+
+	/**
+	 * Returns the name of the database, as messages print it.
+	 * @return the name
+	 */
+	String displayName() {
+		return this.displayName;
 	}
 
 	/**

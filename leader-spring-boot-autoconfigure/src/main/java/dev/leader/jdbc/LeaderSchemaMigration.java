@@ -1,5 +1,6 @@
 package dev.leader.jdbc;
 
+import java.util.List;
 import java.util.Map;
 import java.util.function.Supplier;
 
@@ -10,7 +11,8 @@ import org.flywaydb.core.Flyway;
 /**
  * Creates and upgrades the starter's tables with its own Flyway migrations from
  * {@code classpath:db/leader/postgresql}, or {@code classpath:db/leader/mariadb} on
- * MariaDB (see {@link JdbcDialect}), recorded in their own history table
+ * MariaDB (see {@link JdbcDialect}), after the {@link JdbcStoreFamily} of the database
+ * checked that it is a writable primary, recorded in their own history table
  * {@code <prefix>schema_history}, so that they never mix with the application's
  * migrations.
  * <p>
@@ -23,6 +25,8 @@ public final class LeaderSchemaMigration {
 	private final Supplier<DataSource> dataSource;
 
 	private final TablePrefix prefix;
+
+	private final Supplier<? extends List<? extends JdbcStoreFamily>> families;
 
 	/**
 	 * Creates a migration.
@@ -40,8 +44,21 @@ public final class LeaderSchemaMigration {
 	 * @param prefix the table prefix
 	 */
 	public LeaderSchemaMigration(Supplier<DataSource> dataSource, TablePrefix prefix) {
+		this(dataSource, prefix, () -> JdbcStoreFamilies.listed(LeaderSchemaMigration.class.getClassLoader()));
+	}
+
+	/**
+	 * Creates a migration whose data source is found only when it runs, and that checks
+	 * the database with the {@link JdbcStoreFamily} of its dialect among the given ones.
+	 * @param dataSource supplies the data source
+	 * @param prefix the table prefix
+	 * @param families supplies the store families, in order
+	 */
+	public LeaderSchemaMigration(Supplier<DataSource> dataSource, TablePrefix prefix,
+			Supplier<? extends List<? extends JdbcStoreFamily>> families) {
 		this.dataSource = dataSource;
 		this.prefix = prefix;
+		this.families = families;
 	}
 
 	/**
@@ -53,17 +70,7 @@ public final class LeaderSchemaMigration {
 	public void migrate() {
 		DataSource dataSource = this.dataSource.get();
 		JdbcDialect dialect = JdbcDialect.of(dataSource);
-		try {
-			if (dialect == JdbcDialect.MARIADB) {
-				new MariaDbConnections(dataSource, java.time.Duration.ofSeconds(10)).requireWritablePrimary();
-			}
-			else {
-				new OwnConnections(dataSource).requireWritablePrimary();
-			}
-		}
-		catch (java.sql.SQLException ex) {
-			throw Statements.translate("check the database", ex);
-		}
+		JdbcStoreFamilies.of(dialect, this.families.get()).requireWritablePrimary(dataSource);
 		ClassLoader classLoader = LeaderSchemaMigration.class.getClassLoader();
 		Flyway.configure(classLoader)
 			.dataSource(dataSource)

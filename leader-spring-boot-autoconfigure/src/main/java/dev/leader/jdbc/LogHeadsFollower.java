@@ -10,7 +10,7 @@ import dev.leader.log.Bookmark;
  * without a statement of their own.
  */
 @FunctionalInterface
-interface LogHeadsFollower {
+public interface LogHeadsFollower {
 
 	/**
 	 * Called after a heartbeat.

@@ -12,7 +12,7 @@ import org.apache.commons.logging.LogFactory;
  * The followers of the log heads that a coordination store's heartbeat reads. A follower
  * that fails is logged, and never stops the heartbeat or the other followers.
  */
-final class LogHeadsFollowers {
+public final class LogHeadsFollowers {
 
 	private static final Log logger = LogFactory.getLog(LogHeadsFollowers.class);
 
@@ -23,7 +23,7 @@ final class LogHeadsFollowers {
 	 * @param follower called on the heartbeat's thread after each heartbeat
 	 * @return a handle that removes it
 	 */
-	AutoCloseable add(LogHeadsFollower follower) {
+	public AutoCloseable add(LogHeadsFollower follower) {
 		this.followers.add(follower);
 		return () -> this.followers.remove(follower);
 	}
@@ -33,7 +33,7 @@ final class LogHeadsFollowers {
 	 * @param heads the last entry of each group the heartbeat read
 	 * @param sentAt when the heartbeat was sent, on {@link System#nanoTime()}
 	 */
-	void heads(Map<String, Bookmark> heads, long sentAt) {
+	public void heads(Map<String, Bookmark> heads, long sentAt) {
 		for (LogHeadsFollower follower : this.followers) {
 			try {
 				follower.heads(heads, sentAt);

@@ -14,7 +14,7 @@ import org.jspecify.annotations.Nullable;
  * and the head. The statements are the dialect's; so is how a time is read, since the two
  * databases return their times differently.
  */
-final class LogRows {
+public final class LogRows {
 
 	private LogRows() {
 	}
@@ -28,7 +28,7 @@ final class LogRows {
 	 * @param time reads the dialect's time from a row's column
 	 * @return the call, which returns the entries in index order
 	 */
-	static Statements.Callback<List<LogEntry>> read(String group, long afterIndex, int limit, TimeColumn time) {
+	public static Statements.Callback<List<LogEntry>> read(String group, long afterIndex, int limit, TimeColumn time) {
 		return (statement) -> {
 			statement.setString(1, group);
 			statement.setLong(2, afterIndex);
@@ -45,7 +45,7 @@ final class LogRows {
 	 * @param group the group
 	 * @return the call, which returns the head, or a bookmark at 0 for a log without one
 	 */
-	static Statements.Callback<Bookmark> head(String group) {
+	public static Statements.Callback<Bookmark> head(String group) {
 		return (statement) -> {
 			statement.setString(1, group);
 			try (ResultSet rows = statement.executeQuery()) {
@@ -59,7 +59,7 @@ final class LogRows {
 	 * Reads a time from a column of the row a result set stands on.
 	 */
 	@FunctionalInterface
-	interface TimeColumn {
+	public interface TimeColumn {
 
 		@Nullable Instant read(ResultSet rows, String column) throws SQLException;
 

@@ -20,13 +20,13 @@ import org.postgresql.PGConnection;
  * {@code READ COMMITTED}, so that a concurrent change of a row makes a statement re-read
  * it rather than fail with a serialization error (a pool at {@code REPEATABLE READ} or
  * {@code SERIALIZABLE}). Durability is the statements' own business: see
- * {@link PostgresCoordinationStore}.
+ * {@code dev.leader.postgres.PostgresCoordinationStore}.
  * <p>
  * The pool's defaults are read once, from the first connection: auto-commit costs nothing
  * to switch, the isolation level costs a round trip each way, so a pool that already runs
  * {@code READ COMMITTED}, as PostgreSQL's default does, pays nothing. Thread-safe.
  */
-final class OwnConnections {
+public final class OwnConnections {
 
 	private static final Log logger = LogFactory.getLog(OwnConnections.class);
 
@@ -34,7 +34,7 @@ final class OwnConnections {
 
 	private volatile @Nullable Defaults defaults;
 
-	OwnConnections(DataSource dataSource) {
+	public OwnConnections(DataSource dataSource) {
 		this.dataSource = dataSource;
 	}
 
@@ -44,7 +44,7 @@ final class OwnConnections {
 	 * standby or a read-only database
 	 * @throws SQLException if the database cannot be reached
 	 */
-	void requireWritablePrimary() throws SQLException {
+	public void requireWritablePrimary() throws SQLException {
 		try (Connection connection = this.dataSource.getConnection()) {
 			Defaults defaults = probe(connection);
 			String problem = null;
@@ -72,7 +72,7 @@ final class OwnConnections {
 	 * Borrows a connection from the pool, set up for the starter's statements.
 	 * @return a connection in auto-commit mode with the {@code READ COMMITTED} isolation
 	 */
-	Connection borrow() throws SQLException {
+	public Connection borrow() throws SQLException {
 		Connection connection = this.dataSource.getConnection();
 		try {
 			Defaults defaults = this.defaults;
@@ -104,7 +104,7 @@ final class OwnConnections {
 	 * @param callback binds the parameters, executes the statement and reads its result
 	 * @return the callback's result
 	 */
-	<T> T run(Statements statements, String task, String sql, Statements.Callback<T> callback) {
+	public <T> T run(Statements statements, String task, String sql, Statements.Callback<T> callback) {
 		Connection connection;
 		try {
 			connection = borrow();
@@ -125,7 +125,7 @@ final class OwnConnections {
 	 * back.
 	 * @param connection the connection to give back
 	 */
-	void giveBack(Connection connection) {
+	public void giveBack(Connection connection) {
 		Defaults defaults = this.defaults;
 		try {
 			if (defaults != null && !connection.isClosed()) {
@@ -156,7 +156,7 @@ final class OwnConnections {
 	 * @return whether the pool's connections share server sessions
 	 * @throws SQLException if the database cannot be reached
 	 */
-	boolean sharesSessions() throws SQLException {
+	public boolean sharesSessions() throws SQLException {
 		Connection first = borrow();
 		try {
 			int before = backend(first);
@@ -186,7 +186,7 @@ final class OwnConnections {
 	 * @return whether the threshold is above zero
 	 * @throws SQLException if the database cannot be reached
 	 */
-	boolean preparesOnServer() throws SQLException {
+	public boolean preparesOnServer() throws SQLException {
 		Connection connection = borrow();
 		try {
 			return connection.unwrap(PGConnection.class).getPrepareThreshold() > 0;
@@ -229,7 +229,7 @@ final class OwnConnections {
 		};
 	}
 
-	static void closeQuietly(Connection connection) {
+	public static void closeQuietly(Connection connection) {
 		try {
 			connection.close();
 		}

@@ -12,7 +12,7 @@ import org.springframework.beans.PropertyAccessorFactory;
  * starter keeps for good, where the data source tells its size (HikariCP's
  * {@code maximumPoolSize}); a pool whose size it cannot read is not checked.
  */
-final class PoolRoom {
+public final class PoolRoom {
 
 	private PoolRoom() {
 	}
@@ -24,7 +24,7 @@ final class PoolRoom {
 	 * @param keptBy what keeps them, for the message
 	 * @throws IllegalStateException if the pool is not larger than that
 	 */
-	static void require(DataSource dataSource, int kept, Supplier<String> keptBy) {
+	public static void require(DataSource dataSource, int kept, Supplier<String> keptBy) {
 		BeanWrapper properties = PropertyAccessorFactory.forBeanPropertyAccess(dataSource);
 		if (!properties.isReadableProperty("maximumPoolSize")
 				|| !(properties.getPropertyValue("maximumPoolSize") instanceof Integer size) || size > kept) {

@@ -9,7 +9,7 @@ import java.sql.SQLException;
  * @param <T> the type of the value
  */
 @FunctionalInterface
-interface RowReader<T> {
+public interface RowReader<T> {
 
 	/**
 	 * Reads the {@code group_name} column. A constant, so that the JVM links it with the

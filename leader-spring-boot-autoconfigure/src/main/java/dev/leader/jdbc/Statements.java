@@ -25,7 +25,7 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * Runs one prepared statement of a store with a query timeout, translating failures to
  * {@link org.springframework.dao.DataAccessException}s.
  */
-final class Statements {
+public final class Statements {
 
 	private static final SQLExceptionTranslator translator = new SQLStateSQLExceptionTranslator();
 
@@ -86,13 +86,13 @@ final class Statements {
 
 	/**
 	 * An expression, on a row of the nodes table, for the session the node is bound to
-	 * ({@link PostgresSessions}): {@code NULL} when it is not bound, or was bound before
+	 * ({@code PostgresSessions}): {@code NULL} when it is not bound, or was bound before
 	 * the server last started (a shutdown or a promotion ended that session, and the
 	 * heartbeat decides); the session's backend while it holds the node's advisory lock
 	 * (nodes key, that backend); {@code 0} once it does not: the node's process died, or
 	 * its session ended (a kill, or a crash of another backend, after which the server
 	 * reinitializes without a new start time), and the node counts as dead whatever its
-	 * last heartbeat ({@link DaemonRows#sessionEnded}).
+	 * last heartbeat ({@code DaemonRows.sessionEnded}).
 	 */
 	static final String NODE_SESSION = """
 			CASE WHEN session_pid IS NULL OR session_server IS DISTINCT FROM pg_postmaster_start_time() THEN NULL
@@ -116,7 +116,7 @@ final class Statements {
 	 * @param timeout the longest a statement may run; rounded up to whole seconds, as
 	 * JDBC counts them
 	 */
-	Statements(Duration timeout) {
+	public Statements(Duration timeout) {
 		this.timeoutSeconds = (int) Math.max(1, (timeout.toMillis() + 999) / 1000);
 	}
 
@@ -124,11 +124,11 @@ final class Statements {
 	 * Returns the query timeout.
 	 * @return the timeout in whole seconds
 	 */
-	int timeoutSeconds() {
+	public int timeoutSeconds() {
 		return this.timeoutSeconds;
 	}
 
-	<T> T run(Connection connection, String task, String sql, Callback<T> callback) {
+	public <T> T run(Connection connection, String task, String sql, Callback<T> callback) {
 		try (PreparedStatement statement = connection.prepareStatement(sql)) {
 			statement.setQueryTimeout(this.timeoutSeconds);
 			return callback.doInStatement(statement);
@@ -183,7 +183,7 @@ final class Statements {
 	 * @param dataSource the data source
 	 * @return whether its statements would join that transaction
 	 */
-	static boolean inTransaction(DataSource dataSource) {
+	public static boolean inTransaction(DataSource dataSource) {
 		return TransactionSynchronizationManager.isActualTransactionActive()
 				&& TransactionSynchronizationManager.hasResource(dataSource);
 	}
@@ -203,7 +203,7 @@ final class Statements {
 	 * @param statement the statement that committed
 	 * @throws SQLException carrying the warning
 	 */
-	static void requireDurable(Statement statement) throws SQLException {
+	public static void requireDurable(Statement statement) throws SQLException {
 		for (SQLWarning warning = statement.getWarnings(); warning != null; warning = warning.getNextWarning()) {
 			// Class 01 is a warning; a notice (00000) is information.
 			if (warning.getSQLState() != null && warning.getSQLState().startsWith("01")) {
@@ -221,7 +221,7 @@ final class Statements {
 				  ELSE (extract(epoch FROM h.hold) * 1000)::bigint || 'ms' END, true)""".replace("${setting}", setting);
 	}
 
-	static Instant instant(ResultSet rows, String column) throws SQLException {
+	public static Instant instant(ResultSet rows, String column) throws SQLException {
 		return rows.getObject(column, OffsetDateTime.class).toInstant();
 	}
 
@@ -233,7 +233,7 @@ final class Statements {
 	 * @return the values, in the order of the rows
 	 * @throws SQLException if the query fails or a row cannot be read
 	 */
-	static <T> List<T> list(PreparedStatement statement, RowReader<T> reader) throws SQLException {
+	public static <T> List<T> list(PreparedStatement statement, RowReader<T> reader) throws SQLException {
 		List<T> values = new ArrayList<>();
 		try (ResultSet rows = statement.executeQuery()) {
 			while (rows.next()) {
@@ -251,21 +251,21 @@ final class Statements {
 	 * @return the value
 	 * @throws SQLException if the query fails or the row cannot be read
 	 */
-	static <T> T first(PreparedStatement statement, RowReader<T> reader) throws SQLException {
+	public static <T> T first(PreparedStatement statement, RowReader<T> reader) throws SQLException {
 		try (ResultSet rows = statement.executeQuery()) {
 			rows.next();
 			return reader.read(rows);
 		}
 	}
 
-	static RuntimeException translate(String task, SQLException ex) {
+	public static RuntimeException translate(String task, SQLException ex) {
 		RuntimeException translated = translator.translate(task, null, ex);
 		return (translated != null) ? translated
 				: new org.springframework.jdbc.UncategorizedSQLException(task, null, ex);
 	}
 
 	@FunctionalInterface
-	interface Callback<T> {
+	public interface Callback<T> {
 
 		T doInStatement(PreparedStatement statement) throws SQLException;
 

@@ -39,7 +39,7 @@ public record TablePrefix(String value) {
 	 * @return the SQL
 	 * @throws IllegalArgumentException if the template names an unknown placeholder
 	 */
-	String render(String template) {
+	public String render(String template) {
 		Matcher placeholders = PLACEHOLDER.matcher(template);
 		StringBuilder sql = new StringBuilder(template.length() + 256);
 		while (placeholders.find()) {
@@ -63,14 +63,14 @@ public record TablePrefix(String value) {
 
 	/**
 	 * Returns the first key of the advisory locks that bind nodes to their sessions on
-	 * PostgreSQL ({@link PostgresSessions}): the hash of this prefix and {@code /nodes},
-	 * in the positive range of an {@code int}, where {@code pg_locks} shows it as the
-	 * same number. No group name contains a {@code /}, so it is not the text of a group's
-	 * key.
+	 * PostgreSQL ({@code dev.leader.postgres.PostgresSessions}, whose group keys are
+	 * computed alike): the hash of this prefix and {@code /nodes}, in the positive range
+	 * of an {@code int}, where {@code pg_locks} shows it as the same number. No group
+	 * name contains a {@code /}, so it is not the text of a group's key.
 	 * @return the key
 	 */
-	int nodesLockKey() {
-		return PostgresSessions.groupKey(this.value, "/nodes");
+	public int nodesLockKey() {
+		return (this.value + "/nodes").hashCode() & Integer.MAX_VALUE;
 	}
 
 	/**
@@ -78,7 +78,7 @@ public record TablePrefix(String value) {
 	 * @param suffix the fixed suffix, for example {@code released}
 	 * @return the channel name
 	 */
-	String channel(String suffix) {
+	public String channel(String suffix) {
 		return this.value + suffix;
 	}
 

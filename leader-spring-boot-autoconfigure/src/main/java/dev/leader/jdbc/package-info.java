@@ -1,12 +1,13 @@
 /**
- * JDBC implementation of the stores, on PostgreSQL. All SQL lives here, in one statement
- * per transition, as text-block templates in the placeholder syntax of the Flyway
- * migrations ({@code ${prefix}}), rendered once by {@link dev.leader.jdbc.TablePrefix}:
- * {@code CoordinationSql} and {@code DaemonSql} hold the statements of the coordination
- * and daemon stores, {@code PostgresFencingStore} its own two. Rows are read by column
- * label. {@code KeptConnection} runs the coordination store's round trips on the
- * connection it keeps, and {@code NotificationHub} is the node's one {@code LISTEN}
- * connection with its thread.
+ * What the SQL store families share: the choice of the data source
+ * ({@link dev.leader.jdbc.CoordinationDataSource}), the
+ * {@link dev.leader.jdbc.JdbcDialect} that tells the database apart, the
+ * {@link dev.leader.jdbc.TablePrefix}, the schema migration, statement and connection
+ * helpers, and the {@link dev.leader.jdbc.JdbcStoreFamily} SPI through which
+ * {@link dev.leader.jdbc.JdbcStoresAutoConfiguration} asks the family of the detected
+ * database for its stores. Each engine's stores live in their own package
+ * ({@code dev.leader.postgres}, {@code dev.leader.mariadb}), which this one never refers
+ * to.
  */
 @NullMarked
 package dev.leader.jdbc;

@@ -8,6 +8,8 @@ import java.sql.SQLException;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.LeaderDataSource;
 import dev.leader.jdbc.JdbcStoresAutoConfiguration;
+import dev.leader.mariadb.MariaDbStoresAutoConfiguration;
+import dev.leader.postgres.PostgresStoresAutoConfiguration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -61,6 +63,7 @@ class DatabaseUnreachableFailureAnalyzerTests {
 		String url = "jdbc:postgresql://127.0.0.1:" + port + "/test";
 		new ApplicationContextRunner()
 			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
+					PostgresStoresAutoConfiguration.class, MariaDbStoresAutoConfiguration.class,
 					JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class))
 			.withPropertyValues("spring.datasource.url=" + url, "spring.datasource.hikari.connection-timeout=2000")
 			.run((context) -> {
@@ -143,14 +146,15 @@ class DatabaseUnreachableFailureAnalyzerTests {
 
 	@Configuration(proxyBeanMethods = false)
 	@ImportAutoConfiguration({ DataSourceAutoConfiguration.class, FlywayAutoConfiguration.class,
+			PostgresStoresAutoConfiguration.class, MariaDbStoresAutoConfiguration.class,
 			JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class })
 	static class FlywayApplication {
 
 	}
 
 	@Configuration(proxyBeanMethods = false)
-	@ImportAutoConfiguration({ DataSourceAutoConfiguration.class, JdbcStoresAutoConfiguration.class,
-			LeaderAutoConfiguration.class })
+	@ImportAutoConfiguration({ DataSourceAutoConfiguration.class, PostgresStoresAutoConfiguration.class,
+			MariaDbStoresAutoConfiguration.class, JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class })
 	static class LeaderDataSourceApplication {
 
 		@Bean(defaultCandidate = false)

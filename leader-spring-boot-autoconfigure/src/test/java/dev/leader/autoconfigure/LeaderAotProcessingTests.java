@@ -12,6 +12,8 @@ import dev.leader.LeaderOnly;
 import dev.leader.actuate.LeadershipEndpoint.DrainDescriptor;
 import dev.leader.actuate.LeadershipEndpoint.RequestDescriptor;
 import dev.leader.jdbc.JdbcStoresAutoConfiguration;
+import dev.leader.mariadb.MariaDbStoresAutoConfiguration;
+import dev.leader.postgres.PostgresStoresAutoConfiguration;
 import org.junit.jupiter.api.Test;
 import org.postgresql.core.PGStream;
 import org.postgresql.core.QueryExecutorBase;
@@ -47,7 +49,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 class LeaderAotProcessingTests {
 
 	private final ApplicationContextRunner contextRunner = new ApplicationContextRunner()
-		.withConfiguration(AutoConfigurations.of(JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class,
+		.withConfiguration(AutoConfigurations.of(PostgresStoresAutoConfiguration.class,
+				MariaDbStoresAutoConfiguration.class, JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class,
 				LeaderEndpointAutoConfiguration.class))
 		.withUserConfiguration(Application.class)
 		.withPropertyValues("management.endpoints.web.exposure.include=leadership");

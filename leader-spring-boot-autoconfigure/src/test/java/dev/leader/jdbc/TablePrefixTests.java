@@ -6,8 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 
 /**
- * {@link TablePrefix}: validation, and the rendering of the stores' SQL templates. Needs
- * no database.
+ * {@link TablePrefix}: validation, and the rendering of SQL templates. Needs no database.
  */
 class TablePrefixTests {
 
@@ -30,17 +29,6 @@ class TablePrefixTests {
 	void renderRejectsAnUnknownPlaceholder() {
 		assertThatIllegalArgumentException().isThrownBy(() -> PREFIX.render("SELECT * FROM ${table}"))
 			.withMessageContaining("${table}");
-	}
-
-	@Test
-	void everyStatementOfTheStoresRendersWithTheTablePrefixAndNoPlaceholderLeft() {
-		CoordinationSql coordination = new CoordinationSql(PREFIX);
-		DaemonSql daemons = new DaemonSql(PREFIX);
-		assertThat(new String[] { coordination.acquire(), coordination.tick(), coordination.tickWithDaemons(),
-				coordination.release(), coordination.deregister(), coordination.leases(), daemons.read(),
-				daemons.assign(), daemons.revoke(), daemons.reclaim(), daemons.acknowledge(), daemons.release(),
-				daemons.request(), daemons.drain(), daemons.forget(), daemons.lock() })
-			.allSatisfy((sql) -> assertThat(sql).contains("app_leader_").doesNotContain("${").doesNotContain("%s"));
 	}
 
 }

@@ -4,6 +4,8 @@ import java.util.UUID;
 
 import dev.leader.LeaderOnly;
 import dev.leader.jdbc.JdbcStoresAutoConfiguration;
+import dev.leader.mariadb.MariaDbStoresAutoConfiguration;
+import dev.leader.postgres.PostgresStoresAutoConfiguration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -23,8 +25,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 class CrashTakeoverWarningTests {
 
 	private final ApplicationContextRunner runner = new ApplicationContextRunner()
-		.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, JdbcStoresAutoConfiguration.class,
-				LeaderAutoConfiguration.class))
+		.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
+				PostgresStoresAutoConfiguration.class, MariaDbStoresAutoConfiguration.class,
+				JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class))
 		.withPropertyValues("spring.datasource.url=jdbc:h2:mem:" + UUID.randomUUID())
 		.withBean(Reports.class)
 		.withBean(Billing.class);

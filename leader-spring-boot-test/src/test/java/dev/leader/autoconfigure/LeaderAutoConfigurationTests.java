@@ -27,8 +27,9 @@ import dev.leader.actuate.LeaderMetrics;
 import dev.leader.actuate.LeadershipEndpoint;
 import dev.leader.actuate.LeadershipHealthIndicator;
 import dev.leader.daemon.DaemonCoordinator;
+import dev.leader.daemon.DaemonStore;
+import dev.leader.fencing.FencingStore;
 import dev.leader.jdbc.LeaderSchemaMigration;
-import dev.leader.jdbc.PostgresCoordinationStore;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.Enrolment;
@@ -37,7 +38,13 @@ import dev.leader.lease.LeaseMonitor;
 import dev.leader.lease.LeaseSettings;
 import dev.leader.lease.LeaseState;
 import dev.leader.lease.LeaseStatus;
+import dev.leader.log.LogStore;
 import dev.leader.node.NodeRegistration;
+import dev.leader.postgres.PostgresCoordinationStore;
+import dev.leader.postgres.PostgresDaemonStore;
+import dev.leader.postgres.PostgresFencingStore;
+import dev.leader.postgres.PostgresLogStore;
+import dev.leader.postgres.PostgresStoreFamily;
 import org.assertj.core.api.AbstractThrowableAssert;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
@@ -351,6 +358,35 @@ class LeaderAutoConfigurationTests {
 		this.contextRunner.withPropertyValues("leader.jdbc.table-prefix=Leader_").run((context) -> {
 			assertThatRootCause(context).hasMessageContaining("Invalid leader.jdbc.table-prefix 'Leader_'");
 			assertThat(this.schema.tables()).isEmpty();
+		});
+	}
+
+	@Test
+	void databaseWithoutAStoreFamilyFailsStartupSayingWhatToChange() {
+		this.schema.runnerWithoutStoreFamilies()
+			.withPropertyValues("leader.node.id=test-node")
+			.run((context) -> assertThatRootCause(context)
+				.hasMessageContaining("which leads to PostgreSQL, but no store family for PostgreSQL is configured")
+				.hasMessageContaining("JdbcStoreFamily"));
+	}
+
+	@Test
+	void databaseWithoutAStoreFamilyFailsStartupWhenTheStoresAreBuiltWithoutMigration() {
+		this.schema.runnerWithoutStoreFamilies()
+			.withPropertyValues("leader.node.id=test-node", "leader.jdbc.migrate=false")
+			.run((context) -> assertThatRootCause(context)
+				.hasMessageContaining("no store family for PostgreSQL is configured"));
+	}
+
+	@Test
+	void postgresStoreFamilyBuildsEveryStoreOnPostgres() {
+		this.contextRunner.run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context.getBean("leaderPostgresStoreFamily")).isInstanceOf(PostgresStoreFamily.class);
+			assertThat(context.getBean(CoordinationStore.class)).isInstanceOf(PostgresCoordinationStore.class);
+			assertThat(context.getBean(DaemonStore.class)).isInstanceOf(PostgresDaemonStore.class);
+			assertThat(context.getBean(LogStore.class)).isInstanceOf(PostgresLogStore.class);
+			assertThat(context.getBean(FencingStore.class)).isInstanceOf(PostgresFencingStore.class);
 		});
 	}
 

@@ -18,8 +18,10 @@ import dev.leader.LeaderOnly;
 import dev.leader.Leadership;
 import dev.leader.alone.LeaderMode;
 import dev.leader.jdbc.JdbcStoresAutoConfiguration;
-import dev.leader.jdbc.MariaDbCoordinationStore;
 import dev.leader.lease.CoordinationStore;
+import dev.leader.mariadb.MariaDbCoordinationStore;
+import dev.leader.mariadb.MariaDbStoresAutoConfiguration;
+import dev.leader.postgres.PostgresStoresAutoConfiguration;
 import dev.leader.test.MariaDbTestDatabase;
 import dev.leader.test.TestDatabase;
 import org.jspecify.annotations.Nullable;
@@ -75,6 +77,7 @@ class LeaderDataSourceTests {
 		this.runner = new ApplicationContextRunner()
 			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
 					DataSourceTransactionManagerAutoConfiguration.class, TransactionAutoConfiguration.class,
+					PostgresStoresAutoConfiguration.class, MariaDbStoresAutoConfiguration.class,
 					JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class))
 			.withPropertyValues("spring.datasource.url=" + this.application.url(),
 					"spring.datasource.username=" + this.application.user(),
@@ -402,8 +405,8 @@ class LeaderDataSourceTests {
 	}
 
 	@SpringBootConfiguration(proxyBeanMethods = false)
-	@ImportAutoConfiguration({ DataSourceAutoConfiguration.class, JdbcStoresAutoConfiguration.class,
-			LeaderAutoConfiguration.class })
+	@ImportAutoConfiguration({ DataSourceAutoConfiguration.class, PostgresStoresAutoConfiguration.class,
+			MariaDbStoresAutoConfiguration.class, JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class })
 	static class TwoDataSourcesApplication extends TwoDataSources {
 
 	}

@@ -7,10 +7,6 @@ import dev.leader.Leadership;
 import dev.leader.daemon.DaemonStore;
 import dev.leader.fencing.FencingStore;
 import dev.leader.jdbc.JdbcStoresAutoConfiguration;
-import dev.leader.jdbc.MariaDbCoordinationStore;
-import dev.leader.jdbc.MariaDbDaemonStore;
-import dev.leader.jdbc.MariaDbFencingStore;
-import dev.leader.jdbc.MariaDbLogStore;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.log.Bookmark;
 import dev.leader.log.DecisionLog;
@@ -18,6 +14,12 @@ import dev.leader.log.LogApplier;
 import dev.leader.log.LogEntry;
 import dev.leader.log.LogStore;
 import dev.leader.log.RecordingApplier;
+import dev.leader.mariadb.MariaDbCoordinationStore;
+import dev.leader.mariadb.MariaDbDaemonStore;
+import dev.leader.mariadb.MariaDbFencingStore;
+import dev.leader.mariadb.MariaDbLogStore;
+import dev.leader.mariadb.MariaDbStoresAutoConfiguration;
+import dev.leader.postgres.PostgresStoresAutoConfiguration;
 import dev.leader.test.MariaDbTestDatabase;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -51,8 +53,9 @@ class MariaDbAutoConfigurationTests {
 	}
 
 	private final ApplicationContextRunner contextRunner = new ApplicationContextRunner()
-		.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, JdbcStoresAutoConfiguration.class,
-				LeaderAutoConfiguration.class))
+		.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
+				PostgresStoresAutoConfiguration.class, MariaDbStoresAutoConfiguration.class,
+				JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class))
 		.withPropertyValues("spring.datasource.url=" + database.url(), "spring.datasource.username=" + database.user(),
 				"spring.datasource.password=" + database.password(), "leader.node.id=maria-node",
 				"leader.groups=billing");

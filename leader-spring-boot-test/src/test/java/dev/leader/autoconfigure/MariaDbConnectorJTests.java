@@ -13,13 +13,15 @@ import dev.leader.FencingToken;
 import dev.leader.Leadership;
 import dev.leader.fencing.Fencing;
 import dev.leader.jdbc.JdbcStoresAutoConfiguration;
-import dev.leader.jdbc.MariaDbCoordinationStore;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.log.Bookmark;
 import dev.leader.log.DecisionLog;
 import dev.leader.log.LogApplier;
 import dev.leader.log.LogEntry;
 import dev.leader.log.RecordingApplier;
+import dev.leader.mariadb.MariaDbCoordinationStore;
+import dev.leader.mariadb.MariaDbStoresAutoConfiguration;
+import dev.leader.postgres.PostgresStoresAutoConfiguration;
 import dev.leader.test.ConnectorJ;
 import dev.leader.test.MariaDbTestDatabase;
 import org.junit.jupiter.api.AfterAll;
@@ -60,8 +62,9 @@ class MariaDbConnectorJTests {
 	}
 
 	private final ApplicationContextRunner contextRunner = new ApplicationContextRunner()
-		.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, JdbcStoresAutoConfiguration.class,
-				LeaderAutoConfiguration.class))
+		.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
+				PostgresStoresAutoConfiguration.class, MariaDbStoresAutoConfiguration.class,
+				JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class))
 		.withPropertyValues("spring.datasource.url=" + ConnectorJ.url(database.url()),
 				"spring.datasource.username=" + database.user(), "spring.datasource.password=" + database.password(),
 				"leader.node.id=connector-j-node", "leader.groups=billing");

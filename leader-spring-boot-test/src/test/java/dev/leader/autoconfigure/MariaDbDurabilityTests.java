@@ -1,6 +1,8 @@
 package dev.leader.autoconfigure;
 
 import dev.leader.jdbc.JdbcStoresAutoConfiguration;
+import dev.leader.mariadb.MariaDbStoresAutoConfiguration;
+import dev.leader.postgres.PostgresStoresAutoConfiguration;
 import dev.leader.test.TemporaryMariaDb;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -89,6 +91,7 @@ class MariaDbDurabilityTests {
 			plain.execute("CREATE DATABASE app", "SET GLOBAL sync_binlog = 0");
 			new ApplicationContextRunner()
 				.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
+						PostgresStoresAutoConfiguration.class, MariaDbStoresAutoConfiguration.class,
 						JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class))
 				.withPropertyValues("spring.datasource.url=" + plain.url("app"), "spring.datasource.username=root",
 						"leader.node.id=durable-node")
@@ -105,6 +108,7 @@ class MariaDbDurabilityTests {
 	private ApplicationContextRunner contextRunner() {
 		return new ApplicationContextRunner()
 			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
+					PostgresStoresAutoConfiguration.class, MariaDbStoresAutoConfiguration.class,
 					JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class))
 			.withPropertyValues("spring.datasource.url=" + server.url("app"), "spring.datasource.username=root",
 					"leader.node.id=durable-node");

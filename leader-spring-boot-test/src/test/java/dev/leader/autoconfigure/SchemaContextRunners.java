@@ -11,6 +11,8 @@ import java.util.Set;
 import java.util.TreeSet;
 
 import dev.leader.jdbc.JdbcStoresAutoConfiguration;
+import dev.leader.mariadb.MariaDbStoresAutoConfiguration;
+import dev.leader.postgres.PostgresStoresAutoConfiguration;
 import dev.leader.test.TestDatabase;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.extension.AfterEachCallback;
@@ -90,6 +92,19 @@ final class SchemaContextRunners implements BeforeEachCallback, AfterEachCallbac
 	}
 
 	/**
+	 * Returns a runner of the data source, the stores' and the engine's
+	 * auto-configuration, without the auto-configuration of any store family, on the
+	 * test's schema.
+	 * @return the runner
+	 */
+	ApplicationContextRunner runnerWithoutStoreFamilies() {
+		return new ApplicationContextRunner()
+			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
+					JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class))
+			.withInitializer(this::useSchema);
+	}
+
+	/**
 	 * Adds the data source and the starter's auto-configuration, the given ones, and the
 	 * test's schema to a runner.
 	 * @param <R> the type of runner
@@ -99,6 +114,7 @@ final class SchemaContextRunners implements BeforeEachCallback, AfterEachCallbac
 	 */
 	<R extends AbstractApplicationContextRunner<R, ?, ?>> R on(R runner, Class<?>... autoConfigurations) {
 		List<Class<?>> classes = new ArrayList<>(List.of(DataSourceAutoConfiguration.class,
+				PostgresStoresAutoConfiguration.class, MariaDbStoresAutoConfiguration.class,
 				JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class));
 		classes.addAll(List.of(autoConfigurations));
 		return runner.withConfiguration(AutoConfigurations.of(classes.toArray(Class<?>[]::new)))

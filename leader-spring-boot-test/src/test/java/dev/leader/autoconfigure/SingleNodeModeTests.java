@@ -27,6 +27,8 @@ import dev.leader.log.Bookmark;
 import dev.leader.log.DecisionLog;
 import dev.leader.log.LogEntry;
 import dev.leader.log.RecordingApplier;
+import dev.leader.mariadb.MariaDbStoresAutoConfiguration;
+import dev.leader.postgres.PostgresStoresAutoConfiguration;
 import dev.leader.test.TestLeadership;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
@@ -80,6 +82,7 @@ class SingleNodeModeTests {
 	private final ApplicationContextRunner h2 = new ApplicationContextRunner()
 		.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
 				DataSourceTransactionManagerAutoConfiguration.class, TransactionAutoConfiguration.class,
+				PostgresStoresAutoConfiguration.class, MariaDbStoresAutoConfiguration.class,
 				JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class,
 				LeaderEndpointAutoConfiguration.class))
 		.withPropertyValues("spring.datasource.url=jdbc:h2:mem:" + UUID.randomUUID(), "leader.node.id=alone-node",

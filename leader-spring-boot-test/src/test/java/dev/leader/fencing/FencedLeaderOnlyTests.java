@@ -7,6 +7,8 @@ import dev.leader.Leadership;
 import dev.leader.StaleLeadershipException;
 import dev.leader.autoconfigure.LeaderAutoConfiguration;
 import dev.leader.jdbc.JdbcStoresAutoConfiguration;
+import dev.leader.mariadb.MariaDbStoresAutoConfiguration;
+import dev.leader.postgres.PostgresStoresAutoConfiguration;
 import dev.leader.test.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -44,6 +46,7 @@ class FencedLeaderOnlyTests {
 		this.runner = new ApplicationContextRunner()
 			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
 					DataSourceTransactionManagerAutoConfiguration.class, TransactionAutoConfiguration.class,
+					PostgresStoresAutoConfiguration.class, MariaDbStoresAutoConfiguration.class,
 					JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class))
 			.withPropertyValues("spring.datasource.url=" + this.database.url(),
 					"spring.datasource.username=" + this.database.user(),

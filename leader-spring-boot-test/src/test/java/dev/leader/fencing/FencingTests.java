@@ -6,8 +6,8 @@ import java.util.List;
 import javax.sql.DataSource;
 
 import dev.leader.FencingToken;
-import dev.leader.jdbc.PostgresCoordinationStore;
-import dev.leader.jdbc.PostgresFencingStore;
+import dev.leader.postgres.PostgresCoordinationStore;
+import dev.leader.postgres.PostgresFencingStore;
 import dev.leader.test.MigratedSchema;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;

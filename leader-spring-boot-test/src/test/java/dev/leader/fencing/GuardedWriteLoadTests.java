@@ -17,6 +17,8 @@ import dev.leader.Leadership;
 import dev.leader.LeadershipRevokedEvent;
 import dev.leader.autoconfigure.LeaderAutoConfiguration;
 import dev.leader.jdbc.JdbcStoresAutoConfiguration;
+import dev.leader.mariadb.MariaDbStoresAutoConfiguration;
+import dev.leader.postgres.PostgresStoresAutoConfiguration;
 import dev.leader.test.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -161,7 +163,8 @@ class GuardedWriteLoadTests {
 
 	@Configuration(proxyBeanMethods = false)
 	@ImportAutoConfiguration({ DataSourceAutoConfiguration.class, DataSourceTransactionManagerAutoConfiguration.class,
-			TransactionAutoConfiguration.class, JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class })
+			TransactionAutoConfiguration.class, PostgresStoresAutoConfiguration.class,
+			MariaDbStoresAutoConfiguration.class, JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class })
 	static class LoadApplication {
 
 		@org.springframework.context.annotation.Bean

@@ -2,9 +2,9 @@ package dev.leader.fencing;
 
 import javax.sql.DataSource;
 
-import dev.leader.jdbc.MariaDbCoordinationStore;
-import dev.leader.jdbc.MariaDbFencingStore;
 import dev.leader.lease.LeaseState;
+import dev.leader.mariadb.MariaDbCoordinationStore;
+import dev.leader.mariadb.MariaDbFencingStore;
 import dev.leader.test.ConnectorJ;
 import dev.leader.test.MigratedMariaDb;
 import org.junit.jupiter.api.extension.RegisterExtension;

@@ -13,8 +13,8 @@ import javax.sql.DataSource;
 
 import dev.leader.FencingToken;
 import dev.leader.actuate.DecisionLogHealthIndicator;
-import dev.leader.jdbc.PostgresCoordinationStore;
-import dev.leader.jdbc.PostgresLogStore;
+import dev.leader.postgres.PostgresCoordinationStore;
+import dev.leader.postgres.PostgresLogStore;
 import dev.leader.test.MigratedSchema;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;

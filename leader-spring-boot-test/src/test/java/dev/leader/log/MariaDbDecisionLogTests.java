@@ -14,8 +14,8 @@ import javax.sql.DataSource;
 
 import dev.leader.FencingToken;
 import dev.leader.StaleLeadershipException;
-import dev.leader.jdbc.MariaDbCoordinationStore;
-import dev.leader.jdbc.MariaDbLogStore;
+import dev.leader.mariadb.MariaDbCoordinationStore;
+import dev.leader.mariadb.MariaDbLogStore;
 import dev.leader.node.NodeRegistration;
 import dev.leader.test.MigratedMariaDb;
 import org.junit.jupiter.api.Test;

@@ -7,17 +7,17 @@ import javax.sql.DataSource;
 
 import dev.leader.daemon.DaemonStore;
 import dev.leader.fencing.FencingStore;
-import dev.leader.jdbc.MariaDbCoordinationStore;
-import dev.leader.jdbc.MariaDbDaemonStore;
-import dev.leader.jdbc.MariaDbFencingStore;
-import dev.leader.jdbc.MariaDbLogStore;
-import dev.leader.jdbc.PostgresCoordinationStore;
-import dev.leader.jdbc.PostgresDaemonStore;
-import dev.leader.jdbc.PostgresFencingStore;
-import dev.leader.jdbc.PostgresLogStore;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.log.LogStore;
+import dev.leader.mariadb.MariaDbCoordinationStore;
+import dev.leader.mariadb.MariaDbDaemonStore;
+import dev.leader.mariadb.MariaDbFencingStore;
+import dev.leader.mariadb.MariaDbLogStore;
+import dev.leader.postgres.PostgresCoordinationStore;
+import dev.leader.postgres.PostgresDaemonStore;
+import dev.leader.postgres.PostgresFencingStore;
+import dev.leader.postgres.PostgresLogStore;
 
 /**
  * The stores of a test node's database, told from its JDBC URL: {@code jdbc:mariadb:} is

@@ -10,12 +10,12 @@ import dev.leader.DaemonAgent;
 import dev.leader.DaemonContext;
 import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.daemon.DaemonSettings;
-import dev.leader.jdbc.PostgresCoordinationStore;
-import dev.leader.jdbc.PostgresDaemonStore;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseSettings;
 import dev.leader.node.NodeRegistration;
+import dev.leader.postgres.PostgresCoordinationStore;
+import dev.leader.postgres.PostgresDaemonStore;
 import dev.leader.test.TestDatabase;
 import org.jspecify.annotations.Nullable;
 

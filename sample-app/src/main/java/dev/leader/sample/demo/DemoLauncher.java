@@ -14,6 +14,8 @@ import java.util.jar.Manifest;
 
 import dev.leader.autoconfigure.LeaderAutoConfiguration;
 import dev.leader.jdbc.JdbcStoresAutoConfiguration;
+import dev.leader.mariadb.MariaDbStoresAutoConfiguration;
+import dev.leader.postgres.PostgresStoresAutoConfiguration;
 
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
@@ -28,7 +30,8 @@ import org.springframework.context.annotation.Bean;
  * controls to kill, pause, resume, stop and restart each. {@link DemoMode} chooses it
  * when no {@code spring.datasource.url} is set, and binds it to 127.0.0.1.
  */
-@SpringBootApplication(exclude = { JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class })
+@SpringBootApplication(exclude = { PostgresStoresAutoConfiguration.class, MariaDbStoresAutoConfiguration.class,
+		JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class })
 @EnableConfigurationProperties(DemoProperties.class)
 class DemoLauncher {
 

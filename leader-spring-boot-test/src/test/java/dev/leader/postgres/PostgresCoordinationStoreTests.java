@@ -1,0 +1,230 @@
+package dev.leader.postgres;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.leader.jdbc.LeaderSchemaMigration;
+import dev.leader.jdbc.TablePrefix;
+import dev.leader.lease.CoordinationStore;
+import dev.leader.node.NodeRegistration;
+import dev.leader.test.AbstractCoordinationStoreContractTests;
+import dev.leader.test.TestDatabase;
+import org.junit.jupiter.api.Test;
+import org.postgresql.PGConnection;
+
+import org.springframework.dao.DataAccessException;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * {@link PostgresCoordinationStore} against a real PostgreSQL, in a fresh schema per
+ * test, migrated by the starter's own Flyway migrations; plus how it keeps the connection
+ * of its round trips.
+ */
+class PostgresCoordinationStoreTests extends AbstractCoordinationStoreContractTests {
+
+	private static final TablePrefix PREFIX = new TablePrefix("leader_");
+
+	private static final NodeRegistration NODE = new NodeRegistration("node-k", "app-k", "host-k", 201);
+
+	/**
+	 * Longer than the time HikariCP lets a connection idle before it checks it on
+	 * lending.
+	 */
+	private static final Duration IDLE = Duration.ofMillis(700);
+
+	private TestDatabase database;
+
+	private HikariDataSource dataSource;
+
+	@Override
+	protected CoordinationStore createStore() throws SQLException {
+		this.database = TestDatabase.createSchema();
+		// The pool counts its connection checks in a sequence, so that a test can tell
+		// whether one preceded a round trip: a check is a transaction on the server, as
+		// much load as the round trip itself.
+		try (Connection connection = this.database.connect(); Statement statement = connection.createStatement()) {
+			statement.execute("CREATE SEQUENCE " + this.database.schema() + ".pool_checks");
+		}
+		HikariConfig config = new HikariConfig();
+		config.setJdbcUrl(this.database.url());
+		config.setUsername(this.database.user());
+		config.setPassword(this.database.password());
+		// One connection per racing node in the fuzz test, one for the release listener,
+		// and some to spare.
+		config.setMaximumPoolSize(12);
+		config.setConnectionTimeout(3000);
+		config.setKeepaliveTime(0);
+		config.setConnectionTestQuery("SELECT nextval('" + this.database.schema() + ".pool_checks')");
+		config.addDataSourceProperty("ApplicationName", this.database.schema());
+		this.dataSource = new HikariDataSource(config);
+		new LeaderSchemaMigration(this.dataSource, PREFIX).migrate();
+		return new PostgresCoordinationStore(this.dataSource, PREFIX, Duration.ofSeconds(3));
+	}
+
+	@Override
+	protected void destroyStore(CoordinationStore store) {
+		if (this.dataSource != null) {
+			this.dataSource.close();
+		}
+		if (this.database != null) {
+			this.database.drop();
+		}
+	}
+
+	@Override
+	protected boolean supportsReleaseNotifications() {
+		return true;
+	}
+
+	@Test
+	void roundTripsAfterIdlingReuseTheLastConnectionWithoutThePoolCheckingIt() throws Exception {
+		CoordinationStore store = store();
+		tick(store);
+		long checks = poolChecks();
+		for (int i = 0; i < 3; i++) {
+			// Not synchronisation: the connection must sit idle long enough for the pool
+			// to want to check it.
+			Thread.sleep(IDLE.toMillis());
+			tick(store);
+			assertThat(store.acquire("kept", NODE.id(), Duration.ofSeconds(10)).granted()).isTrue();
+		}
+		assertThat(poolChecks()).as("connection checks by the pool").isEqualTo(checks);
+		assertThat(this.dataSource.getHikariPoolMXBean().getActiveConnections()).as("connections kept").isOne();
+	}
+
+	@Test
+	void disconnectGivesTheKeptConnectionBackAndTheNextRoundTripBorrowsAgain() {
+		CoordinationStore store = store();
+		tick(store);
+		assertThat(this.dataSource.getHikariPoolMXBean().getActiveConnections()).isOne();
+		store.disconnect();
+		assertThat(this.dataSource.getHikariPoolMXBean().getActiveConnections()).isZero();
+		tick(store);
+		assertThat(this.dataSource.getHikariPoolMXBean().getActiveConnections()).isOne();
+	}
+
+	@Test
+	void roundTripAfterTheKeptSessionWasTerminatedFailsOnceThenRunsOnAFreshConnection() throws Exception {
+		CoordinationStore store = store();
+		tick(store);
+		List<Integer> terminated = terminateKeptSession();
+		assertThat(terminated).hasSize(1);
+		await().atMost(Duration.ofSeconds(5)).until(() -> sessions().stream().noneMatch(terminated::contains));
+		assertThatExceptionOfType(DataAccessException.class).isThrownBy(() -> tick(store));
+		tick(store);
+		assertThat(sessions()).doesNotContainAnyElementsOf(terminated).isNotEmpty();
+		assertThat(this.dataSource.getHikariPoolMXBean().getActiveConnections()).isOne();
+	}
+
+	@Test
+	void releaseWaivesTheWalFlushForItsOwnTransactionOnlySoTheNextAcquireOnItsConnectionStaysDurable()
+			throws SQLException {
+		String serverDefault = setting(this.database.connect());
+		HikariConfig config = new HikariConfig();
+		config.setJdbcUrl(this.database.url());
+		config.setUsername(this.database.user());
+		config.setPassword(this.database.password());
+		// One connection: the store's round trips and the check below share it.
+		config.setMaximumPoolSize(1);
+		try (HikariDataSource single = new HikariDataSource(config)) {
+			CoordinationStore store = new PostgresCoordinationStore(single, PREFIX, Duration.ofSeconds(3));
+			long term = store.acquire("durable", NODE.id(), Duration.ofSeconds(10)).lease().term();
+			assertThat(store.release(NODE.id(), Map.of("durable", term))).containsExactly("durable");
+			store.disconnect();
+			assertThat(setting(single.getConnection())).as("synchronous_commit after a release")
+				.isEqualTo(serverDefault);
+		}
+	}
+
+	/**
+	 * After each notification pgjdbc checks for another; with its wait, a check that
+	 * finds none blocks for 1 ms, so 200 of them take at least 200 ms. Without it, they
+	 * only look at what has arrived.
+	 */
+	@Test
+	void listeningConnectionChecksForMoreNotificationsWithoutWaitingUntilItGoesBackToThePool() throws SQLException {
+		try (Connection connection = this.dataSource.getConnection()) {
+			PromptNotifications prompt = PromptNotifications.enable(connection);
+			assertThat(prompt).isNotNull();
+			assertThat(timeOf200Checks(connection)).isLessThan(Duration.ofMillis(100));
+			prompt.restore();
+			assertThat(timeOf200Checks(connection)).isGreaterThanOrEqualTo(Duration.ofMillis(200));
+		}
+	}
+
+	private static Duration timeOf200Checks(Connection connection) throws SQLException {
+		PGConnection notifications = connection.unwrap(PGConnection.class);
+		long start = System.nanoTime();
+		for (int i = 0; i < 200; i++) {
+			assertThat(notifications.getNotifications()).isEmpty();
+		}
+		return Duration.ofNanos(System.nanoTime() - start);
+	}
+
+	private static String setting(Connection connection) throws SQLException {
+		try (connection;
+				Statement statement = connection.createStatement();
+				ResultSet row = statement.executeQuery("SHOW synchronous_commit")) {
+			row.next();
+			return row.getString(1);
+		}
+	}
+
+	private CoordinationStore store() {
+		return new PostgresCoordinationStore(this.dataSource, PREFIX, Duration.ofSeconds(3));
+	}
+
+	private static void tick(CoordinationStore store) {
+		store.tick(NODE, Map.of(), List.of("kept"), Duration.ofSeconds(10), Duration.ofSeconds(10));
+	}
+
+	private long poolChecks() throws SQLException {
+		return query("SELECT last_value FROM " + this.database.schema() + ".pool_checks").get(0);
+	}
+
+	private List<Integer> sessions() throws SQLException {
+		return query("SELECT pid FROM pg_stat_activity WHERE application_name = ?", this.database.schema()).stream()
+			.map(Long::intValue)
+			.toList();
+	}
+
+	/**
+	 * Terminates the session whose last statement was the tick: the connection the store
+	 * keeps. The pool's idle connections are left alone, since the pool does not check
+	 * one that idled only briefly before lending it.
+	 */
+	private List<Integer> terminateKeptSession() throws SQLException {
+		String kept = "SELECT pid FROM pg_stat_activity WHERE application_name = ? AND query LIKE '%INTO leader_nodes%'";
+		List<Integer> sessions = query(kept, this.database.schema()).stream().map(Long::intValue).toList();
+		query("SELECT pg_terminate_backend(pid)::int FROM (" + kept + ") s", this.database.schema());
+		return sessions;
+	}
+
+	private List<Long> query(String sql, String... parameters) throws SQLException {
+		try (Connection connection = this.database.connect();
+				PreparedStatement statement = connection.prepareStatement(sql)) {
+			for (int i = 0; i < parameters.length; i++) {
+				statement.setString(i + 1, parameters[i]);
+			}
+			try (ResultSet rows = statement.executeQuery()) {
+				List<Long> values = new java.util.ArrayList<>();
+				while (rows.next()) {
+					values.add(rows.getLong(1));
+				}
+				return values;
+			}
+		}
+	}
+
+}
