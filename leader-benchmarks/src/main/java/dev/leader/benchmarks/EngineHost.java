@@ -150,8 +150,8 @@ public final class EngineHost {
 		}
 
 		@Override
-		public synchronized void deregister(String nodeId) {
-			this.delegate.deregister(nodeId);
+		public synchronized void deregister(NodeRegistration node) {
+			this.delegate.deregister(node);
 		}
 
 		@Override

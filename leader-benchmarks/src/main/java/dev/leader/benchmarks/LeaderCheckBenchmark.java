@@ -88,7 +88,7 @@ public class LeaderCheckBenchmark {
 		}
 
 		@Override
-		public void deregister(String nodeId) {
+		public void deregister(NodeRegistration node) {
 		}
 
 	}

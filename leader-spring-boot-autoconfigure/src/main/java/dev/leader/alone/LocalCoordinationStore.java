@@ -153,10 +153,10 @@ final class LocalCoordinationStore implements CoordinationStore {
 	}
 
 	@Override
-	public void deregister(String nodeId) {
+	public void deregister(NodeRegistration node) {
 		this.stores.lock();
 		try {
-			this.stores.nodes.remove(nodeId);
+			this.stores.nodes.remove(node.id());
 		}
 		finally {
 			this.stores.unlock();

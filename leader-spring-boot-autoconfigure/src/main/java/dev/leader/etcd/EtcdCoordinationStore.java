@@ -411,13 +411,32 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 	}
 
 	@Override
-	public void deregister(String nodeId) {
+	public void deregister(NodeRegistration node) {
 		long deadline = this.calls.deadline();
-		DeleteOption withPrevious = DeleteOption.builder().withPrevKV(true).build();
-		TxnResponse answer = this.calls.await(this.kv.txn()
-			.Then(Op.delete(this.keys.node(nodeId), withPrevious), Op.delete(this.keys.member(nodeId), withPrevious))
-			.commit(), deadline, "the deregistration of " + nodeId);
-		answer.getDeleteResponses().forEach((deleted) -> deleted.getPrevKvs().forEach(this::revokeQuietly));
+		String incarnation = NodeValue.incarnation(node);
+		TxnResponse read = this.calls.await(this.kv.txn()
+			.Then(Op.get(this.keys.node(node.id()), GetOption.DEFAULT),
+					Op.get(this.keys.member(node.id()), GetOption.DEFAULT))
+			.commit(), deadline, "the registration of " + node.id());
+		// Only this process's keys, unchanged since they were read: another process may
+		// have taken the id over.
+		List<KeyValue> own = read.getGetResponses()
+			.stream()
+			.map(EtcdCoordinationStore::first)
+			.filter((kv) -> kv != null && NodeValue.of(kv).incarnation().equals(incarnation))
+			.toList();
+		if (own.isEmpty()) {
+			return;
+		}
+		TxnResponse deleted = this.calls.await(this.kv.txn()
+			.If(own.stream()
+				.map((kv) -> new Cmp(kv.getKey(), Cmp.Op.EQUAL, CmpTarget.modRevision(kv.getModRevision())))
+				.toArray(Cmp[]::new))
+			.Then(own.stream().map((kv) -> Op.delete(kv.getKey(), DeleteOption.DEFAULT)).toArray(Op[]::new))
+			.commit(), deadline, "the deregistration of " + node.id());
+		if (deleted.isSucceeded()) {
+			own.forEach(this::revokeQuietly);
+		}
 	}
 
 	@Override

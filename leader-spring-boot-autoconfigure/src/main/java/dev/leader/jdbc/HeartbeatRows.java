@@ -116,6 +116,19 @@ public final class HeartbeatRows {
 	}
 
 	/**
+	 * Returns the failure of a heartbeat that found the node's id registered by another
+	 * process in the same moment.
+	 * @param nodeId the node's id
+	 * @return the exception to throw
+	 */
+	public static DuplicateKeyException registeredMeanwhile(String nodeId) {
+		return new DuplicateKeyException(String.format("Node id '%s' was registered by another process in the same "
+				+ "moment. Two processes must never share a node id: give each its own leader.node.id, or leave it "
+				+ "unset to have one generated. This process takes part in nothing until that registration has been "
+				+ "silent for the node expiry", nodeId));
+	}
+
+	/**
 	 * Returns the failure of a heartbeat of a process that would register a node's id
 	 * while leases under that id, not among those it holds, are still valid: another
 	 * process with the id holds them, maybe paused, and acts on them until they expire.

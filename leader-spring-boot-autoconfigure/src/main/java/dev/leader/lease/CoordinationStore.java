@@ -68,10 +68,13 @@ public interface CoordinationStore {
 	Collection<String> release(String nodeId, Map<String, Long> held);
 
 	/**
-	 * Removes the node from the member list, so that other nodes see it leave at once.
-	 * @param nodeId the node
+	 * Removes the node from the member list, so that other nodes see it leave at once, if
+	 * its registration is still this process's: a process that stops after another one
+	 * took its node id over (once it had been silent for the node expiry) leaves the
+	 * other's registration alone.
+	 * @param node the node, as this process registers it
 	 */
-	void deregister(String nodeId);
+	void deregister(NodeRegistration node);
 
 	/**
 	 * Reads the leases of all groups.

@@ -137,8 +137,7 @@ public final class LeaderEngine implements Leadership, LeaseStatus, Enrolment {
 		this.groups = new GroupLeases(node.id(), settings, clock, this.watchdog, this.events, publisher,
 				this::acquireAfterRelease);
 		this.roundTrips = new RoundTrips(store, settings, clock, node, this.groups, this.threads);
-		this.handOver = new ReleaseHandOver(store, node.id(), settings, clock, this.groups, this.roundTrips,
-				this.events);
+		this.handOver = new ReleaseHandOver(store, node, settings, clock, this.groups, this.roundTrips, this.events);
 		groups.forEach(this::addGroup);
 	}
 

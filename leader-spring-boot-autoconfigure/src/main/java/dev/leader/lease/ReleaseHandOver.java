@@ -11,6 +11,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 import dev.leader.RevokeReason;
+import dev.leader.node.NodeRegistration;
 import dev.leader.node.OrderedEvents;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
@@ -51,6 +52,8 @@ final class ReleaseHandOver {
 
 	private final CoordinationStore store;
 
+	private final NodeRegistration node;
+
 	private final String nodeId;
 
 	private final LeaseSettings settings;
@@ -66,10 +69,11 @@ final class ReleaseHandOver {
 	// When a release of each group last named another node to try first, on the clock.
 	private final Map<String, Long> namedOthers = new ConcurrentHashMap<>();
 
-	ReleaseHandOver(CoordinationStore store, String nodeId, LeaseSettings settings, MonotonicClock clock,
+	ReleaseHandOver(CoordinationStore store, NodeRegistration node, LeaseSettings settings, MonotonicClock clock,
 			GroupLeases groups, RoundTrips roundTrips, OrderedEvents events) {
 		this.store = store;
-		this.nodeId = nodeId;
+		this.node = node;
+		this.nodeId = node.id();
 		this.settings = settings;
 		this.clock = clock;
 		this.groups = groups;
@@ -184,7 +188,7 @@ final class ReleaseHandOver {
 			this.roundTrips.cancelTick();
 			Map<String, Long> held = stepDownAndReleaseAll();
 			try {
-				this.store.deregister(this.nodeId);
+				this.store.deregister(this.node);
 			}
 			catch (RuntimeException ex) {
 				logger.warn("Leader node " + this.nodeId + " could not deregister: " + ex);

@@ -220,20 +220,29 @@ final class RoundTrips {
 	}
 
 	/**
-	 * Attempts to acquire the group unless this node holds it, is not registered yet, or
-	 * stopped.
+	 * Attempts to acquire the group unless this node holds it, is not registered yet, has
+	 * not heartbeated for nearly the node expiry, or stopped. A node silent that long may
+	 * have been paused, and another process started with its id may have taken its
+	 * registration over meanwhile: it asks for a lease again only after its next
+	 * heartbeat tells it that its registration is still its own.
 	 * @param group the group
 	 */
 	void attemptAcquire(GroupLease group) {
 		this.lock.lock();
 		try {
-			if (this.running.get() && !this.leaving && this.registered && group.heldTerm() < 0) {
+			if (this.running.get() && !this.leaving && this.registered && heartbeatedRecently()
+					&& group.heldTerm() < 0) {
 				acquire(group);
 			}
 		}
 		finally {
 			this.lock.unlock();
 		}
+	}
+
+	private boolean heartbeatedRecently() {
+		return this.heartbeated && this.clock.nanoTime()
+				- this.lastHeartbeatSent < this.settings.nodeExpiry().minus(this.settings.safetyMargin()).toNanos();
 	}
 
 	/**

@@ -133,7 +133,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore, Heartb
 	private static final String RELEASE_LEASES = """
 			UPDATE ${prefix}leases SET holder = NULL, session_id = NULL, expires_at = ${now} WHERE group_name IN (/*groups*/)""";
 
-	private static final String DEREGISTER = "DELETE FROM ${prefix}nodes WHERE node_id = ?";
+	private static final String DEREGISTER = "DELETE FROM ${prefix}nodes WHERE node_id = ? AND incarnation = ?";
 
 	private static final String LEASES = "SELECT " + LEASE_COLUMNS + " FROM ${prefix}leases ORDER BY group_name";
 
@@ -503,8 +503,9 @@ public final class MariaDbCoordinationStore implements CoordinationStore, Heartb
 	}
 
 	@Override
-	public void deregister(String nodeId) {
-		this.connections.transaction("deregister", (tx) -> tx.update(sql(DEREGISTER), nodeId));
+	public void deregister(NodeRegistration node) {
+		this.connections.transaction("deregister",
+				(tx) -> tx.update(sql(DEREGISTER), node.id(), HeartbeatRows.incarnation(node)));
 	}
 
 	@Override

@@ -12,7 +12,7 @@ import dev.leader.jdbc.TablePrefix;
  * @param tick the heartbeat, see {@link #TICK}
  * @param tickWithDaemons the heartbeat that also reads the rows of {@link DaemonRows}
  * @param release releases leases, see {@link #RELEASE}
- * @param deregister deletes the node's row
+ * @param deregister deletes the node's row if it is still the incarnation's
  * @param leases reads every lease
  */
 record CoordinationSql(String acquire, String tick, String tickWithDaemons, String release, String deregister,
@@ -206,7 +206,7 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 			""";
 
 	static final String DEREGISTER = """
-			DELETE FROM ${prefix}nodes WHERE node_id = ?""";
+			DELETE FROM ${prefix}nodes WHERE node_id = ? AND incarnation = ?""";
 
 	static final String LEASES = """
 			SELECT group_name, holder, term, expires_at, ${remaining_ms} AS remaining_ms FROM ${prefix}leases

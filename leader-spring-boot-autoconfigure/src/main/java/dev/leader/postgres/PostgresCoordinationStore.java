@@ -243,6 +243,7 @@ public final class PostgresCoordinationStore implements CoordinationStore, Heart
 			try (ResultSet rows = statement.executeQuery()) {
 				Statements.requireDurable(statement);
 				List<LeaseState> foreign = new ArrayList<>();
+				boolean registered = false;
 				while (rows.next()) {
 					if ("D".equals(rows.getString("kind"))
 							&& rows.getLong("heartbeat_age_ms") < nodeExpiry.toMillis()) {
@@ -265,6 +266,7 @@ public final class PostgresCoordinationStore implements CoordinationStore, Heart
 					// The ring leaves out a member whose heartbeat expired: paused, it
 					// would not notify.
 					if ("N".equals(rows.getString("kind")) && node.id().equals(rows.getString("node_id"))) {
+						registered = true;
 						ownSession.set(rows.getLong("session_pid"));
 					}
 					else if ("N".equals(rows.getString("kind")) && rows.getLong("session_pid") > 0
@@ -277,6 +279,11 @@ public final class PostgresCoordinationStore implements CoordinationStore, Heart
 				}
 				if (!foreign.isEmpty()) {
 					throw HeartbeatRows.leasesOfAnotherProcess(node.id(), foreign);
+				}
+				if (!registered) {
+					// Another process registered the id in the same moment: the upsert
+					// waited for its insert, and then changed nothing.
+					throw HeartbeatRows.registeredMeanwhile(node.id());
 				}
 			}
 			return read.tick();
@@ -348,9 +355,10 @@ public final class PostgresCoordinationStore implements CoordinationStore, Heart
 	}
 
 	@Override
-	public void deregister(String nodeId) {
+	public void deregister(NodeRegistration node) {
 		this.kept.execute("deregister", this.sql.deregister(), (statement) -> {
-			statement.setString(1, nodeId);
+			statement.setString(1, node.id());
+			statement.setString(2, HeartbeatRows.incarnation(node));
 			return statement.executeUpdate();
 		});
 	}

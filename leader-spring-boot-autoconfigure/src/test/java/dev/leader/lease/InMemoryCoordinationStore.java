@@ -53,6 +53,8 @@ class InMemoryCoordinationStore implements CoordinationStore {
 
 	private final AtomicInteger unreadableTicks = new AtomicInteger();
 
+	private volatile boolean ticksFail;
+
 	/**
 	 * Creates a store that answers at once.
 	 */
@@ -77,6 +79,15 @@ class InMemoryCoordinationStore implements CoordinationStore {
 	 */
 	void setReachable(boolean reachable) {
 		this.reachable = reachable;
+	}
+
+	/**
+	 * Makes every later heartbeat fail, or succeed again, while every other call is
+	 * served: a node whose heartbeats cannot get through, as a paused one's do not.
+	 * @param fail whether heartbeats fail
+	 */
+	void failTicks(boolean fail) {
+		this.ticksFail = fail;
 	}
 
 	/**
@@ -115,6 +126,9 @@ class InMemoryCoordinationStore implements CoordinationStore {
 		this.lock.lock();
 		try {
 			requireReachable();
+			if (this.ticksFail) {
+				throw new DataAccessResourceFailureException("The in-memory store fails heartbeats");
+			}
 			Instant now = now();
 			String incarnation = node.host() + ":" + node.pid();
 			Node registered = this.nodes.get(node.id());
@@ -187,12 +201,12 @@ class InMemoryCoordinationStore implements CoordinationStore {
 	}
 
 	@Override
-	public void deregister(String nodeId) {
+	public void deregister(NodeRegistration node) {
 		roundTrip();
 		this.lock.lock();
 		try {
 			requireReachable();
-			this.nodes.remove(nodeId);
+			this.nodes.remove(node.id());
 		}
 		finally {
 			this.lock.unlock();

@@ -151,6 +151,33 @@ class LeaderEngineInMemoryTests {
 		assertThat(a.token(GROUP).orElseThrow().term()).isGreaterThan(term);
 	}
 
+	/**
+	 * A node that has not heartbeated for nearly the node expiry asks for no lease, even
+	 * a free one: it may have been paused while another process took its id over, and
+	 * only its next heartbeat can tell it that its registration is still its own.
+	 */
+	@Test
+	void nodeWhoseHeartbeatsFailForTheNodeExpiryAsksForNoLeaseUntilOneSucceeds() throws Exception {
+		// A node expiry shorter than the lease, so that the lease is free while the
+		// follower's last heartbeat is older than the node expiry.
+		LeaseSettings settings = new LeaseSettings(Duration.ofSeconds(1), Duration.ofMillis(200),
+				Duration.ofMillis(200), Duration.ofMillis(100), Duration.ofMillis(600), Duration.ofMillis(300));
+		LeaderEngine a = start(settings, "a");
+		assertThat(a.awaitLeadership(GROUP, Duration.ofSeconds(2))).isTrue();
+		long term = a.token(GROUP).orElseThrow().term();
+		LeaderEngine b = start(settings, "b");
+		await().atMost(Duration.ofSeconds(2)).until(() -> b.leader(GROUP).isPresent());
+		this.store.failTicks(true);
+		await().atMost(Duration.ofSeconds(2)).until(() -> !a.isLeader(GROUP));
+		// Past the lease's expiry, with the follower's acquire attempts served.
+		await().during(Duration.ofMillis(1500))
+			.atMost(Duration.ofSeconds(2))
+			.until(() -> !a.isLeader(GROUP) && !b.isLeader(GROUP));
+		assertThat(this.store.leases()).singleElement().extracting(LeaseState::term).isEqualTo(term);
+		this.store.failTicks(false);
+		await().atMost(Duration.ofSeconds(2)).until(() -> a.isLeader(GROUP) || b.isLeader(GROUP));
+	}
+
 	@Test
 	void listenerThatThrowsDoesNotKeepLaterEventsFromTheOthers() throws Exception {
 		LeaderEngine a = create(LONG_LEASE, "a");

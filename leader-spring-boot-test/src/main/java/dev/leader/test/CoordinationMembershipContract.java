@@ -156,11 +156,34 @@ abstract class CoordinationMembershipContract extends CoordinationContract {
 	void deregisteredNodeLeavesTheMembersAtOnceAndRejoinsOnItsNextTick() {
 		tick(A, NODE_EXPIRY);
 		tick(B, NODE_EXPIRY);
-		store().deregister(A.id());
+		store().deregister(A);
 		assertThat(tick(B, NODE_EXPIRY).members()).extracting(NodeInfo::id).containsExactly(B.id());
-		store().deregister("never-registered");
+		store().deregister(new NodeRegistration("never-registered", "app", "host", 1));
 		tick(A, NODE_EXPIRY);
 		assertThat(tick(B, NODE_EXPIRY).members()).extracting(NodeInfo::id).containsExactlyInAnyOrder(A.id(), B.id());
+	}
+
+	/**
+	 * A process that stops after another one took its node id over (once it had gone
+	 * silent for the node expiry) leaves the other's registration alone.
+	 */
+	@Test
+	void deregistrationByAnEarlierProcessWithTheIdLeavesTheLaterOnesRegistration() {
+		assumeTrue(this.sharedByProcesses.getAsBoolean(), "the store serves one process");
+		Duration nodeExpiry = Duration.ofMillis(500);
+		NodeRegistration later = new NodeRegistration(A.id(), A.name(), A.host(), A.pid() + 1000);
+		tick(A, nodeExpiry);
+		await().atMost(WAIT.multipliedBy(2))
+			.pollInterval(POLL)
+			.ignoreException(DuplicateKeyException.class)
+			.until(() -> tick(later, nodeExpiry), (tick) -> tick != null);
+		store().deregister(A);
+		assertThat(member(tick(B, NODE_EXPIRY), A.id())).isNotNull().satisfies((member) -> {
+			assertThat(member.pid()).isEqualTo(later.pid());
+			assertThat(member.alive()).isTrue();
+		});
+		store().deregister(later);
+		assertThat(tick(B, NODE_EXPIRY).members()).extracting(NodeInfo::id).containsExactly(B.id());
 	}
 
 	@Test

@@ -500,7 +500,7 @@ class LeaderAutoConfigurationTests {
 		}
 
 		@Override
-		public void deregister(String nodeId) {
+		public void deregister(NodeRegistration node) {
 		}
 
 		@Override

@@ -8,6 +8,9 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
@@ -21,6 +24,7 @@ import org.junit.jupiter.api.Test;
 import org.postgresql.PGConnection;
 
 import org.springframework.dao.DataAccessException;
+import org.springframework.dao.DuplicateKeyException;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
@@ -178,6 +182,35 @@ class PostgresCoordinationStoreTests extends AbstractCoordinationStoreContractTe
 				ResultSet row = statement.executeQuery("SHOW synchronous_commit")) {
 			row.next();
 			return row.getString(1);
+		}
+	}
+
+	/**
+	 * Two processes registering one node id in the same moment: the heartbeat that waits
+	 * for the other's insert changes nothing once it commits, and must not return as if
+	 * it had registered, or its process would go on to ask for leases under the id.
+	 */
+	@Test
+	void heartbeatThatWaitedForAnotherProcessRegisteringTheIdFailsAsADuplicate() throws Exception {
+		CoordinationStore store = store();
+		try (Connection other = this.database.connect()) {
+			other.setAutoCommit(false);
+			try (Statement statement = other.createStatement()) {
+				statement.executeUpdate("INSERT INTO leader_nodes (node_id, name, host, pid, incarnation, started_at, "
+						+ "heartbeat_at) VALUES ('" + NODE.id() + "', 'other', 'host-x', 999, 'other-process', "
+						+ "clock_timestamp(), clock_timestamp())");
+			}
+			CompletableFuture<Void> heartbeat = CompletableFuture.runAsync(() -> tick(store));
+			await("the heartbeat to wait for the other insert").atMost(Duration.ofSeconds(5))
+				.until(() -> !query(
+						"SELECT pid FROM pg_stat_activity WHERE application_name = ? " + "AND wait_event_type = 'Lock'",
+						this.database.schema())
+					.isEmpty());
+			other.commit();
+			assertThatExceptionOfType(ExecutionException.class).isThrownBy(() -> heartbeat.get(5, TimeUnit.SECONDS))
+				.havingCause()
+				.isInstanceOf(DuplicateKeyException.class)
+				.withMessageContaining("registered by another process in the same moment");
 		}
 	}
 
