@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Collectors;
 
 import dev.leader.NodeInfo;
 import dev.leader.lease.CoordinationStore.Tick;
@@ -98,6 +99,12 @@ public final class HeartbeatRows {
 	}
 
 	/**
+	 * What every refused registration tells the operator to change.
+	 */
+	private static final String ONE_PROCESS_PER_ID = "Two processes must never share a node id: give each its own "
+			+ "leader.node.id, or leave it unset to have one generated. This process takes part in nothing until ";
+
+	/**
 	 * Returns the failure of a heartbeat that found the node's id registered by another
 	 * process that is still alive.
 	 * @param nodeId the node's id
@@ -108,11 +115,9 @@ public final class HeartbeatRows {
 	 */
 	public static DuplicateKeyException duplicateNodeId(String nodeId, String host, long pid, long heartbeatAgeMillis) {
 		return new DuplicateKeyException(String.format(
-				"Node id '%s' is registered by another live process "
-						+ "(host %s, pid %d, last heartbeat %d ms ago). Two processes must never share a node id: "
-						+ "give each its own leader.node.id, or leave it unset to have one generated. This process "
-						+ "takes part in nothing until that registration has been silent for the node expiry",
-				nodeId, host, pid, heartbeatAgeMillis));
+				"Node id '%s' is registered by another live process (host %s, pid %d, last heartbeat %d ms ago). ",
+				nodeId, host, pid, heartbeatAgeMillis) + ONE_PROCESS_PER_ID
+				+ "that registration has been silent for the node expiry");
 	}
 
 	/**
@@ -122,10 +127,8 @@ public final class HeartbeatRows {
 	 * @return the exception to throw
 	 */
 	public static DuplicateKeyException registeredMeanwhile(String nodeId) {
-		return new DuplicateKeyException(String.format("Node id '%s' was registered by another process in the same "
-				+ "moment. Two processes must never share a node id: give each its own leader.node.id, or leave it "
-				+ "unset to have one generated. This process takes part in nothing until that registration has been "
-				+ "silent for the node expiry", nodeId));
+		return new DuplicateKeyException("Node id '" + nodeId + "' was registered by another process in the same "
+				+ "moment. " + ONE_PROCESS_PER_ID + "that registration has been silent for the node expiry");
 	}
 
 	/**
@@ -137,22 +140,13 @@ public final class HeartbeatRows {
 	 * @return the exception to throw
 	 */
 	public static DuplicateKeyException leasesOfAnotherProcess(String nodeId, List<LeaseState> leases) {
-		StringBuilder held = new StringBuilder();
-		for (LeaseState lease : leases) {
-			held.append((held.length() > 0) ? ", " : "")
-				.append(lease.group())
-				.append(" (term ")
-				.append(lease.term())
-				.append(", ")
-				.append(lease.remaining().toMillis())
-				.append(" ms left)");
-		}
-		return new DuplicateKeyException(String.format(
-				"Node id '%s' holds leases that this process was not granted: %s. Another process with this id "
-						+ "holds them and acts on them until they expire, even if it stopped heartbeating. Two "
-						+ "processes must never share a node id: give each its own leader.node.id, or leave it "
-						+ "unset to have one generated. This process takes part in nothing until they have expired",
-				nodeId, held));
+		String held = leases.stream()
+			.map((lease) -> lease.group() + " (term " + lease.term() + ", " + lease.remaining().toMillis()
+					+ " ms left)")
+			.collect(Collectors.joining(", "));
+		return new DuplicateKeyException("Node id '" + nodeId + "' holds leases that this process was not granted: "
+				+ held + ". Another process with this id holds them and acts on them until they expire, even if it "
+				+ "stopped heartbeating. " + ONE_PROCESS_PER_ID + "they have expired");
 	}
 
 }

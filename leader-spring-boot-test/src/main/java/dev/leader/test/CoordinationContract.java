@@ -41,6 +41,11 @@ abstract class CoordinationContract {
 	static final NodeRegistration C = new NodeRegistration("node-c", "app-c", "host-c", 103);
 
 	/**
+	 * Another process started with {@link #A}'s node id.
+	 */
+	static final NodeRegistration A_AGAIN = new NodeRegistration(A.id(), A.name(), A.host(), A.pid() + 1000);
+
+	/**
 	 * Acquires a lease and checks that it was granted.
 	 * @param store the coordination store
 	 * @param group the group

@@ -123,13 +123,12 @@ abstract class CoordinationMembershipContract extends CoordinationContract {
 	void secondProcessWithTheIdOfASilentHolderRegistersOnlyOnceTheHoldersLeasesAreOver() {
 		assumeTrue(this.sharedByProcesses.getAsBoolean(), "the store serves one process");
 		Duration nodeExpiry = Duration.ofMillis(500);
-		NodeRegistration second = new NodeRegistration(A.id(), A.name(), A.host(), A.pid() + 1000);
 		tick(A, nodeExpiry);
 		LeaseState held = grant(GROUP, A);
 		// Empty once the second process registered.
 		Optional<DuplicateKeyException> refused = await().atMost(WAIT).pollInterval(POLL).until(() -> {
 			try {
-				tick(second, nodeExpiry);
+				tick(A_AGAIN, nodeExpiry);
 				return Optional.<DuplicateKeyException>empty();
 			}
 			catch (DuplicateKeyException ex) {
@@ -148,8 +147,8 @@ abstract class CoordinationMembershipContract extends CoordinationContract {
 		Tick registered = await().atMost(WAIT.multipliedBy(2))
 			.pollInterval(POLL)
 			.ignoreException(DuplicateKeyException.class)
-			.until(() -> tick(second, nodeExpiry), (tick) -> tick != null);
-		assertThat(member(registered, A.id())).isNotNull().extracting(NodeInfo::pid).isEqualTo(second.pid());
+			.until(() -> tick(A_AGAIN, nodeExpiry), (tick) -> tick != null);
+		assertThat(member(registered, A.id())).isNotNull().extracting(NodeInfo::pid).isEqualTo(A_AGAIN.pid());
 	}
 
 	@Test
@@ -171,18 +170,17 @@ abstract class CoordinationMembershipContract extends CoordinationContract {
 	void deregistrationByAnEarlierProcessWithTheIdLeavesTheLaterOnesRegistration() {
 		assumeTrue(this.sharedByProcesses.getAsBoolean(), "the store serves one process");
 		Duration nodeExpiry = Duration.ofMillis(500);
-		NodeRegistration later = new NodeRegistration(A.id(), A.name(), A.host(), A.pid() + 1000);
 		tick(A, nodeExpiry);
 		await().atMost(WAIT.multipliedBy(2))
 			.pollInterval(POLL)
 			.ignoreException(DuplicateKeyException.class)
-			.until(() -> tick(later, nodeExpiry), (tick) -> tick != null);
+			.until(() -> tick(A_AGAIN, nodeExpiry), (tick) -> tick != null);
 		store().deregister(A);
 		assertThat(member(tick(B, NODE_EXPIRY), A.id())).isNotNull().satisfies((member) -> {
-			assertThat(member.pid()).isEqualTo(later.pid());
+			assertThat(member.pid()).isEqualTo(A_AGAIN.pid());
 			assertThat(member.alive()).isTrue();
 		});
-		store().deregister(later);
+		store().deregister(A_AGAIN);
 		assertThat(tick(B, NODE_EXPIRY).members()).extracting(NodeInfo::id).containsExactly(B.id());
 	}
 
