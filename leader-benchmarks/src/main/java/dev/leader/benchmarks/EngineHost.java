@@ -134,8 +134,8 @@ public final class EngineHost {
 		}
 
 		@Override
-		public synchronized AcquireResult acquire(String group, String nodeId, Duration duration) {
-			return this.delegate.acquire(group, nodeId, duration);
+		public synchronized AcquireResult acquire(String group, NodeRegistration node, Duration duration) {
+			return this.delegate.acquire(group, node, duration);
 		}
 
 		@Override

@@ -69,8 +69,8 @@ public class LeaderCheckBenchmark {
 		}
 
 		@Override
-		public AcquireResult acquire(String group, String nodeId, Duration duration) {
-			return new AcquireResult(true, new LeaseState(group, nodeId, 1, Instant.now().plus(duration), duration));
+		public AcquireResult acquire(String group, NodeRegistration node, Duration duration) {
+			return new AcquireResult(true, new LeaseState(group, node.id(), 1, Instant.now().plus(duration), duration));
 		}
 
 		@Override

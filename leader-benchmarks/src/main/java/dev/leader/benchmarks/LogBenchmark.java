@@ -19,6 +19,7 @@ import dev.leader.log.LogApplier;
 import dev.leader.log.LogEntry;
 import dev.leader.log.LogMonitor;
 import dev.leader.log.LogMonitor.ReadOutcome;
+import dev.leader.node.NodeRegistration;
 import dev.leader.postgres.PostgresCoordinationStore;
 import dev.leader.postgres.PostgresLogStore;
 import org.jspecify.annotations.Nullable;
@@ -76,7 +77,10 @@ final class LogBenchmark {
 		Node leader = node("log-leader", threads + 2);
 		Node first = node("log-follower-1", 4);
 		Node second = node("log-follower-2", 4);
-		long term = leader.listener.acquire(GROUP, leader.id, Duration.ofMinutes(30)).lease().term();
+		NodeRegistration registration = new NodeRegistration(leader.id, leader.id, "localhost",
+				ProcessHandle.current().pid());
+		leader.listener.tick(registration, Map.of(), List.of(), Duration.ofMinutes(30), Duration.ofMinutes(30));
+		long term = leader.listener.acquire(GROUP, registration, Duration.ofMinutes(30)).lease().term();
 		FencingToken token = new FencingToken(GROUP, term);
 		List<Node> followers = List.of(first, second);
 		// Warm-up: connections, JIT, the tails' first reads.

@@ -40,16 +40,19 @@ final class LocalCoordinationStore implements CoordinationStore {
 
 	// A change of holder or term waits for the transactions that guard the group.
 	@Override
-	public AcquireResult acquire(String group, String nodeId, Duration duration) {
+	public AcquireResult acquire(String group, NodeRegistration node, Duration duration) {
+		String nodeId = node.id();
 		return this.stores.changingHands(group, () -> {
 			this.stores.lock();
 			try {
 				Instant now = this.stores.now();
 				Lease lease = this.stores.leases.get(group);
-				if (lease != null && lease.holder() != null && !lease.holder().equals(nodeId)
-						&& lease.expiresAt().isAfter(now)) {
-					return new AcquireResult(false, lease.state(now));
+				Node registered = this.stores.nodes.get(nodeId);
+				if ((lease != null && lease.holder() != null && !lease.holder().equals(nodeId)
+						&& lease.expiresAt().isAfter(now)) || registered == null) {
+					return new AcquireResult(false, (lease != null) ? lease.state(now) : null);
 				}
+				this.stores.nodes.put(nodeId, registered.heartbeat(registered.registration(), now));
 				Lease granted = new Lease(group, nodeId, (lease != null) ? lease.term() + 1 : 1, now.plus(duration));
 				this.stores.leases.put(group, granted);
 				return new AcquireResult(true, granted.state(now));

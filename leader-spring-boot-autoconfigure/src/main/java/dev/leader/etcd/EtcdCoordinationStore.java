@@ -140,7 +140,8 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 	}
 
 	@Override
-	public AcquireResult acquire(String group, String nodeId, Duration duration) {
+	public AcquireResult acquire(String group, NodeRegistration node, Duration duration) {
+		String nodeId = node.id();
 		long deadline = this.calls.deadline();
 		long sent = System.nanoTime();
 		Instant sentAt = Instant.now();
@@ -148,13 +149,18 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 		ByteSequence reservation = this.keys.reserved(group);
 		TxnResponse read = this.calls.await(this.kv.txn()
 			.Then(Op.get(key, GetOption.DEFAULT), Op.get(this.keys.term(group), GetOption.DEFAULT),
-					Op.get(reservation, GetOption.DEFAULT))
+					Op.get(reservation, GetOption.DEFAULT), Op.get(this.keys.node(nodeId), GetOption.DEFAULT),
+					Op.get(this.keys.member(nodeId), GetOption.DEFAULT))
 			.commit(), deadline, "the lease of " + group);
 		KeyValue live = first(read.getGetResponses().get(0));
 		KeyValue reserved = first(read.getGetResponses().get(2));
+		KeyValue alive = first(read.getGetResponses().get(3));
+		KeyValue record = first(read.getGetResponses().get(4));
 		if ((live != null && !nodeId.equals(EtcdKeys.text(live.getValue())))
-				|| (reserved != null && !nodeId.equals(EtcdKeys.text(reserved.getValue())))) {
-			// Refused without a write: held, or reserved, by another node.
+				|| (reserved != null && !nodeId.equals(EtcdKeys.text(reserved.getValue()))) || alive == null
+				|| record == null || !NodeValue.of(alive).incarnation().equals(NodeValue.incarnation(node))) {
+			// Refused without a write: held, or reserved, by another node, or this
+			// process's registration is gone.
 			return refused(group, live, first(read.getGetResponses().get(1)), reserved, deadline);
 		}
 		LeaseGrantResponse granted = this.calls.await(this.leases.grant(EtcdKeys.seconds(duration)), deadline,
@@ -179,12 +185,19 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 		Cmp mine = (live != null || reserved != null)
 				? new Cmp(reservation, Cmp.Op.EQUAL, CmpTarget.value(EtcdKeys.bytes(nodeId))) : unreserved;
 		Instant expiresAt = sentAt.plus(duration);
+		// Granted only while this process's node key is there, and with the member record
+		// written again, so that a registration of the id that read the record before
+		// the grant fails (it compares the record's revision) and reads again.
 		TxnResponse created = this.calls.await(this.kv.txn()
-			.If(new Cmp(key, Cmp.Op.EQUAL, CmpTarget.createRevision(0)), mine)
+			.If(new Cmp(key, Cmp.Op.EQUAL, CmpTarget.createRevision(0)), mine,
+					new Cmp(this.keys.node(nodeId), Cmp.Op.EQUAL, CmpTarget.createRevision(alive.getCreateRevision())),
+					new Cmp(this.keys.member(nodeId), Cmp.Op.EQUAL, CmpTarget.modRevision(record.getModRevision())))
 			.Then(Op.put(key, EtcdKeys.bytes(nodeId), PutOption.builder().withLeaseId(granted.getID()).build()),
 					Op.put(this.keys.term(group), new EtcdKeys.TermRecord(0, nodeId, expiresAt).toBytes(),
 							PutOption.DEFAULT),
-					Op.delete(reservation, DeleteOption.DEFAULT))
+					Op.delete(reservation, DeleteOption.DEFAULT),
+					Op.put(this.keys.member(nodeId), record.getValue(),
+							PutOption.builder().withLeaseId(record.getLease()).build()))
 			.commit(), deadline, "the grant of " + group);
 		if (!created.isSucceeded()) {
 			revokeQuietly(granted.getID());
@@ -294,7 +307,7 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 			}
 		}
 		requireNoLeasesOfAnotherProcess(node.id(), held, snapshot);
-		return register(new NodeValue(incarnation, node, startedAt, now), nodeExpiry, deadline);
+		return register(new NodeValue(incarnation, node, startedAt, now), record, nodeExpiry, deadline);
 	}
 
 	// A process that registers the id waits for the leases under it that it does not
@@ -317,7 +330,9 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 		}
 	}
 
-	private NodeValue register(NodeValue value, Duration nodeExpiry, long deadline) {
+	// The record as the snapshot read it, unchanged since: a grant under the id writes it
+	// again, so that a registration that read no lease of that grant fails.
+	private NodeValue register(NodeValue value, @Nullable KeyValue seen, Duration nodeExpiry, long deadline) {
 		String id = value.registration().id();
 		long ttl = EtcdKeys.seconds(nodeExpiry);
 		LeaseGrantResponse alive = this.calls.await(this.leases.grant(ttl), deadline, "a lease for node " + id);
@@ -327,16 +342,18 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 		LeaseGrantResponse record = this.calls.await(this.leases.grant(alive.getTTL() + ttl), deadline,
 				"a lease for the record of node " + id);
 		ByteSequence bytes = value.toBytes();
+		Cmp unchanged = new Cmp(this.keys.member(id), Cmp.Op.EQUAL,
+				(seen != null) ? CmpTarget.modRevision(seen.getModRevision()) : CmpTarget.createRevision(0));
 		TxnResponse registered = this.calls.await(this.kv.txn()
-			.If(new Cmp(this.keys.node(id), Cmp.Op.EQUAL, CmpTarget.createRevision(0)))
+			.If(new Cmp(this.keys.node(id), Cmp.Op.EQUAL, CmpTarget.createRevision(0)), unchanged)
 			.Then(Op.put(this.keys.node(id), bytes, PutOption.builder().withLeaseId(alive.getID()).build()),
 					Op.put(this.keys.member(id), bytes, PutOption.builder().withLeaseId(record.getID()).build()))
 			.commit(), deadline, "the registration of node " + id);
 		if (!registered.isSucceeded()) {
 			revokeQuietly(alive.getID());
 			revokeQuietly(record.getID());
-			throw new DuplicateKeyException("Leader node id " + id + " was registered by another process at the "
-					+ "same moment; give each process its own leader node id");
+			throw new DuplicateKeyException("Leader node id " + id + " was registered by another process, or "
+					+ "granted a lease, at the same moment; give each process its own leader node id");
 		}
 		return value;
 	}

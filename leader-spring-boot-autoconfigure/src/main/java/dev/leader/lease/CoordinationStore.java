@@ -29,12 +29,20 @@ public interface CoordinationStore {
 	 * higher (on PostgreSQL, after a promotion; the first epoch starts at 1), and the
 	 * lease is created with that first term when the group has none. A change of holder
 	 * or term waits for the transactions that guard the old term.
+	 * <p>
+	 * Only the process that registered the node id ({@link #tick}) is granted a lease,
+	 * and the grant counts as a heartbeat of that registration: it is checked and
+	 * refreshed in the same atomic step as the grant, after any wait for the lease, so
+	 * that another process cannot take the id over (once it was silent for the node
+	 * expiry) between the check and the grant, nor register the id while missing the
+	 * lease granted. A node that is not registered, or whose id another process
+	 * registered, is refused.
 	 * @param group the group
-	 * @param nodeId the node asking
+	 * @param node the node asking, as this process registers it
 	 * @param duration the lease duration
 	 * @return the outcome; when refused, the lease as it stands
 	 */
-	AcquireResult acquire(String group, String nodeId, Duration duration);
+	AcquireResult acquire(String group, NodeRegistration node, Duration duration);
 
 	/**
 	 * The steady-state round trip of a node: registers or heartbeats the node, renews

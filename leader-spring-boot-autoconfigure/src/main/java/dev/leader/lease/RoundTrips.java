@@ -367,7 +367,7 @@ final class RoundTrips {
 		long sent = this.clock.nanoTime();
 		AcquireResult result;
 		try (Observation.Scope scope = observation.start().openScope()) {
-			result = this.store.acquire(group.name(), this.node.id(), this.settings.duration());
+			result = this.store.acquire(group.name(), this.node, this.settings.duration());
 		}
 		catch (RuntimeException ex) {
 			observation.lowCardinalityKeyValue(AcquireKeyNames.OUTCOME.asString(), "error").error(ex).stop();

@@ -103,6 +103,20 @@ public final class MariaDbCoordinationStore implements CoordinationStore, Heartb
 	private static final String LOCK_LEASE = "SELECT holder, term, (expires_at <= ${now} OR " + MariaDbSql.SESSION_GONE
 			+ ") AS free, ${now} AS now FROM ${prefix}leases WHERE group_name = ? FOR UPDATE";
 
+	/**
+	 * The asking node's row, locked if it is still this process's registration: the last
+	 * lock of a grant, so that the grant waits for no guard while holding it and holds up
+	 * the node's heartbeat for no longer than the grant's own statements.
+	 */
+	private static final String LOCK_OWN_NODE = "SELECT node_id FROM ${prefix}nodes WHERE node_id = ? AND incarnation = ? "
+			+ "FOR UPDATE";
+
+	/**
+	 * The grant as a heartbeat of the node's registration: a process that would take the
+	 * id over waits for the grant's commit, then finds the node alive.
+	 */
+	private static final String TOUCH_OWN_NODE = "UPDATE ${prefix}nodes SET heartbeat_at = ${now} WHERE node_id = ?";
+
 	private static final String INSERT_TERM = """
 			INSERT INTO ${prefix}lease_terms (group_name, holder, term) VALUES (?, ?, ?)""";
 
@@ -190,9 +204,9 @@ public final class MariaDbCoordinationStore implements CoordinationStore, Heartb
 		this.heartbeat = new MariaDbHeartbeat(this.connections, tablePrefix);
 		this.wakeUps = wakeUps
 				? new MariaDbWakeUps(dataSource, tablePrefix, this.connections.statements().timeoutSeconds()) : null;
-		this.sql = MariaDbSql.renderAll(tablePrefix, READ_LEASE, LOCK_TERM, CREATE_LOG_HEAD, LOCK_LEASE, INSERT_TERM,
-				INSERT_LEASE, GRANT_TERM, GRANT_LEASE, LOCK_RELEASED, RELEASE_TERMS, RELEASE_LEASES, DEREGISTER,
-				LEASES);
+		this.sql = MariaDbSql.renderAll(tablePrefix, READ_LEASE, LOCK_TERM, CREATE_LOG_HEAD, LOCK_LEASE, LOCK_OWN_NODE,
+				TOUCH_OWN_NODE, INSERT_TERM, INSERT_LEASE, GRANT_TERM, GRANT_LEASE, LOCK_RELEASED, RELEASE_TERMS,
+				RELEASE_LEASES, DEREGISTER, LEASES);
 	}
 
 	/**
@@ -245,10 +259,14 @@ public final class MariaDbCoordinationStore implements CoordinationStore, Heartb
 	 * for the guards of the old term, then its {@code leases} row, checks again under the
 	 * locks and by the database time read after them, and raises the term in both rows. A
 	 * lease created by another node since the read is refused (the insert meets its key),
-	 * and the engine tries again.
+	 * and the engine tries again. Last, it locks the node's row if it is still this
+	 * process's registration, refusing otherwise, and refreshes its heartbeat, so that
+	 * another process never takes the id over, nor registers it, around the grant.
 	 */
 	@Override
-	public AcquireResult acquire(String group, String nodeId, Duration duration) {
+	public AcquireResult acquire(String group, NodeRegistration node, Duration duration) {
+		String nodeId = node.id();
+		String incarnation = HeartbeatRows.incarnation(node);
 		long micros = duration.toNanos() / 1000;
 		AcquireResult result = this.connections.transaction("acquire", (tx) -> {
 			Lease read = readLease(tx, group);
@@ -263,7 +281,10 @@ public final class MariaDbCoordinationStore implements CoordinationStore, Heartb
 				}
 			});
 			if (term == null) {
-				return create(tx, group, nodeId, micros);
+				// Nothing to wait for: the node's row first, so that nothing is created
+				// for a process that is refused.
+				return registered(tx, nodeId, incarnation) ? create(tx, group, nodeId, micros)
+						: new AcquireResult(false, null);
 			}
 			Locked locked = tx.run(sql(LOCK_LEASE), (statement) -> {
 				statement.setString(1, group);
@@ -273,7 +294,8 @@ public final class MariaDbCoordinationStore implements CoordinationStore, Heartb
 							rows.getObject("now", LocalDateTime.class));
 				}
 			});
-			if (locked.holder() != null && !nodeId.equals(locked.holder()) && !locked.free()) {
+			if ((locked.holder() != null && !nodeId.equals(locked.holder()) && !locked.free())
+					|| !registered(tx, nodeId, incarnation)) {
 				return new AcquireResult(false, readLease(tx, group).lease());
 			}
 			long next = term + 1;
@@ -298,6 +320,22 @@ public final class MariaDbCoordinationStore implements CoordinationStore, Heartb
 			}
 		}
 		return result;
+	}
+
+	// Locks the node's row and refreshes its heartbeat if it is this process's.
+	private boolean registered(MariaDbConnections.Transaction tx, String nodeId, String incarnation)
+			throws SQLException {
+		boolean own = tx.run(sql(LOCK_OWN_NODE), (statement) -> {
+			statement.setString(1, nodeId);
+			statement.setString(2, incarnation);
+			try (ResultSet rows = statement.executeQuery()) {
+				return rows.next();
+			}
+		});
+		if (own) {
+			tx.update(sql(TOUCH_OWN_NODE), nodeId);
+		}
+		return own;
 	}
 
 	private static void bind(MariaDbWakeUps wakeUps, LeaseState lease, String nodeId) {

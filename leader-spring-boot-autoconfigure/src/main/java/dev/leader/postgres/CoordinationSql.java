@@ -41,6 +41,14 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 	 * Only for a term of the server's epoch: a lease bound before a promotion waits for
 	 * its expiry, since the new primary never had that session. Every grant clears the
 	 * binding.
+	 * <p>
+	 * Only the process that registered the node is granted: once the lease row is locked
+	 * (or found missing), the statement refreshes the heartbeat of the node's row if it
+	 * is still this incarnation's, and grants only if it did. The update locks that row,
+	 * so a takeover of the id by another process either committed before it (the
+	 * incarnation no longer matches, and nothing is granted) or waits for the grant and
+	 * then finds the row fresh, and the registration refused. An attempt on a lease that
+	 * another node holds touches no node row.
 	 */
 	static final String ACQUIRE = """
 			WITH takeover AS (
@@ -51,18 +59,24 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 			        AND k.database = (SELECT oid FROM pg_database WHERE datname = current_database())
 			        AND k.classid = ?::int::oid AND k.objid = (s.term & 2147483647)::int::oid AND k.objsubid = 2)))
 			  FOR UPDATE OF s
+			), me AS (
+			  UPDATE ${prefix}nodes SET heartbeat_at = clock_timestamp()
+			  WHERE node_id = ? AND incarnation = ?
+			    AND (EXISTS (SELECT 1 FROM takeover) OR NOT EXISTS (SELECT 1 FROM ${prefix}leases WHERE group_name = ?))
+			  RETURNING node_id
 			), attempt AS (
 			  INSERT INTO ${prefix}leases AS l (group_name, holder, term, acquired_at, renewed_at, expires_at)
 			  SELECT ?, ?, epoch.base + 1, clock_timestamp(), clock_timestamp(),
 			    clock_timestamp() + ? * interval '1 millisecond'
 			  FROM (SELECT ${durable}) AS durable CROSS JOIN (SELECT ${epoch_base} AS base) AS epoch
 			    LEFT JOIN takeover ON true
-			  WHERE takeover.group_name IS NOT NULL
-			     OR NOT EXISTS (SELECT 1 FROM ${prefix}leases WHERE group_name = ?)
+			  WHERE (takeover.group_name IS NOT NULL
+			     OR NOT EXISTS (SELECT 1 FROM ${prefix}leases WHERE group_name = ?))
+			    AND EXISTS (SELECT 1 FROM me)
 			  ON CONFLICT (group_name) DO UPDATE SET term = greatest(l.term + 1, excluded.term),
 			    holder = excluded.holder, session_pid = NULL,
 			    acquired_at = clock_timestamp(), renewed_at = clock_timestamp(), expires_at = excluded.expires_at
-			  WHERE EXISTS (SELECT 1 FROM takeover)
+			  WHERE EXISTS (SELECT 1 FROM takeover) AND EXISTS (SELECT 1 FROM me)
 			  RETURNING l.group_name, l.holder, l.term, l.expires_at
 			)
 			SELECT true AS granted, group_name, holder, term, expires_at, ${remaining_ms} AS remaining_ms

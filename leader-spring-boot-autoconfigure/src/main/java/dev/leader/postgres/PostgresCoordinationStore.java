@@ -126,7 +126,7 @@ public final class PostgresCoordinationStore implements CoordinationStore, Heart
 		// A JVM links a lambda the first time it creates it. A node acquires and releases
 		// seldom, each time on a hand-over's path, so their statements' lambdas are
 		// linked now.
-		acquireCall("", 0, "", Duration.ZERO);
+		acquireCall("", 0, new NodeRegistration("link", "link", "link", 0), Duration.ZERO);
 		releaseCall("", Map.of(), this.channel);
 	}
 
@@ -174,27 +174,30 @@ public final class PostgresCoordinationStore implements CoordinationStore, Heart
 	}
 
 	@Override
-	public AcquireResult acquire(String group, String nodeId, Duration duration) {
+	public AcquireResult acquire(String group, NodeRegistration node, Duration duration) {
 		AcquireResult result = this.kept.execute("acquire", this.sql.acquire(),
-				acquireCall(group, PostgresSessions.groupKey(this.renderedPrefix, group), nodeId, duration));
+				acquireCall(group, PostgresSessions.groupKey(this.renderedPrefix, group), node, duration));
 		PostgresSessions sessions = this.sessions;
 		if (sessions != null && result.granted() && result.lease() != null) {
-			sessions.held(group, result.lease().term(), nodeId);
+			sessions.held(group, result.lease().term(), node.id());
 		}
 		return result;
 	}
 
-	private static Statements.Callback<AcquireResult> acquireCall(String group, int groupKey, String nodeId,
+	private static Statements.Callback<AcquireResult> acquireCall(String group, int groupKey, NodeRegistration node,
 			Duration duration) {
 		return (statement) -> {
 			statement.setString(1, group);
-			statement.setString(2, nodeId);
+			statement.setString(2, node.id());
 			statement.setInt(3, groupKey);
-			statement.setString(4, group);
-			statement.setString(5, nodeId);
-			statement.setLong(6, duration.toMillis());
+			statement.setString(4, node.id());
+			statement.setString(5, HeartbeatRows.incarnation(node));
+			statement.setString(6, group);
 			statement.setString(7, group);
-			statement.setString(8, group);
+			statement.setString(8, node.id());
+			statement.setLong(9, duration.toMillis());
+			statement.setString(10, group);
+			statement.setString(11, group);
 			try (ResultSet rows = statement.executeQuery()) {
 				Statements.requireDurable(statement);
 				if (!rows.next()) {

@@ -100,7 +100,8 @@ class InMemoryCoordinationStore implements CoordinationStore {
 	}
 
 	@Override
-	public AcquireResult acquire(String group, String nodeId, Duration duration) {
+	public AcquireResult acquire(String group, NodeRegistration node, Duration duration) {
+		String nodeId = node.id();
 		roundTrip();
 		this.lock.lock();
 		try {

@@ -239,8 +239,8 @@ class LeaderEngineInMemoryTests {
 			}
 
 			@Override
-			public AcquireResult acquire(String group, String nodeId, Duration duration) {
-				AcquireResult result = super.acquire(group, nodeId, duration);
+			public AcquireResult acquire(String group, NodeRegistration node, Duration duration) {
+				AcquireResult result = super.acquire(group, node, duration);
 				ReleaseListener listener = listening.get();
 				if (result.granted() && listener != null && reported.compareAndSet(false, true)) {
 					listener.sessionLost(Map.of(group, result.lease().term()));

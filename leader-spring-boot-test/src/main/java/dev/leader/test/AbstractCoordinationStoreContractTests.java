@@ -99,7 +99,7 @@ public abstract class AbstractCoordinationStoreContractTests extends Coordinatio
 
 	@Test
 	void freeLeaseIsGrantedWithTermOneForTheWholeDuration() {
-		AcquireResult result = this.store.acquire(GROUP, A.id(), LONG);
+		AcquireResult result = acquire(this.store, GROUP, A, LONG);
 		assertThat(result.granted()).isTrue();
 		LeaseState lease = result.lease();
 		assertThat(lease).isNotNull();
@@ -112,9 +112,16 @@ public abstract class AbstractCoordinationStoreContractTests extends Coordinatio
 	}
 
 	@Test
+	void nodeThatThisProcessHasNotRegisteredIsRefusedALease() {
+		assertThat(this.store.acquire(GROUP, C, LONG).granted()).isFalse();
+		assertThat(this.store.leases()).noneMatch(LeaseState::isHeld);
+		assertThat(acquire(this.store, GROUP, C, LONG).granted()).isTrue();
+	}
+
+	@Test
 	void leaseHeldByAnotherNodeIsRefusedWithTheHolderTermAndTimeLeft() {
 		LeaseState held = grant(A, LONG);
-		AcquireResult refused = this.store.acquire(GROUP, B.id(), LONG);
+		AcquireResult refused = acquire(this.store, GROUP, B, LONG);
 		assertThat(refused.granted()).isFalse();
 		LeaseState lease = refused.lease();
 		assertThat(lease).isNotNull();
@@ -129,17 +136,17 @@ public abstract class AbstractCoordinationStoreContractTests extends Coordinatio
 	@Test
 	void expiredLeaseIsTakenOverWithTheNextTerm() {
 		LeaseState first = grant(A, CONTESTED);
-		assertThat(this.store.acquire(GROUP, B.id(), SHORT).granted()).isFalse();
+		assertThat(acquire(this.store, GROUP, B, SHORT).granted()).isFalse();
 		AcquireResult takeover = await().atMost(WAIT)
 			.pollInterval(POLL)
-			.until(() -> this.store.acquire(GROUP, B.id(), LONG), AcquireResult::granted);
+			.until(() -> acquire(this.store, GROUP, B, LONG), AcquireResult::granted);
 		LeaseState lease = takeover.lease();
 		assertThat(lease).isNotNull();
 		assertThat(lease.holder()).isEqualTo(B.id());
 		assertNextTerm(lease.term(), first.term());
 		assertThat(lease.isHeld()).isTrue();
 		assertThat(lease.expiresAt()).isAfter(first.expiresAt());
-		AcquireResult formerHolder = this.store.acquire(GROUP, A.id(), LONG);
+		AcquireResult formerHolder = acquire(this.store, GROUP, A, LONG);
 		assertThat(formerHolder.granted()).isFalse();
 		assertThat(formerHolder.lease()).extracting(LeaseState::holder, LeaseState::term)
 			.containsExactly(B.id(), lease.term());
@@ -255,7 +262,7 @@ public abstract class AbstractCoordinationStoreContractTests extends Coordinatio
 		assertThat(this.store.release(B.id(), Map.of(GROUP, held.term()))).isEmpty();
 		assertThat(this.store.release(A.id(), Map.of("unknown", held.term()))).isEmpty();
 		assertThat(storedLeases()).containsExactly(stored(held));
-		assertThat(this.store.acquire(GROUP, B.id(), LONG).granted()).isFalse();
+		assertThat(acquire(this.store, GROUP, B, LONG).granted()).isFalse();
 	}
 
 	@Test
@@ -277,11 +284,11 @@ public abstract class AbstractCoordinationStoreContractTests extends Coordinatio
 		List<Long> granted = new ArrayList<>();
 		List<Runnable> steps = List.of(() -> granted.add(grant(A, LONG).term()),
 				() -> granted.add(grant(A, LONG).term()),
-				() -> assertThat(this.store.acquire(GROUP, B.id(), LONG).granted()).isFalse(),
+				() -> assertThat(acquire(this.store, GROUP, B, LONG).granted()).isFalse(),
 				() -> this.store.release(A.id(), Map.of(GROUP, granted.get(0))),
 				() -> this.store.release(A.id(), Map.of(GROUP, granted.get(1))),
 				() -> granted.add(grant(B, CONTESTED).term()),
-				() -> assertThat(this.store.acquire(GROUP, A.id(), LONG).granted()).isFalse(), () -> {
+				() -> assertThat(acquire(this.store, GROUP, A, LONG).granted()).isFalse(), () -> {
 					awaitExpiry();
 					granted.add(grant(A, LONG).term());
 				}, () -> this.store.tick(B, Map.of(GROUP, granted.get(2)), List.of(), LONG, NODE_EXPIRY),
@@ -328,7 +335,7 @@ public abstract class AbstractCoordinationStoreContractTests extends Coordinatio
 	}
 
 	private LeaseState grant(String group, NodeRegistration node, Duration duration) {
-		return grant(this.store, group, node.id(), duration);
+		return grant(this.store, group, node, duration);
 	}
 
 	private void awaitExpiry() {

@@ -60,8 +60,7 @@ public abstract class AbstractDaemonStoreContractTests extends StoresContract<Ab
 
 	@BeforeEach
 	void takeTheLeadersLease() {
-		heartbeat(LEADER, Set.of());
-		CoordinationStore.AcquireResult result = coordination().acquire(GROUP, LEADER, LEASE);
+		CoordinationStore.AcquireResult result = acquire(LEADER);
 		assertThat(result.granted()).isTrue();
 		this.leader = new FencingToken(GROUP, result.lease().term());
 	}
@@ -123,7 +122,7 @@ public abstract class AbstractDaemonStoreContractTests extends StoresContract<Ab
 	void deposedLeaderCannotChangeAssignments() {
 		daemons().assign(this.leader, LEADER, "outbox", "node-a", 0);
 		coordination().release(LEADER, Map.of(GROUP, this.leader.term()));
-		assertThat(coordination().acquire(GROUP, "successor", LEASE).granted()).isTrue();
+		assertThat(acquire("successor").granted()).isTrue();
 		assertThat(daemons().assign(this.leader, LEADER, "reports", "node-a", 0)).isZero();
 		assertThat(daemons().revoke(this.leader, LEADER, "outbox", 1)).isFalse();
 		assertThat(daemons().reclaim(this.leader, LEADER, "outbox", 1, AssignmentState.ASSIGNING)).isFalse();
@@ -264,8 +263,17 @@ public abstract class AbstractDaemonStoreContractTests extends StoresContract<Ab
 		assertThat(last).as("generations").isGreaterThan(nodes);
 	}
 
+	private CoordinationStore.AcquireResult acquire(String node) {
+		heartbeat(node, Set.of());
+		return coordination().acquire(GROUP, registration(node, Set.of()), LEASE);
+	}
+
+	private static NodeRegistration registration(String node, Set<String> daemons) {
+		return new NodeRegistration(node, node, "host", 1, daemons);
+	}
+
 	private void heartbeat(String node, Set<String> daemons) {
-		coordination().tick(new NodeRegistration(node, node, "host", 1, daemons), Map.of(), List.of(), LEASE, EXPIRY);
+		coordination().tick(registration(node, daemons), Map.of(), List.of(), LEASE, EXPIRY);
 	}
 
 	private Assignment assignment(String daemon) {

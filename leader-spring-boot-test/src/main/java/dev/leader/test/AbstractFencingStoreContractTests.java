@@ -20,12 +20,14 @@ import dev.leader.fencing.FencingStore;
 import dev.leader.fencing.FencingStore.Fence;
 import dev.leader.fencing.FencingStore.LeaseLock;
 import dev.leader.lease.CoordinationStore;
+import dev.leader.lease.CoordinationStore.AcquireResult;
 import dev.leader.lease.LeaseState;
 import dev.leader.node.NodeRegistration;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import org.springframework.dao.DuplicateKeyException;
 import org.springframework.transaction.IllegalTransactionStateException;
 import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.TransactionStatus;
@@ -34,6 +36,7 @@ import org.springframework.transaction.support.TransactionTemplate;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The behaviour every {@link FencingStore} must show, run against the real coordinator. A
@@ -56,6 +59,10 @@ public abstract class AbstractFencingStoreContractTests
 
 	private static final String RESOURCE = "ledger";
 
+	private static final NodeRegistration NODE_A = new NodeRegistration("node-a", "a", "host-a", 1);
+
+	private static final NodeRegistration NODE_B = new NodeRegistration("node-b", "b", "host-b", 2);
+
 	private static final Duration LONG = Duration.ofSeconds(10);
 
 	private static final Duration SHORT = Duration.ofMillis(400);
@@ -71,14 +78,14 @@ public abstract class AbstractFencingStoreContractTests
 
 	@Test
 	void holderWithItsTermLocksItsUnexpiredLease() {
-		LeaseState lease = grant("node-a", LONG);
+		LeaseState lease = grant(NODE_A, LONG);
 		LeaseLock lock = inTransaction(() -> fencing().lockLease(token(lease.term()), "node-a"));
 		assertThat(lock).isEqualTo(new LeaseLock(true, "node-a", lease.term(), true));
 	}
 
 	@Test
 	void anotherNodeOrAnotherTermLocksNothingAndReadsTheLeaseAsItStands() {
-		LeaseState lease = grant("node-a", LONG);
+		LeaseState lease = grant(NODE_A, LONG);
 		assertThat(inTransaction(() -> fencing().lockLease(token(lease.term()), "node-b")))
 			.isEqualTo(new LeaseLock(false, "node-a", lease.term(), true));
 		assertThat(inTransaction(() -> fencing().lockLease(token(lease.term() - 1), "node-a")))
@@ -89,7 +96,7 @@ public abstract class AbstractFencingStoreContractTests
 
 	@Test
 	void expiredLeaseLocksNothingEvenForItsHolderAndTerm() {
-		LeaseState lease = grant("node-a", SHORT);
+		LeaseState lease = grant(NODE_A, SHORT);
 		await().atMost(WAIT).until(() -> coordination().leases().stream().noneMatch(LeaseState::isHeld));
 		assertThat(inTransaction(() -> fencing().lockLease(token(lease.term()), "node-a")))
 			.isEqualTo(new LeaseLock(false, "node-a", lease.term(), false));
@@ -97,7 +104,7 @@ public abstract class AbstractFencingStoreContractTests
 
 	@Test
 	void releasedLeaseLocksNothingAndHasNoHolder() {
-		LeaseState lease = grant("node-a", LONG);
+		LeaseState lease = grant(NODE_A, LONG);
 		coordination().release("node-a", Map.of(GROUP, lease.term()));
 		LeaseLock lock = inTransaction(() -> fencing().lockLease(token(lease.term()), "node-a"));
 		assertThat(lock).isNotNull();
@@ -113,7 +120,7 @@ public abstract class AbstractFencingStoreContractTests
 
 	@Test
 	void bothMethodsRefuseToRunWithoutATransaction() {
-		LeaseState lease = grant("node-a", LONG);
+		LeaseState lease = grant(NODE_A, LONG);
 		assertThatExceptionOfType(IllegalTransactionStateException.class)
 			.isThrownBy(() -> fencing().lockLease(token(lease.term()), "node-a"));
 		assertThatExceptionOfType(IllegalTransactionStateException.class)
@@ -122,7 +129,7 @@ public abstract class AbstractFencingStoreContractTests
 
 	@Test
 	void releaseWaitsForTheTransactionThatLockedTheLeaseButTheHoldersRenewalDoesNot() throws Exception {
-		LeaseState lease = grant("node-a", LONG);
+		LeaseState lease = grant(NODE_A, LONG);
 		CompletableFuture<Void> locked = new CompletableFuture<>();
 		CompletableFuture<Void> finish = new CompletableFuture<>();
 		CompletableFuture<Void> guarded = CompletableFuture
@@ -133,8 +140,8 @@ public abstract class AbstractFencingStoreContractTests
 				finish.join();
 			}));
 		locked.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
-		CoordinationStore.Tick renewal = coordination().tick(new NodeRegistration("node-a", "a", "host-a", 1),
-				Map.of(GROUP, lease.term()), List.of(), LONG, LONG);
+		CoordinationStore.Tick renewal = coordination().tick(NODE_A, Map.of(GROUP, lease.term()), List.of(), LONG,
+				LONG);
 		assertThat(renewal.renewed()).containsKey(GROUP);
 		CompletableFuture<Collection<String>> release = CompletableFuture
 			.supplyAsync(() -> coordination().release("node-a", Map.of(GROUP, lease.term())));
@@ -142,6 +149,53 @@ public abstract class AbstractFencingStoreContractTests
 		finish.complete(null);
 		guarded.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
 		assertThat(release.get(WAIT.toMillis(), TimeUnit.MILLISECONDS)).containsExactly(GROUP);
+	}
+
+	/**
+	 * A node asks for a lease that expired while a guard of its holder's term is still
+	 * open, so the grant waits for the guard; meanwhile the node's process goes silent,
+	 * and another process takes its node id over. The grant, once the guard ends, goes to
+	 * no process: the first one's registration is gone, and the second one never asked.
+	 * Granted, both processes would lead the group under the one id until the first one's
+	 * next heartbeat failed.
+	 */
+	@Test
+	void grantThatWaitedForAGuardIsRefusedOnceAnotherProcessTookTheNodeIdOver() throws Exception {
+		assumeTrue(sharedByProcesses(), "the store serves one process");
+		Duration nodeExpiry = Duration.ofMillis(500);
+		LeaseState old = grant(NODE_B, SHORT);
+		CompletableFuture<Void> locked = new CompletableFuture<>();
+		CompletableFuture<Void> finish = new CompletableFuture<>();
+		CompletableFuture<Void> guarded = CompletableFuture
+			.runAsync(() -> this.transactions.executeWithoutResult((status) -> {
+				assertThat(fencing().lockLease(token(old.term()), NODE_B.id())).extracting(LeaseLock::locked)
+					.isEqualTo(true);
+				locked.complete(null);
+				finish.join();
+			}));
+		try {
+			locked.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+			coordination().tick(NODE_A, Map.of(), List.of(), LONG, nodeExpiry);
+			await().atMost(WAIT).until(() -> coordination().leases().stream().noneMatch(LeaseState::isHeld));
+			CompletableFuture<AcquireResult> waiting = CompletableFuture
+				.supplyAsync(() -> coordination().acquire(GROUP, NODE_A, LONG));
+			NodeRegistration again = new NodeRegistration(NODE_A.id(), NODE_A.name(), NODE_A.host(), NODE_A.pid() + 1);
+			await().atMost(WAIT)
+				.pollInterval(Duration.ofMillis(50))
+				.ignoreException(DuplicateKeyException.class)
+				.until(() -> coordination().tick(again, Map.of(), List.of(), LONG, nodeExpiry), (tick) -> true);
+			assertThat(waiting).as("the grant waits for the guard").isNotDone();
+			finish.complete(null);
+			guarded.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+			AcquireResult result = waiting.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+			assertThat(result.granted()).as("granted to a process whose node id another one took over").isFalse();
+			assertThat(coordination().leases()).singleElement()
+				.satisfies((lease) -> assertThat(lease.isHeld()).isFalse());
+			assertThat(coordination().acquire(GROUP, again, LONG).granted()).isTrue();
+		}
+		finally {
+			finish.complete(null);
+		}
 	}
 
 	@Test
@@ -235,8 +289,8 @@ public abstract class AbstractFencingStoreContractTests
 		assertThat(last).isEqualTo(new Fence(highest == 1, GROUP, highest));
 	}
 
-	private LeaseState grant(String nodeId, Duration duration) {
-		return CoordinationContract.grant(coordination(), GROUP, nodeId, duration);
+	private LeaseState grant(NodeRegistration node, Duration duration) {
+		return CoordinationContract.grant(coordination(), GROUP, node, duration);
 	}
 
 	private <T> @Nullable T inTransaction(Supplier<@Nullable T> action) {
@@ -253,6 +307,16 @@ public abstract class AbstractFencingStoreContractTests
 
 	private CoordinationStore coordination() {
 		return stores().coordination();
+	}
+
+	/**
+	 * Returns whether processes share the store, so that it tells apart two processes
+	 * that register one node id. A store in the memory of its only process returns
+	 * {@code false}, and the suite skips the check of a second process with the id.
+	 * @return whether processes share the store
+	 */
+	protected boolean sharedByProcesses() {
+		return true;
 	}
 
 	/**

@@ -1,6 +1,8 @@
 package dev.leader.test;
 
 import java.time.Duration;
+import java.util.List;
+import java.util.Map;
 
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.CoordinationStore.AcquireResult;
@@ -46,16 +48,31 @@ abstract class CoordinationContract {
 	static final NodeRegistration A_AGAIN = new NodeRegistration(A.id(), A.name(), A.host(), A.pid() + 1000);
 
 	/**
-	 * Acquires a lease and checks that it was granted.
+	 * Registers a node, or heartbeats it, then asks for a lease for it, as the engine
+	 * does: a store grants leases only to the process that registered the node.
 	 * @param store the coordination store
 	 * @param group the group
-	 * @param nodeId the node that acquires it
+	 * @param node the node that asks
+	 * @param duration the lease's duration
+	 * @return the outcome
+	 */
+	static AcquireResult acquire(CoordinationStore store, String group, NodeRegistration node, Duration duration) {
+		store.tick(node, Map.of(), List.of(), LONG, NODE_EXPIRY);
+		return store.acquire(group, node, duration);
+	}
+
+	/**
+	 * Registers a node, or heartbeats it, then acquires a lease for it and checks that it
+	 * was granted.
+	 * @param store the coordination store
+	 * @param group the group
+	 * @param node the node that acquires it
 	 * @param duration the lease's duration
 	 * @return the granted lease
 	 */
-	static LeaseState grant(CoordinationStore store, String group, String nodeId, Duration duration) {
-		AcquireResult result = store.acquire(group, nodeId, duration);
-		assertThat(result.granted()).as("%s granted to %s", group, nodeId).isTrue();
+	static LeaseState grant(CoordinationStore store, String group, NodeRegistration node, Duration duration) {
+		AcquireResult result = acquire(store, group, node, duration);
+		assertThat(result.granted()).as("%s granted to %s", group, node.id()).isTrue();
 		assertThat(result.lease()).isNotNull();
 		return result.lease();
 	}

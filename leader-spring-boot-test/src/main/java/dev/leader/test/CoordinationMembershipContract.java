@@ -184,6 +184,24 @@ abstract class CoordinationMembershipContract extends CoordinationContract {
 		assertThat(tick(B, NODE_EXPIRY).members()).extracting(NodeInfo::id).containsExactly(B.id());
 	}
 
+	/**
+	 * Only the process that registered a node id is granted leases under it: a process
+	 * that went silent and whose id another process took over asks in vain.
+	 */
+	@Test
+	void processWhoseNodeIdAnotherProcessTookOverIsRefusedALease() {
+		assumeTrue(this.sharedByProcesses.getAsBoolean(), "the store serves one process");
+		Duration nodeExpiry = Duration.ofMillis(500);
+		tick(A, nodeExpiry);
+		await().atMost(WAIT.multipliedBy(2))
+			.pollInterval(POLL)
+			.ignoreException(DuplicateKeyException.class)
+			.until(() -> tick(A_AGAIN, nodeExpiry), (tick) -> tick != null);
+		assertThat(store().acquire(GROUP, A, LONG).granted()).isFalse();
+		assertThat(store().leases()).noneMatch(LeaseState::isHeld);
+		assertThat(store().acquire(GROUP, A_AGAIN, LONG).granted()).isTrue();
+	}
+
 	@Test
 	void releaseEndsOnlyTheHoldersOwnTermAndKeepsTheTerm() {
 		LeaseState kept = grant("kept", A);
@@ -260,7 +278,7 @@ abstract class CoordinationMembershipContract extends CoordinationContract {
 	}
 
 	private LeaseState grant(String group, NodeRegistration node) {
-		return grant(store(), group, node.id(), LONG);
+		return grant(store(), group, node, LONG);
 	}
 
 	private CoordinationStore store() {

@@ -117,20 +117,21 @@ abstract class CoordinationRaceContract extends CoordinationContract {
 			throws Exception {
 		CoordinationStore store = this.store.get();
 		List<Grant> grants = new ArrayList<>();
+		store.tick(node, Map.of(), List.of(), LONG, NODE_EXPIRY);
 		start.await(10, TimeUnit.SECONDS);
 		for (int attempt = 0; attempt < 300; attempt++) {
 			// Abandoned leases are short so that the others do not wait long for them to
 			// expire.
 			boolean abandon = random.nextInt(4) == 0;
 			Duration duration = abandon ? Duration.ofMillis(30) : Duration.ofMillis(300);
-			AcquireResult result = store.acquire(GROUP, node.id(), duration);
+			AcquireResult result = store.acquire(GROUP, node, duration);
 			if (!result.granted()) {
 				continue;
 			}
 			LeaseState lease = granted(result, node);
 			grants.add(new Grant(node.id(), lease.term(), lease.expiresAt(), null));
 			if (random.nextInt(4) == 0) {
-				result = store.acquire(GROUP, node.id(), duration);
+				result = store.acquire(GROUP, node, duration);
 				if (!result.granted()) {
 					continue;
 				}

@@ -21,4 +21,9 @@ class LocalFencingStoreContractTests extends AbstractFencingStoreContractTests {
 				new SimpleDriverDataSource(new org.h2.Driver(), "jdbc:h2:mem:" + UUID.randomUUID(), "sa", "")));
 	}
 
+	@Override
+	protected boolean sharedByProcesses() {
+		return false;
+	}
+
 }

@@ -483,7 +483,7 @@ class LeaderAutoConfigurationTests {
 		final AtomicInteger ticks = new AtomicInteger();
 
 		@Override
-		public AcquireResult acquire(String group, String nodeId, Duration duration) {
+		public AcquireResult acquire(String group, NodeRegistration node, Duration duration) {
 			return new AcquireResult(false, null);
 		}
 

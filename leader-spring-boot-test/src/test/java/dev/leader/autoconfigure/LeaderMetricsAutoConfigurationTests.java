@@ -21,6 +21,7 @@ import dev.leader.log.DecisionLog;
 import dev.leader.log.LogApplier;
 import dev.leader.log.LogEntry;
 import dev.leader.postgres.PostgresCoordinationStore;
+import dev.leader.test.Grants;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -103,8 +104,8 @@ class LeaderMetricsAutoConfigurationTests {
 		HikariDataSource dataSource = this.schema.database().dataSource(3);
 		try {
 			new LeaderSchemaMigration(dataSource, new TablePrefix("leader_")).migrate();
-			new PostgresCoordinationStore(dataSource, new TablePrefix("leader_"), Duration.ofSeconds(2))
-				.acquire("default", "crashed-node", Duration.ofMillis(1500));
+			Grants.acquire(new PostgresCoordinationStore(dataSource, new TablePrefix("leader_"), Duration.ofSeconds(2)),
+					"default", "crashed-node", Duration.ofMillis(1500));
 		}
 		finally {
 			dataSource.close();

@@ -12,6 +12,7 @@ import dev.leader.lease.CoordinationStore.Tick;
 import dev.leader.lease.LeaseState;
 import dev.leader.node.NodeRegistration;
 import dev.leader.test.EtcdCluster;
+import dev.leader.test.Grants;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.options.PutOption;
 import org.junit.jupiter.api.AfterEach;
@@ -60,7 +61,7 @@ class EtcdCoordinationStoreTests {
 	@Test
 	void leaseKeepsItsTermAcrossTheDeathOfEtcdsLeaderAndIsRenewedReleasedAndAnnouncedAfterwards() throws Exception {
 		this.store.tick(B, Map.of(), List.of(), LEASE, Duration.ofSeconds(10));
-		LeaseState held = granted(this.store.acquire("orders", A.id(), Duration.ofSeconds(10)));
+		LeaseState held = granted(Grants.acquire(this.store, "orders", A, Duration.ofSeconds(10)));
 		List<String> woken = new CopyOnWriteArrayList<>();
 		try (AutoCloseable listening = this.store.listen((group, successor) -> woken.add(group + ":" + successor))) {
 			int leader = this.cluster.leaderIndex();
@@ -71,13 +72,13 @@ class EtcdCoordinationStoreTests {
 						Duration.ofSeconds(10), Duration.ofSeconds(10)),
 						(answer) -> answer.renewed().containsKey("orders"));
 			assertThat(tick.renewed().get("orders").term()).isEqualTo(held.term());
-			AcquireResult refused = this.store.acquire("orders", B.id(), Duration.ofSeconds(10));
+			AcquireResult refused = Grants.acquire(this.store, "orders", B, Duration.ofSeconds(10));
 			assertThat(refused.granted()).isFalse();
 			assertThat(refused.lease()).isNotNull().extracting(LeaseState::holder).isEqualTo(A.id());
 			assertThat(this.store.release(A.id(), Map.of("orders", held.term()))).containsExactly("orders");
 			await("the release to be announced").atMost(Duration.ofSeconds(10))
 				.until(() -> woken.contains("orders:" + B.id()));
-			assertThat(granted(this.store.acquire("orders", B.id(), Duration.ofSeconds(10))).term())
+			assertThat(granted(Grants.acquire(this.store, "orders", B, Duration.ofSeconds(10))).term())
 				.isGreaterThan(held.term());
 		}
 	}
@@ -90,7 +91,7 @@ class EtcdCoordinationStoreTests {
 	@Test
 	void abandonedLeaseLastsAtLeastItsDurationWhenEtcdsLeaderDies() {
 		long sent = System.nanoTime();
-		granted(this.store.acquire("orders", A.id(), LEASE));
+		granted(Grants.acquire(this.store, "orders", A, LEASE));
 		this.cluster.member(this.cluster.leaderIndex()).kill();
 		await("the abandoned lease to expire").atMost(Duration.ofSeconds(30))
 			.pollInterval(Duration.ofMillis(50))
@@ -114,14 +115,14 @@ class EtcdCoordinationStoreTests {
 		try (AutoCloseable listening = this.store.listen((group, successor) -> woken.add(group + ":" + successor))) {
 			// The watch starts after listen() returns: a release shows when it runs.
 			await("the watch to run").atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(200)).until(() -> {
-				LeaseState warmUp = granted(this.store.acquire("warm-up", A.id(), LEASE));
+				LeaseState warmUp = granted(Grants.acquire(this.store, "warm-up", A, LEASE));
 				this.store.release(A.id(), Map.of("warm-up", warmUp.term()));
 				return woken.contains("warm-up:" + B.id());
 			});
-			LeaseState first = granted(this.store.acquire("orders", A.id(), LEASE));
-			LeaseState again = granted(this.store.acquire("orders", A.id(), LEASE));
+			LeaseState first = granted(Grants.acquire(this.store, "orders", A, LEASE));
+			LeaseState again = granted(Grants.acquire(this.store, "orders", A, LEASE));
 			assertThat(again.term()).isGreaterThan(first.term());
-			LeaseState marker = granted(this.store.acquire("marker", A.id(), LEASE));
+			LeaseState marker = granted(Grants.acquire(this.store, "marker", A, LEASE));
 			this.store.release(A.id(), Map.of("marker", marker.term()));
 			await("the marker's release").atMost(Duration.ofSeconds(10))
 				.until(() -> woken.contains("marker:" + B.id()));
@@ -138,7 +139,7 @@ class EtcdCoordinationStoreTests {
 				.put(new EtcdKeys("leader-test").reserved("orders"), EtcdKeys.bytes(A.id()),
 						PutOption.builder().withLeaseId(reservation).build())
 				.get();
-			AcquireResult refused = this.store.acquire("orders", B.id(), LEASE);
+			AcquireResult refused = Grants.acquire(this.store, "orders", B, LEASE);
 			assertThat(refused.granted()).isFalse();
 			assertThat(refused.lease()).isNotNull().satisfies((lease) -> {
 				assertThat(lease.holder()).isEqualTo(A.id());
@@ -147,7 +148,7 @@ class EtcdCoordinationStoreTests {
 			});
 			await("the reservation's end").atMost(Duration.ofSeconds(10))
 				.until(() -> woken.contains("orders:" + B.id()));
-			assertThat(granted(this.store.acquire("orders", B.id(), LEASE)).term()).isGreaterThan(again.term());
+			assertThat(granted(Grants.acquire(this.store, "orders", B, LEASE)).term()).isGreaterThan(again.term());
 		}
 	}
 
@@ -161,14 +162,14 @@ class EtcdCoordinationStoreTests {
 	void storeThatSawALaterRevisionRefusesEtcdRestoredFromAnOlderBackup() {
 		this.store.tick(A, Map.of(), List.of(), LEASE, Duration.ofSeconds(10));
 		Path backup = this.cluster.copyData();
-		LeaseState held = granted(this.store.acquire("orders", A.id(), Duration.ofSeconds(10)));
+		LeaseState held = granted(Grants.acquire(this.store, "orders", A, Duration.ofSeconds(10)));
 		this.store.release(A.id(), Map.of("orders", held.term()));
 		this.cluster.restoreData(backup);
 		Throwable refused = await("the restored cluster to answer").atMost(Duration.ofSeconds(15))
 			.pollInterval(Duration.ofMillis(100))
 			.until(() -> {
 				try {
-					this.store.acquire("orders", B.id(), Duration.ofSeconds(10));
+					Grants.acquire(this.store, "orders", B, Duration.ofSeconds(10));
 					return null;
 				}
 				catch (DataAccessException ex) {
@@ -181,8 +182,9 @@ class EtcdCoordinationStoreTests {
 			.withMessageContaining("below revision");
 		// A store that saw nothing before the restore cannot tell.
 		try (Client fresh = Client.builder().endpoints(this.cluster.endpoints().toArray(String[]::new)).build()) {
-			LeaseState reused = granted(new EtcdCoordinationStore(fresh, "leader-test", Duration.ofSeconds(3))
-				.acquire("orders", B.id(), Duration.ofSeconds(10)));
+			LeaseState reused = granted(
+					Grants.acquire(new EtcdCoordinationStore(fresh, "leader-test", Duration.ofSeconds(3)), "orders", B,
+							Duration.ofSeconds(10)));
 			assertThat(reused.term()).isLessThanOrEqualTo(held.term());
 		}
 	}

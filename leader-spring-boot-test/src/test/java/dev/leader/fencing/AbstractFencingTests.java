@@ -16,6 +16,7 @@ import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.CoordinationStore.AcquireResult;
 import dev.leader.lease.CoordinationStore.Tick;
 import dev.leader.node.NodeRegistration;
+import dev.leader.test.Grants;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -165,7 +166,7 @@ abstract class AbstractFencingTests {
 		HeldWrite writer = holdWrite(() -> fencing("a").guard(token), token);
 		awaitExpiry("g");
 		CompletableFuture<AcquireResult> takeover = CompletableFuture
-			.supplyAsync(() -> this.leases.acquire("g", "b", Duration.ofSeconds(10)));
+			.supplyAsync(() -> Grants.acquire(this.leases, "g", "b", Duration.ofSeconds(10)));
 		// A takeover locks the lease row (on MariaDB, the lease_terms row) FOR UPDATE
 		// before it changes holder and term; on PostgreSQL, a plain UPDATE would not
 		// wait.
@@ -186,7 +187,7 @@ abstract class AbstractFencingTests {
 		awaitExpiry("g");
 		long start = System.nanoTime();
 		AcquireResult takeover = CompletableFuture
-			.supplyAsync(() -> this.leases.acquire("g", "b", Duration.ofSeconds(10)))
+			.supplyAsync(() -> Grants.acquire(this.leases, "g", "b", Duration.ofSeconds(10)))
 			.get(5, TimeUnit.SECONDS);
 		Duration waited = Duration.ofNanos(System.nanoTime() - start);
 		assertThat(takeover.granted()).isTrue();
@@ -283,7 +284,7 @@ abstract class AbstractFencingTests {
 		awaitExpiry("g");
 		long start = System.nanoTime();
 		AcquireResult takeover = CompletableFuture
-			.supplyAsync(() -> this.leases.acquire("g", "b", Duration.ofSeconds(10)))
+			.supplyAsync(() -> Grants.acquire(this.leases, "g", "b", Duration.ofSeconds(10)))
 			.get(5, TimeUnit.SECONDS);
 		assertThat(takeover.granted()).isTrue();
 		assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(3));
@@ -388,7 +389,7 @@ abstract class AbstractFencingTests {
 	}
 
 	FencingToken acquire(String group, String node, Duration duration) {
-		AcquireResult result = this.leases.acquire(group, node, duration);
+		AcquireResult result = Grants.acquire(this.leases, group, node, duration);
 		assertThat(result.granted()).isTrue();
 		return new FencingToken(group, result.lease().term());
 	}

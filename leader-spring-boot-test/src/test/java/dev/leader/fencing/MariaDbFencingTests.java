@@ -16,6 +16,7 @@ import dev.leader.lease.LeaseState;
 import dev.leader.mariadb.MariaDbCoordinationStore;
 import dev.leader.mariadb.MariaDbFencingStore;
 import dev.leader.test.FreezeAfterLock;
+import dev.leader.test.Grants;
 import dev.leader.test.MigratedMariaDb;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -192,7 +193,7 @@ class MariaDbFencingTests extends AbstractFencingTests {
 			await().atMost(Duration.ofSeconds(5)).until(() -> expired("g"));
 			long start = System.nanoTime();
 			AcquireResult takeover = CompletableFuture
-				.supplyAsync(() -> this.leases.acquire("g", "b", Duration.ofSeconds(10)))
+				.supplyAsync(() -> Grants.acquire(this.leases, "g", "b", Duration.ofSeconds(10)))
 				.get(10, TimeUnit.SECONDS);
 			assertThat(takeover.granted()).isTrue();
 			assertThat(takeover.lease().term()).isEqualTo(token.term() + 1);

@@ -38,6 +38,7 @@ import dev.leader.postgres.PostgresFencingStore;
 import dev.leader.test.Cluster;
 import dev.leader.test.FaultHistory;
 import dev.leader.test.FaultHistory.Write;
+import dev.leader.test.Grants;
 import dev.leader.test.NodeEvent;
 import dev.leader.test.NodeEvent.Type;
 import dev.leader.test.NodeProcess;
@@ -228,7 +229,7 @@ class PostgresHighAvailabilityTests {
 			Duration lease = Duration.ofMinutes(1);
 			try (AutoCloseable listening = holder.listen((group, successor) -> {
 			})) {
-				long term = holder.acquire(ALPHA, "holder", lease).lease().term();
+				long term = Grants.acquire(holder, ALPHA, "holder", lease).lease().term();
 				await("the lease bound to the holder's session").atMost(Duration.ofSeconds(5))
 					.until(() -> sessionPid(dataSource) != null);
 				this.servers.failover();
@@ -240,7 +241,8 @@ class PostgresHighAvailabilityTests {
 						Duration.ofSeconds(1));
 				CoordinationStore.AcquireResult attempt = await().atMost(RECOVERY_TIMEOUT)
 					.ignoreExceptionsInstanceOf(DataAccessException.class)
-					.until(() -> follower.acquire(ALPHA, "follower", lease), (result) -> result.lease() != null);
+					.until(() -> Grants.acquire(follower, ALPHA, "follower", lease),
+							(result) -> result.lease() != null);
 				assertThat(attempt.granted()).as("takeover on the promoted server of %s", attempt.lease()).isFalse();
 				assertThat(attempt.lease().holder()).isEqualTo("holder");
 				assertThat(attempt.lease().term()).isEqualTo(term);
@@ -282,7 +284,7 @@ class PostgresHighAvailabilityTests {
 			TransactionTemplate transactions = new TransactionTemplate(new DataSourceTransactionManager(dataSource));
 			NodeRegistration leader = new NodeRegistration("leader", "leader", "localhost", 1);
 			Duration lease = Duration.ofMinutes(1);
-			FencingToken old = new FencingToken(ALPHA, leases.acquire(ALPHA, "leader", lease).lease().term());
+			FencingToken old = new FencingToken(ALPHA, Grants.acquire(leases, ALPHA, leader, lease).lease().term());
 			assertThat(old.term()).isEqualTo(1);
 			assertThat(daemons.assign(old, "leader", "outbox", "leader", 0)).isEqualTo(1);
 			assertThat(daemons.revoke(old, "leader", "outbox", 1)).isTrue();
@@ -301,9 +303,9 @@ class PostgresHighAvailabilityTests {
 				.withMessageContaining("promotion");
 			assertThat(daemons.assign(old, "leader", "outbox", "leader", 1)).as("an assignment under the old term")
 				.isZero();
-			FencingToken renewed = new FencingToken(ALPHA, leases.acquire(ALPHA, "leader", lease).lease().term());
+			FencingToken renewed = new FencingToken(ALPHA, Grants.acquire(leases, ALPHA, leader, lease).lease().term());
 			assertThat(renewed.term()).as("the holder's term after acquiring again").isEqualTo(EPOCH + 1);
-			assertThat(leases.acquire("beta", "leader", lease).lease().term()).as("a new group's first term")
+			assertThat(Grants.acquire(leases, "beta", leader, lease).lease().term()).as("a new group's first term")
 				.isEqualTo(EPOCH + 1);
 			transactions.executeWithoutResult((status) -> fencing.guard(renewed));
 			assertThat(daemons.assign(renewed, "leader", "outbox", "leader", 1)).as("the next generation")
@@ -316,19 +318,21 @@ class PostgresHighAvailabilityTests {
 
 	@Test
 	void grantWhoseWaitForASynchronousStandbyIsCancelledFailsThoughThePrimaryCommittedIt() {
-		this.servers.replicateSynchronously(true);
-		this.servers.standby().orElseThrow().stopStreaming();
 		HikariConfig config = new HikariConfig();
 		config.setJdbcUrl(this.cluster.url());
 		config.setUsername("postgres");
 		config.setMaximumPoolSize(2);
 		try (HikariDataSource dataSource = new HikariDataSource(config)) {
 			PostgresCoordinationStore leases = new PostgresCoordinationStore(dataSource, PREFIX, Duration.ofSeconds(1));
+			NodeRegistration leader = Grants.node("leader");
+			leases.tick(leader, Map.of(), List.of(), Duration.ofMinutes(1), Duration.ofMinutes(1));
+			this.servers.replicateSynchronously(true);
+			this.servers.standby().orElseThrow().stopStreaming();
 			// The driver's query timeout cancels the commit's wait for the standby after
 			// a second, and PostgreSQL then reports the commit, which is on the primary
 			// alone, with a warning.
 			assertThatExceptionOfType(DataAccessException.class)
-				.isThrownBy(() -> leases.acquire(ALPHA, "leader", Duration.ofMinutes(1)))
+				.isThrownBy(() -> leases.acquire(ALPHA, leader, Duration.ofMinutes(1)))
 				.withStackTraceContaining("canceling wait for synchronous replication");
 			assertThat(this.cluster.lease(ALPHA)).as("the grant, committed on the primary alone")
 				.hasValueSatisfying((lease) -> assertThat(lease.term()).isEqualTo(1));

@@ -26,6 +26,7 @@ import dev.leader.RevokeReason;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.node.NodeRegistration;
 import dev.leader.postgres.PostgresCoordinationStore;
+import dev.leader.test.Grants;
 import dev.leader.test.InProcessNodes;
 import dev.leader.test.Leftovers;
 import org.junit.jupiter.api.Test;
@@ -96,7 +97,7 @@ class LeaderEngineTests {
 		long sessionsBefore = Leftovers.sessions(this.nodes.database(), applicationName);
 		List<Long> terms = new ArrayList<>();
 		for (int cycle = 0; cycle < 20; cycle++) {
-			long otherTerm = other.acquire("default", "other", Duration.ofMinutes(1)).lease().term();
+			long otherTerm = Grants.acquire(other, "default", "other", Duration.ofMinutes(1)).lease().term();
 			engine.start();
 			await().atMost(Duration.ofSeconds(5))
 				.pollInterval(Duration.ofMillis(10))

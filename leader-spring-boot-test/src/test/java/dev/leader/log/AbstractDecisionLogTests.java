@@ -27,6 +27,7 @@ import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.CoordinationStore.AcquireResult;
 import dev.leader.node.NodeRegistration;
+import dev.leader.test.Grants;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -476,7 +477,7 @@ abstract class AbstractDecisionLogTests {
 	void appendingTransactionDoesNotHoldUpTheHoldersRenewal() throws Exception {
 		FencingToken token = acquire("g", "a");
 		DecisionLog a = start("a", false, new RecordingApplier("g"));
-		NodeRegistration node = new NodeRegistration("a", "app", "host-a", 1);
+		NodeRegistration node = Grants.node("a");
 		CountDownLatch appended = new CountDownLatch(1);
 		CountDownLatch renewed = new CountDownLatch(1);
 		CompletableFuture<Bookmark> transaction = CompletableFuture
@@ -515,7 +516,7 @@ abstract class AbstractDecisionLogTests {
 	}
 
 	FencingToken acquireFor(String group, String node, Duration duration) {
-		AcquireResult result = this.leases.acquire(group, node, duration);
+		AcquireResult result = Grants.acquire(this.leases, group, node, duration);
 		assertThat(result.granted()).isTrue();
 		return new FencingToken(group, result.lease().term());
 	}

@@ -19,6 +19,7 @@ import dev.leader.lease.CoordinationStore.AcquireResult;
 import dev.leader.node.NodeRegistration;
 import dev.leader.postgres.PostgresCoordinationStore;
 import dev.leader.postgres.PostgresLogStore;
+import dev.leader.test.Grants;
 import dev.leader.test.ReplicatedPostgres;
 import dev.leader.test.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
@@ -440,7 +441,7 @@ class LogDivergenceTests {
 		PostgresCoordinationStore leases = store();
 		AcquireResult result = await().atMost(TIMEOUT)
 			.ignoreExceptions()
-			.until(() -> leases.acquire(GROUP, "a", Duration.ofSeconds(30)), AcquireResult::granted);
+			.until(() -> Grants.acquire(leases, GROUP, "a", Duration.ofSeconds(30)), AcquireResult::granted);
 		return new FencingToken(GROUP, result.lease().term());
 	}
 

@@ -8,6 +8,7 @@ import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.test.AbstractCoordinationStoreContractTests;
 import dev.leader.test.ConnectorJ;
+import dev.leader.test.Grants;
 import dev.leader.test.MigratedMariaDb;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -44,7 +45,7 @@ class MariaDbConnectorJCoordinationStoreTests extends AbstractCoordinationStoreC
 		})) {
 			CoordinationStore store = new MariaDbCoordinationStore(single, new TablePrefix("leader_"),
 					Duration.ofSeconds(1));
-			assertThat(store.acquire("g", "a", Duration.ofSeconds(10)).granted()).isTrue();
+			assertThat(Grants.acquire(store, "g", "a", Duration.ofSeconds(10)).granted()).isTrue();
 			assertThat(JdbcClient.create(single)
 				.sql("SELECT @@session.idle_transaction_timeout, @@session.autocommit")
 				.query((rows, i) -> List.of(rows.getLong(1), rows.getLong(2)))

@@ -21,6 +21,7 @@ import dev.leader.lease.CoordinationStore.AcquireResult;
 import dev.leader.node.NodeRegistration;
 import dev.leader.test.AbstractCoordinationStoreContractTests;
 import dev.leader.test.FreezeAfterLock;
+import dev.leader.test.Grants;
 import dev.leader.test.MigratedMariaDb;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
@@ -78,7 +79,7 @@ class MariaDbCoordinationStoreTests extends AbstractCoordinationStoreContractTes
 	@Test
 	void autoCommittedHeartbeatFrozenAfterItsRenewalHoldsNoLock() throws Exception {
 		CoordinationStore store = createStore();
-		long term = store.acquire("g", "a", Duration.ofSeconds(1)).lease().term();
+		long term = Grants.acquire(store, "g", "a", Duration.ofSeconds(1)).lease().term();
 		FreezeAfterLock freeze = new FreezeAfterLock("UPDATE leader_leases SET renewed_at");
 		MariaDbCoordinationStore frozen = new MariaDbCoordinationStore(freeze.wrap(database.dataSource()),
 				new TablePrefix("leader_"), Duration.ofSeconds(1));
@@ -89,7 +90,7 @@ class MariaDbCoordinationStoreTests extends AbstractCoordinationStoreContractTes
 			assertThat(freeze.frozen.await(5, TimeUnit.SECONDS)).as("the heartbeat froze after its renewal").isTrue();
 			await().atMost(Duration.ofSeconds(5)).until(() -> database.leaseExpired("g"));
 			long start = System.nanoTime();
-			AcquireResult takeover = store.acquire("g", "b", Duration.ofSeconds(10));
+			AcquireResult takeover = Grants.acquire(store, "g", "b", Duration.ofSeconds(10));
 			assertThat(takeover.granted()).isTrue();
 			assertThat(takeover.lease().term()).isEqualTo(term + 1);
 			assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofMillis(500));
@@ -123,7 +124,7 @@ class MariaDbCoordinationStoreTests extends AbstractCoordinationStoreContractTes
 			.dataSource(1, (config) -> config.setConnectionInitSql(LONG_IDLE_LIMITS))) {
 			CoordinationStore store = new MariaDbCoordinationStore(single, new TablePrefix("leader_"),
 					Duration.ofSeconds(1));
-			assertThat(store.acquire("g", "a", Duration.ofSeconds(10)).granted()).isTrue();
+			assertThat(Grants.acquire(store, "g", "a", Duration.ofSeconds(10)).granted()).isTrue();
 			assertThat(JdbcClient.create(single)
 				.sql("SELECT @@session.idle_transaction_timeout, @@session.idle_write_transaction_timeout, "
 						+ "@@session.idle_readonly_transaction_timeout, @@session.autocommit")
@@ -158,19 +159,19 @@ class MariaDbCoordinationStoreTests extends AbstractCoordinationStoreContractTes
 
 		});
 		try {
-			AcquireResult granted = holder.acquire("g", "a", Duration.ofSeconds(60));
+			AcquireResult granted = Grants.acquire(holder, "g", "a", Duration.ofSeconds(60));
 			assertThat(granted.granted()).isTrue();
 			long term = granted.lease().term();
 			// The grant binds the term on a thread of its own, off the grant's path.
 			long session = await().atMost(Duration.ofSeconds(5)).until(() -> boundSession(jdbc), (bound) -> bound > 0);
-			assertThat(other.acquire("g", "b", Duration.ofSeconds(60)).granted()).as("holder's session lives")
+			assertThat(Grants.acquire(other, "g", "b", Duration.ofSeconds(60)).granted()).as("holder's session lives")
 				.isFalse();
 			long killedAt = System.nanoTime();
 			jdbc.sql("KILL CONNECTION " + session).update();
 			assertThat(lost.poll(2, TimeUnit.SECONDS)).as("the holder is told").isEqualTo(Map.of("g", term));
 			System.out.printf("holding session killed -> holder told in %d ms%n",
 					(System.nanoTime() - killedAt) / 1_000_000);
-			AcquireResult takeover = other.acquire("g", "b", Duration.ofSeconds(60));
+			AcquireResult takeover = Grants.acquire(other, "g", "b", Duration.ofSeconds(60));
 			assertThat(takeover.granted()).isTrue();
 			assertThat(takeover.lease().term()).isEqualTo(term + 1);
 			assertThat(boundSession(jdbc)).as("the grant cleared the binding").isZero();
@@ -196,7 +197,7 @@ class MariaDbCoordinationStoreTests extends AbstractCoordinationStoreContractTes
 		AutoCloseable listening = holder.listen((group, successor) -> {
 		});
 		try (Connection guarded = database.dataSource().getConnection()) {
-			long term = holder.acquire("g", "a", Duration.ofSeconds(60)).lease().term();
+			long term = Grants.acquire(holder, "g", "a", Duration.ofSeconds(60)).lease().term();
 			long session = await().atMost(Duration.ofSeconds(5)).until(() -> boundSession(jdbc), (bound) -> bound > 0);
 			guarded.setAutoCommit(false);
 			try (PreparedStatement guard = guarded.prepareStatement(
@@ -209,7 +210,7 @@ class MariaDbCoordinationStoreTests extends AbstractCoordinationStoreContractTes
 			}
 			jdbc.sql("KILL CONNECTION " + session).update();
 			CompletableFuture<AcquireResult> takeover = CompletableFuture
-				.supplyAsync(() -> other.acquire("g", "b", Duration.ofSeconds(60)));
+				.supplyAsync(() -> Grants.acquire(other, "g", "b", Duration.ofSeconds(60)));
 			await("the takeover waits for the guarded transaction").during(Duration.ofMillis(500))
 				.atMost(Duration.ofSeconds(1))
 				.until(() -> !takeover.isDone());
@@ -358,7 +359,7 @@ class MariaDbCoordinationStoreTests extends AbstractCoordinationStoreContractTes
 
 	private void grantWaitsOnlyForTheIdleLimit(DataSource pool) throws Exception {
 		CoordinationStore store = createStore();
-		long term = store.acquire("g", "a", Duration.ofSeconds(1)).lease().term();
+		long term = Grants.acquire(store, "g", "a", Duration.ofSeconds(1)).lease().term();
 		FreezeAfterLock freeze = new FreezeAfterLock("UPDATE leader_leases SET renewed_at");
 		MariaDbCoordinationStore frozen = new MariaDbCoordinationStore(freeze.wrap(pool), new TablePrefix("leader_"),
 				Duration.ofSeconds(1));
@@ -370,7 +371,7 @@ class MariaDbCoordinationStoreTests extends AbstractCoordinationStoreContractTes
 			await().atMost(Duration.ofSeconds(5)).until(() -> database.leaseExpired("g"));
 			long start = System.nanoTime();
 			AcquireResult takeover = CompletableFuture
-				.supplyAsync(() -> store.acquire("g", "b", Duration.ofSeconds(10)))
+				.supplyAsync(() -> Grants.acquire(store, "g", "b", Duration.ofSeconds(10)))
 				.get(10, TimeUnit.SECONDS);
 			assertThat(takeover.granted()).isTrue();
 			assertThat(takeover.lease().term()).isEqualTo(term + 1);

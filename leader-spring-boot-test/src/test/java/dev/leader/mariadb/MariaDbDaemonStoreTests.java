@@ -18,6 +18,7 @@ import dev.leader.daemon.AssignmentState;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.node.NodeRegistration;
 import dev.leader.test.FreezeAfterLock;
+import dev.leader.test.Grants;
 import dev.leader.test.MigratedMariaDb;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -60,7 +61,7 @@ class MariaDbDaemonStoreTests {
 		this.coordination.tick(new NodeRegistration("node-a", "a", "host", 1, Set.of("outbox")), Map.of(), List.of(),
 				Duration.ofSeconds(30), Duration.ofSeconds(10));
 		this.leader = new FencingToken("default",
-				this.coordination.acquire("default", "leader", Duration.ofSeconds(30)).lease().term());
+				Grants.acquire(this.coordination, "default", "leader", Duration.ofSeconds(30)).lease().term());
 		assertThat(this.daemons.assign(this.leader, "leader", "outbox", "node-a", 0)).isOne();
 	}
 

@@ -20,6 +20,7 @@ import dev.leader.lease.CoordinationStore.Tick;
 import dev.leader.log.LogStore;
 import dev.leader.node.NodeRegistration;
 import dev.leader.test.ConnectorJ;
+import dev.leader.test.Grants;
 import dev.leader.test.MigratedMariaDb;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -94,7 +95,7 @@ class MariaDbGuardIsolationTests {
 					coordination);
 			TransactionTemplate transactions = new TransactionTemplate(new DataSourceTransactionManager(pool));
 			coordination.tick(NODE, Map.of(), List.of(), LEASE, LEASE);
-			FencingToken token = new FencingToken("g", coordination.acquire("g", "a", LEASE).lease().term());
+			FencingToken token = new FencingToken("g", Grants.acquire(coordination, "g", NODE, LEASE).lease().term());
 			assertThat(daemons.assign(token, "a", "outbox", "a", 0)).isOne();
 			CountDownLatch guarded = new CountDownLatch(1);
 			CountDownLatch letGo = new CountDownLatch(1);

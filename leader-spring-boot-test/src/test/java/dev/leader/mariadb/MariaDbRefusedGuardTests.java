@@ -16,6 +16,7 @@ import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore.Tick;
 import dev.leader.log.LogStore;
 import dev.leader.node.NodeRegistration;
+import dev.leader.test.Grants;
 import dev.leader.test.MigratedMariaDb;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -64,7 +65,7 @@ class MariaDbRefusedGuardTests {
 			Fencing fencing = new Fencing(
 					new MariaDbFencingStore(pool, PREFIX, QUERY_TIMEOUT, HOLD_LIMIT, coordination), "a");
 			FencingToken token = new FencingToken("g",
-					coordination.acquire("g", "a", Duration.ofSeconds(1)).lease().term());
+					Grants.acquire(coordination, "g", NODE_A, Duration.ofSeconds(1)).lease().term());
 			// The holder's heartbeats stop: the lease expires by the database clock.
 			await().atMost(Duration.ofSeconds(5)).until(() -> database.leaseExpired("g"));
 			CountDownLatch refused = new CountDownLatch(1);
@@ -80,7 +81,7 @@ class MariaDbRefusedGuardTests {
 				// Within the hold limit, plus the query timeout of one attempt.
 				await().atMost(HOLD_LIMIT.plus(QUERY_TIMEOUT).plusSeconds(1))
 					.ignoreExceptions()
-					.until(() -> other.acquire("g", "b", Duration.ofSeconds(10)).granted());
+					.until(() -> Grants.acquire(other, "g", NODE_B, Duration.ofSeconds(10)).granted());
 			}
 			finally {
 				letGo.countDown();
@@ -98,9 +99,10 @@ class MariaDbRefusedGuardTests {
 			MariaDbCoordinationStore a = new MariaDbCoordinationStore(pool, PREFIX, QUERY_TIMEOUT, false);
 			MariaDbCoordinationStore b = new MariaDbCoordinationStore(pool, PREFIX, QUERY_TIMEOUT, false);
 			Fencing fencing = new Fencing(new MariaDbFencingStore(pool, PREFIX, QUERY_TIMEOUT, HOLD_LIMIT, a), "a");
-			FencingToken stale = new FencingToken("g", a.acquire("g", "a", Duration.ofSeconds(30)).lease().term());
+			FencingToken stale = new FencingToken("g",
+					Grants.acquire(a, "g", NODE_A, Duration.ofSeconds(30)).lease().term());
 			assertThat(a.release("a", Map.of("g", stale.term()))).containsExactly("g");
-			long bTerm = b.acquire("g", "b", Duration.ofSeconds(30)).lease().term();
+			long bTerm = Grants.acquire(b, "g", NODE_B, Duration.ofSeconds(30)).lease().term();
 			CountDownLatch refused = new CountDownLatch(1);
 			CountDownLatch letGo = new CountDownLatch(1);
 			CompletableFuture<Void> caller = inTransaction(pool, () -> {
@@ -145,9 +147,11 @@ class MariaDbRefusedGuardTests {
 			MariaDbLogStore logA = new MariaDbLogStore(pool, PREFIX, QUERY_TIMEOUT, HOLD_LIMIT, a);
 			MariaDbLogStore logB = new MariaDbLogStore(pool, PREFIX, QUERY_TIMEOUT, HOLD_LIMIT, b);
 			b.tick(NODE_B, Map.of(), List.of(), Duration.ofSeconds(30), Duration.ofSeconds(30));
-			FencingToken stale = new FencingToken("g", a.acquire("g", "a", Duration.ofSeconds(30)).lease().term());
+			FencingToken stale = new FencingToken("g",
+					Grants.acquire(a, "g", NODE_A, Duration.ofSeconds(30)).lease().term());
 			assertThat(a.release("a", Map.of("g", stale.term()))).containsExactly("g");
-			FencingToken current = new FencingToken("g", b.acquire("g", "b", Duration.ofSeconds(30)).lease().term());
+			FencingToken current = new FencingToken("g",
+					Grants.acquire(b, "g", NODE_B, Duration.ofSeconds(30)).lease().term());
 			CountDownLatch refused = new CountDownLatch(1);
 			CountDownLatch letGo = new CountDownLatch(1);
 			CompletableFuture<Void> caller = inTransaction(pool, () -> {

@@ -6,6 +6,7 @@ import dev.leader.FencingToken;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.log.Bookmark;
 import dev.leader.log.LogStore.Appended;
+import dev.leader.test.Grants;
 import dev.leader.test.MigratedSchema;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -59,7 +60,8 @@ class AppendIsolationTests {
 	@ValueSource(
 			ints = { TransactionDefinition.ISOLATION_REPEATABLE_READ, TransactionDefinition.ISOLATION_SERIALIZABLE })
 	void appendOfATransactionWhoseSnapshotPredatesAnotherAppendFailsRetryablyAndSucceedsWhenRunAgain(int isolation) {
-		FencingToken token = new FencingToken("g", this.leases.acquire("g", "a", Duration.ofMinutes(1)).lease().term());
+		FencingToken token = new FencingToken("g",
+				Grants.acquire(this.leases, "g", "a", Duration.ofMinutes(1)).lease().term());
 		PostgresLogStore log = new PostgresLogStore(this.schema.dataSource(), PREFIX, Duration.ofSeconds(5),
 				Duration.ofSeconds(10), null);
 		JdbcTransactionManager manager = new JdbcTransactionManager(this.schema.dataSource());

@@ -21,6 +21,7 @@ import dev.leader.lease.CoordinationStore.AcquireResult;
 import dev.leader.mariadb.MariaDbStoresAutoConfiguration;
 import dev.leader.node.NodeRegistration;
 import dev.leader.test.AbstractCoordinationStoreContractTests;
+import dev.leader.test.Grants;
 import dev.leader.test.TemporaryPostgres;
 import dev.leader.test.TestDatabase;
 import org.junit.jupiter.api.Nested;
@@ -56,9 +57,9 @@ class ConnectionSettingsTests {
 			try {
 				new LeaderSchemaMigration(dataSource, PREFIX).migrate();
 				PostgresCoordinationStore store = new PostgresCoordinationStore(dataSource, PREFIX, TIMEOUT);
-				assertThat(store.acquire("g", "a", Duration.ofMillis(300)).granted()).isTrue();
+				assertThat(Grants.acquire(store, "g", "a", Duration.ofMillis(300)).granted()).isTrue();
 				awaitExpiry(dataSource);
-				AcquireResult second = store.acquire("g", "b", Duration.ofSeconds(30));
+				AcquireResult second = Grants.acquire(store, "g", "b", Duration.ofSeconds(30));
 				assertThat(second.lease().term()).isEqualTo(2);
 				NodeRegistration b = new NodeRegistration("b", "app", "host", 1);
 				Instant renewed = store
@@ -101,7 +102,7 @@ class ConnectionSettingsTests {
 			Connection connection = dataSource.getConnection();
 			connection.setTransactionIsolation(Connection.TRANSACTION_SERIALIZABLE);
 			PostgresCoordinationStore store = new PostgresCoordinationStore(dataSource, PREFIX, TIMEOUT);
-			assertThat(store.acquire("g", "a", Duration.ofSeconds(30)).granted()).isTrue();
+			assertThat(Grants.acquire(store, "g", "a", Duration.ofSeconds(30)).granted()).isTrue();
 			store.tick(new NodeRegistration("a", "app", "host", 1), Map.of("g", 1L), List.of("g"),
 					Duration.ofSeconds(30), Duration.ofSeconds(10));
 			PostgresDaemonStore daemons = new PostgresDaemonStore(dataSource, PREFIX, TIMEOUT, Duration.ofSeconds(5));

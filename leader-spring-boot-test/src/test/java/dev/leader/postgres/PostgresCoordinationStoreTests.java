@@ -19,6 +19,7 @@ import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.node.NodeRegistration;
 import dev.leader.test.AbstractCoordinationStoreContractTests;
+import dev.leader.test.Grants;
 import dev.leader.test.TestDatabase;
 import org.junit.jupiter.api.Test;
 import org.postgresql.PGConnection;
@@ -101,7 +102,7 @@ class PostgresCoordinationStoreTests extends AbstractCoordinationStoreContractTe
 			// to want to check it.
 			Thread.sleep(IDLE.toMillis());
 			tick(store);
-			assertThat(store.acquire("kept", NODE.id(), Duration.ofSeconds(10)).granted()).isTrue();
+			assertThat(Grants.acquire(store, "kept", NODE, Duration.ofSeconds(10)).granted()).isTrue();
 		}
 		assertThat(poolChecks()).as("connection checks by the pool").isEqualTo(checks);
 		assertThat(this.dataSource.getHikariPoolMXBean().getActiveConnections()).as("connections kept").isOne();
@@ -143,7 +144,7 @@ class PostgresCoordinationStoreTests extends AbstractCoordinationStoreContractTe
 		config.setMaximumPoolSize(1);
 		try (HikariDataSource single = new HikariDataSource(config)) {
 			CoordinationStore store = new PostgresCoordinationStore(single, PREFIX, Duration.ofSeconds(3));
-			long term = store.acquire("durable", NODE.id(), Duration.ofSeconds(10)).lease().term();
+			long term = Grants.acquire(store, "durable", NODE, Duration.ofSeconds(10)).lease().term();
 			assertThat(store.release(NODE.id(), Map.of("durable", term))).containsExactly("durable");
 			store.disconnect();
 			assertThat(setting(single.getConnection())).as("synchronous_commit after a release")

@@ -17,6 +17,7 @@ import dev.leader.daemon.DaemonSnapshot;
 import dev.leader.daemon.Member;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.node.NodeRegistration;
+import dev.leader.test.Grants;
 import dev.leader.test.MigratedSchema;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -57,7 +58,7 @@ class PostgresDaemonStoreTests {
 		this.leases = new PostgresCoordinationStore(this.schema.dataSource(), PREFIX, Duration.ofSeconds(5));
 		this.store = new PostgresDaemonStore(this.schema.dataSource(), PREFIX, Duration.ofSeconds(5),
 				Duration.ofSeconds(10));
-		long term = this.leases.acquire("default", "leader", LEASE).lease().term();
+		long term = Grants.acquire(this.leases, "default", "leader", LEASE).lease().term();
 		this.leader = new FencingToken("default", term);
 	}
 
@@ -70,7 +71,7 @@ class PostgresDaemonStoreTests {
 					+ "WHERE node_id = 'node-b'")
 			.update();
 		DaemonSnapshot snapshot = this.store.read(EXPIRY);
-		assertThat(snapshot.members()).containsExactlyInAnyOrder(
+		assertThat(snapshot.members()).containsExactlyInAnyOrder(new Member("leader", Set.of(), true),
 				new Member("node-a", Set.of("outbox", "reports"), true), new Member("node-b", Set.of(), false));
 		assertThat(snapshot.assignments()).isEmpty();
 	}
@@ -145,7 +146,7 @@ class PostgresDaemonStoreTests {
 	void deposedLeaderCannotChangeAssignments() {
 		this.store.assign(this.leader, "leader", "outbox", "node-a", 0);
 		this.leases.release("leader", Map.of("default", this.leader.term()));
-		long newTerm = this.leases.acquire("default", "successor", LEASE).lease().term();
+		long newTerm = Grants.acquire(this.leases, "default", "successor", LEASE).lease().term();
 		assertThat(this.store.assign(this.leader, "leader", "reports", "node-a", 0)).isZero();
 		assertThat(this.store.revoke(this.leader, "leader", "outbox", 1)).isFalse();
 		assertThat(this.store.reclaim(this.leader, "leader", "outbox", 1, AssignmentState.ASSIGNING)).isFalse();

@@ -15,6 +15,7 @@ import dev.leader.log.LogStore.Appended;
 import dev.leader.log.RecordingApplier;
 import dev.leader.node.NodeRegistration;
 import dev.leader.postgres.AppendBatches.Entry;
+import dev.leader.test.Grants;
 import dev.leader.test.MigratedSchema;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -53,7 +54,7 @@ class PostgresLogStoreTests {
 
 	@Test
 	void heartbeatOfANodeThatHearsNoNotificationCatchesItsLogUpAndBoundsItsStaleness() throws Exception {
-		long term = this.leaderStore.acquire("g", "a", Duration.ofSeconds(30)).lease().term();
+		long term = Grants.acquire(this.leaderStore, "g", "a", Duration.ofSeconds(30)).lease().term();
 		FencingToken token = new FencingToken("g", term);
 		DecisionLog leader = new DecisionLog(store(this.leaderStore), "a", List.of());
 		PostgresCoordinationStore deafStore = new PostgresCoordinationStore(this.schema.dataSource(), PREFIX,
@@ -88,7 +89,7 @@ class PostgresLogStoreTests {
 
 	@Test
 	void aBatchTakesConsecutiveIndexesInOneTransactionAndIsAnnouncedOnce() throws Exception {
-		long term = this.leaderStore.acquire("g", "a", Duration.ofSeconds(30)).lease().term();
+		long term = Grants.acquire(this.leaderStore, "g", "a", Duration.ofSeconds(30)).lease().term();
 		FencingToken token = new FencingToken("g", term);
 		PostgresLogStore store = store(this.leaderStore);
 		List<String> announced = new CopyOnWriteArrayList<>();
@@ -113,7 +114,7 @@ class PostgresLogStoreTests {
 
 	@Test
 	void aBatchUnderATermThatDoesNotHoldTheLeaseWritesNothing() {
-		long term = this.leaderStore.acquire("g", "a", Duration.ofSeconds(30)).lease().term();
+		long term = Grants.acquire(this.leaderStore, "g", "a", Duration.ofSeconds(30)).lease().term();
 		PostgresLogStore store = store(this.leaderStore);
 		List<Appended> batch = store.appendBatch(new FencingToken("g", term + 1), "a",
 				List.of(new Entry("set", "x"), new Entry("set", "y")));
@@ -124,7 +125,7 @@ class PostgresLogStoreTests {
 
 	@Test
 	void truncationWithTheLongestAgeLimitStillRemovesWhatTheCountLimitDrops() {
-		long term = this.leaderStore.acquire("g", "a", Duration.ofSeconds(30)).lease().term();
+		long term = Grants.acquire(this.leaderStore, "g", "a", Duration.ofSeconds(30)).lease().term();
 		FencingToken token = new FencingToken("g", term);
 		PostgresLogStore store = store(this.leaderStore);
 		store.appendBatch(token, "a", List.of(new Entry("set", "1"), new Entry("set", "2"), new Entry("set", "3"),

@@ -15,6 +15,7 @@ import dev.leader.FencingToken;
 import dev.leader.jdbc.LeaderSchemaMigration;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.log.LogStore.Appended;
+import dev.leader.test.Grants;
 import dev.leader.test.TemporaryPostgres;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -62,7 +63,7 @@ class SynchronousStandbyCutOffTests {
 		this.dataSource = new HikariDataSource(config);
 		new LeaderSchemaMigration(this.dataSource, PREFIX).migrate();
 		this.leases = new PostgresCoordinationStore(this.dataSource, PREFIX, QUERY_TIMEOUT);
-		this.token = new FencingToken("g", this.leases.acquire("g", "a", Duration.ofMinutes(5)).lease().term());
+		this.token = new FencingToken("g", Grants.acquire(this.leases, "g", "a", Duration.ofMinutes(5)).lease().term());
 		nameStandby("nobody");
 	}
 
