@@ -104,18 +104,14 @@ public final class MariaDbCoordinationStore implements CoordinationStore, Heartb
 			+ ") AS free, ${now} AS now FROM ${prefix}leases WHERE group_name = ? FOR UPDATE";
 
 	/**
-	 * The asking node's row, locked if it is still this process's registration: the last
-	 * lock of a grant, so that the grant waits for no guard while holding it and holds up
-	 * the node's heartbeat for no longer than the grant's own statements.
+	 * The grant as a heartbeat of the node's registration, if it is still this process's:
+	 * the last lock of a grant, so that the grant waits for no guard while holding it,
+	 * and a process that would take the id over waits for the grant's commit, then finds
+	 * the node alive. Like the heartbeat, it changes the row whenever it finds it, since
+	 * the time changes, so the count of changed rows tells whether it did.
 	 */
-	private static final String LOCK_OWN_NODE = "SELECT node_id FROM ${prefix}nodes WHERE node_id = ? AND incarnation = ? "
-			+ "FOR UPDATE";
-
-	/**
-	 * The grant as a heartbeat of the node's registration: a process that would take the
-	 * id over waits for the grant's commit, then finds the node alive.
-	 */
-	private static final String TOUCH_OWN_NODE = "UPDATE ${prefix}nodes SET heartbeat_at = ${now} WHERE node_id = ?";
+	private static final String TOUCH_OWN_NODE = "UPDATE ${prefix}nodes SET heartbeat_at = ${now} "
+			+ "WHERE node_id = ? AND incarnation = ?";
 
 	private static final String INSERT_TERM = """
 			INSERT INTO ${prefix}lease_terms (group_name, holder, term) VALUES (?, ?, ?)""";
@@ -204,9 +200,9 @@ public final class MariaDbCoordinationStore implements CoordinationStore, Heartb
 		this.heartbeat = new MariaDbHeartbeat(this.connections, tablePrefix);
 		this.wakeUps = wakeUps
 				? new MariaDbWakeUps(dataSource, tablePrefix, this.connections.statements().timeoutSeconds()) : null;
-		this.sql = MariaDbSql.renderAll(tablePrefix, READ_LEASE, LOCK_TERM, CREATE_LOG_HEAD, LOCK_LEASE, LOCK_OWN_NODE,
-				TOUCH_OWN_NODE, INSERT_TERM, INSERT_LEASE, GRANT_TERM, GRANT_LEASE, LOCK_RELEASED, RELEASE_TERMS,
-				RELEASE_LEASES, DEREGISTER, LEASES);
+		this.sql = MariaDbSql.renderAll(tablePrefix, READ_LEASE, LOCK_TERM, CREATE_LOG_HEAD, LOCK_LEASE, TOUCH_OWN_NODE,
+				INSERT_TERM, INSERT_LEASE, GRANT_TERM, GRANT_LEASE, LOCK_RELEASED, RELEASE_TERMS, RELEASE_LEASES,
+				DEREGISTER, LEASES);
 	}
 
 	/**
@@ -325,17 +321,7 @@ public final class MariaDbCoordinationStore implements CoordinationStore, Heartb
 	// Locks the node's row and refreshes its heartbeat if it is this process's.
 	private boolean registered(MariaDbConnections.Transaction tx, String nodeId, String incarnation)
 			throws SQLException {
-		boolean own = tx.run(sql(LOCK_OWN_NODE), (statement) -> {
-			statement.setString(1, nodeId);
-			statement.setString(2, incarnation);
-			try (ResultSet rows = statement.executeQuery()) {
-				return rows.next();
-			}
-		});
-		if (own) {
-			tx.update(sql(TOUCH_OWN_NODE), nodeId);
-		}
-		return own;
+		return tx.update(sql(TOUCH_OWN_NODE), nodeId, incarnation) > 0;
 	}
 
 	private static void bind(MariaDbWakeUps wakeUps, LeaseState lease, String nodeId) {
