@@ -4,6 +4,7 @@ import java.util.function.Supplier;
 
 import dev.leader.fencing.Fencing;
 import org.aopalliance.intercept.MethodInterceptor;
+import org.jspecify.annotations.Nullable;
 
 import org.springframework.aop.support.DefaultPointcutAdvisor;
 import org.springframework.core.Ordered;
@@ -19,16 +20,24 @@ final class FencedCallAdvisor extends DefaultPointcutAdvisor {
 	/**
 	 * Creates an advisor.
 	 * @param fencing supplies the fencing facade on first use, since advisors are created
-	 * before most beans
+	 * before most beans, or {@code null} if there is none: the nodes coordinate through
+	 * an engine other than a database, and the application has none
 	 */
-	FencedCallAdvisor(Supplier<Fencing> fencing) {
+	FencedCallAdvisor(Supplier<@Nullable Fencing> fencing) {
 		super(new LeaderOnlyPointcut(LeaderOnly::fenced), guard(fencing));
 		setOrder(Ordered.LOWEST_PRECEDENCE);
 	}
 
-	private static MethodInterceptor guard(Supplier<Fencing> fencing) {
+	private static MethodInterceptor guard(Supplier<@Nullable Fencing> fencing) {
 		return (invocation) -> {
-			fencing.get().guard(FencingToken.current());
+			Fencing guard = fencing.get();
+			if (guard == null) {
+				throw new IllegalStateException("@LeaderOnly(fenced = true) on " + invocation.getMethod()
+						+ " guards the call's transaction in the application's database, but the application has "
+						+ "no DataSource: the nodes coordinate through etcd alone. Remove fenced = true, or give the "
+						+ "application its DataSource and fence its writes with Fencing.advance");
+			}
+			guard.guard(FencingToken.current());
 			return invocation.proceed();
 		};
 	}

@@ -28,7 +28,7 @@ public final class LeaderOnlyConfiguration {
 	@ConditionalOnMissingBean
 	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
 	static FencedCallAdvisor leaderFencedCallAdvisor(ObjectProvider<Fencing> fencing) {
-		return new FencedCallAdvisor(fencing::getObject);
+		return new FencedCallAdvisor(fencing::getIfAvailable);
 	}
 
 	@Bean

@@ -149,6 +149,7 @@ public final class LeaderAutoConfiguration {
 
 	@Bean
 	@ConditionalOnMissingBean
+	@ConditionalOnBean(FencingStore.class)
 	Fencing leaderFencing(FencingStore store, Leadership leadership) {
 		return new Fencing(store, leadership.nodeId());
 	}

@@ -76,7 +76,9 @@ public interface JdbcStoreFamily {
 	 * @param context what the stores are built on
 	 * @param settings the lease settings
 	 * @param coordinationStore the coordination store in use, if any: the fencing store
-	 * learns from it only if it is the one this family built
+	 * learns from it only if it is the one this family built; if another one is in use,
+	 * the leases are not kept in this database, and the store keeps only the fences
+	 * ({@link FencesOnlyFencingStore})
 	 * @return the store
 	 */
 	FencingStore fencingStore(JdbcStoreContext context, LeaseSettings settings,

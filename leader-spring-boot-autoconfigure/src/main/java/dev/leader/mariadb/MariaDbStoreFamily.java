@@ -8,6 +8,7 @@ import javax.sql.DataSource;
 import dev.leader.autoconfigure.LeaderProperties;
 import dev.leader.daemon.DaemonStore;
 import dev.leader.fencing.FencingStore;
+import dev.leader.jdbc.FencesOnlyFencingStore;
 import dev.leader.jdbc.JdbcDialect;
 import dev.leader.jdbc.JdbcStoreContext;
 import dev.leader.jdbc.JdbcStoreFamily;
@@ -84,8 +85,11 @@ public final class MariaDbStoreFamily implements JdbcStoreFamily {
 		// A guarded transaction cannot usefully outlast the holder's own belief in its
 		// leadership. The guard learns the expiry of the node's terms from the
 		// coordination store's grants and renewals, when it is ours.
-		return new MariaDbFencingStore(context.dataSource(), context.prefix(), context.queryTimeout(),
-				settings.safeWindow(), own(coordinationStore));
+		MariaDbCoordinationStore own = own(coordinationStore);
+		FencingStore store = new MariaDbFencingStore(context.dataSource(), context.prefix(), context.queryTimeout(),
+				settings.safeWindow(), own);
+		// Leases kept elsewhere cannot guard a transaction here; the fences can.
+		return (coordinationStore != null && own == null) ? new FencesOnlyFencingStore(store) : store;
 	}
 
 	// The coordination store this family built, if it is the one in use.

@@ -8,6 +8,7 @@ import dev.leader.autoconfigure.LeaderProperties;
 import dev.leader.daemon.DaemonStore;
 import dev.leader.fencing.FencingStore;
 import dev.leader.jdbc.CoordinationDataSource;
+import dev.leader.jdbc.FencesOnlyFencingStore;
 import dev.leader.jdbc.JdbcDialect;
 import dev.leader.jdbc.JdbcStoreContext;
 import dev.leader.jdbc.JdbcStoreFamily;
@@ -89,8 +90,11 @@ public final class PostgresStoreFamily implements JdbcStoreFamily {
 			@Nullable CoordinationStore coordinationStore) {
 		// A guarded transaction cannot usefully outlast the holder's own belief in its
 		// leadership.
-		return new PostgresFencingStore(context.dataSource(), context.prefix(), context.queryTimeout(),
+		FencingStore store = new PostgresFencingStore(context.dataSource(), context.prefix(), context.queryTimeout(),
 				settings.safeWindow());
+		// Leases kept elsewhere cannot guard a transaction here; the fences can.
+		return (coordinationStore != null && own(coordinationStore) == null) ? new FencesOnlyFencingStore(store)
+				: store;
 	}
 
 	// The coordination store this family built, if it is the one in use.

@@ -1,0 +1,81 @@
+package dev.leader.etcd;
+
+import java.net.URI;
+import java.time.Duration;
+import java.util.List;
+
+import dev.leader.autoconfigure.LeaderAutoConfiguration;
+import dev.leader.jdbc.JdbcStoresAutoConfiguration;
+import dev.leader.lease.CoordinationStore;
+import dev.leader.lease.LeaseSettings;
+import io.etcd.jetcd.Client;
+
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionOutcome;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.SpringBootCondition;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.context.properties.bind.Bindable;
+import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.ConditionContext;
+import org.springframework.context.annotation.Conditional;
+import org.springframework.core.type.AnnotatedTypeMetadata;
+
+/**
+ * Auto-configuration of the etcd store family, chosen when {@code leader.etcd.endpoints}
+ * is set: the etcd client and the stores on it, whether or not the application has a
+ * {@code DataSource}. Runs before the JDBC stores' auto-configuration, whose stores then
+ * back off, and before {@link LeaderAutoConfiguration}, which builds the engine on them.
+ * Off with {@code leader.enabled=false}.
+ */
+@AutoConfiguration(before = { JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class })
+@ConditionalOnClass(Client.class)
+@ConditionalOnBooleanProperty(name = "leader.enabled", matchIfMissing = true)
+@Conditional(EtcdStoresAutoConfiguration.EndpointsCondition.class)
+@EnableConfigurationProperties(EtcdProperties.class)
+public final class EtcdStoresAutoConfiguration {
+
+	@Bean(destroyMethod = "close")
+	@ConditionalOnMissingBean
+	Client leaderEtcdClient(EtcdProperties properties) {
+		return Client.builder().endpoints(properties.determineEndpoints().toArray(URI[]::new)).build();
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	CoordinationStore leaderCoordinationStore(Client client, EtcdProperties properties, LeaseSettings settings) {
+		requireWholeSeconds("leader.lease.duration", settings.duration());
+		requireWholeSeconds("leader.node.expiry", settings.nodeExpiry());
+		return new EtcdCoordinationStore(client, properties.getPrefix(), properties.determineTimeout());
+	}
+
+	// etcd counts a lease's time to live in whole seconds: a duration between two would
+	// be rounded, and the engine's safe window would not be etcd's.
+	private static void requireWholeSeconds(String property, Duration duration) {
+		if (duration.getNano() != 0) {
+			throw new IllegalArgumentException(property + " must be a whole number of seconds with leader.etcd."
+					+ "endpoints set, since etcd counts a lease's time to live in seconds; was " + duration);
+		}
+	}
+
+	/**
+	 * Matches when {@code leader.etcd.endpoints} names at least one member, in either
+	 * form of a list property (comma-separated or indexed).
+	 */
+	static final class EndpointsCondition extends SpringBootCondition {
+
+		@Override
+		public ConditionOutcome getMatchOutcome(ConditionContext context, AnnotatedTypeMetadata metadata) {
+			List<String> endpoints = Binder.get(context.getEnvironment())
+				.bind("leader.etcd.endpoints", Bindable.listOf(String.class))
+				.orElse(List.of());
+			return endpoints.isEmpty() ? ConditionOutcome.noMatch("leader.etcd.endpoints is not set")
+					: ConditionOutcome.match("leader.etcd.endpoints is set");
+		}
+
+	}
+
+}

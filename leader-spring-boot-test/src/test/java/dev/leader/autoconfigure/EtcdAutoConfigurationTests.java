@@ -1,0 +1,146 @@
+package dev.leader.autoconfigure;
+
+import java.time.Duration;
+import java.util.UUID;
+
+import dev.leader.FencingToken;
+import dev.leader.Leadership;
+import dev.leader.etcd.EtcdCoordinationStore;
+import dev.leader.etcd.EtcdStoresAutoConfiguration;
+import dev.leader.fencing.FencingStore;
+import dev.leader.fencing.FencingStore.Fence;
+import dev.leader.jdbc.FencesOnlyFencingStore;
+import dev.leader.jdbc.JdbcStoresAutoConfiguration;
+import dev.leader.lease.CoordinationStore;
+import dev.leader.mariadb.MariaDbStoresAutoConfiguration;
+import dev.leader.postgres.PostgresStoresAutoConfiguration;
+import dev.leader.test.EtcdCluster;
+import io.etcd.jetcd.Client;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.transaction.support.TransactionTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+
+/**
+ * The etcd store family chosen by {@code leader.etcd.endpoints}, against a real etcd
+ * member started once for the class: without a {@code DataSource}, and with one, whose
+ * fences then take the etcd terms.
+ */
+class EtcdAutoConfigurationTests {
+
+	private static final Duration WAIT = Duration.ofSeconds(15);
+
+	private static EtcdCluster cluster;
+
+	@RegisterExtension
+	final SchemaContextRunners schema = new SchemaContextRunners();
+
+	@BeforeAll
+	static void startEtcd() {
+		cluster = EtcdCluster.start(1);
+	}
+
+	@AfterAll
+	static void stopEtcd() {
+		try (EtcdCluster started = cluster) {
+			cluster = null;
+		}
+	}
+
+	private ApplicationContextRunner withoutDataSource() {
+		return new ApplicationContextRunner()
+			.withConfiguration(AutoConfigurations.of(EtcdStoresAutoConfiguration.class,
+					PostgresStoresAutoConfiguration.class, MariaDbStoresAutoConfiguration.class,
+					JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class))
+			.withPropertyValues(etcd());
+	}
+
+	private static String[] etcd() {
+		return new String[] { "leader.etcd.endpoints=" + String.join(",", cluster.endpoints()),
+				"leader.etcd.prefix=leader-test/" + UUID.randomUUID(), "leader.node.id=etcd-node",
+				"leader.groups=billing" };
+	}
+
+	@Test
+	void etcdEndpointsWithoutADataSourceGetTheEtcdStoresAndALeaderWhoseTermIsARevision() {
+		withoutDataSource().run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context.getBean(CoordinationStore.class)).isInstanceOf(EtcdCoordinationStore.class);
+			assertThat(context).doesNotHaveBean(FencingStore.class);
+			Leadership leadership = context.getBean(Leadership.class);
+			assertThat(leadership.awaitLeadership("billing", WAIT)).isTrue();
+			assertThat(leadership.token("billing"))
+				.hasValueSatisfying((token) -> assertThat(token.term()).isPositive());
+		});
+	}
+
+	@Test
+	void etcdEndpointsWithAPostgresDataSourceCoordinateThroughEtcdAndFenceWithTheFencesTable() {
+		this.schema.runner(EtcdStoresAutoConfiguration.class).withPropertyValues(etcd()).run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context.getBean(CoordinationStore.class)).isInstanceOf(EtcdCoordinationStore.class);
+			FencingStore fencing = context.getBean(FencingStore.class);
+			assertThat(fencing).isInstanceOf(FencesOnlyFencingStore.class);
+			Leadership leadership = context.getBean(Leadership.class);
+			assertThat(leadership.awaitLeadership("billing", WAIT)).isTrue();
+			FencingToken token = leadership.token("billing").orElseThrow();
+			TransactionTemplate transactions = new TransactionTemplate(
+					new DataSourceTransactionManager(context.getBean(javax.sql.DataSource.class)));
+			Fence advanced = transactions.execute((status) -> fencing.advance("ledger", token));
+			assertThat(advanced).isEqualTo(new Fence(true, "billing", token.term()));
+			Fence stale = transactions.execute((status) -> fencing.advance("ledger", new FencingToken("billing", 1)));
+			assertThat(stale).isEqualTo(new Fence(false, "billing", token.term()));
+			assertThatExceptionOfType(UnsupportedOperationException.class)
+				.isThrownBy(() -> transactions.execute((status) -> fencing.lockLease(token, "etcd-node")))
+				.withMessageContaining("Fencing.advance");
+		});
+	}
+
+	@Test
+	void endpointThatIsNotAClientUrlFailsStartupNamingTheProperty() {
+		withoutDataSource().withPropertyValues("leader.etcd.endpoints=etcd-1:2379").run((context) -> {
+			assertThat(context).hasFailed();
+			assertThat(context.getStartupFailure()).rootCause()
+				.hasMessageContaining("leader.etcd.endpoints")
+				.hasMessageContaining("http://host:port");
+		});
+	}
+
+	@Test
+	void leaseDurationBetweenWholeSecondsFailsStartupSinceEtcdCountsSeconds() {
+		withoutDataSource()
+			.withPropertyValues("leader.lease.duration=2500ms", "leader.lease.renew-interval=1s",
+					"leader.lease.retry-interval=500ms")
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				assertThat(context.getStartupFailure()).rootCause()
+					.hasMessageContaining("leader.lease.duration must be a whole number of seconds");
+			});
+	}
+
+	@Test
+	void disabledStarterStartsNoEtcdClient() {
+		withoutDataSource().withPropertyValues("leader.enabled=false").run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context).doesNotHaveBean(Client.class);
+		});
+	}
+
+	@Test
+	void unsetEndpointsLeaveTheDatabaseStores() {
+		this.schema.runner(EtcdStoresAutoConfiguration.class).run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context).doesNotHaveBean(Client.class);
+			assertThat(context.getBean(FencingStore.class)).isNotInstanceOf(FencesOnlyFencingStore.class);
+		});
+	}
+
+}
