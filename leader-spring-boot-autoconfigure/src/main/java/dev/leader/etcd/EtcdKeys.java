@@ -35,7 +35,9 @@ import org.springframework.dao.DataRetrievalFailureException;
  * the group's decision log, its index zero-padded to 19 digits so that keys sort in index
  * order;</li>
  * <li>{@code <prefix>#loghead/<group>}, attached to no etcd lease, holds the index and
- * term of the group's last entry.</li>
+ * term of the group's last entry;</li>
+ * <li>{@code <prefix>#logstart/<group>}, attached to no etcd lease, holds the index and
+ * term of the last entry that retention removed from the group's log.</li>
  * </ul>
  * The log's keys lie beside the prefix's root, {@code <prefix>/}, not under it: the
  * coordination store reads the whole root at every heartbeat, which must not grow with
@@ -59,6 +61,8 @@ final class EtcdKeys {
 	private static final String LOG = "#log/";
 
 	private static final String LOG_HEAD = "#loghead/";
+
+	private static final String LOG_START = "#logstart/";
 
 	private final String prefix;
 
@@ -135,6 +139,10 @@ final class EtcdKeys {
 
 	ByteSequence logHead(String group) {
 		return bytes(this.prefix + LOG_HEAD + group);
+	}
+
+	ByteSequence logStart(String group) {
+		return bytes(this.prefix + LOG_START + group);
 	}
 
 	/**

@@ -24,6 +24,7 @@ import io.etcd.jetcd.kv.TxnResponse;
 import io.etcd.jetcd.op.Cmp;
 import io.etcd.jetcd.op.CmpTarget;
 import io.etcd.jetcd.op.Op;
+import io.etcd.jetcd.options.DeleteOption;
 import io.etcd.jetcd.options.GetOption;
 import io.etcd.jetcd.options.PutOption;
 import org.apache.commons.logging.Log;
@@ -63,9 +64,12 @@ import org.springframework.util.Assert;
  * one read when it starts, so that every append committed after it returns is announced,
  * on a thread of its own, {@code leader-etcd-log}.
  * <p>
- * <b>Retention</b> is not implemented: the store keeps every entry
- * ({@link #supportsRetention()} is {@code false}), so leader.log.retention cannot be set
- * with it.
+ * <b>Retention.</b> {@link #truncate} reads the lease, the head, the entry applied and
+ * the oldest entries, then deletes the entries it chose and records the last one at
+ * {@code <prefix>#logstart/<group>}, in one transaction that compares the lease key as an
+ * append does and that record's mod revision as read: a deposed leader removes nothing,
+ * and two truncations never record out of order. An entry's age is told by the appending
+ * node's clock against the truncating node's.
  * <p>
  * Every call waits for etcd at most the timeout given, and fails with a
  * {@link org.springframework.dao.DataAccessException}. Thread-safe; the client is closed
@@ -184,6 +188,86 @@ public final class EtcdLogStore implements LogStore {
 		long highest = Math.max(end.term(),
 				Math.max((lease != null) ? lease.getCreateRevision() : 0, (record != null) ? record.term() : 0));
 		return new Appended(null, holder, highest);
+	}
+
+	@Override
+	public boolean supportsRetention() {
+		return true;
+	}
+
+	@Override
+	public Truncated truncate(FencingToken token, String nodeId, long keepEntries, @Nullable Duration maxAge,
+			Bookmark applied, int limit) {
+		long deadline = this.calls.deadline();
+		String group = token.group();
+		ByteSequence leaseKey = this.keys.lease(group);
+		ByteSequence startKey = this.keys.logStart(group);
+		TxnResponse read = this.calls.await(this.kv.txn()
+			.Then(Op.get(leaseKey, GetOption.DEFAULT), Op.get(this.keys.logHead(group), GetOption.DEFAULT),
+					Op.get(startKey, GetOption.DEFAULT),
+					Op.get(this.keys.logEntry(group, applied.index()), GetOption.DEFAULT))
+			.commit(), deadline, "the lease and log ends of " + group);
+		KeyValue lease = first(read.getGetResponses().get(0));
+		KeyValue head = first(read.getGetResponses().get(1));
+		KeyValue start = first(read.getGetResponses().get(2));
+		KeyValue appliedEntry = first(read.getGetResponses().get(3));
+		if (lease == null || lease.getCreateRevision() != token.term()
+				|| !nodeId.equals(EtcdKeys.text(lease.getValue()))) {
+			return new Truncated(false, 0, null);
+		}
+		if (head == null || appliedEntry == null || entryOf(appliedEntry).term() != applied.term() || limit <= 0) {
+			return new Truncated(true, 0, null);
+		}
+		long last = headOf(group, head).index();
+		long from = ((start != null) ? headOf(group, start).index() : 0) + 1;
+		long byCount = (keepEntries >= last) ? 0 : last - keepEntries;
+		long bound = Math.min(Math.min(last - 1, applied.index()), from + limit - 1);
+		List<LogEntry> oldest = read(group, from - 1, (int) Math.max(Math.min(bound - from + 1, limit), 0));
+		long byAge = 0;
+		if (maxAge != null) {
+			Instant cutoff = Instant.now().minus(maxAge);
+			for (LogEntry entry : oldest) {
+				if (entry.appendedAt().isBefore(cutoff)) {
+					byAge = entry.index();
+				}
+			}
+		}
+		long through = Math.min(bound, Math.max(byCount, byAge));
+		LogEntry lastRemoved = oldest.stream().filter((entry) -> entry.index() == through).findFirst().orElse(null);
+		if (through < from || lastRemoved == null) {
+			return new Truncated(true, 0, null);
+		}
+		Bookmark removedThrough = lastRemoved.bookmark();
+		TxnResponse removed = this.calls.await(this.kv.txn()
+			.If(new Cmp(leaseKey, Cmp.Op.EQUAL, CmpTarget.createRevision(token.term())),
+					new Cmp(leaseKey, Cmp.Op.EQUAL, CmpTarget.value(EtcdKeys.bytes(nodeId))),
+					new Cmp(startKey, Cmp.Op.EQUAL,
+							CmpTarget.modRevision((start != null) ? start.getModRevision() : 0)))
+			.Then(Op.delete(this.keys.logEntry(group, from),
+					DeleteOption.builder().withRange(this.keys.logEntry(group, through + 1)).build()),
+					Op.put(startKey, headValue(removedThrough), PutOption.DEFAULT))
+			.commit(), deadline, "the truncation of " + group);
+		if (!removed.isSucceeded()) {
+			// The lease changed hands, or another truncation came first: the next one
+			// goes on from where that left off.
+			return new Truncated(lease(group, token, nodeId, deadline), 0, null);
+		}
+		return new Truncated(true, (int) removed.getDeleteResponses().get(0).getDeleted(), removedThrough);
+	}
+
+	private boolean lease(String group, FencingToken token, String nodeId, long deadline) {
+		KeyValue lease = first(this.calls.await(this.kv.get(this.keys.lease(group), GetOption.DEFAULT), deadline,
+				"the lease of " + group));
+		return lease != null && lease.getCreateRevision() == token.term()
+				&& nodeId.equals(EtcdKeys.text(lease.getValue()));
+	}
+
+	@Override
+	public Bookmark truncated(String group) {
+		long deadline = this.calls.deadline();
+		KeyValue start = first(this.calls.await(this.kv.get(this.keys.logStart(group), GetOption.DEFAULT), deadline,
+				"the start of the log of " + group));
+		return (start != null) ? headOf(group, start) : new Bookmark(group, 0, 0);
 	}
 
 	@Override
