@@ -225,9 +225,10 @@ public final class EtcdLogStore implements LogStore {
 		List<LogEntry> oldest = read(group, from - 1, (int) Math.max(Math.min(bound - from + 1, limit), 0));
 		long byAge = 0;
 		if (maxAge != null) {
-			Instant cutoff = Instant.now().minus(maxAge);
+			// Compared as ages, since the clock less a very long age is no instant.
+			Instant now = Instant.now();
 			for (LogEntry entry : oldest) {
-				if (entry.appendedAt().isBefore(cutoff)) {
+				if (Duration.between(entry.appendedAt(), now).compareTo(maxAge) > 0) {
 					byAge = entry.index();
 				}
 			}

@@ -13,6 +13,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.LongStream;
 
 import dev.leader.FencingToken;
@@ -337,6 +338,23 @@ public abstract class AbstractLogStoreContractTests extends StoresContract<Abstr
 			.isEqualTo(1);
 		assertThat(log().truncated(GROUP)).isEqualTo(appended.get(3));
 		assertThat(log().read(GROUP, 4, 10)).extracting(LogEntry::bookmark).containsExactly(appended.get(4));
+	}
+
+	@Test
+	void truncationByAgeRemovesTheEntriesOlderThanTheAgeButNeverTheLast() {
+		assumeTrue(hasRetention(), "the store keeps every entry: see the test of a store without retention");
+		List<Bookmark> appended = appendEntries(3);
+		assertThat(log().truncate(this.leader, LEADER, Long.MAX_VALUE, Duration.ofDays(36500), appended.get(2), 100))
+			.as("none that old")
+			.isEqualTo(new LogStore.Truncated(true, 0, null));
+		AtomicInteger removed = new AtomicInteger();
+		await().atMost(WAIT)
+			.until(() -> removed.addAndGet(
+					log().truncate(this.leader, LEADER, Long.MAX_VALUE, Duration.ofMillis(1), appended.get(2), 100)
+						.removed()) >= 2);
+		assertThat(removed).hasValue(2);
+		assertThat(log().truncated(GROUP)).isEqualTo(appended.get(1));
+		assertThat(log().read(GROUP, 2, 10)).extracting(LogEntry::bookmark).containsExactly(appended.get(2));
 	}
 
 	@Test
