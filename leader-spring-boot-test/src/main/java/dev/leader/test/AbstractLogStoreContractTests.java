@@ -396,15 +396,19 @@ public abstract class AbstractLogStoreContractTests extends StoresContract<Abstr
 		return acquire(GROUP, node);
 	}
 
-	// The one call of acquire, so that a change of its signature is made here only.
+	// Of a node registered by heartbeat().
 	private FencingToken acquire(String group, String node) {
-		CoordinationStore.AcquireResult result = coordination().acquire(group, node, LEASE);
+		CoordinationStore.AcquireResult result = coordination().acquire(group, registration(node), LEASE);
 		assertThat(result.granted()).as("%s acquires %s", node, group).isTrue();
 		return new FencingToken(group, result.lease().term());
 	}
 
 	private void heartbeat(String node) {
-		coordination().tick(new NodeRegistration(node, node, "host", 1), Map.of(), List.of(), LEASE, EXPIRY);
+		coordination().tick(registration(node), Map.of(), List.of(), LEASE, EXPIRY);
+	}
+
+	private static NodeRegistration registration(String node) {
+		return new NodeRegistration(node, node, "host", 1);
 	}
 
 	private LogStore log() {

@@ -18,6 +18,7 @@ import dev.leader.log.Bookmark;
 import dev.leader.log.LogEntry;
 import dev.leader.test.AbstractLogStoreContractTests;
 import dev.leader.test.EtcdCluster;
+import dev.leader.test.Grants;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.options.DeleteOption;
 import org.junit.jupiter.api.AfterAll;
@@ -82,7 +83,7 @@ class EtcdLogStoreContractTests extends AbstractLogStoreContractTests {
 	@Test
 	void appendsOfTwoStoresRacingOnTheHeadTakeDistinctConsecutiveIndexes() throws Exception {
 		EtcdCoordinationStore coordination = new EtcdCoordinationStore(client, this.prefix, Duration.ofSeconds(3));
-		long term = coordination.acquire("race", "racer", Duration.ofSeconds(30)).lease().term();
+		long term = Grants.acquire(coordination, "race", "racer", Duration.ofSeconds(30)).lease().term();
 		FencingToken token = new FencingToken("race", term);
 		List<EtcdLogStore> stores = List.of(new EtcdLogStore(client, this.prefix, Duration.ofSeconds(3)),
 				new EtcdLogStore(client, this.prefix, Duration.ofSeconds(3)));
