@@ -30,9 +30,19 @@ import org.springframework.dao.DataRetrievalFailureException;
  * <li>{@code <prefix>/nodes/<id>}, attached to an etcd lease of the node expiry, is there
  * while the node is alive;</li>
  * <li>{@code <prefix>/members/<id>}, attached to a longer etcd lease, keeps a silent node
- * in the member list, dead, until etcd forgets it.</li>
+ * in the member list, dead, until etcd forgets it;</li>
+ * <li>{@code <prefix>#log/<group>/<index>}, attached to no etcd lease, holds an entry of
+ * the group's decision log, its index zero-padded to 19 digits so that keys sort in index
+ * order;</li>
+ * <li>{@code <prefix>#loghead/<group>}, attached to no etcd lease, holds the index and
+ * term of the group's last entry;</li>
+ * <li>{@code <prefix>#logstart/<group>}, attached to no etcd lease, holds the index and
+ * term of the last entry that retention removed from the group's log.</li>
  * </ul>
- * Values are lines of URL-encoded fields.
+ * The log's keys lie beside the prefix's root, {@code <prefix>/}, not under it: the
+ * coordination store reads the whole root at every heartbeat, which must not grow with
+ * the logs. {@code #} is not allowed in a prefix, so no other prefix's keys start with
+ * them. Values are lines of URL-encoded fields.
  */
 final class EtcdKeys {
 
@@ -47,6 +57,12 @@ final class EtcdKeys {
 	private static final String NODES = "/nodes/";
 
 	private static final String MEMBERS = "/members/";
+
+	private static final String LOG = "#log/";
+
+	private static final String LOG_HEAD = "#loghead/";
+
+	private static final String LOG_START = "#logstart/";
 
 	private final String prefix;
 
@@ -97,6 +113,57 @@ final class EtcdKeys {
 
 	ByteSequence member(String id) {
 		return bytes(this.prefix + MEMBERS + id);
+	}
+
+	/**
+	 * Returns the start of the keys of every group's log entries.
+	 * @return the start of the log keys
+	 */
+	ByteSequence logs() {
+		return bytes(this.prefix + LOG);
+	}
+
+	ByteSequence logEntry(String group, long index) {
+		return bytes(this.prefix + LOG + group + "/" + String.format("%019d", index));
+	}
+
+	/**
+	 * Returns the end, exclusive, of the range of a group's log entries: {@code 0} is the
+	 * character after {@code /}.
+	 * @param group the group
+	 * @return the end of the range
+	 */
+	ByteSequence logEnd(String group) {
+		return bytes(this.prefix + LOG + group + "0");
+	}
+
+	ByteSequence logHead(String group) {
+		return bytes(this.prefix + LOG_HEAD + group);
+	}
+
+	ByteSequence logStart(String group) {
+		return bytes(this.prefix + LOG_START + group);
+	}
+
+	/**
+	 * Returns the group and index of a log entry's key.
+	 * @param key the key
+	 * @return the group and the index, or {@code null} for a key that is not a log
+	 * entry's of this prefix
+	 */
+	@Nullable LogKey parseLogKey(ByteSequence key) {
+		String text = key.toString(StandardCharsets.UTF_8);
+		String start = this.prefix + LOG;
+		int slash = text.lastIndexOf('/');
+		if (!text.startsWith(start) || slash <= start.length()) {
+			return null;
+		}
+		try {
+			return new LogKey(text.substring(start.length(), slash), Long.parseLong(text.substring(slash + 1)));
+		}
+		catch (NumberFormatException ex) {
+			return null;
+		}
 	}
 
 	/**
@@ -195,6 +262,15 @@ final class EtcdKeys {
 	 * @param name the group or the node id
 	 */
 	record Named(Kind kind, String name) {
+	}
+
+	/**
+	 * The group and the index of a log entry's key.
+	 *
+	 * @param group the group
+	 * @param index the index
+	 */
+	record LogKey(String group, long index) {
 	}
 
 	/**
