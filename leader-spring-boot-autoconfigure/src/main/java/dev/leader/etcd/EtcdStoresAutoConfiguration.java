@@ -5,9 +5,11 @@ import java.time.Duration;
 import java.util.List;
 
 import dev.leader.autoconfigure.LeaderAutoConfiguration;
+import dev.leader.autoconfigure.LeaderProperties;
 import dev.leader.jdbc.JdbcStoresAutoConfiguration;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaseSettings;
+import dev.leader.log.LogStore;
 import io.etcd.jetcd.Client;
 
 import org.springframework.boot.autoconfigure.AutoConfiguration;
@@ -46,10 +48,24 @@ public final class EtcdStoresAutoConfiguration {
 
 	@Bean
 	@ConditionalOnMissingBean
-	CoordinationStore leaderCoordinationStore(Client client, EtcdProperties properties, LeaseSettings settings) {
+	CoordinationStore leaderCoordinationStore(Client client, EtcdProperties properties, LeaseSettings settings,
+			LeaderProperties leaderProperties) {
 		requireWholeSeconds("leader.lease.duration", settings.duration());
 		requireWholeSeconds("leader.node.expiry", settings.nodeExpiry());
+		List<String> crashTakeover = leaderProperties.getLease().getCrashTakeoverGroups();
+		if (!crashTakeover.isEmpty()) {
+			throw new IllegalArgumentException("leader.lease.crash-takeover-groups " + crashTakeover + " cannot be "
+					+ "served by etcd: crash takeover binds a lease to its holder's database session, and etcd has "
+					+ "none; a crashed holder's lease ends when etcd expires it, within leader.lease.duration. "
+					+ "Remove the property, or coordinate through PostgreSQL or MariaDB");
+		}
 		return new EtcdCoordinationStore(client, properties.getPrefix(), properties.determineTimeout());
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	LogStore leaderLogStore(Client client, EtcdProperties properties) {
+		return new EtcdLogStore(client, properties.getPrefix(), properties.determineTimeout());
 	}
 
 	// etcd counts a lease's time to live in whole seconds: a duration between two would

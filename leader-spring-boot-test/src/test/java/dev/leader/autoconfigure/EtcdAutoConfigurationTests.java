@@ -6,12 +6,19 @@ import java.util.UUID;
 import dev.leader.FencingToken;
 import dev.leader.Leadership;
 import dev.leader.etcd.EtcdCoordinationStore;
+import dev.leader.etcd.EtcdLogStore;
 import dev.leader.etcd.EtcdStoresAutoConfiguration;
 import dev.leader.fencing.FencingStore;
 import dev.leader.fencing.FencingStore.Fence;
 import dev.leader.jdbc.FencesOnlyFencingStore;
 import dev.leader.jdbc.JdbcStoresAutoConfiguration;
 import dev.leader.lease.CoordinationStore;
+import dev.leader.log.Bookmark;
+import dev.leader.log.DecisionLog;
+import dev.leader.log.LogApplier;
+import dev.leader.log.LogEntry;
+import dev.leader.log.LogStore;
+import dev.leader.log.RecordingApplier;
 import dev.leader.mariadb.MariaDbStoresAutoConfiguration;
 import dev.leader.postgres.PostgresStoresAutoConfiguration;
 import dev.leader.test.EtcdCluster;
@@ -101,6 +108,31 @@ class EtcdAutoConfigurationTests {
 			assertThatExceptionOfType(UnsupportedOperationException.class)
 				.isThrownBy(() -> transactions.execute((status) -> fencing.lockLease(token, "etcd-node")))
 				.withMessageContaining("Fencing.advance");
+		});
+	}
+
+	@Test
+	void decisionLogOnEtcdAppendsUnderTheLeadersTermAndItsNodeAppliesTheEntry() {
+		RecordingApplier billing = new RecordingApplier("billing");
+		withoutDataSource().withBean(LogApplier.class, () -> billing).run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context.getBean(LogStore.class)).isInstanceOf(EtcdLogStore.class);
+			Leadership leadership = context.getBean(Leadership.class);
+			assertThat(leadership.awaitLeadership("billing", WAIT)).isTrue();
+			FencingToken token = leadership.token("billing").orElseThrow();
+			Bookmark entry = context.getBean(DecisionLog.class).append(token, "charge", "EUR 1");
+			assertThat(entry).isEqualTo(new Bookmark("billing", token.term(), 1));
+			assertThat(context.getBean(DecisionLog.class).awaitApplied(entry, WAIT)).isTrue();
+			assertThat(billing.entries()).extracting(LogEntry::payload).containsExactly("EUR 1");
+		});
+	}
+
+	@Test
+	void crashTakeoverGroupsFailStartupOnEtcdSayingWhy() {
+		withoutDataSource().withPropertyValues("leader.lease.crash-takeover-groups=billing").run((context) -> {
+			assertThat(context).hasFailed();
+			assertThat(context.getStartupFailure()).rootCause()
+				.hasMessageContaining("leader.lease.crash-takeover-groups [billing] cannot be served by etcd");
 		});
 	}
 
