@@ -56,6 +56,9 @@ public interface DaemonContext {
 	 * is the daemon name, and its terms are generations. The transaction must roll back
 	 * @throws org.springframework.transaction.IllegalTransactionStateException if no
 	 * transaction is active
+	 * @throws UnsupportedOperationException if the daemon store has no guard: guarding a
+	 * write inside the application's transaction needs the coordinator to be the
+	 * application's SQL database
 	 */
 	void guard();
 

@@ -15,6 +15,7 @@ import dev.leader.FencingToken;
 import dev.leader.alone.LocalStores.Node;
 import dev.leader.daemon.Assignment;
 import dev.leader.daemon.AssignmentState;
+import dev.leader.daemon.DaemonGuard;
 import dev.leader.daemon.DaemonRequest;
 import dev.leader.daemon.DaemonSnapshot;
 import dev.leader.daemon.DaemonStore;
@@ -29,7 +30,7 @@ import org.jspecify.annotations.Nullable;
  * transitions that end the assignment wait for it, a revoke and an acknowledgement do
  * not.
  */
-final class LocalDaemonStore implements DaemonStore {
+final class LocalDaemonStore implements DaemonStore, DaemonGuard {
 
 	private final LocalStores stores;
 

@@ -15,6 +15,7 @@ import dev.leader.StaleLeadershipException;
 import dev.leader.node.OwnThreads;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One assignment running on this node, and the context its agent sees. The agent runs on
@@ -41,7 +42,7 @@ final class AgentRun implements DaemonContext {
 
 	private final String nodeId;
 
-	private final DaemonStore store;
+	private final @Nullable DaemonGuard guard;
 
 	private final Consumer<Object> events;
 
@@ -76,7 +77,8 @@ final class AgentRun implements DaemonContext {
 	 * @param generation the generation of its assignment
 	 * @param agent the agent
 	 * @param nodeId this node's id
-	 * @param store the store whose {@link DaemonStore#lock} guards the agent's writes
+	 * @param store the store; the agent's writes are guarded only if it is also a
+	 * {@link DaemonGuard}
 	 * @param events receives the run's events
 	 * @param ended called on the agent's thread once the agent has returned after a
 	 * cancellation
@@ -88,7 +90,7 @@ final class AgentRun implements DaemonContext {
 		this.generation = generation;
 		this.agent = agent;
 		this.nodeId = nodeId;
-		this.store = store;
+		this.guard = (store instanceof DaemonGuard daemonGuard) ? daemonGuard : null;
 		this.events = events;
 		this.ended = ended;
 		this.backoff = backoff;
@@ -117,7 +119,12 @@ final class AgentRun implements DaemonContext {
 
 	@Override
 	public void guard() {
-		Assignment assignment = this.store.lock(this.daemon);
+		DaemonGuard guard = this.guard;
+		if (guard == null) {
+			throw new UnsupportedOperationException("Daemon '" + this.daemon
+					+ "' cannot guard a write inside the application's transaction: that needs the coordinator to be the application's SQL database");
+		}
+		Assignment assignment = guard.lock(this.daemon);
 		String problem;
 		if (assignment == null) {
 			problem = "the daemon has no assignment";

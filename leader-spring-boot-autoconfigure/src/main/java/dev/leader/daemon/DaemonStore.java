@@ -17,6 +17,10 @@ import org.jspecify.annotations.Nullable;
  * The leader's writes take its {@link FencingToken}: they lock the lease row as a guard
  * does and change nothing unless the node still holds the lease with that term,
  * unexpired, so a deposed leader cannot change assignments.
+ * <p>
+ * Guarding a write inside the application's transaction is not part of this interface:
+ * only a store kept in the application's SQL database can offer it, as a
+ * {@link DaemonGuard}.
  */
 public interface DaemonStore {
 
@@ -160,21 +164,5 @@ public interface DaemonStore {
 	default @Nullable AutoCloseable followHeartbeat(Consumer<DaemonSnapshot> follower) {
 		return null;
 	}
-
-	/**
-	 * Locks a daemon's assignment row in the transaction active on the calling thread,
-	 * and reads it. The lock conflicts with every transition that ends the assignment
-	 * (reclaim and release to DELETED, and so the next generation), so they wait until
-	 * the transaction ends; a revoke and an acknowledgement do not wait, at any isolation
-	 * level of the transaction.
-	 * @param daemon the daemon
-	 * @return the assignment, or {@code null} if the daemon was never assigned; its node,
-	 * generation and whether it is live are exact, while a store that cannot read the
-	 * rest without holding up an acknowledgement may report a live assignment as
-	 * ASSIGNING, with term 0 and the epoch as its time (MariaDB)
-	 * @throws org.springframework.transaction.IllegalTransactionStateException if no
-	 * transaction is active
-	 */
-	@Nullable Assignment lock(String daemon);
 
 }

@@ -110,6 +110,8 @@ public final class MariaDbCoordinationStore implements CoordinationStore, Heartb
 	 * the node alive. Like the heartbeat, it changes the row whenever it finds it, since
 	 * the time changes, so the count of changed rows tells whether it did.
 	 */
+	private static final String OWN_NODE = "SELECT 1 FROM ${prefix}nodes WHERE node_id = ? AND incarnation = ?";
+
 	private static final String TOUCH_OWN_NODE = "UPDATE ${prefix}nodes SET heartbeat_at = ${now} "
 			+ "WHERE node_id = ? AND incarnation = ?";
 
@@ -200,9 +202,9 @@ public final class MariaDbCoordinationStore implements CoordinationStore, Heartb
 		this.heartbeat = new MariaDbHeartbeat(this.connections, tablePrefix);
 		this.wakeUps = wakeUps
 				? new MariaDbWakeUps(dataSource, tablePrefix, this.connections.statements().timeoutSeconds()) : null;
-		this.sql = MariaDbSql.renderAll(tablePrefix, READ_LEASE, LOCK_TERM, CREATE_LOG_HEAD, LOCK_LEASE, TOUCH_OWN_NODE,
-				INSERT_TERM, INSERT_LEASE, GRANT_TERM, GRANT_LEASE, LOCK_RELEASED, RELEASE_TERMS, RELEASE_LEASES,
-				DEREGISTER, LEASES);
+		this.sql = MariaDbSql.renderAll(tablePrefix, READ_LEASE, LOCK_TERM, CREATE_LOG_HEAD, LOCK_LEASE, OWN_NODE,
+				TOUCH_OWN_NODE, INSERT_TERM, INSERT_LEASE, GRANT_TERM, GRANT_LEASE, LOCK_RELEASED, RELEASE_TERMS,
+				RELEASE_LEASES, DEREGISTER, LEASES);
 	}
 
 	/**
@@ -266,8 +268,11 @@ public final class MariaDbCoordinationStore implements CoordinationStore, Heartb
 		long micros = duration.toNanos() / 1000;
 		AcquireResult result = this.connections.transaction("acquire", (tx) -> {
 			Lease read = readLease(tx, group);
-			if (read != null && read.lease().holder() != null && !nodeId.equals(read.lease().holder())
-					&& !read.free()) {
+			if (read != null && read.lease().holder() != null && !read.free()
+					&& (!nodeId.equals(read.lease().holder()) || !ownsRow(tx, nodeId, incarnation))) {
+				// Held by another node, or under this node's id by another process that
+				// took the id over: refused before any lock, so that this attempt never
+				// holds a lock that the holder's heartbeat waits for.
 				return new AcquireResult(false, read.lease());
 			}
 			Long term = tx.run(sql(LOCK_TERM), (statement) -> {
@@ -316,6 +321,17 @@ public final class MariaDbCoordinationStore implements CoordinationStore, Heartb
 			}
 		}
 		return result;
+	}
+
+	// Whether the node's row is this process's, read without a lock.
+	private boolean ownsRow(MariaDbConnections.Transaction tx, String nodeId, String incarnation) throws SQLException {
+		return tx.run(sql(OWN_NODE), (statement) -> {
+			statement.setString(1, nodeId);
+			statement.setString(2, incarnation);
+			try (ResultSet rows = statement.executeQuery()) {
+				return rows.next();
+			}
+		});
 	}
 
 	// Locks the node's row and refreshes its heartbeat if it is this process's.

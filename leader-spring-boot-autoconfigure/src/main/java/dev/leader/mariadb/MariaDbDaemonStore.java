@@ -11,6 +11,7 @@ import javax.sql.DataSource;
 import dev.leader.FencingToken;
 import dev.leader.daemon.Assignment;
 import dev.leader.daemon.AssignmentState;
+import dev.leader.daemon.DaemonGuard;
 import dev.leader.daemon.DaemonRequest;
 import dev.leader.daemon.DaemonSnapshot;
 import dev.leader.daemon.DaemonStore;
@@ -44,7 +45,7 @@ import org.jspecify.annotations.Nullable;
  * <p>
  * Public so that a node can also be built without a Spring context.
  */
-public final class MariaDbDaemonStore implements DaemonStore {
+public final class MariaDbDaemonStore implements DaemonStore, DaemonGuard {
 
 	/**
 	 * The nodes, assignments, requests and the database time, in one statement, so in one

@@ -47,20 +47,27 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 	 * is still this incarnation's, and grants only if it did. The update locks that row,
 	 * so a takeover of the id by another process either committed before it (the
 	 * incarnation no longer matches, and nothing is granted) or waits for the grant and
-	 * then finds the row fresh, and the registration refused. An attempt on a lease that
-	 * another node holds touches no node row.
+	 * then finds the row fresh, and the registration refused. The update also records the
+	 * lease's expiry in the row ({@code leases_until}), since a commit that is slower
+	 * than the node expiry would leave the heartbeat it stamped stale. An attempt on a
+	 * lease that another node holds touches no node row, and one on a lease held under
+	 * the node's id (a grant again, after stepping down) goes on only if the row is this
+	 * incarnation's, so that a process whose id another one took over locks none of that
+	 * one's leases.
 	 */
 	static final String ACQUIRE = """
 			WITH takeover AS (
 			  SELECT group_name FROM ${prefix}leases s
-			  WHERE group_name = ? AND (holder IS NULL OR expires_at <= clock_timestamp() OR holder = ?
+			  WHERE group_name = ? AND (holder IS NULL OR expires_at <= clock_timestamp()
+			    OR (holder = ? AND EXISTS (SELECT 1 FROM ${prefix}nodes WHERE node_id = ? AND incarnation = ?))
 			    OR (session_pid IS NOT NULL AND s.term > ${epoch_base} AND NOT EXISTS (
 			      SELECT 1 FROM pg_locks k WHERE k.locktype = 'advisory' AND k.granted AND k.pid = s.session_pid
 			        AND k.database = (SELECT oid FROM pg_database WHERE datname = current_database())
 			        AND k.classid = ?::int::oid AND k.objid = (s.term & 2147483647)::int::oid AND k.objsubid = 2)))
 			  FOR UPDATE OF s
 			), me AS (
-			  UPDATE ${prefix}nodes SET heartbeat_at = clock_timestamp()
+			  UPDATE ${prefix}nodes SET heartbeat_at = clock_timestamp(),
+			    leases_until = greatest(leases_until, clock_timestamp() + ? * interval '1 millisecond')
 			  WHERE node_id = ? AND incarnation = ?
 			    AND (EXISTS (SELECT 1 FROM takeover) OR NOT EXISTS (SELECT 1 FROM ${prefix}leases WHERE group_name = ?))
 			  RETURNING node_id
@@ -102,16 +109,19 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 	 * statement.
 	 * <p>
 	 * The node's row belongs to one incarnation, a process: another process with the same
-	 * id takes it over only once it has gone silent for the node expiry. Until then the
-	 * upsert changes nothing, nothing is renewed, and the other registration comes back
-	 * as {@code D}. A process whose row is missing or another's registers only once no
-	 * lease under the node's id is valid but those it holds, the terms it sends: a lease
-	 * may outlive its holder's last heartbeat (it was granted after it, or it is longer
-	 * than the node expiry), and its holder, merely paused, still acts on it. Until then
-	 * those leases come back as {@code H}. A lease granted before the server's last
-	 * promotion is not renewed: its holder steps down and acquires it again, under a term
-	 * of the new epoch, so that no node goes on leading under a term that is lower than
-	 * one that may have been granted, and seen by other systems, on the old primary.
+	 * id takes it over only once it has gone silent for the node expiry and the leases
+	 * granted or renewed under it have expired ({@code leases_until}, read from the row
+	 * the upsert locks, so that a grant committed after this statement's snapshot is
+	 * counted too). Until then the upsert changes nothing, nothing is renewed, and the
+	 * other registration comes back as {@code D}. A process whose row is missing or
+	 * another's registers only once no lease under the node's id is valid but those it
+	 * holds, the terms it sends: a lease may outlive its holder's last heartbeat (it was
+	 * granted after it, or it is longer than the node expiry), and its holder, merely
+	 * paused, still acts on it. Until then those leases come back as {@code H}. A lease
+	 * granted before the server's last promotion is not renewed: its holder steps down
+	 * and acquires it again, under a term of the new epoch, so that no node goes on
+	 * leading under a term that is lower than one that may have been granted, and seen by
+	 * other systems, on the old primary.
 	 */
 	static final String TICK = """
 			WITH held AS (
@@ -135,9 +145,12 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 			                      ELSE clock_timestamp() END,
 			    drained = (n.drained AND n.incarnation = excluded.incarnation),
 			    session_pid = CASE WHEN n.incarnation = excluded.incarnation THEN n.session_pid END,
-			    session_server = CASE WHEN n.incarnation = excluded.incarnation THEN n.session_server END
+			    session_server = CASE WHEN n.incarnation = excluded.incarnation THEN n.session_server END,
+			    leases_until = CASE WHEN n.incarnation = excluded.incarnation THEN greatest(n.leases_until,
+			      CASE WHEN EXISTS (SELECT 1 FROM held) THEN clock_timestamp() + ? * interval '1 millisecond' END) END
 			  WHERE n.incarnation = excluded.incarnation
-			     OR n.heartbeat_at <= clock_timestamp() - ? * interval '1 millisecond'
+			     OR (n.heartbeat_at <= clock_timestamp() - ? * interval '1 millisecond'
+			       AND (n.leases_until IS NULL OR n.leases_until <= clock_timestamp()))
 			  RETURNING node_id, name, host, pid, started_at, heartbeat_at, daemons, drained, base_url, zone, session_pid
 			), forgotten AS (
 			  DELETE FROM ${prefix}nodes

@@ -187,17 +187,22 @@ public final class PostgresCoordinationStore implements CoordinationStore, Heart
 	private static Statements.Callback<AcquireResult> acquireCall(String group, int groupKey, NodeRegistration node,
 			Duration duration) {
 		return (statement) -> {
-			statement.setString(1, group);
-			statement.setString(2, node.id());
-			statement.setInt(3, groupKey);
-			statement.setString(4, node.id());
-			statement.setString(5, HeartbeatRows.incarnation(node));
-			statement.setString(6, group);
-			statement.setString(7, group);
-			statement.setString(8, node.id());
-			statement.setLong(9, duration.toMillis());
-			statement.setString(10, group);
-			statement.setString(11, group);
+			String incarnation = HeartbeatRows.incarnation(node);
+			int i = 0;
+			statement.setString(++i, group);
+			statement.setString(++i, node.id());
+			statement.setString(++i, node.id());
+			statement.setString(++i, incarnation);
+			statement.setInt(++i, groupKey);
+			statement.setLong(++i, duration.toMillis());
+			statement.setString(++i, node.id());
+			statement.setString(++i, incarnation);
+			statement.setString(++i, group);
+			statement.setString(++i, group);
+			statement.setString(++i, node.id());
+			statement.setLong(++i, duration.toMillis());
+			statement.setString(++i, group);
+			statement.setString(++i, group);
 			try (ResultSet rows = statement.executeQuery()) {
 				Statements.requireDurable(statement);
 				if (!rows.next()) {
@@ -235,6 +240,7 @@ public final class PostgresCoordinationStore implements CoordinationStore, Heart
 			statement.setString(++i, node.zone());
 			statement.setString(++i, node.id());
 			statement.setString(++i, HeartbeatRows.incarnation(node));
+			statement.setLong(++i, leaseDuration.toMillis());
 			statement.setLong(++i, nodeExpiry.toMillis());
 			statement.setString(++i, node.id());
 			statement.setLong(++i, nodeExpiry.toMillis());

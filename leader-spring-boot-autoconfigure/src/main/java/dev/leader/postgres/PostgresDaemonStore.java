@@ -13,6 +13,7 @@ import javax.sql.DataSource;
 import dev.leader.FencingToken;
 import dev.leader.daemon.Assignment;
 import dev.leader.daemon.AssignmentState;
+import dev.leader.daemon.DaemonGuard;
 import dev.leader.daemon.DaemonRequest;
 import dev.leader.daemon.DaemonSnapshot;
 import dev.leader.daemon.DaemonStore;
@@ -46,7 +47,7 @@ import org.jspecify.annotations.Nullable;
  * Public so that a node can also be built without a Spring context, as the test kit, the
  * benchmarks and the multi-process tests do.
  */
-public final class PostgresDaemonStore implements DaemonStore {
+public final class PostgresDaemonStore implements DaemonStore, DaemonGuard {
 
 	private final OwnConnections connections;
 

@@ -21,7 +21,7 @@ import org.jspecify.annotations.Nullable;
  * current {@linkplain #leaseHeldBy holder and term}. The database clock stands still
  * unless {@linkplain #advance advanced}. It records the transitions it applied, in order.
  */
-final class InMemoryDaemonStore implements DaemonStore {
+final class InMemoryDaemonStore implements DaemonStore, DaemonGuard {
 
 	private final Map<String, Member> members = new TreeMap<>();
 

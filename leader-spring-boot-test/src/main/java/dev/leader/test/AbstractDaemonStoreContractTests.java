@@ -18,6 +18,7 @@ import java.util.stream.LongStream;
 import dev.leader.FencingToken;
 import dev.leader.daemon.Assignment;
 import dev.leader.daemon.AssignmentState;
+import dev.leader.daemon.DaemonGuard;
 import dev.leader.daemon.DaemonStore;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.node.NodeRegistration;
@@ -37,7 +38,7 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
  * on an empty coordinator (no leases, nodes or assignments), the daemon store under test,
  * the {@link CoordinationStore} of the same coordinator (the suite registers nodes and
  * takes the leader's lease with it), and the transaction manager whose transactions
- * {@link DaemonStore#lock} runs in; {@link #destroyStores} removes them again.
+ * {@link DaemonGuard#lock} runs in; {@link #destroyStores} removes them again.
  * <p>
  * Every transition is a compare-and-set on the daemon's generation, and the leader's
  * writes change nothing unless its token still holds the lease. The concurrency fuzz test
@@ -196,11 +197,20 @@ public abstract class AbstractDaemonStoreContractTests extends StoresContract<Ab
 	void lockReadsTheAssignmentInATransactionAndRefusesToRunWithoutOne() {
 		daemons().assign(this.leader, LEADER, "outbox", "node-a", 0);
 		TransactionTemplate transactions = new TransactionTemplate(stores().transactions());
-		Assignment locked = transactions.execute((status) -> daemons().lock("outbox"));
+		Assignment locked = transactions.execute((status) -> guard().lock("outbox"));
 		assertThat(locked).extracting(Assignment::node, Assignment::generation).containsExactly("node-a", 1L);
-		Assignment none = transactions.execute((status) -> daemons().lock("never-assigned"));
+		Assignment none = transactions.execute((status) -> guard().lock("never-assigned"));
 		assertThat(none).isNull();
-		assertThatExceptionOfType(IllegalTransactionStateException.class).isThrownBy(() -> daemons().lock("outbox"));
+		assertThatExceptionOfType(IllegalTransactionStateException.class).isThrownBy(() -> guard().lock("outbox"));
+	}
+
+	/**
+	 * The store as a {@link DaemonGuard}, for the SQL family's stores; a store without a
+	 * guard fails the lock test rather than skipping it.
+	 * @return the guard
+	 */
+	private DaemonGuard guard() {
+		return (DaemonGuard) daemons();
 	}
 
 	/**
@@ -295,7 +305,7 @@ public abstract class AbstractDaemonStoreContractTests extends StoresContract<Ab
 	 * takes the leader's lease with
 	 * @param daemons the daemon store under test
 	 * @param transactions the transaction manager whose transactions
-	 * {@link DaemonStore#lock} runs in
+	 * {@link DaemonGuard#lock} runs in
 	 */
 	public record Stores(CoordinationStore coordination, DaemonStore daemons, PlatformTransactionManager transactions) {
 	}

@@ -8,6 +8,7 @@ import javax.sql.DataSource;
 import dev.leader.DaemonAgent;
 import dev.leader.FencingToken;
 import dev.leader.NodeInfo;
+import dev.leader.daemon.DaemonGuard;
 import dev.leader.daemon.DaemonStore;
 import dev.leader.fencing.Fencing;
 import dev.leader.lease.LeaderEngine;
@@ -217,7 +218,7 @@ class LeaderSettingsValidationTests {
 			FencingToken token = engine.token(group).orElseThrow();
 			transactions.executeWithoutResult((status) -> {
 				context.getBean(Fencing.class).guard(token);
-				assertThat(context.getBean(DaemonStore.class).lock("never-assigned")).isNull();
+				assertThat(((DaemonGuard) context.getBean(DaemonStore.class)).lock("never-assigned")).isNull();
 			});
 		});
 	}

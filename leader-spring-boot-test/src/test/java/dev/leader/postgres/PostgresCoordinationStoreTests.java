@@ -17,9 +17,12 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.jdbc.LeaderSchemaMigration;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore;
+import dev.leader.lease.CoordinationStore.AcquireResult;
+import dev.leader.lease.CoordinationStore.Tick;
 import dev.leader.node.NodeRegistration;
 import dev.leader.test.AbstractCoordinationStoreContractTests;
 import dev.leader.test.Grants;
+import dev.leader.test.SlowCommit;
 import dev.leader.test.TestDatabase;
 import org.junit.jupiter.api.Test;
 import org.postgresql.PGConnection;
@@ -213,6 +216,34 @@ class PostgresCoordinationStoreTests extends AbstractCoordinationStoreContractTe
 				.isInstanceOf(DuplicateKeyException.class)
 				.withMessageContaining("registered by another process in the same moment");
 		}
+	}
+
+	/**
+	 * A grant whose commit takes longer than the node expiry (a stalled disk, a slow
+	 * synchronous standby) stamps the node's heartbeat when it runs, not when it commits,
+	 * and its lease is invisible to other sessions until then: another process with the
+	 * id, waiting for the node's row meanwhile, must still not take the id over while
+	 * that lease is valid, or both would lead the group.
+	 */
+	@Test
+	void grantWhoseCommitOutlastsTheNodeExpiryKeepsTheIdFromAnotherProcess() throws Exception {
+		Duration nodeExpiry = Duration.ofSeconds(1);
+		Duration lease = Duration.ofSeconds(10);
+		SlowCommit slow = new SlowCommit("attempt AS (", nodeExpiry.multipliedBy(2));
+		PostgresCoordinationStore granting = new PostgresCoordinationStore(slow.wrap(this.dataSource), PREFIX,
+				Duration.ofSeconds(3));
+		granting.tick(NODE, Map.of(), List.of(), lease, nodeExpiry);
+		CompletableFuture<AcquireResult> grant = CompletableFuture
+			.supplyAsync(() -> granting.acquire("g", NODE, lease));
+		assertThat(slow.executed.await(5, TimeUnit.SECONDS)).as("the grant ran").isTrue();
+		NodeRegistration again = new NodeRegistration(NODE.id(), NODE.name(), NODE.host(), NODE.pid() + 1);
+		CompletableFuture<Tick> takeover = CompletableFuture
+			.supplyAsync(() -> store().tick(again, Map.of(), List.of(), lease, nodeExpiry));
+		assertThat(grant.get(10, TimeUnit.SECONDS).granted()).isTrue();
+		assertThatExceptionOfType(ExecutionException.class).isThrownBy(() -> takeover.get(10, TimeUnit.SECONDS))
+			.havingCause()
+			.isInstanceOf(DuplicateKeyException.class);
+		assertThat(query("SELECT pid FROM leader_nodes WHERE node_id = ?", NODE.id())).containsExactly(NODE.pid());
 	}
 
 	private CoordinationStore store() {
