@@ -61,7 +61,7 @@ class ConnectionSettingsTests {
 				awaitExpiry(dataSource);
 				AcquireResult second = Grants.acquire(store, "g", "b", Duration.ofSeconds(30));
 				assertThat(second.lease().term()).isEqualTo(2);
-				NodeRegistration b = new NodeRegistration("b", "app", "host", 1);
+				NodeRegistration b = Grants.node("b");
 				Instant renewed = store
 					.tick(b, Map.of("g", 2L), List.of("g"), Duration.ofSeconds(60), Duration.ofSeconds(10))
 					.renewed()
@@ -103,8 +103,7 @@ class ConnectionSettingsTests {
 			connection.setTransactionIsolation(Connection.TRANSACTION_SERIALIZABLE);
 			PostgresCoordinationStore store = new PostgresCoordinationStore(dataSource, PREFIX, TIMEOUT);
 			assertThat(Grants.acquire(store, "g", "a", Duration.ofSeconds(30)).granted()).isTrue();
-			store.tick(new NodeRegistration("a", "app", "host", 1), Map.of("g", 1L), List.of("g"),
-					Duration.ofSeconds(30), Duration.ofSeconds(10));
+			store.tick(Grants.node("a"), Map.of("g", 1L), List.of("g"), Duration.ofSeconds(30), Duration.ofSeconds(10));
 			PostgresDaemonStore daemons = new PostgresDaemonStore(dataSource, PREFIX, TIMEOUT, Duration.ofSeconds(5));
 			assertThat(daemons.drain("a", true)).isTrue();
 			store.disconnect();
