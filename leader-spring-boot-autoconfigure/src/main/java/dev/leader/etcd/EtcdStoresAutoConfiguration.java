@@ -4,6 +4,7 @@ import java.net.URI;
 import java.time.Duration;
 import java.util.List;
 
+import dev.leader.DaemonAgent;
 import dev.leader.autoconfigure.LeaderAutoConfiguration;
 import dev.leader.autoconfigure.LeaderProperties;
 import dev.leader.jdbc.JdbcStoresAutoConfiguration;
@@ -12,6 +13,7 @@ import dev.leader.lease.LeaseSettings;
 import dev.leader.log.LogStore;
 import io.etcd.jetcd.Client;
 
+import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionOutcome;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
@@ -49,9 +51,15 @@ public final class EtcdStoresAutoConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	CoordinationStore leaderCoordinationStore(Client client, EtcdProperties properties, LeaseSettings settings,
-			LeaderProperties leaderProperties) {
+			LeaderProperties leaderProperties, ListableBeanFactory beanFactory) {
 		requireWholeSeconds("leader.lease.duration", settings.duration());
 		requireWholeSeconds("leader.node.expiry", settings.nodeExpiry());
+		String[] agents = beanFactory.getBeanNamesForType(DaemonAgent.class, true, false);
+		if (agents.length > 0) {
+			throw new IllegalStateException("DaemonAgent beans " + List.of(agents) + " cannot run with leader.etcd."
+					+ "endpoints set: daemon assignments are not kept in etcd yet. Coordinate through PostgreSQL or "
+					+ "MariaDB to run daemons, or remove the DaemonAgent beans");
+		}
 		List<String> crashTakeover = leaderProperties.getLease().getCrashTakeoverGroups();
 		if (!crashTakeover.isEmpty()) {
 			throw new IllegalArgumentException("leader.lease.crash-takeover-groups " + crashTakeover + " cannot be "

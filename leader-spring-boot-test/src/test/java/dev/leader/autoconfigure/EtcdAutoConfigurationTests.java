@@ -3,7 +3,9 @@ package dev.leader.autoconfigure;
 import java.time.Duration;
 import java.util.UUID;
 
+import dev.leader.DaemonAgent;
 import dev.leader.FencingToken;
+import dev.leader.LeaderOnly;
 import dev.leader.Leadership;
 import dev.leader.etcd.EtcdCoordinationStore;
 import dev.leader.etcd.EtcdLogStore;
@@ -137,6 +139,28 @@ class EtcdAutoConfigurationTests {
 	}
 
 	@Test
+	void fencedLeaderOnlyCallWithoutADataSourceFailsSayingWhy() {
+		withoutDataSource().withBean(Settlement.class).run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context.getBean(Leadership.class).awaitLeadership("billing", WAIT)).isTrue();
+			assertThatExceptionOfType(IllegalStateException.class)
+				.isThrownBy(() -> context.getBean(Settlement.class).settle())
+				.withMessageContaining("@LeaderOnly(fenced = true)")
+				.withMessageContaining("no DataSource");
+		});
+	}
+
+	@Test
+	void daemonAgentsFailStartupOnEtcdSayingWhy() {
+		withoutDataSource().withBean("outbox", DaemonAgent.class, () -> (context) -> {
+		}).run((context) -> {
+			assertThat(context).hasFailed();
+			assertThat(context.getStartupFailure()).rootCause()
+				.hasMessageContaining("DaemonAgent beans [outbox] cannot run with leader.etcd.endpoints set");
+		});
+	}
+
+	@Test
 	void endpointThatIsNotAClientUrlFailsStartupNamingTheProperty() {
 		withoutDataSource().withPropertyValues("leader.etcd.endpoints=etcd-1:2379").run((context) -> {
 			assertThat(context).hasFailed();
@@ -173,6 +197,17 @@ class EtcdAutoConfigurationTests {
 			assertThat(context).doesNotHaveBean(Client.class);
 			assertThat(context.getBean(FencingStore.class)).isNotInstanceOf(FencesOnlyFencingStore.class);
 		});
+	}
+
+	/**
+	 * Writes that must be fenced.
+	 */
+	public static class Settlement {
+
+		@LeaderOnly(group = "billing", fenced = true)
+		public void settle() {
+		}
+
 	}
 
 }
