@@ -211,7 +211,9 @@ class LogDivergenceTests {
 					.untilAsserted(() -> assertThatExceptionOfType(LostEntryException.class)
 						.isThrownBy(() -> b.awaitApplied(unapplied, Duration.ofMillis(500))));
 			}
-			assertThat(slow.held()).as("the tail's read of the log, held").isTrue();
+			// The tail goes to read the log again once it learns the log's end, and is
+			// held there.
+			await("the tail's read of the log, held").atMost(TIMEOUT).until(slow::held);
 			assertThat(payloads(onB)).contains("lost-4", "lost-5");
 			assertThatExceptionOfType(LogDivergedException.class)
 				.as("a bounded read on a node that found its log apart and has not read it again")
