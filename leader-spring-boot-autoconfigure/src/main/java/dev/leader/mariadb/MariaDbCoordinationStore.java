@@ -104,14 +104,18 @@ public final class MariaDbCoordinationStore implements CoordinationStore, Heartb
 			+ ") AS free, ${now} AS now FROM ${prefix}leases WHERE group_name = ? FOR UPDATE";
 
 	/**
+	 * Whether the node's row is this process's, read without a lock before a grant again
+	 * of a lease held under the node's id.
+	 */
+	private static final String OWN_NODE = "SELECT 1 FROM ${prefix}nodes WHERE node_id = ? AND incarnation = ?";
+
+	/**
 	 * The grant as a heartbeat of the node's registration, if it is still this process's:
 	 * the last lock of a grant, so that the grant waits for no guard while holding it,
 	 * and a process that would take the id over waits for the grant's commit, then finds
 	 * the node alive. Like the heartbeat, it changes the row whenever it finds it, since
 	 * the time changes, so the count of changed rows tells whether it did.
 	 */
-	private static final String OWN_NODE = "SELECT 1 FROM ${prefix}nodes WHERE node_id = ? AND incarnation = ?";
-
 	private static final String TOUCH_OWN_NODE = "UPDATE ${prefix}nodes SET heartbeat_at = ${now} "
 			+ "WHERE node_id = ? AND incarnation = ?";
 

@@ -171,12 +171,7 @@ abstract class CoordinationMembershipContract extends CoordinationContract {
 	@Test
 	void deregistrationByAnEarlierProcessWithTheIdLeavesTheLaterOnesRegistration() {
 		assumeTrue(this.sharedByProcesses.getAsBoolean(), "the store serves one process");
-		Duration nodeExpiry = Duration.ofMillis(500);
-		tick(A, nodeExpiry);
-		await().atMost(WAIT.multipliedBy(2))
-			.pollInterval(POLL)
-			.ignoreException(DuplicateKeyException.class)
-			.until(() -> tick(A_AGAIN, nodeExpiry), (tick) -> tick != null);
+		takeOverAsSecondProcess();
 		store().deregister(A);
 		assertThat(member(tick(B, NODE_EXPIRY), A.id())).isNotNull().satisfies((member) -> {
 			assertThat(member.pid()).isEqualTo(A_AGAIN.pid());
@@ -193,12 +188,7 @@ abstract class CoordinationMembershipContract extends CoordinationContract {
 	@Test
 	void processWhoseNodeIdAnotherProcessTookOverIsRefusedALease() {
 		assumeTrue(this.sharedByProcesses.getAsBoolean(), "the store serves one process");
-		Duration nodeExpiry = Duration.ofMillis(500);
-		tick(A, nodeExpiry);
-		await().atMost(WAIT.multipliedBy(2))
-			.pollInterval(POLL)
-			.ignoreException(DuplicateKeyException.class)
-			.until(() -> tick(A_AGAIN, nodeExpiry), (tick) -> tick != null);
+		takeOverAsSecondProcess();
 		assertThat(store().acquire(GROUP, A, LONG).granted()).isFalse();
 		assertThat(store().leases()).noneMatch(LeaseState::isHeld);
 		assertThat(store().acquire(GROUP, A_AGAIN, LONG).granted()).isTrue();
@@ -277,6 +267,16 @@ abstract class CoordinationMembershipContract extends CoordinationContract {
 
 	private Tick tick(NodeRegistration node, Duration nodeExpiry) {
 		return store().tick(node, Map.of(), List.of(), LONG, nodeExpiry);
+	}
+
+	// A registers with a short node expiry and goes silent; A_AGAIN takes its id over.
+	private void takeOverAsSecondProcess() {
+		Duration nodeExpiry = Duration.ofMillis(500);
+		tick(A, nodeExpiry);
+		await().atMost(WAIT.multipliedBy(2))
+			.pollInterval(POLL)
+			.ignoreException(DuplicateKeyException.class)
+			.until(() -> tick(A_AGAIN, nodeExpiry), (tick) -> tick != null);
 	}
 
 	private LeaseState grant(String group, NodeRegistration node) {
