@@ -478,7 +478,7 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 	private EtcdSnapshot read(long deadline) {
 		GetResponse all = this.calls.await(this.kv.get(this.keys.root(), PREFIX), deadline,
 				"the read of " + this.keys.prefix());
-		return new EtcdSnapshot(this.keys, all.getKvs());
+		return new EtcdSnapshot(this.keys, all.getKvs(), all.getHeader().getRevision());
 	}
 
 	private Map<String, LeaseState> states(Collection<String> groups, EtcdSnapshot snapshot, long deadline) {
