@@ -7,6 +7,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
 
 import dev.leader.FencingToken;
 import dev.leader.daemon.Assignment;
@@ -62,8 +63,9 @@ import org.springframework.util.Assert;
  * <p>
  * <b>Guards.</b> There is none: etcd is not the application's database, so a daemon's
  * writes cannot be guarded inside the application's transaction; fenced writes use the
- * fences table. Changes are not announced: the nodes poll their assignments with their
- * heartbeat.
+ * fences table. Changes are not announced: the nodes poll their assignments once per
+ * heartbeat, and a store built beside the coordination store ({@link #followHeartbeat})
+ * takes them from the heartbeat's own read, at no round trip of its own.
  * <p>
  * Every call waits for etcd at most the timeout given, and fails with a
  * {@link org.springframework.dao.DataAccessException}. Thread-safe; the client is closed
@@ -81,31 +83,67 @@ public final class EtcdDaemonStore implements DaemonStore {
 
 	private final EtcdCalls calls;
 
+	private final @Nullable EtcdCoordinationStore coordination;
+
 	/**
 	 * When this process first saw each daemon's assignment in its state and generation.
 	 */
 	private final Map<String, Seen> seen = new ConcurrentHashMap<>();
 
 	/**
-	 * Creates a store.
+	 * Creates a store that reads the assignments on its own.
 	 * @param client the client of the etcd cluster, closed by its owner
 	 * @param prefix the prefix of every key, the coordination store's
 	 * @param timeout how long a call waits for etcd, positive
 	 */
 	public EtcdDaemonStore(Client client, String prefix, Duration timeout) {
+		this(client, prefix, timeout, null);
+	}
+
+	/**
+	 * Creates a store that follows the reads of the coordination store's heartbeat, so
+	 * that polling the assignments costs no round trip of its own.
+	 * @param coordination the coordination store of the same client and prefix
+	 * @param timeout how long a call waits for etcd, positive
+	 */
+	EtcdDaemonStore(EtcdCoordinationStore coordination, Duration timeout) {
+		this(coordination.client(), coordination.prefix(), timeout, coordination);
+	}
+
+	private EtcdDaemonStore(Client client, String prefix, Duration timeout,
+			@Nullable EtcdCoordinationStore coordination) {
 		Assert.notNull(client, "The etcd client must not be null");
 		Assert.isTrue(timeout != null && !timeout.isNegative() && !timeout.isZero(),
 				"The etcd timeout must be positive, not " + timeout);
 		this.kv = client.getKVClient();
 		this.keys = new EtcdKeys(prefix);
 		this.calls = new EtcdCalls(timeout);
+		this.coordination = coordination;
 	}
 
 	@Override
 	public DaemonSnapshot read(Duration nodeExpiry) {
 		GetResponse all = this.calls.await(this.kv.get(this.keys.root(), PREFIX), this.calls.deadline(),
 				"the read of " + this.keys.prefix());
-		EtcdSnapshot snapshot = new EtcdSnapshot(this.keys, all.getKvs(), all.getHeader().getRevision());
+		return snapshot(new EtcdSnapshot(this.keys, all.getKvs(), all.getHeader().getRevision()));
+	}
+
+	/**
+	 * Delivers the snapshot that the coordination store's heartbeat reads, when this
+	 * store shares it: the keys under the prefix, read in the heartbeat's first round
+	 * trip.
+	 * @param follower called on the heartbeat's thread
+	 * @return a handle that stops the delivery, or {@code null} without the coordination
+	 * store
+	 */
+	@Override
+	public @Nullable AutoCloseable followHeartbeat(Consumer<DaemonSnapshot> follower) {
+		EtcdCoordinationStore coordination = this.coordination;
+		return (coordination != null) ? coordination.followSnapshots((snapshot) -> follower.accept(snapshot(snapshot)))
+				: null;
+	}
+
+	private DaemonSnapshot snapshot(EtcdSnapshot snapshot) {
 		long nanos = System.nanoTime();
 		Instant now = Instant.now();
 		List<Member> members = new ArrayList<>();

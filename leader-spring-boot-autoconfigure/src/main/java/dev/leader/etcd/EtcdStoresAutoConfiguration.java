@@ -71,8 +71,12 @@ public final class EtcdStoresAutoConfiguration {
 
 	@Bean
 	@ConditionalOnMissingBean
-	DaemonStore leaderDaemonStore(Client client, EtcdProperties properties) {
-		return new EtcdDaemonStore(client, properties.getPrefix(), properties.determineTimeout());
+	DaemonStore leaderDaemonStore(Client client, EtcdProperties properties, CoordinationStore coordination) {
+		// Beside this family's coordination store, the daemons are read with its
+		// heartbeat.
+		return (coordination instanceof EtcdCoordinationStore etcd)
+				? new EtcdDaemonStore(etcd, properties.determineTimeout())
+				: new EtcdDaemonStore(client, properties.getPrefix(), properties.determineTimeout());
 	}
 
 	// etcd counts a lease's time to live in whole seconds: a duration between two would

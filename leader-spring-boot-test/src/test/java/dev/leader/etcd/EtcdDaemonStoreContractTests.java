@@ -5,6 +5,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 import dev.leader.FencingToken;
@@ -105,6 +107,31 @@ class EtcdDaemonStoreContractTests extends AbstractDaemonStoreContractTests {
 		assertThat(daemons.drain("node-a", false)).isTrue();
 		assertThat(daemons.read(EXPIRY).member("node-a"))
 			.hasValueSatisfying((member) -> assertThat(member.takesDaemons()).isTrue());
+	}
+
+	@Test
+	void storeBuiltBesideTheCoordinationStoreTakesTheAssignmentsFromItsHeartbeat() throws Exception {
+		EtcdCoordinationStore coordination = new EtcdCoordinationStore(client, this.prefix, TIMEOUT);
+		EtcdDaemonStore daemons = new EtcdDaemonStore(coordination, TIMEOUT);
+		BlockingQueue<DaemonSnapshot> snapshots = new LinkedBlockingQueue<>();
+		NodeRegistration node = new NodeRegistration("node-a", "node-a", "host", 1, Set.of("outbox"));
+		try (AutoCloseable following = daemons.followHeartbeat(snapshots::add)) {
+			coordination.tick(node, Map.of(), List.of(), LEASE, EXPIRY);
+			assertThat(snapshots.poll()).isNotNull();
+			FencingToken leader = lead("boss");
+			assertThat(daemons.assign(leader, "boss", "outbox", "node-a", 0)).isEqualTo(1);
+			snapshots.clear();
+			coordination.tick(node, Map.of(), List.of(), LEASE, EXPIRY);
+			DaemonSnapshot snapshot = snapshots.poll();
+			assertThat(snapshot).isNotNull();
+			assertThat(only(snapshot)).extracting(Assignment::node, Assignment::generation)
+				.containsExactly("node-a", 1L);
+			assertThat(snapshot.member("node-a"))
+				.hasValueSatisfying((member) -> assertThat(member.daemons()).containsExactly("outbox"));
+		}
+		snapshots.clear();
+		coordination.tick(node, Map.of(), List.of(), LEASE, EXPIRY);
+		assertThat(snapshots).as("after the handle was closed").isEmpty();
 	}
 
 	/**
