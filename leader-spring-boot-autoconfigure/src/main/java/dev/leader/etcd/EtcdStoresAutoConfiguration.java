@@ -71,6 +71,7 @@ public final class EtcdStoresAutoConfiguration {
 
 	@Bean
 	@ConditionalOnMissingBean
+	@ConditionalOnBooleanProperty(name = "leader.daemons.enabled", matchIfMissing = true)
 	DaemonStore leaderDaemonStore(Client client, EtcdProperties properties, CoordinationStore coordination) {
 		// Beside this family's coordination store, the daemons are read with its
 		// heartbeat.
