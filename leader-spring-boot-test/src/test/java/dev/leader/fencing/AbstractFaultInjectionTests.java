@@ -590,23 +590,11 @@ abstract class AbstractFaultInjectionTests {
 	}
 
 	private Map<String, Long> heldTerms(NodeProcess process) {
-		Map<String, Long> held = new LinkedHashMap<>();
-		for (String group : GROUPS) {
-			if (process.isLeader(group)) {
-				held.put(group, process.lastEvent((event) -> event.is(Type.GRANTED, group)).orElseThrow().term());
-			}
-		}
-		return held;
+		return FaultHistory.heldTerms(process, GROUPS);
 	}
 
 	private List<Write> writesOf(String group, long term) {
-		List<Write> writes = new ArrayList<>();
-		for (Write write : FaultHistory.readWrites(this.cluster.dataSource())) {
-			if (write.group().equals(group) && write.term() == term) {
-				writes.add(write);
-			}
-		}
-		return writes;
+		return FaultHistory.readWrites(this.cluster.dataSource(), group, term);
 	}
 
 	private static Map<String, String> fakedClock() {
