@@ -18,6 +18,7 @@ import dev.leader.test.FaultHistory.Episode;
 import dev.leader.test.FaultHistory.FaultKind;
 import dev.leader.test.FaultHistory.Fence;
 import dev.leader.test.FaultHistory.Incarnation;
+import dev.leader.test.FaultHistory.Paused;
 import dev.leader.test.FaultHistory.Write;
 import dev.leader.test.NodeEvent;
 import dev.leader.test.NodeEvent.Type;
@@ -168,9 +169,11 @@ class EtcdFaultInjectionTests {
 		int next = this.etcd.leaderIndex();
 		long elected = System.nanoTime();
 		assertThat(next).as("the new etcd leader").isNotEqualTo(etcdLeader);
-		this.history.add(new Episode(1, FaultKind.MEMBER_KILL, member(etcdLeader), Map.of(), at, at,
+		Episode episode = new Episode(1, FaultKind.MEMBER_KILL, member(etcdLeader), Map.of(), at, at,
 				"SIGKILL of the etcd leader; " + member(next) + " led etcd " + (elected - at) / 1_000_000
-						+ " ms later"));
+						+ " ms later");
+		System.out.println(episode);
+		this.history.add(episode);
 		assertLeadsOnInTheSameTerm(leading, at);
 		assertNoViolations();
 	}
@@ -206,27 +209,17 @@ class EtcdFaultInjectionTests {
 		NodeProcess old = leading.leader();
 		Incarnation incarnation = this.current.get(old.nodeId());
 		Map<String, Long> held = FaultHistory.heldTerms(old, GROUPS);
-		long stoppedAt = System.nanoTime();
-		old.sigstop();
-		long resuming;
-		NodeEvent takeover;
-		try {
-			takeover = this.cluster.awaitGrant(ALPHA, leading.term(), this.history.failoverBound().plusSeconds(2));
-			awaitWrites(takeover.term(), 5);
-		}
-		finally {
-			// The node runs again as soon as the signal is delivered, before the kill
-			// command has returned.
-			resuming = System.nanoTime();
-			old.sigcont();
-		}
-		long resumedAt = System.nanoTime();
-		incarnation.frozen(stoppedAt, resumedAt);
-		this.history.add(new Episode(1, FaultKind.PAUSE, old.nodeId(), held, stoppedAt, resumedAt,
-				"pause " + (resumedAt - stoppedAt) / 1_000_000 + " ms"));
+		Paused<NodeEvent> paused = incarnation.pauseWhile(() -> {
+			NodeEvent grant = this.cluster.awaitGrant(ALPHA, leading.term(),
+					this.history.failoverBound().plusSeconds(2));
+			awaitWrites(grant.term(), 5);
+			return grant;
+		});
+		NodeEvent takeover = paused.result();
+		this.history.add(paused.episode(1, held));
 		assertThat(takeover.node()).isNotEqualTo(old.nodeId());
 		NodeEvent rejected = awaitRejected(old, leading.term());
-		assertThat(rejected.nanoTime()).as("the rejection came after the resume").isGreaterThan(resuming);
+		assertThat(rejected.nanoTime()).as("the rejection came after the resume").isGreaterThan(paused.resuming());
 		assertOldWritesPrecedeTheNewTerm(leading.term(), takeover.term());
 		assertNoViolations();
 	}

@@ -25,6 +25,7 @@ import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Supplier;
 
 import javax.sql.DataSource;
 
@@ -489,6 +490,33 @@ public final class FaultHistory {
 		}
 
 		/**
+		 * Freezes the process with SIGSTOP while an action runs, for example a wait for a
+		 * successor to take over and write, thaws it with SIGCONT even if the action
+		 * fails, and records that.
+		 * @param <T> the action's result
+		 * @param action what runs while the process is frozen
+		 * @return the pause, with the action's result
+		 */
+		public <T> Paused<T> pauseWhile(Supplier<T> action) {
+			long stoppedAt = System.nanoTime();
+			this.process.sigstop();
+			T result;
+			long resuming;
+			try {
+				result = action.get();
+			}
+			finally {
+				// The node runs again as soon as the signal is delivered, before the
+				// kill command has returned.
+				resuming = System.nanoTime();
+				this.process.sigcont();
+			}
+			long resumedAt = System.nanoTime();
+			frozen(stoppedAt, resumedAt);
+			return new Paused<>(this.process.nodeId(), result, stoppedAt, resuming, resumedAt);
+		}
+
+		/**
 		 * Kills the process with SIGKILL, and records that.
 		 * @param at a time no later than the kill
 		 */
@@ -508,6 +536,31 @@ public final class FaultHistory {
 		@Override
 		public String toString() {
 			return this.process.nodeId() + "#" + this.number;
+		}
+
+	}
+
+	/**
+	 * A pause of a node by {@link Incarnation#pauseWhile}.
+	 *
+	 * @param <T> the result of the action that ran meanwhile
+	 * @param node the paused node
+	 * @param result the action's result
+	 * @param stoppedAt a time no later than the SIGSTOP
+	 * @param resuming a time no later than the SIGCONT
+	 * @param resumedAt a time no earlier than the SIGCONT
+	 */
+	public record Paused<T>(String node, T result, long stoppedAt, long resuming, long resumedAt) {
+
+		/**
+		 * Returns the pause as an episode.
+		 * @param number the episode's number
+		 * @param heldTerms the groups and terms the node led when it was paused
+		 * @return the episode
+		 */
+		public Episode episode(int number, Map<String, Long> heldTerms) {
+			return new Episode(number, FaultKind.PAUSE, this.node, heldTerms, this.stoppedAt, this.resumedAt,
+					"pause " + (this.resumedAt - this.stoppedAt) / 1_000_000 + " ms");
 		}
 
 	}
