@@ -70,12 +70,14 @@ import static org.awaitility.Awaitility.await;
 class EtcdFaultInjectionTests {
 
 	/**
-	 * etcd counts its leases in whole seconds. Three seconds outlast etcd's election (a
-	 * one-second election timeout), so that a new etcd leader takes over before our
-	 * leader's safe window ends.
+	 * etcd counts its leases in whole seconds. Five seconds, a safe window of 4.5 s,
+	 * outlast etcd's election after its leader's death with room for a renewal that
+	 * waited for the etcd timeout meanwhile: the election took 1.4 to 2.5 s on a busy
+	 * machine (etcd's one-second election timeout), and with a three-second lease our
+	 * leader's 2.5 s safe window closed first in one run of three.
 	 */
-	static final LeaseSettings LEASE = new LeaseSettings(Duration.ofSeconds(3), Duration.ofMillis(500),
-			Duration.ofMillis(500), Duration.ofMillis(500), Duration.ofSeconds(3), Duration.ofSeconds(3));
+	static final LeaseSettings LEASE = new LeaseSettings(Duration.ofSeconds(5), Duration.ofMillis(500),
+			Duration.ofMillis(500), Duration.ofMillis(500), Duration.ofSeconds(5), Duration.ofSeconds(3));
 
 	/**
 	 * How long a node's call to etcd waits ({@code leader.etcd.timeout}): well within the
