@@ -55,11 +55,11 @@ import static org.awaitility.Awaitility.await;
  * leader keeps its term and its writes, as etcd's election is shorter than our
  * lease;</li>
  * <li>SIGSTOP of the etcd leader for two leases, then SIGCONT: never two leaders, and
- * leadership goes on. Our leader may lose its lease meanwhile, and does on this machine:
- * every call that reaches the paused member hangs until the etcd timeout, and each
- * renewal makes several calls spread over the members, so that one of them reaches it (a
- * paused follower member does the same); the checker counts the pause as a fault that
- * hits every node;</li>
+ * leadership goes on after the resume. Our leader may lose its lease meanwhile, and does
+ * on this machine, and nobody leads until the resume: every call that reaches the paused
+ * member hangs until the etcd timeout, and each renewal or acquire makes several calls
+ * spread over the members, so that one of them reaches it (a paused follower member does
+ * the same); the checker counts the pause as a fault that hits every node;</li>
  * <li>SIGSTOP of our leader past its lease, then SIGCONT: another node leads under a
  * higher term, and the resumed node's writes under its old token are rejected;</li>
  * <li>our leader's connections to etcd stalled past its lease: it steps down, a successor

@@ -673,7 +673,8 @@ public final class FaultHistory {
 		 * SIGSTOP of a member of the etcd cluster, a wait, then SIGCONT; the episode's
 		 * node is the member. It hits every node: each node's calls to that member hang
 		 * until they time out, and a node's tick makes several, spread over the members,
-		 * so the leader may lose its lease to a new term, as after a server event.
+		 * so the leader may lose its lease and a new term follow the resume, as after a
+		 * server event.
 		 */
 		MEMBER_PAUSE,
 
