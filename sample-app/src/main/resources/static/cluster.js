@@ -402,8 +402,8 @@
         + 'rise by more than one; fenced writes use the database\'s fences table.';
     }
     else {
-      text = 'Coordinated through the database (' + answer.coordinator + '): the leases are rows of it, and a term '
-        + 'counts the grants of its group\'s lease.';
+      text = 'Coordinated through the database (' + answer.coordinator + '): the leases are rows of it, and a '
+        + 'group\'s term rises with each grant of its lease.';
     }
     if (line.textContent !== text) {
       line.textContent = text;

@@ -30,9 +30,10 @@ import static org.awaitility.Awaitility.await;
  * three members of its own, and its three nodes coordinate through it (their own tables
  * stay in the database, a fresh schema given as {@code demo.database.url}). The nodes
  * elect one leader of {@code billing} under a term that is an etcd revision, the launcher
- * and every node say they coordinate through etcd, and closing the launcher ends the
- * members and removes their directory. An etcd binary that does not exist fails startup
- * saying how to provide one.
+ * and every node say they coordinate through etcd, as the cluster view does in headless
+ * Chromium (its screenshot is {@code target/demo-on-etcd.png}), and closing the launcher
+ * ends the members and removes their directory. An etcd binary that does not exist fails
+ * startup saying how to provide one.
  */
 class DemoOnEtcdTests {
 
@@ -111,6 +112,16 @@ class DemoOnEtcdTests {
 			.max()
 			.orElseThrow();
 		assertThat(term).isGreaterThan(1);
+		// The view says so, with billing's term as the nodes report it.
+		try (HeadlessChromium browser = HeadlessChromium.start("The demo on etcd", 1200, 1150)) {
+			browser.open("http://127.0.0.1:" + launcherPort + "/cluster.html");
+			browser.waitUpTo(Duration.ofSeconds(30))
+				.until((page) -> browser.text("#coordinator")
+					.startsWith("Coordinated through etcd (" + endpoints.get(0))
+						&& browser.text("#groups tr[data-group='billing'] .term").equals(Long.toString(term)));
+			assertThat(browser.text("#coordinator")).contains("A term is the etcd revision");
+			browser.screenshot("demo-on-etcd.png");
+		}
 		Path directory = Path
 			.of(members.get(0)
 				.info()
