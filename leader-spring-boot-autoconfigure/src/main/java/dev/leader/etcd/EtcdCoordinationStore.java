@@ -8,6 +8,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
 
 import dev.leader.NodeInfo;
@@ -75,10 +76,10 @@ import org.springframework.util.Assert;
  * when it sent the grant or the renewal plus that duration, and is recorded for every
  * node to read: etcd started the time to live, of at least that duration, no earlier, so
  * the expiry is never later than etcd's unless the holder's wall clock runs ahead; it is
- * only shown, never compared. The same goes for the instants of {@link NodeInfo}. A new
- * etcd leader gives every etcd lease its whole time to live again, so a lease abandoned
- * by its holder may outlive its duration by up to a duration and an election, never the
- * other way.
+ * compared only to hold a grant back ({@code promisedToAnother}), never to grant. The
+ * same goes for the instants of {@link NodeInfo}. A new etcd leader gives every etcd
+ * lease its whole time to live again, so a lease abandoned by its holder may outlive its
+ * duration by up to a duration and an election, never the other way.
  * <p>
  * <b>Members.</b> A node is the key {@code <prefix>#/nodes/<id>}, attached to an etcd
  * lease of the node expiry rounded up, and a record {@code <prefix>#/members/<id>}
@@ -116,6 +117,8 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 	private final EtcdCalls calls;
 
 	private volatile @Nullable Consumer<EtcdSnapshot> snapshotFollower;
+
+	private final Map<String, Sighting> termSightings = new ConcurrentHashMap<>();
 
 	/**
 	 * Creates a store whose calls wait up to 3 s for etcd.
@@ -163,7 +166,8 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 		KeyValue reserved = first(read.getGetResponses().get(2));
 		KeyValue alive = first(read.getGetResponses().get(3));
 		KeyValue record = first(read.getGetResponses().get(4));
-		AcquireResult promised = promisedToAnother(group, nodeId, live, reserved, first(read.getGetResponses().get(1)));
+		KeyValue termRecord = first(read.getGetResponses().get(1));
+		AcquireResult promised = promisedToAnother(group, nodeId, live, reserved, termRecord, duration);
 		if (promised != null) {
 			return promised;
 		}
@@ -201,6 +205,8 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 		// the grant fails (it compares the record's revision) and reads again.
 		TxnResponse created = this.calls.await(this.kv.txn()
 			.If(new Cmp(key, Cmp.Op.EQUAL, CmpTarget.createRevision(0)), mine,
+					new Cmp(this.keys.term(group), Cmp.Op.EQUAL,
+							CmpTarget.modRevision((termRecord != null) ? termRecord.getModRevision() : 0)),
 					new Cmp(this.keys.node(nodeId), Cmp.Op.EQUAL, CmpTarget.createRevision(alive.getCreateRevision())),
 					new Cmp(this.keys.member(nodeId), Cmp.Op.EQUAL, CmpTarget.modRevision(record.getModRevision())))
 			.Then(Op.put(key, EtcdKeys.bytes(nodeId), PutOption.builder().withLeaseId(granted.getID()).build()),
@@ -223,24 +229,41 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 				duration.minusNanos(System.nanoTime() - sent)));
 	}
 
-	// A lease whose key etcd deleted before the expiry its holder recorded, while the
-	// holder did not release it, was revoked early, as an etcd leader that resumes after
-	// a pause may do (etcd issues 12528 and 15247, fixed after 3.4.23): its holder may
-	// still act on it until then, by its clock, so nobody else is granted the lease
-	// before. The expiry is the holder's wall clock, so this check only ever delays a
-	// grant, by at most the clocks' offset once etcd expired the lease itself.
-	private static @Nullable AcquireResult promisedToAnother(String group, String nodeId, @Nullable KeyValue live,
-			@Nullable KeyValue reserved, @Nullable KeyValue term) {
+	// A lease whose key etcd deleted while its holder did not release it may have been
+	// revoked early, as an etcd leader that resumes after a pause may do (etcd issues
+	// 12528 and 15247, fixed after 3.4.23): its holder acts on it until the expiry it
+	// recorded, by its clock, so nobody else is granted the lease before that expiry by
+	// this process's clock. A clock far off must not hold a group up, so the wait ends
+	// anyway one duration after this process first saw the record (by its monotonic
+	// clock): the holder sent its last renewal before it wrote the record, so its window
+	// has closed by then. When the clocks agree, the wait ends with etcd's own expiry,
+	// and
+	// a lease that etcd expired is granted at once.
+	private @Nullable AcquireResult promisedToAnother(String group, String nodeId, @Nullable KeyValue live,
+			@Nullable KeyValue reserved, @Nullable KeyValue term, Duration duration) {
 		if (live != null || reserved != null || term == null) {
 			return null;
 		}
 		EtcdKeys.TermRecord record = EtcdKeys.TermRecord.of(term);
-		Instant now = Instant.now();
-		if (record.holder() == null || record.holder().equals(nodeId) || !record.expiresAt().isAfter(now)) {
+		if (record.holder() == null || record.holder().equals(nodeId)) {
 			return null;
 		}
-		return new AcquireResult(false, new LeaseState(group, record.holder(), record.term(), record.expiresAt(),
-				Duration.between(now, record.expiresAt())));
+		Duration left = min(duration.minusNanos(System.nanoTime() - sighted(group, term)),
+				Duration.between(Instant.now(), record.expiresAt()));
+		if (left.isNegative() || left.isZero()) {
+			return null;
+		}
+		return new AcquireResult(false,
+				new LeaseState(group, record.holder(), record.term(), Instant.now().plus(left), left));
+	}
+
+	// When this process first saw the term record at its present revision.
+	private long sighted(String group, KeyValue term) {
+		long now = System.nanoTime();
+		return this.termSightings
+			.compute(group, (key, known) -> (known != null && known.revision() == term.getModRevision()) ? known
+					: new Sighting(term.getModRevision(), now))
+			.nanos();
 	}
 
 	private AcquireResult refused(String group, long deadline) {
@@ -289,6 +312,12 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 		long sent = System.nanoTime();
 		Instant sentAt = Instant.now();
 		EtcdSnapshot snapshot = read(deadline);
+		for (String group : snapshot.groups()) {
+			KeyValue term = snapshot.term(group);
+			if (term != null) {
+				sighted(group, term);
+			}
+		}
 		NodeValue self = heartbeat(node, held, snapshot, sentAt, nodeExpiry, deadline);
 		Map<String, LeaseState> renewed = renew(node.id(), held, snapshot, leaseDuration, sent, sentAt, deadline);
 		List<String> read = groups.stream()
@@ -614,6 +643,15 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 
 	private static Duration min(Duration one, Duration other) {
 		return (one.compareTo(other) <= 0) ? one : other;
+	}
+
+	/**
+	 * When this process first saw a group's term record at a revision.
+	 *
+	 * @param revision the record's mod revision
+	 * @param nanos when, by {@link System#nanoTime()}
+	 */
+	private record Sighting(long revision, long nanos) {
 	}
 
 }

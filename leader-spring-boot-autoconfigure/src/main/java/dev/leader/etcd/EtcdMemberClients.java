@@ -39,7 +39,9 @@ import org.springframework.util.Assert;
  * answered again, though the other two members make a quorum. Sent to one member, the
  * calls of one heartbeat fail together at most once, and the next heartbeat goes to the
  * next member. Each process starts at a member of its own, drawn at random, so that the
- * nodes spread over the members. Watches stay on the member they were started on.
+ * nodes spread over the members. Watches, long-lived streams, go through etcd's own
+ * client of every member, which moves a stream whose member went away to another; a
+ * stream on a member that hangs stays there until it answers.
  */
 public final class EtcdMemberClients {
 
@@ -69,7 +71,11 @@ public final class EtcdMemberClients {
 		for (URI endpoint : endpoints) {
 			members.add(Client.builder().endpoints(endpoint).maxInboundMessageSize(MAX_ANSWER_BYTES).build());
 		}
-		Members handler = new Members(endpoints, members, timeout);
+		Client watches = Client.builder()
+			.endpoints(endpoints.toArray(URI[]::new))
+			.maxInboundMessageSize(MAX_ANSWER_BYTES)
+			.build();
+		Members handler = new Members(endpoints, members, watches, timeout);
 		return (Client) Proxy.newProxyInstance(EtcdMemberClients.class.getClassLoader(),
 				new Class<?>[] { Client.class }, handler);
 	}
@@ -83,13 +89,16 @@ public final class EtcdMemberClients {
 
 		private final List<Client> clients;
 
+		private final Client watches;
+
 		private final Duration timeout;
 
 		private final AtomicInteger current;
 
-		Members(List<URI> endpoints, List<Client> clients, Duration timeout) {
+		Members(List<URI> endpoints, List<Client> clients, Client watches, Duration timeout) {
 			this.endpoints = List.copyOf(endpoints);
 			this.clients = List.copyOf(clients);
+			this.watches = watches;
 			this.timeout = timeout;
 			this.current = new AtomicInteger(ThreadLocalRandom.current().nextInt(clients.size()));
 		}
@@ -101,7 +110,13 @@ public final class EtcdMemberClients {
 			}
 			if (method.getName().equals("close") && method.getParameterCount() == 0) {
 				this.clients.forEach(Client::close);
+				this.watches.close();
 				return null;
+			}
+			if (method.getName().equals("getWatchClient")) {
+				// A watch lives as long as its stream: etcd's own client moves it to
+				// another member when its member goes away.
+				return this.watches.getWatchClient();
 			}
 			if (!method.getReturnType().isInterface()) {
 				return call(method, this.clients.get(this.current.get()), args);
