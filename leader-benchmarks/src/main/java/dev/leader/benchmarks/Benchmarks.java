@@ -139,6 +139,11 @@ public final class Benchmarks {
 				Report.awaitQuietMachine(0.5, Duration.ofMinutes(1));
 				LogBenchmark.run(database, options);
 			}
+			if (only.contains("etcd")) {
+				// Not in the default list: it starts an etcd cluster of its own and runs
+				// the PostgreSQL figures it compares again, beside it.
+				EtcdBenchmarks.run(database, logs, options, rounds, quietWait);
+			}
 			if (only.contains("guarded")) {
 				// Last, as it loads the machine for minutes; on a quiet machine and a
 				// checkpointed database, as the JMH writes.
