@@ -8,6 +8,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
 
 import dev.leader.NodeInfo;
 import dev.leader.lease.CoordinationStore;
@@ -109,6 +110,8 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 	private final EtcdKeys keys;
 
 	private final EtcdCalls calls;
+
+	private volatile @Nullable Consumer<EtcdSnapshot> snapshotFollower;
 
 	/**
 	 * Creates a store whose calls wait up to 3 s for etcd.
@@ -266,7 +269,27 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 		Map<String, LeaseState> leases = states(read, snapshot, deadline);
 		Map<String, NodeInfo> members = snapshot.members();
 		members.put(node.id(), self.toInfo(true));
+		Consumer<EtcdSnapshot> follower = this.snapshotFollower;
+		if (follower != null) {
+			follower.accept(snapshot);
+		}
 		return new Tick(renewed, leases, List.copyOf(members.values()));
+	}
+
+	/**
+	 * Hands the keys that each heartbeat reads under the prefix to the follower, the
+	 * daemon store of the same family, until the handle is closed. One follower at a
+	 * time: a later one replaces an earlier one.
+	 * @param follower called on the heartbeat's thread with each read
+	 * @return a handle that stops the delivery
+	 */
+	AutoCloseable followSnapshots(Consumer<EtcdSnapshot> follower) {
+		this.snapshotFollower = follower;
+		return () -> {
+			if (this.snapshotFollower == follower) {
+				this.snapshotFollower = null;
+			}
+		};
 	}
 
 	private NodeValue heartbeat(NodeRegistration node, Map<String, Long> held, EtcdSnapshot snapshot, Instant now,
@@ -463,6 +486,14 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 		return List.copyOf(states(snapshot.groups(), snapshot, deadline).values());
 	}
 
+	Client client() {
+		return this.client;
+	}
+
+	String prefix() {
+		return this.keys.prefix();
+	}
+
 	/**
 	 * Starts a watch of the lease keys that announces every deletion, a release or an
 	 * expiry, with the live node that registered first apart from the former holder as
@@ -478,7 +509,7 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 	private EtcdSnapshot read(long deadline) {
 		GetResponse all = this.calls.await(this.kv.get(this.keys.root(), PREFIX), deadline,
 				"the read of " + this.keys.prefix());
-		return new EtcdSnapshot(this.keys, all.getKvs());
+		return new EtcdSnapshot(this.keys, all.getKvs(), all.getHeader().getRevision());
 	}
 
 	private Map<String, LeaseState> states(Collection<String> groups, EtcdSnapshot snapshot, long deadline) {

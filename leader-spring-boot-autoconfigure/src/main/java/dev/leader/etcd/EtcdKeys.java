@@ -31,6 +31,12 @@ import org.springframework.dao.DataRetrievalFailureException;
  * while the node is alive;</li>
  * <li>{@code <prefix>/members/<id>}, attached to a longer etcd lease, keeps a silent node
  * in the member list, dead, until etcd forgets it;</li>
+ * <li>{@code <prefix>/daemons/<daemon>}, attached to no etcd lease, holds a daemon's
+ * assignment: its node, state, generation and the term that wrote it;</li>
+ * <li>{@code <prefix>/requests/<kind>/<daemon>}, attached to no etcd lease, holds an
+ * operator's request for the leader (the daemon is empty for a rebalance);</li>
+ * <li>{@code <prefix>/drained/<id>}, attached to the etcd lease of the node's member
+ * record, is there while the node is drained, and goes with the record;</li>
  * <li>{@code <prefix>#log/<group>/<index>}, attached to no etcd lease, holds an entry of
  * the group's decision log, its index zero-padded to 19 digits so that keys sort in index
  * order;</li>
@@ -57,6 +63,12 @@ final class EtcdKeys {
 	private static final String NODES = "/nodes/";
 
 	private static final String MEMBERS = "/members/";
+
+	private static final String DAEMONS = "/daemons/";
+
+	private static final String REQUESTS = "/requests/";
+
+	private static final String DRAINED = "/drained/";
 
 	private static final String LOG = "#log/";
 
@@ -113,6 +125,25 @@ final class EtcdKeys {
 
 	ByteSequence member(String id) {
 		return bytes(this.prefix + MEMBERS + id);
+	}
+
+	ByteSequence daemon(String daemon) {
+		return bytes(this.prefix + DAEMONS + daemon);
+	}
+
+	/**
+	 * Returns the key of an operator's request: its kind, a {@code /}, and the daemon,
+	 * empty for a rebalance.
+	 * @param kind the kind
+	 * @param daemon the daemon, or the empty string
+	 * @return the key
+	 */
+	ByteSequence request(String kind, String daemon) {
+		return bytes(this.prefix + REQUESTS + kind + "/" + daemon);
+	}
+
+	ByteSequence drained(String id) {
+		return bytes(this.prefix + DRAINED + id);
 	}
 
 	/**
@@ -245,7 +276,8 @@ final class EtcdKeys {
 	 */
 	enum Kind {
 
-		LEASE(LEASES), TERM(TERMS), RESERVED(EtcdKeys.RESERVED), NODE(NODES), MEMBER(MEMBERS);
+		LEASE(LEASES), TERM(TERMS), RESERVED(EtcdKeys.RESERVED), NODE(NODES), MEMBER(MEMBERS), DAEMON(DAEMONS),
+		REQUEST(REQUESTS), DRAINED(EtcdKeys.DRAINED);
 
 		private final String infix;
 

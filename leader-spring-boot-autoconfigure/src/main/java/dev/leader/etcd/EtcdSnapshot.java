@@ -26,7 +26,16 @@ final class EtcdSnapshot {
 
 	private final Map<String, KeyValue> members = new HashMap<>();
 
-	EtcdSnapshot(EtcdKeys keys, Collection<KeyValue> kvs) {
+	private final Map<String, KeyValue> daemons = new HashMap<>();
+
+	private final Map<String, KeyValue> requests = new HashMap<>();
+
+	private final Map<String, KeyValue> drained = new HashMap<>();
+
+	private final long revision;
+
+	EtcdSnapshot(EtcdKeys keys, Collection<KeyValue> kvs, long revision) {
+		this.revision = revision;
 		for (KeyValue kv : kvs) {
 			EtcdKeys.Named named = keys.parse(kv.getKey());
 			if (named != null) {
@@ -42,7 +51,18 @@ final class EtcdSnapshot {
 			case RESERVED -> this.reserved;
 			case NODE -> this.nodes;
 			case MEMBER -> this.members;
+			case DAEMON -> this.daemons;
+			case REQUEST -> this.requests;
+			case DRAINED -> this.drained;
 		};
+	}
+
+	/**
+	 * Returns the revision of etcd that the read was at.
+	 * @return the revision
+	 */
+	long revision() {
+		return this.revision;
 	}
 
 	@Nullable KeyValue lease(String group) {
@@ -59,6 +79,26 @@ final class EtcdSnapshot {
 
 	@Nullable KeyValue member(String id) {
 		return this.members.get(id);
+	}
+
+	Map<String, KeyValue> nodes() {
+		return this.nodes;
+	}
+
+	Map<String, KeyValue> memberRecords() {
+		return this.members;
+	}
+
+	Map<String, KeyValue> daemons() {
+		return this.daemons;
+	}
+
+	Map<String, KeyValue> requests() {
+		return this.requests;
+	}
+
+	boolean drained(String id) {
+		return this.drained.containsKey(id);
 	}
 
 	/**

@@ -4,16 +4,15 @@ import java.net.URI;
 import java.time.Duration;
 import java.util.List;
 
-import dev.leader.DaemonAgent;
 import dev.leader.autoconfigure.LeaderAutoConfiguration;
 import dev.leader.autoconfigure.LeaderProperties;
+import dev.leader.daemon.DaemonStore;
 import dev.leader.jdbc.JdbcStoresAutoConfiguration;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaseSettings;
 import dev.leader.log.LogStore;
 import io.etcd.jetcd.Client;
 
-import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionOutcome;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
@@ -51,15 +50,9 @@ public final class EtcdStoresAutoConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	CoordinationStore leaderCoordinationStore(Client client, EtcdProperties properties, LeaseSettings settings,
-			LeaderProperties leaderProperties, ListableBeanFactory beanFactory) {
+			LeaderProperties leaderProperties) {
 		requireWholeSeconds("leader.lease.duration", settings.duration());
 		requireWholeSeconds("leader.node.expiry", settings.nodeExpiry());
-		String[] agents = beanFactory.getBeanNamesForType(DaemonAgent.class, true, false);
-		if (agents.length > 0) {
-			throw new IllegalStateException("DaemonAgent beans " + List.of(agents) + " cannot run with leader.etcd."
-					+ "endpoints set: daemon assignments are not kept in etcd yet. Coordinate through PostgreSQL or "
-					+ "MariaDB to run daemons, or remove the DaemonAgent beans");
-		}
 		List<String> crashTakeover = leaderProperties.getLease().getCrashTakeoverGroups();
 		if (!crashTakeover.isEmpty()) {
 			throw new IllegalArgumentException("leader.lease.crash-takeover-groups " + crashTakeover + " cannot be "
@@ -74,6 +67,17 @@ public final class EtcdStoresAutoConfiguration {
 	@ConditionalOnMissingBean
 	LogStore leaderLogStore(Client client, EtcdProperties properties) {
 		return new EtcdLogStore(client, properties.getPrefix(), properties.determineTimeout());
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	@ConditionalOnBooleanProperty(name = "leader.daemons.enabled", matchIfMissing = true)
+	DaemonStore leaderDaemonStore(Client client, EtcdProperties properties, CoordinationStore coordination) {
+		// Beside this family's coordination store, the daemons are read with its
+		// heartbeat.
+		return (coordination instanceof EtcdCoordinationStore etcd)
+				? new EtcdDaemonStore(etcd, properties.determineTimeout())
+				: new EtcdDaemonStore(client, properties.getPrefix(), properties.determineTimeout());
 	}
 
 	// etcd counts a lease's time to live in whole seconds: a duration between two would

@@ -22,6 +22,7 @@ import dev.leader.daemon.DaemonGuard;
 import dev.leader.daemon.DaemonStore;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.node.NodeRegistration;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -38,7 +39,9 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
  * on an empty coordinator (no leases, nodes or assignments), the daemon store under test,
  * the {@link CoordinationStore} of the same coordinator (the suite registers nodes and
  * takes the leader's lease with it), and the transaction manager whose transactions
- * {@link DaemonGuard#lock} runs in; {@link #destroyStores} removes them again.
+ * {@link DaemonGuard#lock} runs in, or {@code null} for a store that is not the
+ * application's database and so offers no guard; {@link #destroyStores} removes them
+ * again.
  * <p>
  * Every transition is a compare-and-set on the daemon's generation, and the leader's
  * writes change nothing unless its token still holds the lease. The concurrency fuzz test
@@ -195,8 +198,13 @@ public abstract class AbstractDaemonStoreContractTests extends StoresContract<Ab
 
 	@Test
 	void lockReadsTheAssignmentInATransactionAndRefusesToRunWithoutOne() {
+		PlatformTransactionManager transactionManager = stores().transactions();
+		if (transactionManager == null) {
+			assertThat(daemons()).as("a store tested without transactions to guard").isNotInstanceOf(DaemonGuard.class);
+			return;
+		}
 		daemons().assign(this.leader, LEADER, "outbox", "node-a", 0);
-		TransactionTemplate transactions = new TransactionTemplate(stores().transactions());
+		TransactionTemplate transactions = new TransactionTemplate(transactionManager);
 		Assignment locked = transactions.execute((status) -> guard().lock("outbox"));
 		assertThat(locked).extracting(Assignment::node, Assignment::generation).containsExactly("node-a", 1L);
 		Assignment none = transactions.execute((status) -> guard().lock("never-assigned"));
@@ -205,8 +213,8 @@ public abstract class AbstractDaemonStoreContractTests extends StoresContract<Ab
 	}
 
 	/**
-	 * The store as a {@link DaemonGuard}, for the SQL family's stores; a store without a
-	 * guard fails the lock test rather than skipping it.
+	 * The store as a {@link DaemonGuard}, for the SQL family's stores; a store given
+	 * transactions without a guard fails the lock test rather than skipping it.
 	 * @return the guard
 	 */
 	private DaemonGuard guard() {
@@ -305,9 +313,10 @@ public abstract class AbstractDaemonStoreContractTests extends StoresContract<Ab
 	 * takes the leader's lease with
 	 * @param daemons the daemon store under test
 	 * @param transactions the transaction manager whose transactions
-	 * {@link DaemonGuard#lock} runs in
+	 * {@link DaemonGuard#lock} runs in, or {@code null} for a store that offers no guard
 	 */
-	public record Stores(CoordinationStore coordination, DaemonStore daemons, PlatformTransactionManager transactions) {
+	public record Stores(CoordinationStore coordination, DaemonStore daemons,
+			@Nullable PlatformTransactionManager transactions) {
 	}
 
 }

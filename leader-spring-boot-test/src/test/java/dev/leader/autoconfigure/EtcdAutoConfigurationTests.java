@@ -2,12 +2,17 @@ package dev.leader.autoconfigure;
 
 import java.time.Duration;
 import java.util.UUID;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
 
 import dev.leader.DaemonAgent;
 import dev.leader.FencingToken;
 import dev.leader.LeaderOnly;
 import dev.leader.Leadership;
+import dev.leader.daemon.DaemonStore;
 import dev.leader.etcd.EtcdCoordinationStore;
+import dev.leader.etcd.EtcdDaemonStore;
 import dev.leader.etcd.EtcdLogStore;
 import dev.leader.etcd.EtcdStoresAutoConfiguration;
 import dev.leader.fencing.FencingStore;
@@ -96,6 +101,7 @@ class EtcdAutoConfigurationTests {
 		this.schema.runner(EtcdStoresAutoConfiguration.class).withPropertyValues(etcd()).run((context) -> {
 			assertThat(context).hasNotFailed();
 			assertThat(context.getBean(CoordinationStore.class)).isInstanceOf(EtcdCoordinationStore.class);
+			assertThat(context.getBean(DaemonStore.class)).isInstanceOf(EtcdDaemonStore.class);
 			FencingStore fencing = context.getBean(FencingStore.class);
 			assertThat(fencing).isInstanceOf(FencesOnlyFencingStore.class);
 			Leadership leadership = context.getBean(Leadership.class);
@@ -151,12 +157,15 @@ class EtcdAutoConfigurationTests {
 	}
 
 	@Test
-	void daemonAgentsFailStartupOnEtcdSayingWhy() {
+	void daemonAgentOnEtcdIsAssignedToTheOnlyNodeAndRunsWithItsGeneration() {
+		BlockingQueue<Long> generations = new LinkedBlockingQueue<>();
 		withoutDataSource().withBean("outbox", DaemonAgent.class, () -> (context) -> {
+			generations.add(context.generation());
+			context.awaitCancellation(WAIT);
 		}).run((context) -> {
-			assertThat(context).hasFailed();
-			assertThat(context.getStartupFailure()).rootCause()
-				.hasMessageContaining("DaemonAgent beans [outbox] cannot run with leader.etcd.endpoints set");
+			assertThat(context).hasNotFailed();
+			assertThat(context.getBean(DaemonStore.class)).isInstanceOf(EtcdDaemonStore.class);
+			assertThat(generations.poll(WAIT.toMillis(), TimeUnit.MILLISECONDS)).isEqualTo(1L);
 		});
 	}
 

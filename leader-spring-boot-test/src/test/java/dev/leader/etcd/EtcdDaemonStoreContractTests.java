@@ -1,0 +1,175 @@
+package dev.leader.etcd;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+import dev.leader.FencingToken;
+import dev.leader.daemon.Assignment;
+import dev.leader.daemon.AssignmentState;
+import dev.leader.daemon.DaemonRequest;
+import dev.leader.daemon.DaemonSnapshot;
+import dev.leader.node.NodeRegistration;
+import dev.leader.test.AbstractDaemonStoreContractTests;
+import dev.leader.test.EtcdCluster;
+import dev.leader.test.Grants;
+import io.etcd.jetcd.Client;
+import io.etcd.jetcd.options.DeleteOption;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * {@link EtcdDaemonStore} against a real cluster of three etcd members, started once for
+ * the class, with a key prefix of its own per test, beside the
+ * {@link EtcdCoordinationStore} of the same prefix. etcd is not the application's
+ * database, so the store offers no guard. Beside the contract: requests, drains, and the
+ * time an assignment is measured from.
+ */
+class EtcdDaemonStoreContractTests extends AbstractDaemonStoreContractTests {
+
+	private static final Duration TIMEOUT = Duration.ofSeconds(3);
+
+	private static final Duration LEASE = Duration.ofSeconds(30);
+
+	private static final Duration EXPIRY = Duration.ofSeconds(10);
+
+	private static EtcdCluster cluster;
+
+	private static Client client;
+
+	private String prefix;
+
+	@BeforeAll
+	static void startCluster() {
+		cluster = EtcdCluster.start();
+		client = Client.builder().endpoints(cluster.endpoints().toArray(String[]::new)).build();
+	}
+
+	@AfterAll
+	static void stopCluster() {
+		try (EtcdCluster started = cluster; Client opened = client) {
+			cluster = null;
+			client = null;
+		}
+	}
+
+	@Override
+	protected Stores createStores() {
+		this.prefix = "leader-test/" + UUID.randomUUID();
+		return new Stores(new EtcdCoordinationStore(client, this.prefix, TIMEOUT),
+				new EtcdDaemonStore(client, this.prefix, TIMEOUT), null);
+	}
+
+	@Override
+	protected void destroyStores(Stores stores) throws Exception {
+		client.getKVClient()
+			.delete(EtcdKeys.bytes(this.prefix), DeleteOption.builder().isPrefix(true).build())
+			.get(5, TimeUnit.SECONDS);
+	}
+
+	@Test
+	void requestIsReadUntilTheLeaderCarriesItOutAndAReplacedOneIsKept() {
+		EtcdDaemonStore daemons = new EtcdDaemonStore(client, this.prefix, TIMEOUT);
+		FencingToken leader = lead("boss");
+		DaemonRequest move = daemons.request(DaemonRequest.Kind.MOVE, "outbox", "node-b");
+		DaemonRequest rebalance = daemons.request(DaemonRequest.Kind.REBALANCE, "", null);
+		assertThat(daemons.read(EXPIRY).requests()).containsExactlyInAnyOrder(move, rebalance);
+		DaemonRequest replaced = daemons.request(DaemonRequest.Kind.MOVE, "outbox", "node-c");
+		assertThat(daemons.forget(leader, "boss", move)).as("forgetting a request replaced since").isFalse();
+		assertThat(daemons.assign(leader, "boss", "outbox", "node-b", 0, move.requestedAt())).isEqualTo(1);
+		assertThat(daemons.read(EXPIRY).requests()).as("the replacement outlives the assignment of the first")
+			.containsExactlyInAnyOrder(replaced, rebalance);
+		assertThat(daemons.forget(leader, "boss", rebalance)).isTrue();
+		assertThat(daemons.release("node-b", "outbox", 1)).isTrue();
+		assertThat(daemons.assign(leader, "boss", "outbox", "node-c", 1, replaced.requestedAt())).isEqualTo(2);
+		assertThat(daemons.read(EXPIRY).requests()).isEmpty();
+	}
+
+	@Test
+	void drainedNodeIsReadDrainedUntilUndrained() {
+		EtcdCoordinationStore coordination = new EtcdCoordinationStore(client, this.prefix, TIMEOUT);
+		EtcdDaemonStore daemons = new EtcdDaemonStore(client, this.prefix, TIMEOUT);
+		coordination.tick(new NodeRegistration("node-a", "node-a", "host", 1, Set.of("outbox")), Map.of(), List.of(),
+				LEASE, EXPIRY);
+		assertThat(daemons.drain("node-a", true)).isTrue();
+		assertThat(daemons.read(EXPIRY).member("node-a")).hasValueSatisfying((member) -> {
+			assertThat(member.drained()).isTrue();
+			assertThat(member.takesDaemons()).isFalse();
+		});
+		assertThat(daemons.drain("node-a", false)).isTrue();
+		assertThat(daemons.read(EXPIRY).member("node-a"))
+			.hasValueSatisfying((member) -> assertThat(member.takesDaemons()).isTrue());
+	}
+
+	@Test
+	void storeBuiltBesideTheCoordinationStoreTakesTheAssignmentsFromItsHeartbeat() throws Exception {
+		EtcdCoordinationStore coordination = new EtcdCoordinationStore(client, this.prefix, TIMEOUT);
+		EtcdDaemonStore daemons = new EtcdDaemonStore(coordination, TIMEOUT);
+		BlockingQueue<DaemonSnapshot> snapshots = new LinkedBlockingQueue<>();
+		NodeRegistration node = new NodeRegistration("node-a", "node-a", "host", 1, Set.of("outbox"));
+		try (AutoCloseable following = daemons.followHeartbeat(snapshots::add)) {
+			coordination.tick(node, Map.of(), List.of(), LEASE, EXPIRY);
+			assertThat(snapshots.poll()).isNotNull();
+			FencingToken leader = lead("boss");
+			assertThat(daemons.assign(leader, "boss", "outbox", "node-a", 0)).isEqualTo(1);
+			snapshots.clear();
+			coordination.tick(node, Map.of(), List.of(), LEASE, EXPIRY);
+			DaemonSnapshot snapshot = snapshots.poll();
+			assertThat(snapshot).isNotNull();
+			assertThat(only(snapshot)).extracting(Assignment::node, Assignment::generation)
+				.containsExactly("node-a", 1L);
+			assertThat(snapshot.member("node-a"))
+				.hasValueSatisfying((member) -> assertThat(member.daemons()).containsExactly("outbox"));
+		}
+		snapshots.clear();
+		coordination.tick(node, Map.of(), List.of(), LEASE, EXPIRY);
+		assertThat(snapshots).as("after the handle was closed").isEmpty();
+	}
+
+	/**
+	 * A store measures an assignment's age from when it first saw the assignment in its
+	 * state: another leader's store, which never saw it before, starts from its first
+	 * read, so it never finds an assignment older than it is.
+	 */
+	@Test
+	void assignmentsAgeIsMeasuredFromWhenThisStoreFirstSawItsState() throws Exception {
+		EtcdDaemonStore first = new EtcdDaemonStore(client, this.prefix, TIMEOUT);
+		FencingToken leader = lead("boss");
+		assertThat(first.assign(leader, "boss", "outbox", "node-a", 0)).isEqualTo(1);
+		Assignment seen = only(first.read(EXPIRY));
+		Thread.sleep(300);
+		DaemonSnapshot later = first.read(EXPIRY);
+		// The same instant, but for the drift of the wall clock against the monotonic
+		// one.
+		assertThat(Duration.between(seen.since(), only(later).since()).abs()).as("the same state, seen again")
+			.isLessThan(Duration.ofMillis(5));
+		assertThat(Duration.between(only(later).since(), later.now())).isGreaterThanOrEqualTo(Duration.ofMillis(300));
+		DaemonSnapshot other = new EtcdDaemonStore(client, this.prefix, TIMEOUT).read(EXPIRY);
+		assertThat(Duration.between(only(other).since(), other.now())).as("age seen by a store that never saw it")
+			.isZero();
+		assertThat(first.acknowledge("node-a", "outbox", 1)).isTrue();
+		DaemonSnapshot acknowledged = first.read(EXPIRY);
+		assertThat(only(acknowledged).state()).isEqualTo(AssignmentState.ACTIVE);
+		assertThat(Duration.between(only(acknowledged).since(), acknowledged.now())).as("age of the new state")
+			.isZero();
+	}
+
+	private FencingToken lead(String node) {
+		EtcdCoordinationStore coordination = new EtcdCoordinationStore(client, this.prefix, TIMEOUT);
+		return new FencingToken("moves", Grants.acquire(coordination, "moves", node, LEASE).lease().term());
+	}
+
+	private static Assignment only(DaemonSnapshot snapshot) {
+		assertThat(snapshot.assignments()).hasSize(1);
+		return snapshot.assignments().get(0);
+	}
+
+}
