@@ -60,9 +60,9 @@ final class EtcdBenchmarks {
 			throws Exception {
 		Report.awaitQuietMachine(0.5, quietWait);
 		String load = Report.loadAverage();
-		List<List<Double>> postgres = new LeadershipTimings(database, logs).handOver(LeaseSettings.defaults(), rounds,
-				Duration.ofSeconds(4));
-		List<List<Double>> onEtcd = LeadershipTimings.onEtcd(etcd.endpoints(), logs)
+		List<List<Double>> postgres = new LeadershipTimings(database, logs, "pg-handover-", List.of())
+			.handOver(LeaseSettings.defaults(), rounds, Duration.ofSeconds(4));
+		List<List<Double>> onEtcd = LeadershipTimings.onEtcd(etcd.endpoints(), logs, "etcd-handover-")
 			.handOver(LeaseSettings.defaults(), rounds, Duration.ofSeconds(4));
 		pair("graceful hand-over, SIGTERM -> successor's grant (3 bare-engine nodes, defaults)", postgres.get(0),
 				onEtcd.get(0), load);
@@ -72,13 +72,13 @@ final class EtcdBenchmarks {
 
 	private static void crash(BenchDatabase database, EtcdCluster etcd, Path logs, int rounds) throws Exception {
 		String load = Report.loadAverage();
-		List<Double> takeover = new LeadershipTimings(database, logs, "takeover-node-",
+		List<Double> takeover = new LeadershipTimings(database, logs, "pg-takeover-",
 				List.of("--crash-takeover=" + GROUP))
 			.killToGrant(Benchmarks.FAILOVER, rounds, Duration.ofSeconds(1));
 		List<Double> expiry = new LeadershipTimings(database, logs)
 			.failover(Benchmarks.FAILOVER, rounds, Duration.ofSeconds(1))
 			.get(0);
-		List<Double> onEtcd = LeadershipTimings.onEtcd(etcd.endpoints(), logs)
+		List<Double> onEtcd = LeadershipTimings.onEtcd(etcd.endpoints(), logs, "etcd-crash-")
 			.killToGrant(Benchmarks.FAILOVER, rounds, Duration.ofSeconds(1));
 		String what = "crash, kill -9 -> successor's grant (3 nodes, lease 2 s, renew 500 ms)";
 		Report.result(what + ", PostgreSQL crash takeover", Stats.of(takeover).format("ms"), load);

@@ -93,18 +93,19 @@ final class LeadershipTimings {
 	 * starts on a key prefix of its own, so that nothing of an earlier one is left.
 	 * @param endpoints the client URLs of the etcd members
 	 * @param logs the directory of the nodes' logs
+	 * @param prefix the prefix of the node ids, and so of their log files
 	 * @return the timings, without the database's reference round trips and lease reads
 	 */
-	static LeadershipTimings onEtcd(List<String> endpoints, Path logs) {
+	static LeadershipTimings onEtcd(List<String> endpoints, Path logs, String prefix) {
 		AtomicInteger clusters = new AtomicInteger();
-		AtomicReference<String> prefix = new AtomicReference<>("");
-		return new LeadershipTimings(logs, "etcd-node-", (settings) -> {
+		AtomicReference<String> keys = new AtomicReference<>("");
+		return new LeadershipTimings(logs, prefix, (settings) -> {
 			List<String> arguments = new ArrayList<>(leaseArguments(settings));
 			arguments.add("--endpoints=" + String.join(",", endpoints));
-			arguments.add("--prefix=" + prefix.get());
+			arguments.add("--prefix=" + keys.get());
 			arguments.add("--groups=" + GROUP);
 			return (nodeId, log) -> NodeProcess.start(EtcdNode.class, nodeId, arguments, Map.of(), log);
-		}, () -> prefix.set("leader-bench/cluster-" + clusters.incrementAndGet() + "-" + System.nanoTime()));
+		}, () -> keys.set("leader-bench/cluster-" + clusters.incrementAndGet() + "-" + System.nanoTime()));
 	}
 
 	/**

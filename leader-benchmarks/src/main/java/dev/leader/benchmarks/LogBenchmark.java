@@ -229,9 +229,7 @@ final class LogBenchmark {
 			}
 			readIndex.add(millis(System.nanoTime() - start));
 		}
-		result(READ_INDEX,
-				"decision log" + this.label
-						+ ": read-index read on a follower, idle log (one round trip, applied already)",
+		result(READ_INDEX, "decision log" + this.label + ": read-index read on a follower, idle log (applied already)",
 				Stats.of(readIndex), "ms", load);
 		load = Report.loadAverage();
 		List<Double> bounded = new ArrayList<>();
