@@ -153,7 +153,7 @@ public final class Benchmarks {
 			}
 		}
 		if (only.contains("app-handover") || only.contains("app-failover") || only.contains("app-idle")
-				|| only.contains("peer")) {
+				|| only.contains("etcd-app") || only.contains("peer")) {
 			// A database of its own, empty: the sample's nodes migrate it themselves, its
 			// tables and the starter's.
 			try (BenchDatabase database = BenchDatabase.createEmpty(url, user, password, name + "_app",
@@ -167,6 +167,11 @@ public final class Benchmarks {
 				}
 				if (only.contains("app-idle")) {
 					SampleAppBenchmarks.idle(app, options);
+				}
+				if (only.contains("etcd-app")) {
+					// Not in the default list, as etcd: starts an etcd cluster of its
+					// own.
+					EtcdAppBenchmarks.run(database, logs, SampleAppNode.sampleAppJar(), options, rounds);
 				}
 				if (only.contains("peer")) {
 					// The sample app beside Spring Integration's JDBC leader election, in
