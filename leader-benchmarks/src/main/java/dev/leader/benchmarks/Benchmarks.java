@@ -46,7 +46,10 @@ import org.openjdk.jmh.util.Statistics;
  * {@code --quiet-wait=PT3M} (how long to wait at most for a quiet machine before JMH, the
  * hand-overs and the guarded writes; the sample app: see {@link SampleAppTimings}),
  * {@code --server-log=<path>} (the server's log file when {@code pg_current_logfile()}
- * does not name it). The server comes from {@code LEADER_BENCH_JDBC_URL} (default
+ * does not name it). Not in the default list: {@code etcd} and {@code etcd-app}, the
+ * figures of the bare engine and of the sample app on an etcd cluster that the run
+ * starts, beside PostgreSQL's ({@link EtcdBenchmarks}, {@link EtcdAppBenchmarks}). The
+ * server comes from {@code LEADER_BENCH_JDBC_URL} (default
  * {@code jdbc:postgresql://127.0.0.1:5432/postgres}; or {@code jdbc:mariadb://…}),
  * {@code LEADER_BENCH_JDBC_USER} ({@code postgres}, on MariaDB {@code root}) and
  * {@code LEADER_BENCH_JDBC_PASSWORD}; the user must be allowed to create databases (on
