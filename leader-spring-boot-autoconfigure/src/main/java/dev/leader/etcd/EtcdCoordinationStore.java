@@ -31,6 +31,8 @@ import io.etcd.jetcd.options.DeleteOption;
 import io.etcd.jetcd.options.GetOption;
 import io.etcd.jetcd.options.LeaseOption;
 import io.etcd.jetcd.options.PutOption;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.dao.DataAccessResourceFailureException;
@@ -41,7 +43,7 @@ import org.springframework.util.Assert;
  * The {@link CoordinationStore} of an etcd cluster. Every key lives under a prefix, so
  * that several applications share one cluster.
  * <p>
- * <b>Leases.</b> A group's lease is the key {@code <prefix>/leases/<group>}, holding the
+ * <b>Leases.</b> A group's lease is the key {@code <prefix>#/leases/<group>}, holding the
  * holder's id, attached to an etcd lease of its own whose time to live is the lease
  * duration rounded up to whole seconds (etcd may raise it to its minimum, about 1.5 times
  * its election timeout). etcd alone decides expiry: it deletes the key when its lease
@@ -51,14 +53,14 @@ import org.springframework.util.Assert;
  * one transaction that creates the key only where there is none, after a read that
  * refuses without writing when another node holds it. A grant to the node that already
  * holds the lease deletes the key, if it is unchanged, in one transaction that also
- * writes {@code <prefix>/reserved/<group>} for that node, attached to the etcd lease the
+ * writes {@code <prefix>#/reserved/<group>} for that node, attached to the etcd lease the
  * new key will have, and creates the key in the next, deleting the reservation: no other
  * node creates the key in between, so the term rises and the node's earlier term ends
  * only with its next one (if the node dies in between, the reservation runs out like a
  * lease). Renewal keeps the etcd lease alive once, then records the new expiry if the key
  * still has the holder and the term; an etcd lease that has run out, or a key of another
  * term, is not renewed. A release deletes the key if it still has the holder and the
- * term, so the revision rises. Beside each lease key, {@code <prefix>/terms/<group>}
+ * term, so the revision rises. Beside each lease key, {@code <prefix>#/terms/<group>}
  * records the latest term, its holder ({@code null} once released) and its expiry, so
  * that a released or expired lease is still read with its term. etcd has no epochs or
  * promotions to handle: a revision never goes back, whatever happens to etcd's own
@@ -78,8 +80,8 @@ import org.springframework.util.Assert;
  * by its holder may outlive its duration by up to a duration and an election, never the
  * other way.
  * <p>
- * <b>Members.</b> A node is the key {@code <prefix>/nodes/<id>}, attached to an etcd
- * lease of the node expiry rounded up, and a record {@code <prefix>/members/<id>}
+ * <b>Members.</b> A node is the key {@code <prefix>#/nodes/<id>}, attached to an etcd
+ * lease of the node expiry rounded up, and a record {@code <prefix>#/members/<id>}
  * attached to an etcd lease longer by the node expiry; each heartbeat keeps both alive. A
  * node is alive while etcd keeps its key, dead once only the record is left, and
  * forgotten when etcd deletes the record too, so a silent node shows as dead from about
@@ -94,6 +96,8 @@ import org.springframework.util.Assert;
  * closes.
  */
 public final class EtcdCoordinationStore implements CoordinationStore {
+
+	private static final Log logger = LogFactory.getLog(EtcdCoordinationStore.class);
 
 	private static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(3);
 
@@ -271,7 +275,15 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 		members.put(node.id(), self.toInfo(true));
 		Consumer<EtcdSnapshot> follower = this.snapshotFollower;
 		if (follower != null) {
-			follower.accept(snapshot);
+			try {
+				follower.accept(snapshot);
+			}
+			catch (RuntimeException ex) {
+				// The follower's failure is the follower's: the heartbeat goes on, and
+				// the
+				// follower reads by itself and reports it.
+				logger.warn("Leader etcd heartbeat could not hand its read to the daemon store: " + ex.getMessage());
+			}
 		}
 		return new Tick(renewed, leases, List.copyOf(members.values()));
 	}
@@ -322,15 +334,11 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 				}
 			}
 		}
-		Instant startedAt = now;
-		if (record != null) {
-			NodeValue recorded = NodeValue.of(record);
-			if (recorded.incarnation().equals(incarnation)) {
-				startedAt = recorded.startedAt();
-			}
-		}
+		NodeValue recorded = (record != null) ? NodeValue.of(record) : null;
+		boolean again = recorded != null && recorded.incarnation().equals(incarnation);
 		requireNoLeasesOfAnotherProcess(node.id(), held, snapshot);
-		return register(new NodeValue(incarnation, node, startedAt, now), record, nodeExpiry, deadline);
+		return register(new NodeValue(incarnation, node, again ? recorded.startedAt() : now, now), record,
+				again ? snapshot.drained(node.id()) : null, nodeExpiry, deadline);
 	}
 
 	// A process that registers the id waits for the leases under it that it does not
@@ -355,7 +363,10 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 
 	// The record as the snapshot read it, unchanged since: a grant under the id writes it
 	// again, so that a registration that read no lease of that grant fails.
-	private NodeValue register(NodeValue value, @Nullable KeyValue seen, Duration nodeExpiry, long deadline) {
+	// A drained mark of the same process goes with its member record to the record's new
+	// etcd lease, unless an operator changed it meanwhile.
+	private NodeValue register(NodeValue value, @Nullable KeyValue seen, @Nullable KeyValue drained,
+			Duration nodeExpiry, long deadline) {
 		String id = value.registration().id();
 		long ttl = EtcdKeys.seconds(nodeExpiry);
 		LeaseGrantResponse alive = this.calls.await(this.leases.grant(ttl), deadline, "a lease for node " + id);
@@ -370,7 +381,8 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 		TxnResponse registered = this.calls.await(this.kv.txn()
 			.If(new Cmp(this.keys.node(id), Cmp.Op.EQUAL, CmpTarget.createRevision(0)), unchanged)
 			.Then(Op.put(this.keys.node(id), bytes, PutOption.builder().withLeaseId(alive.getID()).build()),
-					Op.put(this.keys.member(id), bytes, PutOption.builder().withLeaseId(record.getID()).build()))
+					Op.put(this.keys.member(id), bytes, PutOption.builder().withLeaseId(record.getID()).build()),
+					keepDrained(drained, record.getID()))
 			.commit(), deadline, "the registration of node " + id);
 		if (!registered.isSucceeded()) {
 			revokeQuietly(alive.getID());
@@ -379,6 +391,17 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 					+ "granted a lease, at the same moment; give each process its own leader node id");
 		}
 		return value;
+	}
+
+	private Op keepDrained(@Nullable KeyValue drained, long recordLease) {
+		if (drained == null) {
+			return Op.txn(new Cmp[0], new Op[0], new Op[0]);
+		}
+		return Op.txn(
+				new Cmp[] { new Cmp(drained.getKey(), Cmp.Op.EQUAL, CmpTarget.modRevision(drained.getModRevision())) },
+				new Op[] { Op.put(drained.getKey(), drained.getValue(),
+						PutOption.builder().withLeaseId(recordLease).build()) },
+				new Op[0]);
 	}
 
 	private Map<String, LeaseState> renew(String nodeId, Map<String, Long> held, EtcdSnapshot snapshot,

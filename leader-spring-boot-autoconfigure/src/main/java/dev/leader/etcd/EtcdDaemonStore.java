@@ -31,13 +31,14 @@ import io.etcd.jetcd.options.GetOption;
 import io.etcd.jetcd.options.PutOption;
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.dao.ConcurrencyFailureException;
 import org.springframework.util.Assert;
 
 /**
  * The {@link DaemonStore} of an etcd cluster, beside {@link EtcdCoordinationStore} under
- * the same prefix. A daemon's assignment is the key {@code <prefix>/daemons/<daemon>}, an
- * operator's request {@code <prefix>/requests/<kind>/<daemon>} and a drained node's mark
- * {@code <prefix>/drained/<id>} ({@link EtcdKeys}); the nodes and the daemons they
+ * the same prefix. A daemon's assignment is the key {@code <prefix>#/daemons/<daemon>},
+ * an operator's request {@code <prefix>#/requests/<kind>/<daemon>} and a drained node's
+ * mark {@code <prefix>#/drained/<id>} ({@link EtcdKeys}); the nodes and the daemons they
  * advertise are the coordination store's node keys and member records.
  * <p>
  * <b>Transitions.</b> Each transition reads the assignment, checks it, and writes it in
@@ -52,14 +53,15 @@ import org.springframework.util.Assert;
  * <p>
  * <b>Time.</b> etcd has no clock to read, and the nodes' wall clocks may disagree. An
  * assignment's {@link Assignment#since()} is therefore when this process first saw it in
- * its present state and generation, by its monotonic clock, and a snapshot's
- * {@link DaemonSnapshot#now()} is this process's clock: a leader measures the ack and
- * drain timeouts from the moment it saw the state, never earlier than it was written, so
- * that a new leader, or a clock that runs ahead, never reclaims a daemon early; a leader
- * that took over waits up to a whole timeout more for a state that was already old. A
- * node is alive while etcd keeps its node key, whatever node expiry {@link #read} is
- * given: etcd's lease of the key is the node expiry the coordination store registered it
- * with.
+ * its present state and generation, and a snapshot's {@link DaemonSnapshot#now()} is when
+ * it was read, both on this process's clock as read when the store was created and
+ * advanced by the monotonic clock since, so that a step of the wall clock changes no age:
+ * a leader measures the ack and drain timeouts from the moment it saw the state, never
+ * earlier than it was written, so that a new leader, or a clock that runs ahead, never
+ * reclaims a daemon early; a leader that took over waits up to a whole timeout more for a
+ * state that was already old. A node is alive while etcd keeps its node key, whatever
+ * node expiry {@link #read} is given: etcd's lease of the key is the node expiry the
+ * coordination store registered it with.
  * <p>
  * <b>Guards.</b> There is none: etcd is not the application's database, so a daemon's
  * writes cannot be guarded inside the application's transaction; fenced writes use the
@@ -77,6 +79,12 @@ public final class EtcdDaemonStore implements DaemonStore {
 
 	private static final String REBALANCE = "";
 
+	/**
+	 * How many times a drain reads the member record again that a heartbeat rewrote
+	 * meanwhile.
+	 */
+	private static final int DRAIN_ATTEMPTS = 5;
+
 	private final KV kv;
 
 	private final EtcdKeys keys;
@@ -89,6 +97,10 @@ public final class EtcdDaemonStore implements DaemonStore {
 	 * When this process first saw each daemon's assignment in its state and generation.
 	 */
 	private final Map<String, Seen> seen = new ConcurrentHashMap<>();
+
+	private final long originNanos = System.nanoTime();
+
+	private final Instant origin = Instant.now();
 
 	/**
 	 * Creates a store that reads the assignments on its own.
@@ -145,16 +157,17 @@ public final class EtcdDaemonStore implements DaemonStore {
 
 	private DaemonSnapshot snapshot(EtcdSnapshot snapshot) {
 		long nanos = System.nanoTime();
-		Instant now = Instant.now();
+		Instant now = at(nanos);
 		List<Member> members = new ArrayList<>();
 		snapshot.memberRecords().forEach((id, record) -> {
 			KeyValue alive = snapshot.nodes().get(id);
 			NodeRegistration node = NodeValue.of((alive != null) ? alive : record).registration();
-			members.add(new Member(id, node.daemons(), alive != null, snapshot.drained(id)));
+			members.add(new Member(id, node.daemons(), alive != null, snapshot.drained(id) != null));
 		});
 		snapshot.nodes().forEach((id, alive) -> {
 			if (!snapshot.memberRecords().containsKey(id)) {
-				members.add(new Member(id, NodeValue.of(alive).registration().daemons(), true, snapshot.drained(id)));
+				members.add(new Member(id, NodeValue.of(alive).registration().daemons(), true,
+						snapshot.drained(id) != null));
 			}
 		});
 		List<Assignment> assignments = new ArrayList<>();
@@ -163,7 +176,7 @@ public final class EtcdDaemonStore implements DaemonStore {
 			Seen first = this.seen.compute(daemon, (key, known) -> (known != null && known.is(stored)) ? known
 					: new Seen(stored.generation(), stored.state(), nanos));
 			assignments.add(new Assignment(daemon, stored.node(), stored.state(), stored.generation(), stored.term(),
-					now.minusNanos(nanos - first.nanos())));
+					at(first.nanos())));
 		});
 		this.seen.keySet().retainAll(snapshot.daemons().keySet());
 		List<DaemonRequest> requests = new ArrayList<>();
@@ -275,21 +288,29 @@ public final class EtcdDaemonStore implements DaemonStore {
 	public boolean drain(String node, boolean drained) {
 		long deadline = this.calls.deadline();
 		ByteSequence member = this.keys.member(node);
-		KeyValue record = get(member, deadline, "the member record of " + node);
-		if (record == null) {
-			return false;
+		for (int attempt = 0; attempt < DRAIN_ATTEMPTS; attempt++) {
+			KeyValue record = get(member, deadline, "the member record of " + node);
+			if (record == null) {
+				return false;
+			}
+			Op mark = drained
+					? Op.put(this.keys.drained(node), EtcdKeys.bytes(node),
+							PutOption.builder().withLeaseId(record.getLease()).build())
+					: Op.delete(this.keys.drained(node), DeleteOption.DEFAULT);
+			// Marked only while the record is the one read, on the etcd lease it had: a
+			// heartbeat that registers the node again moves the record, and the mark with
+			// it, to another.
+			if (this.calls
+				.await(this.kv.txn()
+					.If(new Cmp(member, Cmp.Op.EQUAL, CmpTarget.modRevision(record.getModRevision())))
+					.Then(mark)
+					.commit(), deadline, "the drain of " + node)
+				.isSucceeded()) {
+				return true;
+			}
 		}
-		Op mark = drained
-				? Op.put(this.keys.drained(node), EtcdKeys.bytes(node),
-						PutOption.builder().withLeaseId(record.getLease()).build())
-				: Op.delete(this.keys.drained(node), DeleteOption.DEFAULT);
-		// Marked only while the record is the one read, so that the mark goes with it.
-		return this.calls
-			.await(this.kv.txn()
-				.If(new Cmp(member, Cmp.Op.EQUAL, CmpTarget.createRevision(record.getCreateRevision())))
-				.Then(mark)
-				.commit(), deadline, "the drain of " + node)
-			.isSucceeded();
+		throw new ConcurrencyFailureException("The member record of " + node + " changed " + DRAIN_ATTEMPTS
+				+ " times while it was being drained; is another process heartbeating under its id?");
 	}
 
 	@Override
@@ -317,6 +338,13 @@ public final class EtcdDaemonStore implements DaemonStore {
 				.Then(writes)
 				.commit(), deadline, what)
 			.isSucceeded();
+	}
+
+	// This process's clock, as read when the store was created and advanced by the
+	// monotonic clock since, so that the same moment reads the same on every snapshot
+	// and a step of the wall clock changes no age.
+	private Instant at(long nanos) {
+		return this.origin.plusNanos(nanos - this.originNanos);
 	}
 
 	private ByteSequence requestKey(DaemonRequest request) {
@@ -348,7 +376,7 @@ public final class EtcdDaemonStore implements DaemonStore {
 	}
 
 	/**
-	 * What {@code <prefix>/daemons/<daemon>} holds.
+	 * What {@code <prefix>#/daemons/<daemon>} holds.
 	 *
 	 * @param node the node
 	 * @param state the state

@@ -19,23 +19,23 @@ import org.springframework.dao.DataRetrievalFailureException;
 /**
  * The keys of one coordination under a prefix, and the values stored at them:
  * <ul>
- * <li>{@code <prefix>/leases/<group>}, attached to the etcd lease of one grant, holds the
- * holder's id; its create revision is the term;</li>
- * <li>{@code <prefix>/terms/<group>}, attached to no etcd lease, records the group's
+ * <li>{@code <prefix>#/leases/<group>}, attached to the etcd lease of one grant, holds
+ * the holder's id; its create revision is the term;</li>
+ * <li>{@code <prefix>#/terms/<group>}, attached to no etcd lease, records the group's
  * latest term, its holder ({@code null} once released) and its expiry, so that a lease
  * that was released or that expired is still read with its term;</li>
- * <li>{@code <prefix>/reserved/<group>}, attached to the etcd lease of the grant to come,
- * holds the id of a holder that asked for its lease again while it held it: between the
- * deletion of its key and the creation of the next, no other node may create it;</li>
- * <li>{@code <prefix>/nodes/<id>}, attached to an etcd lease of the node expiry, is there
- * while the node is alive;</li>
- * <li>{@code <prefix>/members/<id>}, attached to a longer etcd lease, keeps a silent node
- * in the member list, dead, until etcd forgets it;</li>
- * <li>{@code <prefix>/daemons/<daemon>}, attached to no etcd lease, holds a daemon's
+ * <li>{@code <prefix>#/reserved/<group>}, attached to the etcd lease of the grant to
+ * come, holds the id of a holder that asked for its lease again while it held it: between
+ * the deletion of its key and the creation of the next, no other node may create it;</li>
+ * <li>{@code <prefix>#/nodes/<id>}, attached to an etcd lease of the node expiry, is
+ * there while the node is alive;</li>
+ * <li>{@code <prefix>#/members/<id>}, attached to a longer etcd lease, keeps a silent
+ * node in the member list, dead, until etcd forgets it;</li>
+ * <li>{@code <prefix>#/daemons/<daemon>}, attached to no etcd lease, holds a daemon's
  * assignment: its node, state, generation and the term that wrote it;</li>
- * <li>{@code <prefix>/requests/<kind>/<daemon>}, attached to no etcd lease, holds an
+ * <li>{@code <prefix>#/requests/<kind>/<daemon>}, attached to no etcd lease, holds an
  * operator's request for the leader (the daemon is empty for a rebalance);</li>
- * <li>{@code <prefix>/drained/<id>}, attached to the etcd lease of the node's member
+ * <li>{@code <prefix>#/drained/<id>}, attached to the etcd lease of the node's member
  * record, is there while the node is drained, and goes with the record;</li>
  * <li>{@code <prefix>#log/<group>/<index>}, attached to no etcd lease, holds an entry of
  * the group's decision log, its index zero-padded to 19 digits so that keys sort in index
@@ -45,14 +45,22 @@ import org.springframework.dao.DataRetrievalFailureException;
  * <li>{@code <prefix>#logstart/<group>}, attached to no etcd lease, holds the index and
  * term of the last entry that retention removed from the group's log.</li>
  * </ul>
- * The log's keys lie beside the prefix's root, {@code <prefix>/}, not under it: the
+ * The log's keys lie beside the prefix's root, {@code <prefix>#/}, not under it: the
  * coordination store reads the whole root at every heartbeat, which must not grow with
- * the logs. {@code #} is not allowed in a prefix, so no other prefix's keys start with
- * them. Values are lines of URL-encoded fields.
+ * the logs. {@code #} is not allowed in a prefix, so no key of another prefix starts with
+ * the root or the log's starts, not even one of a prefix nested in this one, such as
+ * {@code leader/orders} in {@code leader}. Values are lines of URL-encoded fields.
  */
 final class EtcdKeys {
 
 	private static final Pattern VALID_PREFIX = Pattern.compile("[A-Za-z0-9._:/-]{1,120}");
+
+	/**
+	 * What the coordination's keys start with after the prefix: {@code #} is not allowed
+	 * in a prefix, so no key of another prefix, nested in this one or not, starts with
+	 * the prefix and it.
+	 */
+	private static final String ROOT = "#";
 
 	private static final String LEASES = "/leases/";
 
@@ -92,43 +100,43 @@ final class EtcdKeys {
 	}
 
 	ByteSequence root() {
-		return bytes(this.prefix + "/");
+		return bytes(this.prefix + ROOT + "/");
 	}
 
 	ByteSequence leases() {
-		return bytes(this.prefix + LEASES);
+		return bytes(this.prefix + ROOT + LEASES);
 	}
 
 	ByteSequence terms() {
-		return bytes(this.prefix + TERMS);
+		return bytes(this.prefix + ROOT + TERMS);
 	}
 
 	ByteSequence nodes() {
-		return bytes(this.prefix + NODES);
+		return bytes(this.prefix + ROOT + NODES);
 	}
 
 	ByteSequence lease(String group) {
-		return bytes(this.prefix + LEASES + group);
+		return bytes(this.prefix + ROOT + LEASES + group);
 	}
 
 	ByteSequence term(String group) {
-		return bytes(this.prefix + TERMS + group);
+		return bytes(this.prefix + ROOT + TERMS + group);
 	}
 
 	ByteSequence reserved(String group) {
-		return bytes(this.prefix + RESERVED + group);
+		return bytes(this.prefix + ROOT + RESERVED + group);
 	}
 
 	ByteSequence node(String id) {
-		return bytes(this.prefix + NODES + id);
+		return bytes(this.prefix + ROOT + NODES + id);
 	}
 
 	ByteSequence member(String id) {
-		return bytes(this.prefix + MEMBERS + id);
+		return bytes(this.prefix + ROOT + MEMBERS + id);
 	}
 
 	ByteSequence daemon(String daemon) {
-		return bytes(this.prefix + DAEMONS + daemon);
+		return bytes(this.prefix + ROOT + DAEMONS + daemon);
 	}
 
 	/**
@@ -139,11 +147,11 @@ final class EtcdKeys {
 	 * @return the key
 	 */
 	ByteSequence request(String kind, String daemon) {
-		return bytes(this.prefix + REQUESTS + kind + "/" + daemon);
+		return bytes(this.prefix + ROOT + REQUESTS + kind + "/" + daemon);
 	}
 
 	ByteSequence drained(String id) {
-		return bytes(this.prefix + DRAINED + id);
+		return bytes(this.prefix + ROOT + DRAINED + id);
 	}
 
 	/**
@@ -205,7 +213,7 @@ final class EtcdKeys {
 	@Nullable Named parse(ByteSequence key) {
 		String text = key.toString(StandardCharsets.UTF_8);
 		for (Kind kind : Kind.values()) {
-			String start = this.prefix + kind.infix;
+			String start = this.prefix + ROOT + kind.infix;
 			if (text.startsWith(start) && text.length() > start.length()) {
 				return new Named(kind, text.substring(start.length()));
 			}
@@ -306,7 +314,7 @@ final class EtcdKeys {
 	}
 
 	/**
-	 * What {@code <prefix>/terms/<group>} records.
+	 * What {@code <prefix>#/terms/<group>} records.
 	 *
 	 * @param term the term, or 0 when written by the grant, whose revision (the key's mod
 	 * revision) is the term

@@ -97,8 +97,8 @@ final class EtcdSnapshot {
 		return this.requests;
 	}
 
-	boolean drained(String id) {
-		return this.drained.containsKey(id);
+	@Nullable KeyValue drained(String id) {
+		return this.drained.get(id);
 	}
 
 	/**

@@ -122,13 +122,16 @@ public final class HeartbeatRows {
 
 	/**
 	 * Returns the failure of a heartbeat that found the node's id registered by another
-	 * process in the same moment.
+	 * process, which either registered in the same moment or was granted leases under the
+	 * id that have not expired, released ones included.
 	 * @param nodeId the node's id
 	 * @return the exception to throw
 	 */
 	public static DuplicateKeyException registeredMeanwhile(String nodeId) {
-		return new DuplicateKeyException("Node id '" + nodeId + "' was registered by another process in the same "
-				+ "moment. " + ONE_PROCESS_PER_ID + "that registration has been silent for the node expiry");
+		return new DuplicateKeyException("Node id '" + nodeId + "' is registered by another process, which "
+				+ "registered in the same moment or was granted leases under the id that have not expired yet, "
+				+ "released ones included. " + ONE_PROCESS_PER_ID
+				+ "that registration has been silent for the node expiry and those leases have expired");
 	}
 
 	/**

@@ -113,15 +113,19 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 	 * granted or renewed under it have expired ({@code leases_until}, read from the row
 	 * the upsert locks, so that a grant committed after this statement's snapshot is
 	 * counted too). Until then the upsert changes nothing, nothing is renewed, and the
-	 * other registration comes back as {@code D}. A process whose row is missing or
-	 * another's registers only once no lease under the node's id is valid but those it
-	 * holds, the terms it sends: a lease may outlive its holder's last heartbeat (it was
-	 * granted after it, or it is longer than the node expiry), and its holder, merely
-	 * paused, still acts on it. Until then those leases come back as {@code H}. A lease
-	 * granted before the server's last promotion is not renewed: its holder steps down
-	 * and acquires it again, under a term of the new epoch, so that no node goes on
-	 * leading under a term that is lower than one that may have been granted, and seen by
-	 * other systems, on the old primary.
+	 * other registration comes back as {@code D}. A row that the upsert inserts, after
+	 * its node was forgotten while it held leases, records their expiry too. A node's row
+	 * is forgotten after twice the node expiry without a heartbeat, once its leases have
+	 * expired, by a heartbeat that finds the row unlocked: a row that a slow grant or
+	 * heartbeat holds is left to a later one, and two heartbeats never wait for each
+	 * other's rows. A process whose row is missing or another's registers only once no
+	 * lease under the node's id is valid but those it holds, the terms it sends: a lease
+	 * may outlive its holder's last heartbeat (it was granted after it, or it is longer
+	 * than the node expiry), and its holder, merely paused, still acts on it. Until then
+	 * those leases come back as {@code H}. A lease granted before the server's last
+	 * promotion is not renewed: its holder steps down and acquires it again, under a term
+	 * of the new epoch, so that no node goes on leading under a term that is lower than
+	 * one that may have been granted, and seen by other systems, on the old primary.
 	 */
 	static final String TICK = """
 			WITH held AS (
@@ -132,8 +136,9 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 			    AND NOT EXISTS (SELECT 1 FROM held WHERE held.group_name = l.group_name AND held.term = l.term)
 			), me AS (
 			  INSERT INTO ${prefix}nodes AS n (node_id, name, host, pid, incarnation, started_at, heartbeat_at,
-			    daemons, base_url, zone)
-			  SELECT ?, ?, ?, ?, ?, clock_timestamp(), clock_timestamp(), ?::varchar[], ?, ?
+			    daemons, base_url, zone, leases_until)
+			  SELECT ?, ?, ?, ?, ?, clock_timestamp(), clock_timestamp(), ?::varchar[], ?, ?,
+			    CASE WHEN EXISTS (SELECT 1 FROM held) THEN clock_timestamp() + ? * interval '1 millisecond' END
 			  FROM (SELECT ${durable}) AS durable
 			  WHERE NOT EXISTS (SELECT 1 FROM foreign_leases)
 			     OR EXISTS (SELECT 1 FROM ${prefix}nodes WHERE node_id = ? AND incarnation = ?)
@@ -146,15 +151,18 @@ record CoordinationSql(String acquire, String tick, String tickWithDaemons, Stri
 			    drained = (n.drained AND n.incarnation = excluded.incarnation),
 			    session_pid = CASE WHEN n.incarnation = excluded.incarnation THEN n.session_pid END,
 			    session_server = CASE WHEN n.incarnation = excluded.incarnation THEN n.session_server END,
-			    leases_until = CASE WHEN n.incarnation = excluded.incarnation THEN greatest(n.leases_until,
-			      CASE WHEN EXISTS (SELECT 1 FROM held) THEN clock_timestamp() + ? * interval '1 millisecond' END) END
+			    leases_until = CASE WHEN n.incarnation = excluded.incarnation
+			                        THEN greatest(n.leases_until, excluded.leases_until) END
 			  WHERE n.incarnation = excluded.incarnation
 			     OR (n.heartbeat_at <= clock_timestamp() - ? * interval '1 millisecond'
 			       AND (n.leases_until IS NULL OR n.leases_until <= clock_timestamp()))
 			  RETURNING node_id, name, host, pid, started_at, heartbeat_at, daemons, drained, base_url, zone, session_pid
 			), forgotten AS (
-			  DELETE FROM ${prefix}nodes
-			  WHERE node_id <> ? AND heartbeat_at < clock_timestamp() - 2 * ? * interval '1 millisecond'
+			  DELETE FROM ${prefix}nodes WHERE node_id IN (
+			    SELECT node_id FROM ${prefix}nodes
+			    WHERE node_id <> ? AND heartbeat_at < clock_timestamp() - 2 * ? * interval '1 millisecond'
+			      AND (leases_until IS NULL OR leases_until <= clock_timestamp())
+			    FOR UPDATE SKIP LOCKED)
 			), renewed AS (
 			  UPDATE ${prefix}leases l SET renewed_at = clock_timestamp(),
 			         expires_at = clock_timestamp() + ? * interval '1 millisecond'

@@ -238,9 +238,9 @@ public final class PostgresCoordinationStore implements CoordinationStore, Heart
 			statement.setArray(++i, connection.createArrayOf("varchar", new TreeSet<>(node.daemons()).toArray()));
 			statement.setString(++i, node.baseUrl());
 			statement.setString(++i, node.zone());
+			statement.setLong(++i, leaseDuration.toMillis());
 			statement.setString(++i, node.id());
 			statement.setString(++i, HeartbeatRows.incarnation(node));
-			statement.setLong(++i, leaseDuration.toMillis());
 			statement.setLong(++i, nodeExpiry.toMillis());
 			statement.setString(++i, node.id());
 			statement.setLong(++i, nodeExpiry.toMillis());
@@ -290,8 +290,9 @@ public final class PostgresCoordinationStore implements CoordinationStore, Heart
 					throw HeartbeatRows.leasesOfAnotherProcess(node.id(), foreign);
 				}
 				if (!registered) {
-					// Another process registered the id in the same moment: the upsert
-					// waited for its insert, and then changed nothing.
+					// Another process registered the id in the same moment (the upsert
+					// waited for its insert, and then changed nothing), or holds leases
+					// under it that have not expired.
 					throw HeartbeatRows.registeredMeanwhile(node.id());
 				}
 			}

@@ -11,6 +11,8 @@ import java.util.function.Supplier;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.jdbc.TablePrefix;
+import dev.leader.lease.CoordinationStore;
+import dev.leader.lease.LeaseState;
 import dev.leader.test.NodeProcess.Tenure;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.extension.AfterEachCallback;
@@ -86,11 +88,13 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 
 	private final ClusterScope scope;
 
+	private @Nullable Supplier<? extends CoordinationStore> coordinator;
+
 	Cluster(NodeLauncher launcher, Supplier<? extends ClusterDatabase> databases) {
 		this.launcher = launcher;
 		this.nodes = new ClusterNodes(launcher, this.properties);
 		this.scope = new ClusterScope(databases, this.nodes);
-		this.leadership = new ClusterLeadership(this.nodes.all(), this::lease);
+		this.leadership = new ClusterLeadership(this.nodes.all(), this::holder);
 	}
 
 	/**
@@ -128,6 +132,19 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 */
 	public Cluster withProperty(String name, String value) {
 		this.properties.put(name, value);
+		return this;
+	}
+
+	/**
+	 * Makes the cluster ask another coordination store than the database who holds a
+	 * lease, for nodes that coordinate elsewhere: an {@code EtcdCoordinationStore} on the
+	 * etcd cluster they use, for example. {@link #lease} still reads the database.
+	 * @param coordinator supplies the store, when a wait first asks it; the cluster does
+	 * not close it
+	 * @return this cluster
+	 */
+	public Cluster withLeasesFrom(Supplier<? extends CoordinationStore> coordinator) {
+		this.coordinator = coordinator;
 		return this;
 	}
 
@@ -346,6 +363,19 @@ public final class Cluster implements BeforeEachCallback, AfterEachCallback {
 	 */
 	public void allowConnections(String nodeId) {
 		database().allowConnections(nodeId);
+	}
+
+	private Optional<String> holder(String group) {
+		Supplier<? extends CoordinationStore> coordinator = this.coordinator;
+		if (coordinator == null) {
+			return lease(group).filter(Lease::isHeld).map(Lease::holder);
+		}
+		return coordinator.get()
+			.leases()
+			.stream()
+			.filter((lease) -> lease.group().equals(group) && lease.isHeld())
+			.map(LeaseState::holder)
+			.findFirst();
 	}
 
 	private TablePrefix prefix() {

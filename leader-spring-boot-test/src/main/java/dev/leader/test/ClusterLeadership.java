@@ -7,7 +7,6 @@ import java.util.Optional;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 
-import dev.leader.test.Cluster.Lease;
 import dev.leader.test.NodeProcess.Tenure;
 import org.awaitility.core.ConditionTimeoutException;
 
@@ -23,16 +22,17 @@ final class ClusterLeadership {
 
 	private final List<NodeProcess> nodes;
 
-	private final Function<String, Optional<Lease>> leases;
+	private final Function<String, Optional<String>> holders;
 
 	/**
 	 * Creates a view of the given nodes.
 	 * @param nodes the cluster's nodes, a list that may grow
-	 * @param leases reads a group's lease from the coordinator
+	 * @param holders reads the holder of a group's lease from the coordinator: empty if
+	 * the lease is not held
 	 */
-	ClusterLeadership(List<NodeProcess> nodes, Function<String, Optional<Lease>> leases) {
+	ClusterLeadership(List<NodeProcess> nodes, Function<String, Optional<String>> holders) {
 		this.nodes = nodes;
-		this.leases = leases;
+		this.holders = holders;
 	}
 
 	List<NodeProcess> leaders(String group) {
@@ -46,18 +46,16 @@ final class ClusterLeadership {
 		try {
 			await().atMost(timeout).pollInterval(Duration.ofMillis(10)).until(() -> {
 				List<NodeProcess> leaders = leaders(group);
-				boolean single = leaders.size() == 1 && this.leases.apply(group)
-					.filter(Lease::isHeld)
-					.map((lease) -> lease.holder().equals(leaders.get(0).nodeId()))
-					.orElse(false);
+				boolean single = leaders.size() == 1
+						&& this.holders.apply(group).filter(leaders.get(0).nodeId()::equals).isPresent();
 				leader.set(single ? leaders.get(0) : null);
 				return single || allEnded();
 			});
 		}
 		catch (ConditionTimeoutException ex) {
 			throw new AssertionError("No single leader of " + group + " within " + timeout + ": leaders "
-					+ leaders(group).stream().map(NodeProcess::nodeId).toList() + ", lease " + this.leases.apply(group),
-					ex);
+					+ leaders(group).stream().map(NodeProcess::nodeId).toList() + ", lease held by "
+					+ this.holders.apply(group).orElse("none"), ex);
 		}
 		NodeProcess single = leader.get();
 		if (single == null) {

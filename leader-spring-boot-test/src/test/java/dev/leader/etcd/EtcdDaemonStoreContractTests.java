@@ -6,6 +6,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
@@ -14,17 +15,20 @@ import dev.leader.daemon.Assignment;
 import dev.leader.daemon.AssignmentState;
 import dev.leader.daemon.DaemonRequest;
 import dev.leader.daemon.DaemonSnapshot;
+import dev.leader.daemon.Member;
 import dev.leader.node.NodeRegistration;
 import dev.leader.test.AbstractDaemonStoreContractTests;
 import dev.leader.test.EtcdCluster;
 import dev.leader.test.Grants;
 import io.etcd.jetcd.Client;
+import io.etcd.jetcd.kv.GetResponse;
 import io.etcd.jetcd.options.DeleteOption;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * {@link EtcdDaemonStore} against a real cluster of three etcd members, started once for
@@ -132,6 +136,53 @@ class EtcdDaemonStoreContractTests extends AbstractDaemonStoreContractTests {
 		snapshots.clear();
 		coordination.tick(node, Map.of(), List.of(), LEASE, EXPIRY);
 		assertThat(snapshots).as("after the handle was closed").isEmpty();
+	}
+
+	@Test
+	void keysOfAPrefixNestedInThisOneAreNotReadAsThisOnes() {
+		EtcdCoordinationStore nested = new EtcdCoordinationStore(client, this.prefix + "/nodes", TIMEOUT);
+		NodeRegistration node = new NodeRegistration("node-n", "node-n", "host", 1, Set.of("outbox"));
+		EtcdDaemonStore nestedDaemons = new EtcdDaemonStore(client, this.prefix + "/nodes", TIMEOUT);
+		FencingToken nestedLeader = new FencingToken("moves",
+				Grants.acquire(nested, "moves", node, LEASE).lease().term());
+		assertThat(nestedDaemons.assign(nestedLeader, "node-n", "outbox", "node-n", 0)).isEqualTo(1);
+		DaemonSnapshot snapshot = new EtcdDaemonStore(client, this.prefix, TIMEOUT).read(EXPIRY);
+		assertThat(snapshot.members()).extracting(Member::id).doesNotContain("node-n");
+		assertThat(snapshot.assignments()).isEmpty();
+	}
+
+	/**
+	 * A node whose key etcd expired while it was paused registers again with its next
+	 * heartbeat, onto new etcd leases: an operator's drain goes with its member record,
+	 * as it stays on a database's row of the same process.
+	 */
+	@Test
+	void drainedNodeThatRegistersAgainStaysDrained() throws Exception {
+		EtcdCoordinationStore coordination = new EtcdCoordinationStore(client, this.prefix, TIMEOUT);
+		EtcdDaemonStore daemons = new EtcdDaemonStore(client, this.prefix, TIMEOUT);
+		NodeRegistration node = new NodeRegistration("node-a", "node-a", "host", 1, Set.of("outbox"));
+		Duration expiry = Duration.ofSeconds(1);
+		coordination.tick(node, Map.of(), List.of(), LEASE, expiry);
+		long recordLease = lease(client.getKVClient().get(EtcdKeys.bytes(this.prefix + "#/members/node-a")));
+		assertThat(daemons.drain("node-a", true)).isTrue();
+		await().atMost(Duration.ofSeconds(15))
+			.until(() -> daemons.read(expiry).member("node-a").map((member) -> !member.alive()).orElse(false));
+		coordination.tick(node, Map.of(), List.of(), LEASE, expiry);
+		long movedTo = lease(client.getKVClient().get(EtcdKeys.bytes(this.prefix + "#/members/node-a")));
+		assertThat(movedTo).as("the record's etcd lease, once registered again").isNotEqualTo(recordLease);
+		assertThat(lease(client.getKVClient().get(EtcdKeys.bytes(this.prefix + "#/drained/node-a"))))
+			.as("the drained mark's etcd lease")
+			.isEqualTo(movedTo);
+		assertThat(daemons.read(expiry).member("node-a")).hasValueSatisfying((member) -> {
+			assertThat(member.alive()).isTrue();
+			assertThat(member.drained()).isTrue();
+		});
+	}
+
+	private static long lease(CompletableFuture<GetResponse> read) throws Exception {
+		GetResponse response = read.get(5, TimeUnit.SECONDS);
+		assertThat(response.getKvs()).hasSize(1);
+		return response.getKvs().get(0).getLease();
 	}
 
 	/**

@@ -26,6 +26,7 @@ import dev.leader.test.FaultHistory.Checks;
 import dev.leader.test.FaultHistory.Episode;
 import dev.leader.test.FaultHistory.FaultKind;
 import dev.leader.test.FaultHistory.Incarnation;
+import dev.leader.test.FaultHistory.Paused;
 import dev.leader.test.FaultHistory.Write;
 import dev.leader.test.LogReadChecks;
 import dev.leader.test.NodeEvent;
@@ -308,27 +309,16 @@ abstract class AbstractFaultInjectionTests {
 		long oldTerm = old.lastEvent((event) -> event.is(Type.GRANTED, ALPHA)).orElseThrow().term();
 		await().atMost(Duration.ofSeconds(5)).until(() -> writesOf(ALPHA, oldTerm).size() >= 3);
 		Map<String, Long> held = heldTerms(old);
-		long stoppedAt = System.nanoTime();
-		old.sigstop();
-		long resuming;
-		NodeEvent takeover;
-		try {
-			takeover = this.cluster.awaitGrant(ALPHA, oldTerm, FAST.duration().plusSeconds(2));
-			await().atMost(Duration.ofSeconds(5)).until(() -> writesOf(ALPHA, takeover.term()).size() >= 5);
-		}
-		finally {
-			// The node runs again as soon as the signal is delivered, before the kill
-			// command has returned.
-			resuming = System.nanoTime();
-			old.sigcont();
-		}
-		long resumedAt = System.nanoTime();
-		oldIncarnation.frozen(stoppedAt, resumedAt);
-		this.history.add(new Episode(1, FaultKind.PAUSE, old.nodeId(), held, stoppedAt, resumedAt,
-				"pause " + (resumedAt - stoppedAt) / 1_000_000 + " ms"));
+		Paused<NodeEvent> paused = oldIncarnation.pauseWhile(() -> {
+			NodeEvent grant = this.cluster.awaitGrant(ALPHA, oldTerm, FAST.duration().plusSeconds(2));
+			await().atMost(Duration.ofSeconds(5)).until(() -> writesOf(ALPHA, grant.term()).size() >= 5);
+			return grant;
+		});
+		NodeEvent takeover = paused.result();
+		this.history.add(paused.episode(1, held));
 		NodeEvent rejected = old.awaitEvent("REJECTED " + ALPHA + " " + oldTerm,
 				(event) -> event.is(Type.REJECTED, ALPHA) && event.term() == oldTerm, Duration.ofSeconds(5));
-		assertThat(rejected.nanoTime()).isGreaterThan(resuming);
+		assertThat(rejected.nanoTime()).isGreaterThan(paused.resuming());
 		old.awaitEvent("REVOKED " + ALPHA + " " + oldTerm,
 				(event) -> event.is(Type.REVOKED, ALPHA) && event.term() == oldTerm, Duration.ofSeconds(5));
 		List<Write> newWrites = writesOf(ALPHA, takeover.term());
@@ -590,23 +580,11 @@ abstract class AbstractFaultInjectionTests {
 	}
 
 	private Map<String, Long> heldTerms(NodeProcess process) {
-		Map<String, Long> held = new LinkedHashMap<>();
-		for (String group : GROUPS) {
-			if (process.isLeader(group)) {
-				held.put(group, process.lastEvent((event) -> event.is(Type.GRANTED, group)).orElseThrow().term());
-			}
-		}
-		return held;
+		return FaultHistory.heldTerms(process, GROUPS);
 	}
 
 	private List<Write> writesOf(String group, long term) {
-		List<Write> writes = new ArrayList<>();
-		for (Write write : FaultHistory.readWrites(this.cluster.dataSource())) {
-			if (write.group().equals(group) && write.term() == term) {
-				writes.add(write);
-			}
-		}
-		return writes;
+		return FaultHistory.readWrites(this.cluster.dataSource(), group, term);
 	}
 
 	private static Map<String, String> fakedClock() {

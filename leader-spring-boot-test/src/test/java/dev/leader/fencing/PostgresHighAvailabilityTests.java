@@ -538,10 +538,7 @@ class PostgresHighAvailabilityTests {
 	}
 
 	private List<Write> writesOf(long term) {
-		return FaultHistory.readWrites(this.cluster.dataSource())
-			.stream()
-			.filter((write) -> write.group().equals(ALPHA) && write.term() == term)
-			.toList();
+		return FaultHistory.readWrites(this.cluster.dataSource(), ALPHA, term);
 	}
 
 	private long highestGrantedTerm() {

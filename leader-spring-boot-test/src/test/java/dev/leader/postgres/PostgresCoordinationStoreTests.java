@@ -214,7 +214,7 @@ class PostgresCoordinationStoreTests extends AbstractCoordinationStoreContractTe
 			assertThatExceptionOfType(ExecutionException.class).isThrownBy(() -> heartbeat.get(5, TimeUnit.SECONDS))
 				.havingCause()
 				.isInstanceOf(DuplicateKeyException.class)
-				.withMessageContaining("registered by another process in the same moment");
+				.withMessageContaining("registered in the same moment");
 		}
 	}
 
@@ -244,6 +244,77 @@ class PostgresCoordinationStoreTests extends AbstractCoordinationStoreContractTe
 			.havingCause()
 			.isInstanceOf(DuplicateKeyException.class);
 		assertThat(query("SELECT pid FROM leader_nodes WHERE node_id = ?", NODE.id())).containsExactly(NODE.pid());
+	}
+
+	/**
+	 * A grant whose commit outlasts twice the node expiry, while another node's heartbeat
+	 * would forget the granted node's row and another process with the id waits to
+	 * register: the row is kept while the lease granted under it is valid, so that the
+	 * other process, whose snapshot missed the lease, cannot register and be granted the
+	 * group too. The forgetting heartbeat queues for the row first, as it would on the
+	 * server, before the registration does.
+	 */
+	@Test
+	void rowOfAGrantCommittedLateIsNotForgottenWhileItsLeaseIsValid() throws Exception {
+		Duration nodeExpiry = Duration.ofSeconds(1);
+		Duration lease = Duration.ofSeconds(20);
+		SlowCommit slow = new SlowCommit("attempt AS (", Duration.ofSeconds(5));
+		PostgresCoordinationStore granting = new PostgresCoordinationStore(slow.wrap(this.dataSource), PREFIX,
+				Duration.ofSeconds(10));
+		granting.tick(NODE, Map.of(), List.of(), lease, nodeExpiry);
+		CompletableFuture<AcquireResult> grant = CompletableFuture
+			.supplyAsync(() -> granting.acquire("g", NODE, lease));
+		assertThat(slow.executed.await(5, TimeUnit.SECONDS)).as("the grant ran").isTrue();
+		// Until the row's last committed heartbeat is twice the node expiry old.
+		Thread.sleep(nodeExpiry.multipliedBy(2).plusMillis(200).toMillis());
+		NodeRegistration other = new NodeRegistration("node-o", "app-o", "host-o", 202);
+		CompletableFuture<Tick> forgetting = CompletableFuture
+			.supplyAsync(() -> store().tick(other, Map.of(), List.of(), lease, nodeExpiry));
+		await().atMost(Duration.ofSeconds(2)).until(() -> forgetting.isDone() || waitingTicks() == 1);
+		long queued = waitingTicks();
+		NodeRegistration again = new NodeRegistration(NODE.id(), NODE.name(), NODE.host(), NODE.pid() + 1);
+		CompletableFuture<Tick> takeover = CompletableFuture
+			.supplyAsync(() -> store().tick(again, Map.of(), List.of(), lease, nodeExpiry));
+		await().atMost(Duration.ofSeconds(2)).until(() -> waitingTicks() == queued + 1);
+		assertThat(grant).as("the grant, still to commit once both heartbeats queued").isNotDone();
+		assertThat(grant.get(10, TimeUnit.SECONDS).granted()).isTrue();
+		forgetting.get(10, TimeUnit.SECONDS);
+		assertThatExceptionOfType(ExecutionException.class).isThrownBy(() -> takeover.get(10, TimeUnit.SECONDS))
+			.havingCause()
+			.isInstanceOf(DuplicateKeyException.class);
+		store().tick(other, Map.of(), List.of(), lease, nodeExpiry);
+		assertThat(query("SELECT pid FROM leader_nodes WHERE node_id = ?", NODE.id()))
+			.as("the row, after another heartbeat of the other node")
+			.containsExactly(NODE.pid());
+		assertThat(store().acquire("g", again, lease).granted()).as("a grant to the process that did not register")
+			.isFalse();
+	}
+
+	/**
+	 * A node whose row is gone while it holds a lease (forgotten by a heartbeat of an
+	 * earlier version of the starter, say) registers again with its next heartbeat, and
+	 * the row it inserts records the expiry of the leases it renews, so that no other
+	 * process takes the id over while they are valid.
+	 */
+	@Test
+	void rowInsertedByTheHeartbeatOfALeaseHolderRecordsTheLeasesExpiry() throws Exception {
+		Duration lease = Duration.ofSeconds(20);
+		CoordinationStore store = store();
+		long term = Grants.acquire(store, "g", NODE, lease).lease().term();
+		query("DELETE FROM leader_nodes WHERE node_id = ? RETURNING 0", NODE.id());
+		Tick tick = store.tick(NODE, Map.of("g", term), List.of(), lease, Duration.ofSeconds(1));
+		assertThat(tick.renewed()).containsKey("g");
+		assertThat(query("SELECT count(*) FROM leader_nodes WHERE node_id = ? "
+				+ "AND leases_until > clock_timestamp() + interval '10 seconds'", NODE.id()))
+			.containsExactly(1L);
+	}
+
+	// Heartbeats of this test's schema waiting for a row lock (the server keeps the
+	// first 1 kB of a statement's text).
+	private long waitingTicks() throws SQLException {
+		return query("SELECT count(*) FROM pg_stat_activity WHERE application_name = ? AND wait_event_type = 'Lock' "
+				+ "AND query LIKE 'WITH held AS%'", this.database.schema())
+			.get(0);
 	}
 
 	private CoordinationStore store() {

@@ -16,6 +16,7 @@ import java.util.Comparator;
 import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -24,6 +25,7 @@ import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Supplier;
 
 import javax.sql.DataSource;
 
@@ -65,6 +67,8 @@ public final class FaultHistory {
 
 	private final List<String> crashTakeoverGroups;
 
+	private final Fence fence;
+
 	private final List<Incarnation> incarnations = new CopyOnWriteArrayList<>();
 
 	private final List<Episode> episodes = new CopyOnWriteArrayList<>();
@@ -95,10 +99,28 @@ public final class FaultHistory {
 	 */
 	public FaultHistory(LeaseSettings settings, List<String> groups, List<String> crashTakeoverGroups,
 			Duration writeResumeBound) {
+		this(settings, groups, crashTakeoverGroups, writeResumeBound, Fence.LEASE);
+	}
+
+	/**
+	 * Creates an empty history of nodes whose writes a given fence protects.
+	 * @param settings the lease settings of every node
+	 * @param groups the groups
+	 * @param writeResumeBound how soon after a fault was lifted and a leader exists a new
+	 * write must commit
+	 * @param fence what rejects the writes of a stale term
+	 */
+	public FaultHistory(LeaseSettings settings, List<String> groups, Duration writeResumeBound, Fence fence) {
+		this(settings, groups, List.of(), writeResumeBound, fence);
+	}
+
+	private FaultHistory(LeaseSettings settings, List<String> groups, List<String> crashTakeoverGroups,
+			Duration writeResumeBound, Fence fence) {
 		this.settings = settings;
 		this.groups = List.copyOf(groups);
 		this.crashTakeoverGroups = List.copyOf(crashTakeoverGroups);
 		this.writeResumeBound = writeResumeBound;
+		this.fence = fence;
 	}
 
 	/**
@@ -167,6 +189,35 @@ public final class FaultHistory {
 			throw new IllegalStateException("Could not read " + table, ex);
 		}
 		return writes;
+	}
+
+	/**
+	 * Reads the committed writes of the fenced writers under one term, in id order.
+	 * @param dataSource a data source on the test's schema
+	 * @param group the group
+	 * @param term the term
+	 * @return the rows
+	 */
+	public static List<Write> readWrites(DataSource dataSource, String group, long term) {
+		return readWrites(dataSource).stream()
+			.filter((write) -> write.group().equals(group) && write.term() == term)
+			.toList();
+	}
+
+	/**
+	 * Returns the groups that a node believes it leads, with the terms it was granted.
+	 * @param process the node
+	 * @param groups the groups to look at
+	 * @return the terms by group, empty for a follower
+	 */
+	public static Map<String, Long> heldTerms(NodeProcess process, List<String> groups) {
+		Map<String, Long> held = new LinkedHashMap<>();
+		for (String group : groups) {
+			if (process.isLeader(group)) {
+				held.put(group, process.lastEvent((event) -> event.is(Type.GRANTED, group)).orElseThrow().term());
+			}
+		}
+		return held;
 	}
 
 	/**
@@ -439,6 +490,33 @@ public final class FaultHistory {
 		}
 
 		/**
+		 * Freezes the process with SIGSTOP while an action runs, for example a wait for a
+		 * successor to take over and write, thaws it with SIGCONT even if the action
+		 * fails, and records that.
+		 * @param <T> the action's result
+		 * @param action what runs while the process is frozen
+		 * @return the pause, with the action's result
+		 */
+		public <T> Paused<T> pauseWhile(Supplier<T> action) {
+			long stoppedAt = System.nanoTime();
+			this.process.sigstop();
+			T result;
+			long resuming;
+			try {
+				result = action.get();
+			}
+			finally {
+				// The node runs again as soon as the signal is delivered, before the
+				// kill command has returned.
+				resuming = System.nanoTime();
+				this.process.sigcont();
+			}
+			long resumedAt = System.nanoTime();
+			frozen(stoppedAt, resumedAt);
+			return new Paused<>(this.process.nodeId(), result, stoppedAt, resuming, resumedAt);
+		}
+
+		/**
 		 * Kills the process with SIGKILL, and records that.
 		 * @param at a time no later than the kill
 		 */
@@ -458,6 +536,31 @@ public final class FaultHistory {
 		@Override
 		public String toString() {
 			return this.process.nodeId() + "#" + this.number;
+		}
+
+	}
+
+	/**
+	 * A pause of a node by {@link Incarnation#pauseWhile}.
+	 *
+	 * @param <T> the result of the action that ran meanwhile
+	 * @param node the paused node
+	 * @param result the action's result
+	 * @param stoppedAt a time no later than the SIGSTOP
+	 * @param resuming a time no later than the SIGCONT
+	 * @param resumedAt a time no earlier than the SIGCONT
+	 */
+	public record Paused<T>(String node, T result, long stoppedAt, long resuming, long resumedAt) {
+
+		/**
+		 * Returns the pause as an episode.
+		 * @param number the episode's number
+		 * @param heldTerms the groups and terms the node led when it was paused
+		 * @return the episode
+		 */
+		public Episode episode(int number, Map<String, Long> heldTerms) {
+			return new Episode(number, FaultKind.PAUSE, this.node, heldTerms, this.stoppedAt, this.resumedAt,
+					"pause " + (this.resumedAt - this.stoppedAt) / 1_000_000 + " ms");
 		}
 
 	}
@@ -495,6 +598,29 @@ public final class FaultHistory {
 	}
 
 	/**
+	 * What rejects the writes of a stale term, and so when a committed write of a term is
+	 * stale.
+	 */
+	public enum Fence {
+
+		/**
+		 * The lease's guard ({@code Fencing.guard}) or an append to the decision log in
+		 * the write's transaction: a write of a term is stale once a higher term has been
+		 * granted, since the grant waits for the transactions that hold the lease's row.
+		 */
+		LEASE,
+
+		/**
+		 * The fences table ({@code Fencing.advance}, with the group as the resource), as
+		 * with etcd, whose leases are not in the database: a write of a term is stale
+		 * once a write of a higher term has committed; before that, a deposed leader's
+		 * write may still commit (see the etcd page of the documentation).
+		 */
+		FENCES_TABLE
+
+	}
+
+	/**
 	 * The kinds of faults.
 	 */
 	public enum FaultKind {
@@ -520,6 +646,12 @@ public final class FaultHistory {
 		STALL,
 
 		/**
+		 * SIGKILL of a member of the etcd cluster that the nodes coordinate through; the
+		 * episode's node is the member, not a node of the application.
+		 */
+		MEMBER_KILL,
+
+		/**
 		 * A server event: the primary crashed and its standby promoted; with an
 		 * asynchronous standby whose replication was cut first, the commits since are
 		 * lost (the episode's detail then says {@code lost}).
@@ -538,15 +670,24 @@ public final class FaultHistory {
 		RESTART,
 
 		/**
+		 * SIGSTOP of a member of the etcd cluster, a wait, then SIGCONT; the episode's
+		 * node is the member. It hits every node: each node's calls to that member hang
+		 * until they time out, and a node's tick makes several, spread over the members,
+		 * so the leader may lose its lease and a new term follow the resume, as after a
+		 * server event.
+		 */
+		MEMBER_PAUSE,
+
+		/**
 		 * The harness stopped every node gracefully and started them again with the
 		 * settings of another cell of the configuration matrix.
 		 */
 		RECONFIGURE;
 
 		/**
-		 * Returns whether the fault hits the database, so every node, rather than one
-		 * node.
-		 * @return whether it is a server event or a reconfiguration
+		 * Returns whether the fault hits the database or the etcd cluster's answers, so
+		 * every node, rather than one node.
+		 * @return whether it is a server event, a paused etcd member or a reconfiguration
 		 */
 		public boolean hitsEveryNode() {
 			return this.ordinal() >= FAILOVER.ordinal();
@@ -653,7 +794,9 @@ public final class FaultHistory {
 	 * second after it was thawed; or, in a group with crash takeover, when a fault ended
 	 * the earlier holder's sessions (a termination, a server event) and the overlap
 	 * lasted at most half a second. Whether or not windows overlap, no committed write or
-	 * load transaction of a term is stamped after a grant of a higher term.</li>
+	 * load transaction of a term is stamped after a grant of a higher term; with the
+	 * {@link Fence#FENCES_TABLE fences table}, after a committed write of a higher
+	 * term.</li>
 	 * <li><b>Failover.</b> After every fault on a leader, a node that is not frozen leads
 	 * each group it led within the lease plus 0.5 s of the fault, and keeps leading for
 	 * at least a renew interval (or until the next fault, or the end of the run); and
@@ -667,11 +810,12 @@ public final class FaultHistory {
 	 * stop every node gracefully. A leader that loses its lease on its own, for example
 	 * because guarded transactions held up its renewal, fails this check.</li>
 	 * <li><b>Server events.</b> An episode that hits every node (a failover, a standby
-	 * cut off, a server's restart, the harness restarting every node) explains a term
-	 * change granted up to 10 s after it was lifted; its recovery is bounded by the
-	 * harness's wait for a healthy cluster rather than by the failover and write-resume
-	 * bounds; and an overlap that begins between a failover's crash and a lease after its
-	 * promotion is excused: the promoted server lacks the last renewals.</li>
+	 * cut off, a server's restart, a paused etcd member, the harness restarting every
+	 * node) explains a term change granted up to 10 s after it was lifted; its recovery
+	 * is bounded by the harness's wait for a healthy cluster rather than by the failover
+	 * and write-resume bounds; and an overlap that begins between a failover's crash and
+	 * a lease after its promotion is excused: the promoted server lacks the last
+	 * renewals.</li>
 	 * </ol>
 	 */
 	public final class Checks {
@@ -912,6 +1056,10 @@ public final class FaultHistory {
 		}
 
 		private void checkNoStaleCommit(String group, List<Write> writes, String what) {
+			if (FaultHistory.this.fence == Fence.FENCES_TABLE) {
+				checkNoCommitAfterAHigherTerm(group, writes, what);
+				return;
+			}
 			List<Window> windows = this.windows.get(group);
 			Map<Long, Long> firstHigherGrant = new HashMap<>();
 			for (Write write : writes) {
@@ -931,6 +1079,32 @@ public final class FaultHistory {
 						.orElseThrow();
 					violation(write.stampNanos(), "A stale " + what + " committed: " + write + " was stamped "
 							+ (write.stampNanos() - nextGrant) / 1_000_000 + " ms after " + taker + " was granted");
+				}
+			}
+		}
+
+		/**
+		 * Checks the fences table's promise: no write of a term commits after a write of
+		 * a higher term to the same resource (the group) has committed, measured both in
+		 * commit (id) order, which {@link #checkTermsInCommitOrder} checks, and by the
+		 * stamps.
+		 */
+		private void checkNoCommitAfterAHigherTerm(String group, List<Write> writes, String what) {
+			Map<Long, Write> firstHigher = new HashMap<>();
+			for (Write write : writes) {
+				if (!write.group().equals(group)) {
+					continue;
+				}
+				Write higher = firstHigher.computeIfAbsent(write.term(),
+						(term) -> writes.stream()
+							.filter((other) -> other.group().equals(group) && other.term() > term)
+							.min(Comparator.comparingLong(Write::stampNanos))
+							.orElse(null));
+				if (higher != null && write.stampNanos() - higher.stampNanos() > 0) {
+					violation(write.stampNanos(),
+							"A stale " + what + " committed: " + write + " was stamped "
+									+ (write.stampNanos() - higher.stampNanos()) / 1_000_000 + " ms after " + higher
+									+ " of a higher term had advanced the fence");
 				}
 			}
 		}

@@ -29,7 +29,10 @@ import org.springframework.transaction.support.TransactionTemplate;
  * {@code stamp_nanos} taken after the guard passed and before the commit. With the
  * decision log, the transaction is fenced by an append to the group's decision log
  * instead of the guard, with the payload {@code <incarnation>/<seq>}, so that the row and
- * the entry commit together or not at all. Thread-safe.
+ * the entry commit together or not at all. With the fences table, the transaction
+ * {@link Fencing#advance advances} the fence of a resource named after the group instead,
+ * as an application whose leases are kept elsewhere (etcd) fences its writes.
+ * Thread-safe.
  */
 final class FencedLog {
 
@@ -53,8 +56,11 @@ final class FencedLog {
 
 	private final @Nullable DecisionLog decisions;
 
+	private final boolean fences;
+
 	FencedLog(Leadership leadership, DataSource dataSource, FencingStore fencingStore, @Nullable LogStore logStore,
-			String sleepSql, Duration queryTimeout, String table, long incarnation, Consumer<NodeEvent> events) {
+			boolean fences, String sleepSql, Duration queryTimeout, String table, long incarnation,
+			Consumer<NodeEvent> events) {
 		if (!TABLE_NAME.matcher(table).matches()) {
 			throw new IllegalArgumentException("Invalid log table name '" + table + "'");
 		}
@@ -69,6 +75,7 @@ final class FencedLog {
 		this.incarnation = incarnation;
 		this.events = events;
 		this.decisions = (logStore != null) ? new DecisionLog(logStore, leadership.nodeId(), List.of()) : null;
+		this.fences = fences;
 	}
 
 	/**
@@ -85,12 +92,16 @@ final class FencedLog {
 	 * @param seq the attempt's number
 	 * @param hold how long to hold the transaction open after the guard, or {@code null}
 	 * not to
-	 * @throws dev.leader.StaleLeadershipException if the guard rejects the token
+	 * @throws dev.leader.StaleLeadershipException if the guard, the decision log or the
+	 * fence rejects the token
 	 */
 	void append(FencingToken token, long seq, @Nullable Duration hold) {
 		this.transactions.executeWithoutResult((status) -> {
 			if (this.decisions != null) {
 				this.decisions.append(token, "write", this.incarnation + "/" + seq);
+			}
+			else if (this.fences) {
+				this.fencing.advance(token.group(), token);
 			}
 			else {
 				this.fencing.guard(token);

@@ -7,6 +7,7 @@ import javax.sql.DataSource;
 
 import dev.leader.daemon.DaemonStore;
 import dev.leader.fencing.FencingStore;
+import dev.leader.jdbc.FencesOnlyFencingStore;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.log.LogStore;
@@ -110,7 +111,11 @@ enum NodeDialect {
 
 	FencingStore fencingStore(DataSource dataSource, TablePrefix prefix, Duration queryTimeout, Duration holdLimit,
 			CoordinationStore coordination) {
-		return this.fencingStores.create(dataSource, prefix, queryTimeout, holdLimit, coordination);
+		FencingStore store = this.fencingStores.create(dataSource, prefix, queryTimeout, holdLimit, coordination);
+		// Leases kept elsewhere (etcd) cannot guard a transaction here; the fences can,
+		// as the store families build it.
+		return (coordination instanceof PostgresCoordinationStore || coordination instanceof MariaDbCoordinationStore)
+				? store : new FencesOnlyFencingStore(store);
 	}
 
 	LogStore logStore(DataSource dataSource, TablePrefix prefix, Duration queryTimeout, Duration holdLimit,

@@ -16,6 +16,8 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 
+import javax.sql.DataSource;
+
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.DaemonAgent;
 import dev.leader.LeaderChangedEvent;
@@ -26,12 +28,14 @@ import dev.leader.NodeLeftEvent;
 import dev.leader.RevokeReason;
 import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.daemon.DaemonSettings;
+import dev.leader.etcd.EtcdCoordinationStore;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaderEngine;
 import dev.leader.lease.LeaseSettings;
 import dev.leader.node.NodeRegistration;
 import dev.leader.test.NodeEvent.Type;
+import io.etcd.jetcd.Client;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -61,8 +65,15 @@ import org.jspecify.annotations.Nullable;
  * {@link FencedWriter}, with {@code writer-table} ({@code fault_log}),
  * {@code writer-interval} (30 ms), {@code writer-max-attempts} (1,000,000),
  * {@code writer-fence} ({@code guard}, or {@code log} to fence each write with an append
- * to the group's decision log) and {@code incarnation} (1), a number that tells the
- * processes of one node id apart</li>
+ * to the group's decision log, or {@code fences} to advance the fence of a resource named
+ * after the group, see {@code Fencing.advance}) and {@code incarnation} (1), a number
+ * that tells the processes of one node id apart</li>
+ * <li>{@code etcd} (none): comma-separated client URLs of etcd members; with it the node
+ * coordinates through etcd ({@code EtcdCoordinationStore}, under {@code etcd-prefix}
+ * ({@code leader}), each call waiting at most {@code etcd-timeout} (3 s)) and keeps only
+ * the fences and the log tables in the database, so its writer needs
+ * {@code writer-fence=fences}, and crash takeover, the load, the followed logs and the
+ * daemons fail startup</li>
  * <li>{@code load-threads} (0): how many threads run guarded-write load while the node
  * leads, see {@link GuardedLoad}, with {@code load-table} ({@code fault_load}),
  * {@code load-hold} (100 ms), how long each transaction stays open after its guard, and
@@ -191,7 +202,7 @@ public final class TestNode {
 		HikariDataSource dataSource = arguments.dataSource(nodeId,
 				3 + crashTakeover.size() + (crashTakeover.contains(daemonGroup) ? 2 : 0));
 		NodeDialect dialect = NodeDialect.of(arguments.required("url"));
-		CoordinationStore store = dialect.coordinationStore(dataSource, prefix(arguments), queryTimeout(arguments));
+		CoordinationStore store = coordinationStore(arguments, dialect, dataSource);
 		NodeDialect.crashTakeover(store, crashTakeover, daemonGroup);
 		AtomicReference<@Nullable DaemonCoordinator> daemons = new AtomicReference<>();
 		List<String> groups = Arrays.asList(arguments.required("groups").split(","));
@@ -268,17 +279,49 @@ public final class TestNode {
 		}
 	}
 
+	/**
+	 * Returns the database's coordination store or, with {@code --etcd}, etcd's, which
+	 * runs without the harness's parts that need the leases in the database.
+	 */
+	private static CoordinationStore coordinationStore(NodeArguments arguments, NodeDialect dialect,
+			DataSource dataSource) {
+		String endpoints = arguments.optional("etcd");
+		if (endpoints == null) {
+			return dialect.coordinationStore(dataSource, prefix(arguments), queryTimeout(arguments));
+		}
+		List<String> unsupported = new ArrayList<>();
+		if (!arguments.get("crash-takeover", "").isBlank()) {
+			unsupported.add("--crash-takeover");
+		}
+		if (Integer.parseInt(arguments.get("load-threads", "0")) > 0) {
+			unsupported.add("--load-threads");
+		}
+		if (Boolean.parseBoolean(arguments.get("follow", "false"))) {
+			unsupported.add("--follow");
+		}
+		if (!arguments.get("daemons", "").isBlank()) {
+			unsupported.add("--daemons");
+		}
+		if (!unsupported.isEmpty()) {
+			throw new IllegalArgumentException(String.join(", ", unsupported) + " cannot run with --etcd: crash "
+					+ "takeover and the guarded load need the leases in the database, and the decision log and the "
+					+ "daemons on etcd are not part of this test node");
+		}
+		Client client = Client.builder().endpoints(endpoints.split(",")).build();
+		return new EtcdCoordinationStore(client, arguments.get("etcd-prefix", "leader"),
+				arguments.duration("etcd-timeout", Duration.ofSeconds(3)));
+	}
+
 	private static FencedWriter writer(Node node) {
 		NodeArguments arguments = node.arguments();
-		return new FencedWriter(
-				log(node, "writer-table", "fault_log", "log".equals(arguments.get("writer-fence", "guard"))),
+		return new FencedWriter(log(node, "writer-table", "fault_log", arguments.get("writer-fence", "guard")),
 				arguments.duration("writer-interval", Duration.ofMillis(30)),
 				Long.parseLong(arguments.get("writer-max-attempts", "1000000")));
 	}
 
 	private static GuardedLoad load(Node node, int threads) {
 		NodeArguments arguments = node.arguments();
-		return new GuardedLoad(log(node, "load-table", "fault_load", false), threads,
+		return new GuardedLoad(log(node, "load-table", "fault_load", "guard"), threads,
 				arguments.leaseSettings().safeWindow(), arguments.duration("load-hold", Duration.ofMillis(100)),
 				Long.parseLong(arguments.get("load-max-transactions", "10000000")));
 	}
@@ -317,7 +360,10 @@ public final class TestNode {
 				settings, agents, (event) -> System.err.println("Daemon event " + event));
 	}
 
-	private static FencedLog log(Node node, String tableArgument, String defaultTable, boolean decisionLog) {
+	private static FencedLog log(Node node, String tableArgument, String defaultTable, String fence) {
+		if (!List.of("guard", "log", "fences").contains(fence)) {
+			throw new IllegalArgumentException("--writer-fence must be guard, log or fences, not '" + fence + "'");
+		}
 		NodeArguments arguments = node.arguments();
 		TablePrefix prefix = prefix(arguments);
 		Duration queryTimeout = queryTimeout(arguments);
@@ -325,8 +371,9 @@ public final class TestNode {
 		NodeDialect dialect = node.dialect();
 		return new FencedLog(node.engine(), node.dataSource(),
 				dialect.fencingStore(node.dataSource(), prefix, queryTimeout, holdLimit, node.store()),
-				decisionLog ? dialect.logStore(node.dataSource(), prefix, queryTimeout, holdLimit, node.store()) : null,
-				dialect.sleepSql(), queryTimeout, arguments.get(tableArgument, defaultTable),
+				"log".equals(fence) ? dialect.logStore(node.dataSource(), prefix, queryTimeout, holdLimit, node.store())
+						: null,
+				"fences".equals(fence), dialect.sleepSql(), queryTimeout, arguments.get(tableArgument, defaultTable),
 				Long.parseLong(arguments.get("incarnation", "1")), node.events());
 	}
 
