@@ -12,7 +12,7 @@ import java.util.stream.Collectors;
 
 import dev.leader.lease.LeaseSettings;
 import dev.leader.test.EtcdCluster;
-import dev.leader.test.NodeProcess;
+import dev.leader.test.TestNode;
 
 /**
  * The figures of {@code --only=etcd}: the same figures on PostgreSQL and on an etcd
@@ -22,8 +22,8 @@ import dev.leader.test.NodeProcess;
  * removed at the end.
  * <ol>
  * <li>Graceful hand-over of three bare-engine nodes with the default settings: SIGTERM to
- * the leader → the successor's grant ({@code TestNode} on PostgreSQL, {@link EtcdNode} on
- * etcd).</li>
+ * the leader → the successor's grant ({@code TestNode}s, on etcd with {@code --etcd},
+ * their database pool idle).</li>
  * <li>Crash: {@code kill -9} of the leader → the successor's grant, with the failover's
  * fast settings (lease 2 s): on PostgreSQL with crash takeover (the lease bound to the
  * holder's session) and by lease expiry, on etcd by the etcd lease's expiry, which etcd
@@ -62,7 +62,7 @@ final class EtcdBenchmarks {
 		String load = Report.loadAverage();
 		List<List<Double>> postgres = new LeadershipTimings(database, logs, "pg-handover-", List.of())
 			.handOver(LeaseSettings.defaults(), rounds, Duration.ofSeconds(4));
-		List<List<Double>> onEtcd = LeadershipTimings.onEtcd(etcd.endpoints(), logs, "etcd-handover-")
+		List<List<Double>> onEtcd = LeadershipTimings.onEtcd(database, etcd.endpoints(), logs, "etcd-handover-")
 			.handOver(LeaseSettings.defaults(), rounds, Duration.ofSeconds(4));
 		pair("graceful hand-over, SIGTERM -> successor's grant (3 bare-engine nodes, defaults)", postgres.get(0),
 				onEtcd.get(0), load);
@@ -78,7 +78,7 @@ final class EtcdBenchmarks {
 		List<Double> expiry = new LeadershipTimings(database, logs)
 			.failover(Benchmarks.FAILOVER, rounds, Duration.ofSeconds(1))
 			.get(0);
-		List<Double> onEtcd = LeadershipTimings.onEtcd(etcd.endpoints(), logs, "etcd-crash-")
+		List<Double> onEtcd = LeadershipTimings.onEtcd(database, etcd.endpoints(), logs, "etcd-crash-")
 			.killToGrant(Benchmarks.FAILOVER, rounds, Duration.ofSeconds(1));
 		String what = "crash, kill -9 -> successor's grant (3 nodes, lease 2 s, renew 500 ms)";
 		Report.result(what + ", PostgreSQL crash takeover", Stats.of(takeover).format("ms"), load);
@@ -96,7 +96,7 @@ final class EtcdBenchmarks {
 		String load = Report.loadAverage();
 		IdleLoad.Result postgres = new IdleLoad(database, logs).measure(3, 1, List.of(), Duration.ofSeconds(10), window,
 				windows);
-		EtcdLoad onEtcd = etcdIdle(etcd, logs, Duration.ofSeconds(10), window, windows);
+		EtcdLoad onEtcd = etcdIdle(database, etcd, logs, Duration.ofSeconds(10), window, windows);
 		Report.result(
 				String.format(Locale.ROOT, "idle load, 3 nodes x 1 group (defaults), PostgreSQL, per %d s window",
 						window.toSeconds()),
@@ -122,22 +122,14 @@ final class EtcdBenchmarks {
 		ratio("  etcd requests/s / PostgreSQL transactions/s", onEtcd.received(), postgres.load().mean(), load);
 	}
 
-	private static EtcdLoad etcdIdle(EtcdCluster etcd, Path logs, Duration warmUp, Duration window, int windows)
-			throws Exception {
+	private static EtcdLoad etcdIdle(BenchDatabase database, EtcdCluster etcd, Path logs, Duration warmUp,
+			Duration window, int windows) throws Exception {
 		BenchNodes nodes = new BenchNodes(logs, "etcd-idle-");
-		String prefix = "leader-bench/idle-" + System.nanoTime();
-		List<String> arguments = new ArrayList<>(List.of("--lease=" + LeaseSettings.defaults().duration(),
-				"--renew=" + LeaseSettings.defaults().renewInterval(),
-				"--retry=" + LeaseSettings.defaults().retryInterval(),
-				"--margin=" + LeaseSettings.defaults().safetyMargin(),
-				"--node-expiry=" + LeaseSettings.defaults().nodeExpiry(),
-				"--yield-cooldown=" + LeaseSettings.defaults().yieldCooldown()));
-		arguments.add("--endpoints=" + String.join(",", etcd.endpoints()));
-		arguments.add("--prefix=" + prefix);
+		List<String> arguments = new ArrayList<>(LeadershipTimings.nodeArguments(database, LeaseSettings.defaults()));
+		arguments.addAll(LeadershipTimings.etcdArguments(etcd.endpoints(), "leader-bench/idle-" + System.nanoTime()));
 		arguments.add("--groups=" + GROUP);
 		try {
-			nodes.startAll(3, (nodeId, log) -> NodeProcess.start(EtcdNode.class, nodeId, arguments, Map.of(), log),
-					TIMEOUT);
+			nodes.startAll(3, (nodeId, log) -> TestNode.start(nodeId, arguments, log), TIMEOUT);
 			long deadline = System.nanoTime() + TIMEOUT.toNanos();
 			while (nodes.all().stream().filter((node) -> node.isLeader(GROUP)).count() != 1) {
 				if (System.nanoTime() > deadline) {

@@ -12,7 +12,6 @@ import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -89,23 +88,34 @@ final class LeadershipTimings {
 	}
 
 	/**
-	 * Timings of {@link EtcdNode} processes on an etcd cluster; each cluster of nodes
+	 * Timings of {@code TestNode} processes that coordinate through an etcd cluster
+	 * ({@code --etcd}), the database being only their idle pool; each cluster of nodes
 	 * starts on a key prefix of its own, so that nothing of an earlier one is left.
+	 * @param database the benchmark's database, for the nodes' pools
 	 * @param endpoints the client URLs of the etcd members
 	 * @param logs the directory of the nodes' logs
 	 * @param prefix the prefix of the node ids, and so of their log files
 	 * @return the timings, without the database's reference round trips and lease reads
 	 */
-	static LeadershipTimings onEtcd(List<String> endpoints, Path logs, String prefix) {
+	static LeadershipTimings onEtcd(BenchDatabase database, List<String> endpoints, Path logs, String prefix) {
 		AtomicInteger clusters = new AtomicInteger();
 		AtomicReference<String> keys = new AtomicReference<>("");
 		return new LeadershipTimings(logs, prefix, (settings) -> {
-			List<String> arguments = new ArrayList<>(leaseArguments(settings));
-			arguments.add("--endpoints=" + String.join(",", endpoints));
-			arguments.add("--prefix=" + keys.get());
+			List<String> arguments = new ArrayList<>(nodeArguments(database, settings));
+			arguments.addAll(etcdArguments(endpoints, keys.get()));
 			arguments.add("--groups=" + GROUP);
-			return (nodeId, log) -> NodeProcess.start(EtcdNode.class, nodeId, arguments, Map.of(), log);
+			return (nodeId, log) -> TestNode.start(nodeId, arguments, log);
 		}, () -> keys.set("leader-bench/cluster-" + clusters.incrementAndGet() + "-" + System.nanoTime()));
+	}
+
+	/**
+	 * The arguments that make a {@code TestNode} coordinate through etcd.
+	 * @param endpoints the client URLs of the etcd members
+	 * @param keys the prefix of the node's keys
+	 * @return the arguments
+	 */
+	static List<String> etcdArguments(List<String> endpoints, String keys) {
+		return List.of("--etcd=" + String.join(",", endpoints), "--etcd-prefix=" + keys);
 	}
 
 	/**
@@ -250,14 +260,8 @@ final class LeadershipTimings {
 	}
 
 	static List<String> nodeArguments(BenchDatabase database, LeaseSettings settings) {
-		List<String> arguments = new ArrayList<>(
-				List.of("--url=" + database.url(), "--user=" + database.user(), "--password=" + database.password()));
-		arguments.addAll(leaseArguments(settings));
-		return arguments;
-	}
-
-	private static List<String> leaseArguments(LeaseSettings settings) {
-		return List.of("--lease=" + settings.duration(), "--renew=" + settings.renewInterval(),
+		return List.of("--url=" + database.url(), "--user=" + database.user(), "--password=" + database.password(),
+				"--lease=" + settings.duration(), "--renew=" + settings.renewInterval(),
 				"--retry=" + settings.retryInterval(), "--margin=" + settings.safetyMargin(),
 				"--node-expiry=" + settings.nodeExpiry(), "--yield-cooldown=" + settings.yieldCooldown());
 	}
