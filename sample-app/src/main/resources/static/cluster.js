@@ -392,6 +392,25 @@
     });
   }
 
+  // What the nodes coordinate through, from the launcher's answer or the node's /coordinator, and what a term is there.
+  function showCoordinator(answer) {
+    var line = document.getElementById('coordinator');
+    var text;
+    if (answer.coordinator === 'etcd') {
+      text = 'Coordinated through etcd (' + answer.endpoints.join(', ') + '): the leases, members, daemon assignments '
+        + 'and decision log live there. A term is the etcd revision that created the group\'s lease key, so terms '
+        + 'rise by more than one; fenced writes use the database\'s fences table.';
+    }
+    else {
+      text = 'Coordinated through the database (' + answer.coordinator + '): the leases are rows of it, and a '
+        + 'group\'s term rises with each grant of its lease.';
+    }
+    if (line.textContent !== text) {
+      line.textContent = text;
+      line.hidden = false;
+    }
+  }
+
   function status(text, className) {
     var node = document.getElementById('status');
     node.textContent = text;
@@ -439,6 +458,14 @@
         if (demo === null && response.status === 404) {
           // Served by a node: no launcher API, so the node's own view.
           demo = false;
+          fetch('coordinator', { headers: { Accept: 'application/json' } })
+            .then(function (answer) { return answer.ok ? answer.json() : null; })
+            .then(function (answer) {
+              if (answer) {
+                showCoordinator(answer);
+              }
+            })
+            .catch(function () { /* the line stays hidden */ });
           return null;
         }
         if (!response.ok) {
@@ -452,6 +479,9 @@
         }
         if (demo === null) {
           startDemo();
+        }
+        if (demo) {
+          showCoordinator(answer);
         }
         show(answer);
         status('updated ' + new Date().toLocaleTimeString(), 'ok');

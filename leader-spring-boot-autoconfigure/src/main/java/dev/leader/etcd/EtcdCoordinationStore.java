@@ -163,6 +163,10 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 		KeyValue reserved = first(read.getGetResponses().get(2));
 		KeyValue alive = first(read.getGetResponses().get(3));
 		KeyValue record = first(read.getGetResponses().get(4));
+		AcquireResult promised = promisedToAnother(group, nodeId, live, reserved, first(read.getGetResponses().get(1)));
+		if (promised != null) {
+			return promised;
+		}
 		if ((live != null && !nodeId.equals(EtcdKeys.text(live.getValue())))
 				|| (reserved != null && !nodeId.equals(EtcdKeys.text(reserved.getValue()))) || alive == null
 				|| record == null || !NodeValue.of(alive).incarnation().equals(NodeValue.incarnation(node))) {
@@ -217,6 +221,26 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 		// Both puts took the transaction's revision, the key's create revision.
 		return new AcquireResult(true, new LeaseState(group, nodeId, created.getHeader().getRevision(), expiresAt,
 				duration.minusNanos(System.nanoTime() - sent)));
+	}
+
+	// A lease whose key etcd deleted before the expiry its holder recorded, while the
+	// holder did not release it, was revoked early, as an etcd leader that resumes after
+	// a pause may do (etcd issues 12528 and 15247, fixed after 3.4.23): its holder may
+	// still act on it until then, by its clock, so nobody else is granted the lease
+	// before. The expiry is the holder's wall clock, so this check only ever delays a
+	// grant, by at most the clocks' offset once etcd expired the lease itself.
+	private static @Nullable AcquireResult promisedToAnother(String group, String nodeId, @Nullable KeyValue live,
+			@Nullable KeyValue reserved, @Nullable KeyValue term) {
+		if (live != null || reserved != null || term == null) {
+			return null;
+		}
+		EtcdKeys.TermRecord record = EtcdKeys.TermRecord.of(term);
+		Instant now = Instant.now();
+		if (record.holder() == null || record.holder().equals(nodeId) || !record.expiresAt().isAfter(now)) {
+			return null;
+		}
+		return new AcquireResult(false, new LeaseState(group, record.holder(), record.term(), record.expiresAt(),
+				Duration.between(now, record.expiresAt())));
 	}
 
 	private AcquireResult refused(String group, long deadline) {

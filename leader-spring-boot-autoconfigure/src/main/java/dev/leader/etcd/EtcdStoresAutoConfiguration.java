@@ -1,6 +1,5 @@
 package dev.leader.etcd;
 
-import java.net.URI;
 import java.time.Duration;
 import java.util.List;
 
@@ -41,19 +40,10 @@ import org.springframework.core.type.AnnotatedTypeMetadata;
 @EnableConfigurationProperties(EtcdProperties.class)
 public final class EtcdStoresAutoConfiguration {
 
-	/**
-	 * The largest answer the client takes, above gRPC's 4 MiB: a follower's read of 500
-	 * decision log entries, and retention's of 1,000, must fit.
-	 */
-	private static final int MAX_ANSWER_BYTES = 64 * 1024 * 1024;
-
 	@Bean(destroyMethod = "close")
 	@ConditionalOnMissingBean
 	Client leaderEtcdClient(EtcdProperties properties) {
-		return Client.builder()
-			.endpoints(properties.determineEndpoints().toArray(URI[]::new))
-			.maxInboundMessageSize(MAX_ANSWER_BYTES)
-			.build();
+		return EtcdMemberClients.create(properties.determineEndpoints(), properties.determineTimeout());
 	}
 
 	@Bean

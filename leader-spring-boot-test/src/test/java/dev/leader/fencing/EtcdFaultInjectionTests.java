@@ -54,12 +54,11 @@ import static org.awaitility.Awaitility.await;
  * <li>SIGKILL of an etcd member that does not lead etcd, and of the etcd leader: our
  * leader keeps its term and its writes, as etcd's election is shorter than our
  * lease;</li>
- * <li>SIGSTOP of the etcd leader for two leases, then SIGCONT: never two leaders, and
- * leadership goes on after the resume. Our leader may lose its lease meanwhile, and does
- * on this machine, and nobody leads until the resume: every call that reaches the paused
- * member hangs until the etcd timeout, and each renewal or acquire makes several calls
- * spread over the members, so that one of them reaches it (a paused follower member does
- * the same); the checker counts the pause as a fault that hits every node;</li>
+ * <li>SIGSTOP of an etcd member for two leases, the etcd leader or another: our leader
+ * keeps its term, since its calls go to another member once one to the paused member went
+ * unanswered for the etcd timeout ({@code EtcdMemberClients}), and no two nodes lead (the
+ * resumed etcd leader may delete a lease key early, an etcd 3.4 bug that the grant's
+ * check of the recorded expiry covers);</li>
  * <li>SIGSTOP of our leader past its lease, then SIGCONT: another node leads under a
  * higher term, and the resumed node's writes under its old token are rejected;</li>
  * <li>our leader's connections to etcd stalled past its lease: it steps down, a successor
@@ -180,8 +179,31 @@ class EtcdFaultInjectionTests {
 		assertNoViolations();
 	}
 
+	/**
+	 * A member that hangs keeps its connections open: the calls that reach it wait for
+	 * the etcd timeout, and then the node's calls go to another member, which with the
+	 * third makes a quorum, well within our leader's safe window.
+	 */
 	@Test
-	void pauseOfTheEtcdLeaderNeverLeavesTwoLeadersAndLeadershipGoesOn() {
+	void pauseOfAnEtcdMemberThatDoesNotLeadEtcdChangesNeitherOurLeaderNorItsTerm() {
+		Leading leading = startNodes();
+		int etcdLeader = this.etcd.leaderIndex();
+		int victim = (etcdLeader + 1) % this.etcd.members().size();
+		long at = System.nanoTime();
+		this.etcd.member(victim).pause();
+		try {
+			assertLeadsOnInTheSameTerm(leading, at);
+		}
+		finally {
+			this.etcd.member(victim).resume();
+			this.history.add(new Episode(1, FaultKind.MEMBER_PAUSE, member(victim), Map.of(), at, System.nanoTime(),
+					"SIGSTOP of a follower of etcd leader " + member(etcdLeader)));
+		}
+		assertNoViolations();
+	}
+
+	@Test
+	void pauseOfTheEtcdLeaderChangesNeitherOurLeaderNorItsTerm() {
 		Leading leading = startNodes();
 		int etcdLeader = this.etcd.leaderIndex();
 		long at = System.nanoTime();
@@ -198,7 +220,7 @@ class EtcdFaultInjectionTests {
 				"SIGSTOP of the etcd leader for " + OBSERVATION.toMillis() + " ms"));
 		NodeProcess leader = this.cluster.awaitSingleLeader(ALPHA, LEASE.duration().plusSeconds(2));
 		long term = leader.lastEvent((event) -> event.is(Type.GRANTED, ALPHA)).orElseThrow().term();
-		assertThat(term).as("the term after the pause").isGreaterThanOrEqualTo(leading.term());
+		assertThat(term).as("the term after the pause").isEqualTo(leading.term());
 		System.out.printf("Our leader before the pause: %s in term %d; after: %s in term %d%n",
 				leading.leader().nodeId(), leading.term(), leader.nodeId(), term);
 		awaitWriteAfter(term, resumed);

@@ -3,6 +3,7 @@ package dev.leader.test;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.net.InetAddress;
+import java.net.URI;
 import java.net.UnknownHostException;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -29,6 +30,7 @@ import dev.leader.RevokeReason;
 import dev.leader.daemon.DaemonCoordinator;
 import dev.leader.daemon.DaemonSettings;
 import dev.leader.etcd.EtcdCoordinationStore;
+import dev.leader.etcd.EtcdMemberClients;
 import dev.leader.jdbc.TablePrefix;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaderEngine;
@@ -307,9 +309,10 @@ public final class TestNode {
 					+ "takeover and the guarded load need the leases in the database, and the decision log and the "
 					+ "daemons on etcd are not part of this test node");
 		}
-		Client client = Client.builder().endpoints(endpoints.split(",")).build();
-		return new EtcdCoordinationStore(client, arguments.get("etcd-prefix", "leader"),
-				arguments.duration("etcd-timeout", Duration.ofSeconds(3)));
+		Duration timeout = arguments.duration("etcd-timeout", Duration.ofSeconds(3));
+		Client client = EtcdMemberClients.create(Arrays.stream(endpoints.split(",")).map(URI::create).toList(),
+				timeout);
+		return new EtcdCoordinationStore(client, arguments.get("etcd-prefix", "leader"), timeout);
 	}
 
 	private static FencedWriter writer(Node node) {

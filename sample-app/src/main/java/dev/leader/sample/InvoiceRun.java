@@ -3,7 +3,6 @@ package dev.leader.sample;
 import dev.leader.FencingToken;
 import dev.leader.Leadership;
 import dev.leader.StaleLeadershipException;
-import dev.leader.fencing.Fencing;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
@@ -16,10 +15,10 @@ import org.springframework.transaction.support.TransactionTemplate;
  * A long invoicing run of the leader of {@code billing}: it takes the group's fencing
  * token when it begins and then writes one invoice per step, {@value #STEPS} steps in
  * all, under that token, without asking again whether this node still leads. It trusts
- * the fence instead, as a batch must whose node can be paused at any instant (a long GC,
- * a SIGSTOP): when another node took over meanwhile, the database rejects the next write,
- * the run ends, and {@link RejectedWrites} keeps the rejection. Steps run on the
- * application's scheduler, one at a time. Not scheduled with
+ * the fence instead ({@link WriteFences}), as a batch must whose node can be paused at
+ * any instant (a long GC, a SIGSTOP): when another node took over meanwhile, the database
+ * rejects the next write, the run ends, and {@link RejectedWrites} keeps the rejection.
+ * Steps run on the application's scheduler, one at a time. Not scheduled with
  * {@code sample.jobs.enabled=false}.
  */
 @Component
@@ -32,7 +31,7 @@ class InvoiceRun {
 
 	private final Leadership leadership;
 
-	private final Fencing fencing;
+	private final WriteFences fences;
 
 	private final TransactionTemplate transactions;
 
@@ -44,10 +43,10 @@ class InvoiceRun {
 
 	private int step;
 
-	InvoiceRun(Leadership leadership, Fencing fencing, TransactionTemplate transactions, JdbcClient jdbc,
+	InvoiceRun(Leadership leadership, WriteFences fences, TransactionTemplate transactions, JdbcClient jdbc,
 			RejectedWrites rejectedWrites) {
 		this.leadership = leadership;
-		this.fencing = fencing;
+		this.fences = fences;
 		this.transactions = transactions;
 		this.jdbc = jdbc;
 		this.rejectedWrites = rejectedWrites;
@@ -65,7 +64,7 @@ class InvoiceRun {
 		int next = this.step + 1;
 		try {
 			this.transactions.executeWithoutResult((status) -> {
-				this.fencing.guard(writing);
+				this.fences.fence("invoices", writing);
 				this.jdbc.sql("INSERT INTO invoices (node_id, term, step) VALUES (?, ?, ?)")
 					.params(this.leadership.nodeId(), writing.term(), next)
 					.update();

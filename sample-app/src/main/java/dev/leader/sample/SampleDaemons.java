@@ -15,11 +15,11 @@ import org.springframework.transaction.support.TransactionTemplate;
 
 /**
  * The sample's daemons, each run by one node of the cluster at a time. Every daemon runs
- * one statement per interval, in a transaction fenced by the assignment's generation, so
- * that a node that lost the daemon (paused, cut off, or too slow to drain) cannot write
- * again after another node took over; a rejected write is kept in {@link RejectedWrites}
- * and ends the run. With {@code sample.jobs.enabled=false} each daemon holds its
- * assignment and writes nothing.
+ * one statement per interval, in a transaction fenced by the assignment's generation
+ * ({@link WriteFences}), so that a node that lost the daemon (paused, cut off, or too
+ * slow to drain) cannot write again after another node took over; a rejected write is
+ * kept in {@link RejectedWrites} and ends the run. With {@code sample.jobs.enabled=false}
+ * each daemon holds its assignment and writes nothing.
  */
 @Configuration(proxyBeanMethods = false)
 class SampleDaemons {
@@ -28,16 +28,19 @@ class SampleDaemons {
 
 	private final TransactionTemplate transactions;
 
+	private final WriteFences fences;
+
 	private final Leadership leadership;
 
 	private final RejectedWrites rejectedWrites;
 
 	private final boolean writes;
 
-	SampleDaemons(JdbcClient jdbc, TransactionTemplate transactions, Leadership leadership,
+	SampleDaemons(JdbcClient jdbc, TransactionTemplate transactions, WriteFences fences, Leadership leadership,
 			RejectedWrites rejectedWrites, @Value("${sample.jobs.enabled:true}") boolean writes) {
 		this.jdbc = jdbc;
 		this.transactions = transactions;
+		this.fences = fences;
 		this.leadership = leadership;
 		this.rejectedWrites = rejectedWrites;
 		this.writes = writes;
@@ -91,7 +94,7 @@ class SampleDaemons {
 		while (!context.isCancelled()) {
 			try {
 				this.transactions.executeWithoutResult((status) -> {
-					context.guard();
+					this.fences.fence(context);
 					this.jdbc.sql(statement).params(this.leadership.nodeId(), context.generation()).update();
 				});
 			}

@@ -12,6 +12,9 @@ import java.util.concurrent.CompletableFuture;
 import com.fasterxml.jackson.annotation.JsonRawValue;
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.jdbc.DatabaseDriver;
+import org.springframework.boot.jdbc.autoconfigure.JdbcConnectionDetails;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.ProblemDetail;
 import org.springframework.web.bind.annotation.ExceptionHandler;
@@ -26,9 +29,9 @@ import org.springframework.web.server.ResponseStatusException;
 /**
  * The launcher's HTTP API, which the cluster view uses:
  * <ul>
- * <li>{@code GET /demo/cluster}: every node's process state, and what its
- * {@code /actuator/leadership} and {@code /rejected-writes} answer now ({@code null} when
- * it does not answer in time, as when paused);</li>
+ * <li>{@code GET /demo/cluster}: what the nodes coordinate through, every node's process
+ * state, and what its {@code /actuator/leadership} and {@code /rejected-writes} answer
+ * now ({@code null} when it does not answer in time, as when paused);</li>
  * <li>{@code POST /demo/nodes/{number}/{action}}, with {@code kill} (SIGKILL),
  * {@code pause} (SIGSTOP), {@code resume} (SIGCONT), {@code stop} (SIGTERM) or
  * {@code restart}: acts on that node's process and answers its state; 404 for an unknown
@@ -47,19 +50,26 @@ class DemoController {
 
 	private final NodeProcesses nodes;
 
+	private final String coordinator;
+
+	private final List<String> etcdEndpoints;
+
 	private final HttpClient http = HttpClient.newBuilder()
 		.version(HttpClient.Version.HTTP_1_1)
 		.connectTimeout(PROBE_TIMEOUT)
 		.build();
 
-	DemoController(NodeProcesses nodes) {
+	DemoController(NodeProcesses nodes, JdbcConnectionDetails database, ObjectProvider<DemoEtcd> etcd) {
 		this.nodes = nodes;
+		DemoEtcd cluster = etcd.getIfAvailable();
+		this.coordinator = (cluster != null) ? "etcd" : DatabaseDriver.fromJdbcUrl(database.getJdbcUrl()).getId();
+		this.etcdEndpoints = (cluster != null) ? cluster.endpoints() : List.of();
 	}
 
 	@GetMapping("/cluster")
 	Cluster cluster() {
 		List<CompletableFuture<NodeStatus>> probes = this.nodes.nodes().stream().map(this::probe).toList();
-		return new Cluster(probes.stream().map(CompletableFuture::join).toList());
+		return new Cluster(this.coordinator, this.etcdEndpoints, probes.stream().map(CompletableFuture::join).toList());
 	}
 
 	@PostMapping("/nodes/{number}/{action}")
@@ -128,9 +138,13 @@ class DemoController {
 	/**
 	 * The answer of {@code GET /demo/cluster}.
 	 *
+	 * @param coordinator what the nodes coordinate through: {@code etcd}, or the
+	 * database's kind, such as {@code postgresql}
+	 * @param endpoints the client URLs of the launcher's etcd members, empty on a
+	 * database
 	 * @param nodes the nodes, by number
 	 */
-	record Cluster(List<NodeStatus> nodes) {
+	record Cluster(String coordinator, List<String> endpoints, List<NodeStatus> nodes) {
 	}
 
 	/**

@@ -17,7 +17,9 @@ import dev.leader.jdbc.JdbcStoresAutoConfiguration;
 import dev.leader.mariadb.MariaDbStoresAutoConfiguration;
 import dev.leader.postgres.PostgresStoresAutoConfiguration;
 
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.jdbc.autoconfigure.JdbcConnectionDetails;
 import org.springframework.context.annotation.Bean;
@@ -25,10 +27,11 @@ import org.springframework.context.annotation.Bean;
 /**
  * The demo's launcher: no node itself (it leaves leadership out), it owns the database
  * (the embedded PostgreSQL of {@code leader-spring-boot-embedded-postgres}, stopped with
- * this context after the nodes) and three nodes of the sample, each a JVM of its own
- * started from this one's class path or jar, and serves the cluster view of them with
- * controls to kill, pause, resume, stop and restart each. {@link DemoMode} chooses it
- * when no {@code spring.datasource.url} is set, and binds it to 127.0.0.1.
+ * this context after the nodes), with {@code demo.coordinator=etcd} an etcd cluster
+ * ({@link DemoEtcd}, also stopped after the nodes), and three nodes of the sample, each a
+ * JVM of its own started from this one's class path or jar, and serves the cluster view
+ * of them with controls to kill, pause, resume, stop and restart each. {@link DemoMode}
+ * chooses it when no {@code spring.datasource.url} is set, and binds it to 127.0.0.1.
  */
 @SpringBootApplication(exclude = { PostgresStoresAutoConfiguration.class, MariaDbStoresAutoConfiguration.class,
 		JdbcStoresAutoConfiguration.class, LeaderAutoConfiguration.class })
@@ -36,9 +39,21 @@ import org.springframework.context.annotation.Bean;
 class DemoLauncher {
 
 	@Bean
-	NodeProcesses demoNodeProcesses(DemoProperties properties, JdbcConnectionDetails database) {
-		List<String> databaseArguments = List.of("--spring.datasource.url=" + database.getJdbcUrl(),
-				"--spring.datasource.username=" + Objects.toString(database.getUsername(), ""));
+	@ConditionalOnProperty(name = "demo.coordinator", havingValue = "etcd")
+	DemoEtcd demoEtcd(DemoProperties properties) {
+		return DemoEtcd.create(properties.etcd().binary(), properties.stopTimeout());
+	}
+
+	@Bean
+	NodeProcesses demoNodeProcesses(DemoProperties properties, JdbcConnectionDetails database,
+			ObjectProvider<DemoEtcd> etcd) {
+		List<String> databaseArguments = new ArrayList<>(List.of("--spring.datasource.url=" + database.getJdbcUrl(),
+				"--spring.datasource.username=" + Objects.toString(database.getUsername(), "")));
+		if (properties.coordinator() == DemoProperties.Coordinator.ETCD) {
+			// The leases, members, daemons and decision log in etcd; the nodes' own
+			// tables and the fences table stay in the database.
+			databaseArguments.add("--leader.etcd.endpoints=" + String.join(",", etcd.getObject().endpoints()));
+		}
 		// In the environment rather than on the command line, where ps would show it.
 		Map<String, String> environment = Map.of("SPRING_DATASOURCE_PASSWORD",
 				Objects.toString(database.getPassword(), ""));

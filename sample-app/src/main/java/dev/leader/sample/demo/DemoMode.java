@@ -4,6 +4,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
+import dev.leader.sample.Coordination;
+
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.context.event.ApplicationEnvironmentPreparedEvent;
 import org.springframework.context.ApplicationListener;
@@ -16,14 +18,18 @@ import org.springframework.util.StringUtils;
  * that {@code spring.datasource.url} counts wherever it is set (command line, environment
  * variable, configuration file):
  * <ul>
- * <li>with it, one node of the sample against that database, as before the demo
- * existed;</li>
+ * <li>with it, one node of the sample against that database, as before the demo existed:
+ * coordinating through that database, with crash takeover of {@code billing}
+ * ({@code leader.lease.crash-takeover-groups=billing}, at the lowest precedence), or
+ * through etcd with {@code leader.etcd.endpoints}, where crash takeover does not
+ * exist;</li>
  * <li>without it, the demo's {@link DemoLauncher} on 127.0.0.1 only, which starts the
  * nodes itself.</li>
  * </ul>
  * The launcher's database is the embedded PostgreSQL, unless {@code demo.database.url}
  * (with {@code demo.database.username} and {@code demo.database.password}) names another
- * one, as the tests do.
+ * one, as the tests do; with {@code demo.coordinator=etcd} the launcher also starts an
+ * etcd cluster, which the nodes coordinate through.
  */
 public final class DemoMode implements ApplicationListener<ApplicationEnvironmentPreparedEvent> {
 
@@ -43,6 +49,12 @@ public final class DemoMode implements ApplicationListener<ApplicationEnvironmen
 		ConfigurableEnvironment environment = event.getEnvironment();
 		if (StringUtils.hasText(environment.getProperty("spring.datasource.url"))) {
 			application.addPrimarySources(List.of(this.node));
+			if (Coordination.etcdEndpoints(environment).isEmpty()) {
+				// Last, so that any setting of the application's or the user's wins.
+				environment.getPropertySources()
+					.addLast(new MapPropertySource("sample-on-a-database",
+							Map.of("leader.lease.crash-takeover-groups", "billing")));
+			}
 			return;
 		}
 		application.addPrimarySources(List.of(DemoLauncher.class));

@@ -1,7 +1,10 @@
 package dev.leader.sample.demo;
 
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+
+import org.jspecify.annotations.Nullable;
 
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
@@ -16,12 +19,40 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * name; by default a lease and a node expiry of 4 s, so that a takeover shows within
  * seconds
  * @param stopTimeout how long a node may take to stop gracefully before it is killed
+ * @param coordinator what the nodes coordinate through: {@code database}, the default,
+ * or {@code etcd}, a cluster of three members that the launcher starts and stops itself;
+ * the nodes keep their own tables in the database either way
+ * @param etcd the etcd cluster's settings
  */
 @ConfigurationProperties("demo")
 record DemoProperties(@DefaultValue({ "8081", "8082", "8083" }) List<Integer> nodePorts,
 		@DefaultValue({ "--leader.lease.duration=4s", "--leader.lease.renew-interval=1s",
 				"--leader.lease.retry-interval=1s", "--leader.node.expiry=4s",
 				"--leader.daemons.settle-window=5s" }) List<String> nodeArguments,
-		@DefaultValue("10s") Duration stopTimeout) {
+		@DefaultValue("10s") Duration stopTimeout, @DefaultValue("database") Coordinator coordinator,
+		@DefaultValue Etcd etcd) {
+
+	/**
+	 * What the demo's nodes coordinate through.
+	 */
+	enum Coordinator {
+
+		/** The database: the leases are rows of it, next to the nodes' own tables. */
+		DATABASE,
+
+		/** An etcd cluster of the launcher's own. */
+		ETCD
+
+	}
+
+	/**
+	 * Settings of the demo's etcd cluster.
+	 *
+	 * @param binary the etcd binary; by default {@code /usr/bin/etcd} (Debian's
+	 * {@code etcd-server} package), else an {@code etcd} on the {@code PATH}
+	 */
+	record Etcd(@Nullable Path binary) {
+	}
+
 }
 // @formatter:on

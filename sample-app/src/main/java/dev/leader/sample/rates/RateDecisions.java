@@ -12,8 +12,9 @@ import org.springframework.transaction.annotation.Transactional;
 
 /**
  * Decides rates on the leader of {@code billing}: each decision is an entry of the
- * group's log, appended under the leader's term in the caller's transaction, so that a
- * deposed leader's decision is rejected in the database.
+ * group's log, appended under the leader's term, so that a deposed leader's decision is
+ * rejected where the log lives: in the database, within the caller's transaction, or in
+ * etcd, as a transaction of its own that compares the leader's lease key.
  */
 @Service
 class RateDecisions {

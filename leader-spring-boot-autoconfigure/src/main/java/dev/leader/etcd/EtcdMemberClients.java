@@ -1,0 +1,199 @@
+package dev.leader.etcd;
+
+import java.lang.reflect.InvocationHandler;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
+import java.net.URI;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import io.etcd.jetcd.Client;
+import io.etcd.jetcd.common.exception.ErrorCode;
+import io.etcd.jetcd.common.exception.EtcdException;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+
+import org.springframework.util.Assert;
+
+/**
+ * Builds the etcd {@link Client} that the starter uses: one connection per member, and
+ * every call sent to one member at a time, the next one once a call to it has not
+ * answered within the timeout or found it unavailable.
+ * <p>
+ * etcd's own client spreads its calls over every member. A member that hangs rather than
+ * crashes (stopped, or frozen by its machine) keeps its connection open, so each call
+ * that reaches it waits for the whole timeout; a heartbeat makes several calls, one of
+ * which would reach it, and no node could renew or be granted a lease until the member
+ * answered again, though the other two members make a quorum. Sent to one member, the
+ * calls of one heartbeat fail together at most once, and the next heartbeat goes to the
+ * next member. Each process starts at a member of its own, drawn at random, so that the
+ * nodes spread over the members. Watches stay on the member they were started on.
+ */
+public final class EtcdMemberClients {
+
+	private static final Log logger = LogFactory.getLog(EtcdMemberClients.class);
+
+	/**
+	 * The largest answer a client takes, above gRPC's 4 MiB: a follower's read of 500
+	 * decision log entries, and retention's of 1,000, must fit.
+	 */
+	private static final int MAX_ANSWER_BYTES = 64 * 1024 * 1024;
+
+	private EtcdMemberClients() {
+	}
+
+	/**
+	 * Creates a client of the members, closed by its caller.
+	 * @param endpoints the client URLs of the members, at least one
+	 * @param timeout how long a call may wait for a member before the next calls go to
+	 * another, positive
+	 * @return the client
+	 */
+	public static Client create(List<URI> endpoints, Duration timeout) {
+		Assert.notEmpty(endpoints, "At least one etcd endpoint is needed");
+		Assert.isTrue(timeout != null && !timeout.isNegative() && !timeout.isZero(),
+				"The etcd timeout must be positive, not " + timeout);
+		List<Client> members = new ArrayList<>();
+		for (URI endpoint : endpoints) {
+			members.add(Client.builder().endpoints(endpoint).maxInboundMessageSize(MAX_ANSWER_BYTES).build());
+		}
+		Members handler = new Members(endpoints, members, timeout);
+		return (Client) Proxy.newProxyInstance(EtcdMemberClients.class.getClassLoader(),
+				new Class<?>[] { Client.class }, handler);
+	}
+
+	/**
+	 * The members' clients and the one the calls go to.
+	 */
+	private static final class Members implements InvocationHandler {
+
+		private final List<URI> endpoints;
+
+		private final List<Client> clients;
+
+		private final Duration timeout;
+
+		private final AtomicInteger current;
+
+		Members(List<URI> endpoints, List<Client> clients, Duration timeout) {
+			this.endpoints = List.copyOf(endpoints);
+			this.clients = List.copyOf(clients);
+			this.timeout = timeout;
+			this.current = new AtomicInteger(ThreadLocalRandom.current().nextInt(clients.size()));
+		}
+
+		@Override
+		public Object invoke(Object proxy, Method method, Object[] args) throws Throwable {
+			if (method.getDeclaringClass() == Object.class) {
+				return objectMethod(proxy, method, args);
+			}
+			if (method.getName().equals("close") && method.getParameterCount() == 0) {
+				this.clients.forEach(Client::close);
+				return null;
+			}
+			if (!method.getReturnType().isInterface()) {
+				return call(method, this.clients.get(this.current.get()), args);
+			}
+			// A service of the client (KV, Lease, Watch...): each call goes to the member
+			// the calls go to at that moment.
+			return Proxy.newProxyInstance(EtcdMemberClients.class.getClassLoader(),
+					new Class<?>[] { method.getReturnType() }, (service, serviceMethod, serviceArgs) -> {
+						if (serviceMethod.getDeclaringClass() == Object.class) {
+							return objectMethod(service, serviceMethod, serviceArgs);
+						}
+						int member = this.current.get();
+						Object target = call(method, this.clients.get(member), args);
+						return bound(call(serviceMethod, target, serviceArgs), serviceMethod.getReturnType(), member);
+					});
+		}
+
+		// What a call to a member returns: a future whose outcome may move the calls to
+		// the next member, or a builder (such as a transaction) whose calls stay on it.
+		private Object bound(Object result, Class<?> type, int member) {
+			if (result instanceof CompletableFuture<?> future) {
+				watch(future, member);
+				return result;
+			}
+			if (result == null || !type.isInterface() || !type.getPackageName().startsWith("io.etcd.jetcd")) {
+				return result;
+			}
+			return Proxy.newProxyInstance(EtcdMemberClients.class.getClassLoader(), new Class<?>[] { type },
+					(builder, method, args) -> {
+						if (method.getDeclaringClass() == Object.class) {
+							return objectMethod(builder, method, args);
+						}
+						return bound(call(method, result, args), method.getReturnType(), member);
+					});
+		}
+
+		private void watch(CompletableFuture<?> future, int member) {
+			future.copy().orTimeout(this.timeout.toNanos(), TimeUnit.NANOSECONDS).whenComplete((answer, failure) -> {
+				Throwable cause = cause(failure);
+				// The stores cancel a call that outlived their timeout, before this one
+				// fires.
+				if (cause instanceof TimeoutException || cause instanceof CancellationException) {
+					next(member, "did not answer within " + this.timeout.toMillis() + " ms");
+				}
+				else if (unavailable(cause)) {
+					next(member, "is unavailable (" + cause.getMessage() + ")");
+				}
+			});
+		}
+
+		private void next(int member, String why) {
+			int next = (member + 1) % this.clients.size();
+			if (this.clients.size() > 1 && this.current.compareAndSet(member, next)) {
+				logger.warn("Leader etcd member " + this.endpoints.get(member) + " " + why + "; calls go to "
+						+ this.endpoints.get(next) + " now");
+			}
+		}
+
+		private static boolean unavailable(Throwable cause) {
+			if (cause instanceof EtcdException etcd) {
+				return etcd.getErrorCode() == ErrorCode.UNAVAILABLE;
+			}
+			return cause instanceof StatusRuntimeException status
+					&& status.getStatus().getCode() == Status.Code.UNAVAILABLE;
+		}
+
+		private static Throwable cause(Throwable failure) {
+			Throwable cause = failure;
+			while ((cause instanceof CompletionException || cause instanceof ExecutionException)
+					&& cause.getCause() != null) {
+				cause = cause.getCause();
+			}
+			return cause;
+		}
+
+		private static Object call(Method method, Object target, Object[] args) throws Throwable {
+			try {
+				return method.invoke(target, args);
+			}
+			catch (InvocationTargetException ex) {
+				throw ex.getCause();
+			}
+		}
+
+		private Object objectMethod(Object proxy, Method method, Object[] args) {
+			return switch (method.getName()) {
+				case "equals" -> proxy == args[0];
+				case "hashCode" -> System.identityHashCode(proxy);
+				default -> "etcd members " + this.endpoints;
+			};
+		}
+
+	}
+
+}
