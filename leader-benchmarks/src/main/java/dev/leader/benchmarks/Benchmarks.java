@@ -46,7 +46,10 @@ import org.openjdk.jmh.util.Statistics;
  * {@code --quiet-wait=PT3M} (how long to wait at most for a quiet machine before JMH, the
  * hand-overs and the guarded writes; the sample app: see {@link SampleAppTimings}),
  * {@code --server-log=<path>} (the server's log file when {@code pg_current_logfile()}
- * does not name it). The server comes from {@code LEADER_BENCH_JDBC_URL} (default
+ * does not name it). Not in the default list: {@code etcd} and {@code etcd-app}, the
+ * figures of the bare engine and of the sample app on an etcd cluster that the run
+ * starts, beside PostgreSQL's ({@link EtcdBenchmarks}, {@link EtcdAppBenchmarks}). The
+ * server comes from {@code LEADER_BENCH_JDBC_URL} (default
  * {@code jdbc:postgresql://127.0.0.1:5432/postgres}; or {@code jdbc:mariadb://…}),
  * {@code LEADER_BENCH_JDBC_USER} ({@code postgres}, on MariaDB {@code root}) and
  * {@code LEADER_BENCH_JDBC_PASSWORD}; the user must be allowed to create databases (on
@@ -139,6 +142,11 @@ public final class Benchmarks {
 				Report.awaitQuietMachine(0.5, Duration.ofMinutes(1));
 				LogBenchmark.run(database, options);
 			}
+			if (only.contains("etcd")) {
+				// Not in the default list: it starts an etcd cluster of its own and runs
+				// the PostgreSQL figures it compares again, beside it.
+				EtcdBenchmarks.run(database, logs, options, rounds, quietWait);
+			}
 			if (only.contains("guarded")) {
 				// Last, as it loads the machine for minutes; on a quiet machine and a
 				// checkpointed database, as the JMH writes.
@@ -148,7 +156,7 @@ public final class Benchmarks {
 			}
 		}
 		if (only.contains("app-handover") || only.contains("app-failover") || only.contains("app-idle")
-				|| only.contains("peer")) {
+				|| only.contains("etcd-app") || only.contains("peer")) {
 			// A database of its own, empty: the sample's nodes migrate it themselves, its
 			// tables and the starter's.
 			try (BenchDatabase database = BenchDatabase.createEmpty(url, user, password, name + "_app",
@@ -162,6 +170,11 @@ public final class Benchmarks {
 				}
 				if (only.contains("app-idle")) {
 					SampleAppBenchmarks.idle(app, options);
+				}
+				if (only.contains("etcd-app")) {
+					// Not in the default list, as etcd: starts an etcd cluster of its
+					// own.
+					EtcdAppBenchmarks.run(database, logs, SampleAppNode.sampleAppJar(), options, rounds);
 				}
 				if (only.contains("peer")) {
 					// The sample app beside Spring Integration's JDBC leader election, in

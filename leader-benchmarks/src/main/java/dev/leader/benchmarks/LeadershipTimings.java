@@ -14,12 +14,16 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
 
 import dev.leader.lease.LeaseSettings;
 import dev.leader.test.NodeEvent;
 import dev.leader.test.NodeEvent.Type;
 import dev.leader.test.NodeProcess;
 import dev.leader.test.TestNode;
+import org.jspecify.annotations.Nullable;
 
 import static org.awaitility.Awaitility.await;
 
@@ -43,13 +47,75 @@ final class LeadershipTimings {
 	 */
 	private static final Duration REFERENCE_LEAD = Duration.ofSeconds(1);
 
-	private final BenchDatabase database;
+	private final @Nullable BenchDatabase database;
 
 	private final BenchNodes nodes;
 
+	private final Function<LeaseSettings, BenchNodes.Launcher> launchers;
+
+	private final Reset reset;
+
 	LeadershipTimings(BenchDatabase database, Path logs) {
+		this(database, logs, "node-", List.of());
+	}
+
+	/**
+	 * Timings of {@code TestNode} processes on the benchmark's database.
+	 * @param database the database, emptied before each cluster starts
+	 * @param logs the directory of the nodes' logs
+	 * @param prefix the prefix of the node ids
+	 * @param extraArguments further arguments of every node, such as
+	 * {@code --crash-takeover=bench}
+	 */
+	LeadershipTimings(BenchDatabase database, Path logs, String prefix, List<String> extraArguments) {
 		this.database = database;
-		this.nodes = new BenchNodes(logs, "node-");
+		this.nodes = new BenchNodes(logs, prefix);
+		this.launchers = (settings) -> {
+			List<String> arguments = new ArrayList<>(nodeArguments(database, settings));
+			arguments.add("--groups=" + GROUP);
+			arguments.addAll(extraArguments);
+			return (nodeId, log) -> TestNode.start(nodeId, arguments, log);
+		};
+		this.reset = database::reset;
+	}
+
+	private LeadershipTimings(Path logs, String prefix, Function<LeaseSettings, BenchNodes.Launcher> launchers,
+			Reset reset) {
+		this.database = null;
+		this.nodes = new BenchNodes(logs, prefix);
+		this.launchers = launchers;
+		this.reset = reset;
+	}
+
+	/**
+	 * Timings of {@code TestNode} processes that coordinate through an etcd cluster
+	 * ({@code --etcd}), the database being only their idle pool; each cluster of nodes
+	 * starts on a key prefix of its own, so that nothing of an earlier one is left.
+	 * @param database the benchmark's database, for the nodes' pools
+	 * @param endpoints the client URLs of the etcd members
+	 * @param logs the directory of the nodes' logs
+	 * @param prefix the prefix of the node ids, and so of their log files
+	 * @return the timings, without the database's reference round trips and lease reads
+	 */
+	static LeadershipTimings onEtcd(BenchDatabase database, List<String> endpoints, Path logs, String prefix) {
+		AtomicInteger clusters = new AtomicInteger();
+		AtomicReference<String> keys = new AtomicReference<>("");
+		return new LeadershipTimings(logs, prefix, (settings) -> {
+			List<String> arguments = new ArrayList<>(nodeArguments(database, settings));
+			arguments.addAll(etcdArguments(endpoints, keys.get()));
+			arguments.add("--groups=" + GROUP);
+			return (nodeId, log) -> TestNode.start(nodeId, arguments, log);
+		}, () -> keys.set("leader-bench/cluster-" + clusters.incrementAndGet() + "-" + System.nanoTime()));
+	}
+
+	/**
+	 * The arguments that make a {@code TestNode} coordinate through etcd.
+	 * @param endpoints the client URLs of the etcd members
+	 * @param keys the prefix of the node's keys
+	 * @return the arguments
+	 */
+	static List<String> etcdArguments(List<String> endpoints, String keys) {
+		return List.of("--etcd=" + String.join(",", endpoints), "--etcd-prefix=" + keys);
 	}
 
 	/**
@@ -66,12 +132,15 @@ final class LeadershipTimings {
 		List<Double> toRevoke = new ArrayList<>();
 		List<Double> revokeToGrant = new ArrayList<>();
 		List<Double> reference = new ArrayList<>();
-		try (Connection connection = this.database.connect()) {
+		BenchDatabase database = this.database;
+		try (Connection connection = (database != null) ? database.connect() : null) {
 			startNodes(settings, 3);
 			for (int round = 0; round < rounds; round++) {
 				NodeProcess leader = awaitLeader();
 				sleep(settle.minus(REFERENCE_LEAD));
-				reference.add(idleRoundTrip(connection));
+				if (connection != null) {
+					reference.add(idleRoundTrip(connection));
+				}
 				sleep(REFERENCE_LEAD);
 				long term = grantedTerm(leader);
 				long signalledAt = System.nanoTime();
@@ -151,15 +220,43 @@ final class LeadershipTimings {
 		return List.of(failovers, databaseLags, grantLags);
 	}
 
+	/**
+	 * kill -9 of the leader until the successor's grant, on the monotonic clock alone:
+	 * for a crash takeover on PostgreSQL (the lease bound to the holder's session) and
+	 * for the lease expiry on etcd, where there is no lease row to read.
+	 * @param settings the nodes' settings
+	 * @param rounds how many kills
+	 * @param settle how long to let the cluster idle before each round
+	 * @return the times from the kill to the successor's grant, in milliseconds
+	 */
+	List<Double> killToGrant(LeaseSettings settings, int rounds, Duration settle) throws Exception {
+		List<Double> samples = new ArrayList<>();
+		try {
+			startNodes(settings, 3);
+			for (int round = 0; round < rounds; round++) {
+				NodeProcess leader = awaitLeader();
+				sleep(settle);
+				long term = grantedTerm(leader);
+				long killedAt = System.nanoTime();
+				leader.kill9();
+				NodeEvent grant = awaitGrantAbove(term);
+				samples.add((grant.nanoTime() - killedAt) / 1e6);
+				this.nodes.replace(leader, launcher(settings), TIMEOUT);
+			}
+		}
+		finally {
+			this.nodes.closeAll();
+		}
+		return samples;
+	}
+
 	private void startNodes(LeaseSettings settings, int count) throws Exception {
-		this.database.reset();
+		this.reset.run();
 		this.nodes.startAll(count, launcher(settings), TIMEOUT);
 	}
 
 	private BenchNodes.Launcher launcher(LeaseSettings settings) {
-		List<String> arguments = new ArrayList<>(nodeArguments(this.database, settings));
-		arguments.add("--groups=" + GROUP);
-		return (nodeId, log) -> TestNode.start(nodeId, arguments, log);
+		return this.launchers.apply(settings);
 	}
 
 	static List<String> nodeArguments(BenchDatabase database, LeaseSettings settings) {
@@ -201,7 +298,11 @@ final class LeadershipTimings {
 	}
 
 	private Lease readLease() throws SQLException {
-		try (Connection connection = this.database.connect();
+		BenchDatabase database = this.database;
+		if (database == null) {
+			throw new IllegalStateException("Lease rows are read on a database, not on etcd");
+		}
+		try (Connection connection = database.connect();
 				PreparedStatement statement = connection.prepareStatement("SELECT term, acquired_at, expires_at, "
 						+ "clock_timestamp() FROM " + BenchDatabase.PREFIX.value() + "leases WHERE group_name = ?")) {
 			statement.setString(1, GROUP);
@@ -221,6 +322,16 @@ final class LeadershipTimings {
 	 */
 	private static void sleep(Duration duration) throws InterruptedException {
 		TimeUnit.NANOSECONDS.sleep(duration.toNanos());
+	}
+
+	/**
+	 * Empties the store before a cluster starts.
+	 */
+	@FunctionalInterface
+	private interface Reset {
+
+		void run() throws Exception;
+
 	}
 
 	private record Lease(long term, OffsetDateTime acquiredAt, OffsetDateTime expiresAt, OffsetDateTime databaseNow,

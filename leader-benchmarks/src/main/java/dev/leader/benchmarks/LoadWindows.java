@@ -1,6 +1,5 @@
 package dev.leader.benchmarks;
 
-import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -35,8 +34,23 @@ record LoadWindows(Stats perWindow, double mean, long rollbacks, long errorLines
 	 * @param windows how many windows
 	 * @return the load
 	 */
-	static LoadWindows measure(BenchDatabase database, Duration window, int windows)
-			throws SQLException, InterruptedException {
+	static LoadWindows measure(BenchDatabase database, Duration window, int windows) throws Exception {
+		return measure(database, window, windows, () -> {
+		});
+	}
+
+	/**
+	 * Lets the cluster idle for the given windows while the server counts, and runs a
+	 * step at the end of each window, right after the server's count, as another
+	 * counter's reading over the same windows.
+	 * @param database the benchmarks' database
+	 * @param window the length of one window
+	 * @param windows how many windows
+	 * @param atWindowEnd run at the end of each window
+	 * @return the load
+	 */
+	static LoadWindows measure(BenchDatabase database, Duration window, int windows, WindowEnd atWindowEnd)
+			throws Exception {
 		long logFrom = database.serverLog().size();
 		ServerStatistics.Counters start = database.statistics().counters();
 		ServerStatistics.Counters previous = start;
@@ -47,6 +61,7 @@ record LoadWindows(Stats perWindow, double mean, long rollbacks, long errorLines
 			TimeUnit.NANOSECONDS.sleep(window.toNanos());
 			ServerStatistics.Counters now = database.statistics().counters();
 			rates.add((now.transactions() - previous.transactions()) / ((System.nanoTime() - windowStart) / 1e9));
+			atWindowEnd.run();
 			previous = now;
 		}
 		double seconds = (System.nanoTime() - began) / 1e9;
@@ -66,6 +81,16 @@ record LoadWindows(Stats perWindow, double mean, long rollbacks, long errorLines
 				+ ((this.statements >= 0) ? String.format(Locale.ROOT, "; %.2f statements/s", this.statements) : "")
 				+ String.format(Locale.ROOT, "; %d rolled back, %s", this.rollbacks,
 						(this.errorLines >= 0) ? this.errorLines + " server error lines" : "server log not read");
+	}
+
+	/**
+	 * A step at the end of each window.
+	 */
+	@FunctionalInterface
+	interface WindowEnd {
+
+		void run() throws Exception;
+
 	}
 
 }

@@ -2,6 +2,7 @@ package dev.leader.benchmarks;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -13,15 +14,20 @@ import java.util.concurrent.locks.LockSupport;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leader.FencingToken;
+import dev.leader.etcd.EtcdCoordinationStore;
+import dev.leader.etcd.EtcdLogStore;
+import dev.leader.lease.CoordinationStore;
 import dev.leader.log.Bookmark;
 import dev.leader.log.DecisionLog;
 import dev.leader.log.LogApplier;
 import dev.leader.log.LogEntry;
 import dev.leader.log.LogMonitor;
 import dev.leader.log.LogMonitor.ReadOutcome;
+import dev.leader.log.LogStore;
 import dev.leader.node.NodeRegistration;
 import dev.leader.postgres.PostgresCoordinationStore;
 import dev.leader.postgres.PostgresLogStore;
+import io.etcd.jetcd.Client;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -50,22 +56,103 @@ final class LogBenchmark {
 
 	private static final Duration WAIT = Duration.ofSeconds(10);
 
-	private final BenchDatabase database;
+	/**
+	 * The name of the median of append → applied on both followers, one at a time.
+	 */
+	static final String APPLIED = "append -> applied on both followers";
+
+	/**
+	 * The name of the median of an append alone.
+	 */
+	static final String APPEND = "the append alone";
+
+	/**
+	 * The name of the mean rate of the sustained appends, per second.
+	 */
+	static final String RATE = "sustained appends per second";
+
+	/**
+	 * The name of the median lag of the sustained appends on a follower.
+	 */
+	static final String LAG = "lag of a sustained append on a follower";
+
+	/**
+	 * The name of the median read-index read on a follower, idle log.
+	 */
+	static final String READ_INDEX = "read-index read on a follower, idle log";
+
+	/**
+	 * The name of the median bounded read on a follower, idle log, in microseconds.
+	 */
+	static final String BOUNDED = "bounded read on a follower, idle log (us)";
+
+	private final NodeStores stores;
+
+	private final String label;
 
 	private final List<Node> nodes = new ArrayList<>();
 
-	private LogBenchmark(BenchDatabase database) {
-		this.database = database;
+	private final Map<String, Double> medians = new LinkedHashMap<>();
+
+	private LogBenchmark(NodeStores stores, String label) {
+		this.stores = stores;
+		this.label = label;
 	}
 
 	static void run(BenchDatabase database, BenchOptions options) throws Exception {
-		LogBenchmark benchmark = new LogBenchmark(database);
+		run(postgres(database), "", options);
+	}
+
+	/**
+	 * Runs the decision log's figures on the given stores.
+	 * @param stores makes each node's stores
+	 * @param label printed after {@code decision log} in each figure's name, such as
+	 * {@code " on etcd"}
+	 * @param options the options
+	 * @return the main figures by name, named by the constants of this class: medians of
+	 * the times, the mean rate of the sustained appends
+	 */
+	static Map<String, Double> run(NodeStores stores, String label, BenchOptions options) throws Exception {
+		LogBenchmark benchmark = new LogBenchmark(stores, label);
 		try {
 			benchmark.measure(options);
+			return benchmark.medians;
 		}
 		finally {
 			benchmark.close();
 		}
+	}
+
+	/**
+	 * The stores of the nodes on the benchmark's PostgreSQL database: a pool, a listening
+	 * coordination store and a log store each.
+	 * @param database the database
+	 * @return the stores
+	 */
+	static NodeStores postgres(BenchDatabase database) {
+		return (id, poolSize) -> {
+			HikariDataSource dataSource = database.dataSource(id, poolSize);
+			PostgresCoordinationStore listener = new PostgresCoordinationStore(dataSource, BenchDatabase.PREFIX,
+					Duration.ofSeconds(3));
+			PostgresLogStore store = new PostgresLogStore(dataSource, BenchDatabase.PREFIX, Duration.ofSeconds(3),
+					Duration.ofSeconds(10), listener);
+			return new Stores(listener, store, dataSource::close);
+		};
+	}
+
+	/**
+	 * The stores of the nodes on an etcd cluster: an etcd client, a coordination store
+	 * and a log store each, on one key prefix of the run's own.
+	 * @param endpoints the client URLs of the members
+	 * @return the stores
+	 */
+	static NodeStores etcd(List<String> endpoints) {
+		String prefix = "leader-bench/log-" + System.nanoTime();
+		return (id, poolSize) -> {
+			Client client = Client.builder().endpoints(endpoints.toArray(String[]::new)).build();
+			return new Stores(new EtcdCoordinationStore(client, prefix, Duration.ofSeconds(3)),
+					new EtcdLogStore(client, prefix, Duration.ofSeconds(3)), client::close);
+		};
 	}
 
 	private void measure(BenchOptions options) throws Exception {
@@ -108,21 +195,24 @@ final class LogBenchmark {
 			toEvery.add(millis(last - start));
 			LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(2));
 		}
-		Report.result("decision log: append -> applied on both followers (3 nodes in one JVM, one at a time)",
-				Stats.of(toEvery).format("ms"), load);
-		Report.result("  the append alone (one durable autocommitted statement)", Stats.of(appendOnly).format("ms"),
-				load);
+		result(APPLIED,
+				"decision log" + this.label
+						+ ": append -> applied on both followers (3 nodes in one JVM, one at a time)",
+				Stats.of(toEvery), "ms", load);
+		result(APPEND, "  the append alone (PostgreSQL: one durable autocommitted statement; etcd: one transaction)",
+				Stats.of(appendOnly), "ms", load);
 
 		load = Report.loadAverage();
 		Sustained sustained = sustain(leader, first, followers, token, rate, threads, window, bound);
 		Report.result(
-				String.format(Locale.ROOT, "decision log: sustained appends, target %d/s from %d threads for %d s",
-						rate, threads, window.toSeconds()),
+				String.format(Locale.ROOT, "decision log%s: sustained appends, target %d/s from %d threads for %d s",
+						this.label, rate, threads, window.toSeconds()),
 				String.format(Locale.ROOT, "%.0f appends/s (n=%d); followers caught up %.1f ms after the last",
 						sustained.appends() / sustained.seconds(), sustained.appends(), sustained.caughtUpMillis()),
 				load);
-		Report.result("  lag of each entry on each follower: append returned -> applied",
-				Stats.of(sustained.lags()).format("ms"), load);
+		this.medians.put(RATE, sustained.appends() / sustained.seconds());
+		result(LAG, "  lag of each entry on each follower: append returned -> applied", Stats.of(sustained.lags()),
+				"ms", load);
 		Report.result("  bounded read on a follower under load (awaitStaleness " + bound.toMillis() + " ms), local",
 				Stats.of(sustained.boundedLocal()).format("us"), load);
 		Report.result("  the same, served after a read index (waited)",
@@ -139,8 +229,8 @@ final class LogBenchmark {
 			}
 			readIndex.add(millis(System.nanoTime() - start));
 		}
-		Report.result("decision log: read-index read on a follower, idle log (one statement, applied already)",
-				Stats.of(readIndex).format("ms"), load);
+		result(READ_INDEX, "decision log" + this.label + ": read-index read on a follower, idle log (applied already)",
+				Stats.of(readIndex), "ms", load);
 		load = Report.loadAverage();
 		List<Double> bounded = new ArrayList<>();
 		first.log.awaitReadIndex(GROUP, WAIT);
@@ -153,8 +243,9 @@ final class LogBenchmark {
 			bounded.add(micros(System.nanoTime() - start));
 			local += (first.monitor.last.get() == ReadOutcome.LOCAL) ? 1 : 0;
 		}
-		Report.result("decision log: bounded read on a follower, idle log, bound 10 s",
+		Report.result("decision log" + this.label + ": bounded read on a follower, idle log, bound 10 s",
 				Stats.of(bounded).format("us") + "; served locally " + local, load);
+		this.medians.put(BOUNDED, Stats.of(bounded).median());
 	}
 
 	private Sustained sustain(Node leader, Node reader, List<Node> followers, FencingToken token, int rate, int threads,
@@ -243,18 +334,21 @@ final class LogBenchmark {
 				boundedWaited, rejected[0], readIndex, rejected[1]);
 	}
 
-	private Node node(String id, int poolSize) {
-		HikariDataSource dataSource = this.database.dataSource(id, poolSize);
-		PostgresCoordinationStore listener = new PostgresCoordinationStore(dataSource, BenchDatabase.PREFIX,
-				Duration.ofSeconds(3));
-		PostgresLogStore store = new PostgresLogStore(dataSource, BenchDatabase.PREFIX, Duration.ofSeconds(3),
-				Duration.ofSeconds(10), listener);
+	private void result(String figure, String what, Stats stats, String unit, String load) {
+		this.medians.put(figure, stats.median());
+		Report.result(what, stats.format(unit), load);
+	}
+
+	private Node node(String id, int poolSize) throws Exception {
+		Stores stores = this.stores.create(id, poolSize);
+		CoordinationStore listener = stores.coordination();
+		LogStore store = stores.log();
 		Stamps applier = new Stamps();
 		Outcomes monitor = new Outcomes();
 		DecisionLog log = new DecisionLog(store, id, id.equals("log-leader") ? List.of() : List.of(applier));
 		log.setMonitor(monitor);
 		log.start();
-		Node node = new Node(id, dataSource, listener, log, applier, monitor);
+		Node node = new Node(id, stores, listener, log, applier, monitor);
 		this.nodes.add(node);
 		return node;
 	}
@@ -263,7 +357,12 @@ final class LogBenchmark {
 		for (Node node : this.nodes) {
 			node.log.stop();
 			node.listener.disconnect();
-			node.dataSource.close();
+			try {
+				node.stores.resources().close();
+			}
+			catch (Exception ex) {
+				// closing anyway
+			}
 		}
 	}
 
@@ -302,8 +401,34 @@ final class LogBenchmark {
 	/**
 	 * One node: its pool, its listening store and its log.
 	 */
-	private record Node(String id, HikariDataSource dataSource, PostgresCoordinationStore listener, DecisionLog log,
-			Stamps applier, Outcomes monitor) {
+	private record Node(String id, Stores stores, CoordinationStore listener, DecisionLog log, Stamps applier,
+			Outcomes monitor) {
+	}
+
+	/**
+	 * Makes the stores of one node of the benchmark.
+	 */
+	@FunctionalInterface
+	interface NodeStores {
+
+		/**
+		 * Makes a node's stores.
+		 * @param id the node's id
+		 * @param poolSize how many connections its pool has, where it has one
+		 * @return the stores
+		 */
+		Stores create(String id, int poolSize) throws Exception;
+
+	}
+
+	/**
+	 * One node's stores, and what closes what they run on.
+	 *
+	 * @param coordination the coordination store, which also listens
+	 * @param log the log store
+	 * @param resources closes the pool or the client, after the log stopped
+	 */
+	record Stores(CoordinationStore coordination, LogStore log, AutoCloseable resources) {
 	}
 
 	/**

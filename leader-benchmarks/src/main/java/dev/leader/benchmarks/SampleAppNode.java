@@ -215,6 +215,15 @@ final class SampleAppNode implements AutoCloseable {
 	}
 
 	/**
+	 * Returns the last step that matches, in the order the node printed them.
+	 * @param matching the condition on the step
+	 * @return the last matching step, if any
+	 */
+	Optional<Timing> last(Predicate<Timing> matching) {
+		return this.timings.stream().filter(matching).reduce((earlier, later) -> later);
+	}
+
+	/**
 	 * Returns the first {@code PEER} line that matches, in the order the node printed
 	 * them.
 	 * @param matching the condition on the event

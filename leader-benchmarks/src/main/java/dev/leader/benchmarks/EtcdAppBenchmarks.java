@@ -1,0 +1,269 @@
+package dev.leader.benchmarks;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+
+import dev.leader.test.EtcdCluster;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The figures of {@code --only=etcd-app}: three nodes of the sample application (its
+ * executable jar, {@link SampleAppNode}) coordinating through PostgreSQL, then the same
+ * three coordinating through an etcd cluster of three members
+ * ({@code --leader.etcd.endpoints}, a key prefix of their own), in the same run, with the
+ * ratio etcd / PostgreSQL. On etcd the sample keeps PostgreSQL as its {@code DataSource}
+ * (its tables), and its crash-takeover group is emptied
+ * ({@code --leader.lease.crash-takeover-groups=}), which etcd refuses. The sample's jobs
+ * are paused; its two daemons run.
+ * <ol>
+ * <li>Graceful hand-over, {@code --rounds}: SIGTERM to the leader of {@code billing} →
+ * the successor's {@code TIMING granted billing} line, on the machine's monotonic clock
+ * on both sides (on etcd there is no lease row to read the database clock from). The
+ * stopped node is replaced every round.</li>
+ * <li>Idle load, {@code --load-window} × {@code --load-windows}, 15 s after the cluster
+ * is complete: on PostgreSQL the transactions of the sample's database per second; on
+ * etcd the gRPC messages the members received from the nodes per second
+ * ({@link EtcdMetrics}), and the transactions per second the same nodes still caused on
+ * PostgreSQL.</li>
+ * </ol>
+ */
+final class EtcdAppBenchmarks {
+
+	private static final String GROUP = "billing";
+
+	private static final long READY_SECONDS = 180;
+
+	private static final Duration LEADER_TIMEOUT = Duration.ofSeconds(60);
+
+	private EtcdAppBenchmarks() {
+	}
+
+	static void run(BenchDatabase database, Path logs, Path jar, BenchOptions options, int rounds) throws Exception {
+		Duration settle = options.duration("app-settle", Duration.ofSeconds(4));
+		Duration window = options.duration("load-window", Duration.ofSeconds(10));
+		int windows = options.integer("load-windows", 6);
+		try (EtcdCluster etcd = EtcdCluster.start(3)) {
+			System.out.println("NOTE etcd: 3 members on " + String.join(",", etcd.endpoints()));
+			Report.awaitQuietMachine(0.5, options.duration("quiet-wait", Duration.ofMinutes(3)));
+			String load = Report.loadAverage();
+			List<Double> postgres = handOver(cluster(database, logs, jar, "pg-app-handover-"), List.of(), rounds,
+					settle, null);
+			List<Double> onEtcd = handOver(cluster(database, logs, jar, "etcd-app-handover-"),
+					etcdArguments(etcd, "handover"), rounds, settle, etcd);
+			String what = "sample app: graceful hand-over, SIGTERM -> successor's granted event of billing, monotonic "
+					+ "clock (3 nodes, jobs paused, 2 daemons)";
+			Report.result(what + ", PostgreSQL", Stats.of(postgres).format("ms"), load);
+			Report.result(what + ", etcd", Stats.of(onEtcd).format("ms"), load);
+			ratio("  etcd / PostgreSQL, medians", Stats.of(onEtcd).median(), Stats.of(postgres).median(), load);
+
+			load = Report.loadAverage();
+			LoadWindows postgresIdle = idleOnPostgres(cluster(database, logs, jar, "pg-app-idle-"), database, window,
+					windows);
+			IdleOnEtcd etcdIdle = idleOnEtcd(cluster(database, logs, jar, "etcd-app-idle-"), database, etcd, window,
+					windows);
+			String idle = String.format(Locale.ROOT,
+					"sample app: idle load, 3 nodes, jobs paused, 2 daemons, Hikari's defaults, per %d s window",
+					window.toSeconds());
+			Report.result(idle + ", PostgreSQL", postgresIdle.format(), load);
+			Report.result(idle + ", etcd", etcdIdle.perWindow().format("requests/s") + String.format(Locale.ROOT,
+					"; mean %.2f requests/s (gRPC messages received)", etcdIdle.received()), load);
+			Report.result("  etcd requests/s by gRPC method",
+					etcdIdle.byMethod()
+						.entrySet()
+						.stream()
+						.map((entry) -> String.format(Locale.ROOT, "%s %.2f", entry.getKey(), entry.getValue()))
+						.collect(Collectors.joining(", ")),
+					load);
+			Report.result("  the nodes on etcd, meanwhile on PostgreSQL (their DataSource)",
+					etcdIdle.database().format(), load);
+			ratio("  etcd requests/s / PostgreSQL transactions/s", etcdIdle.received(), postgresIdle.mean(), load);
+		}
+	}
+
+	private static SampleCluster cluster(BenchDatabase database, Path logs, Path jar, String prefix) {
+		return new SampleCluster(logs, prefix,
+				(name, arguments, log) -> SampleAppNode.start(jar, database, name, arguments, log));
+	}
+
+	private static List<String> etcdArguments(EtcdCluster etcd, String name) {
+		return List.of("--leader.etcd.endpoints=" + String.join(",", etcd.endpoints()),
+				"--leader.etcd.prefix=leader-bench/app-" + name + "-" + System.nanoTime(),
+				"--leader.lease.crash-takeover-groups=");
+	}
+
+	private static List<Double> handOver(SampleCluster cluster, List<String> arguments, int rounds, Duration settle,
+			@Nullable EtcdCluster etcd) throws Exception {
+		List<Double> samples = new ArrayList<>();
+		try {
+			cluster.start(arguments);
+			if (etcd != null) {
+				requireOnEtcd(etcd);
+			}
+			for (int round = 0; round < rounds; round++) {
+				SampleAppNode leader = awaitLeader(cluster);
+				TimeUnit.NANOSECONDS.sleep(settle.toNanos());
+				leader = awaitLeader(cluster);
+				long term = term(leader.last((t) -> isLeadership(t, "granted")).orElseThrow());
+				long signalledAt = System.nanoTime();
+				leader.sigterm();
+				SampleAppNode.Timing grant = awaitGrantAbove(cluster, leader, term);
+				samples.add((grant.nanoTime() - signalledAt) / 1e6);
+				if (!leader.awaitExit(60)) {
+					throw new IllegalStateException(leader.name() + " did not exit within 60 s of SIGTERM");
+				}
+				cluster.replace(leader, arguments);
+			}
+		}
+		finally {
+			cluster.close();
+		}
+		return samples;
+	}
+
+	/**
+	 * Fails unless the nodes' requests reach the etcd cluster: a sample jar without
+	 * etcd's client would ignore {@code leader.etcd.endpoints} and coordinate through its
+	 * database, and its figures would be PostgreSQL's.
+	 * @param etcd the cluster
+	 */
+	private static void requireOnEtcd(EtcdCluster etcd) throws Exception {
+		EtcdMetrics metrics = new EtcdMetrics(etcd.endpoints());
+		double before = metrics.read().received().getOrDefault("Txn", 0.0);
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+		while (metrics.read().received().getOrDefault("Txn", 0.0) <= before) {
+			if (System.nanoTime() > deadline) {
+				throw new IllegalStateException("The sample nodes sent no transaction to etcd within 15 s: the sample "
+						+ "jar has no etcd client (io.etcd:jetcd-core), so leader.etcd.endpoints does nothing. Build "
+						+ "a sample that has it, or give one with -Dbench.sample-app.jar");
+			}
+			TimeUnit.MILLISECONDS.sleep(250);
+		}
+	}
+
+	private static SampleAppNode awaitLeader(SampleCluster cluster) throws InterruptedException {
+		long deadline = System.nanoTime() + LEADER_TIMEOUT.toNanos();
+		while (true) {
+			List<SampleAppNode> leaders = cluster.nodes().stream().filter(EtcdAppBenchmarks::leads).toList();
+			if (leaders.size() == 1) {
+				return leaders.get(0);
+			}
+			if (System.nanoTime() > deadline) {
+				throw new IllegalStateException("Not one leader of " + GROUP + " among the sample nodes within "
+						+ LEADER_TIMEOUT.toSeconds() + " s, but " + leaders.size());
+			}
+			TimeUnit.MILLISECONDS.sleep(50);
+		}
+	}
+
+	private static boolean leads(SampleAppNode node) {
+		Optional<SampleAppNode.Timing> last = node
+			.last((t) -> isLeadership(t, "granted") || isLeadership(t, "revoked"));
+		return node.isAlive() && last.isPresent() && last.get().step().equals("granted");
+	}
+
+	private static SampleAppNode.Timing awaitGrantAbove(SampleCluster cluster, SampleAppNode stopped, long term)
+			throws InterruptedException {
+		long deadline = System.nanoTime() + LEADER_TIMEOUT.toNanos();
+		while (true) {
+			Optional<SampleAppNode.Timing> grant = cluster.nodes()
+				.stream()
+				.filter((node) -> node != stopped)
+				.flatMap((node) -> node.first((t) -> isLeadership(t, "granted") && term(t) > term).stream())
+				.findFirst();
+			if (grant.isPresent()) {
+				return grant.get();
+			}
+			if (System.nanoTime() > deadline) {
+				throw new IllegalStateException("No successor was granted " + GROUP + " within "
+						+ LEADER_TIMEOUT.toSeconds() + " s of the leader's SIGTERM");
+			}
+			TimeUnit.MILLISECONDS.sleep(10);
+		}
+	}
+
+	private static boolean isLeadership(SampleAppNode.Timing timing, String step) {
+		return timing.step().equals(step) && timing.details().startsWith(GROUP + " ");
+	}
+
+	private static long term(SampleAppNode.Timing timing) {
+		return Long.parseLong(timing.details().split(" ")[1]);
+	}
+
+	private static LoadWindows idleOnPostgres(SampleCluster cluster, BenchDatabase database, Duration window,
+			int windows) throws Exception {
+		try {
+			startIdle(cluster, List.of());
+			return LoadWindows.measure(database, window, windows);
+		}
+		finally {
+			cluster.close();
+		}
+	}
+
+	private static IdleOnEtcd idleOnEtcd(SampleCluster cluster, BenchDatabase database, EtcdCluster etcd,
+			Duration window, int windows) throws Exception {
+		try {
+			startIdle(cluster, etcdArguments(etcd, "idle"));
+			requireOnEtcd(etcd);
+			EtcdMetrics metrics = new EtcdMetrics(etcd.endpoints());
+			EtcdMetrics.Counters start = metrics.read();
+			long began = System.nanoTime();
+			// The server counts the database's transactions over the same windows.
+			List<Double> rates = new ArrayList<>();
+			EtcdMetrics.Counters[] previous = { start };
+			LoadWindows onDatabase = LoadWindows.measure(database, window, windows, () -> {
+				EtcdMetrics.Counters now = metrics.read();
+				rates.add((now.totalReceived() - previous[0].totalReceived()) / (window.toNanos() / 1e9));
+				previous[0] = now;
+			});
+			double seconds = (System.nanoTime() - began) / 1e9;
+			EtcdMetrics.Counters end = previous[0];
+			Map<String, Double> byMethod = new TreeMap<>();
+			end.received().forEach((method, count) -> {
+				double rate = (count - start.received().getOrDefault(method, 0.0)) / seconds;
+				if (rate > 0) {
+					byMethod.put(method, rate);
+				}
+			});
+			return new IdleOnEtcd(Stats.of(rates), (end.totalReceived() - start.totalReceived()) / seconds, byMethod,
+					onDatabase);
+		}
+		finally {
+			cluster.close();
+		}
+	}
+
+	private static void startIdle(SampleCluster cluster, List<String> arguments) throws Exception {
+		cluster.start(arguments);
+		awaitLeader(cluster);
+		// As the sample's idle load on PostgreSQL: counted 15 s after the cluster is
+		// complete.
+		TimeUnit.SECONDS.sleep(15);
+	}
+
+	private static void ratio(String what, double etcd, double postgres, String load) {
+		Report.result(what,
+				String.format(Locale.ROOT, "%.2fx (etcd %.2f, PostgreSQL %.2f)", etcd / postgres, etcd, postgres),
+				load);
+	}
+
+	/**
+	 * The idle load of the sample's nodes on etcd.
+	 *
+	 * @param perWindow messages received per second, per window
+	 * @param received messages received per second over all windows
+	 * @param byMethod messages received per second, by gRPC method
+	 * @param database the load the same nodes caused on PostgreSQL meanwhile
+	 */
+	private record IdleOnEtcd(Stats perWindow, double received, Map<String, Double> byMethod, LoadWindows database) {
+	}
+
+}
