@@ -111,17 +111,12 @@ class DaemonCoordinatorTests {
 		awaitActive("steady", "a", 1);
 		try (Connection locker = this.nodes.database().connect();
 				Connection observer = this.nodes.database().connect()) {
-			// A dead node's row that the heartbeat's clean-up deletes from 1 s after now.
-			// Locked, it holds the heartbeat up after the heartbeat wrote this node's
-			// heartbeat_at, from which the database counts the node expiry: the reply
-			// comes late, the write does not.
-			execute(locker, """
-					INSERT INTO leader_nodes (node_id, name, host, pid, started_at, heartbeat_at)
-					VALUES ('ghost', 'ghost', 'localhost', 0, clock_timestamp(),
-					  clock_timestamp() - 2 * ? * interval '1 millisecond' + interval '1 second')
-					""", lease.nodeExpiry().toMillis());
+			// The lease of the daemons group, which the node leads, locked: it holds the
+			// heartbeat's renewal up after the heartbeat wrote this node's heartbeat_at,
+			// from which the database counts the node expiry: the reply comes late, the
+			// write does not.
 			locker.setAutoCommit(false);
-			execute(locker, "SELECT node_id FROM leader_nodes WHERE node_id = 'ghost' FOR UPDATE");
+			execute(locker, "SELECT group_name FROM leader_leases WHERE group_name = 'default' FOR UPDATE");
 			await().atMost(Duration.ofSeconds(3))
 				.pollInterval(Duration.ofMillis(5))
 				.until(() -> blockedBy(observer, pid(locker)), (pid) -> pid != 0);
