@@ -266,7 +266,10 @@ class PostgresCoordinationStoreTests extends AbstractCoordinationStoreContractTe
 			.supplyAsync(() -> granting.acquire("g", NODE, lease));
 		assertThat(slow.executed.await(5, TimeUnit.SECONDS)).as("the grant ran").isTrue();
 		// Until the row's last committed heartbeat is twice the node expiry old.
-		Thread.sleep(nodeExpiry.multipliedBy(2).plusMillis(200).toMillis());
+		await().atMost(Duration.ofSeconds(4))
+			.until(() -> query("SELECT count(*) FROM leader_nodes WHERE node_id = ? "
+					+ "AND heartbeat_at < clock_timestamp() - interval '2100 milliseconds'", NODE.id()),
+					List.of(1L)::equals);
 		NodeRegistration other = new NodeRegistration("node-o", "app-o", "host-o", 202);
 		CompletableFuture<Tick> forgetting = CompletableFuture
 			.supplyAsync(() -> store().tick(other, Map.of(), List.of(), lease, nodeExpiry));
