@@ -4,11 +4,16 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Comparator;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
 import dev.leader.NodeInfo;
@@ -41,62 +46,64 @@ import org.springframework.dao.DuplicateKeyException;
 import org.springframework.util.Assert;
 
 /**
- * The {@link CoordinationStore} of an etcd cluster. Every key lives under a prefix, so
- * that several applications share one cluster.
+ * The {@link CoordinationStore} of an etcd cluster, used the way etcd's own election
+ * recipe uses it. Every key lives under a prefix, so that several applications share one
+ * cluster.
+ * <p>
+ * <b>Sessions.</b> A process keeps one etcd lease, its session, per time to live it
+ * needs: the node expiry for its node key, the lease duration for the lease keys it
+ * holds, one session when both are the same whole number of seconds, as they are by
+ * default. Its heartbeat keeps its sessions alive, one call each, and makes no other
+ * call: every key it holds is attached to a session and lives as long as it.
  * <p>
  * <b>Leases.</b> A group's lease is the key {@code <prefix>#/leases/<group>}, holding the
- * holder's id, attached to an etcd lease of its own whose time to live is the lease
- * duration rounded up to whole seconds (etcd may raise it to its minimum, about 1.5 times
- * its election timeout). etcd alone decides expiry: it deletes the key when its lease
- * runs out. The term is the key's create revision, a revision of the whole cluster, so it
- * rises with every grant, across etcd's leader changes and restarts, and is never reused;
- * it does not rise by one, since every write of the cluster takes a revision. A grant is
- * one transaction that creates the key only where there is none, after a read that
- * refuses without writing when another node holds it. A grant to the node that already
- * holds the lease deletes the key, if it is unchanged, in one transaction that also
- * writes {@code <prefix>#/reserved/<group>} for that node, attached to the etcd lease the
- * new key will have, and creates the key in the next, deleting the reservation: no other
- * node creates the key in between, so the term rises and the node's earlier term ends
- * only with its next one (if the node dies in between, the reservation runs out like a
- * lease). Renewal keeps the etcd lease alive once, then records the new expiry if the key
- * still has the holder and the term; an etcd lease that has run out, or a key of another
- * term, is not renewed. A release deletes the key if it still has the holder and the
- * term, so the revision rises. Beside each lease key, {@code <prefix>#/terms/<group>}
- * records the latest term, its holder ({@code null} once released) and its expiry, so
- * that a released or expired lease is still read with its term. etcd has no epochs or
- * promotions to handle: a revision never goes back, whatever happens to etcd's own
- * leader, so every lease held is renewed.
+ * holder's id, attached to the holder's session. etcd alone decides expiry: it deletes
+ * the key when the session runs out. The term is the key's mod revision, a revision of
+ * the whole cluster, so it rises with every grant, across etcd's leader changes and
+ * restarts, and is never reused; it does not rise by one, since every write of the
+ * cluster takes a revision. A grant is one transaction that creates the key only where
+ * there is none and only while this process's node key is there; a grant to the process
+ * that holds the key writes it again, compared on its mod revision, so that the term
+ * rises. Renewal is the session's keep-alive: a lease is renewed when the keep-alive of
+ * its session succeeded and the key still has the holder and the term. A release deletes
+ * the key in one transaction compared on the term. Beside each lease key,
+ * {@code <prefix>#/terms/<group>} records the term of the last grant or release, its
+ * holder ({@code null} once released) and the expiry promised at the grant, so that a
+ * released or expired lease is still read with its term.
  * <p>
- * <b>Time.</b> etcd has no clock to read, and decides expiry on its leader's clock alone.
- * The time left of a lease read is etcd's answer for its etcd lease, in whole seconds
- * rounded towards zero, so never later than etcd's expiry; while the key is there with
- * less than a second left, 1 ms, and zero once etcd has deleted the key. The time left of
- * a lease granted or renewed is the duration (at most the etcd lease's time to live) less
- * the round trip. The expiry ({@link LeaseState#expiresAt()}) is the holder's wall clock
- * when it sent the grant or the renewal plus that duration, and is recorded for every
- * node to read: etcd started the time to live, of at least that duration, no earlier, so
- * the expiry is never later than etcd's unless the holder's wall clock runs ahead; it is
- * compared only to hold a grant back ({@code promisedToAnother}), never to grant. The
- * same goes for the instants of {@link NodeInfo}. A new etcd leader gives every etcd
- * lease its whole time to live again, so a lease abandoned by its holder may outlive its
- * duration by up to a duration and an election, never the other way.
+ * <b>Following.</b> The keys under the root are read once and then followed by a watch
+ * ({@link EtcdMirror}): the leases a heartbeat reads, the members, and the snapshots the
+ * daemon store takes come from that copy, with no round trip. {@link #listen} announces
+ * every deletion of a lease key from the watch, whether released or expired, so that a
+ * candidate acquires the moment the key goes; and the deletion of a key of this process
+ * that it did not release or deregister, its session's end, at once.
  * <p>
- * <b>Members.</b> A node is the key {@code <prefix>#/nodes/<id>}, attached to an etcd
- * lease of the node expiry rounded up, and a record {@code <prefix>#/members/<id>}
- * attached to an etcd lease longer by the node expiry; each heartbeat keeps both alive. A
- * node is alive while etcd keeps its key, dead once only the record is left, and
- * forgotten when etcd deletes the record too, so a silent node shows as dead from about
- * the node expiry (raised to etcd's minimum time to live) until about twice that. A key
- * registered by another process under the same id, still alive, makes the heartbeat fail
- * with {@link DuplicateKeyException}, and nothing is registered or renewed.
+ * <b>Time.</b> etcd has no clock to read, and decides expiry on its leader's clock alone,
+ * from the moment it received the keep-alive. The time left of a lease granted or renewed
+ * is therefore counted from the moment this process sent the keep-alive that confirmed
+ * its session, the session's time to live, and never longer than the lease duration. A
+ * new etcd leader gives every session its whole time to live again, so a lease survives
+ * etcd's elections; a lease abandoned by its holder may outlive its duration by up to a
+ * duration and an election, never the other way. The time left of a lease of another
+ * process is not read on a heartbeat: it is given as the lease duration, at most what
+ * etcd keeps it, and a candidate learns of its end from the watch. The expiry
+ * ({@link LeaseState#expiresAt()}) of a lease of another process is its holder's wall
+ * clock when it was granted plus the duration; it only informs. The same goes for the
+ * instants of {@link NodeInfo}.
  * <p>
- * <b>Wake-ups.</b> {@link #listen} watches the lease keys and announces every deletion,
- * whether released or expired. Every call waits for etcd at most the timeout given, and
- * fails with a {@link org.springframework.dao.DataAccessException}. Thread-safe; the
- * store keeps nothing between round trips but the client it was given, which its owner
- * closes.
+ * <b>Members.</b> A node is the key {@code <prefix>#/nodes/<id>}, attached to its node
+ * session, and a record {@code <prefix>#/members/<id>} attached to none, both written
+ * when the node registers. A node is alive while etcd keeps its key, dead once only the
+ * record is left, and forgotten when a heartbeat of any node finds the record alone for
+ * the node expiry. A key registered by another process under the same id, still alive,
+ * makes the heartbeat fail with {@link DuplicateKeyException}, and nothing is registered
+ * or renewed.
+ * <p>
+ * Every call waits for etcd at most the timeout given, and fails with a
+ * {@link org.springframework.dao.DataAccessException}. Thread-safe. The client is closed
+ * by its owner; the store's watch by {@link #close()}.
  */
-public final class EtcdCoordinationStore implements CoordinationStore {
+public final class EtcdCoordinationStore implements CoordinationStore, AutoCloseable {
 
 	private static final Log logger = LogFactory.getLog(EtcdCoordinationStore.class);
 
@@ -104,21 +111,40 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 
 	private static final Duration LAST_MOMENT = Duration.ofMillis(1);
 
-	private static final GetOption PREFIX = GetOption.builder().isPrefix(true).build();
-
-	private final Client client;
-
 	private final KV kv;
 
 	private final Lease leases;
+
+	private final Client client;
 
 	private final EtcdKeys keys;
 
 	private final EtcdCalls calls;
 
+	private final EtcdMirror mirror;
+
 	private volatile @Nullable Consumer<EtcdSnapshot> snapshotFollower;
 
-	private final Map<String, Sighting> termSightings = new ConcurrentHashMap<>();
+	/**
+	 * The sessions of this store's processes, by incarnation and time to live.
+	 */
+	private final Map<SessionKey, Session> sessions = new ConcurrentHashMap<>();
+
+	/**
+	 * The leases this store granted or renewed last, by group.
+	 */
+	private final Map<String, Own> own = new ConcurrentHashMap<>();
+
+	/**
+	 * The highest revision of a write of this store under the root: a round trip waits
+	 * for the copy to show it.
+	 */
+	private final AtomicLong written = new AtomicLong();
+
+	/**
+	 * When this store first found a node's record without its key, by node id.
+	 */
+	private final Map<String, Sighting> deadSince = new ConcurrentHashMap<>();
 
 	/**
 	 * Creates a store whose calls wait up to 3 s for etcd.
@@ -132,7 +158,7 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 	}
 
 	/**
-	 * Creates a store.
+	 * Creates a store, and starts following the keys under its prefix.
 	 * @param client the client of the etcd cluster, closed by its owner
 	 * @param prefix the prefix of every key, as for
 	 * {@link #EtcdCoordinationStore(Client, String)}
@@ -147,162 +173,52 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 		this.leases = client.getLeaseClient();
 		this.keys = new EtcdKeys(prefix);
 		this.calls = new EtcdCalls(timeout);
+		this.mirror = new EtcdMirror(client, this.keys, this.calls);
 	}
 
 	@Override
 	public AcquireResult acquire(String group, NodeRegistration node, Duration duration) {
-		String nodeId = node.id();
 		long deadline = this.calls.deadline();
 		long sent = System.nanoTime();
 		Instant sentAt = Instant.now();
+		String nodeId = node.id();
+		String incarnation = NodeValue.incarnation(node);
+		EtcdSnapshot snapshot = current(deadline);
+		KeyValue live = snapshot.lease(group);
+		KeyValue alive = snapshot.node(nodeId);
+		if (alive == null || !NodeValue.of(alive).incarnation().equals(incarnation)
+				|| (live != null && !isOwn(live, nodeId, incarnation))) {
+			// Refused without a write: held by another node or process, or this process's
+			// registration is gone.
+			return new AcquireResult(false, state(group, snapshot, duration));
+		}
+		Session session = session(incarnation, duration, deadline);
 		ByteSequence key = this.keys.lease(group);
-		ByteSequence reservation = this.keys.reserved(group);
-		TxnResponse read = this.calls.await(this.kv.txn()
-			.Then(Op.get(key, GetOption.DEFAULT), Op.get(this.keys.term(group), GetOption.DEFAULT),
-					Op.get(reservation, GetOption.DEFAULT), Op.get(this.keys.node(nodeId), GetOption.DEFAULT),
-					Op.get(this.keys.member(nodeId), GetOption.DEFAULT))
-			.commit(), deadline, "the lease of " + group);
-		KeyValue live = first(read.getGetResponses().get(0));
-		KeyValue reserved = first(read.getGetResponses().get(2));
-		KeyValue alive = first(read.getGetResponses().get(3));
-		KeyValue record = first(read.getGetResponses().get(4));
-		KeyValue termRecord = first(read.getGetResponses().get(1));
-		AcquireResult promised = promisedToAnother(group, nodeId, live, reserved, termRecord, duration);
-		if (promised != null) {
-			return promised;
-		}
-		if ((live != null && !nodeId.equals(EtcdKeys.text(live.getValue())))
-				|| (reserved != null && !nodeId.equals(EtcdKeys.text(reserved.getValue()))) || alive == null
-				|| record == null || !NodeValue.of(alive).incarnation().equals(NodeValue.incarnation(node))) {
-			// Refused without a write: held, or reserved, by another node, or this
-			// process's registration is gone.
-			return refused(group, live, first(read.getGetResponses().get(1)), reserved, deadline);
-		}
-		LeaseGrantResponse granted = this.calls.await(this.leases.grant(EtcdKeys.seconds(duration)), deadline,
-				"a lease for " + group);
-		Cmp unreserved = new Cmp(reservation, Cmp.Op.EQUAL, CmpTarget.createRevision(0));
-		if (live != null) {
-			// The node asks for a lease it holds, from an earlier leadership or another
-			// process: the key is created again, so that the term rises, and reserved for
-			// this node in between, for as long as the lease it will be created with.
-			TxnResponse deleted = this.calls.await(this.kv.txn()
-				.If(new Cmp(key, Cmp.Op.EQUAL, CmpTarget.modRevision(live.getModRevision())), unreserved)
-				.Then(Op.delete(key, DeleteOption.DEFAULT),
-						Op.put(reservation, EtcdKeys.bytes(nodeId),
-								PutOption.builder().withLeaseId(granted.getID()).build()))
-				.commit(), deadline, "the renewed grant of " + group);
-			if (!deleted.isSucceeded()) {
-				revokeQuietly(granted.getID());
-				return refused(group, deadline);
-			}
-			revokeQuietly(live.getLease());
-		}
-		Cmp mine = (live != null || reserved != null)
-				? new Cmp(reservation, Cmp.Op.EQUAL, CmpTarget.value(EtcdKeys.bytes(nodeId))) : unreserved;
-		Instant expiresAt = sentAt.plus(duration);
-		// Granted only while this process's node key is there, and with the member record
-		// written again, so that a registration of the id that read the record before
-		// the grant fails (it compares the record's revision) and reads again.
-		TxnResponse created = this.calls.await(this.kv.txn()
-			.If(new Cmp(key, Cmp.Op.EQUAL, CmpTarget.createRevision(0)), mine,
-					new Cmp(this.keys.term(group), Cmp.Op.EQUAL,
-							CmpTarget.modRevision((termRecord != null) ? termRecord.getModRevision() : 0)),
-					new Cmp(this.keys.node(nodeId), Cmp.Op.EQUAL, CmpTarget.createRevision(alive.getCreateRevision())),
-					new Cmp(this.keys.member(nodeId), Cmp.Op.EQUAL, CmpTarget.modRevision(record.getModRevision())))
-			.Then(Op.put(key, EtcdKeys.bytes(nodeId), PutOption.builder().withLeaseId(granted.getID()).build()),
+		// Granted only while this process's node key is there, and, for a lease this
+		// process holds, as read, so that the term rises.
+		Cmp free = new Cmp(key, Cmp.Op.EQUAL,
+				(live != null) ? CmpTarget.modRevision(live.getModRevision()) : CmpTarget.createRevision(0));
+		Cmp registered = new Cmp(this.keys.node(nodeId), Cmp.Op.EQUAL,
+				CmpTarget.createRevision(alive.getCreateRevision()));
+		long windowEnd = Math.min(sent + duration.toNanos(), session.windowEnd());
+		Instant expiresAt = sentAt.plusNanos(windowEnd - sent);
+		TxnResponse granted = this.calls.await(this.kv.txn()
+			.If(free, registered)
+			.Then(Op.put(key, EtcdKeys.bytes(nodeId), PutOption.builder().withLeaseId(session.id()).build()),
 					Op.put(this.keys.term(group), new EtcdKeys.TermRecord(0, nodeId, expiresAt).toBytes(),
-							PutOption.DEFAULT),
-					Op.delete(reservation, DeleteOption.DEFAULT),
-					Op.put(this.keys.member(nodeId), record.getValue(),
-							PutOption.builder().withLeaseId(record.getLease()).build()))
+							PutOption.DEFAULT))
+			.Else(Op.get(key, GetOption.DEFAULT))
 			.commit(), deadline, "the grant of " + group);
-		if (!created.isSucceeded()) {
-			revokeQuietly(granted.getID());
-			return refused(group, deadline);
+		if (!granted.isSucceeded()) {
+			KeyValue now = first(granted.getGetResponses().get(0));
+			return new AcquireResult(false,
+					(now != null) ? held(group, now, duration) : state(group, snapshot, duration));
 		}
-		if (reserved != null) {
-			// The reservation of an earlier attempt, deleted by the grant.
-			revokeQuietly(reserved.getLease());
-		}
-		// Both puts took the transaction's revision, the key's create revision.
-		return new AcquireResult(true, new LeaseState(group, nodeId, created.getHeader().getRevision(), expiresAt,
-				duration.minusNanos(System.nanoTime() - sent)));
-	}
-
-	// A lease whose key etcd deleted while its holder did not release it may have been
-	// revoked early, as an etcd leader that resumes after a pause may do (etcd issues
-	// 12528 and 15247, fixed after 3.4.23): its holder acts on it until the expiry it
-	// recorded, by its clock, so nobody else is granted the lease before that expiry by
-	// this process's clock. A clock far off must not hold a group up, so the wait ends
-	// anyway one duration after this process first saw the record (by its monotonic
-	// clock): the holder sent its last renewal before it wrote the record, so its window
-	// has closed by then. When the clocks agree, the wait ends with etcd's own expiry,
-	// and
-	// a lease that etcd expired is granted at once.
-	private @Nullable AcquireResult promisedToAnother(String group, String nodeId, @Nullable KeyValue live,
-			@Nullable KeyValue reserved, @Nullable KeyValue term, Duration duration) {
-		if (live != null || reserved != null || term == null) {
-			return null;
-		}
-		EtcdKeys.TermRecord record = EtcdKeys.TermRecord.of(term);
-		if (record.holder() == null || record.holder().equals(nodeId)) {
-			return null;
-		}
-		Duration left = min(duration.minusNanos(System.nanoTime() - sighted(group, term)),
-				Duration.between(Instant.now(), record.expiresAt()));
-		if (left.isNegative() || left.isZero()) {
-			return null;
-		}
-		return new AcquireResult(false,
-				new LeaseState(group, record.holder(), record.term(), Instant.now().plus(left), left));
-	}
-
-	// When this process first saw the term record at its present revision.
-	private long sighted(String group, KeyValue term) {
-		long now = System.nanoTime();
-		return this.termSightings
-			.compute(group, (key, known) -> (known != null && known.revision() == term.getModRevision()) ? known
-					: new Sighting(term.getModRevision(), now))
-			.nanos();
-	}
-
-	private AcquireResult refused(String group, long deadline) {
-		TxnResponse read = this.calls.await(this.kv.txn()
-			.Then(Op.get(this.keys.lease(group), GetOption.DEFAULT), Op.get(this.keys.term(group), GetOption.DEFAULT),
-					Op.get(this.keys.reserved(group), GetOption.DEFAULT))
-			.commit(), deadline, "the lease of " + group);
-		return refused(group, first(read.getGetResponses().get(0)), first(read.getGetResponses().get(1)),
-				first(read.getGetResponses().get(2)), deadline);
-	}
-
-	// A group reserved by a holder that asks for its lease again is held by that holder,
-	// for as long as the reservation lives, under the term it asked again for.
-	private AcquireResult refused(String group, @Nullable KeyValue live, @Nullable KeyValue term,
-			@Nullable KeyValue reserved, long deadline) {
-		if (live == null && reserved != null) {
-			EtcdKeys.TermRecord record = (term != null) ? EtcdKeys.TermRecord.of(term) : null;
-			Duration remaining = remaining(secondsLeft(reserved, group, deadline));
-			return new AcquireResult(false, new LeaseState(group, EtcdKeys.text(reserved.getValue()),
-					(record != null) ? record.term() : 0, Instant.now().plus(remaining), remaining));
-		}
-		if (live == null && term == null) {
-			return new AcquireResult(false, null);
-		}
-		return new AcquireResult(false,
-				state(group, live, term, (live != null) ? secondsLeft(live, group, deadline) : -1));
-	}
-
-	private long secondsLeft(KeyValue key, String group, long deadline) {
-		LeaseTimeToLiveResponse timeToLive = this.calls.awaitUnlessNotFound(
-				this.leases.timeToLive(key.getLease(), LeaseOption.DEFAULT), deadline, "the time to live of " + group);
-		return (timeToLive != null) ? timeToLive.getTTL() : -1;
-	}
-
-	// etcd rounds the time left towards zero, and keeps a key a little past its expiry,
-	// until it has revoked the lease: a key still there is held, however little time is
-	// left.
-	private static Duration remaining(long secondsLeft) {
-		return (secondsLeft > 0) ? Duration.ofSeconds(secondsLeft) : LAST_MOMENT;
+		long term = granted.getHeader().getRevision();
+		this.written.accumulateAndGet(term, Math::max);
+		this.own.put(group, new Own(term, session.id(), windowEnd, expiresAt));
+		return new AcquireResult(true, new LeaseState(group, nodeId, term, expiresAt,
+				Duration.ofNanos(Math.max(windowEnd - System.nanoTime(), 0))));
 	}
 
 	@Override
@@ -311,21 +227,32 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 		long deadline = this.calls.deadline();
 		long sent = System.nanoTime();
 		Instant sentAt = Instant.now();
-		EtcdSnapshot snapshot = read(deadline);
-		for (String group : snapshot.groups()) {
-			KeyValue term = snapshot.term(group);
-			if (term != null) {
-				sighted(group, term);
+		String incarnation = NodeValue.incarnation(node);
+		Set<Long> kept = keepAlive(incarnation, sent, deadline);
+		EtcdSnapshot snapshot = current(deadline);
+		NodeValue self = heartbeat(node, incarnation, held, snapshot, sentAt, nodeExpiry, deadline);
+		Map<String, LeaseState> renewed = new LinkedHashMap<>();
+		held.forEach((group, term) -> {
+			KeyValue live = snapshot.lease(group);
+			Session session = (live != null) ? sessionById(incarnation, live.getLease()) : null;
+			if (live != null && live.getModRevision() == term && node.id().equals(EtcdKeys.text(live.getValue()))
+					&& session != null && kept.contains(session.id())) {
+				long windowEnd = Math.min(sent + leaseDuration.toNanos(), session.windowEnd());
+				Instant expiresAt = sentAt.plusNanos(windowEnd - sent);
+				this.own.put(group, new Own(term, session.id(), windowEnd, expiresAt));
+				renewed.put(group, new LeaseState(group, node.id(), term, expiresAt,
+						Duration.ofNanos(Math.max(windowEnd - System.nanoTime(), 0))));
+			}
+		});
+		Map<String, LeaseState> read = new LinkedHashMap<>();
+		for (String group : groups) {
+			LeaseState state = state(group, snapshot, leaseDuration);
+			if (state != null) {
+				read.put(group, state);
 			}
 		}
-		NodeValue self = heartbeat(node, held, snapshot, sentAt, nodeExpiry, deadline);
-		Map<String, LeaseState> renewed = renew(node.id(), held, snapshot, leaseDuration, sent, sentAt, deadline);
-		List<String> read = groups.stream()
-			.filter((group) -> snapshot.lease(group) != null || snapshot.term(group) != null)
-			.toList();
-		Map<String, LeaseState> leases = states(read, snapshot, deadline);
-		Map<String, NodeInfo> members = snapshot.members();
-		members.put(node.id(), self.toInfo(true));
+		Map<String, NodeInfo> members = members(snapshot, nodeExpiry, deadline);
+		members.put(node.id(), new NodeValue(self.incarnation(), node, self.startedAt(), sentAt).toInfo(true));
 		Consumer<EtcdSnapshot> follower = this.snapshotFollower;
 		if (follower != null) {
 			try {
@@ -333,19 +260,18 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 			}
 			catch (RuntimeException ex) {
 				// The follower's failure is the follower's: the heartbeat goes on, and
-				// the
-				// follower reads by itself and reports it.
+				// the follower reads by itself and reports it.
 				logger.warn("Leader etcd heartbeat could not hand its read to the daemon store: " + ex.getMessage());
 			}
 		}
-		return new Tick(renewed, leases, List.copyOf(members.values()));
+		return new Tick(renewed, read, List.copyOf(members.values()));
 	}
 
 	/**
-	 * Hands the keys that each heartbeat reads under the prefix to the follower, the
+	 * Hands the keys that each heartbeat follows under the prefix to the follower, the
 	 * daemon store of the same family, until the handle is closed. One follower at a
 	 * time: a later one replaces an earlier one.
-	 * @param follower called on the heartbeat's thread with each read
+	 * @param follower called on the heartbeat's thread with each snapshot
 	 * @return a handle that stops the delivery
 	 */
 	AutoCloseable followSnapshots(Consumer<EtcdSnapshot> follower) {
@@ -357,9 +283,80 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 		};
 	}
 
-	private NodeValue heartbeat(NodeRegistration node, Map<String, Long> held, EtcdSnapshot snapshot, Instant now,
-			Duration nodeExpiry, long deadline) {
-		String incarnation = NodeValue.incarnation(node);
+	/**
+	 * Returns the keys under the prefix as this store follows them, with every write of
+	 * this store in.
+	 * @return the keys
+	 */
+	EtcdSnapshot snapshot() {
+		return current(this.calls.deadline());
+	}
+
+	/**
+	 * Has the next round trips wait for the copy of the keys to show a write under the
+	 * root, made by a store of the same family.
+	 * @param revision the write's revision
+	 */
+	void wrote(long revision) {
+		this.written.accumulateAndGet(revision, Math::max);
+	}
+
+	// Keeps every session of the process alive, at once; a session etcd no longer knows
+	// is forgotten, and its keys are gone with it.
+	private Set<Long> keepAlive(String incarnation, long sent, long deadline) {
+		Map<Session, CompletableFuture<LeaseKeepAliveResponse>> calls = new LinkedHashMap<>();
+		this.sessions.forEach((key, session) -> {
+			if (key.incarnation().equals(incarnation)) {
+				calls.put(session, this.leases.keepAliveOnce(session.id()));
+			}
+		});
+		Set<Long> kept = new HashSet<>();
+		calls.forEach((session, call) -> {
+			LeaseKeepAliveResponse answer = this.calls.awaitUnlessNotFound(call, deadline,
+					"the keep-alive of session " + Long.toHexString(session.id()));
+			if (answer == null || answer.getTTL() <= 0) {
+				this.sessions.values().remove(session);
+			}
+			else {
+				session.confirmed(sent, answer.getTTL());
+				kept.add(session.id());
+			}
+		});
+		return kept;
+	}
+
+	// The session of the process for a time to live, granted if there is none: etcd
+	// counts its time to live from the grant, which the grant's sending precedes.
+	private Session session(String incarnation, Duration timeToLive, long deadline) {
+		SessionKey key = new SessionKey(incarnation, EtcdKeys.seconds(timeToLive));
+		Session session = this.sessions.get(key);
+		if (session != null) {
+			return session;
+		}
+		long sent = System.nanoTime();
+		LeaseGrantResponse granted = this.calls.await(this.leases.grant(key.seconds()), deadline,
+				"a session of " + key.seconds() + " s");
+		Session created = new Session(granted.getID());
+		created.confirmed(sent, granted.getTTL());
+		this.sessions.put(key, created);
+		return created;
+	}
+
+	private @Nullable Session sessionById(String incarnation, long id) {
+		for (Map.Entry<SessionKey, Session> entry : this.sessions.entrySet()) {
+			if (entry.getValue().id() == id && entry.getKey().incarnation().equals(incarnation)) {
+				return entry.getValue();
+			}
+		}
+		return null;
+	}
+
+	private boolean isOwn(KeyValue live, String nodeId, String incarnation) {
+		return nodeId.equals(EtcdKeys.text(live.getValue())) && sessionById(incarnation, live.getLease()) != null;
+	}
+
+	private NodeValue heartbeat(NodeRegistration node, String incarnation, Map<String, Long> held,
+			EtcdSnapshot snapshot, Instant now, Duration nodeExpiry, long deadline) {
 		KeyValue alive = snapshot.node(node.id());
 		KeyValue record = snapshot.member(node.id());
 		if (alive != null) {
@@ -370,40 +367,64 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 						+ registered.registration().pid() + "); this process leads nothing until that one has "
 						+ "been silent for the node expiry. Give each process its own leader node id");
 			}
-			if (record != null && keepAlive(alive.getLease(), deadline) > 0
-					&& keepAlive(record.getLease(), deadline) > 0) {
-				NodeValue value = new NodeValue(incarnation, node, registered.startedAt(), now);
-				ByteSequence bytes = value.toBytes();
-				TxnResponse beat = this.calls.await(this.kv.txn()
-					.If(new Cmp(this.keys.node(node.id()), Cmp.Op.EQUAL,
-							CmpTarget.createRevision(alive.getCreateRevision())))
-					.Then(Op.put(this.keys.node(node.id()), bytes,
-							PutOption.builder().withLeaseId(alive.getLease()).build()),
-							Op.put(this.keys.member(node.id()), bytes,
-									PutOption.builder().withLeaseId(record.getLease()).build()))
-					.commit(), deadline, "the heartbeat of " + node.id());
-				if (beat.isSucceeded()) {
-					return value;
+			if (sessionById(incarnation, alive.getLease()) != null) {
+				if (!registered.registration().equals(node)) {
+					// The node advertises other daemons or another address.
+					return write(new NodeValue(incarnation, node, registered.startedAt(), now), alive, alive.getLease(),
+							deadline);
 				}
+				return registered;
 			}
 		}
 		NodeValue recorded = (record != null) ? NodeValue.of(record) : null;
 		boolean again = recorded != null && recorded.incarnation().equals(incarnation);
-		requireNoLeasesOfAnotherProcess(node.id(), held, snapshot);
-		return register(new NodeValue(incarnation, node, again ? recorded.startedAt() : now, now), record,
-				again ? snapshot.drained(node.id()) : null, nodeExpiry, deadline);
+		requireNoLeasesOfAnotherProcess(node.id(), incarnation, snapshot);
+		Session session = session(incarnation, nodeExpiry, deadline);
+		NodeValue value = new NodeValue(incarnation, node, again ? recorded.startedAt() : now, now);
+		ByteSequence bytes = value.toBytes();
+		String id = node.id();
+		Cmp unchanged = new Cmp(this.keys.member(id), Cmp.Op.EQUAL,
+				(record != null) ? CmpTarget.modRevision(record.getModRevision()) : CmpTarget.createRevision(0));
+		TxnResponse registered = this.calls.await(this.kv.txn()
+			.If(new Cmp(this.keys.node(id), Cmp.Op.EQUAL, CmpTarget.createRevision(0)), unchanged)
+			.Then(Op.put(this.keys.node(id), bytes, PutOption.builder().withLeaseId(session.id()).build()),
+					Op.put(this.keys.member(id), bytes, PutOption.DEFAULT))
+			.commit(), deadline, "the registration of node " + id);
+		if (!registered.isSucceeded()) {
+			throw new DuplicateKeyException("Leader node id " + id + " was registered by another process, or "
+					+ "its registration changed, at the same moment; give each process its own leader node id");
+		}
+		this.written.accumulateAndGet(registered.getHeader().getRevision(), Math::max);
+		this.deadSince.remove(id);
+		return value;
+	}
+
+	private NodeValue write(NodeValue value, KeyValue alive, long session, long deadline) {
+		String id = value.registration().id();
+		ByteSequence bytes = value.toBytes();
+		TxnResponse written = this.calls.await(this.kv.txn()
+			.If(new Cmp(this.keys.node(id), Cmp.Op.EQUAL, CmpTarget.modRevision(alive.getModRevision())))
+			.Then(Op.put(this.keys.node(id), bytes, PutOption.builder().withLeaseId(session).build()),
+					Op.put(this.keys.member(id), bytes, PutOption.DEFAULT))
+			.commit(), deadline, "the registration of node " + id);
+		if (!written.isSucceeded()) {
+			throw new DataAccessResourceFailureException("The registration of leader node " + id
+					+ " changed while this process advertised its daemons and address; it tries again");
+		}
+		this.written.accumulateAndGet(written.getHeader().getRevision(), Math::max);
+		return value;
 	}
 
 	// A process that registers the id waits for the leases under it that it does not
 	// hold: a lease may outlive its holder's node key (granted after its last heartbeat,
 	// or longer than the node expiry), and its holder, merely paused, still acts on it.
-	private static void requireNoLeasesOfAnotherProcess(String nodeId, Map<String, Long> held, EtcdSnapshot snapshot) {
+	private void requireNoLeasesOfAnotherProcess(String nodeId, String incarnation, EtcdSnapshot snapshot) {
 		List<String> foreign = new ArrayList<>();
 		for (String group : snapshot.groups()) {
 			KeyValue live = snapshot.lease(group);
 			if (live != null && nodeId.equals(EtcdKeys.text(live.getValue()))
-					&& !Long.valueOf(live.getCreateRevision()).equals(held.get(group))) {
-				foreign.add(group + " (term " + live.getCreateRevision() + ")");
+					&& sessionById(incarnation, live.getLease()) == null) {
+				foreign.add(group + " (term " + live.getModRevision() + ")");
 			}
 		}
 		if (!foreign.isEmpty()) {
@@ -414,89 +435,45 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 		}
 	}
 
-	// The record as the snapshot read it, unchanged since: a grant under the id writes it
-	// again, so that a registration that read no lease of that grant fails.
-	// A drained mark of the same process goes with its member record to the record's new
-	// etcd lease, unless an operator changed it meanwhile.
-	private NodeValue register(NodeValue value, @Nullable KeyValue seen, @Nullable KeyValue drained,
-			Duration nodeExpiry, long deadline) {
-		String id = value.registration().id();
-		long ttl = EtcdKeys.seconds(nodeExpiry);
-		LeaseGrantResponse alive = this.calls.await(this.leases.grant(ttl), deadline, "a lease for node " + id);
-		// The record outlives the key by the node expiry, whatever minimum etcd raised
-		// the
-		// key's lease to.
-		LeaseGrantResponse record = this.calls.await(this.leases.grant(alive.getTTL() + ttl), deadline,
-				"a lease for the record of node " + id);
-		ByteSequence bytes = value.toBytes();
-		Cmp unchanged = new Cmp(this.keys.member(id), Cmp.Op.EQUAL,
-				(seen != null) ? CmpTarget.modRevision(seen.getModRevision()) : CmpTarget.createRevision(0));
-		TxnResponse registered = this.calls.await(this.kv.txn()
-			.If(new Cmp(this.keys.node(id), Cmp.Op.EQUAL, CmpTarget.createRevision(0)), unchanged)
-			.Then(Op.put(this.keys.node(id), bytes, PutOption.builder().withLeaseId(alive.getID()).build()),
-					Op.put(this.keys.member(id), bytes, PutOption.builder().withLeaseId(record.getID()).build()),
-					keepDrained(drained, record.getID()))
-			.commit(), deadline, "the registration of node " + id);
-		if (!registered.isSucceeded()) {
-			revokeQuietly(alive.getID());
-			revokeQuietly(record.getID());
-			throw new DuplicateKeyException("Leader node id " + id + " was registered by another process, or "
-					+ "granted a lease, at the same moment; give each process its own leader node id");
-		}
-		return value;
-	}
-
-	private Op keepDrained(@Nullable KeyValue drained, long recordLease) {
-		if (drained == null) {
-			return Op.txn(new Cmp[0], new Op[0], new Op[0]);
-		}
-		return Op.txn(
-				new Cmp[] { new Cmp(drained.getKey(), Cmp.Op.EQUAL, CmpTarget.modRevision(drained.getModRevision())) },
-				new Op[] { Op.put(drained.getKey(), drained.getValue(),
-						PutOption.builder().withLeaseId(recordLease).build()) },
-				new Op[0]);
-	}
-
-	private Map<String, LeaseState> renew(String nodeId, Map<String, Long> held, EtcdSnapshot snapshot,
-			Duration duration, long sent, Instant sentAt, long deadline) {
-		Map<String, CompletableFuture<LeaseKeepAliveResponse>> keptAlive = new LinkedHashMap<>();
-		held.forEach((group, term) -> {
-			KeyValue live = snapshot.lease(group);
-			if (live != null && live.getCreateRevision() == term && nodeId.equals(EtcdKeys.text(live.getValue()))) {
-				keptAlive.put(group, this.leases.keepAliveOnce(live.getLease()));
-			}
-		});
-		Map<String, CompletableFuture<TxnResponse>> recorded = new LinkedHashMap<>();
-		Map<String, LeaseState> renewed = new LinkedHashMap<>();
-		keptAlive.forEach((group, future) -> {
-			LeaseKeepAliveResponse answer = this.calls.awaitUnlessNotFound(future, deadline, "the renewal of " + group);
-			if (answer == null || answer.getTTL() <= 0) {
+	// Every node whose key or record is there, alive while its key is; a record found
+	// alone for the node expiry is forgotten, with the node's drained mark.
+	private Map<String, NodeInfo> members(EtcdSnapshot snapshot, Duration nodeExpiry, long deadline) {
+		Map<String, NodeInfo> members = new TreeMap<>();
+		long now = System.nanoTime();
+		Instant wallNow = Instant.now();
+		this.deadSince.keySet().retainAll(snapshot.memberRecords().keySet());
+		snapshot.memberRecords().forEach((id, record) -> {
+			if (snapshot.nodes().containsKey(id)) {
 				return;
 			}
-			// etcd restarted the lease's time to live, of at least the duration it was
-			// granted with, after this round trip was sent.
-			Duration promised = min(duration, Duration.ofSeconds(answer.getTTL()));
-			long term = held.get(group);
-			ByteSequence key = this.keys.lease(group);
-			LeaseState lease = new LeaseState(group, nodeId, term, sentAt.plus(promised), promised);
-			renewed.put(group, lease);
-			recorded.put(group,
-					this.kv.txn()
-						.If(new Cmp(key, Cmp.Op.EQUAL, CmpTarget.createRevision(term)),
-								new Cmp(key, Cmp.Op.EQUAL, CmpTarget.value(EtcdKeys.bytes(nodeId))))
-						.Then(Op.put(this.keys.term(group),
-								new EtcdKeys.TermRecord(term, nodeId, lease.expiresAt()).toBytes(), PutOption.DEFAULT))
-						.commit());
-		});
-		Map<String, LeaseState> result = new LinkedHashMap<>();
-		recorded.forEach((group, future) -> {
-			if (this.calls.await(future, deadline, "the renewal of " + group).isSucceeded()) {
-				LeaseState lease = renewed.get(group);
-				result.put(group, new LeaseState(group, nodeId, lease.term(), lease.expiresAt(),
-						lease.remaining().minusNanos(System.nanoTime() - sent)));
+			Sighting since = this.deadSince.compute(id,
+					(key, known) -> (known != null && known.revision() == record.getModRevision()) ? known
+							: new Sighting(record.getModRevision(), now));
+			if (now - since.nanos() > nodeExpiry.toNanos() && forget(id, record, deadline)) {
+				return;
 			}
+			members.put(id, NodeValue.of(record).toInfo(false));
 		});
-		return result;
+		snapshot.nodes().forEach((id, kv) -> {
+			NodeValue value = NodeValue.of(kv);
+			members.put(id,
+					new NodeValue(value.incarnation(), value.registration(), value.startedAt(), wallNow).toInfo(true));
+		});
+		return members;
+	}
+
+	private boolean forget(String id, KeyValue record, long deadline) {
+		TxnResponse forgotten = this.calls.await(this.kv.txn()
+			.If(new Cmp(this.keys.member(id), Cmp.Op.EQUAL, CmpTarget.modRevision(record.getModRevision())),
+					new Cmp(this.keys.node(id), Cmp.Op.EQUAL, CmpTarget.createRevision(0)))
+			.Then(Op.delete(this.keys.member(id), DeleteOption.DEFAULT),
+					Op.delete(this.keys.drained(id), DeleteOption.DEFAULT))
+			.commit(), deadline, "the removal of node " + id);
+		if (forgotten.isSucceeded()) {
+			this.written.accumulateAndGet(forgotten.getHeader().getRevision(), Math::max);
+			this.deadSince.remove(id);
+		}
+		return forgotten.isSucceeded();
 	}
 
 	@Override
@@ -508,9 +485,9 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 			ByteSequence key = this.keys.lease(group);
 			deletions.put(group,
 					this.kv.txn()
-						.If(new Cmp(key, Cmp.Op.EQUAL, CmpTarget.createRevision(term)),
+						.If(new Cmp(key, Cmp.Op.EQUAL, CmpTarget.modRevision(term)),
 								new Cmp(key, Cmp.Op.EQUAL, CmpTarget.value(EtcdKeys.bytes(nodeId))))
-						.Then(Op.delete(key, DeleteOption.builder().withPrevKV(true).build()),
+						.Then(Op.delete(key, DeleteOption.DEFAULT),
 								Op.put(this.keys.term(group), new EtcdKeys.TermRecord(term, null, now).toBytes(),
 										PutOption.DEFAULT))
 						.commit());
@@ -519,47 +496,87 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 		deletions.forEach((group, future) -> {
 			TxnResponse answer = this.calls.await(future, deadline, "the release of " + group);
 			if (answer.isSucceeded()) {
+				this.own.remove(group);
+				this.written.accumulateAndGet(answer.getHeader().getRevision(), Math::max);
 				released.add(group);
-				answer.getDeleteResponses().forEach((deleted) -> deleted.getPrevKvs().forEach(this::revokeQuietly));
 			}
 		});
 		return released;
 	}
 
+	/**
+	 * Deletes the node's keys if they are still this process's, then revokes its
+	 * sessions, which deletes whatever they still held.
+	 */
 	@Override
 	public void deregister(NodeRegistration node) {
 		long deadline = this.calls.deadline();
 		String incarnation = NodeValue.incarnation(node);
-		TxnResponse read = this.calls.await(this.kv.txn()
-			.Then(Op.get(this.keys.node(node.id()), GetOption.DEFAULT),
-					Op.get(this.keys.member(node.id()), GetOption.DEFAULT))
-			.commit(), deadline, "the registration of " + node.id());
+		EtcdSnapshot snapshot = current(deadline);
 		// Only this process's keys, unchanged since they were read: another process may
 		// have taken the id over.
-		List<KeyValue> own = read.getGetResponses()
-			.stream()
-			.map(EtcdCoordinationStore::first)
-			.filter((kv) -> kv != null && NodeValue.of(kv).incarnation().equals(incarnation))
-			.toList();
-		if (own.isEmpty()) {
-			return;
+		List<KeyValue> mine = new ArrayList<>();
+		for (KeyValue kv : new KeyValue[] { snapshot.node(node.id()), snapshot.member(node.id()) }) {
+			if (kv != null && NodeValue.of(kv).incarnation().equals(incarnation)) {
+				mine.add(kv);
+			}
 		}
-		TxnResponse deleted = this.calls.await(this.kv.txn()
-			.If(own.stream()
-				.map((kv) -> new Cmp(kv.getKey(), Cmp.Op.EQUAL, CmpTarget.modRevision(kv.getModRevision())))
-				.toArray(Cmp[]::new))
-			.Then(own.stream().map((kv) -> Op.delete(kv.getKey(), DeleteOption.DEFAULT)).toArray(Op[]::new))
-			.commit(), deadline, "the deregistration of " + node.id());
-		if (deleted.isSucceeded()) {
-			own.forEach(this::revokeQuietly);
+		if (!mine.isEmpty()) {
+			TxnResponse deleted = this.calls.await(this.kv.txn()
+				.If(mine.stream()
+					.map((kv) -> new Cmp(kv.getKey(), Cmp.Op.EQUAL, CmpTarget.modRevision(kv.getModRevision())))
+					.toArray(Cmp[]::new))
+				.Then(mine.stream().map((kv) -> Op.delete(kv.getKey(), DeleteOption.DEFAULT)).toArray(Op[]::new))
+				.commit(), deadline, "the deregistration of " + node.id());
+			if (deleted.isSucceeded()) {
+				this.written.accumulateAndGet(deleted.getHeader().getRevision(), Math::max);
+			}
+		}
+		Map<Long, CompletableFuture<?>> revoked = new LinkedHashMap<>();
+		this.sessions.entrySet().removeIf((entry) -> {
+			if (entry.getKey().incarnation().equals(incarnation)) {
+				// A session etcd no longer knows has nothing left to delete.
+				revoked.put(entry.getValue().id(),
+						this.leases.revoke(entry.getValue().id()).exceptionally((ex) -> null));
+				return true;
+			}
+			return false;
+		});
+		this.own.values().removeIf((lease) -> revoked.containsKey(lease.session()));
+		for (CompletableFuture<?> revoke : revoked.values()) {
+			this.calls.awaitUnlessNotFound(revoke, deadline, "the end of a session of " + node.id());
 		}
 	}
 
+	/**
+	 * Reads the leases of all groups, with the time left of each lease of another process
+	 * read from etcd.
+	 * @return the leases
+	 */
 	@Override
 	public List<LeaseState> leases() {
 		long deadline = this.calls.deadline();
-		EtcdSnapshot snapshot = read(deadline);
-		return List.copyOf(states(snapshot.groups(), snapshot, deadline).values());
+		EtcdSnapshot snapshot = current(deadline);
+		Map<String, CompletableFuture<LeaseTimeToLiveResponse>> timesToLive = new LinkedHashMap<>();
+		for (String group : snapshot.groups()) {
+			KeyValue live = snapshot.lease(group);
+			if (live != null && ownLease(group, live) == null) {
+				timesToLive.put(group, this.leases.timeToLive(live.getLease(), LeaseOption.DEFAULT));
+			}
+		}
+		List<LeaseState> states = new ArrayList<>();
+		for (String group : snapshot.groups()) {
+			CompletableFuture<LeaseTimeToLiveResponse> timeToLive = timesToLive.get(group);
+			if (timeToLive == null) {
+				states.add(state(group, snapshot, Duration.ZERO));
+				continue;
+			}
+			LeaseTimeToLiveResponse answer = this.calls.awaitUnlessNotFound(timeToLive, deadline,
+					"the time to live of " + group);
+			long seconds = (answer != null) ? answer.getTTL() : -1;
+			states.add(held(group, snapshot.lease(group), (seconds > 0) ? Duration.ofSeconds(seconds) : LAST_MOMENT));
+		}
+		return states;
 	}
 
 	Client client() {
@@ -571,82 +588,147 @@ public final class EtcdCoordinationStore implements CoordinationStore {
 	}
 
 	/**
-	 * Starts a watch of the lease keys that announces every deletion, a release or an
-	 * expiry, with the live node that registered first apart from the former holder as
-	 * the successor; on a thread of its own, {@code leader-etcd-release}.
-	 * @param listener called with the group and the successor
-	 * @return a handle that stops the watch
+	 * Announces, from the watch, every deletion of a lease key that leaves the group
+	 * free, a release or an expiry, with the live node that registered first apart from
+	 * the former holder as the successor; and the deletion of a lease key or node key of
+	 * this store's that it did not release or deregister, as the end of its session. On
+	 * the watch's thread, {@code leader-etcd-watch}.
+	 * @param listener the listener
+	 * @return a handle that stops the announcements
 	 */
 	@Override
 	public AutoCloseable listen(ReleaseListener listener) {
-		return new EtcdReleaseWatch(this.client, this.keys, this.calls, listener);
-	}
-
-	private EtcdSnapshot read(long deadline) {
-		GetResponse all = this.calls.await(this.kv.get(this.keys.root(), PREFIX), deadline,
-				"the read of " + this.keys.prefix());
-		return new EtcdSnapshot(this.keys, all.getKvs(), all.getHeader().getRevision());
-	}
-
-	private Map<String, LeaseState> states(Collection<String> groups, EtcdSnapshot snapshot, long deadline) {
-		Map<String, CompletableFuture<LeaseTimeToLiveResponse>> timesToLive = new LinkedHashMap<>();
-		for (String group : groups) {
-			KeyValue live = snapshot.lease(group);
-			timesToLive.put(group, (live != null) ? this.leases.timeToLive(live.getLease(), LeaseOption.DEFAULT)
-					: CompletableFuture.completedFuture(null));
-		}
-		Map<String, LeaseState> states = new LinkedHashMap<>();
-		timesToLive.forEach((group, future) -> {
-			LeaseTimeToLiveResponse timeToLive = this.calls.awaitUnlessNotFound(future, deadline,
-					"the time to live of " + group);
-			states.put(group, state(group, snapshot.lease(group), snapshot.term(group),
-					(timeToLive != null) ? timeToLive.getTTL() : -1));
-		});
-		return states;
-	}
-
-	private LeaseState state(String group, @Nullable KeyValue live, @Nullable KeyValue term, long secondsLeft) {
-		EtcdKeys.TermRecord record = (term != null) ? EtcdKeys.TermRecord.of(term) : null;
-		if (live == null) {
-			if (record == null) {
-				throw new DataAccessResourceFailureException("The lease of " + group + " vanished while it was read");
+		return this.mirror.onDeleted((named, before) -> {
+			if (named.kind() == EtcdKeys.Kind.LEASE) {
+				String group = named.name();
+				Own lost = this.own.get(group);
+				if (lost != null && lost.term() == before.getModRevision() && this.own.remove(group, lost)) {
+					listener.sessionLost(Map.of(group, lost.term()));
+				}
+				EtcdSnapshot snapshot = this.mirror.snapshot();
+				if (snapshot.lease(group) == null) {
+					listener.released(group, successor(snapshot, EtcdKeys.text(before.getValue())));
+				}
 			}
-			return new LeaseState(group, record.holder(), record.term(), record.expiresAt(), Duration.ZERO);
+			else if (named.kind() == EtcdKeys.Kind.NODE
+					&& this.sessions.values().stream().anyMatch((session) -> session.id() == before.getLease())) {
+				listener.nodeSessionLost();
+			}
+		});
+	}
+
+	/**
+	 * Stops following the keys.
+	 */
+	@Override
+	public void close() {
+		this.mirror.close();
+	}
+
+	private static @Nullable String successor(EtcdSnapshot snapshot, String holder) {
+		return snapshot.nodes()
+			.entrySet()
+			.stream()
+			.sorted(Comparator.comparingLong((entry) -> entry.getValue().getCreateRevision()))
+			.map(Map.Entry::getKey)
+			.filter((id) -> !id.equals(holder))
+			.findFirst()
+			.orElse(null);
+	}
+
+	// The copy, with every write of this store in.
+	private EtcdSnapshot current(long deadline) {
+		this.mirror.awaitRevision(this.written.get(), deadline);
+		return this.mirror.snapshot();
+	}
+
+	private @Nullable LeaseState state(String group, EtcdSnapshot snapshot, Duration duration) {
+		KeyValue live = snapshot.lease(group);
+		if (live != null) {
+			return held(group, live, duration);
 		}
-		Duration remaining = remaining(secondsLeft);
-		Instant expiresAt = (record != null && record.term() == live.getCreateRevision()) ? record.expiresAt()
-				: Instant.now().plus(remaining);
-		return new LeaseState(group, EtcdKeys.text(live.getValue()), live.getCreateRevision(), expiresAt, remaining);
-	}
-
-	private long keepAlive(long lease, long deadline) {
-		LeaseKeepAliveResponse answer = this.calls.awaitUnlessNotFound(this.leases.keepAliveOnce(lease), deadline,
-				"the keep-alive of lease " + lease);
-		return (answer != null) ? answer.getTTL() : 0;
-	}
-
-	private void revokeQuietly(KeyValue kv) {
-		if (kv.getLease() != 0) {
-			revokeQuietly(kv.getLease());
+		KeyValue term = snapshot.term(group);
+		if (term == null) {
+			return null;
 		}
+		EtcdKeys.TermRecord record = EtcdKeys.TermRecord.of(term);
+		return new LeaseState(group, record.holder(), record.term(), record.expiresAt(), Duration.ZERO);
 	}
 
-	// An etcd lease attached to no key any more is only clutter: it is revoked without
-	// waiting, and if that fails, it runs out by itself.
-	private void revokeQuietly(long lease) {
-		this.leases.revoke(lease).exceptionally((ex) -> null);
+	// A lease this store granted or renewed is read with what it promised; another's
+	// with the time left given, counted from now.
+	private LeaseState held(String group, KeyValue live, Duration left) {
+		Own mine = ownLease(group, live);
+		String holder = EtcdKeys.text(live.getValue());
+		if (mine != null) {
+			Duration remaining = Duration.ofNanos(mine.windowEnd() - System.nanoTime());
+			return new LeaseState(group, holder, mine.term(), mine.expiresAt(),
+					(remaining.isNegative() || remaining.isZero()) ? LAST_MOMENT : remaining);
+		}
+		Duration remaining = (left.isNegative() || left.isZero()) ? LAST_MOMENT : left;
+		return new LeaseState(group, holder, live.getModRevision(), Instant.now().plus(remaining), remaining);
+	}
+
+	private @Nullable Own ownLease(String group, KeyValue live) {
+		Own mine = this.own.get(group);
+		return (mine != null && mine.term() == live.getModRevision() && mine.session() == live.getLease()) ? mine
+				: null;
 	}
 
 	private static @Nullable KeyValue first(GetResponse response) {
 		return response.getKvs().isEmpty() ? null : response.getKvs().get(0);
 	}
 
-	private static Duration min(Duration one, Duration other) {
-		return (one.compareTo(other) <= 0) ? one : other;
+	/**
+	 * Which session: the process and the time to live.
+	 *
+	 * @param incarnation the process
+	 * @param seconds the time to live asked for
+	 */
+	private record SessionKey(String incarnation, long seconds) {
 	}
 
 	/**
-	 * When this process first saw a group's term record at a revision.
+	 * A session: an etcd lease, and the end of the window its last confirmation opened,
+	 * counted from when that keep-alive or grant was sent.
+	 */
+	private static final class Session {
+
+		private final long id;
+
+		private volatile long windowEnd;
+
+		Session(long id) {
+			this.id = id;
+		}
+
+		long id() {
+			return this.id;
+		}
+
+		long windowEnd() {
+			return this.windowEnd;
+		}
+
+		void confirmed(long sentNanos, long seconds) {
+			this.windowEnd = sentNanos + Duration.ofSeconds(seconds).toNanos();
+		}
+
+	}
+
+	/**
+	 * A lease this store granted or renewed.
+	 *
+	 * @param term the term
+	 * @param session the session its key is attached to
+	 * @param windowEnd the end of the time it was promised, in {@link System#nanoTime()}
+	 * @param expiresAt the same end, on this process's wall clock
+	 */
+	private record Own(long term, long session, long windowEnd, Instant expiresAt) {
+	}
+
+	/**
+	 * When this process first found a record at a revision.
 	 *
 	 * @param revision the record's mod revision
 	 * @param nanos when, by {@link System#nanoTime()}

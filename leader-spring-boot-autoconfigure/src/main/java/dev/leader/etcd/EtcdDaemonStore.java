@@ -47,9 +47,8 @@ import org.springframework.util.Assert;
  * would have found its precondition broken, and changes nothing: exactly one of an
  * acknowledgement and a reclaim of the same generation succeeds, and generations are
  * handed out one by one. The leader's writes (assign, revoke, reclaim, forget) also
- * compare the group's lease key: its create revision is the token's term and its value
- * the leader's node, so a deposed leader, or one whose lease etcd expired, changes
- * nothing.
+ * compare the group's lease key: its mod revision is the token's term and its value the
+ * leader's node, so a deposed leader, or one whose lease etcd expired, changes nothing.
  * <p>
  * <b>Time.</b> etcd has no clock to read, and the nodes' wall clocks may disagree. An
  * assignment's {@link Assignment#since()} is therefore when this process first saw it in
@@ -67,7 +66,8 @@ import org.springframework.util.Assert;
  * writes cannot be guarded inside the application's transaction; fenced writes use the
  * fences table. Changes are not announced: the nodes poll their assignments once per
  * heartbeat, and a store built beside the coordination store ({@link #followHeartbeat})
- * takes them from the heartbeat's own read, at no round trip of its own.
+ * takes them, and its reads, from the keys that store follows with its watch, at no round
+ * trip of its own.
  * <p>
  * Every call waits for etcd at most the timeout given, and fails with a
  * {@link org.springframework.dao.DataAccessException}. Thread-safe; the client is closed
@@ -80,7 +80,7 @@ public final class EtcdDaemonStore implements DaemonStore {
 	private static final String REBALANCE = "";
 
 	/**
-	 * How many times a drain reads the member record again that a heartbeat rewrote
+	 * How many times a drain reads the member record again that a registration rewrote
 	 * meanwhile.
 	 */
 	private static final int DRAIN_ATTEMPTS = 5;
@@ -113,8 +113,8 @@ public final class EtcdDaemonStore implements DaemonStore {
 	}
 
 	/**
-	 * Creates a store that follows the reads of the coordination store's heartbeat, so
-	 * that polling the assignments costs no round trip of its own.
+	 * Creates a store that reads the keys the coordination store follows, so that polling
+	 * the assignments costs no round trip of its own.
 	 * @param coordination the coordination store of the same client and prefix
 	 * @param timeout how long a call waits for etcd, positive
 	 */
@@ -135,6 +135,10 @@ public final class EtcdDaemonStore implements DaemonStore {
 
 	@Override
 	public DaemonSnapshot read(Duration nodeExpiry) {
+		EtcdCoordinationStore coordination = this.coordination;
+		if (coordination != null) {
+			return snapshot(coordination.snapshot());
+		}
 		GetResponse all = this.calls.await(this.kv.get(this.keys.root(), PREFIX), this.calls.deadline(),
 				"the read of " + this.keys.prefix());
 		return snapshot(new EtcdSnapshot(this.keys, all.getKvs(), all.getHeader().getRevision()));
@@ -265,22 +269,24 @@ public final class EtcdDaemonStore implements DaemonStore {
 		if (!allowed) {
 			return false;
 		}
-		return this.calls
-			.await(this.kv.txn()
-				.If(new Cmp(key, Cmp.Op.EQUAL, CmpTarget.modRevision(current.getModRevision())))
-				.Then(put(daemon, stored.with(to, stored.term())))
-				.commit(), deadline, what)
-			.isSucceeded();
+		return committed(this.calls.await(this.kv.txn()
+			.If(new Cmp(key, Cmp.Op.EQUAL, CmpTarget.modRevision(current.getModRevision())))
+			.Then(put(daemon, stored.with(to, stored.term())))
+			.commit(), deadline, what));
 	}
 
 	@Override
 	public DaemonRequest request(DaemonRequest.Kind kind, String daemon, @Nullable String node) {
 		DaemonRequest request = new DaemonRequest(kind, daemon, node, Instant.now());
-		this.calls.await(
-				this.kv.put(requestKey(request),
-						EtcdKeys.bytes(EtcdKeys
-							.encode(Arrays.asList(kind.name(), daemon, node, request.requestedAt().toString())))),
-				this.calls.deadline(), "the request to " + kind.name().toLowerCase() + " " + daemon);
+		committed(
+				this.calls.await(
+						this.kv.txn()
+							.Then(Op.put(requestKey(request),
+									EtcdKeys.bytes(EtcdKeys.encode(Arrays.asList(kind.name(), daemon, node,
+											request.requestedAt().toString()))),
+									PutOption.DEFAULT))
+							.commit(),
+						this.calls.deadline(), "the request to " + kind.name().toLowerCase() + " " + daemon));
 		return request;
 	}
 
@@ -293,19 +299,14 @@ public final class EtcdDaemonStore implements DaemonStore {
 			if (record == null) {
 				return false;
 			}
-			Op mark = drained
-					? Op.put(this.keys.drained(node), EtcdKeys.bytes(node),
-							PutOption.builder().withLeaseId(record.getLease()).build())
+			Op mark = drained ? Op.put(this.keys.drained(node), EtcdKeys.bytes(node), PutOption.DEFAULT)
 					: Op.delete(this.keys.drained(node), DeleteOption.DEFAULT);
-			// Marked only while the record is the one read, on the etcd lease it had: a
-			// heartbeat that registers the node again moves the record, and the mark with
-			// it, to another.
-			if (this.calls
-				.await(this.kv.txn()
-					.If(new Cmp(member, Cmp.Op.EQUAL, CmpTarget.modRevision(record.getModRevision())))
-					.Then(mark)
-					.commit(), deadline, "the drain of " + node)
-				.isSucceeded()) {
+			// Marked only while the record is the one read: a heartbeat that forgets the
+			// node deletes the record and the mark together.
+			if (committed(this.calls.await(this.kv.txn()
+				.If(new Cmp(member, Cmp.Op.EQUAL, CmpTarget.modRevision(record.getModRevision())))
+				.Then(mark)
+				.commit(), deadline, "the drain of " + node))) {
 				return true;
 			}
 		}
@@ -330,14 +331,22 @@ public final class EtcdDaemonStore implements DaemonStore {
 	private boolean leaderWrite(FencingToken leader, String leaderNode, ByteSequence key, @Nullable KeyValue read,
 			Op[] writes, long deadline, String what) {
 		ByteSequence lease = this.keys.lease(leader.group());
-		return this.calls
-			.await(this.kv.txn()
-				.If(new Cmp(lease, Cmp.Op.EQUAL, CmpTarget.createRevision(leader.term())),
-						new Cmp(lease, Cmp.Op.EQUAL, CmpTarget.value(EtcdKeys.bytes(leaderNode))),
-						new Cmp(key, Cmp.Op.EQUAL, CmpTarget.modRevision((read != null) ? read.getModRevision() : 0)))
-				.Then(writes)
-				.commit(), deadline, what)
-			.isSucceeded();
+		return committed(this.calls.await(this.kv.txn()
+			.If(new Cmp(lease, Cmp.Op.EQUAL, CmpTarget.modRevision(leader.term())),
+					new Cmp(lease, Cmp.Op.EQUAL, CmpTarget.value(EtcdKeys.bytes(leaderNode))),
+					new Cmp(key, Cmp.Op.EQUAL, CmpTarget.modRevision((read != null) ? read.getModRevision() : 0)))
+			.Then(writes)
+			.commit(), deadline, what));
+	}
+
+	// A write that succeeded shows in the next read of the keys the coordination store
+	// follows, which waits for its revision.
+	private boolean committed(TxnResponse answer) {
+		EtcdCoordinationStore coordination = this.coordination;
+		if (answer.isSucceeded() && coordination != null) {
+			coordination.wrote(answer.getHeader().getRevision());
+		}
+		return answer.isSucceeded();
 	}
 
 	// This process's clock, as read when the store was created and advanced by the

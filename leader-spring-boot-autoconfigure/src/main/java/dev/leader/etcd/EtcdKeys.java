@@ -19,24 +19,22 @@ import org.springframework.dao.DataRetrievalFailureException;
 /**
  * The keys of one coordination under a prefix, and the values stored at them:
  * <ul>
- * <li>{@code <prefix>#/leases/<group>}, attached to the etcd lease of one grant, holds
- * the holder's id; its create revision is the term;</li>
- * <li>{@code <prefix>#/terms/<group>}, attached to no etcd lease, records the group's
- * latest term, its holder ({@code null} once released) and its expiry, so that a lease
- * that was released or that expired is still read with its term;</li>
- * <li>{@code <prefix>#/reserved/<group>}, attached to the etcd lease of the grant to
- * come, holds the id of a holder that asked for its lease again while it held it: between
- * the deletion of its key and the creation of the next, no other node may create it;</li>
- * <li>{@code <prefix>#/nodes/<id>}, attached to an etcd lease of the node expiry, is
- * there while the node is alive;</li>
- * <li>{@code <prefix>#/members/<id>}, attached to a longer etcd lease, keeps a silent
- * node in the member list, dead, until etcd forgets it;</li>
+ * <li>{@code <prefix>#/leases/<group>}, attached to the holder's session (an etcd lease
+ * of the lease duration), holds the holder's id; its mod revision is the term;</li>
+ * <li>{@code <prefix>#/terms/<group>}, attached to no etcd lease, records the term of the
+ * group's last grant or release, its holder ({@code null} once released) and the expiry
+ * promised at the grant, so that a lease that was released or that expired is still read
+ * with its term;</li>
+ * <li>{@code <prefix>#/nodes/<id>}, attached to the node's session (an etcd lease of the
+ * node expiry), is there while the node is alive;</li>
+ * <li>{@code <prefix>#/members/<id>}, attached to no etcd lease, keeps a silent node in
+ * the member list, dead, until a heartbeat forgets it;</li>
  * <li>{@code <prefix>#/daemons/<daemon>}, attached to no etcd lease, holds a daemon's
  * assignment: its node, state, generation and the term that wrote it;</li>
  * <li>{@code <prefix>#/requests/<kind>/<daemon>}, attached to no etcd lease, holds an
  * operator's request for the leader (the daemon is empty for a rebalance);</li>
- * <li>{@code <prefix>#/drained/<id>}, attached to the etcd lease of the node's member
- * record, is there while the node is drained, and goes with the record;</li>
+ * <li>{@code <prefix>#/drained/<id>}, attached to no etcd lease, is there while the node
+ * is drained, and goes with the member record;</li>
  * <li>{@code <prefix>#log/<group>/<index>}, attached to no etcd lease, holds an entry of
  * the group's decision log, its index zero-padded to 19 digits so that keys sort in index
  * order;</li>
@@ -46,9 +44,9 @@ import org.springframework.dao.DataRetrievalFailureException;
  * term of the last entry that retention removed from the group's log.</li>
  * </ul>
  * The log's keys lie beside the prefix's root, {@code <prefix>#/}, not under it: the
- * coordination store reads the whole root at every heartbeat, which must not grow with
- * the logs. {@code #} is not allowed in a prefix, so no key of another prefix starts with
- * the root or the log's starts, not even one of a prefix nested in this one, such as
+ * coordination store follows the whole root with one watch, which must not carry the
+ * logs. {@code #} is not allowed in a prefix, so no key of another prefix starts with the
+ * root or the log's starts, not even one of a prefix nested in this one, such as
  * {@code leader/orders} in {@code leader}. Values are lines of URL-encoded fields.
  */
 final class EtcdKeys {
@@ -65,8 +63,6 @@ final class EtcdKeys {
 	private static final String LEASES = "/leases/";
 
 	private static final String TERMS = "/terms/";
-
-	private static final String RESERVED = "/reserved/";
 
 	private static final String NODES = "/nodes/";
 
@@ -121,10 +117,6 @@ final class EtcdKeys {
 
 	ByteSequence term(String group) {
 		return bytes(this.prefix + ROOT + TERMS + group);
-	}
-
-	ByteSequence reserved(String group) {
-		return bytes(this.prefix + ROOT + RESERVED + group);
 	}
 
 	ByteSequence node(String id) {
@@ -284,8 +276,8 @@ final class EtcdKeys {
 	 */
 	enum Kind {
 
-		LEASE(LEASES), TERM(TERMS), RESERVED(EtcdKeys.RESERVED), NODE(NODES), MEMBER(MEMBERS), DAEMON(DAEMONS),
-		REQUEST(REQUESTS), DRAINED(EtcdKeys.DRAINED);
+		LEASE(LEASES), TERM(TERMS), NODE(NODES), MEMBER(MEMBERS), DAEMON(DAEMONS), REQUEST(REQUESTS),
+		DRAINED(EtcdKeys.DRAINED);
 
 		private final String infix;
 

@@ -32,6 +32,7 @@ import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.dao.ConcurrencyFailureException;
+import org.springframework.dao.DataAccessException;
 import org.springframework.dao.DataAccessResourceFailureException;
 import org.springframework.util.Assert;
 
@@ -42,16 +43,16 @@ import org.springframework.util.Assert;
  * <p>
  * <b>Appends.</b> An append reads the group's lease key, its term record and the head,
  * then writes the entry and the new head in one transaction that compares the lease key
- * (its create revision is the token's term, its value the node) and the head's mod
- * revision as read: the append goes only while the node holds the lease under that term,
- * and only on the head it read, so indexes run from 1 with no gap. An append that lost
- * the head to another reads it again, a bounded number of times; the appends of one store
- * take their turn, so only another process's appends race them. A term rises with every
- * grant and is never given again, so the lease check alone keeps an entry of a lower term
- * from following one of a higher term; the head's term is checked too. A refusal reports
- * the lease's holder, or the last holder's as its term record has it, and the highest
- * term of the lease, its record and the log. Appends do not join a Spring transaction:
- * each commits by itself.
+ * (its mod revision is the token's term, its value the node) and the head's mod revision
+ * as read: the append goes only while the node holds the lease under that term, and only
+ * on the head it read, so indexes run from 1 with no gap. An append that lost the head to
+ * another reads it again, a bounded number of times; the appends of one store take their
+ * turn, so only another process's appends race them. A term rises with every grant and is
+ * never given again, so the lease check alone keeps an entry of a lower term from
+ * following one of a higher term; the head's term is checked too. A refusal reports the
+ * lease's holder, or the last holder's as its term record has it, and the highest term of
+ * the lease, its record and the log. Appends do not join a Spring transaction: each
+ * commits by itself.
  * <p>
  * <b>Time.</b> etcd has no clock to read: an entry's {@link LogEntry#appendedAt()} is the
  * appending node's wall clock.
@@ -165,15 +166,15 @@ public final class EtcdLogStore implements LogStore {
 		KeyValue head = first(read.getGetResponses().get(1));
 		KeyValue term = first(read.getGetResponses().get(2));
 		Bookmark end = (head != null) ? headOf(group, head) : new Bookmark(group, 0, 0);
-		if (lease == null || lease.getCreateRevision() != token.term()
-				|| !nodeId.equals(EtcdKeys.text(lease.getValue())) || end.term() > token.term()) {
+		if (lease == null || lease.getModRevision() != token.term() || !nodeId.equals(EtcdKeys.text(lease.getValue()))
+				|| end.term() > token.term()) {
 			return refused(group, lease, term, end);
 		}
 		Bookmark entry = new Bookmark(group, token.term(), end.index() + 1);
 		ByteSequence value = EtcdKeys.bytes(
 				EtcdKeys.encode(Arrays.asList(Long.toString(entry.term()), type, payload, Instant.now().toString())));
 		TxnResponse written = this.calls.await(this.kv.txn()
-			.If(new Cmp(leaseKey, Cmp.Op.EQUAL, CmpTarget.createRevision(token.term())),
+			.If(new Cmp(leaseKey, Cmp.Op.EQUAL, CmpTarget.modRevision(token.term())),
 					new Cmp(leaseKey, Cmp.Op.EQUAL, CmpTarget.value(EtcdKeys.bytes(nodeId))),
 					new Cmp(headKey, Cmp.Op.EQUAL, CmpTarget.modRevision((head != null) ? head.getModRevision() : 0)))
 			.Then(Op.put(this.keys.logEntry(group, entry.index()), value, PutOption.DEFAULT),
@@ -186,7 +187,7 @@ public final class EtcdLogStore implements LogStore {
 		EtcdKeys.TermRecord record = (term != null) ? EtcdKeys.TermRecord.of(term) : null;
 		String holder = (lease != null) ? EtcdKeys.text(lease.getValue()) : (record != null) ? record.holder() : null;
 		long highest = Math.max(end.term(),
-				Math.max((lease != null) ? lease.getCreateRevision() : 0, (record != null) ? record.term() : 0));
+				Math.max((lease != null) ? lease.getModRevision() : 0, (record != null) ? record.term() : 0));
 		return new Appended(null, holder, highest);
 	}
 
@@ -211,7 +212,7 @@ public final class EtcdLogStore implements LogStore {
 		KeyValue head = first(read.getGetResponses().get(1));
 		KeyValue start = first(read.getGetResponses().get(2));
 		KeyValue appliedEntry = first(read.getGetResponses().get(3));
-		if (lease == null || lease.getCreateRevision() != token.term()
+		if (lease == null || lease.getModRevision() != token.term()
 				|| !nodeId.equals(EtcdKeys.text(lease.getValue()))) {
 			return new Truncated(false, 0, null);
 		}
@@ -240,7 +241,7 @@ public final class EtcdLogStore implements LogStore {
 		}
 		Bookmark removedThrough = lastRemoved.bookmark();
 		TxnResponse removed = this.calls.await(this.kv.txn()
-			.If(new Cmp(leaseKey, Cmp.Op.EQUAL, CmpTarget.createRevision(token.term())),
+			.If(new Cmp(leaseKey, Cmp.Op.EQUAL, CmpTarget.modRevision(token.term())),
 					new Cmp(leaseKey, Cmp.Op.EQUAL, CmpTarget.value(EtcdKeys.bytes(nodeId))),
 					new Cmp(startKey, Cmp.Op.EQUAL,
 							CmpTarget.modRevision((start != null) ? start.getModRevision() : 0)))
@@ -259,7 +260,7 @@ public final class EtcdLogStore implements LogStore {
 	private boolean lease(String group, FencingToken token, String nodeId, long deadline) {
 		KeyValue lease = first(this.calls.await(this.kv.get(this.keys.lease(group), GetOption.DEFAULT), deadline,
 				"the lease of " + group));
-		return lease != null && lease.getCreateRevision() == token.term()
+		return lease != null && lease.getModRevision() == token.term()
 				&& nodeId.equals(EtcdKeys.text(lease.getValue()));
 	}
 
@@ -315,11 +316,23 @@ public final class EtcdLogStore implements LogStore {
 	 */
 	@Override
 	public AutoCloseable listen(LogListener listener) {
-		long deadline = this.calls.deadline();
-		GetResponse now = this.calls.await(
-				this.kv.get(this.keys.logs(), GetOption.builder().withCountOnly(true).isPrefix(true).build()), deadline,
-				"the revision of the logs");
-		EtcdLogWatch watch = new EtcdLogWatch(this.client, this.keys, listener, now.getHeader().getRevision() + 1);
+		long from;
+		try {
+			GetResponse now = this.calls.await(
+					this.kv.get(this.keys.logs(), GetOption.builder().withCountOnly(true).isPrefix(true).build()),
+					this.calls.deadline(), "the revision of the logs");
+			from = now.getHeader().getRevision() + 1;
+		}
+		catch (DataAccessException ex) {
+			// A node starts while etcd is down or slow: the watch starts from whatever
+			// revision etcd is at when it answers, and appends before that are learnt
+			// from
+			// the next read of a log's head.
+			logger.warn("Leader etcd did not answer the revision of the decision logs under " + this.keys.prefix()
+					+ "; their watch starts once etcd answers: " + ex.getMessage());
+			from = 0;
+		}
+		EtcdLogWatch watch = new EtcdLogWatch(this.client, this.keys, listener, from);
 		this.listeners.add(listener);
 		return () -> {
 			this.listeners.remove(listener);

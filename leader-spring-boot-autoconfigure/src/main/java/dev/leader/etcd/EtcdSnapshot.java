@@ -12,15 +12,14 @@ import io.etcd.jetcd.KeyValue;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The keys under the prefix as one read found them, at one revision, by kind.
+ * The keys under the prefix as one read, or the copy a watch keeps, holds them at one
+ * revision, by kind.
  */
 final class EtcdSnapshot {
 
 	private final Map<String, KeyValue> leases = new HashMap<>();
 
 	private final Map<String, KeyValue> terms = new HashMap<>();
-
-	private final Map<String, KeyValue> reserved = new HashMap<>();
 
 	private final Map<String, KeyValue> nodes = new HashMap<>();
 
@@ -48,7 +47,6 @@ final class EtcdSnapshot {
 		return switch (kind) {
 			case LEASE -> this.leases;
 			case TERM -> this.terms;
-			case RESERVED -> this.reserved;
 			case NODE -> this.nodes;
 			case MEMBER -> this.members;
 			case DAEMON -> this.daemons;

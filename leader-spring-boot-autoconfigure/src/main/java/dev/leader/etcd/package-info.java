@@ -1,10 +1,10 @@
 /**
- * etcd implementation of the coordination store. A group's lease is a key attached to an
- * etcd lease, and its term is the key's create revision; a node is a key attached to an
- * etcd lease of its own. {@code EtcdKeys} holds the key layout and the values,
- * {@code EtcdCalls} bounds every call and turns failures into Spring's
- * {@code DataAccessException}s, and {@code EtcdReleaseWatch} delivers the release
- * wake-ups from a watch.
+ * etcd implementation of the stores, used as etcd's own election recipe uses it: a
+ * process keeps one etcd lease, its session, kept alive by its heartbeat; a group's lease
+ * is a key attached to its holder's session, and its term is the key's mod revision; a
+ * node is a key attached to its session too. {@code EtcdMirror} follows the keys with one
+ * watch, {@code EtcdKeys} holds the key layout and the values, and {@code EtcdCalls}
+ * bounds every call and turns failures into Spring's {@code DataAccessException}s.
  */
 @NullMarked
 package dev.leader.etcd;

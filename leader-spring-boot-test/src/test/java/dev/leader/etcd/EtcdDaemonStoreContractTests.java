@@ -68,12 +68,15 @@ class EtcdDaemonStoreContractTests extends AbstractDaemonStoreContractTests {
 	@Override
 	protected Stores createStores() {
 		this.prefix = "leader-test/" + UUID.randomUUID();
-		return new Stores(new EtcdCoordinationStore(client, this.prefix, TIMEOUT),
-				new EtcdDaemonStore(client, this.prefix, TIMEOUT), null);
+		// As the auto-configuration builds them: the daemon store reads the keys the
+		// coordination store follows.
+		EtcdCoordinationStore coordination = new EtcdCoordinationStore(client, this.prefix, TIMEOUT);
+		return new Stores(coordination, new EtcdDaemonStore(coordination, TIMEOUT), null);
 	}
 
 	@Override
 	protected void destroyStores(Stores stores) throws Exception {
+		((EtcdCoordinationStore) stores.coordination()).close();
 		client.getKVClient()
 			.delete(EtcdKeys.bytes(this.prefix), DeleteOption.builder().isPrefix(true).build())
 			.get(5, TimeUnit.SECONDS);
@@ -153,8 +156,8 @@ class EtcdDaemonStoreContractTests extends AbstractDaemonStoreContractTests {
 
 	/**
 	 * A node whose key etcd expired while it was paused registers again with its next
-	 * heartbeat, onto new etcd leases: an operator's drain goes with its member record,
-	 * as it stays on a database's row of the same process.
+	 * heartbeat, onto a new session: an operator's drain stays with its member record, as
+	 * it stays on a database's row of the same process.
 	 */
 	@Test
 	void drainedNodeThatRegistersAgainStaysDrained() throws Exception {
@@ -163,20 +166,19 @@ class EtcdDaemonStoreContractTests extends AbstractDaemonStoreContractTests {
 		NodeRegistration node = new NodeRegistration("node-a", "node-a", "host", 1, Set.of("outbox"));
 		Duration expiry = Duration.ofSeconds(1);
 		coordination.tick(node, Map.of(), List.of(), LEASE, expiry);
-		long recordLease = lease(client.getKVClient().get(EtcdKeys.bytes(this.prefix + "#/members/node-a")));
+		long session = lease(client.getKVClient().get(EtcdKeys.bytes(this.prefix + "#/nodes/node-a")));
 		assertThat(daemons.drain("node-a", true)).isTrue();
 		await().atMost(Duration.ofSeconds(15))
 			.until(() -> daemons.read(expiry).member("node-a").map((member) -> !member.alive()).orElse(false));
 		coordination.tick(node, Map.of(), List.of(), LEASE, expiry);
-		long movedTo = lease(client.getKVClient().get(EtcdKeys.bytes(this.prefix + "#/members/node-a")));
-		assertThat(movedTo).as("the record's etcd lease, once registered again").isNotEqualTo(recordLease);
-		assertThat(lease(client.getKVClient().get(EtcdKeys.bytes(this.prefix + "#/drained/node-a"))))
-			.as("the drained mark's etcd lease")
-			.isEqualTo(movedTo);
+		assertThat(lease(client.getKVClient().get(EtcdKeys.bytes(this.prefix + "#/nodes/node-a"))))
+			.as("the node key's session, once registered again")
+			.isNotEqualTo(session);
 		assertThat(daemons.read(expiry).member("node-a")).hasValueSatisfying((member) -> {
 			assertThat(member.alive()).isTrue();
 			assertThat(member.drained()).isTrue();
 		});
+		coordination.close();
 	}
 
 	private static long lease(CompletableFuture<GetResponse> read) throws Exception {

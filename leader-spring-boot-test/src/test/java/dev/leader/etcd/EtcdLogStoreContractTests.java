@@ -64,6 +64,7 @@ class EtcdLogStoreContractTests extends AbstractLogStoreContractTests {
 
 	@Override
 	protected void destroyStores(Stores stores) throws Exception {
+		((EtcdCoordinationStore) stores.coordination()).close();
 		// The root and the logs beside it.
 		client.getKVClient()
 			.delete(EtcdKeys.bytes(this.prefix), DeleteOption.builder().isPrefix(true).build())

@@ -1,0 +1,291 @@
+package dev.leader.etcd;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+import dev.leader.node.OwnThreads;
+import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.Client;
+import io.etcd.jetcd.KeyValue;
+import io.etcd.jetcd.Watch;
+import io.etcd.jetcd.kv.GetResponse;
+import io.etcd.jetcd.options.GetOption;
+import io.etcd.jetcd.options.WatchOption;
+import io.etcd.jetcd.watch.WatchEvent;
+import io.etcd.jetcd.watch.WatchResponse;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.dao.DataAccessException;
+import org.springframework.dao.QueryTimeoutException;
+
+/**
+ * A copy, in this process, of the keys under the prefix's root ({@code <prefix>#/}), kept
+ * by one watch, as etcd's own election recipe follows its candidates: one read at
+ * startup, then every change as etcd announces it, so that a node follows releases,
+ * expiries, members and assignments without a read per heartbeat.
+ * <p>
+ * The copy is at a revision: every change up to it has been applied, none after it. It
+ * may lag etcd by the watch's delivery; a round trip that must see a write of this
+ * process waits for that write's revision ({@link #awaitRevision}), and every write
+ * compares the revisions it read, so a copy that lags makes a write fail, never a wrong
+ * one succeed. The watch requires etcd's leader ({@code withRequireLeader}), so that a
+ * member cut off from the others ends it, and etcd's client resumes it on another member
+ * from the next revision. An error it cannot resume from, such as a compacted revision,
+ * reads the keys again a second later and announces the deletions it missed. The first
+ * read is made on the watch's own thread, {@code leader-etcd-watch}, and retried every
+ * second until etcd answers, so that a node whose etcd is down starts and waits.
+ */
+final class EtcdMirror implements AutoCloseable {
+
+	private static final Log logger = LogFactory.getLog(EtcdMirror.class);
+
+	private static final long RETRY_SECONDS = 1;
+
+	private final Client client;
+
+	private final EtcdKeys keys;
+
+	private final EtcdCalls calls;
+
+	private final ScheduledExecutorService thread = Executors
+		.newSingleThreadScheduledExecutor((task) -> OwnThreads.daemon("leader-etcd-watch", task));
+
+	private final List<Listener> listeners = new CopyOnWriteArrayList<>();
+
+	// Guarded by this.
+	private final Map<ByteSequence, KeyValue> kvs = new HashMap<>();
+
+	// Guarded by this: the revision up to which every change has been applied, -1 until
+	// the first read.
+	private long revision = -1;
+
+	// Guarded by this: the watch whose events are applied, and its number; events of an
+	// earlier one are ignored.
+	private Watch.@Nullable Watcher watcher;
+
+	private long generation;
+
+	// Guarded by this.
+	private boolean closed;
+
+	// Guarded by this.
+	private boolean failing;
+
+	EtcdMirror(Client client, EtcdKeys keys, EtcdCalls calls) {
+		this.client = client;
+		this.keys = keys;
+		this.calls = calls;
+		this.thread.execute(this::sync);
+	}
+
+	/**
+	 * Adds a listener of the deletions the copy applies, called on
+	 * {@code leader-etcd-watch} in the order of the deletions.
+	 * @param listener the listener
+	 * @return a handle that removes it
+	 */
+	AutoCloseable onDeleted(Listener listener) {
+		this.listeners.add(listener);
+		return () -> this.listeners.remove(listener);
+	}
+
+	/**
+	 * Waits until the copy has applied every change up to the revision.
+	 * @param atLeast the revision, 0 for the first read only
+	 * @param deadline the deadline, in {@link System#nanoTime()}
+	 * @throws DataAccessException if the copy is not there by the deadline
+	 */
+	synchronized void awaitRevision(long atLeast, long deadline) {
+		while (this.revision < Math.max(atLeast, 0)) {
+			long left = deadline - System.nanoTime();
+			if (this.closed || left <= 0) {
+				throw new QueryTimeoutException((this.revision < 0)
+						? "etcd did not answer the first read of " + this.keys.prefix() + " within "
+								+ this.calls.timeout().toMillis() + " ms"
+						: "etcd's watch of " + this.keys.prefix() + " did not deliver revision " + atLeast + " within "
+								+ this.calls.timeout().toMillis() + " ms; it is at " + this.revision);
+			}
+			try {
+				TimeUnit.NANOSECONDS.timedWait(this, left);
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+				throw new QueryTimeoutException("Interrupted while waiting for etcd's watch of " + this.keys.prefix(),
+						ex);
+			}
+		}
+	}
+
+	/**
+	 * Returns the keys as the copy holds them.
+	 * @return the keys at the copy's revision
+	 */
+	synchronized EtcdSnapshot snapshot() {
+		return new EtcdSnapshot(this.keys, new ArrayList<>(this.kvs.values()), this.revision);
+	}
+
+	private void sync() {
+		GetResponse read;
+		try {
+			read = this.calls.await(
+					this.client.getKVClient().get(this.keys.root(), GetOption.builder().isPrefix(true).build()),
+					this.calls.deadline(), "the read of " + this.keys.prefix());
+		}
+		catch (RuntimeException ex) {
+			synchronized (this) {
+				if (!this.failing) {
+					logger.warn("Leader etcd read of " + this.keys.prefix() + " failed; this node waits for etcd and "
+							+ "reads again every " + RETRY_SECONDS + " s: " + ex.getMessage());
+				}
+				this.failing = true;
+			}
+			retry();
+			return;
+		}
+		List<KeyValue> deleted = new ArrayList<>();
+		synchronized (this) {
+			if (this.closed) {
+				return;
+			}
+			if (this.failing) {
+				logger.info("Leader etcd read of " + this.keys.prefix() + " succeeded again");
+				this.failing = false;
+			}
+			Map<ByteSequence, KeyValue> now = new HashMap<>();
+			read.getKvs().forEach((kv) -> now.put(kv.getKey(), kv));
+			this.kvs.forEach((key, kv) -> {
+				if (!now.containsKey(key)) {
+					deleted.add(kv);
+				}
+			});
+			this.kvs.clear();
+			this.kvs.putAll(now);
+			this.revision = Math.max(this.revision, read.getHeader().getRevision());
+			if (this.watcher != null) {
+				this.watcher.close();
+			}
+			this.generation++;
+			this.watcher = watch(read.getHeader().getRevision() + 1, this.generation);
+			notifyAll();
+		}
+		deleted.forEach(this::announce);
+	}
+
+	private Watch.Watcher watch(long fromRevision, long number) {
+		WatchOption option = WatchOption.builder()
+			.isPrefix(true)
+			.withRevision(fromRevision)
+			.withRequireLeader(true)
+			.build();
+		return this.client.getWatchClient()
+			.watch(this.keys.root(), option,
+					Watch.listener((response) -> received(number, response), (ex) -> failed(number, ex)));
+	}
+
+	private void received(long number, WatchResponse response) {
+		List<KeyValue> deleted = new ArrayList<>();
+		synchronized (this) {
+			if (number != this.generation || this.closed) {
+				return;
+			}
+			for (WatchEvent event : response.getEvents()) {
+				KeyValue kv = event.getKeyValue();
+				if (event.getEventType() == WatchEvent.EventType.PUT) {
+					this.kvs.put(kv.getKey(), kv);
+				}
+				else if (event.getEventType() == WatchEvent.EventType.DELETE) {
+					KeyValue before = this.kvs.remove(kv.getKey());
+					if (before != null) {
+						deleted.add(before);
+					}
+				}
+				this.revision = Math.max(this.revision, kv.getModRevision());
+			}
+			notifyAll();
+		}
+		deleted.forEach(this::announce);
+	}
+
+	private void announce(KeyValue before) {
+		EtcdKeys.Named named = this.keys.parse(before.getKey());
+		if (named == null) {
+			return;
+		}
+		try {
+			this.thread.execute(() -> {
+				for (Listener listener : this.listeners) {
+					try {
+						listener.deleted(named, before);
+					}
+					catch (RuntimeException ex) {
+						logger.warn("Leader etcd listener failed on the deletion of " + named + "; deliveries go on",
+								ex);
+					}
+				}
+			});
+		}
+		catch (RejectedExecutionException ex) {
+			// closed
+		}
+	}
+
+	private void failed(long number, Throwable ex) {
+		synchronized (this) {
+			if (number != this.generation || this.closed) {
+				return;
+			}
+		}
+		logger.warn("Leader etcd watch of " + this.keys.prefix() + " failed; reading the keys again in " + RETRY_SECONDS
+				+ " s: " + ex);
+		retry();
+	}
+
+	private void retry() {
+		try {
+			this.thread.schedule(this::sync, RETRY_SECONDS, TimeUnit.SECONDS);
+		}
+		catch (RejectedExecutionException ex) {
+			// closed
+		}
+	}
+
+	/**
+	 * Stops the watch and its thread, without waiting for a delivery under way.
+	 */
+	@Override
+	public void close() {
+		synchronized (this) {
+			this.closed = true;
+			if (this.watcher != null) {
+				this.watcher.close();
+			}
+			notifyAll();
+		}
+		this.thread.shutdownNow();
+	}
+
+	/**
+	 * Receives the keys the copy saw deleted.
+	 */
+	@FunctionalInterface
+	interface Listener {
+
+		/**
+		 * Called for a key deleted, on {@code leader-etcd-watch}.
+		 * @param named the key's kind and name
+		 * @param before the key as the copy held it before the deletion
+		 */
+		void deleted(EtcdKeys.Named named, KeyValue before);
+
+	}
+
+}
