@@ -5,12 +5,10 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
@@ -27,8 +25,6 @@ import io.etcd.jetcd.KeyValue;
 import io.etcd.jetcd.Lease;
 import io.etcd.jetcd.kv.GetResponse;
 import io.etcd.jetcd.kv.TxnResponse;
-import io.etcd.jetcd.lease.LeaseGrantResponse;
-import io.etcd.jetcd.lease.LeaseKeepAliveResponse;
 import io.etcd.jetcd.lease.LeaseTimeToLiveResponse;
 import io.etcd.jetcd.op.Cmp;
 import io.etcd.jetcd.op.CmpTarget;
@@ -41,7 +37,6 @@ import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
-import org.springframework.dao.DataAccessResourceFailureException;
 import org.springframework.dao.DuplicateKeyException;
 import org.springframework.util.Assert;
 
@@ -125,10 +120,9 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 
 	private volatile @Nullable Consumer<EtcdSnapshot> snapshotFollower;
 
-	/**
-	 * The sessions of this store's processes, by incarnation and time to live.
-	 */
-	private final Map<SessionKey, Session> sessions = new ConcurrentHashMap<>();
+	private final EtcdSessions sessions;
+
+	private final EtcdMembers members;
 
 	/**
 	 * The leases this store granted or renewed last, by group.
@@ -140,11 +134,6 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 	 * for the copy to show it.
 	 */
 	private final AtomicLong written = new AtomicLong();
-
-	/**
-	 * When this store first found a node's record without its key, by node id.
-	 */
-	private final Map<String, Sighting> deadSince = new ConcurrentHashMap<>();
 
 	/**
 	 * Creates a store whose calls wait up to 3 s for etcd.
@@ -174,6 +163,8 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 		this.keys = new EtcdKeys(prefix);
 		this.calls = new EtcdCalls(timeout);
 		this.mirror = new EtcdMirror(client, this.keys, this.calls);
+		this.sessions = new EtcdSessions(this.leases, this.calls);
+		this.members = new EtcdMembers(this.kv, this.keys, this.calls, this.sessions, this::wrote);
 	}
 
 	@Override
@@ -192,7 +183,7 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 			// registration is gone.
 			return new AcquireResult(false, state(group, snapshot, duration));
 		}
-		Session session = session(incarnation, duration, deadline);
+		EtcdSessions.Session session = this.sessions.get(incarnation, duration, deadline);
 		ByteSequence key = this.keys.lease(group);
 		// Granted only while this process's node key is there, and, for a lease this
 		// process holds, as read, so that the term rises.
@@ -228,13 +219,13 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 		long sent = System.nanoTime();
 		Instant sentAt = Instant.now();
 		String incarnation = NodeValue.incarnation(node);
-		Set<Long> kept = keepAlive(incarnation, sent, deadline);
+		Set<Long> kept = this.sessions.keepAlive(incarnation, sent, deadline);
 		EtcdSnapshot snapshot = current(deadline);
-		NodeValue self = heartbeat(node, incarnation, held, snapshot, sentAt, nodeExpiry, deadline);
+		NodeValue self = this.members.heartbeat(node, incarnation, snapshot, sentAt, nodeExpiry, deadline);
 		Map<String, LeaseState> renewed = new LinkedHashMap<>();
 		held.forEach((group, term) -> {
 			KeyValue live = snapshot.lease(group);
-			Session session = (live != null) ? sessionById(incarnation, live.getLease()) : null;
+			EtcdSessions.Session session = (live != null) ? this.sessions.byId(incarnation, live.getLease()) : null;
 			if (live != null && live.getModRevision() == term && node.id().equals(EtcdKeys.text(live.getValue()))
 					&& session != null && kept.contains(session.id())) {
 				long windowEnd = Math.min(sent + leaseDuration.toNanos(), session.windowEnd());
@@ -251,7 +242,7 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 				read.put(group, state);
 			}
 		}
-		Map<String, NodeInfo> members = members(snapshot, nodeExpiry, deadline);
+		Map<String, NodeInfo> members = this.members.members(snapshot, nodeExpiry, deadline);
 		members.put(node.id(), new NodeValue(self.incarnation(), node, self.startedAt(), sentAt).toInfo(true));
 		Consumer<EtcdSnapshot> follower = this.snapshotFollower;
 		if (follower != null) {
@@ -301,179 +292,9 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 		this.written.accumulateAndGet(revision, Math::max);
 	}
 
-	// Keeps every session of the process alive, at once; a session etcd no longer knows
-	// is forgotten, and its keys are gone with it.
-	private Set<Long> keepAlive(String incarnation, long sent, long deadline) {
-		Map<Session, CompletableFuture<LeaseKeepAliveResponse>> calls = new LinkedHashMap<>();
-		this.sessions.forEach((key, session) -> {
-			if (key.incarnation().equals(incarnation)) {
-				calls.put(session, this.leases.keepAliveOnce(session.id()));
-			}
-		});
-		Set<Long> kept = new HashSet<>();
-		calls.forEach((session, call) -> {
-			LeaseKeepAliveResponse answer = this.calls.awaitUnlessNotFound(call, deadline,
-					"the keep-alive of session " + Long.toHexString(session.id()));
-			if (answer == null || answer.getTTL() <= 0) {
-				this.sessions.values().remove(session);
-			}
-			else {
-				session.confirmed(sent, answer.getTTL());
-				kept.add(session.id());
-			}
-		});
-		return kept;
-	}
-
-	// The session of the process for a time to live, granted if there is none: etcd
-	// counts its time to live from the grant, which the grant's sending precedes.
-	private Session session(String incarnation, Duration timeToLive, long deadline) {
-		SessionKey key = new SessionKey(incarnation, EtcdKeys.seconds(timeToLive));
-		Session session = this.sessions.get(key);
-		if (session != null) {
-			return session;
-		}
-		long sent = System.nanoTime();
-		LeaseGrantResponse granted = this.calls.await(this.leases.grant(key.seconds()), deadline,
-				"a session of " + key.seconds() + " s");
-		Session created = new Session(granted.getID());
-		created.confirmed(sent, granted.getTTL());
-		this.sessions.put(key, created);
-		return created;
-	}
-
-	private @Nullable Session sessionById(String incarnation, long id) {
-		for (Map.Entry<SessionKey, Session> entry : this.sessions.entrySet()) {
-			if (entry.getValue().id() == id && entry.getKey().incarnation().equals(incarnation)) {
-				return entry.getValue();
-			}
-		}
-		return null;
-	}
-
 	private boolean isOwn(KeyValue live, String nodeId, String incarnation) {
-		return nodeId.equals(EtcdKeys.text(live.getValue())) && sessionById(incarnation, live.getLease()) != null;
-	}
-
-	private NodeValue heartbeat(NodeRegistration node, String incarnation, Map<String, Long> held,
-			EtcdSnapshot snapshot, Instant now, Duration nodeExpiry, long deadline) {
-		KeyValue alive = snapshot.node(node.id());
-		KeyValue record = snapshot.member(node.id());
-		if (alive != null) {
-			NodeValue registered = NodeValue.of(alive);
-			if (!registered.incarnation().equals(incarnation)) {
-				throw new DuplicateKeyException("Leader node id " + node.id() + " is registered by another live "
-						+ "process (host " + registered.registration().host() + ", pid "
-						+ registered.registration().pid() + "); this process leads nothing until that one has "
-						+ "been silent for the node expiry. Give each process its own leader node id");
-			}
-			if (sessionById(incarnation, alive.getLease()) != null) {
-				if (!registered.registration().equals(node)) {
-					// The node advertises other daemons or another address.
-					return write(new NodeValue(incarnation, node, registered.startedAt(), now), alive, alive.getLease(),
-							deadline);
-				}
-				return registered;
-			}
-		}
-		NodeValue recorded = (record != null) ? NodeValue.of(record) : null;
-		boolean again = recorded != null && recorded.incarnation().equals(incarnation);
-		requireNoLeasesOfAnotherProcess(node.id(), incarnation, snapshot);
-		Session session = session(incarnation, nodeExpiry, deadline);
-		NodeValue value = new NodeValue(incarnation, node, again ? recorded.startedAt() : now, now);
-		ByteSequence bytes = value.toBytes();
-		String id = node.id();
-		Cmp unchanged = new Cmp(this.keys.member(id), Cmp.Op.EQUAL,
-				(record != null) ? CmpTarget.modRevision(record.getModRevision()) : CmpTarget.createRevision(0));
-		TxnResponse registered = this.calls.await(this.kv.txn()
-			.If(new Cmp(this.keys.node(id), Cmp.Op.EQUAL, CmpTarget.createRevision(0)), unchanged)
-			.Then(Op.put(this.keys.node(id), bytes, PutOption.builder().withLeaseId(session.id()).build()),
-					Op.put(this.keys.member(id), bytes, PutOption.DEFAULT))
-			.commit(), deadline, "the registration of node " + id);
-		if (!registered.isSucceeded()) {
-			throw new DuplicateKeyException("Leader node id " + id + " was registered by another process, or "
-					+ "its registration changed, at the same moment; give each process its own leader node id");
-		}
-		this.written.accumulateAndGet(registered.getHeader().getRevision(), Math::max);
-		this.deadSince.remove(id);
-		return value;
-	}
-
-	private NodeValue write(NodeValue value, KeyValue alive, long session, long deadline) {
-		String id = value.registration().id();
-		ByteSequence bytes = value.toBytes();
-		TxnResponse written = this.calls.await(this.kv.txn()
-			.If(new Cmp(this.keys.node(id), Cmp.Op.EQUAL, CmpTarget.modRevision(alive.getModRevision())))
-			.Then(Op.put(this.keys.node(id), bytes, PutOption.builder().withLeaseId(session).build()),
-					Op.put(this.keys.member(id), bytes, PutOption.DEFAULT))
-			.commit(), deadline, "the registration of node " + id);
-		if (!written.isSucceeded()) {
-			throw new DataAccessResourceFailureException("The registration of leader node " + id
-					+ " changed while this process advertised its daemons and address; it tries again");
-		}
-		this.written.accumulateAndGet(written.getHeader().getRevision(), Math::max);
-		return value;
-	}
-
-	// A process that registers the id waits for the leases under it that it does not
-	// hold: a lease may outlive its holder's node key (granted after its last heartbeat,
-	// or longer than the node expiry), and its holder, merely paused, still acts on it.
-	private void requireNoLeasesOfAnotherProcess(String nodeId, String incarnation, EtcdSnapshot snapshot) {
-		List<String> foreign = new ArrayList<>();
-		for (String group : snapshot.groups()) {
-			KeyValue live = snapshot.lease(group);
-			if (live != null && nodeId.equals(EtcdKeys.text(live.getValue()))
-					&& sessionById(incarnation, live.getLease()) == null) {
-				foreign.add(group + " (term " + live.getModRevision() + ")");
-			}
-		}
-		if (!foreign.isEmpty()) {
-			throw new DuplicateKeyException("Leader node id " + nodeId + " holds leases that this process was not "
-					+ "granted: " + String.join(", ", foreign) + ". Another process with this id holds them and "
-					+ "acts on them until they expire, even if it stopped heartbeating. Give each process its own "
-					+ "leader node id; this process leads nothing until they have expired");
-		}
-	}
-
-	// Every node whose key or record is there, alive while its key is; a record found
-	// alone for the node expiry is forgotten, with the node's drained mark.
-	private Map<String, NodeInfo> members(EtcdSnapshot snapshot, Duration nodeExpiry, long deadline) {
-		Map<String, NodeInfo> members = new TreeMap<>();
-		long now = System.nanoTime();
-		Instant wallNow = Instant.now();
-		this.deadSince.keySet().retainAll(snapshot.memberRecords().keySet());
-		snapshot.memberRecords().forEach((id, record) -> {
-			if (snapshot.nodes().containsKey(id)) {
-				return;
-			}
-			Sighting since = this.deadSince.compute(id,
-					(key, known) -> (known != null && known.revision() == record.getModRevision()) ? known
-							: new Sighting(record.getModRevision(), now));
-			if (now - since.nanos() > nodeExpiry.toNanos() && forget(id, record, deadline)) {
-				return;
-			}
-			members.put(id, NodeValue.of(record).toInfo(false));
-		});
-		snapshot.nodes().forEach((id, kv) -> {
-			NodeValue value = NodeValue.of(kv);
-			members.put(id,
-					new NodeValue(value.incarnation(), value.registration(), value.startedAt(), wallNow).toInfo(true));
-		});
-		return members;
-	}
-
-	private boolean forget(String id, KeyValue record, long deadline) {
-		TxnResponse forgotten = this.calls.await(this.kv.txn()
-			.If(new Cmp(this.keys.member(id), Cmp.Op.EQUAL, CmpTarget.modRevision(record.getModRevision())),
-					new Cmp(this.keys.node(id), Cmp.Op.EQUAL, CmpTarget.createRevision(0)))
-			.Then(Op.delete(this.keys.member(id), DeleteOption.DEFAULT),
-					Op.delete(this.keys.drained(id), DeleteOption.DEFAULT))
-			.commit(), deadline, "the removal of node " + id);
-		if (forgotten.isSucceeded()) {
-			this.written.accumulateAndGet(forgotten.getHeader().getRevision(), Math::max);
-			this.deadSince.remove(id);
-		}
-		return forgotten.isSucceeded();
+		return nodeId.equals(EtcdKeys.text(live.getValue()))
+				&& this.sessions.byId(incarnation, live.getLease()) != null;
 	}
 
 	@Override
@@ -512,40 +333,9 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 	public void deregister(NodeRegistration node) {
 		long deadline = this.calls.deadline();
 		String incarnation = NodeValue.incarnation(node);
-		EtcdSnapshot snapshot = current(deadline);
-		// Only this process's keys, unchanged since they were read: another process may
-		// have taken the id over.
-		List<KeyValue> mine = new ArrayList<>();
-		for (KeyValue kv : new KeyValue[] { snapshot.node(node.id()), snapshot.member(node.id()) }) {
-			if (kv != null && NodeValue.of(kv).incarnation().equals(incarnation)) {
-				mine.add(kv);
-			}
-		}
-		if (!mine.isEmpty()) {
-			TxnResponse deleted = this.calls.await(this.kv.txn()
-				.If(mine.stream()
-					.map((kv) -> new Cmp(kv.getKey(), Cmp.Op.EQUAL, CmpTarget.modRevision(kv.getModRevision())))
-					.toArray(Cmp[]::new))
-				.Then(mine.stream().map((kv) -> Op.delete(kv.getKey(), DeleteOption.DEFAULT)).toArray(Op[]::new))
-				.commit(), deadline, "the deregistration of " + node.id());
-			if (deleted.isSucceeded()) {
-				this.written.accumulateAndGet(deleted.getHeader().getRevision(), Math::max);
-			}
-		}
-		Map<Long, CompletableFuture<?>> revoked = new LinkedHashMap<>();
-		this.sessions.entrySet().removeIf((entry) -> {
-			if (entry.getKey().incarnation().equals(incarnation)) {
-				// A session etcd no longer knows has nothing left to delete.
-				revoked.put(entry.getValue().id(),
-						this.leases.revoke(entry.getValue().id()).exceptionally((ex) -> null));
-				return true;
-			}
-			return false;
-		});
-		this.own.values().removeIf((lease) -> revoked.containsKey(lease.session()));
-		for (CompletableFuture<?> revoke : revoked.values()) {
-			this.calls.awaitUnlessNotFound(revoke, deadline, "the end of a session of " + node.id());
-		}
+		this.members.deregister(node, incarnation, current(deadline), deadline);
+		Set<Long> ended = this.sessions.revoke(incarnation, deadline);
+		this.own.values().removeIf((lease) -> ended.contains(lease.session()));
 	}
 
 	/**
@@ -610,8 +400,7 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 					listener.released(group, successor(snapshot, EtcdKeys.text(before.getValue())));
 				}
 			}
-			else if (named.kind() == EtcdKeys.Kind.NODE
-					&& this.sessions.values().stream().anyMatch((session) -> session.id() == before.getLease())) {
+			else if (named.kind() == EtcdKeys.Kind.NODE && this.sessions.contains(before.getLease())) {
 				listener.nodeSessionLost();
 			}
 		});
@@ -680,43 +469,6 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 	}
 
 	/**
-	 * Which session: the process and the time to live.
-	 *
-	 * @param incarnation the process
-	 * @param seconds the time to live asked for
-	 */
-	private record SessionKey(String incarnation, long seconds) {
-	}
-
-	/**
-	 * A session: an etcd lease, and the end of the window its last confirmation opened,
-	 * counted from when that keep-alive or grant was sent.
-	 */
-	private static final class Session {
-
-		private final long id;
-
-		private volatile long windowEnd;
-
-		Session(long id) {
-			this.id = id;
-		}
-
-		long id() {
-			return this.id;
-		}
-
-		long windowEnd() {
-			return this.windowEnd;
-		}
-
-		void confirmed(long sentNanos, long seconds) {
-			this.windowEnd = sentNanos + Duration.ofSeconds(seconds).toNanos();
-		}
-
-	}
-
-	/**
 	 * A lease this store granted or renewed.
 	 *
 	 * @param term the term
@@ -725,15 +477,6 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 	 * @param expiresAt the same end, on this process's wall clock
 	 */
 	private record Own(long term, long session, long windowEnd, Instant expiresAt) {
-	}
-
-	/**
-	 * When this process first found a record at a revision.
-	 *
-	 * @param revision the record's mod revision
-	 * @param nanos when, by {@link System#nanoTime()}
-	 */
-	private record Sighting(long revision, long nanos) {
 	}
 
 }
