@@ -398,7 +398,7 @@
     var text;
     if (answer.coordinator === 'etcd') {
       text = 'Coordinated through etcd (' + answer.endpoints.join(', ') + '): the leases, members, daemon assignments '
-        + 'and decision log live there. A term is the etcd revision that created the group\'s lease key, so terms '
+        + 'and decision log live there. A term is the etcd revision that last wrote the group\'s lease key, so terms '
         + 'rise by more than one; fenced writes use the database\'s fences table.';
     }
     else {
