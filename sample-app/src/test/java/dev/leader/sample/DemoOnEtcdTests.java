@@ -102,7 +102,7 @@ class DemoOnEtcdTests {
 			assertThat(coordinator.get("endpoints").valueStream().map(JsonNode::asString).toList())
 				.isEqualTo(endpoints);
 		}
-		// A term is the revision that created the lease's key: etcd's revisions count
+		// A term is the revision that last wrote the lease's key: etcd's revisions count
 		// every write, the members' registrations first, so billing's first term is
 		// above 1, unlike a database's first grant.
 		long term = cluster.get("nodes")
