@@ -14,6 +14,7 @@ import java.util.function.BooleanSupplier;
 
 import dev.leader.FencingToken;
 import dev.leader.daemon.DaemonObservations.CycleKeys;
+import dev.leader.node.FailureWarnings;
 import dev.leader.node.OwnThreads;
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationRegistry;
@@ -51,6 +52,9 @@ final class DaemonCycles {
 	private final OwnThreads threads;
 
 	private final BooleanSupplier running;
+
+	// Called on leader-daemons only.
+	private final FailureWarnings failures;
 
 	private final AtomicBoolean wakePending = new AtomicBoolean();
 
@@ -93,6 +97,7 @@ final class DaemonCycles {
 		this.threads = threads;
 		this.running = running;
 		this.executor = newExecutor();
+		this.failures = new FailureWarnings(logger, "Daemon node " + this.nodeId + " cycle", FailureWarnings.REPEAT);
 	}
 
 	void setObservationRegistry(ObservationRegistry observationRegistry) {
@@ -258,10 +263,11 @@ final class DaemonCycles {
 			}
 			this.lastRead = snapshot;
 			this.reconciler.reconcile(snapshot, sentAt);
+			this.failures.succeeded(System.nanoTime());
 		}
 		catch (RuntimeException ex) {
 			observation.error(ex);
-			logger.warn("Daemon node " + this.nodeId + " cycle failed; retrying next cycle: " + ex);
+			this.failures.failed(System.nanoTime(), ex, "retrying every cycle");
 		}
 		finally {
 			observation.stop();

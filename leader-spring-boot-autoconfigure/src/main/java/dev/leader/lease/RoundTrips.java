@@ -22,6 +22,7 @@ import dev.leader.lease.CoordinationStore.AcquireResult;
 import dev.leader.lease.CoordinationStore.Tick;
 import dev.leader.lease.LeaseObservations.AcquireKeyNames;
 import dev.leader.lease.LeaseObservations.HeartbeatKeyNames;
+import dev.leader.node.FailureWarnings;
 import dev.leader.node.NodeRegistration;
 import dev.leader.node.OwnThreads;
 import io.micrometer.observation.Observation;

@@ -8,6 +8,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 
 import dev.leader.FencingToken;
+import dev.leader.node.FailureWarnings;
 import dev.leader.node.OwnThreads;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
@@ -79,6 +80,9 @@ final class GroupTail {
 
 	private final StalenessEstimate staleness = new StalenessEstimate();
 
+	// Called on the tail's thread only.
+	private final FailureWarnings readFailures;
+
 	private @Nullable Throwable failure;
 
 	private @Nullable LogDivergedException divergence;
@@ -99,6 +103,8 @@ final class GroupTail {
 		this.store = store;
 		this.retention = new GroupRetention(group, nodeId, store, retention, leading);
 		this.terms = new AppliedTerms(group);
+		this.readFailures = new FailureWarnings(logger, "Decision log group=" + group + " node=" + nodeId + " read",
+				FailureWarnings.REPEAT);
 	}
 
 	void setMonitor(LogMonitor monitor) {
@@ -408,14 +414,15 @@ final class GroupTail {
 				read = this.store.read(this.group, Math.max(0, from - 1), BATCH + 1);
 			}
 			catch (RuntimeException ex) {
-				logger.warn("Decision log group=" + this.group + " node=" + this.nodeId
-						+ " could not be read after index " + from + "; retrying in 1 s: " + ex);
+				this.readFailures.failed(System.nanoTime(), ex,
+						"the node applies nothing after index " + from + " until a read succeeds; retrying every 1 s");
 				if (!pause(run)) {
 					return;
 				}
 				continue;
 			}
 			long receivedAt = System.nanoTime();
+			this.readFailures.succeeded(receivedAt);
 			boolean full = read.size() > BATCH;
 			List<LogEntry> entries = read;
 			if (from > 0 && !read.isEmpty() && read.get(0).index() == from) {

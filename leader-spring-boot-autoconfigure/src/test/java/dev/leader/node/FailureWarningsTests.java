@@ -1,4 +1,4 @@
-package dev.leader.lease;
+package dev.leader.node;
 
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;

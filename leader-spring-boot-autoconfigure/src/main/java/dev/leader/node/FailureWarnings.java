@@ -1,4 +1,4 @@
-package dev.leader.lease;
+package dev.leader.node;
 
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
@@ -10,18 +10,18 @@ import org.springframework.core.NestedExceptionUtils;
 
 /**
  * The warnings of a round trip that keeps failing, such as the heartbeat of a node whose
- * database refuses its statements: a WARN with the reason at the first failure after a
- * success (or since the start), then at most one every {@link #REPEAT} while it keeps
- * failing, each with the count and the time since the first, and an INFO when it succeeds
- * again. Failures in between are logged at DEBUG. Not thread-safe: called under the lock
- * of {@link RoundTrips}.
+ * database refuses its statements, or a follower's read of a log: a WARN with the reason
+ * at the first failure after a success (or since the start), then at most one every
+ * {@link #REPEAT} while it keeps failing, each with the count and the time since the
+ * first, and an INFO when it succeeds again. Failures in between are logged at DEBUG. Not
+ * thread-safe: each round trip calls it from one thread at a time.
  */
-final class FailureWarnings {
+public final class FailureWarnings {
 
 	/**
 	 * How often a round trip that keeps failing is warned about again.
 	 */
-	static final Duration REPEAT = Duration.ofMinutes(1);
+	public static final Duration REPEAT = Duration.ofMinutes(1);
 
 	private final Log logger;
 
@@ -41,7 +41,7 @@ final class FailureWarnings {
 	 * @param what what fails, the start of each line ("Leader node a heartbeat")
 	 * @param repeat how often a round trip that keeps failing is warned about again
 	 */
-	FailureWarnings(Log logger, String what, Duration repeat) {
+	public FailureWarnings(Log logger, String what, Duration repeat) {
 		this.logger = logger;
 		this.what = what;
 		this.repeatNanos = repeat.toNanos();
@@ -55,7 +55,7 @@ final class FailureWarnings {
 	 * warning's sentence, or {@code null} to log nothing above DEBUG this time, as when
 	 * another line said so already: the next warning then comes a {@link #REPEAT} later
 	 */
-	void failed(long now, RuntimeException ex, @Nullable String consequence) {
+	public void failed(long now, RuntimeException ex, @Nullable String consequence) {
 		this.failures++;
 		if (this.failures == 1) {
 			this.firstFailure = now;
@@ -90,7 +90,7 @@ final class FailureWarnings {
 	 * Logs a success, at INFO if it ends a run of failures.
 	 * @param now the reading of the monotonic clock
 	 */
-	void succeeded(long now) {
+	public void succeeded(long now) {
 		if (this.failures > 0) {
 			if (this.logger.isInfoEnabled()) {
 				this.logger.info(String.format("%s succeeded again after %d failed attempts over %d s", this.what,
