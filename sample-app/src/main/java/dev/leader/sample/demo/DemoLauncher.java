@@ -53,6 +53,7 @@ class DemoLauncher {
 			// The leases, members, daemons and decision log in etcd; the nodes' own
 			// tables and the fences table stay in the database.
 			databaseArguments.add("--leader.etcd.endpoints=" + String.join(",", etcd.getObject().endpoints()));
+			databaseArguments.add("--leader.etcd.timeout=" + properties.etcd().timeout());
 		}
 		// In the environment rather than on the command line, where ps would show it.
 		Map<String, String> environment = Map.of("SPRING_DATASOURCE_PASSWORD",

@@ -50,8 +50,12 @@ record DemoProperties(@DefaultValue({ "8081", "8082", "8083" }) List<Integer> no
 	 *
 	 * @param binary the etcd binary; by default {@code /usr/bin/etcd} (Debian's
 	 * {@code etcd-server} package), else an {@code etcd} on the {@code PATH}
+	 * @param timeout the nodes' {@code leader.etcd.timeout}: a heartbeat that waits it
+	 * out on a paused member and its retry must fit in the safe window of the nodes' 4 s
+	 * lease (1 s renew and retry intervals, 200 ms safety margin), which etcd's default of
+	 * 3 s does not; the nodes fail to start with a setting that does not
 	 */
-	record Etcd(@Nullable Path binary) {
+	record Etcd(@Nullable Path binary, @DefaultValue("1s") Duration timeout) {
 	}
 
 }
