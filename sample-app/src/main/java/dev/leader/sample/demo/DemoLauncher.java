@@ -53,7 +53,6 @@ class DemoLauncher {
 			// The leases, members, daemons and decision log in etcd; the nodes' own
 			// tables and the fences table stay in the database.
 			databaseArguments.add("--leader.etcd.endpoints=" + String.join(",", etcd.getObject().endpoints()));
-			databaseArguments.add("--leader.etcd.timeout=" + properties.etcd().timeout());
 		}
 		// In the environment rather than on the command line, where ps would show it.
 		Map<String, String> environment = Map.of("SPRING_DATASOURCE_PASSWORD",
@@ -68,7 +67,7 @@ class DemoLauncher {
 			command.addAll(databaseArguments);
 			command.addAll(List.of("--server.port=" + port, "--server.address=127.0.0.1", "--leader.node.name=" + name,
 					"--sample.exit-with-launcher=true"));
-			command.addAll(properties.nodeArguments());
+			command.addAll(properties.nodeArgumentsOrDefault());
 			nodes.add(new DemoNode(number, name, port, command, environment, logs.resolve(name + ".log")));
 		}
 		return new NodeProcesses(nodes, properties.stopTimeout());
