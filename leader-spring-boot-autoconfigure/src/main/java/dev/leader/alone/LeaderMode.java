@@ -26,7 +26,9 @@ import org.springframework.util.ClassUtils;
  * the application's) is an in-memory embedded database (H2, HSQLDB or Derby, as Spring
  * Boot's {@link EmbeddedDatabaseConnection#isEmbedded(DataSource)} tells them): it then
  * leads every group and runs every daemon, on the {@link LocalStores}, and says so in one
- * WARN line at startup.
+ * WARN line at startup. A node whose leases another engine keeps
+ * ({@code leader.etcd.endpoints}, or a coordination store of the application's own) has
+ * no mode: it coordinates through that engine whatever its DataSource.
  * <p>
  * Internal, not for application use; the mode shows in {@code /actuator/leadership}.
  */

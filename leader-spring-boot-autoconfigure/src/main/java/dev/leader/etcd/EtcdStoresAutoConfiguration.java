@@ -52,6 +52,7 @@ public final class EtcdStoresAutoConfiguration {
 			LeaderProperties leaderProperties) {
 		requireWholeSeconds("leader.lease.duration", settings.duration());
 		requireWholeSeconds("leader.node.expiry", settings.nodeExpiry());
+		settings.requireRoomForAHungCall("leader.etcd.timeout", properties.determineTimeout());
 		List<String> crashTakeover = leaderProperties.getLease().getCrashTakeoverGroups();
 		if (!crashTakeover.isEmpty()) {
 			throw new IllegalArgumentException("leader.lease.crash-takeover-groups " + crashTakeover + " cannot be "

@@ -20,6 +20,7 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.AnyNestedCondition;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
@@ -29,6 +30,7 @@ import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceProperties;
 import org.springframework.boot.sql.init.dependency.DatabaseInitializationDependencyConfigurer;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Conditional;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
 import org.springframework.context.annotation.Lazy;
@@ -48,6 +50,12 @@ import org.springframework.core.env.Environment;
  * without a family fails at startup with a message that says what to change. Runs before
  * {@link LeaderAutoConfiguration}, which builds the engine on whatever stores there are,
  * and never refers to this class.
+ * <p>
+ * When another engine's coordination store is defined before this class (etcd's, or the
+ * application's own), the node coordinates through it whatever the data source: there is
+ * no {@link LeaderMode}, so an in-memory database never makes it run alone, and the data
+ * source keeps only the fences; one the starter has no tables for (H2, HSQLDB, Derby,
+ * ...) costs the fences alone, with a WARN at startup ({@link NoFencesFencingStore}).
  */
 @AutoConfiguration(before = LeaderAutoConfiguration.class, after = DataSourceAutoConfiguration.class,
 		afterName = "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration")
@@ -82,25 +90,6 @@ public final class JdbcStoresAutoConfiguration {
 				dataSourceProperties.getIfAvailable(), beanFactory);
 	}
 
-	/**
-	 * Decides at startup, not at build time, whether this node coordinates through the
-	 * database or runs alone: {@code leader.enabled=false} and an in-memory embedded
-	 * database make it run alone, on stores in memory.
-	 * @param properties the starter's properties
-	 * @param dataSource the data source the starter keeps its tables in, asked only when
-	 * enabled
-	 * @return the mode
-	 */
-	@Bean
-	@ConditionalOnMissingBean
-	LeaderMode leaderMode(LeaderProperties properties, ObjectProvider<CoordinationDataSource> dataSource) {
-		if (!properties.isEnabled()) {
-			return LeaderMode.decide(false, null, null, properties.getJdbc().determineQueryTimeout());
-		}
-		CoordinationDataSource chosen = dataSource.getObject();
-		return LeaderMode.decide(true, chosen.dataSource(), chosen.url(), properties.getJdbc().determineQueryTimeout());
-	}
-
 	@Bean
 	@ConditionalOnMissingBean
 	TablePrefix leaderTablePrefix(LeaderProperties properties) {
@@ -113,9 +102,10 @@ public final class JdbcStoresAutoConfiguration {
 	@ConditionalOnMissingBean
 	CoordinationStore leaderCoordinationStore(ObjectProvider<CoordinationDataSource> coordinationDataSource,
 			TablePrefix prefix, LeaderProperties properties, ObjectProvider<LeaderSchemaMigration> migration,
-			ObjectProvider<JdbcStoreFamily> families, LeaderMode mode) {
-		if (mode.isAlone()) {
-			return mode.stores().coordinationStore();
+			ObjectProvider<JdbcStoreFamily> families, ObjectProvider<LeaderMode> mode) {
+		LeaderMode alone = alone(mode);
+		if (alone != null) {
+			return alone.stores().coordinationStore();
 		}
 		JdbcStoreContext context = context(coordinationDataSource, prefix, properties, migration);
 		return family(context, families).coordinationStore(context);
@@ -127,9 +117,10 @@ public final class JdbcStoresAutoConfiguration {
 	DaemonStore leaderDaemonStore(ObjectProvider<CoordinationDataSource> coordinationDataSource, TablePrefix prefix,
 			LeaderProperties properties, LeaseSettings settings, ObjectProvider<CoordinationStore> coordinationStore,
 			ObjectProvider<LeaderSchemaMigration> migration, ObjectProvider<JdbcStoreFamily> families,
-			LeaderMode mode) {
-		if (mode.isAlone()) {
-			return mode.stores().daemonStore();
+			ObjectProvider<LeaderMode> mode) {
+		LeaderMode alone = alone(mode);
+		if (alone != null) {
+			return alone.stores().daemonStore();
 		}
 		JdbcStoreContext context = context(coordinationDataSource, prefix, properties, migration);
 		return family(context, families).daemonStore(context, settings, coordinationStore.getIfAvailable());
@@ -140,9 +131,10 @@ public final class JdbcStoresAutoConfiguration {
 	LogStore leaderLogStore(ObjectProvider<CoordinationDataSource> coordinationDataSource, TablePrefix prefix,
 			LeaderProperties properties, LeaseSettings settings, ObjectProvider<CoordinationStore> coordinationStore,
 			ObjectProvider<LeaderSchemaMigration> migration, ObjectProvider<JdbcStoreFamily> families,
-			LeaderMode mode) {
-		if (mode.isAlone()) {
-			return mode.stores().logStore();
+			ObjectProvider<LeaderMode> mode) {
+		LeaderMode alone = alone(mode);
+		if (alone != null) {
+			return alone.stores().logStore();
 		}
 		JdbcStoreContext context = context(coordinationDataSource, prefix, properties, migration);
 		return family(context, families).logStore(context, settings, coordinationStore.getIfAvailable());
@@ -153,12 +145,30 @@ public final class JdbcStoresAutoConfiguration {
 	FencingStore leaderFencingStore(ObjectProvider<CoordinationDataSource> coordinationDataSource, TablePrefix prefix,
 			LeaderProperties properties, LeaseSettings settings, ObjectProvider<CoordinationStore> coordinationStore,
 			ObjectProvider<LeaderSchemaMigration> migration, ObjectProvider<JdbcStoreFamily> families,
-			LeaderMode mode) {
-		if (mode.isAlone()) {
-			return mode.stores().fencingStore();
+			ObjectProvider<LeaderMode> mode) {
+		LeaderMode alone = alone(mode);
+		if (alone != null) {
+			return alone.stores().fencingStore();
 		}
 		JdbcStoreContext context = context(coordinationDataSource, prefix, properties, migration);
+		if (mode.getIfAvailable() == null) {
+			// Another engine keeps the leases: the database holds only the fences, and
+			// one the starter has no tables for costs the fences, not the application.
+			try {
+				return family(context, families).fencingStore(context, settings, coordinationStore.getIfAvailable());
+			}
+			catch (UnsupportedDatabaseException ex) {
+				return NoFencesFencingStore.warn(context.coordinationDataSource());
+			}
+		}
 		return family(context, families).fencingStore(context, settings, coordinationStore.getIfAvailable());
+	}
+
+	// The mode of a node that runs alone, or null if it coordinates: through its
+	// database, or through another engine, which leaves no mode to decide.
+	private static @Nullable LeaderMode alone(ObjectProvider<LeaderMode> mode) {
+		LeaderMode decided = mode.getIfAvailable();
+		return (decided != null && decided.isAlone()) ? decided : null;
 	}
 
 	private static JdbcStoreContext context(ObjectProvider<CoordinationDataSource> coordinationDataSource,
@@ -210,16 +220,82 @@ public final class JdbcStoresAutoConfiguration {
 		LeaderSchemaMigration leaderSchemaMigration(ObjectProvider<CoordinationDataSource> dataSource,
 				TablePrefix prefix, LeaseSettings settings, LeaderProperties properties, Environment environment,
 				ObjectProvider<DaemonSettings> daemonSettings, ObjectProvider<JdbcStoreFamily> families,
-				ListableBeanFactory beanFactory, LeaderMode mode) {
+				ListableBeanFactory beanFactory, ObjectProvider<LeaderMode> mode) {
 			// The settings are checked before anything is written to the database.
 			checkSettings(properties, environment, settings, daemonSettings.getIfAvailable(), beanFactory);
 			LeaderSchemaMigration migration = new LeaderSchemaMigration(() -> dataSource.getObject().dataSource(),
 					prefix, () -> JdbcStoreFamilies.beansOrListed(families.orderedStream().toList()));
+			LeaderMode decided = mode.getIfAvailable();
+			if (decided == null) {
+				// Another engine keeps the leases: the tables are only for the fences,
+				// which a database without them goes without (NoFencesFencingStore).
+				try {
+					migration.migrate();
+				}
+				catch (UnsupportedDatabaseException ex) {
+					// No table.
+				}
+			}
 			// A node that runs alone keeps its state in memory: no table.
-			if (!mode.isAlone()) {
+			else if (!decided.isAlone()) {
 				migration.migrate();
 			}
 			return migration;
+		}
+
+	}
+
+	/**
+	 * Decides whether the node runs alone, when no other engine keeps its leases: on
+	 * another engine's coordination store (etcd, or the application's own), the node
+	 * coordinates through it whatever the data source, and there is no mode.
+	 */
+	@Configuration(proxyBeanMethods = false)
+	@Conditional(NoOtherEngineCondition.class)
+	static class LeaderModeConfiguration {
+
+		/**
+		 * Decides at startup, not at build time, whether this node coordinates through
+		 * the database or runs alone: {@code leader.enabled=false} and an in-memory
+		 * embedded database make it run alone, on stores in memory.
+		 * @param properties the starter's properties
+		 * @param dataSource the data source the starter keeps its tables in, asked only
+		 * when enabled
+		 * @return the mode
+		 */
+		@Bean
+		@ConditionalOnMissingBean
+		LeaderMode leaderMode(LeaderProperties properties, ObjectProvider<CoordinationDataSource> dataSource) {
+			if (!properties.isEnabled()) {
+				return LeaderMode.decide(false, null, null, properties.getJdbc().determineQueryTimeout());
+			}
+			CoordinationDataSource chosen = dataSource.getObject();
+			return LeaderMode.decide(true, chosen.dataSource(), chosen.url(),
+					properties.getJdbc().determineQueryTimeout());
+		}
+
+	}
+
+	/**
+	 * Matches when the coordination store will be this family's: no other is defined
+	 * before this auto-configuration's own (the class's nested configurations are read
+	 * before its beans), or the starter is off, which runs the node alone whatever it
+	 * has.
+	 */
+	static final class NoOtherEngineCondition extends AnyNestedCondition {
+
+		NoOtherEngineCondition() {
+			super(ConfigurationPhase.REGISTER_BEAN);
+		}
+
+		@ConditionalOnMissingBean(CoordinationStore.class)
+		static final class NoOtherCoordinationStore {
+
+		}
+
+		@ConditionalOnBooleanProperty(name = "leader.enabled", havingValue = false)
+		static final class Disabled {
+
 		}
 
 	}

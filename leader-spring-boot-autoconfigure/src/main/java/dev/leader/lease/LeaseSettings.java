@@ -1,6 +1,8 @@
 package dev.leader.lease;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * The timing of the election engine. The range of each value and the relations between
@@ -85,6 +87,52 @@ public record LeaseSettings(Duration duration, Duration renewInterval, Duration 
 	public static LeaseSettings defaults() {
 		return new LeaseSettings(Duration.ofSeconds(10), Duration.ofSeconds(3), Duration.ofSeconds(2),
 				Duration.ofMillis(200), Duration.ofSeconds(10), Duration.ofSeconds(10));
+	}
+
+	/**
+	 * Checks that a heartbeat which waits out the whole call timeout of a coordinator
+	 * that hangs (a paused member of a cluster: the call finds no error, only silence),
+	 * and the retry that follows it a retry interval later, still renew within the
+	 * leader's safe window and before the node's daemons stop: the renew interval plus
+	 * the call timeout plus the retry interval plus the safety margin must be less than
+	 * both the lease duration and the node expiry. It is {@link LeaseSettings}' own rule
+	 * for a failed renewal, with the time that renewal waited before it failed.
+	 * @param property the property of the call timeout, such as
+	 * {@code leader.etcd.timeout}
+	 * @param callTimeout the longest time a call to the coordinator may take
+	 * @throws IllegalArgumentException naming the properties to change, and to what
+	 */
+	public void requireRoomForAHungCall(String property, Duration callTimeout) {
+		Duration hungRenewal = this.renewInterval.plus(callTimeout).plus(this.retryInterval).plus(this.safetyMargin);
+		boolean expiryFirst = this.nodeExpiry.compareTo(this.duration) < 0;
+		Duration limit = expiryFirst ? this.nodeExpiry : this.duration;
+		if (hungRenewal.compareTo(limit) < 0) {
+			return;
+		}
+		Duration room = limit.minus(this.renewInterval).minus(this.retryInterval).minus(this.safetyMargin);
+		String lowerTimeout = (!room.isNegative() && !room.isZero()) ? "lower " + property + " below " + room + ", or "
+				: "";
+		List<String> tooShort = new ArrayList<>();
+		if (hungRenewal.compareTo(this.duration) >= 0) {
+			tooShort.add("leader.lease.duration");
+		}
+		if (hungRenewal.compareTo(this.nodeExpiry) >= 0) {
+			tooShort.add("leader.node.expiry");
+		}
+		throw new IllegalArgumentException(property + " (" + callTimeout + ") plus leader.lease.renew-interval ("
+				+ this.renewInterval + ") plus leader.lease.retry-interval (" + this.retryInterval
+				+ ") plus leader.lease.safety-margin (" + this.safetyMargin + ") must be less than "
+				+ (expiryFirst ? "leader.node.expiry" : "leader.lease.duration") + " (" + limit
+				+ "): a heartbeat sent to a member that hangs waits " + property
+				+ " before it fails, and its retry must still renew within the leader's safe window; " + lowerTimeout
+				+ "raise " + String.join(" and ", tooShort) + " to at least " + wholeSecondsAbove(hungRenewal)
+				+ ", or lower the renew or the retry interval");
+	}
+
+	// The coordinators that count in whole seconds take only those: the smallest one
+	// above the given duration.
+	private static Duration wholeSecondsAbove(Duration duration) {
+		return Duration.ofSeconds(duration.getSeconds() + 1);
 	}
 
 	/**

@@ -67,7 +67,7 @@ class DemoLauncher {
 			command.addAll(databaseArguments);
 			command.addAll(List.of("--server.port=" + port, "--server.address=127.0.0.1", "--leader.node.name=" + name,
 					"--sample.exit-with-launcher=true"));
-			command.addAll(properties.nodeArguments());
+			command.addAll(properties.nodeArgumentsOrDefault());
 			nodes.add(new DemoNode(number, name, port, command, environment, logs.resolve(name + ".log")));
 		}
 		return new NodeProcesses(nodes, properties.stopTimeout());
