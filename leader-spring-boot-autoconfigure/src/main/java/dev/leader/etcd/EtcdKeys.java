@@ -85,8 +85,8 @@ final class EtcdKeys {
 	EtcdKeys(String prefix) {
 		if (prefix == null || !VALID_PREFIX.matcher(prefix).matches() || prefix.endsWith("/")
 				|| prefix.contains("//")) {
-			throw new IllegalArgumentException("Invalid etcd key prefix '" + prefix
-					+ "': use 1 to 120 letters, digits, '.', '_', ':', '-' or '/', without a trailing or double '/'");
+			throw new IllegalArgumentException("leader.etcd.prefix: '" + prefix + "' is not a valid etcd key prefix"
+					+ "; use 1 to 120 letters, digits, '.', '_', ':', '-' or '/', without a trailing or double '/'");
 		}
 		this.prefix = prefix;
 	}
