@@ -5,8 +5,10 @@ import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
@@ -17,14 +19,24 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import javax.net.ssl.SSLException;
+
+import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
+import io.etcd.jetcd.ClientBuilder;
 import io.etcd.jetcd.common.exception.ErrorCode;
 import io.etcd.jetcd.common.exception.EtcdException;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
+import io.grpc.netty.GrpcSslContexts;
+import io.netty.handler.ssl.SslContext;
+import io.netty.handler.ssl.SslContextBuilder;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
 
+import org.springframework.boot.ssl.SslBundle;
+import org.springframework.boot.ssl.SslOptions;
 import org.springframework.util.Assert;
 
 /**
@@ -42,6 +54,13 @@ import org.springframework.util.Assert;
  * nodes spread over the members. Watches, long-lived streams, go through etcd's own
  * client of every member, which moves a stream whose member went away to another; a
  * stream on a member that hangs stays there until it answers.
+ * <p>
+ * Every member's client is fully built at creation, its gRPC channel and the Vert.x
+ * instance under it included: jetcd builds them on a client's first use, and Vert.x
+ * registers a JVM shutdown hook when it starts, which the JVM refuses once it shuts down.
+ * Built lazily, the client of a member that the calls moved to shortly before a graceful
+ * shutdown would fail every call of that shutdown ("Shutdown in progress"), and the node
+ * would hand nothing over.
  */
 public final class EtcdMemberClients {
 
@@ -64,20 +83,122 @@ public final class EtcdMemberClients {
 	 * @return the client
 	 */
 	public static Client create(List<URI> endpoints, Duration timeout) {
+		return create(endpoints, timeout, new Access(null, null));
+	}
+
+	/**
+	 * Creates a client of the members that authenticates and speaks TLS, closed by its
+	 * caller.
+	 * @param endpoints the client URLs of the members, at least one
+	 * @param timeout how long a call may wait for a member before the next calls go to
+	 * another, positive
+	 * @param access the user and password to send, and the TLS context, if any
+	 * @return the client
+	 */
+	static Client create(List<URI> endpoints, Duration timeout, Access access) {
 		Assert.notEmpty(endpoints, "At least one etcd endpoint is needed");
 		Assert.isTrue(timeout != null && !timeout.isNegative() && !timeout.isZero(),
 				"The etcd timeout must be positive, not " + timeout);
 		List<Client> members = new ArrayList<>();
-		for (URI endpoint : endpoints) {
-			members.add(Client.builder().endpoints(endpoint).maxInboundMessageSize(MAX_ANSWER_BYTES).build());
+		Client watches;
+		try {
+			for (URI endpoint : endpoints) {
+				members.add(built(access.builder(endpoint).maxInboundMessageSize(MAX_ANSWER_BYTES).build()));
+			}
+			watches = built(
+					access.builder(endpoints.toArray(URI[]::new)).maxInboundMessageSize(MAX_ANSWER_BYTES).build());
 		}
-		Client watches = Client.builder()
-			.endpoints(endpoints.toArray(URI[]::new))
-			.maxInboundMessageSize(MAX_ANSWER_BYTES)
-			.build();
+		catch (RuntimeException ex) {
+			members.forEach(Client::close);
+			throw ex;
+		}
 		Members handler = new Members(endpoints, members, watches, timeout);
 		return (Client) Proxy.newProxyInstance(EtcdMemberClients.class.getClassLoader(),
 				new Class<?>[] { Client.class }, handler);
+	}
+
+	// Each getter builds its service, whose stubs build the client's channel and its
+	// Vert.x instance: now, rather than during a shutdown.
+	private static Client built(Client client) {
+		client.getKVClient();
+		client.getLeaseClient();
+		client.getWatchClient();
+		client.getMaintenanceClient();
+		client.getClusterClient();
+		client.getAuthClient();
+		client.getLockClient();
+		client.getElectionClient();
+		return client;
+	}
+
+	/**
+	 * Builds the TLS context of a bundle: its trust managers, its key managers when it
+	 * has a key store, and the ciphers and protocols it restricts.
+	 * @param bundle the bundle
+	 * @return the context
+	 * @throws EtcdSetupException if the bundle's stores cannot make one
+	 */
+	static SslContext sslContext(SslBundle bundle) {
+		try {
+			SslContextBuilder builder = GrpcSslContexts.forClient()
+				.trustManager(bundle.getManagers().getTrustManagerFactory());
+			if (bundle.getStores().getKeyStore() != null) {
+				builder.keyManager(bundle.getManagers().getKeyManagerFactory());
+			}
+			SslOptions options = bundle.getOptions();
+			if (options.getCiphers() != null) {
+				builder.ciphers(Arrays.asList(options.getCiphers()));
+			}
+			if (options.getEnabledProtocols() != null) {
+				builder.protocols(options.getEnabledProtocols());
+			}
+			return builder.build();
+		}
+		catch (SSLException | IllegalStateException ex) {
+			throw new EtcdSetupException(
+					"The SSL bundle of leader.etcd.ssl.bundle could not make a TLS context: " + ex.getMessage() + ".",
+					"Give the bundle a trust store with the CA of the etcd members' "
+							+ "certificates and, if the members require one, a key store with a client certificate "
+							+ "and its private key.",
+					ex);
+		}
+	}
+
+	/**
+	 * A user and its password: {@link #toString()} shows the user only.
+	 *
+	 * @param user the user
+	 * @param password its password
+	 */
+	record Credentials(String user, String password) {
+
+		@Override
+		public String toString() {
+			return "user '" + this.user + "'";
+		}
+
+	}
+
+	/**
+	 * How every client of the members authenticates and encrypts.
+	 *
+	 * @param credentials the user and password, or {@code null}
+	 * @param sslContext the TLS context, or {@code null} for plaintext
+	 */
+	record Access(@Nullable Credentials credentials, @Nullable SslContext sslContext) {
+
+		ClientBuilder builder(URI... endpoints) {
+			ClientBuilder builder = Client.builder().endpoints(endpoints);
+			if (this.credentials != null) {
+				builder.user(ByteSequence.from(this.credentials.user(), StandardCharsets.UTF_8))
+					.password(ByteSequence.from(this.credentials.password(), StandardCharsets.UTF_8));
+			}
+			if (this.sslContext != null) {
+				builder.sslContext(this.sslContext);
+			}
+			return builder;
+		}
+
 	}
 
 	/**
@@ -205,7 +326,7 @@ public final class EtcdMemberClients {
 			return switch (method.getName()) {
 				case "equals" -> proxy == args[0];
 				case "hashCode" -> System.identityHashCode(proxy);
-				default -> "etcd members " + this.endpoints;
+				default -> "etcd members " + this.endpoints + ", calls to " + this.endpoints.get(this.current.get());
 			};
 		}
 

@@ -1,5 +1,6 @@
 package dev.leader.etcd;
 
+import java.net.URI;
 import java.time.Duration;
 import java.util.List;
 
@@ -11,7 +12,9 @@ import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaseSettings;
 import dev.leader.log.LogStore;
 import io.etcd.jetcd.Client;
+import org.jspecify.annotations.Nullable;
 
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionOutcome;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
@@ -21,6 +24,9 @@ import org.springframework.boot.autoconfigure.condition.SpringBootCondition;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.context.properties.bind.Bindable;
 import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.boot.ssl.NoSuchSslBundleException;
+import org.springframework.boot.ssl.SslBundle;
+import org.springframework.boot.ssl.SslBundles;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.ConditionContext;
 import org.springframework.context.annotation.Conditional;
@@ -40,10 +46,39 @@ import org.springframework.core.type.AnnotatedTypeMetadata;
 @EnableConfigurationProperties(EtcdProperties.class)
 public final class EtcdStoresAutoConfiguration {
 
+	// Before the client is built, every member is asked once whether it accepts the
+	// user, password and certificates: settings it refuses fail startup, a member that
+	// is down does not.
 	@Bean(destroyMethod = "close")
 	@ConditionalOnMissingBean
-	Client leaderEtcdClient(EtcdProperties properties) {
-		return EtcdMemberClients.create(properties.determineEndpoints(), properties.determineTimeout());
+	Client leaderEtcdClient(EtcdProperties properties, ObjectProvider<SslBundles> sslBundles) {
+		List<URI> endpoints = properties.determineEndpoints();
+		Duration timeout = properties.determineTimeout();
+		EtcdMemberClients.Credentials credentials = properties.determineCredentials();
+		String bundleName = properties.determineSslBundle();
+		SslBundle bundle = (bundleName != null) ? sslBundle(bundleName, sslBundles.getIfAvailable()) : null;
+		EtcdMemberClients.Access access = new EtcdMemberClients.Access(credentials,
+				(bundle != null) ? EtcdMemberClients.sslContext(bundle) : null);
+		new EtcdAccessCheck(endpoints, timeout, access, properties.getPrefix(), bundleName).check();
+		return EtcdMemberClients.create(endpoints, timeout, access);
+	}
+
+	private static SslBundle sslBundle(String name, @Nullable SslBundles bundles) {
+		String define = "Define the bundle with spring.ssl.bundle.pem." + name + ".truststore.certificate (and "
+				+ ".keystore.certificate and .keystore.private-key for a client certificate), or with "
+				+ "spring.ssl.bundle.jks." + name + ".*, or set leader.etcd.ssl.bundle to the name of a bundle "
+				+ "that exists.";
+		if (bundles == null) {
+			throw new EtcdSetupException("leader.etcd.ssl.bundle names the SSL bundle '" + name + "', and the "
+					+ "application has no SSL bundles (no SslBundles bean).", define);
+		}
+		try {
+			return bundles.getBundle(name);
+		}
+		catch (NoSuchSslBundleException ex) {
+			throw new EtcdSetupException("leader.etcd.ssl.bundle names the SSL bundle '" + name + "', which the "
+					+ "application does not define.", define, ex);
+		}
 	}
 
 	@Bean

@@ -18,9 +18,14 @@ import java.util.concurrent.TimeoutException;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 
+import javax.net.ssl.SSLException;
+
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
+import io.etcd.jetcd.ClientBuilder;
+import io.etcd.jetcd.auth.Permission;
 import io.etcd.jetcd.maintenance.StatusResponse;
+import io.grpc.netty.GrpcSslContexts;
 import org.awaitility.Awaitility;
 import org.awaitility.core.ConditionTimeoutException;
 import org.jspecify.annotations.Nullable;
@@ -50,6 +55,14 @@ import org.springframework.util.FileSystemUtils;
  * leader through etcd's Java client, {@code io.etcd:jetcd-core}, an optional dependency
  * of this module that a test of its own adds. Not thread-safe: one thread injects the
  * faults.
+ * <p>
+ * {@link #start(int, Security)} secures the members as production etcd runs them:
+ * {@link Security#withTls()} serves the client URLs over TLS ({@code https://}) and
+ * requires a client certificate ({@code --client-cert-auth}), from certificates that
+ * {@code openssl} generates into the temporary directory ({@link #tls()});
+ * {@link Security#withAuth(String)} enables etcd's authentication with a {@code root}
+ * user of that password and a user {@code leader} whose role may read and write only
+ * under a key prefix. The peers always talk plaintext.
  */
 public final class EtcdCluster implements AutoCloseable {
 
@@ -73,11 +86,18 @@ public final class EtcdCluster implements AutoCloseable {
 
 	private final List<Member> members = new ArrayList<>();
 
+	private final Security security;
+
+	private @Nullable TlsFiles tls;
+
+	private boolean authEnabled;
+
 	private @Nullable Client client;
 
-	private EtcdCluster(Path etcd, Path directory) {
+	private EtcdCluster(Path etcd, Path directory, Security security) {
 		this.etcd = etcd;
 		this.directory = directory;
+		this.security = security;
 	}
 
 	/**
@@ -94,18 +114,92 @@ public final class EtcdCluster implements AutoCloseable {
 	 * @return the running cluster, with a leader
 	 */
 	public static EtcdCluster start(int size) {
+		return start(size, Security.none());
+	}
+
+	/**
+	 * Starts a cluster secured as {@code security} says.
+	 * @param size how many members, at least one
+	 * @param security how the members are secured
+	 * @return the running cluster, with a leader, its authentication enabled if asked
+	 */
+	public static EtcdCluster start(int size, Security security) {
 		if (size < 1) {
 			throw new IllegalArgumentException("An etcd cluster needs at least one member, not " + size);
 		}
 		Path etcd = binary();
 		return TemporaryPostgres.startOrClose("Could not start a temporary etcd cluster",
-				() -> new EtcdCluster(etcd, Files.createTempDirectory("leader-etcd-")), (cluster) -> {
+				() -> new EtcdCluster(etcd, Files.createTempDirectory("leader-etcd-"), security), (cluster) -> {
+					if (security.tls) {
+						cluster.tls = TlsFiles.generate(cluster.directory.resolve("tls"));
+					}
 					cluster.createMembers(size);
 					for (Member member : cluster.members) {
 						member.launch();
 					}
 					cluster.awaitReady();
+					if (security.rootPassword != null) {
+						cluster.enableAuth(security.rootPassword);
+					}
 				}, EtcdCluster::close);
+	}
+
+	/**
+	 * Returns the certificates of a cluster started {@link Security#withTls() with TLS}.
+	 * @return the files
+	 * @throws IllegalStateException if the cluster runs without TLS
+	 */
+	public TlsFiles tls() {
+		TlsFiles tls = this.tls;
+		if (tls == null) {
+			throw new IllegalStateException("This etcd cluster runs without TLS: start it with Security.withTls()");
+		}
+		return tls;
+	}
+
+	// etcd wants a root user with the root role before it enables authentication; the
+	// user "leader" stands for an application that may touch only its own keys.
+	private void enableAuth(String rootPassword) {
+		Client client = client();
+		try {
+			ByteSequence root = bytes(Security.ROOT);
+			ByteSequence leader = bytes(Security.LEADER);
+			ByteSequence leaderRole = bytes("leader-role");
+			ByteSequence prefix = bytes(Security.LEADER_PREFIX);
+			await(client.getAuthClient().userAdd(root, bytes(rootPassword)));
+			await(client.getAuthClient().roleAdd(root));
+			await(client.getAuthClient().userGrantRole(root, root));
+			await(client.getAuthClient().userAdd(leader, bytes(rootPassword)));
+			await(client.getAuthClient().roleAdd(leaderRole));
+			// The whole prefix range, as etcdctl's --prefix grants it: up to the key
+			// after the prefix's last byte.
+			await(client.getAuthClient()
+				.roleGrantPermission(leaderRole, prefix, bytes(Security.LEADER_PREFIX_END), Permission.Type.READWRITE));
+			await(client.getAuthClient().userGrantRole(leader, leaderRole));
+			await(client.getAuthClient().authEnable());
+		}
+		finally {
+			closeClient();
+		}
+		this.authEnabled = true;
+		awaitReady();
+	}
+
+	private static void await(java.util.concurrent.CompletableFuture<?> future) {
+		try {
+			future.get(START_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+		}
+		catch (ExecutionException | TimeoutException ex) {
+			throw new IllegalStateException("Could not enable etcd's authentication", ex);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new IllegalStateException("Interrupted while enabling etcd's authentication", ex);
+		}
+	}
+
+	private static ByteSequence bytes(String text) {
+		return ByteSequence.from(text, StandardCharsets.UTF_8);
 	}
 
 	private static Path binary() {
@@ -194,10 +288,35 @@ public final class EtcdCluster implements AutoCloseable {
 	private Client client() {
 		Client client = this.client;
 		if (client == null) {
-			client = Client.builder().endpoints(endpoints().toArray(String[]::new)).build();
+			ClientBuilder builder = Client.builder().endpoints(endpoints().toArray(String[]::new));
+			TlsFiles tls = this.tls;
+			if (tls != null) {
+				try {
+					builder.sslContext(GrpcSslContexts.forClient()
+						.trustManager(tls.caCertificate().toFile())
+						.keyManager(tls.clientCertificate().toFile(), tls.clientKey().toFile())
+						.build());
+				}
+				catch (SSLException ex) {
+					throw new IllegalStateException("Could not read the etcd cluster's certificates in " + tls, ex);
+				}
+			}
+			String rootPassword = this.security.rootPassword;
+			if (this.authEnabled && rootPassword != null) {
+				builder.user(bytes(Security.ROOT)).password(bytes(rootPassword));
+			}
+			client = builder.build();
 			this.client = client;
 		}
 		return client;
+	}
+
+	private void closeClient() {
+		Client client = this.client;
+		this.client = null;
+		if (client != null) {
+			client.close();
+		}
 	}
 
 	/**
@@ -307,11 +426,7 @@ public final class EtcdCluster implements AutoCloseable {
 
 	@Override
 	public void close() {
-		Client client = this.client;
-		this.client = null;
-		if (client != null) {
-			client.close();
-		}
+		closeClient();
 		for (Member member : this.members) {
 			member.stop();
 		}
@@ -354,10 +469,11 @@ public final class EtcdCluster implements AutoCloseable {
 
 		/**
 		 * Returns the member's client URL.
-		 * @return {@code http://127.0.0.1:port}
+		 * @return {@code http://127.0.0.1:port}, or {@code https://127.0.0.1:port} on a
+		 * cluster with TLS
 		 */
 		public String endpoint() {
-			return "http://127.0.0.1:" + this.clientPort;
+			return ((EtcdCluster.this.security.tls) ? "https" : "http") + "://127.0.0.1:" + this.clientPort;
 		}
 
 		/**
@@ -442,11 +558,16 @@ public final class EtcdCluster implements AutoCloseable {
 			Path data = dataDirectory();
 			// Once the data directory exists, etcd takes the membership from it and
 			// ignores the initial-cluster flags, so a restart uses the same command.
-			List<String> command = List.of(EtcdCluster.this.etcd.toString(), "--name", name(), "--data-dir",
-					data.toString(), "--listen-client-urls", endpoint(), "--advertise-client-urls", endpoint(),
-					"--listen-peer-urls", peerUrl(), "--initial-advertise-peer-urls", peerUrl(), "--initial-cluster",
-					initialCluster(), "--initial-cluster-state", "new", "--initial-cluster-token",
-					EtcdCluster.this.token, "--logger", "zap", "--log-outputs", "stderr");
+			List<String> command = new ArrayList<>(List.of(EtcdCluster.this.etcd.toString(), "--name", name(),
+					"--data-dir", data.toString(), "--listen-client-urls", endpoint(), "--advertise-client-urls",
+					endpoint(), "--listen-peer-urls", peerUrl(), "--initial-advertise-peer-urls", peerUrl(),
+					"--initial-cluster", initialCluster(), "--initial-cluster-state", "new", "--initial-cluster-token",
+					EtcdCluster.this.token, "--logger", "zap", "--log-outputs", "stderr"));
+			TlsFiles tls = EtcdCluster.this.tls;
+			if (tls != null) {
+				command.addAll(List.of("--client-cert-auth", "--trusted-ca-file", tls.caCertificate().toString(),
+						"--cert-file", tls.serverCertificate().toString(), "--key-file", tls.serverKey().toString()));
+			}
 			ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
 				.redirectOutput(ProcessBuilder.Redirect.appendTo(log().toFile()));
 			// etcd reads its flags from ETCD_* variables too; the test's environment must
@@ -560,6 +681,138 @@ public final class EtcdCluster implements AutoCloseable {
 		@Override
 		public String toString() {
 			return name() + " on " + endpoint();
+		}
+
+	}
+
+	/**
+	 * How a cluster's members are secured: neither TLS nor authentication unless asked.
+	 */
+	public static final class Security {
+
+		/**
+		 * The user with etcd's root role, whose password {@link #withAuth(String)} sets.
+		 */
+		public static final String ROOT = "root";
+
+		/**
+		 * A user with the same password whose role may read and write only the keys under
+		 * {@link #LEADER_PREFIX}.
+		 */
+		public static final String LEADER = "leader";
+
+		/**
+		 * The prefix that the user {@link #LEADER} may read and write.
+		 */
+		public static final String LEADER_PREFIX = "leader-test";
+
+		private static final String LEADER_PREFIX_END = "leader-tesu";
+
+		private final boolean tls;
+
+		private final @Nullable String rootPassword;
+
+		private Security(boolean tls, @Nullable String rootPassword) {
+			this.tls = tls;
+			this.rootPassword = rootPassword;
+		}
+
+		/**
+		 * Returns members without TLS or authentication.
+		 * @return the security of a plain cluster
+		 */
+		public static Security none() {
+			return new Security(false, null);
+		}
+
+		/**
+		 * Returns this security with TLS on the client URLs and client certificates
+		 * required.
+		 * @return the security with TLS
+		 */
+		public Security withTls() {
+			return new Security(true, this.rootPassword);
+		}
+
+		/**
+		 * Returns this security with etcd's authentication enabled.
+		 * @param password the password of {@link #ROOT} and {@link #LEADER}
+		 * @return the security with authentication
+		 */
+		public Security withAuth(String password) {
+			return new Security(this.tls, password);
+		}
+
+	}
+
+	/**
+	 * The PEM files of a cluster with TLS: its CA, the members' certificate, a client
+	 * certificate the CA signed, and another CA that signed none of them.
+	 *
+	 * @param caCertificate the CA that signed the members' and the client's certificates
+	 * @param serverCertificate the members' certificate, for 127.0.0.1 and localhost
+	 * @param serverKey the members' private key
+	 * @param clientCertificate a client certificate that the members accept
+	 * @param clientKey its private key
+	 * @param foreignCaCertificate a CA that signed none of the cluster's certificates
+	 */
+	public record TlsFiles(Path caCertificate, Path serverCertificate, Path serverKey, Path clientCertificate,
+			Path clientKey, Path foreignCaCertificate) {
+
+		private static final Path OPENSSL = Path.of("/usr/bin/openssl");
+
+		static TlsFiles generate(Path directory) throws IOException {
+			Path openssl = openssl();
+			Files.createDirectories(directory);
+			TlsFiles files = new TlsFiles(directory.resolve("ca.crt"), directory.resolve("server.crt"),
+					directory.resolve("server.key"), directory.resolve("client.crt"), directory.resolve("client.key"),
+					directory.resolve("foreign-ca.crt"));
+			Path caKey = directory.resolve("ca.key");
+			selfSigned(openssl, caKey, files.caCertificate, "leader-test-ca");
+			selfSigned(openssl, directory.resolve("foreign-ca.key"), files.foreignCaCertificate, "leader-test-ca");
+			Path serverExtensions = directory.resolve("server.ext");
+			// etcd's own gateway dials its client URL with the server certificate.
+			Files.writeString(serverExtensions,
+					"subjectAltName=IP:127.0.0.1,DNS:localhost\n" + "extendedKeyUsage=serverAuth,clientAuth\n");
+			signed(openssl, files, caKey, "server", "127.0.0.1", serverExtensions);
+			Path clientExtensions = directory.resolve("client.ext");
+			Files.writeString(clientExtensions, "extendedKeyUsage=clientAuth\n");
+			signed(openssl, files, caKey, "client", "leader-test-client", clientExtensions);
+			return files;
+		}
+
+		private static Path openssl() {
+			if (Files.isExecutable(OPENSSL)) {
+				return OPENSSL;
+			}
+			String searchPath = Optional.ofNullable(System.getenv("PATH")).orElse("");
+			for (String entry : searchPath.split(File.pathSeparator)) {
+				if (!entry.isEmpty() && Files.isExecutable(Path.of(entry, "openssl"))) {
+					return Path.of(entry, "openssl");
+				}
+			}
+			throw new IllegalStateException("This test starts etcd members with TLS and generates their "
+					+ "certificates with the openssl command, found neither at /usr/bin/openssl nor on the PATH: "
+					+ "install Debian's openssl package (apt-get install openssl)");
+		}
+
+		private static void selfSigned(Path openssl, Path key, Path certificate, String name) {
+			TemporaryPostgres.run(List.of(openssl.toString(), "req", "-x509", "-newkey", "ec", "-pkeyopt",
+					"ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key.toString(), "-out", certificate.toString(),
+					"-days", "2", "-subj", "/CN=" + name), false);
+		}
+
+		private static void signed(Path openssl, TlsFiles files, Path caKey, String name, String commonName,
+				Path extensions) {
+			Path directory = caKey.getParent();
+			Path request = directory.resolve(name + ".csr");
+			TemporaryPostgres.run(List.of(openssl.toString(), "req", "-newkey", "ec", "-pkeyopt",
+					"ec_paramgen_curve:prime256v1", "-nodes", "-keyout", directory.resolve(name + ".key").toString(),
+					"-out", request.toString(), "-subj", "/CN=" + commonName), false);
+			TemporaryPostgres.run(List.of(openssl.toString(), "x509", "-req", "-in", request.toString(), "-CA",
+					files.caCertificate.toString(), "-CAkey", caKey.toString(), "-set_serial",
+					Long.toString(System.nanoTime()), "-days", "2", "-extfile", extensions.toString(), "-out",
+					directory.resolve(name + ".crt").toString()), false);
 		}
 
 	}
