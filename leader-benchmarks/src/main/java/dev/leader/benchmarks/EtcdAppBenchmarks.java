@@ -70,7 +70,7 @@ final class EtcdAppBenchmarks {
 			List<Double> postgres = handOver(cluster(database, logs, jar, "pg-app-handover-"), List.of(), rounds,
 					settle, null);
 			List<Double> onEtcd = handOver(cluster(database, logs, jar, "etcd-app-handover-"),
-					etcdArguments(etcd, "handover"), rounds, settle, etcd);
+					etcdArguments(etcd, "handover", options), rounds, settle, etcd);
 			String recipeLoad = Report.loadAverage();
 			List<Double> recipe = recipeRounds(etcd, logs, "handover", rounds, settle, false);
 			String what = "sample app: graceful hand-over, SIGTERM -> successor's granted event of billing, monotonic "
@@ -85,8 +85,8 @@ final class EtcdAppBenchmarks {
 			load = Report.loadAverage();
 			LoadWindows postgresIdle = idleOnPostgres(cluster(database, logs, jar, "pg-app-idle-"), database, window,
 					windows);
-			IdleOnEtcd etcdIdle = idleOnEtcd(cluster(database, logs, jar, "etcd-app-idle-"), database, etcd, window,
-					windows);
+			IdleOnEtcd etcdIdle = idleOnEtcd(cluster(database, logs, jar, "etcd-app-idle-"), database, etcd,
+					etcdArguments(etcd, "idle", options), window, windows);
 			recipeLoad = Report.loadAverage();
 			IdleOnEtcd recipeIdle = idleOfRecipe(etcd, logs, database, window, windows);
 			String idle = String.format(Locale.ROOT,
@@ -109,7 +109,7 @@ final class EtcdAppBenchmarks {
 					String.format(Locale.ROOT, "%.2fx", etcdIdle.started() / recipeIdle.started()), load);
 
 			if (crashRounds > 0) {
-				crash(database, logs, jar, etcd, crashRounds, settle);
+				crash(database, logs, jar, etcd, crashRounds, settle, options);
 			}
 		}
 	}
@@ -125,11 +125,12 @@ final class EtcdAppBenchmarks {
 	 * @param etcd the cluster
 	 * @param rounds the kills of each side
 	 * @param settle how long each side idles before a kill
+	 * @param options the command line's options
 	 */
 	private static void crash(BenchDatabase database, Path logs, Path jar, EtcdCluster etcd, int rounds,
-			Duration settle) throws Exception {
+			Duration settle, BenchOptions options) throws Exception {
 		String load = Report.loadAverage();
-		List<String> arguments = new ArrayList<>(etcdArguments(etcd, "crash"));
+		List<String> arguments = new ArrayList<>(etcdArguments(etcd, "crash", options));
 		// The defaults, named so that the bound below stays theirs: on etcd the leader's
 		// group key lives on its node's lease.
 		arguments.add("--leader.lease.duration=" + LEASE);
@@ -197,10 +198,26 @@ final class EtcdAppBenchmarks {
 				(name, arguments, log) -> SampleAppNode.start(jar, database, name, arguments, log));
 	}
 
-	private static List<String> etcdArguments(EtcdCluster etcd, String name) {
-		return List.of("--leader.etcd.endpoints=" + String.join(",", etcd.endpoints()),
-				"--leader.etcd.prefix=leader-bench/app-" + name + "-" + System.nanoTime(),
-				"--leader.lease.crash-takeover-groups=");
+	/**
+	 * The arguments of a sample node on etcd: the cluster, a prefix of its own, no crash
+	 * takeover, and {@code --app-etcd-timeout} as {@code leader.etcd.timeout} if given.
+	 * @param etcd the cluster
+	 * @param name the figure's name, in the prefix
+	 * @param options the command line's options
+	 * @return the arguments
+	 */
+	private static List<String> etcdArguments(EtcdCluster etcd, String name, BenchOptions options) {
+		List<String> arguments = new ArrayList<>(
+				List.of("--leader.etcd.endpoints=" + String.join(",", etcd.endpoints()),
+						"--leader.etcd.prefix=leader-bench/app-" + name + "-" + System.nanoTime(),
+						"--leader.lease.crash-takeover-groups="));
+		String timeout = options.get("app-etcd-timeout");
+		if (timeout != null) {
+			// On a loaded machine a node's first call to etcd, on a cold JVM, can take
+			// longer than the default 3 s, and the node then fails to start.
+			arguments.add("--leader.etcd.timeout=" + Duration.parse(timeout));
+		}
+		return arguments;
 	}
 
 	private static List<Double> handOver(SampleCluster cluster, List<String> arguments, int rounds, Duration settle,
@@ -341,9 +358,9 @@ final class EtcdAppBenchmarks {
 	}
 
 	private static IdleOnEtcd idleOnEtcd(SampleCluster cluster, BenchDatabase database, EtcdCluster etcd,
-			Duration window, int windows) throws Exception {
+			List<String> arguments, Duration window, int windows) throws Exception {
 		try {
-			startIdle(cluster, etcdArguments(etcd, "idle"));
+			startIdle(cluster, arguments);
 			requireOnEtcd(etcd);
 			return IdleOnEtcd.measure(etcd, database, window, windows);
 		}
