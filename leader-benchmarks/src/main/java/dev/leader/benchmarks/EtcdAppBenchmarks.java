@@ -34,6 +34,13 @@ import org.jspecify.annotations.Nullable;
  * ({@link EtcdMetrics}), and the transactions per second the same nodes still caused on
  * PostgreSQL.</li>
  * </ol>
+ * Beside the sample on etcd, on the same cluster, etcd's own election recipe: three
+ * {@code etcdctl elect} candidates ({@link EtcdElectRecipe}), each side alone on the
+ * cluster, with the ratio ours / theirs: the graceful hand-over (SIGINT, on which the
+ * elected candidate resigns → the next one's election printed), the idle load per node,
+ * and {@code --etcd-crash-rounds=5} kills (kill -9 → the successor's grant, ours on the
+ * default 10 s lease, theirs on the recipe's 60 s session, which {@code etcdctl elect}
+ * 3.4 does not let its user change), each against its time to live and half a second.
  */
 final class EtcdAppBenchmarks {
 
@@ -94,7 +101,7 @@ final class EtcdAppBenchmarks {
 					window.toSeconds());
 			Report.result(idle + ", PostgreSQL", postgresIdle.format(), load);
 			Report.result(idle + ", etcd", etcdIdle.format(), load);
-			Report.result("  etcd requests/s by gRPC method", etcdIdle.formatByMethod(), load);
+			Report.result("  etcd per second by gRPC method", etcdIdle.formatByMethod(), load);
 			Report.result("  the nodes on etcd, meanwhile on PostgreSQL (their DataSource)",
 					etcdIdle.database().format(), load);
 			ratio("  etcd requests/s / PostgreSQL transactions/s", etcdIdle.received(), postgresIdle.mean(), load);
@@ -102,11 +109,11 @@ final class EtcdAppBenchmarks {
 					+ "3 each alone on the cluster";
 			Report.result(perNode + ", " + OURS, etcdIdle.formatPerNode(), load);
 			Report.result("  " + THEIRS, recipeIdle.formatPerNode(), recipeLoad);
-			Report.result("  theirs by gRPC method, all 3", recipeIdle.formatByMethod(), recipeLoad);
+			Report.result("  theirs per second by gRPC method, all 3", recipeIdle.formatByMethod(), recipeLoad);
 			Report.result("  ours / theirs, requests per node per second",
-					String.format(Locale.ROOT, "%.2fx", etcdIdle.received() / recipeIdle.received()), load);
+					perSecondRatio(etcdIdle.received(), recipeIdle.received()), load);
 			Report.result("  ours / theirs, calls and streams started per node per second",
-					String.format(Locale.ROOT, "%.2fx", etcdIdle.started() / recipeIdle.started()), load);
+					perSecondRatio(etcdIdle.started(), recipeIdle.started()), load);
 
 			if (crashRounds > 0) {
 				crash(database, logs, jar, etcd, crashRounds, settle, options);
@@ -154,6 +161,11 @@ final class EtcdAppBenchmarks {
 				String.format(Locale.ROOT, "%.2f and %.2f", Stats.of(ours).median() / LEASE.toMillis(),
 						Stats.of(theirs).median() / EtcdElectRecipe.SESSION_TTL.toMillis()),
 				load);
+	}
+
+	private static String perSecondRatio(double ours, double theirs) {
+		return (theirs > 0) ? String.format(Locale.ROOT, "%.2fx", ours / theirs)
+				: String.format(Locale.ROOT, "theirs none in the windows, ours %.3f/s", ours);
 	}
 
 	private static String overBound(List<Double> samples, Duration bound) {
@@ -411,10 +423,11 @@ final class EtcdAppBenchmarks {
 	 * @param received messages received per second over all windows
 	 * @param started calls and streams started per second over all windows
 	 * @param byMethod messages received per second, by gRPC method
+	 * @param startedByMethod calls and streams started per second, by gRPC method
 	 * @param database the load the same nodes caused on PostgreSQL meanwhile
 	 */
 	private record IdleOnEtcd(Stats perWindow, double received, double started, Map<String, Double> byMethod,
-			LoadWindows database) {
+			Map<String, Double> startedByMethod, LoadWindows database) {
 
 		/**
 		 * Counts the cluster's gRPC requests over the windows, and the database's
@@ -439,15 +452,20 @@ final class EtcdAppBenchmarks {
 			});
 			double seconds = (System.nanoTime() - began) / 1e9;
 			EtcdMetrics.Counters end = previous[0];
+			return new IdleOnEtcd(Stats.of(rates), (end.totalReceived() - start.totalReceived()) / seconds,
+					(end.started() - start.started()) / seconds, rates(start.received(), end.received(), seconds),
+					rates(start.startedByMethod(), end.startedByMethod(), seconds), onDatabase);
+		}
+
+		private static Map<String, Double> rates(Map<String, Double> start, Map<String, Double> end, double seconds) {
 			Map<String, Double> byMethod = new TreeMap<>();
-			end.received().forEach((method, count) -> {
-				double rate = (count - start.received().getOrDefault(method, 0.0)) / seconds;
+			end.forEach((method, count) -> {
+				double rate = (count - start.getOrDefault(method, 0.0)) / seconds;
 				if (rate > 0) {
 					byMethod.put(method, rate);
 				}
 			});
-			return new IdleOnEtcd(Stats.of(rates), (end.totalReceived() - start.totalReceived()) / seconds,
-					(end.started() - start.started()) / seconds, byMethod, onDatabase);
+			return byMethod;
 		}
 
 		String format() {
@@ -462,8 +480,12 @@ final class EtcdAppBenchmarks {
 		}
 
 		String formatByMethod() {
-			return this.byMethod.isEmpty() ? "none"
-					: this.byMethod.entrySet()
+			return "received " + format(this.byMethod) + "; started " + format(this.startedByMethod);
+		}
+
+		private static String format(Map<String, Double> byMethod) {
+			return byMethod.isEmpty() ? "none"
+					: byMethod.entrySet()
 						.stream()
 						.map((entry) -> String.format(Locale.ROOT, "%s %.3f", entry.getKey(), entry.getValue()))
 						.collect(Collectors.joining(", "));
