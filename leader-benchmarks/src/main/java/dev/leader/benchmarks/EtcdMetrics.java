@@ -43,7 +43,7 @@ final class EtcdMetrics {
 	 */
 	Counters read() throws IOException, InterruptedException {
 		Map<String, Double> received = new TreeMap<>();
-		double started = 0;
+		Map<String, Double> started = new TreeMap<>();
 		for (String endpoint : this.endpoints) {
 			HttpRequest request = HttpRequest.newBuilder(URI.create(endpoint + "/metrics"))
 				.timeout(Duration.ofSeconds(5))
@@ -60,13 +60,10 @@ final class EtcdMetrics {
 				}
 				found = true;
 				double value = Double.parseDouble(matcher.group(3));
-				if (matcher.group(1).equals("grpc_server_started_total")) {
-					started += value;
-				}
-				else {
-					Matcher method = METHOD.matcher(matcher.group(2));
-					received.merge(method.find() ? method.group(1) : "?", value, Double::sum);
-				}
+				Matcher method = METHOD.matcher(matcher.group(2));
+				String name = method.find() ? method.group(1) : "?";
+				(matcher.group(1).equals("grpc_server_started_total") ? started : received).merge(name, value,
+						Double::sum);
 			}
 			if (!found) {
 				throw new IllegalStateException(endpoint + "/metrics has no grpc_server_* counters");
@@ -79,12 +76,17 @@ final class EtcdMetrics {
 	 * The counters at one moment.
 	 *
 	 * @param received messages received, by gRPC method
-	 * @param started calls started
+	 * @param startedByMethod calls started (a unary request, or a stream opened), by gRPC
+	 * method
 	 */
-	record Counters(Map<String, Double> received, double started) {
+	record Counters(Map<String, Double> received, Map<String, Double> startedByMethod) {
 
 		double totalReceived() {
 			return this.received.values().stream().mapToDouble(Double::doubleValue).sum();
+		}
+
+		double started() {
+			return this.startedByMethod.values().stream().mapToDouble(Double::doubleValue).sum();
 		}
 
 	}

@@ -18,6 +18,8 @@ final class SampleCluster {
 
 	private static final long START_TIMEOUT_SECONDS = 180;
 
+	private static final int STARTUP_RETRIES = 2;
+
 	private final Path logs;
 
 	private final String prefix;
@@ -60,11 +62,39 @@ final class SampleCluster {
 	 * @param arguments further arguments of every node
 	 */
 	void start(List<String> arguments) throws Exception {
-		this.nodes.add(startNext(arguments).awaitReady(START_TIMEOUT_SECONDS));
+		this.nodes.add(startReady(startNext(arguments), arguments));
 		List<SampleAppNode> others = List.of(startNext(arguments), startNext(arguments));
 		this.nodes.addAll(others);
 		for (SampleAppNode node : others) {
-			node.awaitReady(START_TIMEOUT_SECONDS);
+			SampleAppNode ready = startReady(node, arguments);
+			if (ready != node) {
+				this.nodes.set(this.nodes.indexOf(node), ready);
+			}
+		}
+	}
+
+	/**
+	 * Waits until a starting node is ready; one that exits before, as a node may whose
+	 * coordinator does not answer in time on a loaded machine, is replaced by another,
+	 * twice at most, with a {@code NOTE} line each time, since no figure times a startup.
+	 * @param node the node, starting
+	 * @param arguments further arguments of a replacement
+	 * @return the node that became ready
+	 */
+	private SampleAppNode startReady(SampleAppNode node, List<String> arguments) throws Exception {
+		SampleAppNode starting = node;
+		for (int attempt = 1;; attempt++) {
+			try {
+				return starting.awaitReady(START_TIMEOUT_SECONDS);
+			}
+			catch (IllegalStateException ex) {
+				if (starting.isAlive() || attempt > STARTUP_RETRIES) {
+					throw ex;
+				}
+				System.out.println("NOTE " + starting.name() + " exited while starting (see its log), started "
+						+ "another in its place");
+				starting = startNext(arguments);
+			}
 		}
 	}
 
@@ -114,7 +144,7 @@ final class SampleCluster {
 	void replace(SampleAppNode stopped, List<String> arguments) throws Exception {
 		stopped.close();
 		this.nodes.remove(stopped);
-		this.nodes.add(startNext(arguments).awaitReady(START_TIMEOUT_SECONDS));
+		this.nodes.add(startReady(startNext(arguments), arguments));
 	}
 
 	/**
