@@ -43,6 +43,12 @@ final class EtcdCalls {
 	 */
 	private final ThreadLocal<long[]> floor = ThreadLocal.withInitial(() -> new long[1]);
 
+	/**
+	 * Whether an answer of the round trip under way on a thread that is not linearizable,
+	 * such as a keep-alive's, showed a revision below the floor.
+	 */
+	private final ThreadLocal<boolean[]> lagged = ThreadLocal.withInitial(() -> new boolean[1]);
+
 	EtcdCalls(Duration timeout) {
 		this.timeout = timeout;
 	}
@@ -57,6 +63,7 @@ final class EtcdCalls {
 	 */
 	long deadline() {
 		this.floor.get()[0] = this.seenRevision.get();
+		this.lagged.get()[0] = false;
 		return System.nanoTime() + this.timeout.toNanos();
 	}
 
@@ -105,15 +112,21 @@ final class EtcdCalls {
 	 * @param what what was asked, for the message of a failure
 	 */
 	private void requireRevisionNotBehind(Object answer, String what) {
-		// Only the answers of the key-value store are linearizable: those about leases
-		// may come from a member a revision behind.
-		if (!(answer instanceof TxnResponse || answer instanceof GetResponse || answer instanceof PutResponse
-				|| answer instanceof DeleteResponse) || ((Response) answer).getHeader() == null) {
+		if (!(answer instanceof Response response) || response.getHeader() == null) {
 			return;
 		}
-		Response response = (Response) answer;
 		long revision = response.getHeader().getRevision();
 		long shown = this.floor.get()[0];
+		// Only the answers of the key-value store are linearizable: those about leases
+		// may come from a member a revision behind, which a linearizable read tells apart
+		// from a restore (laggedBehind).
+		if (!(answer instanceof TxnResponse || answer instanceof GetResponse || answer instanceof PutResponse
+				|| answer instanceof DeleteResponse)) {
+			if (revision > 0 && revision < shown) {
+				this.lagged.get()[0] = true;
+			}
+			return;
+		}
 		if (revision > 0 && revision < shown) {
 			throw new DataAccessResourceFailureException("etcd answered " + what + " at revision " + revision
 					+ ", below revision " + shown + " that it had shown before: it was restored from an older "
@@ -122,6 +135,17 @@ final class EtcdCalls {
 					+ ". Restore etcd past the revisions it gave (etcdutl snapshot restore --bump-revision)");
 		}
 		this.seenRevision.accumulateAndGet(revision, Math::max);
+	}
+
+	/**
+	 * Returns whether an answer of the round trip under way on this thread that is not
+	 * linearizable showed a revision below the highest shown before it started: the
+	 * member that answered lags, or etcd was restored from an older backup, which a
+	 * linearizable read then tells.
+	 * @return whether one did
+	 */
+	boolean laggedBehind() {
+		return this.lagged.get()[0];
 	}
 
 	/**

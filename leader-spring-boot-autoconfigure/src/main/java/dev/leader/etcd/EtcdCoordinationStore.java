@@ -220,6 +220,14 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 		Instant sentAt = Instant.now();
 		String incarnation = NodeValue.incarnation(node);
 		Set<Long> kept = this.sessions.keepAlive(incarnation, sent, deadline);
+		if (this.calls.laggedBehind()) {
+			// A keep-alive answered below a revision this store saw: a linearizable read
+			// fails if etcd went back, as after a restore from an older backup, whose
+			// keys the watch would not show before etcd is past that revision again.
+			this.calls.await(
+					this.kv.get(this.keys.root(), GetOption.builder().isPrefix(true).withCountOnly(true).build()),
+					deadline, "the revision of " + this.keys.prefix());
+		}
 		EtcdSnapshot snapshot = current(deadline);
 		NodeValue self = this.members.heartbeat(node, incarnation, snapshot, sentAt, nodeExpiry, deadline);
 		Map<String, LeaseState> renewed = new LinkedHashMap<>();

@@ -64,7 +64,8 @@ final class EtcdSessions {
 	}
 
 	/**
-	 * Returns the session of the process for a time to live, granted if there is none.
+	 * Returns the session of the process for a time to live, granted if there is none,
+	 * and kept alive first if its window has closed.
 	 * @param incarnation the process
 	 * @param timeToLive the time to live, rounded up to whole seconds
 	 * @param deadline the deadline of the round trip
@@ -73,10 +74,21 @@ final class EtcdSessions {
 	Session get(String incarnation, Duration timeToLive, long deadline) {
 		Key key = new Key(incarnation, EtcdKeys.seconds(timeToLive));
 		Session session = this.sessions.get(key);
-		if (session != null) {
+		long sent = System.nanoTime();
+		if (session != null && session.windowEnd() - sent > 0) {
 			return session;
 		}
-		long sent = System.nanoTime();
+		if (session != null) {
+			// Silent past its window, as a session of a group granted long after the
+			// process's last heartbeat may be: etcd may have ended it.
+			LeaseKeepAliveResponse answer = this.calls.awaitUnlessNotFound(this.leases.keepAliveOnce(session.id()),
+					deadline, "the keep-alive of session " + Long.toHexString(session.id()));
+			if (answer != null && answer.getTTL() > 0) {
+				session.confirmed(sent, answer.getTTL());
+				return session;
+			}
+			this.sessions.remove(key, session);
+		}
 		LeaseGrantResponse granted = this.calls.await(this.leases.grant(key.seconds()), deadline,
 				"a session of " + key.seconds() + " s");
 		Session created = new Session(granted.getID());

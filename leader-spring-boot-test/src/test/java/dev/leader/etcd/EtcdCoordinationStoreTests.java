@@ -24,6 +24,7 @@ import org.junit.jupiter.api.Test;
 import org.springframework.dao.DataAccessException;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.awaitility.Awaitility.await;
 
 /**
@@ -142,8 +143,9 @@ class EtcdCoordinationStoreTests {
 	/**
 	 * A cluster restored from an older backup gives its revisions again, and the store's
 	 * terms are revisions: a node that saw a later revision refuses every answer below
-	 * it, grants included, with a message that says what happened, until etcd's revision
-	 * is past it again.
+	 * it, grants and renewals included, with a message that says what happened, until
+	 * etcd's revision is past it again: a keep-alive answered below it is checked with a
+	 * linearizable read.
 	 */
 	@Test
 	void storeThatSawALaterRevisionRefusesEtcdRestoredFromAnOlderBackup() {
@@ -164,6 +166,9 @@ class EtcdCoordinationStoreTests {
 				}
 			}, Objects::nonNull);
 		assertThat(refused).hasMessageContaining("restored from an older backup");
+		assertThatExceptionOfType(DataAccessException.class)
+			.isThrownBy(() -> this.store.tick(A, Map.of(), List.of("orders"), LEASE, Duration.ofSeconds(10)))
+			.withMessageContaining("below revision");
 	}
 
 	private static LeaseState granted(AcquireResult result) {
