@@ -25,6 +25,7 @@ import io.etcd.jetcd.KeyValue;
 import io.etcd.jetcd.Lease;
 import io.etcd.jetcd.kv.GetResponse;
 import io.etcd.jetcd.kv.TxnResponse;
+import io.etcd.jetcd.lease.LeaseKeepAliveResponse;
 import io.etcd.jetcd.lease.LeaseTimeToLiveResponse;
 import io.etcd.jetcd.op.Cmp;
 import io.etcd.jetcd.op.CmpTarget;
@@ -191,8 +192,12 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 				(live != null) ? CmpTarget.modRevision(live.getModRevision()) : CmpTarget.createRevision(0));
 		Cmp registered = new Cmp(this.keys.node(nodeId), Cmp.Op.EQUAL,
 				CmpTarget.createRevision(alive.getCreateRevision()));
-		long windowEnd = Math.min(sent + duration.toNanos(), session.windowEnd());
-		Instant expiresAt = sentAt.plusNanos(windowEnd - sent);
+		// The session is kept alive with the grant, so that the grant's window starts
+		// now,
+		// not at the last heartbeat.
+		long refreshedAt = System.nanoTime();
+		CompletableFuture<LeaseKeepAliveResponse> refreshed = this.sessions.keepAlive(session, refreshedAt);
+		Instant expiresAt = sentAt.plus(duration);
 		TxnResponse granted = this.calls.await(this.kv.txn()
 			.If(free, registered)
 			.Then(Op.put(key, EtcdKeys.bytes(nodeId), PutOption.builder().withLeaseId(session.id()).build()),
@@ -207,6 +212,11 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 		}
 		long term = granted.getHeader().getRevision();
 		this.written.accumulateAndGet(term, Math::max);
+		// Granted on a session whose keep-alive did not answer, the lease's key lives on
+		// unannounced: the next attempt, finding it this process's, grants it again.
+		this.calls.await(refreshed, deadline, "the keep-alive of the grant of " + group);
+		long windowEnd = Math.min(sent + duration.toNanos(), session.windowEnd());
+		expiresAt = sentAt.plusNanos(windowEnd - sent);
 		this.own.put(group, new Own(term, session.id(), windowEnd, expiresAt));
 		return new AcquireResult(true, new LeaseState(group, nodeId, term, expiresAt,
 				Duration.ofNanos(Math.max(windowEnd - System.nanoTime(), 0))));
@@ -219,7 +229,10 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 		long sent = System.nanoTime();
 		Instant sentAt = Instant.now();
 		String incarnation = NodeValue.incarnation(node);
-		Set<Long> kept = this.sessions.keepAlive(incarnation, sent, deadline);
+		// Nothing is kept alive while the copy does not follow etcd, so that a node that
+		// cannot tell what it holds lets its sessions, and its leases, run out.
+		current(deadline);
+		EtcdSessions.Kept kept = this.sessions.keepAlive(incarnation, sent, deadline);
 		if (this.calls.laggedBehind()) {
 			// A keep-alive answered below a revision this store saw: a linearizable read
 			// fails if etcd went back, as after a restore from an older backup, whose
@@ -228,6 +241,10 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 					this.kv.get(this.keys.root(), GetOption.builder().isPrefix(true).withCountOnly(true).build()),
 					deadline, "the revision of " + this.keys.prefix());
 		}
+		// The daemon store takes only a copy known to be current as of this heartbeat, so
+		// that a node whose watch froze stops its daemons as one that cannot read does.
+		boolean confirmed = this.mirror.confirm(kept.revision(), sent,
+				Math.min(deadline, System.nanoTime() + this.calls.timeout().toNanos() / 3));
 		EtcdSnapshot snapshot = current(deadline);
 		NodeValue self = this.members.heartbeat(node, incarnation, snapshot, sentAt, nodeExpiry, deadline);
 		Map<String, LeaseState> renewed = new LinkedHashMap<>();
@@ -235,7 +252,7 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 			KeyValue live = snapshot.lease(group);
 			EtcdSessions.Session session = (live != null) ? this.sessions.byId(incarnation, live.getLease()) : null;
 			if (live != null && live.getModRevision() == term && node.id().equals(EtcdKeys.text(live.getValue()))
-					&& session != null && kept.contains(session.id())) {
+					&& session != null && kept.ids().contains(session.id())) {
 				long windowEnd = Math.min(sent + leaseDuration.toNanos(), session.windowEnd());
 				Instant expiresAt = sentAt.plusNanos(windowEnd - sent);
 				this.own.put(group, new Own(term, session.id(), windowEnd, expiresAt));
@@ -253,7 +270,7 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 		Map<String, NodeInfo> members = this.members.members(snapshot, nodeExpiry, deadline);
 		members.put(node.id(), new NodeValue(self.incarnation(), node, self.startedAt(), sentAt).toInfo(true));
 		Consumer<EtcdSnapshot> follower = this.snapshotFollower;
-		if (follower != null) {
+		if (follower != null && confirmed) {
 			try {
 				follower.accept(snapshot);
 			}
@@ -284,11 +301,20 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 
 	/**
 	 * Returns the keys under the prefix as this store follows them, with every write of
-	 * this store in.
+	 * this store in, when a heartbeat found the copy current within the timeout or the
+	 * watch shows its progress now; else as one read finds them, so that a watch that
+	 * froze serves no old assignments.
 	 * @return the keys
 	 */
 	EtcdSnapshot snapshot() {
-		return current(this.calls.deadline());
+		long deadline = this.calls.deadline();
+		if (System.nanoTime() - this.mirror.confirmedAt() < this.calls.timeout().toNanos()
+				|| this.mirror.confirmNow(Math.min(deadline, System.nanoTime() + this.calls.timeout().toNanos() / 3))) {
+			return current(deadline);
+		}
+		GetResponse all = this.calls.await(this.kv.get(this.keys.root(), GetOption.builder().isPrefix(true).build()),
+				deadline, "the read of " + this.keys.prefix());
+		return new EtcdSnapshot(this.keys, all.getKvs(), all.getHeader().getRevision());
 	}
 
 	/**

@@ -339,11 +339,14 @@ public final class EtcdDaemonStore implements DaemonStore {
 			.commit(), deadline, what));
 	}
 
-	// A write that succeeded shows in the next read of the keys the coordination store
-	// follows, which waits for its revision.
+	// A write that changed a key shows in the next read of the keys the coordination
+	// store follows, which waits for its revision; one that changed none, such as the
+	// deletion of a mark that was not there, has no revision of its own to wait for.
 	private boolean committed(TxnResponse answer) {
 		EtcdCoordinationStore coordination = this.coordination;
-		if (answer.isSucceeded() && coordination != null) {
+		boolean changed = !answer.getPutResponses().isEmpty()
+				|| answer.getDeleteResponses().stream().anyMatch((deleted) -> deleted.getDeleted() > 0);
+		if (answer.isSucceeded() && changed && coordination != null) {
 			coordination.wrote(answer.getHeader().getRevision());
 		}
 		return answer.isSucceeded();

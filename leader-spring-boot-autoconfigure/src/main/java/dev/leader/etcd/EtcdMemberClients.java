@@ -72,6 +72,8 @@ public final class EtcdMemberClients {
 	 */
 	private static final int MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 
+	private static final Duration WATCH_PING_INTERVAL = Duration.ofSeconds(6);
+
 	private EtcdMemberClients() {
 	}
 
@@ -105,8 +107,15 @@ public final class EtcdMemberClients {
 			for (URI endpoint : endpoints) {
 				members.add(built(access.builder(endpoint).maxInboundMessageSize(MAX_ANSWER_BYTES).build()));
 			}
-			watches = built(
-					access.builder(endpoints.toArray(URI[]::new)).maxInboundMessageSize(MAX_ANSWER_BYTES).build());
+			// The watch's stream pings its member while it is open, so that a member that
+			// hangs ends it within a few seconds and etcd's client resumes it on another,
+			// never more often than etcd's minimum time between pings (5 s).
+			watches = built(access.builder(endpoints.toArray(URI[]::new))
+				.maxInboundMessageSize(MAX_ANSWER_BYTES)
+				.keepaliveTime(WATCH_PING_INTERVAL)
+				.keepaliveTimeout(timeout)
+				.keepaliveWithoutCalls(false)
+				.build());
 		}
 		catch (RuntimeException ex) {
 			members.forEach(Client::close);

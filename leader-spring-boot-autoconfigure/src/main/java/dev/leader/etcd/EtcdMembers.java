@@ -19,6 +19,7 @@ import io.etcd.jetcd.op.Cmp;
 import io.etcd.jetcd.op.CmpTarget;
 import io.etcd.jetcd.op.Op;
 import io.etcd.jetcd.options.DeleteOption;
+import io.etcd.jetcd.options.GetOption;
 import io.etcd.jetcd.options.PutOption;
 
 import org.springframework.dao.DataAccessResourceFailureException;
@@ -103,10 +104,18 @@ final class EtcdMembers {
 			.If(new Cmp(this.keys.node(id), Cmp.Op.EQUAL, CmpTarget.createRevision(0)), unchanged)
 			.Then(Op.put(this.keys.node(id), bytes, PutOption.builder().withLeaseId(session.id()).build()),
 					Op.put(this.keys.member(id), bytes, PutOption.DEFAULT))
+			.Else(Op.get(this.keys.node(id), GetOption.DEFAULT))
 			.commit(), deadline, "the registration of node " + id);
 		if (!registered.isSucceeded()) {
-			throw new DuplicateKeyException("Leader node id " + id + " was registered by another process, or "
-					+ "its registration changed, at the same moment; give each process its own leader node id");
+			List<KeyValue> found = registered.getGetResponses().get(0).getKvs();
+			if (!found.isEmpty() && !NodeValue.of(found.get(0)).incarnation().equals(incarnation)) {
+				throw new DuplicateKeyException("Leader node id " + id + " was registered by another process at "
+						+ "the same moment; give each process its own leader node id");
+			}
+			// The keys changed since the copy that was compared: the next heartbeat
+			// compares a later one.
+			throw new DataAccessResourceFailureException("The registration of leader node " + id
+					+ " changed since it was read; the next heartbeat registers it again");
 		}
 		this.wrote.accept(registered.getHeader().getRevision());
 		this.deadSince.remove(id);
@@ -215,11 +224,16 @@ final class EtcdMembers {
 		if (mine.isEmpty()) {
 			return;
 		}
+		// The drained mark goes with the registration, as a database's node row does:
+		// a node started again under the id takes daemons.
+		List<Op> deletions = new ArrayList<>();
+		mine.forEach((kv) -> deletions.add(Op.delete(kv.getKey(), DeleteOption.DEFAULT)));
+		deletions.add(Op.delete(this.keys.drained(node.id()), DeleteOption.DEFAULT));
 		TxnResponse deleted = this.calls.await(this.kv.txn()
 			.If(mine.stream()
 				.map((kv) -> new Cmp(kv.getKey(), Cmp.Op.EQUAL, CmpTarget.modRevision(kv.getModRevision())))
 				.toArray(Cmp[]::new))
-			.Then(mine.stream().map((kv) -> Op.delete(kv.getKey(), DeleteOption.DEFAULT)).toArray(Op[]::new))
+			.Then(deletions.toArray(Op[]::new))
 			.commit(), deadline, "the deregistration of " + node.id());
 		if (deleted.isSucceeded()) {
 			this.wrote.accept(deleted.getHeader().getRevision());

@@ -77,8 +77,20 @@ final class EtcdMirror implements AutoCloseable {
 	// Guarded by this.
 	private boolean closed;
 
-	// Guarded by this.
+	// Guarded by this: whether the last read failed, or the watch failed and the keys
+	// have not been read again since; a copy that is not following refuses to be read.
 	private boolean failing;
+
+	// Guarded by this: when a keep-alive was last sent whose answer's revision the copy
+	// then showed, or the watch's progress was last asked for and shown, in
+	// System.nanoTime(); 0 before.
+	private long confirmedAt;
+
+	// Guarded by this: why the copy is failing, if it is.
+	private @Nullable String failure;
+
+	// Guarded by this: how many progress notifications the watch delivered.
+	private long progressNotices;
 
 	EtcdMirror(Client client, EtcdKeys keys, EtcdCalls calls) {
 		this.client = client;
@@ -105,12 +117,12 @@ final class EtcdMirror implements AutoCloseable {
 	 * @throws DataAccessException if the copy is not there by the deadline
 	 */
 	synchronized void awaitRevision(long atLeast, long deadline) {
-		while (this.revision < Math.max(atLeast, 0)) {
+		while (this.revision < Math.max(atLeast, 0) || this.failing) {
 			long left = deadline - System.nanoTime();
 			if (this.closed || left <= 0) {
-				throw new QueryTimeoutException((this.revision < 0)
-						? "etcd did not answer the first read of " + this.keys.prefix() + " within "
-								+ this.calls.timeout().toMillis() + " ms"
+				throw new QueryTimeoutException((this.revision < 0 || this.failing)
+						? "etcd's keys under " + this.keys.prefix() + " could not be read within "
+								+ this.calls.timeout().toMillis() + " ms: " + this.failure
 						: "etcd's watch of " + this.keys.prefix() + " did not deliver revision " + atLeast + " within "
 								+ this.calls.timeout().toMillis() + " ms; it is at " + this.revision);
 			}
@@ -123,6 +135,105 @@ final class EtcdMirror implements AutoCloseable {
 						ex);
 			}
 		}
+	}
+
+	/**
+	 * Confirms that the copy is current as of a keep-alive: that it shows the revision
+	 * the keep-alive's answer was at, the member's revision when it answered. A copy
+	 * behind it asks etcd for the watch's progress, which shows whether the watch has
+	 * merely seen no change under the root since (the revision rose elsewhere, with the
+	 * decision logs or another application), and waits for it until the deadline; a watch
+	 * that does not answer is started again, from a new read of the keys.
+	 * @param revision the revision of the keep-alive's answer
+	 * @param sentAt when the keep-alive was sent, in {@link System#nanoTime()}
+	 * @param deadline the deadline, in {@link System#nanoTime()}
+	 * @return whether the copy is current as of the keep-alive
+	 */
+	boolean confirm(long revision, long sentAt, long deadline) {
+		Watch.Watcher asked = null;
+		synchronized (this) {
+			if (this.revision < revision && !this.failing && this.watcher != null) {
+				asked = this.watcher;
+			}
+		}
+		if (asked != null) {
+			asked.requestProgress();
+		}
+		synchronized (this) {
+			while (this.revision < revision && !this.failing && !this.closed) {
+				long left = deadline - System.nanoTime();
+				if (left <= 0) {
+					break;
+				}
+				try {
+					TimeUnit.NANOSECONDS.timedWait(this, left);
+				}
+				catch (InterruptedException ex) {
+					Thread.currentThread().interrupt();
+					return false;
+				}
+			}
+			if (this.revision >= revision && !this.failing) {
+				this.confirmedAt = Math.max(this.confirmedAt, sentAt);
+				return true;
+			}
+			if (!this.failing && !this.closed && this.watcher == asked) {
+				logger.warn("Leader etcd watch of " + this.keys.prefix() + " is at revision " + this.revision
+						+ " and showed no progress to revision " + revision + "; reading the keys again");
+				this.failing = true;
+				this.failure = "its watch showed no progress";
+				retry();
+			}
+			return false;
+		}
+	}
+
+	/**
+	 * Confirms that the copy is current now: asks etcd for the watch's progress and waits
+	 * for it until the deadline.
+	 * @param deadline the deadline, in {@link System#nanoTime()}
+	 * @return whether the watch showed its progress by the deadline
+	 */
+	boolean confirmNow(long deadline) {
+		long asked = System.nanoTime();
+		Watch.Watcher watch;
+		long notices;
+		synchronized (this) {
+			watch = this.watcher;
+			notices = this.progressNotices;
+			if (watch == null || this.failing) {
+				return false;
+			}
+		}
+		watch.requestProgress();
+		synchronized (this) {
+			while (this.progressNotices == notices && !this.failing && !this.closed) {
+				long left = deadline - System.nanoTime();
+				if (left <= 0) {
+					return false;
+				}
+				try {
+					TimeUnit.NANOSECONDS.timedWait(this, left);
+				}
+				catch (InterruptedException ex) {
+					Thread.currentThread().interrupt();
+					return false;
+				}
+			}
+			if (this.progressNotices == notices || this.failing) {
+				return false;
+			}
+			this.confirmedAt = Math.max(this.confirmedAt, asked);
+			return true;
+		}
+	}
+
+	/**
+	 * Returns when a keep-alive was last sent whose revision the copy then showed.
+	 * @return the instant, in {@link System#nanoTime()}, or 0 if none was
+	 */
+	synchronized long confirmedAt() {
+		return this.confirmedAt;
 	}
 
 	/**
@@ -147,6 +258,7 @@ final class EtcdMirror implements AutoCloseable {
 							+ "reads again every " + RETRY_SECONDS + " s: " + ex.getMessage());
 				}
 				this.failing = true;
+				this.failure = ex.getMessage();
 			}
 			retry();
 			return;
@@ -162,8 +274,13 @@ final class EtcdMirror implements AutoCloseable {
 			}
 			Map<ByteSequence, KeyValue> now = new HashMap<>();
 			read.getKvs().forEach((kv) -> now.put(kv.getKey(), kv));
+			// What went while the copy was not following: a key deleted, or deleted and
+			// written again (a lease key under another term, a node key registered
+			// again), is announced as deleted.
 			this.kvs.forEach((key, kv) -> {
-				if (!now.containsKey(key)) {
+				KeyValue current = now.get(key);
+				if (current == null || current.getCreateRevision() != kv.getCreateRevision()
+						|| replacedLease(kv, current)) {
 					deleted.add(kv);
 				}
 			});
@@ -178,6 +295,11 @@ final class EtcdMirror implements AutoCloseable {
 			notifyAll();
 		}
 		deleted.forEach(this::announce);
+	}
+
+	private boolean replacedLease(KeyValue before, KeyValue now) {
+		EtcdKeys.Named named = this.keys.parse(before.getKey());
+		return named != null && named.kind() == EtcdKeys.Kind.LEASE && now.getModRevision() != before.getModRevision();
 	}
 
 	private Watch.Watcher watch(long fromRevision, long number) {
@@ -196,6 +318,11 @@ final class EtcdMirror implements AutoCloseable {
 		synchronized (this) {
 			if (number != this.generation || this.closed) {
 				return;
+			}
+			if (response.isProgressNotify() && response.getHeader() != null) {
+				// Every change up to the header's revision has been delivered.
+				this.revision = Math.max(this.revision, response.getHeader().getRevision());
+				this.progressNotices++;
 			}
 			for (WatchEvent event : response.getEvents()) {
 				KeyValue kv = event.getKeyValue();
@@ -243,6 +370,8 @@ final class EtcdMirror implements AutoCloseable {
 			if (number != this.generation || this.closed) {
 				return;
 			}
+			this.failing = true;
+			this.failure = "its watch failed: " + ex;
 		}
 		logger.warn("Leader etcd watch of " + this.keys.prefix() + " failed; reading the keys again in " + RETRY_SECONDS
 				+ " s: " + ex);

@@ -39,9 +39,9 @@ final class EtcdSessions {
 	 * @param incarnation the process
 	 * @param sent when the keep-alives are sent, in {@link System#nanoTime()}
 	 * @param deadline the deadline of the round trip
-	 * @return the ids of the sessions kept alive
+	 * @return the sessions kept alive
 	 */
-	Set<Long> keepAlive(String incarnation, long sent, long deadline) {
+	Kept keepAlive(String incarnation, long sent, long deadline) {
 		Map<Session, CompletableFuture<LeaseKeepAliveResponse>> calls = new LinkedHashMap<>();
 		this.sessions.forEach((key, session) -> {
 			if (key.incarnation().equals(incarnation)) {
@@ -49,6 +49,7 @@ final class EtcdSessions {
 			}
 		});
 		Set<Long> kept = new HashSet<>();
+		long[] revision = new long[1];
 		calls.forEach((session, call) -> {
 			LeaseKeepAliveResponse answer = this.calls.awaitUnlessNotFound(call, deadline,
 					"the keep-alive of session " + Long.toHexString(session.id()));
@@ -58,9 +59,29 @@ final class EtcdSessions {
 			else {
 				session.confirmed(sent, answer.getTTL());
 				kept.add(session.id());
+				if (answer.getHeader() != null) {
+					revision[0] = Math.max(revision[0], answer.getHeader().getRevision());
+				}
 			}
 		});
-		return kept;
+		return new Kept(kept, revision[0]);
+	}
+
+	/**
+	 * Keeps one session alive, for a grant that attaches a key to it: the grant's window
+	 * is counted from this keep-alive, not from the last heartbeat.
+	 * @param session the session
+	 * @param sent when the keep-alive is sent, in {@link System#nanoTime()}
+	 * @return the keep-alive's answer to come, {@code null} if etcd no longer knows the
+	 * session
+	 */
+	CompletableFuture<@Nullable LeaseKeepAliveResponse> keepAlive(Session session, long sent) {
+		return this.leases.keepAliveOnce(session.id()).thenApply((answer) -> {
+			if (answer.getTTL() > 0) {
+				session.confirmed(sent, answer.getTTL());
+			}
+			return answer;
+		});
 	}
 
 	/**
@@ -143,6 +164,15 @@ final class EtcdSessions {
 	}
 
 	/**
+	 * The sessions a heartbeat kept alive.
+	 *
+	 * @param ids the ids of their etcd leases
+	 * @param revision the highest revision of the members' answers, 0 if none
+	 */
+	record Kept(Set<Long> ids, long revision) {
+	}
+
+	/**
 	 * Which session: the process and the time to live.
 	 *
 	 * @param incarnation the process
@@ -177,7 +207,7 @@ final class EtcdSessions {
 		}
 
 		void confirmed(long sentNanos, long seconds) {
-			this.windowEnd = sentNanos + Duration.ofSeconds(seconds).toNanos();
+			this.windowEnd = Math.max(this.windowEnd, sentNanos + Duration.ofSeconds(seconds).toNanos());
 		}
 
 	}

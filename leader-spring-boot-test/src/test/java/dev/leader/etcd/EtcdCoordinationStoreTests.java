@@ -141,6 +141,21 @@ class EtcdCoordinationStoreTests {
 	}
 
 	/**
+	 * A grant joins the process's session, kept alive at the last heartbeat: the grant
+	 * keeps it alive too, so that the lease's time left counts from the grant, as etcd
+	 * does, not from that heartbeat.
+	 */
+	@Test
+	void grantOnASessionKeptAliveEarlierIsGivenItsWholeDuration() throws Exception {
+		Duration lease = Duration.ofSeconds(3);
+		this.store.tick(A, Map.of(), List.of(), lease, lease);
+		// The time under test: the heartbeat's window runs down meanwhile.
+		Thread.sleep(1500);
+		LeaseState granted = granted(this.store.acquire("orders", A, lease));
+		assertThat(granted.remaining()).isGreaterThan(lease.minusMillis(700));
+	}
+
+	/**
 	 * A cluster restored from an older backup gives its revisions again, and the store's
 	 * terms are revisions: a node that saw a later revision refuses every answer below
 	 * it, grants and renewals included, with a message that says what happened, until

@@ -181,6 +181,45 @@ class EtcdDaemonStoreContractTests extends AbstractDaemonStoreContractTests {
 		coordination.close();
 	}
 
+	/**
+	 * A node that stops gracefully is drained first, then deregistered: its mark goes
+	 * with its registration, so that a node started again under its id takes daemons.
+	 */
+	@Test
+	void drainedMarkGoesWithTheNodesDeregistration() throws Exception {
+		try (EtcdCoordinationStore coordination = new EtcdCoordinationStore(client, this.prefix, TIMEOUT)) {
+			EtcdDaemonStore daemons = new EtcdDaemonStore(coordination, TIMEOUT);
+			NodeRegistration node = new NodeRegistration("node-a", "node-a", "host", 1, Set.of("outbox"));
+			coordination.tick(node, Map.of(), List.of(), LEASE, EXPIRY);
+			assertThat(daemons.drain("node-a", true)).isTrue();
+			coordination.deregister(node);
+			coordination.tick(node, Map.of(), List.of(), LEASE, EXPIRY);
+			assertThat(daemons.read(EXPIRY).member("node-a"))
+				.hasValueSatisfying((member) -> assertThat(member.takesDaemons()).isTrue());
+		}
+	}
+
+	/**
+	 * A write of the daemon store that changes nothing under the prefix, such as the
+	 * undrain of a node that is not drained, leaves no revision for the coordination
+	 * store's watch to wait for, even when etcd's revision rose elsewhere meanwhile.
+	 */
+	@Test
+	void writeThatChangesNothingDoesNotHoldUpTheHeartbeat() throws Exception {
+		try (EtcdCoordinationStore coordination = new EtcdCoordinationStore(client, this.prefix, TIMEOUT)) {
+			EtcdDaemonStore daemons = new EtcdDaemonStore(coordination, TIMEOUT);
+			NodeRegistration node = new NodeRegistration("node-a", "node-a", "host", 1, Set.of("outbox"));
+			coordination.tick(node, Map.of(), List.of(), LEASE, EXPIRY);
+			client.getKVClient()
+				.put(EtcdKeys.bytes(this.prefix + "-elsewhere"), EtcdKeys.bytes("x"))
+				.get(5, TimeUnit.SECONDS);
+			assertThat(daemons.drain("node-a", false)).isTrue();
+			long sent = System.nanoTime();
+			coordination.tick(node, Map.of(), List.of(), LEASE, EXPIRY);
+			assertThat(Duration.ofNanos(System.nanoTime() - sent)).isLessThan(TIMEOUT);
+		}
+	}
+
 	private static long lease(CompletableFuture<GetResponse> read) throws Exception {
 		GetResponse response = read.get(5, TimeUnit.SECONDS);
 		assertThat(response.getKvs()).hasSize(1);
