@@ -6,10 +6,12 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
+import io.grpc.StatusRuntimeException;
 
 /**
  * A process whose client of the members ({@link EtcdMemberClients}) moves its calls to
@@ -46,7 +48,7 @@ public final class MemberMoveShutdownNode {
 		System.out.println("MOVED " + current(client));
 		Runtime.getRuntime().addShutdownHook(new Thread(() -> {
 			try {
-				client.getKVClient().put(key, value("handed over")).get(10, TimeUnit.SECONDS);
+				handOver(client, key);
 				System.out.println("HOOK ok");
 			}
 			catch (Throwable ex) {
@@ -59,6 +61,28 @@ public final class MemberMoveShutdownNode {
 		System.out.println("READY");
 		// Until SIGTERM, or until the test's end closes the pipe.
 		input.readLine();
+	}
+
+	// Retried while etcd answers that it cannot serve yet, as right after its leader was
+	// killed, while it elects another; any other failure, such as the JVM refusing a
+	// shutdown hook, ends it.
+	private static void handOver(Client client, ByteSequence key) throws Exception {
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+		while (true) {
+			try {
+				client.getKVClient()
+					.put(key, value("handed over"))
+					.get(Math.max(deadline - System.nanoTime(), 0), TimeUnit.NANOSECONDS);
+				return;
+			}
+			catch (ExecutionException ex) {
+				if (!(ex.getCause() instanceof StatusRuntimeException) || System.nanoTime() > deadline) {
+					throw ex;
+				}
+				System.out.println("HOOK retrying: " + ex.getCause());
+				TimeUnit.MILLISECONDS.sleep(200);
+			}
+		}
 	}
 
 	private static ByteSequence value(String text) {
