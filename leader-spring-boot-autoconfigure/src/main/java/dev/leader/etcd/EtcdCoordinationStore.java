@@ -229,9 +229,6 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 		long sent = System.nanoTime();
 		Instant sentAt = Instant.now();
 		String incarnation = NodeValue.incarnation(node);
-		// Nothing is kept alive while the copy does not follow etcd, so that a node that
-		// cannot tell what it holds lets its sessions, and its leases, run out.
-		current(deadline);
 		EtcdSessions.Kept kept = this.sessions.keepAlive(incarnation, sent, deadline);
 		if (this.calls.laggedBehind()) {
 			// A keep-alive answered below a revision this store saw: a linearizable read
@@ -243,16 +240,20 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 		}
 		// The daemon store takes only a copy known to be current as of this heartbeat, so
 		// that a node whose watch froze stops its daemons as one that cannot read does.
-		boolean confirmed = this.mirror.confirm(kept.revision(), sent,
-				Math.min(deadline, System.nanoTime() + this.calls.timeout().toNanos() / 3));
-		EtcdSnapshot snapshot = current(deadline);
+		long shortly = Math.min(deadline, System.nanoTime() + this.calls.timeout().toNanos() / 3);
+		boolean confirmed = this.mirror.confirm(kept.revision(), sent, shortly);
+		// A copy whose watch failed still serves the heartbeat, with this store's own
+		// writes in: the renewals rest on the keep-alives, and a watch that etcd's
+		// election or a member's death ended costs no lease.
+		this.mirror.awaitRevision(this.written.get(), shortly, false);
+		EtcdSnapshot snapshot = this.mirror.snapshot();
 		NodeValue self = this.members.heartbeat(node, incarnation, snapshot, sentAt, nodeExpiry, deadline);
 		Map<String, LeaseState> renewed = new LinkedHashMap<>();
 		held.forEach((group, term) -> {
-			KeyValue live = snapshot.lease(group);
-			EtcdSessions.Session session = (live != null) ? this.sessions.byId(incarnation, live.getLease()) : null;
-			if (live != null && live.getModRevision() == term && node.id().equals(EtcdKeys.text(live.getValue()))
-					&& session != null && kept.ids().contains(session.id())) {
+			Own mine = this.own.get(group);
+			EtcdSessions.Session session = (mine != null && mine.term() == term)
+					? this.sessions.byId(incarnation, mine.session()) : null;
+			if (session != null && kept.ids().contains(session.id()) && !deleted(snapshot, group, term)) {
 				long windowEnd = Math.min(sent + leaseDuration.toNanos(), session.windowEnd());
 				Instant expiresAt = sentAt.plusNanos(windowEnd - sent);
 				this.own.put(group, new Own(term, session.id(), windowEnd, expiresAt));
@@ -281,6 +282,13 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 			}
 		}
 		return new Tick(renewed, read, List.copyOf(members.values()));
+	}
+
+	// Whether the copy shows the term's key gone or written again: a copy older than the
+	// term cannot tell, and the session's keep-alive then vouches for the key.
+	private static boolean deleted(EtcdSnapshot snapshot, String group, long term) {
+		KeyValue live = snapshot.lease(group);
+		return snapshot.revision() >= term && (live == null || live.getModRevision() != term);
 	}
 
 	/**

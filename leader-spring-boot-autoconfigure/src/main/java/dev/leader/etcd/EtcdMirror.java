@@ -117,7 +117,19 @@ final class EtcdMirror implements AutoCloseable {
 	 * @throws DataAccessException if the copy is not there by the deadline
 	 */
 	synchronized void awaitRevision(long atLeast, long deadline) {
-		while (this.revision < Math.max(atLeast, 0) || this.failing) {
+		awaitRevision(atLeast, deadline, true);
+	}
+
+	/**
+	 * Waits until the copy has applied every change up to the revision, and, unless told
+	 * otherwise, follows etcd again after its watch failed.
+	 * @param atLeast the revision, 0 for the first read only
+	 * @param deadline the deadline, in {@link System#nanoTime()}
+	 * @param following whether to wait for a failed watch to follow again too
+	 * @throws DataAccessException if the copy is not there by the deadline
+	 */
+	synchronized void awaitRevision(long atLeast, long deadline, boolean following) {
+		while (this.revision < Math.max(atLeast, 0) || (following && this.failing)) {
 			long left = deadline - System.nanoTime();
 			if (this.closed || left <= 0) {
 				throw new QueryTimeoutException((this.revision < 0 || this.failing)
