@@ -60,9 +60,12 @@ import org.springframework.util.Assert;
  * cluster takes a revision. A grant is one transaction that creates the key only where
  * there is none and only while this process's node key is there; a grant to the process
  * that holds the key writes it again, compared on its mod revision, so that the term
- * rises. Renewal is the session's keep-alive: a lease is renewed when the keep-alive of
- * its session succeeded and the key still has the holder and the term. A release deletes
- * the key in one transaction compared on the term. Beside each lease key,
+ * rises. Renewal is the session's keep-alive: a lease this store granted is renewed when
+ * the keep-alive of its session succeeded, unless the keys it follows show the key gone
+ * or written again since (a copy older than the grant cannot tell, and a copy whose watch
+ * failed still serves, so that etcd's own elections cost no lease). A grant keeps its
+ * session alive in the same round trip, and its window counts from then. A release
+ * deletes the key in one transaction compared on the term. Beside each lease key,
  * {@code <prefix>#/terms/<group>} records the term of the last grant or release, its
  * holder ({@code null} once released) and the expiry promised at the grant, so that a
  * released or expired lease is still read with its term.
