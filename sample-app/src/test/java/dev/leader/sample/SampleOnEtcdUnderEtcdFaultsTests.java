@@ -257,7 +257,7 @@ class SampleOnEtcdUnderEtcdFaultsTests {
 				Answer put = this.rates.put(writer, code, rate);
 				traffic.slowestWrite = Math.max(traffic.slowestWrite, System.nanoTime() - startedAt);
 				if (put.status() != 200 || put.header("Leader-Bookmark") == null) {
-					traffic.failedWrites.add(code + ": " + put.status() + " " + put.body().strip());
+					traffic.failedWrites.add(new Note(code + ": " + put.status() + " " + put.body().strip()));
 				}
 				else {
 					Bookmark written = Bookmark.parse(put.header("Leader-Bookmark"));
@@ -265,7 +265,7 @@ class SampleOnEtcdUnderEtcdFaultsTests {
 				}
 			}
 			catch (IOException ex) {
-				traffic.failedWrites.add(code + ": " + ex);
+				traffic.failedWrites.add(new Note(code + ": " + ex));
 			}
 			catch (InterruptedException ex) {
 				Thread.currentThread().interrupt();
@@ -453,11 +453,11 @@ class SampleOnEtcdUnderEtcdFaultsTests {
 	 */
 	static final class Traffic {
 
-		private final List<String> failedWrites = new ArrayList<>();
+		private final List<Note> failedWrites = new ArrayList<>();
 
-		private final List<String> stale = new ArrayList<>();
+		private final List<Note> stale = new ArrayList<>();
 
-		private final List<String> unanswered = new ArrayList<>();
+		private final List<Note> unanswered = new ArrayList<>();
 
 		private int fresh;
 
@@ -482,7 +482,7 @@ class SampleOnEtcdUnderEtcdFaultsTests {
 				get = rates.get(url, code, Map.of("Leader-Bookmark", written.toString()));
 			}
 			catch (IOException ex) {
-				this.unanswered.add(code + " at " + reader + ": " + ex);
+				this.unanswered.add(new Note(code + " at " + reader + ": " + ex));
 				return;
 			}
 			finally {
@@ -492,14 +492,14 @@ class SampleOnEtcdUnderEtcdFaultsTests {
 					+ get.body().strip() + " served by " + get.header("Served-By") + " at "
 					+ get.header("Leader-Bookmark");
 			if (get.status() == 404) {
-				this.stale.add(answer);
+				this.stale.add(new Note(answer));
 			}
 			else if (get.status() != 200) {
-				this.unanswered.add(answer);
+				this.unanswered.add(new Note(answer));
 			}
 			else if (!rate.equals(get.rate()) || get.header("Leader-Bookmark") == null
 					|| Bookmark.parse(get.header("Leader-Bookmark")).index() < written.index()) {
-				this.stale.add(answer);
+				this.stale.add(new Note(answer));
 			}
 			else {
 				this.fresh++;
@@ -508,6 +508,20 @@ class SampleOnEtcdUnderEtcdFaultsTests {
 					this.forwarded++;
 				}
 			}
+		}
+
+	}
+
+	/**
+	 * A write or read that went wrong, with when it ended.
+	 *
+	 * @param nanoTime when, on the machine's monotonic clock
+	 * @param text what
+	 */
+	record Note(long nanoTime, String text) {
+
+		Note(String text) {
+			this(System.nanoTime(), text);
 		}
 
 	}
@@ -556,13 +570,22 @@ class SampleOnEtcdUnderEtcdFaultsTests {
 					this.traffic.fresh, this.traffic.forwarded, this.traffic.stale.size(),
 					this.traffic.unanswered.size(), TimeUnit.NANOSECONDS.toMillis(this.traffic.slowestWrite),
 					TimeUnit.NANOSECONDS.toMillis(this.traffic.slowestRead),
-					(this.others.isEmpty()) ? "" : "; other events: " + describe(this.others));
+					(this.others.isEmpty()) ? "" : "; other events: " + describe(this.others))
+					+ notes("failed writes", this.traffic.failedWrites)
+					+ notes("unanswered reads", this.traffic.unanswered);
 		}
 
 		String details() {
-			return line() + "\n  billing's events from the fault: " + describe(this.changes) + "\n  stale reads: "
-					+ this.traffic.stale + "\n  unanswered reads: " + this.traffic.unanswered + "\n  failed writes: "
-					+ this.traffic.failedWrites;
+			return line() + "\n  billing's events from the fault: " + describe(this.changes)
+					+ notes("stale reads", this.traffic.stale);
+		}
+
+		private String notes(String title, List<Note> notes) {
+			return notes.isEmpty() ? ""
+					: notes.stream()
+						.map((note) -> "+" + TimeUnit.NANOSECONDS.toMillis(note.nanoTime() - this.faultAt) + " ms "
+								+ note.text())
+						.collect(Collectors.joining("\n    ", "\n  " + title + ":\n    ", ""));
 		}
 
 		// Each event with its time from the fault.
