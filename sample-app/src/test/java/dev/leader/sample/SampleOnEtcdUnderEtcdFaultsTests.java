@@ -6,6 +6,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -160,8 +161,8 @@ class SampleOnEtcdUnderEtcdFaultsTests {
 		System.out.println(summary(done));
 		List<Round> failed = done.stream().filter((round) -> !round.passed()).toList();
 		assertThat(failed)
-			.as("rounds in which billing's leader or term changed or a bookmark read was stale:\n%s",
-					failed.stream().map(Round::details).collect(Collectors.joining("\n")))
+			.as("rounds in which billing's leader or term changed or a bookmark read was stale (the nodes' logs: "
+					+ "%s):\n%s", logFile("*"), failed.stream().map(Round::details).collect(Collectors.joining("\n")))
 			.isEmpty();
 	}
 
@@ -331,8 +332,14 @@ class SampleOnEtcdUnderEtcdFaultsTests {
 		for (String nodeId : nodeIds) {
 			int port = TemporaryPostgres.freePort();
 			this.baseUrls.put(nodeId, "http://127.0.0.1:" + port);
-			nodes.add(this.cluster.start(nodeId, Map.of("leader.etcd.endpoints", endpoints, "leader.etcd.prefix",
-					this.prefix, "server.port", Integer.toString(port), "server.address", "127.0.0.1"), Map.of()));
+			// The whole log of each node stays for a failed round's findings; the kit
+			// keeps
+			// only the end of a node's output.
+			nodes.add(this.cluster.start(nodeId,
+					Map.of("leader.etcd.endpoints", endpoints, "leader.etcd.prefix", this.prefix, "server.port",
+							Integer.toString(port), "server.address", "127.0.0.1", "logging.file.name",
+							logFile(nodeId).toString()),
+					Map.of()));
 		}
 		for (NodeProcess node : nodes) {
 			node.awaitReady(STARTUP);
@@ -355,6 +362,10 @@ class SampleOnEtcdUnderEtcdFaultsTests {
 				.build(), HttpResponse.BodyHandlers.ofString());
 		assertThat(response.statusCode()).as(response.body()).isEqualTo(200);
 		return JsonMapper.builder().build().readTree(response.body());
+	}
+
+	private Path logFile(String nodeId) {
+		return Path.of("target", "node-logs", this.prefix, nodeId + ".log").toAbsolutePath();
 	}
 
 	private String url(NodeProcess node) {
