@@ -148,6 +148,8 @@ class SampleOnEtcdUnderEtcdFaultsTests {
 	void billingKeepsItsLeaderAndTermAndBookmarkReadsStayFreshThroughPausesAndKillsOfEtcdsLeader() throws Exception {
 		int rounds = Integer.getInteger(ROUNDS_PROPERTY, 2);
 		assertThat(rounds).as("-D%s", ROUNDS_PROPERTY).isPositive();
+		// The nodes' logs name the members by URL.
+		System.out.println("etcd members: " + etcd().members());
 		startNodes("node-a", "node-b", "node-c");
 		for (String group : GROUPS) {
 			agreedHolder(group);
