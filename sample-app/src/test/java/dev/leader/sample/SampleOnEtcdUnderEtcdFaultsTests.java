@@ -54,13 +54,14 @@ import static org.awaitility.Awaitility.await;
  * at once at one of the two other nodes with the write's bookmark, each rate under a code
  * of its own, so that a read that answers anything but that rate is stale. A round passes
  * when no node printed a grant, revoke or change of {@code billing} from the fault until
- * a lease after it, every node reads the same leader and term as before, and no bookmark
- * read was stale; then the test waits until every etcd member answers and follows one
- * leader before the next round. Every round prints a line and the test a summary.
+ * a lease and a renew interval after it, every node reads the same leader and term as
+ * before, and no bookmark read was stale; then the test waits until every etcd member
+ * answers and follows one leader before the next round. Every round prints a line and the
+ * test a summary.
  * <p>
  * The number of rounds is the system property {@value #ROUNDS_PROPERTY}, 2 by default,
  * one of each kind; {@code -Dleader.test.etcd-fault-rounds=40} is the long run (20 of
- * each, about 15 minutes). All rounds run, and the test fails at the end, with every
+ * each, about 12 minutes). All rounds run, and the test fails at the end, with every
  * failed round's events, if one failed.
  */
 class SampleOnEtcdUnderEtcdFaultsTests {
