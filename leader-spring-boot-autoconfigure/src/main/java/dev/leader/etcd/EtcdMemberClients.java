@@ -18,6 +18,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLongArray;
 
 import javax.net.ssl.SSLException;
 
@@ -42,7 +43,10 @@ import org.springframework.util.Assert;
 /**
  * Builds the etcd {@link Client} that the starter uses: one connection per member, and
  * every call sent to one member at a time, the next one once a call to it has not
- * answered within the timeout or found it unavailable.
+ * answered within the timeout or found it unavailable, passing over a member that failed
+ * a call within the last three timeouts (while etcd elects a leader after its leader
+ * paused, a call to a live member may time out too, and the next in order may be the
+ * paused one).
  * <p>
  * etcd's own client spreads its calls over every member. A member that hangs rather than
  * crashes (stopped, or frozen by its machine) keeps its connection open, so each call
@@ -73,6 +77,12 @@ public final class EtcdMemberClients {
 	private static final int MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 
 	private static final Duration WATCH_PING_INTERVAL = Duration.ofSeconds(6);
+
+	/**
+	 * For how many timeouts a member that failed a call is passed over when the calls
+	 * move on.
+	 */
+	private static final int QUARANTINE_TIMEOUTS = 3;
 
 	private EtcdMemberClients() {
 	}
@@ -225,12 +235,16 @@ public final class EtcdMemberClients {
 
 		private final AtomicInteger current;
 
+		// When each member last failed a call, in System.nanoTime(); 0 if never.
+		private final AtomicLongArray failedAt;
+
 		Members(List<URI> endpoints, List<Client> clients, Client watches, Duration timeout) {
 			this.endpoints = List.copyOf(endpoints);
 			this.clients = List.copyOf(clients);
 			this.watches = watches;
 			this.timeout = timeout;
 			this.current = new AtomicInteger(ThreadLocalRandom.current().nextInt(clients.size()));
+			this.failedAt = new AtomicLongArray(clients.size());
 		}
 
 		@Override
@@ -297,9 +311,23 @@ public final class EtcdMemberClients {
 			});
 		}
 
+		// The next member in order that has not failed within the last few timeouts, such
+		// as the member a pause stopped while another timed out waiting for etcd's
+		// election; the next in order if all have.
 		private void next(int member, String why) {
-			int next = (member + 1) % this.clients.size();
-			if (this.clients.size() > 1 && this.current.compareAndSet(member, next)) {
+			long now = System.nanoTime();
+			this.failedAt.set(member, now);
+			int size = this.clients.size();
+			int next = (member + 1) % size;
+			for (int step = 1; step < size; step++) {
+				int candidate = (member + step) % size;
+				long failed = this.failedAt.get(candidate);
+				if (failed == 0 || now - failed > this.timeout.toNanos() * QUARANTINE_TIMEOUTS) {
+					next = candidate;
+					break;
+				}
+			}
+			if (size > 1 && this.current.compareAndSet(member, next)) {
 				logger.warn("Leader etcd member " + this.endpoints.get(member) + " " + why + "; calls go to "
 						+ this.endpoints.get(next) + " now");
 			}

@@ -89,8 +89,13 @@ final class EtcdMirror implements AutoCloseable {
 	// Guarded by this: why the copy is failing, if it is.
 	private @Nullable String failure;
 
-	// Guarded by this: how many progress notifications the watch delivered.
+	// Guarded by this: how many progress notifications the watch delivered, and the
+	// highest revision one showed. Kept apart from the revision of the changes applied:
+	// etcd 3.4.23 may send a notification before an event at its revision (etcd issue
+	// 15220), so it confirms that the copy follows, never that it holds a change.
 	private long progressNotices;
+
+	private long progressRevision;
 
 	EtcdMirror(Client client, EtcdKeys keys, EtcdCalls calls) {
 		this.client = client;
@@ -164,7 +169,7 @@ final class EtcdMirror implements AutoCloseable {
 	boolean confirm(long revision, long sentAt, long deadline) {
 		Watch.Watcher asked = null;
 		synchronized (this) {
-			if (this.revision < revision && !this.failing && this.watcher != null) {
+			if (Math.max(this.revision, this.progressRevision) < revision && !this.failing && this.watcher != null) {
 				asked = this.watcher;
 			}
 		}
@@ -172,7 +177,7 @@ final class EtcdMirror implements AutoCloseable {
 			asked.requestProgress();
 		}
 		synchronized (this) {
-			while (this.revision < revision && !this.failing && !this.closed) {
+			while (Math.max(this.revision, this.progressRevision) < revision && !this.failing && !this.closed) {
 				long left = deadline - System.nanoTime();
 				if (left <= 0) {
 					break;
@@ -185,7 +190,7 @@ final class EtcdMirror implements AutoCloseable {
 					return false;
 				}
 			}
-			if (this.revision >= revision && !this.failing) {
+			if (Math.max(this.revision, this.progressRevision) >= revision && !this.failing) {
 				this.confirmedAt = Math.max(this.confirmedAt, sentAt);
 				return true;
 			}
@@ -332,8 +337,7 @@ final class EtcdMirror implements AutoCloseable {
 				return;
 			}
 			if (response.isProgressNotify() && response.getHeader() != null) {
-				// Every change up to the header's revision has been delivered.
-				this.revision = Math.max(this.revision, response.getHeader().getRevision());
+				this.progressRevision = Math.max(this.progressRevision, response.getHeader().getRevision());
 				this.progressNotices++;
 			}
 			for (WatchEvent event : response.getEvents()) {
