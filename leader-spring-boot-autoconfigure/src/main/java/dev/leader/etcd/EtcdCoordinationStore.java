@@ -195,9 +195,8 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 				(live != null) ? CmpTarget.modRevision(live.getModRevision()) : CmpTarget.createRevision(0));
 		Cmp registered = new Cmp(this.keys.node(nodeId), Cmp.Op.EQUAL,
 				CmpTarget.createRevision(alive.getCreateRevision()));
-		// The session is kept alive with the grant, so that the grant's window starts
-		// now,
-		// not at the last heartbeat.
+		// The session is kept alive with the grant: the window starts now, not at the
+		// last heartbeat.
 		long refreshedAt = System.nanoTime();
 		CompletableFuture<LeaseKeepAliveResponse> refreshed = this.sessions.keepAlive(session, refreshedAt);
 		Instant expiresAt = sentAt.plus(duration);

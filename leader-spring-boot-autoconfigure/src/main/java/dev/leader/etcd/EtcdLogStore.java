@@ -325,9 +325,8 @@ public final class EtcdLogStore implements LogStore {
 		}
 		catch (DataAccessException ex) {
 			// A node starts while etcd is down or slow: the watch starts from whatever
-			// revision etcd is at when it answers, and appends before that are learnt
-			// from
-			// the next read of a log's head.
+			// revision etcd is at when it answers; appends before that are read with
+			// the next head.
 			logger.warn("Leader etcd did not answer the revision of the decision logs under " + this.keys.prefix()
 					+ "; their watch starts once etcd answers: " + ex.getMessage());
 			from = 0;

@@ -108,8 +108,8 @@ public final class EtcdStoresAutoConfiguration {
 	@ConditionalOnMissingBean
 	@ConditionalOnBooleanProperty(name = "leader.daemons.enabled", matchIfMissing = true)
 	DaemonStore leaderDaemonStore(Client client, EtcdProperties properties, CoordinationStore coordination) {
-		// Beside this family's coordination store, the daemons are read with its
-		// heartbeat.
+		// Beside this family's coordination store, the daemons are read from the keys
+		// it follows.
 		return (coordination instanceof EtcdCoordinationStore etcd)
 				? new EtcdDaemonStore(etcd, properties.determineTimeout())
 				: new EtcdDaemonStore(client, properties.getPrefix(), properties.determineTimeout());
