@@ -10,6 +10,9 @@ import dev.leader.web.FollowerRead;
 import dev.leader.web.ForwardToLeader;
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.dao.DataAccessException;
+import org.springframework.dao.DataAccessResourceFailureException;
+import org.springframework.dao.TransientDataAccessException;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.ExceptionHandler;
@@ -86,6 +89,19 @@ class RatesController {
 		return ResponseEntity.status(HttpStatus.SERVICE_UNAVAILABLE)
 			.header("Retry-After", "1")
 			.body(ex.getMessage() + "\n");
+	}
+
+	/**
+	 * Answers a write or read that the coordinator did not answer in time, or refused
+	 * while it changed its own leader (etcd's "leader changed"): the client retries.
+	 * @param ex the exception
+	 * @return 503 with Retry-After
+	 */
+	@ExceptionHandler({ TransientDataAccessException.class, DataAccessResourceFailureException.class })
+	ResponseEntity<String> coordinatorUnavailable(DataAccessException ex) {
+		return ResponseEntity.status(HttpStatus.SERVICE_UNAVAILABLE)
+			.header("Retry-After", "1")
+			.body("The coordinator did not answer: " + ex.getMessage() + "\n");
 	}
 
 	private static @Nullable String problem(String code) {
