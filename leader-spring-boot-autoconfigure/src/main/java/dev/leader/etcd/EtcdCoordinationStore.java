@@ -38,6 +38,7 @@ import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.dao.DataAccessException;
 import org.springframework.dao.DuplicateKeyException;
 import org.springframework.util.Assert;
 
@@ -63,9 +64,10 @@ import org.springframework.util.Assert;
  * rises. Renewal is the session's keep-alive: a lease this store granted is renewed when
  * the keep-alive of its session succeeded, unless the keys it follows show the key gone
  * or written again since (a copy older than the grant cannot tell, and a copy whose watch
- * failed still serves, so that etcd's own elections cost no lease). A grant keeps its
- * session alive in the same round trip, and its window counts from then. A release
- * deletes the key in one transaction compared on the term. Beside each lease key,
+ * failed still serves, so that etcd's own elections cost no lease). A grant counts its
+ * window from its session's last confirmation, and keeps the session alive in the same
+ * round trip when less than half the lease duration is left of it. A release deletes the
+ * key in one transaction compared on the term. Beside each lease key,
  * {@code <prefix>#/terms/<group>} records the term of the last grant or release, its
  * holder ({@code null} once released) and the expiry promised at the grant, so that a
  * released or expired lease is still read with its term.
@@ -139,6 +141,8 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 	 */
 	private final AtomicLong written = new AtomicLong();
 
+	private volatile boolean warmedUp;
+
 	/**
 	 * Creates a store whose calls wait up to 3 s for etcd.
 	 * @param client the client of the etcd cluster, closed by its owner
@@ -195,18 +199,16 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 				(live != null) ? CmpTarget.modRevision(live.getModRevision()) : CmpTarget.createRevision(0));
 		Cmp registered = new Cmp(this.keys.node(nodeId), Cmp.Op.EQUAL,
 				CmpTarget.createRevision(alive.getCreateRevision()));
-		// The session is kept alive with the grant: the window starts now, not at the
-		// last heartbeat.
+		// A session with less than half the duration left is kept alive with the grant,
+		// in the same round trip; one confirmed since (by a heartbeat within the renew
+		// interval, as a rule) spares the hand-over that call, and the window counts from
+		// that confirmation.
 		long refreshedAt = System.nanoTime();
-		CompletableFuture<LeaseKeepAliveResponse> refreshed = this.sessions.keepAlive(session, refreshedAt);
-		Instant expiresAt = sentAt.plus(duration);
-		TxnResponse granted = this.calls.await(this.kv.txn()
-			.If(free, registered)
-			.Then(Op.put(key, EtcdKeys.bytes(nodeId), PutOption.builder().withLeaseId(session.id()).build()),
-					Op.put(this.keys.term(group), new EtcdKeys.TermRecord(0, nodeId, expiresAt).toBytes(),
-							PutOption.DEFAULT))
-			.Else(Op.get(key, GetOption.DEFAULT))
-			.commit(), deadline, "the grant of " + group);
+		CompletableFuture<@Nullable LeaseKeepAliveResponse> refreshed = (session.windowEnd()
+				- refreshedAt < duration.toNanos() / 2) ? this.sessions.keepAlive(session, refreshedAt) : null;
+		TxnResponse granted = this.calls.await(
+				grant(free, registered, group, nodeId, session.id(), sentAt.plus(duration)), deadline,
+				"the grant of " + group);
 		if (!granted.isSucceeded()) {
 			KeyValue now = first(granted.getGetResponses().get(0));
 			return new AcquireResult(false,
@@ -214,14 +216,67 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 		}
 		long term = granted.getHeader().getRevision();
 		this.written.accumulateAndGet(term, Math::max);
-		// Granted on a session whose keep-alive did not answer, the lease's key lives on
-		// unannounced: the next attempt, finding it this process's, grants it again.
-		this.calls.await(refreshed, deadline, "the keep-alive of the grant of " + group);
+		if (refreshed != null) {
+			// Granted on a session whose keep-alive did not answer, the lease's key lives
+			// on unannounced: the next attempt, finding it this process's, grants it
+			// again.
+			this.calls.await(refreshed, deadline, "the keep-alive of the grant of " + group);
+		}
 		long windowEnd = Math.min(sent + duration.toNanos(), session.windowEnd());
-		expiresAt = sentAt.plusNanos(windowEnd - sent);
+		Instant expiresAt = sentAt.plusNanos(windowEnd - sent);
 		this.own.put(group, new Own(term, session.id(), windowEnd, expiresAt));
 		return new AcquireResult(true, new LeaseState(group, nodeId, term, expiresAt,
 				Duration.ofNanos(Math.max(windowEnd - System.nanoTime(), 0))));
+	}
+
+	// The grant's transaction: the key attached to the session and the term's record
+	// written, if the conditions hold; else the key read.
+	private CompletableFuture<TxnResponse> grant(Cmp free, Cmp registered, String group, String nodeId, long session,
+			Instant expiresAt) {
+		ByteSequence key = this.keys.lease(group);
+		return this.kv.txn()
+			.If(free, registered)
+			.Then(Op.put(key, EtcdKeys.bytes(nodeId), PutOption.builder().withLeaseId(session).build()),
+					Op.put(this.keys.term(group), new EtcdKeys.TermRecord(0, nodeId, expiresAt).toBytes(),
+							PutOption.DEFAULT))
+			.Else(Op.get(key, GetOption.DEFAULT))
+			.commit();
+	}
+
+	// The release's transaction: the key deleted and the term's record written, if the
+	// key still holds the term and the node.
+	private CompletableFuture<TxnResponse> release(String group, long term, String nodeId, Instant now) {
+		ByteSequence key = this.keys.lease(group);
+		return this.kv.txn()
+			.If(new Cmp(key, Cmp.Op.EQUAL, CmpTarget.modRevision(term)),
+					new Cmp(key, Cmp.Op.EQUAL, CmpTarget.value(EtcdKeys.bytes(nodeId))))
+			.Then(Op.delete(key, DeleteOption.DEFAULT),
+					Op.put(this.keys.term(group), new EtcdKeys.TermRecord(term, null, now).toBytes(),
+							PutOption.DEFAULT))
+			.commit();
+	}
+
+	/**
+	 * Sends a grant and a release whose conditions never hold, once a process has a
+	 * session: a hand-over is often the first grant or release of a process, and the
+	 * first transaction of each shape costs a JVM tens of milliseconds (classes loaded,
+	 * code run cold), which would otherwise fall on the hand-over's path. Neither writes
+	 * anything, so neither takes a revision. A failure leaves it for the next heartbeat.
+	 * @param nodeId the node
+	 * @param session a session of the process
+	 * @param deadline the deadline of the heartbeat's round trip
+	 */
+	private void warmUp(String nodeId, long session, long deadline) {
+		Cmp never = new Cmp(this.keys.node(nodeId), Cmp.Op.EQUAL, CmpTarget.createRevision(-1));
+		String group = "warm-up";
+		Instant now = Instant.now();
+		TxnResponse granted = this.calls.await(grant(never, never, group, nodeId, session, now), deadline,
+				"the first grant");
+		TxnResponse released = this.calls.await(release(group, -1, nodeId, now), deadline, "the first release");
+		// The answers read as a grant's and a release's are.
+		first(granted.getGetResponses().get(0));
+		released.isSucceeded();
+		this.warmedUp = true;
 	}
 
 	@Override
@@ -281,6 +336,14 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 				// The follower's failure is the follower's: the heartbeat goes on, and
 				// the follower reads by itself and reports it.
 				logger.warn("Leader etcd heartbeat could not hand its read to the daemon store: " + ex.getMessage());
+			}
+		}
+		if (!this.warmedUp && !kept.ids().isEmpty()) {
+			try {
+				warmUp(node.id(), kept.ids().iterator().next(), deadline);
+			}
+			catch (DataAccessException ex) {
+				logger.debug("Leader etcd store could not send its first grant and release: " + ex.getMessage());
 			}
 		}
 		return new Tick(renewed, read, List.copyOf(members.values()));
@@ -346,17 +409,7 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 		long deadline = this.calls.deadline();
 		Instant now = Instant.now();
 		Map<String, CompletableFuture<TxnResponse>> deletions = new LinkedHashMap<>();
-		held.forEach((group, term) -> {
-			ByteSequence key = this.keys.lease(group);
-			deletions.put(group,
-					this.kv.txn()
-						.If(new Cmp(key, Cmp.Op.EQUAL, CmpTarget.modRevision(term)),
-								new Cmp(key, Cmp.Op.EQUAL, CmpTarget.value(EtcdKeys.bytes(nodeId))))
-						.Then(Op.delete(key, DeleteOption.DEFAULT),
-								Op.put(this.keys.term(group), new EtcdKeys.TermRecord(term, null, now).toBytes(),
-										PutOption.DEFAULT))
-						.commit());
-		});
+		held.forEach((group, term) -> deletions.put(group, release(group, term, nodeId, now)));
 		List<String> released = new ArrayList<>();
 		deletions.forEach((group, future) -> {
 			TxnResponse answer = this.calls.await(future, deadline, "the release of " + group);

@@ -1,5 +1,6 @@
 package dev.leader.etcd;
 
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -15,7 +16,9 @@ import dev.leader.lease.LeaseState;
 import dev.leader.node.NodeRegistration;
 import dev.leader.test.EtcdCluster;
 import dev.leader.test.Grants;
+import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
+import io.etcd.jetcd.options.GetOption;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -141,18 +144,52 @@ class EtcdCoordinationStoreTests {
 	}
 
 	/**
-	 * A grant joins the process's session, kept alive at the last heartbeat: the grant
-	 * keeps it alive too, so that the lease's time left counts from the grant, as etcd
-	 * does, not from that heartbeat.
+	 * A grant joins the process's session, kept alive at the last heartbeat, and counts
+	 * its time left from that keep-alive while at least half the lease is left of it, as
+	 * etcd does, and never from the grant; past that, the grant keeps the session alive
+	 * too, and its time left counts from the grant.
 	 */
 	@Test
-	void grantOnASessionKeptAliveEarlierIsGivenItsWholeDuration() throws Exception {
+	void grantCountsItsWindowFromTheSessionsLastKeepAliveAndKeepsItAliveOncePastHalfTheLease() throws Exception {
 		Duration lease = Duration.ofSeconds(3);
 		this.store.tick(A, Map.of(), List.of(), lease, lease);
+		this.store.tick(A, Map.of(), List.of(), lease, lease);
+		long keptAlive = System.nanoTime();
 		// The time under test: the heartbeat's window runs down meanwhile.
-		Thread.sleep(1500);
-		LeaseState granted = granted(this.store.acquire("orders", A, lease));
-		assertThat(granted.remaining()).isGreaterThan(lease.minusMillis(700));
+		Thread.sleep(600);
+		LeaseState early = granted(this.store.acquire("orders", A, lease));
+		assertThat(early.remaining()).isPositive()
+			.isLessThanOrEqualTo(lease.minusNanos(System.nanoTime() - keptAlive).plusMillis(100));
+		Thread.sleep(1000);
+		LeaseState late = granted(this.store.acquire("payments", A, lease));
+		assertThat(late.remaining()).isGreaterThan(lease.minusMillis(700));
+	}
+
+	/**
+	 * The first grant and release of a process are sent at its second heartbeat, with
+	 * conditions that never hold, so that a hand-over does not pay for the first
+	 * transaction of its JVM: they take no revision, and grant nothing.
+	 */
+	@Test
+	void heartbeatsTakeNoRevisionOnceTheNodeIsRegistered() throws Exception {
+		this.store.tick(A, Map.of(), List.of(), LEASE, LEASE);
+		long registered = revision();
+		for (int i = 0; i < 3; i++) {
+			this.store.tick(A, Map.of(), List.of("warm-up"), LEASE, LEASE);
+		}
+		assertThat(revision()).isEqualTo(registered);
+		assertThat(this.client.getKVClient()
+			.get(new EtcdKeys("leader-test").root(), GetOption.builder().isPrefix(true).build())
+			.get(5, TimeUnit.SECONDS)
+			.getKvs()).noneMatch((kv) -> kv.getKey().toString().contains("warm-up"));
+	}
+
+	private long revision() throws Exception {
+		return this.client.getKVClient()
+			.get(ByteSequence.from("any", StandardCharsets.UTF_8))
+			.get(5, TimeUnit.SECONDS)
+			.getHeader()
+			.getRevision();
 	}
 
 	/**
