@@ -314,7 +314,11 @@ final class NodeReconciler {
 		if (agent == null || (assignment.state() != AssignmentState.ASSIGNING && !acknowledged)) {
 			// Not started by this process: it restarted with the same node id, or lacks
 			// the daemon. Handing it back lets the leader reassign it now rather than
-			// after a timeout.
+			// after a timeout; only once this process's heartbeats succeed, since another
+			// live process with the same id keeps the registration, and runs it.
+			if (!this.node.heartbeatIsRecent()) {
+				return;
+			}
 			this.acknowledgementsSent.remove(daemon);
 			if (this.store.release(this.nodeId, daemon, assignment.generation())) {
 				logger.info(String.format("Daemon daemon=%s node=%s action=handed-back generation=%d state=%s", daemon,

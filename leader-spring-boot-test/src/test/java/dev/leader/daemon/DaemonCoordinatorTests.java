@@ -200,6 +200,34 @@ class DaemonCoordinatorTests {
 		assertThat(this.nodes.events()).noneMatch((event) -> event instanceof DaemonStoppedEvent);
 	}
 
+	/**
+	 * A second process started with the node id of a live one is kept out of the
+	 * registration, and must leave that process's daemons alone: only a process whose
+	 * heartbeats succeed hands back an assignment of its node id that it did not start.
+	 */
+	@Test
+	void secondProcessWithTheNodeIdOfALiveOneLeavesItsDaemonRunning() {
+		LeaseSettings lease = new LeaseSettings(Duration.ofSeconds(2), Duration.ofMillis(300), Duration.ofMillis(300),
+				Duration.ofMillis(200), Duration.ofSeconds(2), Duration.ofSeconds(2));
+		DaemonSettings daemons = new DaemonSettings("default", Duration.ofSeconds(4), Duration.ofSeconds(4), 2,
+				Duration.ZERO);
+		AtomicInteger runs = new AtomicInteger();
+		DaemonAgent agent = (context) -> {
+			runs.incrementAndGet();
+			context.awaitCancellation(Duration.ofMinutes(1));
+		};
+		start("a", lease, daemons, this.nodes.dataSource(), this.nodes.dataSource(), agent);
+		awaitActive("steady", "a", 1);
+		start("a", ProcessHandle.current().pid() + 1, lease, daemons, this.nodes.dataSource(), this.nodes.dataSource(),
+				agent);
+		// Several heartbeats and daemon cycles of the second process.
+		await().during(Duration.ofSeconds(3))
+			.atMost(Duration.ofSeconds(5))
+			.until(() -> assignment("steady"), (row) -> row.equals("ACTIVE a 1"));
+		assertThat(runs.get()).isOne();
+		assertThat(this.nodes.events()).noneMatch((event) -> event instanceof DaemonStoppedEvent);
+	}
+
 	@Test
 	void daemonWhoseAcknowledgementIsHeldUpNeverRunsOnTwoNodesAtOnceWhenTheLeaderReassignsItAtTheAckTimeout()
 			throws Exception {
@@ -319,10 +347,15 @@ class DaemonCoordinatorTests {
 
 	private LeaderEngine start(String node, LeaseSettings lease, DaemonSettings daemons, DataSource engineDataSource,
 			DataSource daemonDataSource, DaemonAgent agent) {
+		return start(node, ProcessHandle.current().pid(), lease, daemons, engineDataSource, daemonDataSource, agent);
+	}
+
+	private LeaderEngine start(String node, long pid, LeaseSettings lease, DaemonSettings daemons,
+			DataSource engineDataSource, DataSource daemonDataSource, DaemonAgent agent) {
 		PostgresCoordinationStore coordination = new PostgresCoordinationStore(engineDataSource, PREFIX, QUERY_TIMEOUT);
 		DaemonCoordinator[] coordinator = new DaemonCoordinator[1];
-		LeaderEngine engine = new LeaderEngine(coordination, lease,
-				new NodeRegistration(node, node, "localhost", ProcessHandle.current().pid()), List.of(), (event) -> {
+		LeaderEngine engine = new LeaderEngine(coordination, lease, new NodeRegistration(node, node, "localhost", pid),
+				List.of(), (event) -> {
 					this.nodes.events().add(event);
 					if (coordinator[0] != null
 							&& (event instanceof LeadershipGrantedEvent || event instanceof NodeJoinedEvent)) {
