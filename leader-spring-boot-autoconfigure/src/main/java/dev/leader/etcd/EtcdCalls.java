@@ -49,28 +49,12 @@ final class EtcdCalls {
 	 */
 	private final ThreadLocal<boolean[]> lagged = ThreadLocal.withInitial(() -> new boolean[1]);
 
-	/**
-	 * The highest term that the fences table had seen when this process started.
-	 */
-	private volatile long fencedTerm;
-
 	EtcdCalls(Duration timeout) {
 		this.timeout = timeout;
 	}
 
 	Duration timeout() {
 		return this.timeout;
-	}
-
-	/**
-	 * Refuses every answer below a term that the fences table saw, as below a revision an
-	 * answer showed: the terms are revisions of etcd, so a cluster whose revision is
-	 * below one was restored from an older backup, or replaced.
-	 * @param term the highest term of the fences table
-	 */
-	void refuseBelow(long term) {
-		this.fencedTerm = term;
-		this.seenRevision.accumulateAndGet(term, Math::max);
 	}
 
 	/**
@@ -117,12 +101,13 @@ final class EtcdCalls {
 	/**
 	 * Refuses an answer of etcd's key-value store at a revision below one it showed
 	 * before the round trip started: etcd's revision never goes down, unless the cluster
-	 * was restored from an older backup, or replaced. The store's terms are etcd's
+	 * was restored from an older backup, or replaced. The store's terms are etcd's create
 	 * revisions, so a revision given again could be a term granted before, maybe still
 	 * believed by a paused holder: nothing is granted or renewed until etcd's revision is
-	 * past the one shown. The check protects the nodes that ran before the restore, and a
-	 * node started after it that read the fences table ({@link #refuseBelow}); else etcd
-	 * must be restored past the revisions it gave.
+	 * past the one shown. The check protects the nodes that ran before the restore; a
+	 * node started after it has seen nothing, and etcd must be restored past the
+	 * revisions it gave ({@code etcdutl snapshot restore --bump-revision}, etcd 3.5 and
+	 * later).
 	 * @param answer the answer
 	 * @param what what was asked, for the message of a failure
 	 */
@@ -143,14 +128,11 @@ final class EtcdCalls {
 			return;
 		}
 		if (revision > 0 && revision < shown) {
-			String where = (shown == this.fencedTerm) ? "that the fences table recorded as a term"
-					: "that it had shown before";
 			throw new DataAccessResourceFailureException("etcd answered " + what + " at revision " + revision
-					+ ", below revision " + shown + " " + where + ": it was restored from an older backup, or "
-					+ "replaced. Its revisions are this store's terms, and one given again could be a term granted "
-					+ "before, so nothing is granted or renewed until its revision is past " + shown + ". Restore "
-					+ "etcd past the revisions it gave (etcdutl snapshot restore --bump-revision, or the steps of "
-					+ "docs/etcd.md, 'Backups and restores')");
+					+ ", below revision " + shown + " that it had shown before: it was restored from an older "
+					+ "backup, or replaced. Its revisions are this store's terms, and one given again could be a "
+					+ "term granted before, so nothing is granted or renewed until its revision is past " + shown
+					+ ". Restore etcd past the revisions it gave (etcdutl snapshot restore --bump-revision)");
 		}
 		this.seenRevision.accumulateAndGet(revision, Math::max);
 	}

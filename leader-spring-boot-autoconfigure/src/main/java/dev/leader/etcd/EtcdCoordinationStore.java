@@ -13,7 +13,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
-import java.util.function.LongSupplier;
 
 import dev.leader.NodeInfo;
 import dev.leader.lease.CoordinationStore;
@@ -143,8 +142,6 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 	private final AtomicLong written = new AtomicLong();
 
 	private volatile boolean warmedUp;
-
-	private volatile @Nullable LongSupplier highestFencedTerm;
 
 	/**
 	 * Creates a store whose calls wait up to 3 s for etcd.
@@ -282,31 +279,9 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 		this.warmedUp = true;
 	}
 
-	/**
-	 * Has the first heartbeat read the highest term that the fences table has seen, and
-	 * refuse etcd's answers below it, as those below a revision an answer showed: a
-	 * process started after etcd was restored from an older backup then acts on no term
-	 * below one already used. A failure to read it is logged, once.
-	 * @param highestTerm reads the highest term of the fences table, 0 if none
-	 */
-	void refuseRevisionsBelow(LongSupplier highestTerm) {
-		this.highestFencedTerm = highestTerm;
-	}
-
 	@Override
 	public Tick tick(NodeRegistration node, Map<String, Long> held, Collection<String> groups, Duration leaseDuration,
 			Duration nodeExpiry) {
-		LongSupplier highestTerm = this.highestFencedTerm;
-		if (highestTerm != null) {
-			this.highestFencedTerm = null;
-			try {
-				this.calls.refuseBelow(highestTerm.getAsLong());
-			}
-			catch (RuntimeException ex) {
-				logger.warn("Leader etcd store could not read the highest term of the fences table; it will not "
-						+ "tell a restore of etcd from an older backup until it sees a revision above it: " + ex);
-			}
-		}
 		long deadline = this.calls.deadline();
 		long sent = System.nanoTime();
 		Instant sentAt = Instant.now();

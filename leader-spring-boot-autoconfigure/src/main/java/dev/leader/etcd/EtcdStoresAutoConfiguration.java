@@ -7,8 +7,6 @@ import java.util.List;
 import dev.leader.autoconfigure.LeaderAutoConfiguration;
 import dev.leader.autoconfigure.LeaderProperties;
 import dev.leader.daemon.DaemonStore;
-import dev.leader.fencing.FencingStore;
-import dev.leader.jdbc.FencesOnlyFencingStore;
 import dev.leader.jdbc.JdbcStoresAutoConfiguration;
 import dev.leader.lease.CoordinationStore;
 import dev.leader.lease.LeaseSettings;
@@ -86,7 +84,7 @@ public final class EtcdStoresAutoConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	CoordinationStore leaderCoordinationStore(Client client, EtcdProperties properties, LeaseSettings settings,
-			LeaderProperties leaderProperties, ObjectProvider<FencingStore> fencingStores) {
+			LeaderProperties leaderProperties) {
 		requireWholeSeconds("leader.lease.duration", settings.duration());
 		requireWholeSeconds("leader.node.expiry", settings.nodeExpiry());
 		settings.requireRoomForAHungCall("leader.etcd.timeout", properties.determineTimeout());
@@ -97,13 +95,7 @@ public final class EtcdStoresAutoConfiguration {
 					+ "none; a crashed holder's lease ends when etcd expires it, within leader.lease.duration. "
 					+ "Remove the property, or coordinate through PostgreSQL or MariaDB");
 		}
-		EtcdCoordinationStore store = new EtcdCoordinationStore(client, properties.getPrefix(),
-				properties.determineTimeout());
-		// The fences table keeps the highest etcd term each resource has seen: a node
-		// started on an etcd restored below it refuses to act on lower terms.
-		store.refuseRevisionsBelow(() -> (fencingStores.getIfAvailable() instanceof FencesOnlyFencingStore fences)
-				? fences.highestTerm() : 0);
-		return store;
+		return new EtcdCoordinationStore(client, properties.getPrefix(), properties.determineTimeout());
 	}
 
 	@Bean

@@ -1,13 +1,5 @@
 package dev.leader.jdbc;
 
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.sql.SQLException;
-import java.time.Duration;
-
-import javax.sql.DataSource;
-
 import dev.leader.FencingToken;
 import dev.leader.fencing.FencingStore;
 import org.jspecify.annotations.Nullable;
@@ -23,25 +15,12 @@ public final class FencesOnlyFencingStore implements FencingStore {
 
 	private final FencingStore fences;
 
-	private final DataSource dataSource;
-
-	private final String highestTermSql;
-
-	private final int timeoutSeconds;
-
 	/**
 	 * Creates a store that keeps only the fences of another.
 	 * @param fences the family's fencing store, whose {@link #advance} is used
-	 * @param dataSource the data source of the fences table
-	 * @param prefix the prefix of the starter's tables
-	 * @param queryTimeout the longest a statement may run
 	 */
-	public FencesOnlyFencingStore(FencingStore fences, DataSource dataSource, TablePrefix prefix,
-			Duration queryTimeout) {
+	public FencesOnlyFencingStore(FencingStore fences) {
 		this.fences = fences;
-		this.dataSource = dataSource;
-		this.highestTermSql = prefix.render("SELECT COALESCE(MAX(term), 0) FROM ${prefix}fences");
-		this.timeoutSeconds = (int) Math.max(1, queryTimeout.toSeconds());
 	}
 
 	@Override
@@ -56,25 +35,6 @@ public final class FencesOnlyFencingStore implements FencingStore {
 	@Override
 	public @Nullable Fence advance(String resource, FencingToken token) {
 		return this.fences.advance(resource, token);
-	}
-
-	/**
-	 * Reads the highest term that any fence has seen, so that an engine whose terms went
-	 * back (etcd restored from an older backup) can tell.
-	 * @return the term, 0 if there is no fence
-	 * @throws org.springframework.dao.DataAccessException if it cannot be read
-	 */
-	public long highestTerm() {
-		try (Connection connection = this.dataSource.getConnection();
-				PreparedStatement statement = connection.prepareStatement(this.highestTermSql)) {
-			statement.setQueryTimeout(this.timeoutSeconds);
-			try (ResultSet rows = statement.executeQuery()) {
-				return rows.next() ? rows.getLong(1) : 0;
-			}
-		}
-		catch (SQLException ex) {
-			throw Statements.translate("read the highest term of the fences", ex);
-		}
 	}
 
 }

@@ -89,9 +89,7 @@ public final class MariaDbStoreFamily implements JdbcStoreFamily {
 		FencingStore store = new MariaDbFencingStore(context.dataSource(), context.prefix(), context.queryTimeout(),
 				settings.safeWindow(), own);
 		// Leases kept elsewhere cannot guard a transaction here; the fences can.
-		return (coordinationStore != null && own == null)
-				? new FencesOnlyFencingStore(store, context.dataSource(), context.prefix(), context.queryTimeout())
-				: store;
+		return (coordinationStore != null && own == null) ? new FencesOnlyFencingStore(store) : store;
 	}
 
 	// The coordination store this family built, if it is the one in use.

@@ -93,8 +93,7 @@ public final class PostgresStoreFamily implements JdbcStoreFamily {
 		FencingStore store = new PostgresFencingStore(context.dataSource(), context.prefix(), context.queryTimeout(),
 				settings.safeWindow());
 		// Leases kept elsewhere cannot guard a transaction here; the fences can.
-		return (coordinationStore != null && own(coordinationStore) == null)
-				? new FencesOnlyFencingStore(store, context.dataSource(), context.prefix(), context.queryTimeout())
+		return (coordinationStore != null && own(coordinationStore) == null) ? new FencesOnlyFencingStore(store)
 				: store;
 	}
 

@@ -1,6 +1,5 @@
 package dev.leader.autoconfigure;
 
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.UUID;
@@ -35,7 +34,6 @@ import dev.leader.log.RecordingApplier;
 import dev.leader.mariadb.MariaDbStoresAutoConfiguration;
 import dev.leader.postgres.PostgresStoresAutoConfiguration;
 import dev.leader.test.EtcdCluster;
-import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -145,46 +143,6 @@ class EtcdAutoConfigurationTests {
 			assertThatExceptionOfType(UnsupportedOperationException.class)
 				.isThrownBy(() -> transactions.execute((status) -> fencing.lockLease(token, "etcd-node")))
 				.withMessageContaining("Fencing.advance");
-		});
-	}
-
-	/**
-	 * A node started on an etcd whose revision is below a term the fences table saw, as
-	 * after a restore from an older backup, acts on no lower term: it refuses etcd's
-	 * answers, saying why, until etcd's revision is past that term (the operator's step
-	 * on etcd 3.4, writes of a scratch key), and then leads under a higher term.
-	 */
-	@Test
-	void nodeStartedOnEtcdBelowATermOfTheFencesLeadsOnlyOnceEtcdsRevisionIsPastIt(CapturedOutput output) {
-		String[] etcd = etcd();
-		long[] restoredBelow = new long[1];
-		this.schema.runner(EtcdStoresAutoConfiguration.class).withPropertyValues(etcd).run((context) -> {
-			Leadership leadership = context.getBean(Leadership.class);
-			assertThat(leadership.awaitLeadership("billing", WAIT)).isTrue();
-			// A term etcd granted before it was restored from an older backup.
-			FencingToken lost = new FencingToken("billing", leadership.token("billing").orElseThrow().term() + 30);
-			new TransactionTemplate(new DataSourceTransactionManager(context.getBean(DataSource.class)))
-				.execute((status) -> context.getBean(FencingStore.class).advance("ledger", lost));
-			restoredBelow[0] = lost.term();
-		});
-		this.schema.runner(EtcdStoresAutoConfiguration.class).withPropertyValues(etcd).run((context) -> {
-			Leadership leadership = context.getBean(Leadership.class);
-			assertThat(leadership.awaitLeadership("billing", Duration.ofSeconds(3))).isFalse();
-			assertThat(output).contains("below revision " + restoredBelow[0] + " that the fences table recorded");
-			try (Client client = Client.builder().endpoints(cluster.endpoints().toArray(String[]::new)).build()) {
-				ByteSequence scratch = ByteSequence.from("leader-restore", StandardCharsets.UTF_8);
-				long revision = 0;
-				for (int i = 0; i < 100 && revision <= restoredBelow[0]; i++) {
-					revision = client.getKVClient()
-						.put(scratch, scratch)
-						.get(5, TimeUnit.SECONDS)
-						.getHeader()
-						.getRevision();
-				}
-				client.getKVClient().delete(scratch).get(5, TimeUnit.SECONDS);
-			}
-			assertThat(leadership.awaitLeadership("billing", WAIT)).isTrue();
-			assertThat(leadership.token("billing").orElseThrow().term()).isGreaterThan(restoredBelow[0]);
 		});
 	}
 

@@ -115,7 +115,7 @@ enum NodeDialect {
 		// Leases kept elsewhere (etcd) cannot guard a transaction here; the fences can,
 		// as the store families build it.
 		return (coordination instanceof PostgresCoordinationStore || coordination instanceof MariaDbCoordinationStore)
-				? store : new FencesOnlyFencingStore(store, dataSource, prefix, queryTimeout);
+				? store : new FencesOnlyFencingStore(store);
 	}
 
 	LogStore logStore(DataSource dataSource, TablePrefix prefix, Duration queryTimeout, Duration holdLimit,
