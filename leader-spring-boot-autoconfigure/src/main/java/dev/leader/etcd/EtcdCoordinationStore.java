@@ -64,10 +64,9 @@ import org.springframework.util.Assert;
  * rises. Renewal is the session's keep-alive: a lease this store granted is renewed when
  * the keep-alive of its session succeeded, unless the keys it follows show the key gone
  * or written again since (a copy older than the grant cannot tell, and a copy whose watch
- * failed still serves, so that etcd's own elections cost no lease). A grant counts its
- * window from its session's last confirmation, and keeps the session alive in the same
- * round trip when less than half the lease duration is left of it. A release deletes the
- * key in one transaction compared on the term. Beside each lease key,
+ * failed still serves, so that etcd's own elections cost no lease). A grant keeps its
+ * session alive in the same round trip, and its window counts from then. A release
+ * deletes the key in one transaction compared on the term. Beside each lease key,
  * {@code <prefix>#/terms/<group>} records the term of the last grant or release, its
  * holder ({@code null} once released) and the expiry promised at the grant, so that a
  * released or expired lease is still read with its term.
@@ -199,13 +198,11 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 				(live != null) ? CmpTarget.modRevision(live.getModRevision()) : CmpTarget.createRevision(0));
 		Cmp registered = new Cmp(this.keys.node(nodeId), Cmp.Op.EQUAL,
 				CmpTarget.createRevision(alive.getCreateRevision()));
-		// A session with less than half the duration left is kept alive with the grant,
-		// in the same round trip; one confirmed since (by a heartbeat within the renew
-		// interval, as a rule) spares the hand-over that call, and the window counts from
-		// that confirmation.
+		// The session is kept alive with the grant: the window starts now, not at the
+		// last heartbeat. The engine counts the lease's window from the grant's send
+		// whatever the store answers, so the keep-alive is never spared.
 		long refreshedAt = System.nanoTime();
-		CompletableFuture<@Nullable LeaseKeepAliveResponse> refreshed = (session.windowEnd()
-				- refreshedAt < duration.toNanos() / 2) ? this.sessions.keepAlive(session, refreshedAt) : null;
+		CompletableFuture<@Nullable LeaseKeepAliveResponse> refreshed = this.sessions.keepAlive(session, refreshedAt);
 		TxnResponse granted = this.calls.await(
 				grant(free, registered, group, nodeId, session.id(), sentAt.plus(duration)), deadline,
 				"the grant of " + group);
@@ -216,12 +213,9 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 		}
 		long term = granted.getHeader().getRevision();
 		this.written.accumulateAndGet(term, Math::max);
-		if (refreshed != null) {
-			// Granted on a session whose keep-alive did not answer, the lease's key lives
-			// on unannounced: the next attempt, finding it this process's, grants it
-			// again.
-			this.calls.await(refreshed, deadline, "the keep-alive of the grant of " + group);
-		}
+		// Granted on a session whose keep-alive did not answer, the lease's key lives on
+		// unannounced: the next attempt, finding it this process's, grants it again.
+		this.calls.await(refreshed, deadline, "the keep-alive of the grant of " + group);
 		long windowEnd = Math.min(sent + duration.toNanos(), session.windowEnd());
 		Instant expiresAt = sentAt.plusNanos(windowEnd - sent);
 		this.own.put(group, new Own(term, session.id(), windowEnd, expiresAt));

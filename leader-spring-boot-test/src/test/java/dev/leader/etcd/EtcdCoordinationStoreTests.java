@@ -144,25 +144,24 @@ class EtcdCoordinationStoreTests {
 	}
 
 	/**
-	 * A grant joins the process's session, kept alive at the last heartbeat, and counts
-	 * its time left from that keep-alive while at least half the lease is left of it, as
-	 * etcd does, and never from the grant; past that, the grant keeps the session alive
-	 * too, and its time left counts from the grant.
+	 * A grant joins the process's session, kept alive at the last heartbeat: the grant
+	 * keeps it alive too, so that the lease's time left counts from the grant, as etcd
+	 * does, not from that heartbeat. The engine counts a grant's window from its send
+	 * whatever the store answers, so a grant that spared the keep-alive would be trusted
+	 * longer than etcd keeps its key (review: 2.8 s trusted against 2.0 s kept).
 	 */
 	@Test
-	void grantCountsItsWindowFromTheSessionsLastKeepAliveAndKeepsItAliveOncePastHalfTheLease() throws Exception {
+	void grantOnASessionKeptAliveEarlierIsGivenItsWholeDuration() throws Exception {
 		Duration lease = Duration.ofSeconds(3);
 		this.store.tick(A, Map.of(), List.of(), lease, lease);
 		this.store.tick(A, Map.of(), List.of(), lease, lease);
-		long keptAlive = System.nanoTime();
 		// The time under test: the heartbeat's window runs down meanwhile.
 		Thread.sleep(600);
 		LeaseState early = granted(this.store.acquire("orders", A, lease));
-		assertThat(early.remaining()).isPositive()
-			.isLessThanOrEqualTo(lease.minusNanos(System.nanoTime() - keptAlive).plusMillis(100));
+		assertThat(early.remaining()).isGreaterThan(lease.minusMillis(300));
 		Thread.sleep(1000);
 		LeaseState late = granted(this.store.acquire("payments", A, lease));
-		assertThat(late.remaining()).isGreaterThan(lease.minusMillis(700));
+		assertThat(late.remaining()).isGreaterThan(lease.minusMillis(300));
 	}
 
 	/**
