@@ -165,6 +165,34 @@ class EtcdCoordinationStoreTests {
 	}
 
 	/**
+	 * The engine trusts a grant from the moment it sent it for the lease duration less
+	 * the safety margin, whatever the store answered: etcd must keep the key at least
+	 * that long, even when the holder is cut off right after the grant and another node
+	 * keeps trying. A grant that spared its session's keep-alive failed this (another
+	 * node was granted 2.0 s after a 3 s grant).
+	 */
+	@Test
+	void noOtherNodeIsGrantedWhileTheEngineTrustsAGrantOfAHolderCutOffAfterIt() throws Exception {
+		Duration margin = Duration.ofMillis(200);
+		this.store.tick(B, Map.of(), List.of(), LEASE, Duration.ofSeconds(10));
+		this.store.tick(A, Map.of(), List.of(), LEASE, LEASE);
+		this.store.tick(A, Map.of(), List.of(), LEASE, LEASE);
+		// Within the renew interval after A's last heartbeat.
+		Thread.sleep(1200);
+		long sent = System.nanoTime();
+		granted(this.store.acquire("orders", A, LEASE));
+		// A sends nothing more; B keeps its node alive and tries.
+		long grantedToB = await("the lease granted to B").atMost(Duration.ofSeconds(15))
+			.pollInterval(Duration.ofMillis(50))
+			.until(() -> {
+				this.store.tick(B, Map.of(), List.of(), LEASE, Duration.ofSeconds(10));
+				return this.store.acquire("orders", B, LEASE).granted() ? System.nanoTime() : 0L;
+			}, (at) -> at != 0);
+		assertThat(Duration.ofNanos(grantedToB - sent)).as("B granted after A's grant was sent")
+			.isGreaterThanOrEqualTo(LEASE.minus(margin));
+	}
+
+	/**
 	 * The first grant and release of a process are sent at its second heartbeat, with
 	 * conditions that never hold, so that a hand-over does not pay for the first
 	 * transaction of its JVM: they take no revision, and grant nothing.
