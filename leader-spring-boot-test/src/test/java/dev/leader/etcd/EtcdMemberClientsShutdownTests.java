@@ -57,7 +57,7 @@ class EtcdMemberClientsShutdownTests {
 				input.write("killed\n".getBytes(StandardCharsets.UTF_8));
 				input.flush();
 				String moved = awaitLine(lines, seen, "MOVED ").substring("MOVED ".length());
-				assertThat(moved).as("the member the calls moved to").isNotEqualTo(current);
+				assertThat(moved).as("the member the calls moved to, after %s", seen).isNotEqualTo(current);
 				awaitLine(lines, seen, "READY");
 				process.toHandle().destroy();
 				assertThat(process.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS)).as("the process exits").isTrue();

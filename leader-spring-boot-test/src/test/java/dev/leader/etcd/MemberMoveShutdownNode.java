@@ -6,8 +6,10 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
@@ -18,9 +20,10 @@ import io.grpc.StatusRuntimeException;
  * another member, and whose shutdown hook then writes through it, as a node's graceful
  * shutdown hands its leases over. Arguments: the members' client URLs, comma-separated,
  * and the key. It prints {@code CURRENT <endpoint>} once a write went through, waits for
- * a line on its standard input (the test killed that member), writes once more, which
- * moves the calls, prints {@code MOVED <endpoint>} and {@code READY}, and waits for
- * SIGTERM, on which the hook prints {@code HOOK ok} or {@code HOOK failed: <why>}.
+ * a line on its standard input (the test killed that member), writes until the calls
+ * move, printing each write's outcome, prints {@code MOVED <endpoint>} and {@code READY},
+ * and waits for SIGTERM, on which the hook prints {@code HOOK ok} or
+ * {@code HOOK failed: <why>}.
  */
 public final class MemberMoveShutdownNode {
 
@@ -39,11 +42,24 @@ public final class MemberMoveShutdownNode {
 		if (input.readLine() == null) {
 			return;
 		}
-		// Sent to the killed member: unanswered for the timeout, it moves the calls on.
-		client.getKVClient().put(key, value("moving"));
+		// Sent to the killed member: unanswered for the timeout, or refused as
+		// unavailable,
+		// it moves the calls on. Sent again while the calls stay, as a node's next round
+		// trip would be: a put that met the member's connection as it closed may fail
+		// otherwise (printed, for the test's message).
 		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
 		while (current(client).equals(first) && System.nanoTime() < deadline) {
-			Thread.onSpinWait();
+			CompletableFuture<?> put = client.getKVClient().put(key, value("moving"));
+			try {
+				put.get(2, TimeUnit.SECONDS);
+				System.out.println("PUT answered by " + current(client));
+			}
+			catch (ExecutionException ex) {
+				System.out.println("PUT failed: " + ex.getCause());
+			}
+			catch (TimeoutException ex) {
+				System.out.println("PUT unanswered for 2 s");
+			}
 		}
 		System.out.println("MOVED " + current(client));
 		Runtime.getRuntime().addShutdownHook(new Thread(() -> {
