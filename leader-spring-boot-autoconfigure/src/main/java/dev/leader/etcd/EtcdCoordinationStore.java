@@ -39,6 +39,7 @@ import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.dao.DataAccessException;
+import org.springframework.dao.DataAccessResourceFailureException;
 import org.springframework.dao.DuplicateKeyException;
 import org.springframework.util.Assert;
 
@@ -66,10 +67,13 @@ import org.springframework.util.Assert;
  * or written again since (a copy older than the grant cannot tell, and a copy whose watch
  * failed still serves, so that etcd's own elections cost no lease). A grant keeps its
  * session alive in the same round trip, and its window counts from then. A release
- * deletes the key in one transaction compared on the term. Beside each lease key,
- * {@code <prefix>#/terms/<group>} records the term of the last grant or release, its
- * holder ({@code null} once released) and the expiry promised at the grant, so that a
- * released or expired lease is still read with its term.
+ * deletes the key in one transaction compared on the term; a graceful hand-over
+ * ({@link #handOver}) writes it in that transaction for the next node instead, attached
+ * to that node's session, and that node takes it with a keep-alive and no write, as the
+ * next candidate of etcd's election recipe is elected by the deletion of the key ahead of
+ * it. Beside each lease key, {@code <prefix>#/terms/<group>} records the term of the last
+ * grant or release, its holder ({@code null} once released) and the expiry promised at
+ * the grant, so that a released or expired lease is still read with its term.
  * <p>
  * <b>Following.</b> The keys under the root are read once and then followed by a watch
  * ({@link EtcdMirror}): the leases a heartbeat reads, the members, and the snapshots the
@@ -143,6 +147,23 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 	private volatile boolean warmedUp;
 
 	/**
+	 * The lease duration of the last acquire or heartbeat, for the record of a lease
+	 * handed over.
+	 */
+	private volatile Duration leaseDuration = Duration.ZERO;
+
+	/**
+	 * The leases written for this store's processes that no acquire took yet, with the
+	 * term that a heartbeat first found, by group: the next heartbeat gives them back.
+	 */
+	private final Map<String, Long> offered = new ConcurrentHashMap<>();
+
+	/**
+	 * The groups whose grant is under way.
+	 */
+	private final Set<String> granting = ConcurrentHashMap.newKeySet();
+
+	/**
 	 * Creates a store whose calls wait up to 3 s for etcd.
 	 * @param client the client of the etcd cluster, closed by its owner
 	 * @param prefix the prefix of every key, such as {@code leader/orders-service}: 1 to
@@ -191,6 +212,10 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 			return new AcquireResult(false, state(group, snapshot, duration));
 		}
 		EtcdSessions.Session session = this.sessions.get(incarnation, duration, deadline);
+		this.leaseDuration = duration;
+		if (live != null && live.getLease() == session.id() && ownLease(group, live) == null) {
+			return take(group, nodeId, live, session, duration, sent, sentAt, deadline);
+		}
 		ByteSequence key = this.keys.lease(group);
 		// Granted only while this process's node key is there, and, for a lease this
 		// process holds, as read, so that the term rises.
@@ -203,22 +228,53 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 		// whatever the store answers, so the keep-alive is never spared.
 		long refreshedAt = System.nanoTime();
 		CompletableFuture<@Nullable LeaseKeepAliveResponse> refreshed = this.sessions.keepAlive(session, refreshedAt);
-		TxnResponse granted = this.calls.await(
-				grant(free, registered, group, nodeId, session.id(), sentAt.plus(duration)), deadline,
-				"the grant of " + group);
-		if (!granted.isSucceeded()) {
-			KeyValue now = first(granted.getGetResponses().get(0));
-			return new AcquireResult(false,
-					(now != null) ? held(group, now, duration) : state(group, snapshot, duration));
+		// The watch shows the grant's write before or after its answer: announced as a
+		// hand-over neither while it is under way nor once it is this store's.
+		this.granting.add(group);
+		try {
+			TxnResponse granted = this.calls.await(
+					grant(free, registered, group, nodeId, session.id(), sentAt.plus(duration)), deadline,
+					"the grant of " + group);
+			if (!granted.isSucceeded()) {
+				KeyValue now = first(granted.getGetResponses().get(0));
+				return new AcquireResult(false,
+						(now != null) ? held(group, now, duration) : state(group, snapshot, duration));
+			}
+			long term = granted.getHeader().getRevision();
+			this.written.accumulateAndGet(term, Math::max);
+			// Granted on a session whose keep-alive did not answer, the lease's key lives
+			// on unannounced: the next attempt, finding it this process's, takes it.
+			this.calls.await(refreshed, deadline, "the keep-alive of the grant of " + group);
+			long windowEnd = Math.min(sent + duration.toNanos(), session.windowEnd());
+			Instant expiresAt = sentAt.plusNanos(windowEnd - sent);
+			this.own.put(group, new Own(term, session.id(), windowEnd, expiresAt));
+			return new AcquireResult(true, new LeaseState(group, nodeId, term, expiresAt,
+					Duration.ofNanos(Math.max(windowEnd - System.nanoTime(), 0))));
 		}
-		long term = granted.getHeader().getRevision();
-		this.written.accumulateAndGet(term, Math::max);
-		// Granted on a session whose keep-alive did not answer, the lease's key lives on
-		// unannounced: the next attempt, finding it this process's, grants it again.
-		this.calls.await(refreshed, deadline, "the keep-alive of the grant of " + group);
+		finally {
+			this.granting.remove(group);
+		}
+	}
+
+	// Takes a lease that its holder handed to this process (handOver), or that a grant of
+	// this process wrote without announcing it, under the term of that write, without a
+	// write of its own: only this process deletes or writes a key attached to its
+	// session, and the session's keep-alive, sent now, keeps it at least a duration from
+	// the acquire's send, as a grant does.
+	private AcquireResult take(String group, String nodeId, KeyValue live, EtcdSessions.Session session,
+			Duration duration, long sent, Instant sentAt, long deadline) {
+		LeaseKeepAliveResponse kept = this.calls.awaitUnlessNotFound(
+				this.sessions.keepAlive(session, System.nanoTime()), deadline,
+				"the keep-alive of the lease of " + group);
+		if (kept == null || kept.getTTL() <= 0) {
+			throw new DataAccessResourceFailureException("The session of the lease of " + group
+					+ " handed to leader node " + nodeId + " ended before it took the lease");
+		}
+		long term = live.getModRevision();
 		long windowEnd = Math.min(sent + duration.toNanos(), session.windowEnd());
 		Instant expiresAt = sentAt.plusNanos(windowEnd - sent);
 		this.own.put(group, new Own(term, session.id(), windowEnd, expiresAt));
+		this.offered.remove(group);
 		return new AcquireResult(true, new LeaseState(group, nodeId, term, expiresAt,
 				Duration.ofNanos(Math.max(windowEnd - System.nanoTime(), 0))));
 	}
@@ -237,25 +293,37 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 			.commit();
 	}
 
-	// The release's transaction: the key deleted and the term's record written, if the
-	// key still holds the term and the node.
-	private CompletableFuture<TxnResponse> release(String group, long term, String nodeId, Instant now) {
+	// The release's transaction, if the key still holds the term and the node: the key
+	// written for the successor, attached to its node's session, while that node key is
+	// the one read; else, or without a successor, the key deleted. The term's record
+	// follows the key.
+	private CompletableFuture<TxnResponse> release(String group, long term, String nodeId, Instant now,
+			@Nullable KeyValue successor) {
 		ByteSequence key = this.keys.lease(group);
-		return this.kv.txn()
-			.If(new Cmp(key, Cmp.Op.EQUAL, CmpTarget.modRevision(term)),
-					new Cmp(key, Cmp.Op.EQUAL, CmpTarget.value(EtcdKeys.bytes(nodeId))))
-			.Then(Op.delete(key, DeleteOption.DEFAULT),
-					Op.put(this.keys.term(group), new EtcdKeys.TermRecord(term, null, now).toBytes(),
-							PutOption.DEFAULT))
-			.commit();
+		Cmp[] held = { new Cmp(key, Cmp.Op.EQUAL, CmpTarget.modRevision(term)),
+				new Cmp(key, Cmp.Op.EQUAL, CmpTarget.value(EtcdKeys.bytes(nodeId))) };
+		Op[] deleted = { Op.delete(key, DeleteOption.DEFAULT),
+				Op.put(this.keys.term(group), new EtcdKeys.TermRecord(term, null, now).toBytes(), PutOption.DEFAULT) };
+		if (successor == null) {
+			return this.kv.txn().If(held).Then(deleted).commit();
+		}
+		String next = NodeValue.of(successor).registration().id();
+		Op[] handed = {
+				Op.put(key, EtcdKeys.bytes(next), PutOption.builder().withLeaseId(successor.getLease()).build()),
+				Op.put(this.keys.term(group), new EtcdKeys.TermRecord(0, next, now.plus(this.leaseDuration)).toBytes(),
+						PutOption.DEFAULT) };
+		Cmp registered = new Cmp(successor.getKey(), Cmp.Op.EQUAL,
+				CmpTarget.createRevision(successor.getCreateRevision()));
+		return this.kv.txn().If(held).Then(Op.txn(new Cmp[] { registered }, handed, deleted)).commit();
 	}
 
 	/**
-	 * Sends a grant and a release whose conditions never hold, once a process has a
-	 * session: a hand-over is often the first grant or release of a process, and the
-	 * first transaction of each shape costs a JVM tens of milliseconds (classes loaded,
-	 * code run cold), which would otherwise fall on the hand-over's path. Neither writes
-	 * anything, so neither takes a revision. A failure leaves it for the next heartbeat.
+	 * Sends a grant, a release and a hand-over whose conditions never hold, once a
+	 * process has a session: a hand-over is often the first grant or release of a
+	 * process, and the first transaction of each shape costs a JVM tens of milliseconds
+	 * (classes loaded, code run cold), which would otherwise fall on the hand-over's
+	 * path. None writes anything, so none takes a revision. A failure leaves it for the
+	 * next heartbeat.
 	 * @param nodeId the node
 	 * @param session a session of the process
 	 * @param deadline the deadline of the heartbeat's round trip
@@ -266,7 +334,11 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 		Instant now = Instant.now();
 		TxnResponse granted = this.calls.await(grant(never, never, group, nodeId, session, now), deadline,
 				"the first grant");
-		this.calls.await(release(group, -1, nodeId, now), deadline, "the first release");
+		this.calls.await(release(group, -1, nodeId, now, null), deadline, "the first release");
+		KeyValue self = this.mirror.snapshot().node(nodeId);
+		if (self != null) {
+			this.calls.await(release(group, -1, nodeId, now, self), deadline, "the first hand-over");
+		}
 		// The grant's answer read as a refused grant's is.
 		first(granted.getGetResponses().get(0));
 		this.warmedUp = true;
@@ -279,6 +351,7 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 		long sent = System.nanoTime();
 		Instant sentAt = Instant.now();
 		String incarnation = NodeValue.incarnation(node);
+		this.leaseDuration = leaseDuration;
 		EtcdSessions.Kept kept = this.sessions.keepAlive(incarnation, sent, deadline);
 		if (this.calls.laggedBehind()) {
 			// A keep-alive answered below a revision this store saw: a linearizable read
@@ -311,6 +384,7 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 						Duration.ofNanos(Math.max(windowEnd - System.nanoTime(), 0))));
 			}
 		});
+		giveBackUntaken(node.id(), incarnation, snapshot);
 		Map<String, LeaseState> read = new LinkedHashMap<>();
 		for (String group : groups) {
 			LeaseState state = state(group, snapshot, leaseDuration);
@@ -340,6 +414,36 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 			}
 		}
 		return new Tick(renewed, read, List.copyOf(members.values()));
+	}
+
+	// Gives back each lease handed to the process that a heartbeat before this one found
+	// and no acquire took since, as a node that does not take part in the group, is
+	// stopping, or cools down after a yield leaves it: deleted, compared on its term, so
+	// that the others acquire it.
+	private void giveBackUntaken(String nodeId, String incarnation, EtcdSnapshot snapshot) {
+		Map<String, Long> untaken = new LinkedHashMap<>();
+		for (String group : snapshot.groups()) {
+			KeyValue live = snapshot.lease(group);
+			if (live == null || !isOwn(live, nodeId, incarnation) || ownLease(group, live) != null) {
+				continue;
+			}
+			Long found = this.offered.put(group, live.getModRevision());
+			if (found != null && found == live.getModRevision()) {
+				untaken.put(group, found);
+			}
+		}
+		if (!untaken.isEmpty()) {
+			logger.info("Leader node " + nodeId + " gives back " + untaken.keySet()
+					+ ", handed to it and not taken within a heartbeat");
+			untaken.keySet().forEach(this.offered::remove);
+			try {
+				release(nodeId, untaken, false);
+			}
+			catch (DataAccessException ex) {
+				logger.warn("Leader node " + nodeId + " could not give back " + untaken.keySet()
+						+ "; the next heartbeat tries again: " + ex.getMessage());
+			}
+		}
 	}
 
 	// Whether the copy shows the term's key gone or written again: a copy older than the
@@ -399,12 +503,33 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 
 	@Override
 	public Collection<String> release(String nodeId, Map<String, Long> held) {
+		return release(nodeId, held, false);
+	}
+
+	/**
+	 * Writes each lease key for the live node that registered first apart from this one,
+	 * in the transaction compared on the term that would delete it, attached to that
+	 * node's session: that node takes the lease under this write's revision with no write
+	 * of its own, so a hand-over costs one transaction, as a resignation in etcd's
+	 * election recipe does. The lease is deleted, as by {@link #release}, where no other
+	 * node is alive or its key changed since this store read it. A node that does not
+	 * take a lease handed to it within a heartbeat gives it back ({@link #tick}).
+	 */
+	@Override
+	public Collection<String> handOver(String nodeId, Map<String, Long> held) {
+		return release(nodeId, held, true);
+	}
+
+	private Collection<String> release(String nodeId, Map<String, Long> held, boolean handOver) {
 		long deadline = this.calls.deadline();
 		Instant now = Instant.now();
-		Map<String, CompletableFuture<TxnResponse>> deletions = new LinkedHashMap<>();
-		held.forEach((group, term) -> deletions.put(group, release(group, term, nodeId, now)));
+		EtcdSnapshot snapshot = this.mirror.snapshot();
+		String next = handOver ? successor(snapshot, nodeId) : null;
+		KeyValue successor = (next != null) ? snapshot.node(next) : null;
+		Map<String, CompletableFuture<TxnResponse>> answers = new LinkedHashMap<>();
+		held.forEach((group, term) -> answers.put(group, release(group, term, nodeId, now, successor)));
 		List<String> released = new ArrayList<>();
-		deletions.forEach((group, future) -> {
+		answers.forEach((group, future) -> {
 			TxnResponse answer = this.calls.await(future, deadline, "the release of " + group);
 			if (answer.isSucceeded()) {
 				this.own.remove(group);
@@ -471,28 +596,47 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 	 * Announces, from the watch, every deletion of a lease key that leaves the group
 	 * free, a release or an expiry, with the live node that registered first apart from
 	 * the former holder as the successor; and the deletion of a lease key or node key of
-	 * this store's that it did not release or deregister, as the end of its session. On
-	 * the watch's thread, {@code leader-etcd-watch}.
+	 * this store's that it did not release or deregister, as the end of its session; and
+	 * a lease key written for a process of this store by another, a hand-over, with that
+	 * process's node as the successor. On the watch's thread, {@code leader-etcd-watch}.
 	 * @param listener the listener
 	 * @return a handle that stops the announcements
 	 */
 	@Override
 	public AutoCloseable listen(ReleaseListener listener) {
-		return this.mirror.onDeleted((named, before) -> {
-			if (named.kind() == EtcdKeys.Kind.LEASE) {
-				String group = named.name();
-				Own lost = this.own.get(group);
-				if (lost != null && lost.term() == before.getModRevision() && this.own.remove(group, lost)) {
-					listener.sessionLost(Map.of(group, lost.term()));
+		return this.mirror.onChanged(new EtcdMirror.Listener() {
+
+			@Override
+			public void deleted(EtcdKeys.Named named, KeyValue before) {
+				if (named.kind() == EtcdKeys.Kind.LEASE) {
+					String group = named.name();
+					Own lost = EtcdCoordinationStore.this.own.get(group);
+					if (lost != null && lost.term() == before.getModRevision()
+							&& EtcdCoordinationStore.this.own.remove(group, lost)) {
+						listener.sessionLost(Map.of(group, lost.term()));
+					}
+					EtcdSnapshot snapshot = EtcdCoordinationStore.this.mirror.snapshot();
+					if (snapshot.lease(group) == null) {
+						listener.released(group, successor(snapshot, EtcdKeys.text(before.getValue())));
+					}
 				}
-				EtcdSnapshot snapshot = this.mirror.snapshot();
-				if (snapshot.lease(group) == null) {
-					listener.released(group, successor(snapshot, EtcdKeys.text(before.getValue())));
+				else if (named.kind() == EtcdKeys.Kind.NODE
+						&& EtcdCoordinationStore.this.sessions.contains(before.getLease())) {
+					listener.nodeSessionLost();
 				}
 			}
-			else if (named.kind() == EtcdKeys.Kind.NODE && this.sessions.contains(before.getLease())) {
-				listener.nodeSessionLost();
+
+			@Override
+			public void written(EtcdKeys.Named named, KeyValue written) {
+				if (named.kind() == EtcdKeys.Kind.LEASE
+						&& EtcdCoordinationStore.this.sessions.contains(written.getLease())
+						&& !EtcdCoordinationStore.this.granting.contains(named.name())
+						&& ownLease(named.name(), written) == null) {
+					// Handed to a process of this store: its node takes it first.
+					listener.released(named.name(), EtcdKeys.text(written.getValue()));
+				}
 			}
+
 		});
 	}
 

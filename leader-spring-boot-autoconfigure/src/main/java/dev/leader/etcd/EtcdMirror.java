@@ -105,12 +105,12 @@ final class EtcdMirror implements AutoCloseable {
 	}
 
 	/**
-	 * Adds a listener of the deletions the copy applies, called on
-	 * {@code leader-etcd-watch} in the order of the deletions.
+	 * Adds a listener of the changes the copy applies, called on
+	 * {@code leader-etcd-watch} in the order of the changes.
 	 * @param listener the listener
 	 * @return a handle that removes it
 	 */
-	AutoCloseable onDeleted(Listener listener) {
+	AutoCloseable onChanged(Listener listener) {
 		this.listeners.add(listener);
 		return () -> this.listeners.remove(listener);
 	}
@@ -311,7 +311,7 @@ final class EtcdMirror implements AutoCloseable {
 			this.watcher = watch(read.getHeader().getRevision() + 1, this.generation);
 			notifyAll();
 		}
-		deleted.forEach(this::announce);
+		deleted.forEach((kv) -> announce(new Change(kv, true)));
 	}
 
 	private boolean replacedLease(KeyValue before, KeyValue now) {
@@ -331,7 +331,7 @@ final class EtcdMirror implements AutoCloseable {
 	}
 
 	private void received(long number, WatchResponse response) {
-		List<KeyValue> deleted = new ArrayList<>();
+		List<Change> changes = new ArrayList<>();
 		synchronized (this) {
 			if (number != this.generation || this.closed) {
 				return;
@@ -344,34 +344,39 @@ final class EtcdMirror implements AutoCloseable {
 				KeyValue kv = event.getKeyValue();
 				if (event.getEventType() == WatchEvent.EventType.PUT) {
 					this.kvs.put(kv.getKey(), kv);
+					changes.add(new Change(kv, false));
 				}
 				else if (event.getEventType() == WatchEvent.EventType.DELETE) {
 					KeyValue before = this.kvs.remove(kv.getKey());
 					if (before != null) {
-						deleted.add(before);
+						changes.add(new Change(before, true));
 					}
 				}
 				this.revision = Math.max(this.revision, kv.getModRevision());
 			}
 			notifyAll();
 		}
-		deleted.forEach(this::announce);
+		changes.forEach(this::announce);
 	}
 
-	private void announce(KeyValue before) {
-		EtcdKeys.Named named = this.keys.parse(before.getKey());
-		if (named == null) {
+	private void announce(Change change) {
+		EtcdKeys.Named named = this.keys.parse(change.kv().getKey());
+		if (named == null || this.listeners.isEmpty()) {
 			return;
 		}
 		try {
 			this.thread.execute(() -> {
 				for (Listener listener : this.listeners) {
 					try {
-						listener.deleted(named, before);
+						if (change.deleted()) {
+							listener.deleted(named, change.kv());
+						}
+						else {
+							listener.written(named, change.kv());
+						}
 					}
 					catch (RuntimeException ex) {
-						logger.warn("Leader etcd listener failed on the deletion of " + named + "; deliveries go on",
-								ex);
+						logger.warn("Leader etcd listener failed on a change of " + named + "; deliveries go on", ex);
 					}
 				}
 			});
@@ -419,7 +424,7 @@ final class EtcdMirror implements AutoCloseable {
 	}
 
 	/**
-	 * Receives the keys the copy saw deleted.
+	 * Receives the keys the copy saw deleted or written.
 	 */
 	@FunctionalInterface
 	interface Listener {
@@ -431,6 +436,18 @@ final class EtcdMirror implements AutoCloseable {
 		 */
 		void deleted(EtcdKeys.Named named, KeyValue before);
 
+		/**
+		 * Called for a key written by the watch, on {@code leader-etcd-watch}; a read
+		 * again after the watch failed announces no writes.
+		 * @param named the key's kind and name
+		 * @param written the key as written
+		 */
+		default void written(EtcdKeys.Named named, KeyValue written) {
+		}
+
+	}
+
+	private record Change(KeyValue kv, boolean deleted) {
 	}
 
 }

@@ -76,6 +76,21 @@ public interface CoordinationStore {
 	Collection<String> release(String nodeId, Map<String, Long> held);
 
 	/**
+	 * Gives up the given leases, as a node that steps down gracefully does, if it still
+	 * holds them with the given terms: released, or, for a store that can, handed to the
+	 * node it would name to try first, which then takes the lease under a new term
+	 * without competing for it. The node that receives a lease is told through
+	 * {@link ReleaseListener#released}, as a named successor is; a store that hands over
+	 * gives a lease back that its receiver does not take. By default, {@link #release}.
+	 * @param nodeId the node
+	 * @param held the terms to give up, by group
+	 * @return the groups actually released or handed over
+	 */
+	default Collection<String> handOver(String nodeId, Map<String, Long> held) {
+		return release(nodeId, held);
+	}
+
+	/**
 	 * Removes the node from the member list, so that other nodes see it leave at once, if
 	 * its registration is still this process's: a process that stops after another one
 	 * took its node id over (once it had been silent for the node expiry) leaves the

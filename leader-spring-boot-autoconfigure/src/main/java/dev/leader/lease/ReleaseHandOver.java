@@ -334,7 +334,7 @@ final class ReleaseHandOver {
 			return;
 		}
 		try {
-			this.store.release(this.nodeId, held);
+			this.store.handOver(this.nodeId, held);
 		}
 		catch (RuntimeException ex) {
 			logger.warn("Leader node " + this.nodeId + " could not release " + held.keySet()

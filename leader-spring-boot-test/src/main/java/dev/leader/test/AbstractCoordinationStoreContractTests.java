@@ -255,6 +255,20 @@ public abstract class AbstractCoordinationStoreContractTests extends Coordinatio
 	}
 
 	@Test
+	void handOverGivesTheLeaseUpAndTheNextNodeTakesTheNextTerm() {
+		this.store.tick(B, Map.of(), List.of(), LONG, NODE_EXPIRY);
+		LeaseState held = grant(A, LONG);
+		assertThat(this.store.handOver(A.id(), Map.of(GROUP, held.term() + 1))).isEmpty();
+		assertThat(this.store.handOver(A.id(), Map.of(GROUP, held.term()))).containsExactly(GROUP);
+		assertThat(this.store.handOver(A.id(), Map.of(GROUP, held.term()))).isEmpty();
+		assertThat(this.store.tick(A, Map.of(GROUP, held.term()), List.of(), LONG, NODE_EXPIRY).renewed()).isEmpty();
+		LeaseState next = grant(B, LONG);
+		assertThat(next.holder()).isEqualTo(B.id());
+		assertNextTerm(next.term(), held.term());
+		assertThat(storedLeases()).containsExactly(stored(next));
+	}
+
+	@Test
 	void releaseWithAWrongTermOrByANodeThatDoesNotHoldTheLeaseDoesNothing() {
 		LeaseState held = grant(A, LONG);
 		assertThat(this.store.release(A.id(), Map.of(GROUP, held.term() + 1))).isEmpty();

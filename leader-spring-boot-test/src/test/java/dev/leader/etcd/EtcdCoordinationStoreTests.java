@@ -211,6 +211,74 @@ class EtcdCoordinationStoreTests {
 			.getKvs()).noneMatch((kv) -> kv.getKey().toString().contains("warm-up"));
 	}
 
+	/**
+	 * A graceful hand-over writes the lease key for the next node in the transaction that
+	 * would delete it, and that node takes it with a keep-alive and no write, as the next
+	 * candidate of etcd's election recipe is elected by the deletion ahead of it: the
+	 * watch wakes it, its term is the hand-over's revision, and its window counts from
+	 * its acquire, not from its last heartbeat.
+	 */
+	@Test
+	void leaseHandedOverIsTakenByTheNextNodeWithoutAWriteForItsWholeDuration() throws Exception {
+		this.store.tick(B, Map.of(), List.of(), LEASE, LEASE);
+		LeaseState held = granted(Grants.acquire(this.store, "orders", A, LEASE));
+		List<String> woken = new CopyOnWriteArrayList<>();
+		try (AutoCloseable listening = this.store.listen((group, successor) -> woken.add(group + ":" + successor))) {
+			// B's window runs down meanwhile.
+			Thread.sleep(1200);
+			assertThat(this.store.handOver(A.id(), Map.of("orders", held.term()))).containsExactly("orders");
+			await("the hand-over to be announced").atMost(Duration.ofSeconds(5))
+				.until(() -> woken.contains("orders:" + B.id()));
+			long handedOver = revision();
+			LeaseState taken = granted(this.store.acquire("orders", B, LEASE));
+			assertThat(revision()).as("revision after the take").isEqualTo(handedOver);
+			assertThat(taken.term()).isEqualTo(handedOver).isGreaterThan(held.term());
+			assertThat(taken.remaining()).isGreaterThan(LEASE.minusMillis(300));
+			assertThat(this.store.leases()).singleElement()
+				.extracting(LeaseState::holder, LeaseState::term)
+				.containsExactly(B.id(), taken.term());
+			Tick renewed = this.store.tick(B, Map.of("orders", taken.term()), List.of("orders"), LEASE, LEASE);
+			assertThat(renewed.renewed()).containsOnlyKeys("orders");
+			assertThat(this.store.tick(A, Map.of("orders", held.term()), List.of(), LEASE, LEASE).renewed()).isEmpty();
+		}
+	}
+
+	/**
+	 * A node that does not take a lease handed to it, as one that does not take part in
+	 * the group, is stopping, or cools down after a yield, gives it back at its second
+	 * heartbeat after the hand-over, so that the others acquire it.
+	 */
+	@Test
+	void leaseHandedToANodeThatDoesNotTakeItIsGivenBackAtItsSecondHeartbeat() throws Exception {
+		this.store.tick(B, Map.of(), List.of(), LEASE, LEASE);
+		LeaseState held = granted(Grants.acquire(this.store, "orders", A, LEASE));
+		List<String> woken = new CopyOnWriteArrayList<>();
+		try (AutoCloseable listening = this.store.listen((group, successor) -> woken.add(group + ":" + successor))) {
+			assertThat(this.store.handOver(A.id(), Map.of("orders", held.term()))).containsExactly("orders");
+			await("the hand-over to be announced").atMost(Duration.ofSeconds(5))
+				.until(() -> woken.contains("orders:" + B.id()));
+			this.store.tick(B, Map.of(), List.of(), LEASE, LEASE);
+			assertThat(this.store.leases()).singleElement().extracting(LeaseState::holder).isEqualTo(B.id());
+			this.store.tick(B, Map.of(), List.of(), LEASE, LEASE);
+			await("the lease given back to be announced").atMost(Duration.ofSeconds(5))
+				.until(() -> woken.contains("orders:" + A.id()));
+			assertThat(this.store.leases()).singleElement().extracting(LeaseState::isHeld).isEqualTo(false);
+			assertThat(granted(Grants.acquire(this.store, "orders", A, LEASE)).term()).isGreaterThan(held.term());
+		}
+	}
+
+	/**
+	 * A hand-over with no other node alive releases the lease.
+	 */
+	@Test
+	void handOverWithNoOtherNodeAliveReleases() {
+		LeaseState held = granted(Grants.acquire(this.store, "orders", A, LEASE));
+		assertThat(this.store.handOver(A.id(), Map.of("orders", held.term()))).containsExactly("orders");
+		assertThat(this.store.leases()).singleElement()
+			.extracting(LeaseState::holder, LeaseState::term)
+			.containsExactly(null, held.term());
+	}
+
 	private long revision() throws Exception {
 		return this.client.getKVClient()
 			.get(ByteSequence.from("any", StandardCharsets.UTF_8))
