@@ -45,10 +45,13 @@ import org.springframework.util.Assert;
  * one transaction that compares the key's mod revision as read. Every transition changes
  * the state or the generation, so a transaction that finds the key changed since the read
  * would have found its precondition broken, and changes nothing: exactly one of an
- * acknowledgement and a reclaim of the same generation succeeds, and generations are
- * handed out one by one. The leader's writes (assign, revoke, reclaim, forget) also
- * compare the group's lease key: its mod revision is the token's term and its value the
- * leader's node, so a deposed leader, or one whose lease etcd expired, changes nothing.
+ * acknowledgement and a reclaim of the same generation succeeds. A daemon's generation is
+ * the next one, or the assigning leader's term if that is higher: a term is a revision of
+ * the cluster, so generations stay below etcd's revision and rise past every one given
+ * before a restore from an older backup once etcd's revision is past it again. The
+ * leader's writes (assign, revoke, reclaim, forget) also compare the group's lease key:
+ * its mod revision is the token's term and its value the leader's node, so a deposed
+ * leader, or one whose lease etcd expired, changes nothing.
  * <p>
  * <b>Time.</b> etcd has no clock to read, and the nodes' wall clocks may disagree. An
  * assignment's {@link Assignment#since()} is therefore when this process first saw it in
@@ -203,7 +206,10 @@ public final class EtcdDaemonStore implements DaemonStore {
 		if ((stored != null && stored.state() != AssignmentState.DELETED) || generation != deletedGeneration) {
 			return 0;
 		}
-		Stored next = new Stored(node, AssignmentState.ASSIGNING, generation + 1, leader.term());
+		// At least the leader's term, a revision: after a restore from an older backup,
+		// once etcd's revision is past every one it gave, no generation comes again.
+		Stored next = new Stored(node, AssignmentState.ASSIGNING, Math.max(generation + 1, leader.term()),
+				leader.term());
 		List<Op> writes = new ArrayList<>(List.of(Op.put(key, next.toBytes(), PutOption.DEFAULT)));
 		KeyValue request = first(read.getGetResponses().get(1));
 		if (requestedAt != null && request != null && requestedAt.equals(request(request).requestedAt())) {

@@ -192,7 +192,10 @@ class EtcdAutoConfigurationTests {
 		}).run((context) -> {
 			assertThat(context).hasNotFailed();
 			assertThat(context.getBean(DaemonStore.class)).isInstanceOf(EtcdDaemonStore.class);
-			assertThat(generations.poll(WAIT.toMillis(), TimeUnit.MILLISECONDS)).isEqualTo(1L);
+			// The first generation is the term of the daemons' group's leader.
+			Long generation = generations.poll(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+			assertThat(context.getBean(Leadership.class).token("default"))
+				.hasValueSatisfying((token) -> assertThat(generation).isEqualTo(token.term()));
 		});
 	}
 

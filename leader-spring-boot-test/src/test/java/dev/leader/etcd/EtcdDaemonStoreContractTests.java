@@ -66,6 +66,11 @@ class EtcdDaemonStoreContractTests extends AbstractDaemonStoreContractTests {
 	}
 
 	@Override
+	protected boolean generationsStartAtTheTerm() {
+		return true;
+	}
+
+	@Override
 	protected Stores createStores() {
 		this.prefix = "leader-test/" + UUID.randomUUID();
 		// As the auto-configuration builds them: the daemon store reads the keys the
@@ -91,12 +96,13 @@ class EtcdDaemonStoreContractTests extends AbstractDaemonStoreContractTests {
 		assertThat(daemons.read(EXPIRY).requests()).containsExactlyInAnyOrder(move, rebalance);
 		DaemonRequest replaced = daemons.request(DaemonRequest.Kind.MOVE, "outbox", "node-c");
 		assertThat(daemons.forget(leader, "boss", move)).as("forgetting a request replaced since").isFalse();
-		assertThat(daemons.assign(leader, "boss", "outbox", "node-b", 0, move.requestedAt())).isEqualTo(1);
+		assertThat(daemons.assign(leader, "boss", "outbox", "node-b", 0, move.requestedAt())).isEqualTo(leader.term());
 		assertThat(daemons.read(EXPIRY).requests()).as("the replacement outlives the assignment of the first")
 			.containsExactlyInAnyOrder(replaced, rebalance);
 		assertThat(daemons.forget(leader, "boss", rebalance)).isTrue();
-		assertThat(daemons.release("node-b", "outbox", 1)).isTrue();
-		assertThat(daemons.assign(leader, "boss", "outbox", "node-c", 1, replaced.requestedAt())).isEqualTo(2);
+		assertThat(daemons.release("node-b", "outbox", leader.term())).isTrue();
+		assertThat(daemons.assign(leader, "boss", "outbox", "node-c", leader.term(), replaced.requestedAt()))
+			.isEqualTo(leader.term() + 1);
 		assertThat(daemons.read(EXPIRY).requests()).isEmpty();
 	}
 
@@ -126,13 +132,13 @@ class EtcdDaemonStoreContractTests extends AbstractDaemonStoreContractTests {
 			coordination.tick(node, Map.of(), List.of(), LEASE, EXPIRY);
 			assertThat(snapshots.poll()).isNotNull();
 			FencingToken leader = lead("boss");
-			assertThat(daemons.assign(leader, "boss", "outbox", "node-a", 0)).isEqualTo(1);
+			assertThat(daemons.assign(leader, "boss", "outbox", "node-a", 0)).isEqualTo(leader.term());
 			snapshots.clear();
 			coordination.tick(node, Map.of(), List.of(), LEASE, EXPIRY);
 			DaemonSnapshot snapshot = snapshots.poll();
 			assertThat(snapshot).isNotNull();
 			assertThat(only(snapshot)).extracting(Assignment::node, Assignment::generation)
-				.containsExactly("node-a", 1L);
+				.containsExactly("node-a", leader.term());
 			assertThat(snapshot.member("node-a"))
 				.hasValueSatisfying((member) -> assertThat(member.daemons()).containsExactly("outbox"));
 		}
@@ -148,7 +154,7 @@ class EtcdDaemonStoreContractTests extends AbstractDaemonStoreContractTests {
 		EtcdDaemonStore nestedDaemons = new EtcdDaemonStore(client, this.prefix + "/nodes", TIMEOUT);
 		FencingToken nestedLeader = new FencingToken("moves",
 				Grants.acquire(nested, "moves", node, LEASE).lease().term());
-		assertThat(nestedDaemons.assign(nestedLeader, "node-n", "outbox", "node-n", 0)).isEqualTo(1);
+		assertThat(nestedDaemons.assign(nestedLeader, "node-n", "outbox", "node-n", 0)).isPositive();
 		DaemonSnapshot snapshot = new EtcdDaemonStore(client, this.prefix, TIMEOUT).read(EXPIRY);
 		assertThat(snapshot.members()).extracting(Member::id).doesNotContain("node-n");
 		assertThat(snapshot.assignments()).isEmpty();
@@ -235,7 +241,7 @@ class EtcdDaemonStoreContractTests extends AbstractDaemonStoreContractTests {
 	void assignmentsAgeIsMeasuredFromWhenThisStoreFirstSawItsState() throws Exception {
 		EtcdDaemonStore first = new EtcdDaemonStore(client, this.prefix, TIMEOUT);
 		FencingToken leader = lead("boss");
-		assertThat(first.assign(leader, "boss", "outbox", "node-a", 0)).isEqualTo(1);
+		assertThat(first.assign(leader, "boss", "outbox", "node-a", 0)).isEqualTo(leader.term());
 		Assignment seen = only(first.read(EXPIRY));
 		Thread.sleep(300);
 		DaemonSnapshot later = first.read(EXPIRY);
@@ -247,11 +253,38 @@ class EtcdDaemonStoreContractTests extends AbstractDaemonStoreContractTests {
 		DaemonSnapshot other = new EtcdDaemonStore(client, this.prefix, TIMEOUT).read(EXPIRY);
 		assertThat(Duration.between(only(other).since(), other.now())).as("age seen by a store that never saw it")
 			.isZero();
-		assertThat(first.acknowledge("node-a", "outbox", 1)).isTrue();
+		assertThat(first.acknowledge("node-a", "outbox", leader.term())).isTrue();
 		DaemonSnapshot acknowledged = first.read(EXPIRY);
 		assertThat(only(acknowledged).state()).isEqualTo(AssignmentState.ACTIVE);
 		assertThat(Duration.between(only(acknowledged).since(), acknowledged.now())).as("age of the new state")
 			.isZero();
+	}
+
+	/**
+	 * A daemon's generation is at least the term of the leader that assigns it, a
+	 * revision, and not only the one after the last: after a restore from an older
+	 * backup, whose assignments hold the generations of that backup, and the operator's
+	 * step that takes etcd's revision past every one it gave, no generation comes again.
+	 */
+	@Test
+	void generationRisesToTheTermOfTheLeaderThatAssigns() throws Exception {
+		EtcdDaemonStore daemons = new EtcdDaemonStore(client, this.prefix, TIMEOUT);
+		EtcdCoordinationStore coordination = new EtcdCoordinationStore(client, this.prefix, TIMEOUT);
+		FencingToken first = new FencingToken("moves",
+				Grants.acquire(coordination, "moves", "boss", LEASE).lease().term());
+		assertThat(daemons.assign(first, "boss", "outbox", "node-a", 0)).isEqualTo(first.term());
+		assertThat(daemons.release("node-a", "outbox", first.term())).isTrue();
+		for (int i = 0; i < 10; i++) {
+			client.getKVClient()
+				.put(EtcdKeys.bytes(this.prefix + "-elsewhere"), EtcdKeys.bytes("x"))
+				.get(5, TimeUnit.SECONDS);
+		}
+		assertThat(coordination.release("boss", Map.of("moves", first.term()))).containsExactly("moves");
+		FencingToken second = new FencingToken("moves",
+				Grants.acquire(coordination, "moves", "heir", LEASE).lease().term());
+		assertThat(second.term()).isGreaterThan(first.term() + 10);
+		assertThat(daemons.assign(second, "heir", "outbox", "node-a", first.term())).isEqualTo(second.term());
+		coordination.close();
 	}
 
 	private FencingToken lead(String node) {
