@@ -223,9 +223,8 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 				(live != null) ? CmpTarget.modRevision(live.getModRevision()) : CmpTarget.createRevision(0));
 		Cmp registered = new Cmp(this.keys.node(nodeId), Cmp.Op.EQUAL,
 				CmpTarget.createRevision(alive.getCreateRevision()));
-		// The session is kept alive with the grant: the window starts now, not at the
-		// last heartbeat. The engine counts the lease's window from the grant's send
-		// whatever the store answers, so the keep-alive is never spared.
+		// The session is kept alive with the grant, in the same round trip: the window
+		// starts now, not at the last heartbeat.
 		long refreshedAt = System.nanoTime();
 		CompletableFuture<@Nullable LeaseKeepAliveResponse> refreshed = this.sessions.keepAlive(session, refreshedAt);
 		// The watch shows the grant's write before or after its answer: announced as a
@@ -259,16 +258,19 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 	// Takes a lease that its holder handed to this process (handOver), or that a grant of
 	// this process wrote without announcing it, under the term of that write, without a
 	// write of its own: only this process deletes or writes a key attached to its
-	// session, and the session's keep-alive, sent now, keeps it at least a duration from
-	// the acquire's send, as a grant does.
+	// session, so the key lives as long as the session, whose last confirmation counts
+	// the time left. A session with less than half a duration left is kept alive first,
+	// and counts from then.
 	private AcquireResult take(String group, String nodeId, KeyValue live, EtcdSessions.Session session,
 			Duration duration, long sent, Instant sentAt, long deadline) {
-		LeaseKeepAliveResponse kept = this.calls.awaitUnlessNotFound(
-				this.sessions.keepAlive(session, System.nanoTime()), deadline,
-				"the keep-alive of the lease of " + group);
-		if (kept == null || kept.getTTL() <= 0) {
-			throw new DataAccessResourceFailureException("The session of the lease of " + group
-					+ " handed to leader node " + nodeId + " ended before it took the lease");
+		if (session.windowEnd() - System.nanoTime() < duration.toNanos() / 2) {
+			LeaseKeepAliveResponse kept = this.calls.awaitUnlessNotFound(
+					this.sessions.keepAlive(session, System.nanoTime()), deadline,
+					"the keep-alive of the lease of " + group);
+			if (kept == null || kept.getTTL() <= 0) {
+				throw new DataAccessResourceFailureException("The session of the lease of " + group
+						+ " handed to leader node " + nodeId + " ended before it took the lease");
+			}
 		}
 		long term = live.getModRevision();
 		long windowEnd = Math.min(sent + duration.toNanos(), session.windowEnd());
@@ -417,9 +419,10 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 	}
 
 	// Gives back each lease handed to the process that a heartbeat before this one found
-	// and no acquire took since, as a node that does not take part in the group, is
-	// stopping, or cools down after a yield leaves it: deleted, compared on its term, so
-	// that the others acquire it.
+	// and no acquire took since: a node that will not take one gives it back when the
+	// watch shows it (ReleaseListener.handedOver), and this is for one that could not
+	// say so then, whose listener failed or had stopped. Deleted, compared on its term,
+	// so that the others acquire it.
 	private void giveBackUntaken(String nodeId, String incarnation, EtcdSnapshot snapshot) {
 		Map<String, Long> untaken = new LinkedHashMap<>();
 		for (String group : snapshot.groups()) {
@@ -512,8 +515,10 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 	 * node's session: that node takes the lease under this write's revision with no write
 	 * of its own, so a hand-over costs one transaction, as a resignation in etcd's
 	 * election recipe does. The lease is deleted, as by {@link #release}, where no other
-	 * node is alive or its key changed since this store read it. A node that does not
-	 * take a lease handed to it within a heartbeat gives it back ({@link #tick}).
+	 * node is alive or its key changed since this store read it. A node that will not
+	 * take a lease handed to it gives it back at once
+	 * ({@link ReleaseListener#handedOver}), or at its second heartbeat after the
+	 * hand-over.
 	 */
 	@Override
 	public Collection<String> handOver(String nodeId, Map<String, Long> held) {
@@ -632,8 +637,7 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 						&& EtcdCoordinationStore.this.sessions.contains(written.getLease())
 						&& !EtcdCoordinationStore.this.granting.contains(named.name())
 						&& ownLease(named.name(), written) == null) {
-					// Handed to a process of this store: its node takes it first.
-					listener.released(named.name(), EtcdKeys.text(written.getValue()));
+					listener.handedOver(named.name(), EtcdKeys.text(written.getValue()), written.getModRevision());
 				}
 			}
 

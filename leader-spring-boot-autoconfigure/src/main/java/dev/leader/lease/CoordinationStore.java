@@ -143,6 +143,21 @@ public interface CoordinationStore {
 		void released(String group, @org.jspecify.annotations.Nullable String successor);
 
 		/**
+		 * Called when another node handed a group's lease to a node of this store
+		 * ({@link CoordinationStore#handOver}), for a store that hands leases over: that
+		 * node takes the lease by acquiring it, or, if it will not acquire it now (it
+		 * stops, does not take part in the group, or cools down after a yield), gives it
+		 * back at once with {@link CoordinationStore#release}, so that the others may. By
+		 * default, {@link #released} naming that node.
+		 * @param group the group
+		 * @param node the node the lease was handed to
+		 * @param term the term it was handed over under
+		 */
+		default void handedOver(String group, String node, long term) {
+			released(group, node);
+		}
+
+		/**
 		 * Called when the database session that bound leases of this node ended, for a
 		 * store that binds the leases of crash-takeover groups to a session of the node:
 		 * other nodes may take them over from now on, so the node must stop leading them

@@ -158,13 +158,20 @@ final class GroupLease {
 	}
 
 	/**
-	 * Holds the lease under a new term.
+	 * Holds the lease under a new term, for the safe window from the moment the acquire
+	 * was sent, or less if the store answered with less time left: a store whose lease
+	 * was granted before the acquire, such as one handed over to this node, counts its
+	 * time from then.
 	 * @param term the term granted
 	 * @param sent the instant the acquire was sent
+	 * @param remaining the time left that the store answered, which it counted after the
+	 * send
+	 * @param safetyMargin how much earlier than the lease the window closes
 	 * @return the granted event
 	 */
-	LeadershipGrantedEvent grant(long term, long sent) {
-		this.holding = new Holding(term, sent + this.safeWindowNanos);
+	LeadershipGrantedEvent grant(long term, long sent, Duration remaining, Duration safetyMargin) {
+		long window = Math.min(this.safeWindowNanos, remaining.minus(safetyMargin).toNanos());
+		this.holding = new Holding(term, sent + window);
 		return new LeadershipGrantedEvent(this.name, term, this.nodeId);
 	}
 

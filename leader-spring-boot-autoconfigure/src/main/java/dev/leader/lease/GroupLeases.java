@@ -181,7 +181,8 @@ final class GroupLeases {
 		LeaseState lease = result.lease();
 		synchronized (this.lock) {
 			if (result.granted() && lease != null) {
-				LeadershipGrantedEvent granted = group.grant(lease.term(), sent);
+				LeadershipGrantedEvent granted = group.grant(lease.term(), sent, lease.remaining(),
+						this.settings.safetyMargin());
 				this.watchdog.arm(group);
 				publish(granted);
 				info("Leader group=%s node=%s action=granted term=%d latency=%dms", group.name(), this.nodeId,

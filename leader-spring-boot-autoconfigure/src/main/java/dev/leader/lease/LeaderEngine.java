@@ -192,6 +192,11 @@ public final class LeaderEngine implements Leadership, LeaseStatus, Enrolment {
 				}
 
 				@Override
+				public void handedOver(String group, String node, long term) {
+					LeaderEngine.this.handOver.onHandedOver(group, node, term);
+				}
+
+				@Override
 				public void sessionLost(Map<String, Long> terms) {
 					LeaderEngine.this.groups.stepDownTerms(terms, RevokeReason.SESSION_LOST);
 				}

@@ -248,6 +248,34 @@ final class ReleaseHandOver {
 	}
 
 	/**
+	 * Takes a lease that another node handed to this one, as a released lease it is named
+	 * to try first; or, if this node would not ask for it now (it stops, does not take
+	 * part in the group, holds an older term of it, or cools down after a yield), gives
+	 * it back at once, so that the others acquire it.
+	 * @param name the group
+	 * @param node the node it was handed to, which may be another node of the store
+	 * @param term the term it was handed over under
+	 */
+	void onHandedOver(String name, String node, long term) {
+		if (!node.equals(this.nodeId)) {
+			return;
+		}
+		GroupLease group = this.groups.find(name);
+		if (group != null && this.roundTrips.wouldAcquire(group)) {
+			onReleased(name, node);
+			return;
+		}
+		GroupLeases.info("Leader node %s gives back %s, handed to it while it takes none of it", this.nodeId, name);
+		try {
+			this.store.release(this.nodeId, Map.of(name, term));
+		}
+		catch (RuntimeException ex) {
+			logger.warn("Leader node " + this.nodeId + " could not give back " + name
+					+ "; it gives it back at a heartbeat, or its lease expires: " + ex);
+		}
+	}
+
+	/**
 	 * Returns whether this node should try first to acquire a released lease, and
 	 * remembers a release that named another node.
 	 * @param name the group released

@@ -231,14 +231,27 @@ final class RoundTrips {
 	void attemptAcquire(GroupLease group) {
 		this.lock.lock();
 		try {
-			if (this.running.get() && !this.leaving && this.registered && heartbeatedRecently()
-					&& group.heldTerm() < 0) {
+			if (mayAcquire(group)) {
 				acquire(group);
 			}
 		}
 		finally {
 			this.lock.unlock();
 		}
+	}
+
+	private boolean mayAcquire(GroupLease group) {
+		return this.running.get() && !this.leaving && this.registered && heartbeatedRecently() && group.heldTerm() < 0;
+	}
+
+	/**
+	 * Returns whether an attempt to acquire the group would ask the store now, as read
+	 * without waiting for a round trip under way.
+	 * @param group the group
+	 * @return whether it would
+	 */
+	boolean wouldAcquire(GroupLease group) {
+		return mayAcquire(group) && group.cooling() <= 0;
 	}
 
 	private boolean heartbeatedRecently() {

@@ -20,7 +20,11 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class GroupLeaseTests {
 
-	private static final Duration SAFE_WINDOW = Duration.ofMillis(1900);
+	private static final Duration DURATION = Duration.ofMillis(2000);
+
+	private static final Duration MARGIN = Duration.ofMillis(100);
+
+	private static final Duration SAFE_WINDOW = DURATION.minus(MARGIN);
 
 	private final FakeClock clock = new FakeClock();
 
@@ -36,7 +40,7 @@ class GroupLeaseTests {
 	void grantIsTrustedForTheSafeWindowFromTheMomentTheAcquireWasSent() {
 		long sent = this.clock.nanoTime();
 		this.clock.advance(Duration.ofMillis(300));
-		LeadershipGrantedEvent granted = this.lease.grant(7, sent);
+		LeadershipGrantedEvent granted = this.lease.grant(7, sent, DURATION, MARGIN);
 		assertThat(granted).isEqualTo(new LeadershipGrantedEvent("orders", 7, "a"));
 		assertThat(this.lease.isLeader()).isTrue();
 		assertThat(this.lease.token()).contains(new FencingToken("orders", 7));
@@ -49,9 +53,23 @@ class GroupLeaseTests {
 		assertThat(this.lease.safeWindowRemaining()).isEmpty();
 	}
 
+	/**
+	 * A store that answers a grant with less time left than a duration, as one that
+	 * counts a lease handed over from an earlier keep-alive does, shortens the window.
+	 */
+	@Test
+	void grantWithLessTimeLeftIsTrustedForThatTimeLessTheMargin() {
+		long sent = this.clock.nanoTime();
+		this.clock.advance(Duration.ofMillis(300));
+		this.lease.grant(7, sent, Duration.ofMillis(1200), MARGIN);
+		assertThat(this.lease.safeWindowRemaining()).contains(Duration.ofMillis(800));
+		this.clock.advance(Duration.ofMillis(800));
+		assertThat(this.lease.isLeader()).isFalse();
+	}
+
 	@Test
 	void closedWindowStepsDownAsExpiredExactlyOnce() {
-		this.lease.grant(3, this.clock.nanoTime());
+		this.lease.grant(3, this.clock.nanoTime(), DURATION, MARGIN);
 		this.clock.advance(Duration.ofMillis(1000));
 		assertThat(this.lease.closedWindowReason()).as("window still open").isNull();
 		this.clock.advance(Duration.ofMillis(900));
@@ -66,7 +84,7 @@ class GroupLeaseTests {
 
 	@Test
 	void windowThatClosesAfterAFailedRenewalStepsDownAsError() {
-		this.lease.grant(3, this.clock.nanoTime());
+		this.lease.grant(3, this.clock.nanoTime(), DURATION, MARGIN);
 		this.lease.renewFailed();
 		this.clock.advance(SAFE_WINDOW);
 		assertThat(this.lease.closedWindowReason()).isEqualTo(RevokeReason.ERROR);
@@ -74,7 +92,7 @@ class GroupLeaseTests {
 
 	@Test
 	void renewalExtendsTheSafeWindowFromItsSendAndClearsAnEarlierFailure() {
-		this.lease.grant(3, this.clock.nanoTime());
+		this.lease.grant(3, this.clock.nanoTime(), DURATION, MARGIN);
 		this.lease.renewFailed();
 		this.clock.advance(Duration.ofMillis(1500));
 		long sent = this.clock.nanoTime();
@@ -90,7 +108,7 @@ class GroupLeaseTests {
 
 	@Test
 	void renewalOfAnotherTermIsNotTheTermHeld() {
-		this.lease.grant(3, this.clock.nanoTime());
+		this.lease.grant(3, this.clock.nanoTime(), DURATION, MARGIN);
 		assertThat(this.lease.holds(2)).isFalse();
 		assertThat(this.lease.holds(4)).isFalse();
 		this.lease.stepDown(RevokeReason.LOST);
