@@ -115,6 +115,12 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 
 	private static final Duration LAST_MOMENT = Duration.ofMillis(1);
 
+	/**
+	 * How many leases one transaction releases at most: etcd refuses a transaction of
+	 * more than {@code --max-txn-ops} operations, 128 by default.
+	 */
+	private static final int RELEASES_PER_TRANSACTION = 100;
+
 	private final KV kv;
 
 	private final Lease leases;
@@ -295,19 +301,18 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 			.commit();
 	}
 
-	// The release's transaction, if the key still holds the term and the node: the key
-	// written for the successor, attached to its node's session, while that node key is
-	// the one read; else, or without a successor, the key deleted. The term's record
-	// follows the key.
-	private CompletableFuture<TxnResponse> release(String group, long term, String nodeId, Instant now,
-			@Nullable KeyValue successor) {
+	// The release of a lease, for a transaction of several: if the key still holds the
+	// term and the node, the key written for the successor, attached to its node's
+	// session, while that node key is the one read; else, or without a successor, the key
+	// deleted. The term's record follows the key.
+	private Op release(String group, long term, String nodeId, Instant now, @Nullable KeyValue successor) {
 		ByteSequence key = this.keys.lease(group);
 		Cmp[] held = { new Cmp(key, Cmp.Op.EQUAL, CmpTarget.modRevision(term)),
 				new Cmp(key, Cmp.Op.EQUAL, CmpTarget.value(EtcdKeys.bytes(nodeId))) };
 		Op[] deleted = { Op.delete(key, DeleteOption.DEFAULT),
 				Op.put(this.keys.term(group), new EtcdKeys.TermRecord(term, null, now).toBytes(), PutOption.DEFAULT) };
 		if (successor == null) {
-			return this.kv.txn().If(held).Then(deleted).commit();
+			return Op.txn(held, deleted, new Op[0]);
 		}
 		String next = NodeValue.of(successor).registration().id();
 		Op[] handed = {
@@ -316,7 +321,34 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 						PutOption.DEFAULT) };
 		Cmp registered = new Cmp(successor.getKey(), Cmp.Op.EQUAL,
 				CmpTarget.createRevision(successor.getCreateRevision()));
-		return this.kv.txn().If(held).Then(Op.txn(new Cmp[] { registered }, handed, deleted)).commit();
+		return Op.txn(held, new Op[] { Op.txn(new Cmp[] { registered }, handed, deleted) }, new Op[0]);
+	}
+
+	// Releases or hands over the leases in one transaction, so that they take one
+	// revision and reach the watches together (in several for more groups than etcd
+	// takes operations in one, 128 by default); returns the groups whose key held the
+	// term.
+	private List<String> release(String nodeId, Map<String, Long> held, @Nullable KeyValue successor, long deadline) {
+		Instant now = Instant.now();
+		List<String> groups = new ArrayList<>(held.keySet());
+		List<String> released = new ArrayList<>();
+		for (int from = 0; from < groups.size(); from += RELEASES_PER_TRANSACTION) {
+			List<String> batch = groups.subList(from, Math.min(groups.size(), from + RELEASES_PER_TRANSACTION));
+			Op[] releases = batch.stream()
+				.map((group) -> release(group, held.get(group), nodeId, now, successor))
+				.toArray(Op[]::new);
+			TxnResponse answer = this.calls.await(this.kv.txn().Then(releases).commit(), deadline,
+					"the release of " + batch);
+			List<TxnResponse> each = answer.getTxnResponses();
+			for (int i = 0; i < batch.size(); i++) {
+				if (each.get(i).isSucceeded()) {
+					this.own.remove(batch.get(i));
+					released.add(batch.get(i));
+					this.written.accumulateAndGet(answer.getHeader().getRevision(), Math::max);
+				}
+			}
+		}
+		return released;
 	}
 
 	/**
@@ -336,10 +368,10 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 		Instant now = Instant.now();
 		TxnResponse granted = this.calls.await(grant(never, never, group, nodeId, session, now), deadline,
 				"the first grant");
-		this.calls.await(release(group, -1, nodeId, now, null), deadline, "the first release");
+		release(nodeId, Map.of(group, -1L), null, deadline);
 		KeyValue self = this.mirror.snapshot().node(nodeId);
 		if (self != null) {
-			this.calls.await(release(group, -1, nodeId, now, self), deadline, "the first hand-over");
+			release(nodeId, Map.of(group, -1L), self, deadline);
 		}
 		// The grant's answer read as a refused grant's is.
 		first(granted.getGetResponses().get(0));
@@ -526,23 +558,12 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 	}
 
 	private Collection<String> release(String nodeId, Map<String, Long> held, boolean handOver) {
-		long deadline = this.calls.deadline();
-		Instant now = Instant.now();
+		if (held.isEmpty()) {
+			return List.of();
+		}
 		EtcdSnapshot snapshot = this.mirror.snapshot();
 		String next = handOver ? successor(snapshot, nodeId) : null;
-		KeyValue successor = (next != null) ? snapshot.node(next) : null;
-		Map<String, CompletableFuture<TxnResponse>> answers = new LinkedHashMap<>();
-		held.forEach((group, term) -> answers.put(group, release(group, term, nodeId, now, successor)));
-		List<String> released = new ArrayList<>();
-		answers.forEach((group, future) -> {
-			TxnResponse answer = this.calls.await(future, deadline, "the release of " + group);
-			if (answer.isSucceeded()) {
-				this.own.remove(group);
-				this.written.accumulateAndGet(answer.getHeader().getRevision(), Math::max);
-				released.add(group);
-			}
-		});
-		return released;
+		return release(nodeId, held, (next != null) ? snapshot.node(next) : null, this.calls.deadline());
 	}
 
 	/**

@@ -3,6 +3,7 @@ package dev.leader.etcd;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -276,6 +277,22 @@ class EtcdCoordinationStoreTests {
 			assertThat(this.store.leases()).singleElement().extracting(LeaseState::isHeld).isEqualTo(false);
 			assertThat(granted(Grants.acquire(this.store, "orders", A, LEASE)).term()).isGreaterThan(held.term());
 		}
+	}
+
+	/**
+	 * A node's leases are released in one transaction, or in several where they are more
+	 * than etcd takes operations in one (128 by default).
+	 */
+	@Test
+	void handOverOfMoreLeasesThanEtcdTakesInOneTransactionHandsThemAllOver() {
+		this.store.tick(B, Map.of(), List.of(), LEASE, Duration.ofSeconds(10));
+		Map<String, Long> held = new HashMap<>();
+		for (int i = 0; i < 130; i++) {
+			held.put("group-" + i, granted(Grants.acquire(this.store, "group-" + i, A, Duration.ofSeconds(10))).term());
+		}
+		assertThat(this.store.handOver(A.id(), held)).containsExactlyInAnyOrderElementsOf(held.keySet());
+		assertThat(this.store.leases()).hasSize(130)
+			.allSatisfy((lease) -> assertThat(lease.holder()).isEqualTo(B.id()));
 	}
 
 	/**
