@@ -302,9 +302,9 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 	}
 
 	// The release of a lease, for a transaction of several: if the key still holds the
-	// term and the node, the key written for the successor, attached to its node's
-	// session, while that node key is the one read; else, or without a successor, the key
-	// deleted. The term's record follows the key.
+	// term and the node, the key written for the successor, attached to the session its
+	// node key names for the leases handed to it, while that node key is as read; else,
+	// or without a successor, the key deleted. The term's record follows the key.
 	private Op release(String group, long term, String nodeId, Instant now, @Nullable KeyValue successor) {
 		ByteSequence key = this.keys.lease(group);
 		Cmp[] held = { new Cmp(key, Cmp.Op.EQUAL, CmpTarget.modRevision(term)),
@@ -314,13 +314,13 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 		if (successor == null) {
 			return Op.txn(held, deleted, new Op[0]);
 		}
-		String next = NodeValue.of(successor).registration().id();
+		NodeValue next = NodeValue.of(successor);
+		String id = next.registration().id();
 		Op[] handed = {
-				Op.put(key, EtcdKeys.bytes(next), PutOption.builder().withLeaseId(successor.getLease()).build()),
-				Op.put(this.keys.term(group), new EtcdKeys.TermRecord(0, next, now.plus(this.leaseDuration)).toBytes(),
+				Op.put(key, EtcdKeys.bytes(id), PutOption.builder().withLeaseId(next.handOverSession()).build()),
+				Op.put(this.keys.term(group), new EtcdKeys.TermRecord(0, id, now.plus(this.leaseDuration)).toBytes(),
 						PutOption.DEFAULT) };
-		Cmp registered = new Cmp(successor.getKey(), Cmp.Op.EQUAL,
-				CmpTarget.createRevision(successor.getCreateRevision()));
+		Cmp registered = new Cmp(successor.getKey(), Cmp.Op.EQUAL, CmpTarget.modRevision(successor.getModRevision()));
 		return Op.txn(held, new Op[] { Op.txn(new Cmp[] { registered }, handed, deleted) }, new Op[0]);
 	}
 
@@ -342,7 +342,8 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 			List<TxnResponse> each = answer.getTxnResponses();
 			for (int i = 0; i < batch.size(); i++) {
 				if (each.get(i).isSucceeded()) {
-					this.own.remove(batch.get(i));
+					long term = held.get(batch.get(i));
+					this.own.computeIfPresent(batch.get(i), (group, own) -> (own.term() == term) ? null : own);
 					released.add(batch.get(i));
 					this.written.accumulateAndGet(answer.getHeader().getRevision(), Math::max);
 				}
@@ -404,7 +405,8 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 		// election or a member's death ended costs no lease.
 		this.mirror.awaitRevision(this.written.get(), shortly, false);
 		EtcdSnapshot snapshot = this.mirror.snapshot();
-		NodeValue self = this.members.heartbeat(node, incarnation, snapshot, sentAt, nodeExpiry, deadline);
+		NodeValue self = this.members.heartbeat(node, incarnation, snapshot, sentAt, nodeExpiry, leaseDuration,
+				deadline);
 		Map<String, LeaseState> renewed = new LinkedHashMap<>();
 		held.forEach((group, term) -> {
 			Own mine = this.own.get(group);
@@ -427,7 +429,7 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 			}
 		}
 		Map<String, NodeInfo> members = this.members.members(snapshot, nodeExpiry, deadline);
-		members.put(node.id(), new NodeValue(self.incarnation(), node, self.startedAt(), sentAt).toInfo(true));
+		members.put(node.id(), new NodeValue(self.incarnation(), node, self.startedAt(), sentAt, 0).toInfo(true));
 		Consumer<EtcdSnapshot> follower = this.snapshotFollower;
 		if (follower != null && confirmed) {
 			try {
@@ -563,7 +565,20 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 		}
 		EtcdSnapshot snapshot = this.mirror.snapshot();
 		String next = handOver ? successor(snapshot, nodeId) : null;
-		return release(nodeId, held, (next != null) ? snapshot.node(next) : null, this.calls.deadline());
+		KeyValue successor = (next != null) ? snapshot.node(next) : null;
+		long deadline = this.calls.deadline();
+		if (successor != null && NodeValue.of(successor).handOverSession() != 0) {
+			try {
+				return release(nodeId, held, successor, deadline);
+			}
+			catch (DataAccessException ex) {
+				// As when the session it names ended since: etcd refuses the whole
+				// transaction, and a release does without it.
+				logger.debug("Leader node " + nodeId + " could not hand " + held.keySet() + " to " + next
+						+ ", releasing them: " + ex.getMessage());
+			}
+		}
+		return release(nodeId, held, null, deadline);
 	}
 
 	/**

@@ -66,13 +66,16 @@ final class EtcdMembers {
 	 * @param snapshot the keys as followed
 	 * @param now the heartbeat's instant
 	 * @param nodeExpiry the node expiry, the time to live of the node session
+	 * @param leaseDuration the lease duration, the time to live of the session that a
+	 * lease handed to the node is attached to, which the node's key names
 	 * @param deadline the deadline of the round trip
 	 * @return what the node's key holds
 	 * @throws DuplicateKeyException if another live process registered the id, or leases
 	 * that this process was not granted are held under it
 	 */
 	NodeValue heartbeat(NodeRegistration node, String incarnation, EtcdSnapshot snapshot, Instant now,
-			Duration nodeExpiry, long deadline) {
+			Duration nodeExpiry, Duration leaseDuration, long deadline) {
+		long handOver = this.sessions.get(incarnation, leaseDuration, deadline).id();
 		KeyValue alive = snapshot.node(node.id());
 		KeyValue record = snapshot.member(node.id());
 		if (alive != null) {
@@ -84,9 +87,11 @@ final class EtcdMembers {
 						+ "been silent for the node expiry. Give each process its own leader node id");
 			}
 			if (this.sessions.byId(incarnation, alive.getLease()) != null) {
-				if (!registered.registration().equals(node)) {
-					// The node advertises other daemons or another address.
-					return write(new NodeValue(incarnation, node, registered.startedAt(), now), alive, deadline);
+				if (!registered.registration().equals(node) || registered.handOverSession() != handOver) {
+					// The node advertises other daemons, another address or another
+					// session for the leases handed to it.
+					return write(new NodeValue(incarnation, node, registered.startedAt(), now, handOver), alive,
+							deadline);
 				}
 				return registered;
 			}
@@ -95,7 +100,7 @@ final class EtcdMembers {
 		boolean again = recorded != null && recorded.incarnation().equals(incarnation);
 		requireNoLeasesOfAnotherProcess(node.id(), incarnation, snapshot);
 		EtcdSessions.Session session = this.sessions.get(incarnation, nodeExpiry, deadline);
-		NodeValue value = new NodeValue(incarnation, node, again ? recorded.startedAt() : now, now);
+		NodeValue value = new NodeValue(incarnation, node, again ? recorded.startedAt() : now, now, handOver);
 		ByteSequence bytes = value.toBytes();
 		String id = node.id();
 		Cmp unchanged = new Cmp(this.keys.member(id), Cmp.Op.EQUAL,
@@ -186,8 +191,8 @@ final class EtcdMembers {
 		});
 		snapshot.nodes().forEach((id, kv) -> {
 			NodeValue value = NodeValue.of(kv);
-			members.put(id,
-					new NodeValue(value.incarnation(), value.registration(), value.startedAt(), wallNow).toInfo(true));
+			members.put(id, new NodeValue(value.incarnation(), value.registration(), value.startedAt(), wallNow, 0)
+				.toInfo(true));
 		});
 		return members;
 	}

@@ -24,8 +24,13 @@ import org.jspecify.annotations.Nullable;
  * @param registration the registration
  * @param startedAt when the process registered, by its clock
  * @param heartbeatAt when it last heartbeated, by its clock
+ * @param handOverSession the session, an etcd lease, that a lease handed over to the node
+ * is attached to: the one of the lease duration; 0 where the node does not say, as one of
+ * a version that takes no hand-over does not, and a lease is then released rather than
+ * handed to it
  */
-record NodeValue(String incarnation, NodeRegistration registration, Instant startedAt, Instant heartbeatAt) {
+record NodeValue(String incarnation, NodeRegistration registration, Instant startedAt, Instant heartbeatAt,
+		long handOverSession) {
 
 	// Tells two processes apart that share a pid and a host, such as two containers.
 	private static final String PROCESS = UUID.randomUUID().toString().substring(0, 8) + "-"
@@ -46,7 +51,7 @@ record NodeValue(String incarnation, NodeRegistration registration, Instant star
 		NodeRegistration node = this.registration;
 		return EtcdKeys.bytes(EtcdKeys.encode(Arrays.asList(this.incarnation, node.id(), node.name(), node.host(),
 				Long.toString(node.pid()), String.join(",", new TreeSet<>(node.daemons())), node.baseUrl(), node.zone(),
-				this.startedAt.toString(), this.heartbeatAt.toString())));
+				this.startedAt.toString(), this.heartbeatAt.toString(), Long.toString(this.handOverSession))));
 	}
 
 	static NodeValue of(KeyValue kv) {
@@ -65,7 +70,8 @@ record NodeValue(String incarnation, NodeRegistration registration, Instant star
 				EtcdKeys.require(fields.get(3)), Long.parseLong(EtcdKeys.require(fields.get(4))),
 				daemons.isEmpty() ? Set.of() : Set.of(daemons.split(",")), fields.get(6), fields.get(7));
 		return new NodeValue(EtcdKeys.require(fields.get(0)), node, Instant.parse(EtcdKeys.require(fields.get(8))),
-				Instant.parse(EtcdKeys.require(fields.get(9))));
+				Instant.parse(EtcdKeys.require(fields.get(9))),
+				(fields.size() > 10) ? Long.parseLong(EtcdKeys.require(fields.get(10))) : 0);
 	}
 
 	NodeInfo toInfo(boolean alive) {

@@ -251,7 +251,8 @@ final class ReleaseHandOver {
 	 * Takes a lease that another node handed to this one, as a released lease it is named
 	 * to try first; or, if this node would not ask for it now (it stops, does not take
 	 * part in the group, holds an older term of it, or cools down after a yield), gives
-	 * it back at once, so that the others acquire it.
+	 * it back on {@code leader-io} after the round trip under way, so that the others
+	 * acquire it.
 	 * @param name the group
 	 * @param node the node it was handed to, which may be another node of the store
 	 * @param term the term it was handed over under
@@ -265,13 +266,33 @@ final class ReleaseHandOver {
 			onReleased(name, node);
 			return;
 		}
-		GroupLeases.info("Leader node %s gives back %s, handed to it while it takes none of it", this.nodeId, name);
+		Runnable giveBack = () -> giveBack(name, group, term);
 		try {
+			this.roundTrips.execute(giveBack);
+		}
+		catch (RejectedExecutionException ex) {
+			giveBack.run();
+		}
+	}
+
+	// Gives a lease handed to this node back, with the round trips' lock held, unless an
+	// acquire took it meanwhile or would take it now.
+	private void giveBack(String name, @Nullable GroupLease group, long term) {
+		this.roundTrips.lock().lock();
+		try {
+			if (group != null && (group.heldTerm() == term || this.roundTrips.wouldAcquire(group))) {
+				this.roundTrips.attemptAcquire(group);
+				return;
+			}
+			GroupLeases.info("Leader node %s gives back %s, handed to it while it takes none of it", this.nodeId, name);
 			this.store.release(this.nodeId, Map.of(name, term));
 		}
 		catch (RuntimeException ex) {
 			logger.warn("Leader node " + this.nodeId + " could not give back " + name
 					+ "; it gives it back at a heartbeat, or its lease expires: " + ex);
+		}
+		finally {
+			this.roundTrips.lock().unlock();
 		}
 	}
 

@@ -3,6 +3,7 @@ package dev.leader.etcd;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -19,7 +20,10 @@ import dev.leader.test.EtcdCluster;
 import dev.leader.test.Grants;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
+import io.etcd.jetcd.KeyValue;
 import io.etcd.jetcd.options.GetOption;
+import io.etcd.jetcd.options.LeaseOption;
+import io.etcd.jetcd.options.PutOption;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -293,6 +297,52 @@ class EtcdCoordinationStoreTests {
 		assertThat(this.store.handOver(A.id(), held)).containsExactlyInAnyOrderElementsOf(held.keySet());
 		assertThat(this.store.leases()).hasSize(130)
 			.allSatisfy((lease) -> assertThat(lease.holder()).isEqualTo(B.id()));
+	}
+
+	/**
+	 * A lease handed over is attached to the session of the lease duration that the next
+	 * node's key names, not to its node session: with a longer node expiry, the next node
+	 * takes it with no write, and a frozen one holds it no longer than a lease (review:
+	 * it held it for its 25 s node expiry, and took it with a second write).
+	 */
+	@Test
+	void leaseHandedToANodeWithALongerNodeExpiryIsAttachedToItsLeaseSession() throws Exception {
+		this.store.tick(B, Map.of(), List.of(), LEASE, Duration.ofSeconds(20));
+		LeaseState held = granted(Grants.acquire(this.store, "orders", A, LEASE));
+		assertThat(this.store.handOver(A.id(), Map.of("orders", held.term()))).containsExactly("orders");
+		long handedOver = revision();
+		KeyValue key = this.client.getKVClient()
+			.get(new EtcdKeys("leader-test").lease("orders"))
+			.get(5, TimeUnit.SECONDS)
+			.getKvs()
+			.get(0);
+		assertThat(EtcdKeys.text(key.getValue())).isEqualTo(B.id());
+		assertThat(this.client.getLeaseClient()
+			.timeToLive(key.getLease(), LeaseOption.DEFAULT)
+			.get(5, TimeUnit.SECONDS)
+			.getGrantedTTL()).as("the time to live of the session the key is attached to").isEqualTo(3);
+		assertThat(granted(this.store.acquire("orders", B, LEASE)).term()).isEqualTo(handedOver);
+		assertThat(revision()).as("revision after the take").isEqualTo(handedOver);
+	}
+
+	/**
+	 * A node whose key names no session for leases handed to it, as one of an earlier
+	 * version, takes no hand-over: the lease is released, and every node may acquire it.
+	 */
+	@Test
+	void handOverToANodeThatNamesNoSessionReleases() throws Exception {
+		EtcdKeys keys = new EtcdKeys("leader-test");
+		long session = this.client.getLeaseClient().grant(10).get(5, TimeUnit.SECONDS).getID();
+		String older = EtcdKeys.encode(Arrays.asList("1/1/older", "node-old", "app", "host-old", "103", "", null, null,
+				"2026-12-07T10:00:00Z", "2026-12-07T10:00:00Z"));
+		this.client.getKVClient()
+			.put(keys.node("node-old"), EtcdKeys.bytes(older), PutOption.builder().withLeaseId(session).build())
+			.get(5, TimeUnit.SECONDS);
+		LeaseState held = granted(Grants.acquire(this.store, "orders", A, LEASE));
+		assertThat(this.store.handOver(A.id(), Map.of("orders", held.term()))).containsExactly("orders");
+		assertThat(this.store.leases()).singleElement()
+			.extracting(LeaseState::holder, LeaseState::term)
+			.containsExactly(null, held.term());
 	}
 
 	/**
