@@ -259,9 +259,10 @@ final class EtcdAppBenchmarks {
 			@Nullable EtcdCluster etcd, boolean crash) throws Exception {
 		List<Double> samples = new ArrayList<>();
 		try {
+			double before = (etcd != null) ? transactions(etcd) : 0;
 			cluster.start(arguments);
 			if (etcd != null) {
-				requireOnEtcd(etcd);
+				requireOnEtcd(etcd, before);
 			}
 			for (int round = 0; round < rounds; round++) {
 				SampleAppNode leader = awaitLeader(cluster);
@@ -292,12 +293,13 @@ final class EtcdAppBenchmarks {
 	/**
 	 * Fails unless the nodes' requests reach the etcd cluster: a sample jar without
 	 * etcd's client would ignore {@code leader.etcd.endpoints} and coordinate through its
-	 * database, and its figures would be PostgreSQL's.
+	 * database, and its figures would be PostgreSQL's. Counted from before the nodes
+	 * started: nodes that are settled by the time they answer ready send none when idle.
 	 * @param etcd the cluster
+	 * @param before the transactions etcd had received before the nodes started
 	 */
-	private static void requireOnEtcd(EtcdCluster etcd) throws Exception {
+	private static void requireOnEtcd(EtcdCluster etcd, double before) throws Exception {
 		EtcdMetrics metrics = new EtcdMetrics(etcd.endpoints());
-		double before = metrics.read().received().getOrDefault("Txn", 0.0);
 		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
 		while (metrics.read().received().getOrDefault("Txn", 0.0) <= before) {
 			if (System.nanoTime() > deadline) {
@@ -307,6 +309,10 @@ final class EtcdAppBenchmarks {
 			}
 			TimeUnit.MILLISECONDS.sleep(250);
 		}
+	}
+
+	private static double transactions(EtcdCluster etcd) throws Exception {
+		return new EtcdMetrics(etcd.endpoints()).read().received().getOrDefault("Txn", 0.0);
 	}
 
 	private static SampleAppNode awaitLeader(SampleCluster cluster) throws InterruptedException {
@@ -372,8 +378,9 @@ final class EtcdAppBenchmarks {
 	private static IdleOnEtcd idleOnEtcd(SampleCluster cluster, BenchDatabase database, EtcdCluster etcd,
 			List<String> arguments, Duration window, int windows) throws Exception {
 		try {
+			double before = transactions(etcd);
 			startIdle(cluster, arguments);
-			requireOnEtcd(etcd);
+			requireOnEtcd(etcd, before);
 			return IdleOnEtcd.measure(etcd, database, window, windows);
 		}
 		finally {
