@@ -69,11 +69,11 @@ import org.springframework.util.Assert;
  * session alive in the same round trip, and its window counts from then. A release
  * deletes the key in one transaction compared on the term; a graceful hand-over
  * ({@link #handOver}) writes it in that transaction for the next node instead, attached
- * to that node's session, and that node takes it with a keep-alive and no write, as the
- * next candidate of etcd's election recipe is elected by the deletion of the key ahead of
- * it. Beside each lease key, {@code <prefix>#/terms/<group>} records the term of the last
- * grant or release, its holder ({@code null} once released) and the expiry promised at
- * the grant, so that a released or expired lease is still read with its term.
+ * to the session that node's key names for it, and that node takes it with no write, as
+ * the next candidate of etcd's election recipe is elected by the deletion of the key
+ * ahead of it. Beside each lease key, {@code <prefix>#/terms/<group>} records the term of
+ * the last grant or release, its holder ({@code null} once released) and the expiry
+ * promised at the grant, so that a released or expired lease is still read with its term.
  * <p>
  * <b>Following.</b> The keys under the root are read once and then followed by a watch
  * ({@link EtcdMirror}): the leases a heartbeat reads, the members, and the snapshots the
@@ -545,14 +545,14 @@ public final class EtcdCoordinationStore implements CoordinationStore, AutoClose
 
 	/**
 	 * Writes each lease key for the live node that registered first apart from this one,
-	 * in the transaction compared on the term that would delete it, attached to that
-	 * node's session: that node takes the lease under this write's revision with no write
-	 * of its own, so a hand-over costs one transaction, as a resignation in etcd's
-	 * election recipe does. The lease is deleted, as by {@link #release}, where no other
-	 * node is alive or its key changed since this store read it. A node that will not
-	 * take a lease handed to it gives it back at once
-	 * ({@link ReleaseListener#handedOver}), or at its second heartbeat after the
-	 * hand-over.
+	 * in one transaction compared on the terms that would delete them, attached to the
+	 * session of the lease duration that the node's key names: that node takes each lease
+	 * under this write's revision with no write of its own, so a hand-over costs one
+	 * transaction, as a resignation in etcd's election recipe does. The leases are
+	 * deleted, as by {@link #release}, where no other node is alive, its key changed
+	 * since this store read it, or it names no such session. A node that will not take a
+	 * lease handed to it gives it back at once ({@link ReleaseListener#handedOver}), or
+	 * at its second heartbeat after the hand-over.
 	 */
 	@Override
 	public Collection<String> handOver(String nodeId, Map<String, Long> held) {

@@ -3,6 +3,8 @@ package dev.leader.mariadb;
 import java.sql.ResultSet;
 import java.time.Duration;
 import java.time.LocalDateTime;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
 import javax.sql.DataSource;
 
@@ -67,6 +69,11 @@ public final class MariaDbFencingStore implements FencingStore {
 
 	private final MariaDbConnections connections;
 
+	/**
+	 * The fences this store knows to exist: a fence is never deleted.
+	 */
+	private final Set<String> created = ConcurrentHashMap.newKeySet();
+
 	private final @Nullable MariaDbCoordinationStore leases;
 
 	private final MariaDbSql.Rendered sql;
@@ -130,6 +137,19 @@ public final class MariaDbFencingStore implements FencingStore {
 
 	@Override
 	public @Nullable Fence advance(String resource, FencingToken token) {
+		if (!this.created.contains(resource)) {
+			// Created at the lowest term, which accepts every term of the group as no
+			// fence does, in a transaction of its own: writers that race to create a
+			// fence in their own transactions deadlock in InnoDB when one of them rolls
+			// back, and the fence then fails a write that it would accept.
+			this.connections.transaction("create fence", (tx) -> tx.run(this.sql.of(ENSURE_FENCE), (statement) -> {
+				statement.setString(1, resource);
+				statement.setString(2, token.group());
+				statement.setLong(3, 1);
+				return statement.executeUpdate();
+			}));
+			this.created.add(resource);
+		}
 		// The upsert locks the fence's row: the limits come first, and stay for the rest
 		// of
 		// the transaction even when the fence refuses the term, since the row stays
